@@ -1,0 +1,32 @@
+//! The `bloatlab` binary: subcommands only; every subcommand lives in its crate.
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "bloatlab", version, about = "Measure, reproduce and explain bufferbloat")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve latency-under-load tests (TCP and UDP on one port).
+    Server(bloatlab_engine::cli::ServerArgs),
+    /// Run a latency-under-load test against a bloatlab server.
+    Test(bloatlab_engine::cli::TestArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Server(a) => bloatlab_engine::cli::run_server(a),
+        Cmd::Test(a) => bloatlab_engine::cli::run_test(a),
+    };
+    match res {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("bloatlab: error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! bloatlab-emulator (work in progress)

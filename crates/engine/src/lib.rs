@@ -1,0 +1,1 @@
+//! bloatlab-engine (work in progress)

@@ -1,0 +1,1 @@
+//! bloatlab-lab (work in progress)

@@ -1,0 +1,1 @@
+//! bloatlab-metrics (work in progress)

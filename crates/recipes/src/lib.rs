@@ -1,0 +1,1 @@
+//! bloatlab-recipes (work in progress)

@@ -1,0 +1,1 @@
+//! bloatlab-report (work in progress)

@@ -1,0 +1,393 @@
+//! The bloatlab result document (schema `bloatlab-result`, version [`SCHEMA_VERSION`]).
+//!
+//! Every layer speaks this: the engine writes it, the lab adds its `lab`
+//! section, recipes collect many of them, reports read them. It is documented
+//! field by field in `docs/results.md`; a test in this crate checks that every
+//! field name appears there.
+//!
+//! Conventions:
+//! * times of raw samples are integer nanoseconds since the test start on the
+//!   **client's** clock (`t_ns`), unless the field name says otherwise;
+//! * durations / latencies of raw samples are integer nanoseconds (`*_ns`);
+//! * summary numbers are floats in the unit their name says (`*_ms`, `*_bps`, `*_hz`).
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA_NAME: &str = "bloatlab-result";
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TestResult {
+    /// Always [`SCHEMA_NAME`].
+    pub schema: String,
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// False when the run was interrupted (Ctrl-C, server died, ...).
+    pub complete: bool,
+    /// Why the run is incomplete, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    pub metadata: Metadata,
+    /// The idle baseline phase (probes only, no load); absent if skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<Phase>,
+    /// One entry per load scenario, in the order run.
+    pub scenarios: Vec<Phase>,
+    /// Seed 003's four headline numbers, over all scenarios.
+    pub headline: Headline,
+    /// Present when the run happened in `bloatlab lab`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab: Option<LabInfo>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Metadata {
+    pub bloatlab_version: String,
+    pub protocol_version: u16,
+    /// RFC 3339 UTC wall-clock time of the test start (client clock).
+    pub start_time: String,
+    /// The same instant as Unix nanoseconds.
+    pub start_unix_ns: u64,
+    /// Command line that produced the result.
+    pub command: Vec<String>,
+    pub server_address: String,
+    pub client: HostInfo,
+    pub server: HostInfo,
+    /// Congestion control requested for the load flows (both ends).
+    pub cc: String,
+    /// Scenario duration requested, seconds.
+    pub scenario_duration_s: f64,
+    /// Idle baseline duration requested, seconds (0 = none).
+    pub idle_duration_s: f64,
+    /// UDP probe interval, milliseconds.
+    pub probe_interval_ms: f64,
+    /// UDP probe size in bytes (UDP payload).
+    pub probe_size: u32,
+    /// Goodput / TCP_INFO sampling interval, milliseconds.
+    pub sample_interval_ms: f64,
+    /// The rule used to pick the steady part of a scenario for goodput summaries.
+    pub trimming_rule: String,
+    /// How one-way delay was obtained.
+    pub clock_offset: ClockOffset,
+    /// The scenarios requested, e.g. ["1u0d", "0u1d"].
+    pub scenario_definitions: Vec<String>,
+    /// Socket buffer sizes and MSS seen on the client's flows.
+    pub socket: SocketInfo,
+    /// Address of the witness host probed alongside the server, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_address: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct HostInfo {
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel: String,
+    /// `uname -s` and machine, e.g. "Linux x86_64".
+    pub os: String,
+    pub bloatlab_version: String,
+    /// net.ipv4.tcp_congestion_control.
+    pub default_cc: String,
+    /// net.ipv4.tcp_available_congestion_control.
+    pub available_cc: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct SocketInfo {
+    /// TCP_MAXSEG of the first load flow, bytes.
+    pub mss: u32,
+    /// SO_SNDBUF / SO_RCVBUF as reported by the kernel (doubled value), bytes; 0 = autotuned default untouched.
+    pub sndbuf: u32,
+    pub rcvbuf: u32,
+    /// Whether the engine set buffer sizes (false = kernel autotuning).
+    pub buffers_set: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ClockOffset {
+    /// Method, human readable.
+    pub method: String,
+    /// Server clock minus client clock at the test start, nanoseconds.
+    pub offset_ns: i64,
+    /// Estimated drift, parts per million (server relative to client).
+    pub drift_ppm: f64,
+    /// Uncertainty bound: half of the minimum RTT used, nanoseconds.
+    pub uncertainty_ns: u64,
+    /// Number of probe exchanges the estimate used.
+    pub samples_used: u32,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// client -> server
+    Up,
+    /// server -> client
+    Down,
+}
+
+/// One phase of a test: the idle baseline or one load scenario.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Phase {
+    /// "idle" or the scenario name, e.g. "4u4d".
+    pub name: String,
+    pub uploads: u32,
+    pub downloads: u32,
+    /// Phase start / end on the test clock, ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub flows: Vec<Flow>,
+    /// UDP probes to the server, one per scheduled send.
+    pub probes: Vec<Probe>,
+    /// TCP request/response exchanges on their own connection.
+    pub rr: Vec<RrSample>,
+    /// UDP probes to the witness host, when one was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub witness_probes: Vec<Probe>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Flow {
+    pub id: u32,
+    pub direction: Direction,
+    /// Cumulative application bytes delivered at the receiver.
+    pub goodput: Vec<GoodputSample>,
+    /// TCP_INFO of the sending socket (client for up, server for down).
+    pub tcp_info: Vec<TcpInfoSample>,
+    /// Total bytes delivered at the receiver.
+    pub bytes: u64,
+    /// Longest gap between data arrivals at the receiver after the first byte, ns.
+    pub max_gap_ns: u64,
+    /// When the longest gap ended, test clock ns.
+    pub max_gap_at_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct GoodputSample {
+    pub t_ns: u64,
+    /// Cumulative bytes received by this flow at `t_ns`.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct TcpInfoSample {
+    pub t_ns: u64,
+    /// "client" or "server": where the socket lives.
+    #[serde(default)]
+    pub side: Side,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub rttvar_us: u32,
+    pub total_retrans: u32,
+    pub lost: u32,
+    pub unacked: u32,
+    pub snd_mss: u32,
+    /// bits per second
+    pub delivery_rate_bps: u64,
+    pub pacing_rate_bps: u64,
+    pub bytes_acked: u64,
+    pub busy_time_us: u64,
+    pub rwnd_limited_us: u64,
+    pub sndbuf_limited_us: u64,
+    pub ca_state: u8,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    #[default]
+    Client,
+    Server,
+}
+
+/// One UDP probe. Lost probes stay in the list with `rtt_ns: null`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Probe {
+    pub seq: u32,
+    /// Client send time, test clock ns.
+    pub t_ns: u64,
+    /// Round-trip time minus the server's hold time, ns; null = lost.
+    pub rtt_ns: Option<u64>,
+    /// Server receive time, server clock, Unix ns (null = lost).
+    #[serde(default)]
+    pub server_rx_unix_ns: Option<u64>,
+    /// One-way delays from the clock-offset estimate, ns (may be slightly
+    /// negative within the offset uncertainty).
+    #[serde(default)]
+    pub owd_up_ns: Option<i64>,
+    #[serde(default)]
+    pub owd_down_ns: Option<i64>,
+}
+
+/// One TCP request/response exchange.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct RrSample {
+    pub seq: u32,
+    pub t_ns: u64,
+    /// Time from request write to full reply read, ns. For an exchange still
+    /// unanswered when the phase ended: the time it had been waiting.
+    pub rtt_ns: u64,
+    /// False when the reply had not arrived by the end of the phase.
+    pub completed: bool,
+}
+
+/// Ping-style and percentile latency statistics, milliseconds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct LatencyStats {
+    pub sent: u32,
+    pub received: u32,
+    pub lost: u32,
+    pub loss_pct: f64,
+    pub min_ms: f64,
+    pub avg_ms: f64,
+    pub max_ms: f64,
+    pub mdev_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Summary {
+    /// Sum over upload flows, steady part, bits/s.
+    pub upload_bps: f64,
+    pub download_bps: f64,
+    /// Per flow, same order as `flows`, bits/s.
+    pub flow_bps: Vec<f64>,
+    /// Round-trip latency of the UDP probes to the server.
+    pub latency: LatencyStats,
+    /// latency.p50 - idle p50, ms (null for the idle phase or without baseline).
+    pub added_latency_ms: Option<f64>,
+    /// UDP probes to the witness host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_latency: Option<LatencyStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness_added_latency_ms: Option<f64>,
+    pub owd_up_p50_ms: Option<f64>,
+    pub owd_up_p99_ms: Option<f64>,
+    pub owd_down_p50_ms: Option<f64>,
+    pub owd_down_p99_ms: Option<f64>,
+    /// Worst TCP request/response round trip (including loss recovery), ms.
+    pub responsiveness_ms: Option<f64>,
+    /// 1000 / responsiveness_ms.
+    pub responsiveness_hz: Option<f64>,
+    /// Longest arrival gap of the worst flow, ms.
+    pub smoothness_ms: Option<f64>,
+    pub smoothness_hz: Option<f64>,
+    /// RPM of the UDP probes: 60000 / (95% single-sided trimmed mean RTT ms).
+    pub rpm: Option<f64>,
+    /// RPM of the TCP request/response exchanges, same aggregation.
+    pub rr_rpm: Option<f64>,
+    /// goodput x 30 days in GB (1e9 bytes).
+    pub upload_gb_per_month: f64,
+    pub download_gb_per_month: f64,
+    /// Retransmits over the phase summed over sending sockets.
+    pub retransmits: u64,
+}
+
+/// Seed 003's headline: capacity both ways, worst responsiveness, worst smoothness.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Headline {
+    /// Highest upload goodput over scenarios, bits/s.
+    pub upload_capacity_bps: f64,
+    pub download_capacity_bps: f64,
+    /// Lowest responsiveness over loaded scenarios, Hz.
+    pub link_responsiveness_hz: Option<f64>,
+    /// Lowest smoothness over loaded scenarios, Hz.
+    pub flow_smoothness_hz: Option<f64>,
+    /// Idle p50 RTT and worst loaded p50 RTT, ms.
+    pub idle_latency_ms: Option<f64>,
+    pub loaded_latency_ms: Option<f64>,
+    /// Largest added latency over scenarios, ms.
+    pub max_added_latency_ms: Option<f64>,
+    /// Lowest RPM over loaded scenarios.
+    pub rpm: Option<f64>,
+}
+
+/// Added by `bloatlab lab`: the lab's full configuration and queue observations.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct LabInfo {
+    /// "kernel" or "emulator".
+    pub backend: String,
+    /// The full lab configuration as the user gave it, resolved (rate, queue, placement, delay, ...).
+    pub config: serde_json::Value,
+    /// Kernel release of the machine running the lab.
+    pub kernel: String,
+    /// Queue disciplines this kernel offers / lacks, as probed.
+    pub qdiscs_available: Vec<String>,
+    pub qdiscs_missing: Vec<String>,
+    /// Segmentation offloads (TSO/GSO/GRO) state on lab interfaces: "off" or "on".
+    pub offloads: String,
+    /// Namespaces and addresses used.
+    pub hosts: Vec<LabHost>,
+    /// Time series of queues (bottleneck, sender-local), sampled at the goodput cadence.
+    pub queues: Vec<QueueSeries>,
+    /// Emulator counters (present for backend "emulator").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator: Option<serde_json::Value>,
+    /// Analytic maximum queueing delay of the bottleneck (limit x packet size x 8 / rate), ms, per direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytic_queue_delay_up_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analytic_queue_delay_down_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct LabHost {
+    pub role: String,
+    pub netns: String,
+    pub addresses: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct QueueSeries {
+    /// e.g. "bottleneck-up", "bottleneck-down", "sender-local".
+    pub role: String,
+    /// namespace/interface, e.g. "blab-1a2b-router/r-srv".
+    pub location: String,
+    /// qdisc kind as the kernel (or emulator) names it, e.g. "pfifo".
+    pub qdisc: String,
+    pub samples: Vec<QueueSample>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct QueueSample {
+    /// Test clock ns (client clock).
+    pub t_ns: u64,
+    pub backlog_packets: u64,
+    pub backlog_bytes: u64,
+    /// Cumulative counters since the qdisc was created.
+    pub drops: u64,
+    pub overlimits: u64,
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    #[serde(default)]
+    pub requeues: u64,
+}
+
+impl TestResult {
+    /// Parse a result document, checking name and version with clear errors.
+    pub fn from_json(text: &str) -> Result<TestResult, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA_NAME) => {}
+            Some(other) => return Err(format!("not a bloatlab result (schema \"{other}\")")),
+            None => return Err("not a bloatlab result (no \"schema\" field)".into()),
+        }
+        let ver = v.get("schema_version").and_then(|s| s.as_u64()).unwrap_or(0);
+        if ver as u32 > SCHEMA_VERSION {
+            return Err(format!(
+                "result schema version {ver} is newer than this bloatlab understands ({SCHEMA_VERSION}); upgrade bloatlab"
+            ));
+        }
+        serde_json::from_value(v).map_err(|e| format!("malformed bloatlab result: {e}"))
+    }
+
+    pub fn read_file(path: &std::path::Path) -> Result<TestResult, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}

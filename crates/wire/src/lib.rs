@@ -1,0 +1,409 @@
+//! bloatlab wire protocol (see `docs/protocol.md`). Pure: no sockets, no clocks.
+//!
+//! * TCP handshake: [`Handshake`], 12 bytes each way.
+//! * Control frames: `u32` big-endian length + JSON body, bounded by
+//!   [`MAX_CLIENT_FRAME`] (client to server) and [`MAX_SERVER_FRAME`].
+//! * UDP probes: [`Probe`], a fixed 48-byte header plus zero padding; the
+//!   reply is exactly as long as the request.
+//! * TCP request/response: [`RR_SIZE`]-byte messages echoed by the server.
+use bloatlab_results::{Direction, HostInfo, TcpInfoSample};
+use serde::{Deserialize, Serialize};
+
+pub const MAGIC: [u8; 8] = *b"BLOATLAB";
+pub const PROTOCOL_VERSION: u16 = 1;
+pub const HANDSHAKE_LEN: usize = 12;
+/// Largest control frame body a server accepts from a client.
+pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
+/// Largest control frame body a client accepts from a server (scenario reports carry samples).
+pub const MAX_SERVER_FRAME: usize = 32 * 1024 * 1024;
+pub const DEFAULT_PORT: u16 = 9770;
+pub const RR_SIZE: usize = 16;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum WireError {
+    #[error("not a bloatlab peer (first bytes {0:02x?})")]
+    BadMagic(Vec<u8>),
+    #[error("protocol version mismatch: we speak version {ours}, the peer speaks version {theirs}")]
+    VersionMismatch { ours: u16, theirs: u16 },
+    #[error("control message of {len} bytes exceeds the limit of {max} bytes")]
+    Oversized { len: usize, max: usize },
+    #[error("malformed control message: {0}")]
+    Malformed(String),
+    #[error("truncated: needed {needed} bytes, have {have}")]
+    Truncated { needed: usize, have: usize },
+    #[error("probe: {0}")]
+    BadProbe(&'static str),
+}
+
+/// Status byte of a handshake reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeStatus {
+    Ok = 0,
+    VersionMismatch = 1,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handshake {
+    pub version: u16,
+    pub status: u8,
+}
+
+impl Handshake {
+    pub fn ours() -> Self {
+        Handshake { version: PROTOCOL_VERSION, status: HandshakeStatus::Ok as u8 }
+    }
+    pub fn encode(&self) -> [u8; HANDSHAKE_LEN] {
+        let mut b = [0u8; HANDSHAKE_LEN];
+        b[..8].copy_from_slice(&MAGIC);
+        b[8..10].copy_from_slice(&self.version.to_be_bytes());
+        b[10] = self.status;
+        b
+    }
+    /// Decode a peer's handshake. Checks the magic only; the caller compares versions
+    /// with [`Handshake::check_version`] so it can still answer a mismatching peer.
+    pub fn decode(b: &[u8]) -> Result<Handshake, WireError> {
+        if b.len() < HANDSHAKE_LEN {
+            if !MAGIC.starts_with(&b[..b.len().min(8)]) {
+                return Err(WireError::BadMagic(b[..b.len().min(12)].to_vec()));
+            }
+            return Err(WireError::Truncated { needed: HANDSHAKE_LEN, have: b.len() });
+        }
+        if b[..8] != MAGIC {
+            return Err(WireError::BadMagic(b[..12].to_vec()));
+        }
+        Ok(Handshake { version: u16::from_be_bytes([b[8], b[9]]), status: b[10] })
+    }
+    pub fn check_version(&self) -> Result<(), WireError> {
+        if self.version != PROTOCOL_VERSION {
+            return Err(WireError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: self.version });
+        }
+        Ok(())
+    }
+}
+
+/// Why a connection is opened; the first frame after the handshake.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMsg {
+    /// Open a test session on this (control) connection.
+    NewTest {
+        client: HostInfo,
+        /// Congestion control for the server's sockets; empty = server default.
+        cc: String,
+        /// Total time the client intends to run, ms (checked against the server's limit).
+        planned_duration_ms: u64,
+        /// Largest number of flows any scenario will use.
+        max_flows: u32,
+        sample_interval_ms: u32,
+        /// Human-readable scenario list, logged by the server.
+        scenarios: Vec<String>,
+        /// Server-side SO_SNDBUF/SO_RCVBUF for load flows, 0 = autotune.
+        #[serde(default)]
+        socket_buffer: u32,
+    },
+    /// Attach this connection to a test as a load flow.
+    JoinFlow { token: u64, flow_id: u32, direction: Direction },
+    /// Attach this connection to a test as the TCP request/response probe.
+    JoinRr { token: u64 },
+    /// Announce a scenario's flows (before they connect).
+    StartScenario { index: u32, name: String, flows: Vec<FlowSpec>, duration_ms: u64 },
+    /// All flows connected: start sending now.
+    Go,
+    /// Stop download flows and report the scenario.
+    StopScenario,
+    /// The test is over; `summary` is a one-line summary for the server's log.
+    EndTest { summary: String, complete: bool },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct FlowSpec {
+    pub id: u32,
+    pub direction: Direction,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    TestAccepted { token: u64, server: HostInfo, limits: Limits, cc: String },
+    /// The server will not run this test; `reason` is for the user.
+    Refused { reason: String },
+    /// A protocol error; the server closes the connection after sending it.
+    Error { message: String },
+    FlowAccepted,
+    RrAccepted,
+    ScenarioReady,
+    /// Sent after StopScenario: the server's measurements of the scenario.
+    ScenarioReport { flows: Vec<ServerFlowReport> },
+    Bye,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Limits {
+    pub max_duration_ms: u64,
+    pub max_flows: u32,
+    pub max_tests: u32,
+}
+
+/// What the server measured on one flow. Times are server-clock Unix ns.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ServerFlowReport {
+    pub id: u32,
+    pub direction: Direction,
+    /// (server unix ns, cumulative bytes received) for upload flows.
+    pub goodput: Vec<(u64, u64)>,
+    pub bytes: u64,
+    pub max_gap_ns: u64,
+    pub max_gap_at_unix_ns: u64,
+    /// TCP_INFO of the server's socket; `t_ns` is server unix ns.
+    pub tcp_info: Vec<TcpInfoSample>,
+}
+
+/// Encode a control frame.
+pub fn encode_frame<T: Serialize>(msg: &T) -> Vec<u8> {
+    let body = serde_json::to_vec(msg).expect("control messages always serialize");
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Try to decode one frame from the front of `buf`. `Ok(None)` = need more bytes.
+/// On success returns the message and how many bytes it used.
+pub fn decode_frame<T: for<'de> Deserialize<'de>>(
+    buf: &[u8],
+    max: usize,
+) -> Result<Option<(T, usize)>, WireError> {
+    if buf.len() < 4 {
+        return Ok(None);
+    }
+    let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+    if len > max {
+        return Err(WireError::Oversized { len, max });
+    }
+    if buf.len() < 4 + len {
+        return Ok(None);
+    }
+    let msg = serde_json::from_slice(&buf[4..4 + len])
+        .map_err(|e| WireError::Malformed(e.to_string()))?;
+    Ok(Some((msg, 4 + len)))
+}
+
+/// Length prefix check alone (for readers that read the header first).
+pub fn frame_len(header: [u8; 4], max: usize) -> Result<usize, WireError> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len > max {
+        return Err(WireError::Oversized { len, max });
+    }
+    Ok(len)
+}
+
+pub const PROBE_MAGIC: [u8; 4] = *b"BLPR";
+pub const PROBE_VERSION: u8 = 1;
+pub const PROBE_HEADER: usize = 48;
+/// Largest probe the server answers (one UDP datagram on a 1500-byte IPv4 link).
+pub const PROBE_MAX: usize = 1472;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    Request = 0,
+    Reply = 1,
+}
+
+/// A UDP latency probe. Timestamps are Unix ns of the respective host's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    pub kind: ProbeKind,
+    pub token: u64,
+    pub seq: u32,
+    /// Stream id chosen by the client (server probes 0, witness probes 1, ...).
+    pub stream: u32,
+    pub client_send_ns: u64,
+    pub server_recv_ns: u64,
+    pub server_send_ns: u64,
+}
+
+impl Probe {
+    /// Write the probe into `buf` (whose length is the datagram size, >= PROBE_HEADER).
+    pub fn encode_into(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        if buf.len() < PROBE_HEADER {
+            return Err(WireError::BadProbe("shorter than the 48-byte header"));
+        }
+        buf[..4].copy_from_slice(&PROBE_MAGIC);
+        buf[4] = PROBE_VERSION;
+        buf[5] = self.kind as u8;
+        buf[6] = 0;
+        buf[7] = 0;
+        buf[8..16].copy_from_slice(&self.token.to_be_bytes());
+        buf[16..20].copy_from_slice(&self.seq.to_be_bytes());
+        buf[20..24].copy_from_slice(&self.stream.to_be_bytes());
+        buf[24..32].copy_from_slice(&self.client_send_ns.to_be_bytes());
+        buf[32..40].copy_from_slice(&self.server_recv_ns.to_be_bytes());
+        buf[40..48].copy_from_slice(&self.server_send_ns.to_be_bytes());
+        Ok(())
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Probe, WireError> {
+        if buf.len() < PROBE_HEADER {
+            return Err(WireError::BadProbe("shorter than the 48-byte header"));
+        }
+        if buf.len() > PROBE_MAX {
+            return Err(WireError::BadProbe("longer than 1472 bytes"));
+        }
+        if buf[..4] != PROBE_MAGIC {
+            return Err(WireError::BadProbe("bad magic"));
+        }
+        if buf[4] != PROBE_VERSION {
+            return Err(WireError::BadProbe("unknown probe version"));
+        }
+        let kind = match buf[5] {
+            0 => ProbeKind::Request,
+            1 => ProbeKind::Reply,
+            _ => return Err(WireError::BadProbe("unknown probe kind")),
+        };
+        let u64at = |i: usize| u64::from_be_bytes(buf[i..i + 8].try_into().unwrap());
+        let u32at = |i: usize| u32::from_be_bytes(buf[i..i + 4].try_into().unwrap());
+        Ok(Probe {
+            kind,
+            token: u64at(8),
+            seq: u32at(16),
+            stream: u32at(20),
+            client_send_ns: u64at(24),
+            server_recv_ns: u64at(32),
+            server_send_ns: u64at(40),
+        })
+    }
+}
+
+/// Server side: turn a request datagram into its reply *in place*, so the
+/// reply can never be larger than the request. `is_live(token)` says whether
+/// the token belongs to a live test. Returns `None` (send nothing) for
+/// anything that is not a valid request of a live test.
+pub fn answer_probe_in_place(
+    buf: &mut [u8],
+    recv_ns: u64,
+    send_ns: u64,
+    is_live: impl FnOnce(u64) -> bool,
+) -> Option<usize> {
+    let p = Probe::decode(buf).ok()?;
+    if p.kind != ProbeKind::Request || !is_live(p.token) {
+        return None;
+    }
+    buf[5] = ProbeKind::Reply as u8;
+    buf[32..40].copy_from_slice(&recv_ns.to_be_bytes());
+    buf[40..48].copy_from_slice(&send_ns.to_be_bytes());
+    Some(buf.len())
+}
+
+/// A TCP request/response message: `seq` then zero padding to [`RR_SIZE`].
+pub fn encode_rr(seq: u32) -> [u8; RR_SIZE] {
+    let mut b = [0u8; RR_SIZE];
+    b[..4].copy_from_slice(&seq.to_be_bytes());
+    b[4..8].copy_from_slice(b"BLRR");
+    b
+}
+
+pub fn decode_rr(b: &[u8; RR_SIZE]) -> Result<u32, WireError> {
+    if &b[4..8] != b"BLRR" {
+        return Err(WireError::Malformed("request/response message without BLRR tag".into()));
+    }
+    Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Parse a scenario name like "4u2d" into (uploads, downloads), 0..=32 each, not both 0.
+pub fn parse_scenario(s: &str) -> Result<(u32, u32), String> {
+    let err = || format!("bad scenario \"{s}\": expected NuMd, e.g. 1u0d or 4u4d (0..32 each, not both 0)");
+    let t = s.trim().to_ascii_lowercase();
+    let (u, rest) = t.split_once('u').ok_or_else(err)?;
+    let d = rest.strip_suffix('d').ok_or_else(err)?;
+    let u: u32 = u.parse().map_err(|_| err())?;
+    let d: u32 = d.parse().map_err(|_| err())?;
+    if u > 32 || d > 32 || (u == 0 && d == 0) {
+        return Err(err());
+    }
+    Ok((u, d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handshake_roundtrip_and_errors() {
+        let h = Handshake::ours();
+        let b = h.encode();
+        assert_eq!(Handshake::decode(&b).unwrap(), h);
+        assert!(Handshake::decode(&b).unwrap().check_version().is_ok());
+        let mut other = b;
+        other[9] = 9;
+        let e = Handshake::decode(&other).unwrap().check_version().unwrap_err();
+        assert_eq!(e.to_string(), "protocol version mismatch: we speak version 1, the peer speaks version 9");
+        assert!(matches!(Handshake::decode(b"GET / HTTP/1.1\r\n"), Err(WireError::BadMagic(_))));
+        assert!(matches!(Handshake::decode(b"BLOAT"), Err(WireError::Truncated { .. })));
+        assert!(matches!(Handshake::decode(b"SSH-2"), Err(WireError::BadMagic(_))));
+    }
+
+    #[test]
+    fn frames() {
+        let m = ClientMsg::JoinRr { token: 42 };
+        let b = encode_frame(&m);
+        assert_eq!(decode_frame::<ClientMsg>(&b[..3], MAX_CLIENT_FRAME).unwrap(), None);
+        assert_eq!(decode_frame::<ClientMsg>(&b[..b.len() - 1], MAX_CLIENT_FRAME).unwrap(), None);
+        let (d, used) = decode_frame::<ClientMsg>(&b, MAX_CLIENT_FRAME).unwrap().unwrap();
+        assert_eq!(d, m);
+        assert_eq!(used, b.len());
+        let big = [0xffu8, 0xff, 0xff, 0xff];
+        assert_eq!(
+            decode_frame::<ClientMsg>(&big, MAX_CLIENT_FRAME).unwrap_err(),
+            WireError::Oversized { len: u32::MAX as usize, max: MAX_CLIENT_FRAME }
+        );
+        let mut junk = vec![0, 0, 0, 3];
+        junk.extend_from_slice(b"{x}");
+        assert!(matches!(decode_frame::<ClientMsg>(&junk, MAX_CLIENT_FRAME), Err(WireError::Malformed(_))));
+        let unknown = encode_frame(&serde_json::json!({"type": "launch_missiles"}));
+        assert!(matches!(decode_frame::<ClientMsg>(&unknown, MAX_CLIENT_FRAME), Err(WireError::Malformed(_))));
+    }
+
+    #[test]
+    fn probe_roundtrip_and_reply_never_larger() {
+        let p = Probe {
+            kind: ProbeKind::Request,
+            token: 0xdead_beef_0102_0304,
+            seq: 7,
+            stream: 1,
+            client_send_ns: 123,
+            server_recv_ns: 0,
+            server_send_ns: 0,
+        };
+        for size in [PROBE_HEADER, 64, 1472] {
+            let mut buf = vec![0u8; size];
+            p.encode_into(&mut buf).unwrap();
+            assert_eq!(Probe::decode(&buf).unwrap(), p);
+            let n = answer_probe_in_place(&mut buf, 1000, 2000, |t| t == p.token).unwrap();
+            assert_eq!(n, size);
+            let r = Probe::decode(&buf).unwrap();
+            assert_eq!(r.kind, ProbeKind::Reply);
+            assert_eq!((r.seq, r.server_recv_ns, r.server_send_ns, r.client_send_ns), (7, 1000, 2000, 123));
+        }
+        // Bad token, reply, short, or garbage: no answer.
+        let mut buf = vec![0u8; 64];
+        p.encode_into(&mut buf).unwrap();
+        assert!(answer_probe_in_place(&mut buf.clone(), 1, 2, |_| false).is_none());
+        let mut reply = buf.clone();
+        reply[5] = 1;
+        assert!(answer_probe_in_place(&mut reply, 1, 2, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut buf[..40].to_vec(), 1, 2, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut vec![0x55; 100], 1, 2, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut vec![0u8; 2000], 1, 2, |_| true).is_none());
+    }
+
+    #[test]
+    fn rr_and_scenarios() {
+        assert_eq!(decode_rr(&encode_rr(99)).unwrap(), 99);
+        assert!(decode_rr(&[0u8; RR_SIZE]).is_err());
+        assert_eq!(parse_scenario("4u2d").unwrap(), (4, 2));
+        assert_eq!(parse_scenario("0U32D").unwrap(), (0, 32));
+        for bad in ["0u0d", "33u0d", "1u", "u1d", "1x1d", "", "-1u1d"] {
+            assert!(parse_scenario(bad).is_err(), "{bad}");
+        }
+    }
+}
