@@ -1,1 +1,45 @@
-//! bloatlab-metrics (work in progress)
+//! bloatlab-metrics: the pure statistics behind every number bloatlab reports.
+//!
+//! No I/O, no clocks, no randomness: every function maps input samples to a
+//! number by a rule written down here and in `docs/metrics.md`. The rules
+//! follow the binding definitions in the design notes ("Numbers and their
+//! definitions"):
+//!
+//! * [`percentile_sorted`] / [`percentile`]: Hyndman–Fan type 7 (numpy's default);
+//! * [`ping_stats`]: ping(8)'s min/avg/max/mdev (population standard deviation);
+//! * [`latency_stats_ns`]: the probe summary, lost probes counted, never dropped;
+//! * [`hz_from_ms`], [`rpm_from_ms`], [`rpm_from_rtts_ms`],
+//!   [`trimmed_mean_single_sided`]: responsiveness units and the IETF RPM
+//!   draft's 95% single-sided trimmed mean;
+//! * [`gb_per_month`]: goodput × 30 days in GB (10⁹ bytes);
+//! * [`rate_series`], [`steady_goodput_bps`], [`TRIMMING_RULE`]: goodput;
+//! * [`GapTracker`], [`smoothness`], [`responsiveness`]: seed 003's Hz numbers;
+//! * [`estimate_clock_offset`], [`OffsetEstimate`]: clock offset, drift and
+//!   one-way delays from NTP-style exchanges.
+//!
+//! Conventions: raw times and durations are integer nanoseconds, summaries are
+//! `f64` in the unit their name says. Non-finite inputs (NaN, ±∞) in `f64`
+//! sample slices are ignored by every function that takes such a slice.
+
+mod clock;
+mod goodput;
+mod rates;
+mod responsiveness;
+mod stats;
+
+pub use clock::{
+    estimate_clock_offset, ntp_offset_delay, Exchange, OffsetEstimate, CLOCK_MAX_WINDOWS,
+    CLOCK_MIN_DRIFT_SPAN_NS, CLOCK_MIN_PER_WINDOW, CLOCK_QUEUED_TOLERANCE_NS,
+};
+pub use goodput::{
+    rate_series, steady_goodput, steady_goodput_bps, trimming_rule, SteadyGoodput,
+    DEFAULT_TRIM_END, DEFAULT_TRIM_START, MIN_WINDOW_SAMPLES, TRIMMING_RULE,
+};
+pub use rates::{
+    gb_per_month, hz_from_ms, rpm_from_ms, rpm_from_rtts_ms, rpm_from_rtts_ns,
+    trimmed_mean_single_sided, RPM_KEEP_FRACTION, SECONDS_PER_MONTH,
+};
+pub use responsiveness::{responsiveness, smoothness, GapTracker};
+pub use stats::{
+    added_latency_ms, latency_stats_ns, mean, percentile, percentile_sorted, ping_stats, PingStats,
+};
