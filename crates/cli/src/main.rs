@@ -16,11 +16,18 @@ enum Cmd {
     Test(bloatlab_engine::cli::TestArgs),
 }
 
+/// `bloatlab test`: measure, print the summary table, optionally report.
+fn run_test(a: bloatlab_engine::cli::TestArgs) -> anyhow::Result<i32> {
+    let render = |r: &bloatlab_results::TestResult| format!("{}\n", bloatlab_engine::summarize::one_line(r));
+    let (code, _result) = bloatlab_engine::cli::run_test(a, &render)?;
+    Ok(code)
+}
+
 fn main() {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Server(a) => bloatlab_engine::cli::run_server(a),
-        Cmd::Test(a) => bloatlab_engine::cli::run_test(a),
+        Cmd::Test(a) => run_test(a),
     };
     match res {
         Ok(code) => std::process::exit(code),

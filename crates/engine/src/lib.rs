@@ -1,1 +1,15 @@
-//! bloatlab-engine (work in progress)
+//! bloatlab measurement engine: `bloatlab server` and `bloatlab test`.
+//!
+//! Threads and blocking sockets throughout: one thread per connection on the
+//! server, per flow on the client, and dedicated threads for probes, so probe
+//! timestamps are taken the moment the kernel hands a datagram over. See
+//! `docs/engine.md`.
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod conn;
+pub mod flow;
+pub mod probe;
+pub mod server;
+pub mod summarize;
+pub mod sys;

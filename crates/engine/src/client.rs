@@ -1,0 +1,495 @@
+//! `bloatlab test`: the client side of a latency-under-load test.
+use crate::conn::{self, ConnError};
+use crate::flow::{self, Gate, RecvOutcome, Sampled};
+use crate::probe::{Exchange, ProbeStream, RrProbe, RrRecord};
+use crate::summarize::{self, RawPhase};
+use crate::{clock, sys};
+use bloatlab_results::{Direction, HostInfo, Side, SocketInfo, TestResult};
+use bloatlab_wire::{self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, ServerMsg, MAX_SERVER_FRAME};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Any,
+    V4,
+    V6,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub uploads: u32,
+    pub downloads: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct TestConfig {
+    /// "host", "host:port", "[v6]:port" or "v6".
+    pub server: String,
+    pub port: u16,
+    pub family: Family,
+    pub scenarios: Vec<Scenario>,
+    pub duration: Duration,
+    pub idle: Duration,
+    /// Pause between scenarios so the bottleneck queue drains.
+    pub pause: Duration,
+    pub probe_interval: Duration,
+    pub probe_size: usize,
+    pub sample_interval: Duration,
+    pub cc: String,
+    pub socket_buffer: u32,
+    pub witness: Option<String>,
+    pub command: Vec<String>,
+    pub connect_timeout: Duration,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        TestConfig {
+            server: "127.0.0.1".into(),
+            port: wire::DEFAULT_PORT,
+            family: Family::Any,
+            scenarios: vec![],
+            duration: Duration::from_secs(5),
+            idle: Duration::from_secs(2),
+            pause: Duration::from_millis(1000),
+            probe_interval: Duration::from_millis(10),
+            probe_size: 64,
+            sample_interval: Duration::from_millis(100),
+            cc: String::new(),
+            socket_buffer: 0,
+            witness: None,
+            command: vec![],
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What the live display shows.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    pub phase: String,
+    pub phase_index: usize,
+    pub phases: usize,
+    pub elapsed_s: f64,
+    pub phase_len_s: f64,
+    pub up_bps: f64,
+    pub down_bps: f64,
+    pub rtt_ms: f64,
+}
+
+pub struct Outcome {
+    /// Present once anything was measured.
+    pub result: Option<TestResult>,
+    /// One-line reason when the test failed or was interrupted.
+    pub error: Option<String>,
+    pub interrupted: bool,
+}
+
+/// Resolve "host[:port]" into addresses of the wanted family.
+pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAddr, String> {
+    let with_port = if spec.parse::<std::net::Ipv6Addr>().is_ok() {
+        format!("[{spec}]:{default_port}")
+    } else if spec.starts_with('[') && spec.ends_with(']') {
+        format!("{spec}:{default_port}")
+    } else if spec.rsplit_once(':').map(|(_, p)| p.parse::<u16>().is_ok()).unwrap_or(false) {
+        spec.to_string()
+    } else {
+        format!("{spec}:{default_port}")
+    };
+    let addrs: Vec<SocketAddr> = with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve \"{spec}\": {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .copied()
+        .find(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        })
+        .ok_or_else(|| format!("\"{spec}\" has no {} address", if family == Family::V4 { "IPv4" } else { "IPv6" }))
+}
+
+/// Connect and handshake; clear messages for every way this goes wrong.
+fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, String> {
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
+        .map_err(|e| format!("cannot create a socket: {e}"))?;
+    sys::set_cc(&sock, cc)?;
+    if cfg.socket_buffer > 0 {
+        let _ = sock.set_send_buffer_size(cfg.socket_buffer as usize);
+        let _ = sock.set_recv_buffer_size(cfg.socket_buffer as usize);
+    }
+    sock.connect_timeout(&addr.into(), cfg.connect_timeout).map_err(|e| match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!("cannot connect to {addr}: connection refused (is `bloatlab server` running there?)")
+        }
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!("cannot connect to {addr}: no answer within {:.0} s", cfg.connect_timeout.as_secs_f64())
+        }
+        _ => format!("cannot connect to {addr}: {e}"),
+    })?;
+    let mut s: TcpStream = sock.into();
+    s.set_nodelay(true).ok();
+    conn::set_timeout(&s, Some(Duration::from_secs(5)));
+    conn::write_handshake(&mut s, Handshake::ours()).map_err(|e| format!("{addr}: {e}"))?;
+    let h = conn::read_handshake(&mut s).map_err(|e| match e {
+        ConnError::Wire(wire::WireError::BadMagic(b)) => {
+            format!("{addr} is not a bloatlab server (it answered {:?})", String::from_utf8_lossy(&b))
+        }
+        ConnError::Timeout => format!("{addr} did not answer the bloatlab handshake within 5 s: not a bloatlab server?"),
+        ConnError::Closed => format!("{addr} closed the connection during the handshake: not a bloatlab server, or it refused us"),
+        e => format!("{addr}: {e}"),
+    })?;
+    if h.version != wire::PROTOCOL_VERSION || h.status == HandshakeStatus::VersionMismatch as u8 {
+        return Err(format!(
+            "protocol version mismatch: this client speaks version {}, the server at {addr} speaks version {}; use the same bloatlab version on both ends",
+            wire::PROTOCOL_VERSION,
+            h.version
+        ));
+    }
+    Ok(s)
+}
+
+fn expect(s: &mut TcpStream, what: &str) -> Result<ServerMsg, String> {
+    match conn::recv::<ServerMsg>(s, MAX_SERVER_FRAME) {
+        Ok(ServerMsg::Error { message }) => Err(format!("server error while waiting for {what}: {message}")),
+        Ok(ServerMsg::Refused { reason }) => Err(format!("the server refused the test: {reason}")),
+        Ok(m) => Ok(m),
+        Err(ConnError::Closed) => Err(format!("the server closed the connection while we waited for {what}")),
+        Err(ConnError::Timeout) => Err(format!("the server did not send {what} in time")),
+        Err(e) => Err(format!("while waiting for {what}: {e}")),
+    }
+}
+
+struct Session {
+    ctl: TcpStream,
+    token: u64,
+    server: HostInfo,
+    cc: String,
+}
+
+fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: u64) -> Result<Session, String> {
+    let mut ctl = connect(addr, cfg, &cfg.cc)?;
+    let msg = ClientMsg::NewTest {
+        client: sys::host_info(),
+        cc: cfg.cc.clone(),
+        planned_duration_ms: planned_ms,
+        max_flows,
+        sample_interval_ms: cfg.sample_interval.as_millis() as u32,
+        scenarios: cfg.scenarios.iter().map(|s| s.name.clone()).collect(),
+        socket_buffer: cfg.socket_buffer,
+    };
+    conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
+    match expect(&mut ctl, "the test acceptance")? {
+        ServerMsg::TestAccepted { token, server, cc, .. } => Ok(Session { ctl, token, server, cc }),
+        other => Err(format!("unexpected answer from the server: {other:?}")),
+    }
+}
+
+fn join(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<TcpStream, String> {
+    let mut s = connect(addr, cfg, cc)?;
+    conn::send(&mut s, &msg).map_err(|e| e.to_string())?;
+    match expect(&mut s, "the flow acceptance")? {
+        ServerMsg::FlowAccepted | ServerMsg::RrAccepted => Ok(s),
+        other => Err(format!("unexpected answer from the server: {other:?}")),
+    }
+}
+
+/// Run a whole test. `interrupt` is polled; `live` is called a few times a second.
+pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)) -> Outcome {
+    let fail = |e: String| Outcome { result: None, error: Some(e), interrupted: false };
+    if cfg.probe_size < wire::PROBE_HEADER || cfg.probe_size > wire::PROBE_MAX {
+        return fail(format!("--probe-size must be {}..{} bytes", wire::PROBE_HEADER, wire::PROBE_MAX));
+    }
+    if !cfg.cc.is_empty() {
+        let probe = std::net::UdpSocket::bind("127.0.0.1:0");
+        if probe.is_ok() {
+            let t = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None);
+            if let Ok(t) = t {
+                if let Err(e) = sys::set_cc(&t, &cfg.cc) {
+                    return fail(format!("client: {e}"));
+                }
+            }
+        }
+    }
+    let addr = match resolve(&cfg.server, cfg.port, cfg.family) {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let max_flows = cfg.scenarios.iter().map(|s| s.uploads + s.downloads).max().unwrap_or(0);
+    let planned_ms = (cfg.idle + (cfg.duration + cfg.pause) * cfg.scenarios.len() as u32 + Duration::from_secs(5)).as_millis() as u64;
+    let mut sess = match open_session(addr, cfg, max_flows, planned_ms) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    // Witness host: a probe-only session.
+    let mut witness = None;
+    if let Some(w) = &cfg.witness {
+        let waddr = match resolve(w, cfg.port, cfg.family) {
+            Ok(a) => a,
+            Err(e) => return fail(format!("witness: {e}")),
+        };
+        match open_session(waddr, cfg, 0, planned_ms) {
+            Ok(s) => witness = Some((waddr, s)),
+            Err(e) => return fail(format!("witness: {e}")),
+        }
+    }
+    let start_unix_ns = clock::now_ns();
+    let probes = match ProbeStream::start(addr, sess.token, 0, cfg.probe_interval, cfg.probe_size) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("cannot start UDP probes to {addr}: {e}")),
+    };
+    let wprobes = match &witness {
+        Some((waddr, ws)) => match ProbeStream::start(*waddr, ws.token, 1, cfg.probe_interval, cfg.probe_size) {
+            Ok(p) => Some(p),
+            Err(e) => return fail(format!("cannot start UDP probes to the witness {waddr}: {e}")),
+        },
+        None => None,
+    };
+    let rr = match join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token }).and_then(|s| {
+        RrProbe::start(s, cfg.probe_interval).map_err(|e| e.to_string())
+    }) {
+        Ok(r) => r,
+        Err(e) => return fail(format!("cannot open the request/response connection: {e}")),
+    };
+
+    let mut phases: Vec<RawPhase> = vec![];
+    let mut error: Option<String> = None;
+    let mut interrupted = false;
+    let mut socket_info = SocketInfo::default();
+    let nphases = cfg.scenarios.len() + usize::from(!cfg.idle.is_zero());
+
+    // Idle baseline.
+    if !cfg.idle.is_zero() {
+        let start = clock::now_ns();
+        let end = start + cfg.idle.as_nanos() as u64;
+        while clock::now_ns() < end {
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            live(&Live {
+                phase: "idle".into(),
+                phase_index: 0,
+                phases: nphases,
+                elapsed_s: (clock::now_ns() - start) as f64 / 1e9,
+                phase_len_s: cfg.idle.as_secs_f64(),
+                rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
+                ..Default::default()
+            });
+            thread::sleep(Duration::from_millis(50));
+        }
+        phases.push(RawPhase::idle(start, clock::now_ns()));
+    }
+
+    for (i, sc) in cfg.scenarios.iter().enumerate() {
+        if interrupted {
+            break;
+        }
+        match run_scenario(addr, cfg, &mut sess, i, sc, interrupt, &probes, nphases, live, &mut socket_info) {
+            Ok((p, intr)) => {
+                phases.push(p);
+                if intr {
+                    interrupted = true;
+                    break;
+                }
+            }
+            Err(e) => {
+                error = Some(format!("scenario {}: {e}", sc.name));
+                break;
+            }
+        }
+        if i + 1 < cfg.scenarios.len() {
+            let until = clock::now_ns() + cfg.pause.as_nanos() as u64;
+            while clock::now_ns() < until && !interrupt.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+    if interrupt.load(Ordering::Relaxed) {
+        interrupted = true;
+    }
+
+    // Drain: wait for late replies (a bloated queue can hold seconds).
+    let drain = Duration::from_secs(if interrupted { 1 } else { 3 });
+    let rr_records: Vec<RrRecord> = rr.finish();
+    let exchanges: Vec<Exchange> = probes.finish(drain);
+    let wexchanges: Vec<Exchange> = wprobes.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
+
+    let complete = error.is_none() && !interrupted;
+    let reason = if interrupted {
+        Some("interrupted by the user (SIGINT/SIGTERM); results cover what was measured until then".to_string())
+    } else {
+        error.clone()
+    };
+    let meta_in = summarize::MetaIn {
+        cfg,
+        addr,
+        start_unix_ns,
+        server: sess.server.clone(),
+        cc: sess.cc.clone(),
+        socket: socket_info,
+        witness: witness.as_ref().map(|(a, _)| a.to_string()),
+    };
+    let result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
+    let line = summarize::one_line(&result);
+    let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
+    conn::set_timeout(&sess.ctl, Some(Duration::from_secs(2)));
+    let _ = conn::recv::<ServerMsg>(&mut sess.ctl, MAX_SERVER_FRAME);
+    if let Some((_, mut ws)) = witness {
+        let _ = conn::send(&mut ws.ctl, &ClientMsg::EndTest { summary: format!("witness for {line}"), complete });
+    }
+    Outcome { result: Some(result), error: if interrupted { reason } else { error }, interrupted }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_scenario(
+    addr: SocketAddr,
+    cfg: &TestConfig,
+    sess: &mut Session,
+    index: usize,
+    sc: &Scenario,
+    interrupt: &AtomicBool,
+    probes: &ProbeStream,
+    nphases: usize,
+    live: &mut dyn FnMut(&Live),
+    socket_info: &mut SocketInfo,
+) -> Result<(RawPhase, bool), String> {
+    let mut specs = vec![];
+    for i in 0..sc.uploads {
+        specs.push(FlowSpec { id: i, direction: Direction::Up });
+    }
+    for i in 0..sc.downloads {
+        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down });
+    }
+    conn::set_timeout(&sess.ctl, Some(Duration::from_secs(30)));
+    conn::send(&mut sess.ctl, &ClientMsg::StartScenario {
+        index: index as u32,
+        name: sc.name.clone(),
+        flows: specs.clone(),
+        duration_ms: cfg.duration.as_millis() as u64,
+    })
+    .map_err(|e| format!("the server connection failed: {e}"))?;
+    match expect(&mut sess.ctl, "scenario readiness")? {
+        ServerMsg::ScenarioReady => {}
+        other => return Err(format!("unexpected answer from the server: {other:?}")),
+    }
+    // Connect all flows in parallel (sequential setup would take many RTTs).
+    let handles: Vec<_> = specs
+        .iter()
+        .map(|f| {
+            let (cfg, cc, token, f) = (cfg.clone(), sess.cc.clone(), sess.token, *f);
+            thread::spawn(move || join(addr, &cfg, &cc, ClientMsg::JoinFlow { token, flow_id: f.id, direction: f.direction }))
+        })
+        .collect();
+    let mut socks = vec![];
+    for h in handles {
+        socks.push(h.join().map_err(|_| "flow setup thread panicked".to_string())??);
+    }
+    if let Some(s) = socks.first() {
+        *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0 };
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let gate = Arc::new(Gate::default());
+    let mut sampled = vec![];
+    let mut threads = vec![];
+    for (spec, s) in specs.iter().zip(socks) {
+        let _ = s.set_nodelay(false);
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+        let counter = Arc::new(AtomicU64::new(0));
+        sampled.push(Sampled {
+            id: spec.id,
+            direction: spec.direction,
+            receiving: spec.direction == Direction::Down,
+            sock: s.try_clone().map_err(|e| e.to_string())?,
+            counter: counter.clone(),
+        });
+        let (st, g) = (stop.clone(), gate.clone());
+        let dir = spec.direction;
+        threads.push(thread::spawn(move || {
+            if !g.wait(&st, Duration::from_secs(60)) {
+                return RecvOutcome::default();
+            }
+            match dir {
+                Direction::Up => {
+                    flow::send(s, &st);
+                    RecvOutcome::default()
+                }
+                Direction::Down => flow::receive(s, &counter, &st),
+            }
+        }));
+    }
+    conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
+    let start = clock::now_ns();
+    gate.open();
+    let sstop = Arc::new(AtomicBool::new(false));
+    let counters: Vec<(Direction, Arc<AtomicU64>)> = sampled.iter().map(|s| (s.direction, s.counter.clone())).collect();
+    let up_socks: Vec<TcpStream> = sampled.iter().filter(|s| !s.receiving).filter_map(|s| s.sock.try_clone().ok()).collect();
+    let kill_socks: Vec<TcpStream> = sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
+    let (ss, iv) = (sstop.clone(), cfg.sample_interval);
+    let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client));
+
+    let end = start + cfg.duration.as_nanos() as u64;
+    let mut interrupted = false;
+    let mut last = (start, 0u64, 0u64);
+    let mut rates = (0.0, 0.0);
+    while clock::now_ns() < end {
+        if interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        thread::sleep(Duration::from_millis(50));
+        let now = clock::now_ns();
+        let down: u64 = counters.iter().filter(|(d, _)| *d == Direction::Down).map(|(_, c)| c.load(Ordering::Relaxed)).sum();
+        let up: u64 = up_socks.iter().filter_map(|s| sys::tcp_info(s, now, Side::Client)).map(|i| i.bytes_acked).sum();
+        if now - last.0 >= 250_000_000 {
+            let dt = (now - last.0) as f64 / 1e9;
+            rates = ((up.saturating_sub(last.1)) as f64 * 8.0 / dt, (down.saturating_sub(last.2)) as f64 * 8.0 / dt);
+            last = (now, up, down);
+        }
+        live(&Live {
+            phase: sc.name.clone(),
+            phase_index: index + usize::from(!cfg.idle.is_zero()),
+            phases: nphases,
+            elapsed_s: (now - start) as f64 / 1e9,
+            phase_len_s: cfg.duration.as_secs_f64(),
+            up_bps: rates.0,
+            down_bps: rates.1,
+            rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
+        });
+    }
+    let end = clock::now_ns();
+    // Final sample at the end of the phase, then stop the flows at once.
+    sstop.store(true, Ordering::SeqCst);
+    let samples = sampler.join().unwrap_or_default();
+    stop.store(true, Ordering::SeqCst);
+    for s in &kill_socks {
+        flow::kill(s);
+    }
+    let outcomes: Vec<RecvOutcome> = threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+    conn::send(&mut sess.ctl, &ClientMsg::StopScenario).map_err(|e| format!("the server connection failed: {e}"))?;
+    // The stop message may queue behind a bloated buffer: allow for it.
+    conn::set_timeout(&sess.ctl, Some(Duration::from_secs(60)));
+    let report = match expect(&mut sess.ctl, "the scenario report")? {
+        ServerMsg::ScenarioReport { flows } => flows,
+        other => return Err(format!("unexpected answer from the server: {other:?}")),
+    };
+    let raw = RawPhase {
+        name: sc.name.clone(),
+        uploads: sc.uploads,
+        downloads: sc.downloads,
+        start_unix_ns: start,
+        end_unix_ns: end,
+        flows: specs.iter().copied().zip(samples).zip(outcomes).map(|((s, smp), o)| (s, smp, o)).collect(),
+        server_flows: report,
+    };
+    Ok((raw, interrupted))
+}
+

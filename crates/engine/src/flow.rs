@@ -1,0 +1,138 @@
+//! Bulk flows (both ends use the same code) and the periodic sampler.
+use crate::{clock, sys};
+use bloatlab_metrics::GapTracker;
+use bloatlab_results::{Direction, Side, TcpInfoSample};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+pub const BUF: usize = 128 * 1024;
+
+/// What a receiving flow measured.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RecvOutcome {
+    pub bytes: u64,
+    pub max_gap_ns: u64,
+    pub max_gap_at_ns: u64,
+}
+
+/// A start signal every sender of a scenario waits on.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+    /// Wait until opened or `stop` is set; true = go.
+    pub fn wait(&self, stop: &AtomicBool, limit: Duration) -> bool {
+        let deadline = std::time::Instant::now() + limit;
+        let mut g = self.open.lock().unwrap();
+        while !*g {
+            if stop.load(Ordering::Relaxed) || std::time::Instant::now() >= deadline {
+                return false;
+            }
+            g = self.cv.wait_timeout(g, Duration::from_millis(20)).unwrap().0;
+        }
+        true
+    }
+}
+
+/// Read until EOF, error or stop; count bytes into `counter`; track arrival gaps.
+pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> RecvOutcome {
+    let mut buf = vec![0u8; BUF];
+    let mut gaps = GapTracker::new();
+    let mut total = 0u64;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                gaps.on_arrival(clock::now_ns());
+                total += n as u64;
+                counter.store(total, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    gaps.finish(clock::now_ns());
+    RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns() }
+}
+
+/// Write until stop or error.
+pub fn send(mut s: TcpStream, stop: &AtomicBool) {
+    // A fixed non-zero pattern: nothing on the path can compress it to nothing.
+    let buf: Vec<u8> = (0..BUF).map(|i| (i as u32).wrapping_mul(2654435761).to_be_bytes()[0]).collect();
+    while !stop.load(Ordering::Relaxed) {
+        match s.write(&buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// Stop a flow from another thread: wakes blocked reads and writes.
+pub fn kill(s: &TcpStream) {
+    let _ = s.shutdown(Shutdown::Both);
+}
+
+/// One flow as the sampler sees it.
+pub struct Sampled {
+    pub id: u32,
+    pub direction: Direction,
+    /// True when this end receives (count bytes), false when it sends (TCP_INFO).
+    pub receiving: bool,
+    pub sock: TcpStream,
+    pub counter: Arc<AtomicU64>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct FlowSamples {
+    pub goodput: Vec<(u64, u64)>,
+    pub tcp_info: Vec<TcpInfoSample>,
+}
+
+/// Sample every `interval` until `stop`, then once more. Times are `clock::now_ns()`.
+pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &AtomicBool, side: Side) -> Vec<FlowSamples> {
+    let mut out = vec![FlowSamples::default(); flows.len()];
+    let step = interval.as_nanos() as u64;
+    let mut next = clock::now_ns();
+    loop {
+        let done = stop.load(Ordering::Relaxed);
+        let t = clock::now_ns();
+        for (i, f) in flows.iter().enumerate() {
+            if f.receiving {
+                out[i].goodput.push((t, f.counter.load(Ordering::Relaxed)));
+            } else if let Some(info) = sys::tcp_info(&f.sock, t, side) {
+                out[i].tcp_info.push(info);
+            }
+        }
+        if done {
+            break;
+        }
+        next += step;
+        // Sleep in short slices so a stop is seen within ~5 ms.
+        while clock::now_ns() < next && !stop.load(Ordering::Relaxed) {
+            let left = next.saturating_sub(clock::now_ns()).min(5_000_000);
+            std::thread::sleep(Duration::from_nanos(left));
+        }
+    }
+    out
+}

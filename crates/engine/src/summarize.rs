@@ -1,0 +1,391 @@
+//! Turn raw measurements into the result document: time bases, phases,
+//! summaries (via bloatlab-metrics), headline numbers.
+use crate::client::TestConfig;
+use crate::flow::{FlowSamples, RecvOutcome};
+use crate::probe::{Exchange, RrRecord};
+use bloatlab_metrics as m;
+use bloatlab_results::{
+    ClockOffset, Direction, Flow, GoodputSample, Headline, HostInfo, Metadata, Phase, Probe, RrSample, SocketInfo,
+    Summary, TcpInfoSample, TestResult, SCHEMA_NAME, SCHEMA_VERSION,
+};
+use bloatlab_wire::{FlowSpec, ServerFlowReport, PROTOCOL_VERSION};
+use std::net::SocketAddr;
+
+/// One phase as measured, before time-base conversion. Client times are Unix ns.
+pub struct RawPhase {
+    pub name: String,
+    pub uploads: u32,
+    pub downloads: u32,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    /// Client side: (spec, samples, receive outcome).
+    pub flows: Vec<(FlowSpec, FlowSamples, RecvOutcome)>,
+    /// What the server measured (server-clock Unix ns).
+    pub server_flows: Vec<ServerFlowReport>,
+}
+
+impl RawPhase {
+    pub fn idle(start: u64, end: u64) -> RawPhase {
+        RawPhase {
+            name: "idle".into(),
+            uploads: 0,
+            downloads: 0,
+            start_unix_ns: start,
+            end_unix_ns: end,
+            flows: vec![],
+            server_flows: vec![],
+        }
+    }
+}
+
+pub struct MetaIn<'a> {
+    pub cfg: &'a TestConfig,
+    pub addr: SocketAddr,
+    pub start_unix_ns: u64,
+    pub server: HostInfo,
+    pub cc: String,
+    pub socket: SocketInfo,
+    pub witness: Option<String>,
+}
+
+fn rel(t: u64, start: u64) -> u64 {
+    t.saturating_sub(start)
+}
+
+/// Server clock -> client clock, using the offset estimate (identity without one).
+fn to_client(t_server: u64, est: Option<&m::OffsetEstimate>) -> u64 {
+    match est {
+        // offset(t) is a function of client time; one fixed-point step is plenty (drift is ppm).
+        Some(e) => {
+            let guess = t_server as i64 - e.offset_at(t_server as i64).round() as i64;
+            (t_server as i64 - e.offset_at(guess).round() as i64).max(0) as u64
+        }
+        None => t_server,
+    }
+}
+
+fn probes_in(ex: &[Exchange], start: u64, end: u64, t0: u64, est: Option<&m::OffsetEstimate>) -> Vec<Probe> {
+    ex.iter()
+        .enumerate()
+        .filter(|(_, e)| e.t1 >= start && e.t1 < end)
+        .map(|(i, e)| {
+            let owd = e.answered().then_some(()).and(est);
+            Probe {
+                seq: i as u32,
+                t_ns: rel(e.t1, t0),
+                rtt_ns: e.rtt_ns(),
+                server_rx_unix_ns: e.answered().then_some(e.t2),
+                owd_up_ns: owd.map(|o| o.owd_up_ns(e.t1 as i64, e.t2 as i64)),
+                owd_down_ns: owd.map(|o| o.owd_down_ns(e.t3 as i64, e.t4 as i64)),
+            }
+        })
+        .collect()
+}
+
+fn witness_in(ex: &[Exchange], start: u64, end: u64, t0: u64) -> Vec<Probe> {
+    ex.iter()
+        .enumerate()
+        .filter(|(_, e)| e.t1 >= start && e.t1 < end)
+        .map(|(i, e)| Probe {
+            seq: i as u32,
+            t_ns: rel(e.t1, t0),
+            rtt_ns: e.rtt_ns(),
+            server_rx_unix_ns: None,
+            owd_up_ns: None,
+            owd_down_ns: None,
+        })
+        .collect()
+}
+
+fn pct(v: &[f64], p: f64) -> Option<f64> {
+    m::percentile(v, p)
+}
+
+/// Summary of one phase (pure: everything comes from the phase's samples).
+pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms: Option<f64>) -> Summary {
+    let mut s = Summary::default();
+    for f in &p.flows {
+        let samples: Vec<(u64, u64)> = f.goodput.iter().map(|g| (g.t_ns, g.bytes)).collect();
+        let bps = m::steady_goodput_bps(&samples, p.start_ns, p.end_ns, m::DEFAULT_TRIM_START, m::DEFAULT_TRIM_END);
+        s.flow_bps.push(bps);
+        match f.direction {
+            Direction::Up => s.upload_bps += bps,
+            Direction::Down => s.download_bps += bps,
+        }
+        if let (Some(a), Some(b)) = (f.tcp_info.first(), f.tcp_info.last()) {
+            s.retransmits += b.total_retrans.saturating_sub(a.total_retrans) as u64;
+        }
+    }
+    let rtts: Vec<Option<u64>> = p.probes.iter().map(|x| x.rtt_ns).collect();
+    s.latency = m::latency_stats_ns(&rtts);
+    let received = s.latency.received > 0;
+    s.added_latency_ms = if p.name == "idle" || !received { None } else { m::added_latency_ms(Some(s.latency.p50_ms), idle_p50_ms) };
+    if !p.witness_probes.is_empty() {
+        let w: Vec<Option<u64>> = p.witness_probes.iter().map(|x| x.rtt_ns).collect();
+        let ws = m::latency_stats_ns(&w);
+        if p.name != "idle" && ws.received > 0 {
+            s.witness_added_latency_ms = m::added_latency_ms(Some(ws.p50_ms), idle_witness_p50_ms);
+        }
+        s.witness_latency = Some(ws);
+    }
+    let up: Vec<f64> = p.probes.iter().filter_map(|x| x.owd_up_ns).map(|v| v as f64 / 1e6).collect();
+    let down: Vec<f64> = p.probes.iter().filter_map(|x| x.owd_down_ns).map(|v| v as f64 / 1e6).collect();
+    s.owd_up_p50_ms = pct(&up, 50.0);
+    s.owd_up_p99_ms = pct(&up, 99.0);
+    s.owd_down_p50_ms = pct(&down, 50.0);
+    s.owd_down_p99_ms = pct(&down, 99.0);
+    let rr: Vec<(u64, bool)> = p.rr.iter().map(|r| (r.rtt_ns, r.completed)).collect();
+    if let Some((ms, hz)) = m::responsiveness(&rr) {
+        s.responsiveness_ms = Some(ms);
+        s.responsiveness_hz = Some(hz);
+    }
+    // A flow that received nothing in the whole phase was stalled for all of it.
+    let phase_len = p.end_ns.saturating_sub(p.start_ns);
+    if let Some(worst) = p.flows.iter().map(|f| if f.bytes == 0 { phase_len } else { f.max_gap_ns }).max() {
+        if worst > 0 {
+            let (ms, hz) = m::smoothness(worst);
+            s.smoothness_ms = Some(ms);
+            s.smoothness_hz = hz;
+        }
+    }
+    let ok: Vec<u64> = p.probes.iter().filter_map(|x| x.rtt_ns).collect();
+    s.rpm = m::rpm_from_rtts_ns(&ok);
+    let rr_ok: Vec<u64> = p.rr.iter().filter(|r| r.completed).map(|r| r.rtt_ns).collect();
+    s.rr_rpm = m::rpm_from_rtts_ns(&rr_ok);
+    s.upload_gb_per_month = m::gb_per_month(s.upload_bps);
+    s.download_gb_per_month = m::gb_per_month(s.download_bps);
+    s
+}
+
+/// Headline numbers over the scenarios (seed 003's four, plus latency).
+pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
+    let minf = |it: &mut dyn Iterator<Item = f64>| it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))));
+    let maxf = |it: &mut dyn Iterator<Item = f64>| it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    Headline {
+        upload_capacity_bps: maxf(&mut scenarios.iter().map(|p| p.summary.upload_bps)).unwrap_or(0.0),
+        download_capacity_bps: maxf(&mut scenarios.iter().map(|p| p.summary.download_bps)).unwrap_or(0.0),
+        link_responsiveness_hz: minf(&mut scenarios.iter().filter_map(|p| p.summary.responsiveness_hz)),
+        flow_smoothness_hz: minf(&mut scenarios.iter().filter_map(|p| p.summary.smoothness_hz)),
+        idle_latency_ms: idle.filter(|p| p.summary.latency.received > 0).map(|p| p.summary.latency.p50_ms),
+        loaded_latency_ms: maxf(&mut scenarios.iter().filter(|p| p.summary.latency.received > 0).map(|p| p.summary.latency.p50_ms)),
+        max_added_latency_ms: maxf(&mut scenarios.iter().filter_map(|p| p.summary.added_latency_ms)),
+        rpm: minf(&mut scenarios.iter().filter_map(|p| p.summary.rpm)),
+    }
+}
+
+pub fn build_result(
+    mi: &MetaIn,
+    raw: &[RawPhase],
+    ex: &[Exchange],
+    wex: &[Exchange],
+    rr: &[RrRecord],
+    complete: bool,
+    reason: Option<String>,
+) -> TestResult {
+    let t0 = mi.start_unix_ns;
+    let ntp: Vec<m::Exchange> = ex
+        .iter()
+        .filter(|e| e.answered())
+        .map(|e| (e.t1 as i64, e.t2 as i64, e.t3 as i64, e.t4 as i64))
+        .collect();
+    let est = m::estimate_clock_offset(&ntp);
+    let clock_offset = match &est {
+        Some(e) => e.to_clock_offset(t0 as i64),
+        None => ClockOffset {
+            method: "no probe was answered: no clock offset estimate, no one-way delays".into(),
+            ..Default::default()
+        },
+    };
+    let mut phases = vec![];
+    for r in raw {
+        let (start, end) = (r.start_unix_ns, r.end_unix_ns);
+        let mut flows = vec![];
+        for (spec, smp, out) in &r.flows {
+            let srv = r.server_flows.iter().find(|f| f.id == spec.id);
+            let conv = |t: u64| rel(to_client(t, est.as_ref()), t0);
+            let (goodput, bytes, gap, gap_at, tcp_info): (Vec<GoodputSample>, u64, u64, u64, Vec<TcpInfoSample>) =
+                match spec.direction {
+                    Direction::Down => (
+                        smp.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: rel(t, t0), bytes: b }).collect(),
+                        out.bytes,
+                        out.max_gap_ns,
+                        rel(out.max_gap_at_ns, t0),
+                        srv.map(|s| s.tcp_info.iter().map(|i| TcpInfoSample { t_ns: conv(i.t_ns), ..*i }).collect()).unwrap_or_default(),
+                    ),
+                    Direction::Up => match srv {
+                        Some(s) => (
+                            s.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: conv(t), bytes: b }).collect(),
+                            s.bytes,
+                            s.max_gap_ns,
+                            conv(s.max_gap_at_unix_ns),
+                            smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect(),
+                        ),
+                        None => (vec![], 0, 0, 0, smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect()),
+                    },
+                };
+            flows.push(Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at });
+        }
+        phases.push(Phase {
+            name: r.name.clone(),
+            uploads: r.uploads,
+            downloads: r.downloads,
+            start_ns: rel(start, t0),
+            end_ns: rel(end, t0),
+            flows,
+            probes: probes_in(ex, start, end, t0, est.as_ref()),
+            rr: rr
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| x.0 >= start && x.0 < end)
+                .map(|(i, x)| RrSample { seq: i as u32, t_ns: rel(x.0, t0), rtt_ns: x.1, completed: x.2 })
+                .collect(),
+            witness_probes: witness_in(wex, start, end, t0),
+            summary: Summary::default(),
+        });
+    }
+    let (idle, scenarios): (Vec<Phase>, Vec<Phase>) = phases.into_iter().partition(|p| p.name == "idle");
+    let mut idle = idle.into_iter().next();
+    if let Some(i) = idle.as_mut() {
+        i.summary = summarize_phase(i, None, None);
+    }
+    let idle_p50 = idle.as_ref().filter(|i| i.summary.latency.received > 0).map(|i| i.summary.latency.p50_ms);
+    let idle_w = idle
+        .as_ref()
+        .and_then(|i| i.summary.witness_latency)
+        .filter(|w| w.received > 0)
+        .map(|w| w.p50_ms);
+    let scenarios: Vec<Phase> = scenarios
+        .into_iter()
+        .map(|mut p| {
+            p.summary = summarize_phase(&p, idle_p50, idle_w);
+            p
+        })
+        .collect();
+    let cfg = mi.cfg;
+    TestResult {
+        schema: SCHEMA_NAME.into(),
+        schema_version: SCHEMA_VERSION,
+        complete,
+        incomplete_reason: reason,
+        metadata: Metadata {
+            bloatlab_version: env!("CARGO_PKG_VERSION").into(),
+            protocol_version: PROTOCOL_VERSION,
+            start_time: crate::clock::rfc3339(t0),
+            start_unix_ns: t0,
+            command: cfg.command.clone(),
+            server_address: mi.addr.to_string(),
+            client: crate::sys::host_info(),
+            server: mi.server.clone(),
+            cc: mi.cc.clone(),
+            scenario_duration_s: cfg.duration.as_secs_f64(),
+            idle_duration_s: cfg.idle.as_secs_f64(),
+            probe_interval_ms: cfg.probe_interval.as_secs_f64() * 1e3,
+            probe_size: cfg.probe_size as u32,
+            sample_interval_ms: cfg.sample_interval.as_secs_f64() * 1e3,
+            trimming_rule: m::TRIMMING_RULE.into(),
+            clock_offset,
+            scenario_definitions: cfg.scenarios.iter().map(|s| s.name.clone()).collect(),
+            socket: mi.socket.clone(),
+            witness_address: mi.witness.clone(),
+        },
+        headline: headline(idle.as_ref(), &scenarios),
+        idle,
+        scenarios,
+        lab: None,
+    }
+}
+
+/// One line for logs: "up 9.41 Mbit/s, down 0.00 Mbit/s, idle 0.1 ms, loaded 1210.3 ms, ...".
+pub fn one_line(r: &TestResult) -> String {
+    let h = &r.headline;
+    let f = |v: Option<f64>, unit: &str| v.map(|v| format!("{v:.1} {unit}")).unwrap_or_else(|| "n/a".into());
+    format!(
+        "up {:.2} Mbit/s, down {:.2} Mbit/s, idle rtt {}, loaded rtt {}, responsiveness {}, smoothness {}",
+        h.upload_capacity_bps / 1e6,
+        h.download_capacity_bps / 1e6,
+        f(h.idle_latency_ms, "ms"),
+        f(h.loaded_latency_ms, "ms"),
+        f(h.link_responsiveness_hz, "Hz"),
+        f(h.flow_smoothness_hz, "Hz"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_results::LatencyStats;
+
+    fn phase_with(name: &str, rtts_ms: &[Option<f64>]) -> Phase {
+        Phase {
+            name: name.into(),
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            probes: rtts_ms
+                .iter()
+                .enumerate()
+                .map(|(i, r)| Probe {
+                    seq: i as u32,
+                    t_ns: i as u64 * 10_000_000,
+                    rtt_ns: r.map(|v| (v * 1e6) as u64),
+                    server_rx_unix_ns: None,
+                    owd_up_ns: None,
+                    owd_down_ns: None,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn added_latency_and_loss_are_counted() {
+        let idle = phase_with("idle", &[Some(1.0), Some(2.0), Some(3.0)]);
+        let s = summarize_phase(&idle, None, None);
+        assert_eq!(s.latency.p50_ms, 2.0);
+        assert_eq!(s.added_latency_ms, None);
+        let loaded = phase_with("1u0d", &[Some(100.0), None, Some(102.0), Some(104.0)]);
+        let s2 = summarize_phase(&loaded, Some(2.0), None);
+        // received 100, 102, 104: p50 = 102, added = 100; 1 of 4 lost = 25%.
+        assert_eq!(s2.added_latency_ms, Some(100.0));
+        assert_eq!((s2.latency.sent, s2.latency.lost), (4, 1));
+        assert!((s2.latency.loss_pct - 25.0).abs() < 1e-9);
+        // RPM of 100/102/104 ms: n=3 keeps all 3 (floor(3*0.05)=0 dropped); mean 102 -> 60000/102.
+        assert!((s2.rpm.unwrap() - 60000.0 / 102.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn headline_takes_best_capacity_and_worst_responsiveness() {
+        let mut a = Phase { name: "1u0d".into(), ..Default::default() };
+        a.summary = Summary { upload_bps: 9e6, responsiveness_hz: Some(5.0), smoothness_hz: Some(20.0), ..Default::default() };
+        let mut b = Phase { name: "0u1d".into(), ..Default::default() };
+        b.summary = Summary {
+            download_bps: 50e6,
+            upload_bps: 1e6,
+            responsiveness_hz: Some(2.0),
+            smoothness_hz: Some(30.0),
+            latency: LatencyStats { received: 1, p50_ms: 40.0, ..Default::default() },
+            ..Default::default()
+        };
+        let h = headline(None, &[a, b]);
+        assert_eq!(h.upload_capacity_bps, 9e6);
+        assert_eq!(h.download_capacity_bps, 50e6);
+        assert_eq!(h.link_responsiveness_hz, Some(2.0));
+        assert_eq!(h.flow_smoothness_hz, Some(20.0));
+        assert_eq!(h.loaded_latency_ms, Some(40.0));
+    }
+
+    #[test]
+    fn server_times_convert_with_offset() {
+        let est = m::OffsetEstimate {
+            offset_at_t0_ns: 5_000_000.0,
+            t0_ns: 0,
+            drift_ppm: 0.0,
+            min_delay_ns: 0,
+            samples_used: 1,
+            windows: 1,
+            windows_used: 1,
+            method: String::new(),
+        };
+        assert_eq!(to_client(1_005_000_000, Some(&est)), 1_000_000_000);
+        assert_eq!(to_client(7, None), 7);
+    }
+}
