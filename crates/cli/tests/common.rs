@@ -1,0 +1,58 @@
+//! Shared helpers for the binary's integration tests.
+#![allow(dead_code)]
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+
+pub fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_bloatlab")
+}
+
+/// A `bloatlab server` on loopback with an ephemeral port; killed on drop.
+pub struct TestServer {
+    pub child: Child,
+    pub port: u16,
+    stderr_path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub fn start(extra: &[&str]) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let stderr_path = dir.path().join("server.log");
+        let errf = std::fs::File::create(&stderr_path).unwrap();
+        let mut child = Command::new(exe())
+            .args(["server", "--bind", "127.0.0.1", "--port", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(errf)
+            .spawn()
+            .expect("spawn bloatlab server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        // "bloatlab server listening on 127.0.0.1:PORT (tcp+udp)"
+        let port = line
+            .split_whitespace()
+            .find_map(|w| w.trim_end_matches(',').rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
+            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        TestServer { child, port, stderr_path, _dir: dir }
+    }
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        std::fs::File::open(&self.stderr_path).unwrap().read_to_string(&mut s).unwrap();
+        s
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn run(args: &[&str]) -> std::process::Output {
+    Command::new(exe()).args(args).output().expect("run bloatlab")
+}

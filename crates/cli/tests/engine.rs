@@ -1,0 +1,281 @@
+//! A real server and client on loopback: the engine end to end, and its
+//! behaviour with bad peers and bad input.
+mod common;
+use bloatlab_results::{Direction, TestResult};
+use common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+fn short_test(srv: &TestServer, scenarios: &str, json: &std::path::Path) -> std::process::Output {
+    run(&[
+        "test", &srv.addr(), "--scenarios", scenarios, "--duration", "1.5s", "--idle", "1s", "--pause", "0.3s",
+        "--quiet", "--json", json.to_str().unwrap(),
+    ])
+}
+
+#[test]
+fn loopback_matrix_measures_both_ways_and_json_is_complete() {
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = short_test(&srv, "1u0d,0u1d,2u2d", &json);
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    assert!(r.complete);
+    assert_eq!(r.scenarios.len(), 3);
+    let idle = r.idle.as_ref().expect("idle phase");
+    // Probes every 10 ms: 1 s idle -> ~100, 1.5 s scenarios -> ~150 (tolerance 10%).
+    let expect = |p: &bloatlab_results::Phase| ((p.end_ns - p.start_ns) as f64 / 10e6).round();
+    for p in std::iter::once(idle).chain(r.scenarios.iter()) {
+        let n = p.probes.len() as f64;
+        assert!((n - expect(p)).abs() <= expect(p) * 0.1 + 1.0, "{}: {} probes, expected ~{}", p.name, n, expect(p));
+        assert!(p.summary.latency.received as f64 >= n * 0.95, "{}: loss on loopback", p.name);
+        assert!(!p.rr.is_empty(), "{}: no request/response samples", p.name);
+    }
+    let up = &r.scenarios[0];
+    let down = &r.scenarios[1];
+    assert!(up.summary.upload_bps > 1e8, "upload {}", up.summary.upload_bps);
+    assert_eq!(up.summary.download_bps, 0.0);
+    assert!(down.summary.download_bps > 1e8, "download {}", down.summary.download_bps);
+    let both = &r.scenarios[2];
+    assert!(both.summary.upload_bps > 0.0 && both.summary.download_bps > 0.0);
+    assert_eq!(both.flows.iter().filter(|f| f.direction == Direction::Up).count(), 2);
+    for f in &both.flows {
+        assert!(f.goodput.len() >= 10, "goodput samples at <= 100 ms: {}", f.goodput.len());
+        assert!(f.bytes > 0);
+        assert!(!f.tcp_info.is_empty(), "tcp_info of the sending socket");
+        // Goodput samples lie on the client's test clock, inside the run.
+        let last = f.goodput.last().unwrap().t_ns;
+        assert!(last >= both.start_ns && last < both.end_ns + 2_000_000_000, "{last} vs {}..{}", both.start_ns, both.end_ns);
+    }
+    assert!(both.summary.smoothness_hz.unwrap() > 0.0);
+    assert!(both.summary.responsiveness_hz.unwrap() > 0.0);
+    assert!(r.headline.upload_capacity_bps >= up.summary.upload_bps);
+    assert!(r.metadata.clock_offset.method.contains("minimum"));
+    assert!(r.metadata.clock_offset.offset_ns.abs() < 1_000_000, "same host: offset ~0");
+    let some_owd = up.probes.iter().filter_map(|p| p.owd_up_ns).count();
+    assert!(some_owd > 100);
+    assert_eq!(r.metadata.client.kernel, r.metadata.server.kernel);
+    assert!(!r.metadata.cc.is_empty() && r.metadata.socket.mss > 0);
+    // The server logged one line for the test.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(srv.log().lines().filter(|l| l.contains(" test ")).count(), 1, "{}", srv.log());
+}
+
+/// Every key that appears in a real result is documented in docs/results.md.
+#[test]
+fn every_json_field_is_documented() {
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let w = TestServer::start(&[]);
+    let out = run(&[
+        "test", &srv.addr(), "--scenarios", "1u1d", "--duration", "0.5s", "--idle", "0.3s", "--quiet", "--witness",
+        &w.addr(), "--json", json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/results.md")).unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    fn walk(v: &serde_json::Value, keys: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    keys.insert(k.clone());
+                    walk(x, keys);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, keys)),
+            _ => {}
+        }
+    }
+    walk(&v, &mut keys);
+    let missing: Vec<_> = keys.iter().filter(|k| !docs.contains(&format!("`{k}`"))).collect();
+    assert!(missing.is_empty(), "undocumented result fields: {missing:?}");
+    assert!(v["scenarios"][0]["witness_probes"].as_array().map(|a| !a.is_empty()).unwrap_or(false));
+}
+
+#[test]
+fn garbage_oversized_and_bad_tokens_are_rejected_and_others_still_served() {
+    let srv = TestServer::start(&[]);
+    // Garbage instead of a handshake.
+    let mut s = TcpStream::connect(srv.addr()).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "no answer to garbage");
+    // A valid handshake, then an oversized frame length.
+    let mut s = TcpStream::connect(srv.addr()).unwrap();
+    s.write_all(&bloatlab_wire::Handshake::ours().encode()).unwrap();
+    let mut hs = [0u8; 12];
+    s.read_exact(&mut hs).unwrap();
+    s.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut resp = vec![];
+    let _ = s.read_to_end(&mut resp);
+    assert!(String::from_utf8_lossy(&resp).contains("exceeds the limit"), "{:?}", String::from_utf8_lossy(&resp));
+    // Truncated handshake then close.
+    let mut s = TcpStream::connect(srv.addr()).unwrap();
+    s.write_all(b"BLOAT").unwrap();
+    drop(s);
+    // A well-formed probe with a token of no live test: no reply.
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let mut p = vec![0u8; 64];
+    bloatlab_wire::Probe {
+        kind: bloatlab_wire::ProbeKind::Request,
+        token: 12345,
+        seq: 0,
+        stream: 0,
+        client_send_ns: 1,
+        server_recv_ns: 0,
+        server_send_ns: 0,
+    }
+    .encode_into(&mut p)
+    .unwrap();
+    u.send_to(&p, srv.addr()).unwrap();
+    u.send_to(&[0xAB; 300], srv.addr()).unwrap();
+    assert!(u.recv(&mut [0u8; 2048]).is_err(), "a probe with a bad token got an answer");
+    // Someone else's test still runs fine.
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = short_test(&srv, "1u1d", &json);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(TestResult::read_file(&json).unwrap().complete);
+    let log = srv.log();
+    assert!(log.contains("not a bloatlab peer"), "{log}");
+}
+
+#[test]
+fn clear_errors_for_refused_unknown_and_foreign_servers() {
+    // Nothing listening.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let out = run(&["test", &format!("127.0.0.1:{port}"), "--quiet"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("connection refused"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
+    // Unknown host.
+    let out = run(&["test", "no-such-host.invalid", "--quiet"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot resolve"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A server speaking another protocol.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let _ = s.write_all(b"SSH-2.0-OpenSSH_9.2\r\n");
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    let out = run(&["test", &addr.to_string(), "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a bloatlab server") && err.contains("SSH-2.0"), "{err}");
+    t.join().unwrap();
+    // A bloatlab server of another protocol version.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut b = [0u8; 12];
+        s.read_exact(&mut b).unwrap();
+        let _ = s.write_all(&bloatlab_wire::Handshake { version: 99, status: 1 }.encode());
+    });
+    let out = run(&["test", &addr.to_string(), "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("version 1") && err.contains("version 99"), "{err}");
+    t.join().unwrap();
+    // Bad arguments.
+    let out = run(&["test", "127.0.0.1", "--scenarios", "40u0d"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad scenario"));
+    let out = run(&["test", "127.0.0.1", "--duration", "soon"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn server_limits_refuse_with_a_reason() {
+    let srv = TestServer::start(&["--max-flows", "2", "--max-duration", "20s"]);
+    let out = run(&["test", &srv.addr(), "--scenarios", "2u2d", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused") && err.contains("at most 2"), "{err}");
+    let out = run(&["test", &srv.addr(), "--scenarios", "1u0d", "--duration", "60s", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at most 20 s"), "{err}");
+}
+
+#[test]
+fn vanished_client_is_cleaned_up() {
+    let srv = TestServer::start(&["--idle-timeout", "1s"]);
+    let mut s = TcpStream::connect(srv.addr()).unwrap();
+    s.write_all(&bloatlab_wire::Handshake::ours().encode()).unwrap();
+    let mut hs = [0u8; 12];
+    s.read_exact(&mut hs).unwrap();
+    let msg = bloatlab_wire::ClientMsg::NewTest {
+        client: Default::default(),
+        cc: String::new(),
+        planned_duration_ms: 5000,
+        max_flows: 1,
+        sample_interval_ms: 100,
+        scenarios: vec!["1u0d".into()],
+        socket_buffer: 0,
+    };
+    s.write_all(&bloatlab_wire::encode_frame(&msg)).unwrap();
+    // Now say nothing: the server must give up within its idle timeout.
+    let t = Instant::now();
+    loop {
+        if srv.log().contains("silent") {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "server did not drop a silent client: {}", srv.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn server_dying_mid_test_leaves_a_partial_result() {
+    let mut srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(exe())
+        .args(["test", &srv.addr(), "--scenarios", "1u0d,0u1d,1u1d", "--duration", "1s", "--idle", "0.5s", "--pause", "0.2s"])
+        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2200));
+    srv.child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scenario"), "{err}");
+    let r = TestResult::read_file(&json).unwrap();
+    assert!(!r.complete);
+    assert!(r.incomplete_reason.is_some());
+    assert!(r.idle.is_some());
+}
+
+#[test]
+fn interrupted_client_writes_what_it_measured() {
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(exe())
+        .args(["test", &srv.addr(), "--scenarios", "1u0d,0u1d", "--duration", "3s", "--idle", "0.5s"])
+        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1800));
+    // SAFETY: signalling the child we spawned, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    assert!(!r.complete);
+    assert!(r.incomplete_reason.as_deref().unwrap().contains("interrupted"));
+    assert_eq!(r.scenarios.len(), 1, "the interrupted scenario is kept");
+    assert!(r.scenarios[0].summary.upload_bps > 0.0);
+}
