@@ -1,1 +1,19 @@
-//! bloatlab-emulator (work in progress)
+//! bloatlab's user-space link emulator, in the style of mahimahi: packets cross
+//! a TUN device into this process, wait in a queue discipline, are serialized
+//! at the link rate (fixed or trace-driven), may be lost, are held for the
+//! propagation delay (plus jitter) and are written back out.
+//!
+//! * [`qdisc`]: queue disciplines (pure, unit-tested): pfifo, bfifo, drophead,
+//!   CoDel (RFC 8289), FQ-CoDel (RFC 8290), PIE (RFC 8033).
+//! * [`link`]: one direction of the link as a discrete-event model.
+//! * [`config`]: the configuration and its command-line spellings.
+//!
+//! See docs/emulator.md.
+
+pub mod config;
+pub mod link;
+pub mod packet;
+pub mod qdisc;
+pub mod rng;
+
+pub use config::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RateSpec, TimerMode};

@@ -1,0 +1,246 @@
+//! FIFO queues: droptail by packets (`pfifo`), droptail by bytes (`bfifo`),
+//! and drop-head by packets (`drophead`, like the kernel's `pfifo_head_drop`).
+
+use super::{Counters, DropReason, PacketQueue, Qdisc};
+use crate::packet::Packet;
+
+/// Droptail FIFO limited to `limit` packets.
+#[derive(Debug)]
+pub struct Fifo {
+    limit: usize,
+    q: PacketQueue,
+    c: Counters,
+    dropped: Vec<(Packet, DropReason)>,
+}
+
+impl Fifo {
+    pub fn new(limit: usize) -> Fifo {
+        Fifo { limit, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
+    }
+}
+
+impl Qdisc for Fifo {
+    fn enqueue(&mut self, pkt: Packet, _now: u64) {
+        self.c.arrivals += 1;
+        self.c.arrival_bytes += pkt.size();
+        if self.q.len() >= self.limit {
+            self.c.note_drop(&pkt, DropReason::Overlimit);
+            self.dropped.push((pkt, DropReason::Overlimit));
+            return;
+        }
+        self.c.enqueued += 1;
+        self.c.enqueued_bytes += pkt.size();
+        self.q.push(pkt);
+        self.c.note_backlog(self.q.len(), self.q.bytes());
+    }
+    fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+        let p = self.q.pop()?;
+        self.c.dequeued += 1;
+        self.c.dequeued_bytes += p.size();
+        Some(p)
+    }
+    fn backlog_packets(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.q.bytes()
+    }
+    fn counters(&self) -> &Counters {
+        &self.c
+    }
+    fn take_dropped(&mut self, out: &mut Vec<(Packet, DropReason)>) {
+        out.append(&mut self.dropped);
+    }
+    fn kind(&self) -> &'static str {
+        "pfifo"
+    }
+    fn details(&self) -> serde_json::Value {
+        serde_json::json!({ "limit_packets": self.limit })
+    }
+}
+
+/// Droptail FIFO limited to `limit` bytes: a packet is accepted only when the
+/// backlog plus its size stays within the limit (the kernel's bfifo rule).
+#[derive(Debug)]
+pub struct Bfifo {
+    limit: u64,
+    q: PacketQueue,
+    c: Counters,
+    dropped: Vec<(Packet, DropReason)>,
+}
+
+impl Bfifo {
+    pub fn new(limit_bytes: u64) -> Bfifo {
+        Bfifo { limit: limit_bytes, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
+    }
+}
+
+impl Qdisc for Bfifo {
+    fn enqueue(&mut self, pkt: Packet, _now: u64) {
+        self.c.arrivals += 1;
+        self.c.arrival_bytes += pkt.size();
+        if self.q.bytes() + pkt.size() > self.limit {
+            self.c.note_drop(&pkt, DropReason::Overlimit);
+            self.dropped.push((pkt, DropReason::Overlimit));
+            return;
+        }
+        self.c.enqueued += 1;
+        self.c.enqueued_bytes += pkt.size();
+        self.q.push(pkt);
+        self.c.note_backlog(self.q.len(), self.q.bytes());
+    }
+    fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+        let p = self.q.pop()?;
+        self.c.dequeued += 1;
+        self.c.dequeued_bytes += p.size();
+        Some(p)
+    }
+    fn backlog_packets(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.q.bytes()
+    }
+    fn counters(&self) -> &Counters {
+        &self.c
+    }
+    fn take_dropped(&mut self, out: &mut Vec<(Packet, DropReason)>) {
+        out.append(&mut self.dropped);
+    }
+    fn kind(&self) -> &'static str {
+        "bfifo"
+    }
+    fn details(&self) -> serde_json::Value {
+        serde_json::json!({ "limit_bytes": self.limit })
+    }
+}
+
+/// FIFO limited to `limit` packets that, when full, discards the packet at the
+/// head (the oldest) and accepts the arrival.
+#[derive(Debug)]
+pub struct DropHead {
+    limit: usize,
+    q: PacketQueue,
+    c: Counters,
+    dropped: Vec<(Packet, DropReason)>,
+}
+
+impl DropHead {
+    pub fn new(limit: usize) -> DropHead {
+        DropHead { limit, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
+    }
+}
+
+impl Qdisc for DropHead {
+    fn enqueue(&mut self, pkt: Packet, _now: u64) {
+        self.c.arrivals += 1;
+        self.c.arrival_bytes += pkt.size();
+        if self.limit == 0 {
+            self.c.note_drop(&pkt, DropReason::Overlimit);
+            self.dropped.push((pkt, DropReason::Overlimit));
+            return;
+        }
+        while self.q.len() >= self.limit {
+            let old = self.q.pop().expect("nonempty");
+            self.c.note_drop(&old, DropReason::HeadDrop);
+            self.dropped.push((old, DropReason::HeadDrop));
+        }
+        self.c.enqueued += 1;
+        self.c.enqueued_bytes += pkt.size();
+        self.q.push(pkt);
+        self.c.note_backlog(self.q.len(), self.q.bytes());
+    }
+    fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+        let p = self.q.pop()?;
+        self.c.dequeued += 1;
+        self.c.dequeued_bytes += p.size();
+        Some(p)
+    }
+    fn backlog_packets(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.q.bytes()
+    }
+    fn counters(&self) -> &Counters {
+        &self.c
+    }
+    fn take_dropped(&mut self, out: &mut Vec<(Packet, DropReason)>) {
+        out.append(&mut self.dropped);
+    }
+    fn kind(&self) -> &'static str {
+        "drophead"
+    }
+    fn details(&self) -> serde_json::Value {
+        serde_json::json!({ "limit_packets": self.limit })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    fn drain(q: &mut dyn Qdisc) -> Vec<u64> {
+        let mut v = vec![];
+        while let Some(p) = q.dequeue(0) {
+            v.push(p.seq);
+        }
+        v
+    }
+
+    #[test]
+    fn pfifo_drops_tail_at_limit() {
+        let mut q = Fifo::new(3);
+        for i in 0..5 {
+            q.enqueue(pkt(0, i, 0), 0);
+        }
+        assert_eq!(q.backlog_packets(), 3);
+        assert_eq!(q.backlog_bytes(), 4500);
+        let mut d = vec![];
+        q.take_dropped(&mut d);
+        assert_eq!(d.iter().map(|(p, _)| p.seq).collect::<Vec<_>>(), vec![3, 4]);
+        assert!(d.iter().all(|(_, r)| *r == DropReason::Overlimit));
+        assert_eq!(drain(&mut q), vec![0, 1, 2]);
+        let c = q.counters();
+        assert_eq!((c.arrivals, c.enqueued, c.dequeued, c.dropped, c.dropped_overlimit), (5, 3, 3, 2, 2));
+        assert_eq!(c.max_backlog_packets, 3);
+    }
+
+    #[test]
+    fn bfifo_drops_exactly_at_byte_limit() {
+        // limit 3000 bytes: two 1500-byte packets fit exactly, the third does not
+        let mut q = Bfifo::new(3000);
+        q.enqueue(pkt(0, 0, 0), 0);
+        q.enqueue(pkt(0, 1, 0), 0);
+        assert_eq!(q.backlog_bytes(), 3000);
+        q.enqueue(pkt(0, 2, 0), 0);
+        assert_eq!(q.backlog_packets(), 2);
+        assert_eq!(q.counters().dropped_overlimit, 1);
+        // a 100-byte packet does not fit either (3000 + 100 > 3000)...
+        q.enqueue(sized(0, 3, 0, 100, 0), 0);
+        assert_eq!(q.counters().dropped_overlimit, 2);
+        // ...but after one departure, 1500 + 100 + 1400 = 3000 fits exactly
+        q.dequeue(0);
+        q.enqueue(sized(0, 4, 0, 100, 0), 0);
+        q.enqueue(sized(0, 5, 0, 1400, 0), 0);
+        assert_eq!(q.backlog_bytes(), 3000);
+        q.enqueue(sized(0, 6, 0, 28, 0), 0);
+        assert_eq!(q.counters().dropped_overlimit, 3);
+        assert_eq!(drain(&mut q), vec![1, 4, 5]);
+    }
+
+    #[test]
+    fn drophead_discards_oldest() {
+        let mut q = DropHead::new(3);
+        for i in 0..5 {
+            q.enqueue(pkt(0, i, 0), 0);
+        }
+        let mut d = vec![];
+        q.take_dropped(&mut d);
+        assert_eq!(d.iter().map(|(p, _)| p.seq).collect::<Vec<_>>(), vec![0, 1]);
+        assert!(d.iter().all(|(_, r)| *r == DropReason::HeadDrop));
+        assert_eq!(drain(&mut q), vec![2, 3, 4]);
+        assert_eq!(q.counters().dropped_head, 2);
+    }
+}
