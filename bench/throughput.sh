@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Side-by-side on loopback, in one run: bloatlab vs iperf3 goodput and CPU
+# (1 flow and 8 flows, upload direction), and idle probe RTT vs irtt.
+# Prints each figure and the ratio bloatlab / peer. Not part of the test suite.
+#
+#   bench/throughput.sh [SECONDS]        (default 8 s per measurement)
+#
+# Needs: iperf3, irtt (Debian packages), python3. Only loopback is used.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T=${1:-8}
+for t in iperf3 irtt python3; do
+  command -v "$t" >/dev/null || { echo "bench: $t is missing (apt-get install iperf3 irtt)" >&2; exit 2; }
+done
+cargo build --release -q -p bloatlab
+BL=./target/release/bloatlab
+W=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
+trap cleanup EXIT
+
+# Servers on fixed high ports, loopback only.
+$BL server --bind 127.0.0.1 --port 19771 --quiet > "$W/bl.out" 2>&1 & pids+=($!); BLPID=$!
+iperf3 -s -B 127.0.0.1 -p 19772 > /dev/null 2>&1 & pids+=($!); IPPID=$!
+irtt server -b 127.0.0.1:19773 > /dev/null 2>&1 & pids+=($!)
+sleep 1
+
+# CPU seconds (user+sys) of a pid from /proc.
+cpu() { awk '{print ($14+$15)/'"$(getconf CLK_TCK)"'}' /proc/$1/stat; }
+# Run a command and print "cpu_seconds" of it on fd 3.
+timed() { /usr/bin/env time -f "%U %S" -o "$W/time" "$@" > "$W/cmd.out" 2>"$W/cmd.err"; awk '{print $1+$2}' "$W/time"; }
+
+row() { printf "%-34s %14s %14s %8s\n" "$@"; }
+echo "bloatlab $($BL --version | awk '{print $2}'), iperf3 $(iperf3 --version | head -1 | awk '{print $2}'), kernel $(uname -r), cc $(sysctl -n net.ipv4.tcp_congestion_control), $(nproc) cores, ${T}s per measurement"
+row "measurement" "bloatlab" "peer" "ratio"
+
+for P in 1 8; do
+  # bloatlab: one scenario of P uploads; goodput from the JSON summary.
+  s0=$(cpu $BLPID)
+  c=$(timed $BL test 127.0.0.1 --port 19771 --scenarios ${P}u0d --duration ${T}s --idle 0 --quiet --json "$W/bl.json")
+  s1=$(cpu $BLPID)
+  blg=$(python3 -c "import json;r=json.load(open('$W/bl.json'));print(r['scenarios'][0]['summary']['upload_bps']/1e9)")
+  blcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
+  # iperf3: same direction, same flows; receiver-side goodput from its JSON, skipping the first 20% like bloatlab's trimming rule.
+  s0=$(cpu $IPPID)
+  c=$(timed iperf3 -c 127.0.0.1 -p 19772 -t $T -P $P -J)
+  s1=$(cpu $IPPID)
+  cp "$W/cmd.out" "$W/ip.json"
+  ipg=$(python3 - "$W/ip.json" "$T" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); T = float(sys.argv[2])
+iv = [i["sum"] for i in r["intervals"]]
+keep = [i for i in iv if i["start"] >= 0.2 * T and i["end"] <= 0.95 * T + 1e-9]
+b = sum(i["bytes"] for i in keep); s = sum(i["seconds"] for i in keep)
+print(b * 8 / s / 1e9)
+PY
+)
+  ipcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
+  row "goodput ${P} flow(s), Gbit/s" "$(printf %.2f "$blg")" "$(printf %.2f "$ipg")" "$(python3 -c "print(f'{$blg/$ipg:.2f}x')")"
+  row "CPU ${P} flow(s), cores (both ends)" "$(printf %.2f "$blcpu")" "$(printf %.2f "$ipcpu")" "$(python3 -c "print(f'{$blcpu/$ipcpu:.2f}x')")"
+  row "CPU per Gbit/s ${P} flow(s), core-s" "$(python3 -c "print(f'{$blcpu/$blg:.3f}')")" "$(python3 -c "print(f'{$ipcpu/$ipg:.3f}')")" "$(python3 -c "print(f'{($blcpu/$blg)/($ipcpu/$ipg):.2f}x')")"
+done
+
+# Idle probe RTT: bloatlab's idle phase vs irtt, both 10 ms isochronous probes.
+$BL test 127.0.0.1 --port 19771 --scenarios 1u0d --duration 0.3s --idle ${T}s --quiet --json "$W/idle.json" > /dev/null
+irtt client -i 10ms -d ${T}s -q -o "$W/irtt.json" 127.0.0.1:19773 > /dev/null 2>&1 || true
+python3 - "$W/idle.json" "$W/irtt.json" <<'PY'
+import json, sys, statistics as st, gzip
+bl = json.load(open(sys.argv[1]))["idle"]["probes"]
+b = sorted(p["rtt_ns"] / 1e3 for p in bl if p["rtt_ns"] is not None)
+path = sys.argv[2]
+try:
+    ir = json.load(open(path))
+except Exception:
+    ir = json.load(gzip.open(path + ".gz"))
+i = sorted(r["delay"]["rtt"] / 1e3 for r in ir["round_trips"] if r.get("lost") == "false" and "rtt" in r.get("delay", {}))
+def q(v, p): return v[min(len(v) - 1, int(p * len(v)))]
+fmt = "%-34s %14s %14s %8s"
+print(fmt % ("idle RTT p50, us (n=%d vs %d)" % (len(b), len(i)), "%.1f" % q(b, .5), "%.1f" % q(i, .5), "%+.1f us" % (q(b, .5) - q(i, .5))))
+print(fmt % ("idle RTT p90, us", "%.1f" % q(b, .9), "%.1f" % q(i, .9), "%+.1f us" % (q(b, .9) - q(i, .9))))
+print(fmt % ("idle RTT min, us", "%.1f" % b[0], "%.1f" % i[0], "%+.1f us" % (b[0] - i[0])))
+PY
