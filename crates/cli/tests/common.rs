@@ -12,16 +12,20 @@ pub struct TestServer {
     pub child: Child,
     pub port: u16,
     stderr_path: std::path::PathBuf,
+    host: String,
     _dir: tempfile::TempDir,
 }
 
 impl TestServer {
     pub fn start(extra: &[&str]) -> TestServer {
+        Self::start_on("127.0.0.1", extra)
+    }
+    pub fn start_on(bind: &str, extra: &[&str]) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let stderr_path = dir.path().join("server.log");
         let errf = std::fs::File::create(&stderr_path).unwrap();
         let mut child = Command::new(exe())
-            .args(["server", "--bind", "127.0.0.1", "--port", "0"])
+            .args(["server", "--bind", bind, "--port", "0"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(errf)
@@ -34,10 +38,14 @@ impl TestServer {
             .split_whitespace()
             .find_map(|w| w.trim_end_matches(',').rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
             .unwrap_or_else(|| panic!("no port in {line:?}"));
-        TestServer { child, port, stderr_path, _dir: dir }
+        TestServer { child, port, stderr_path, _dir: dir, host: bind.to_string() }
     }
     pub fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
     }
     pub fn log(&self) -> String {
         let mut s = String::new();

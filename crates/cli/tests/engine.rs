@@ -279,3 +279,20 @@ fn interrupted_client_writes_what_it_measured() {
     assert_eq!(r.scenarios.len(), 1, "the interrupted scenario is kept");
     assert!(r.scenarios[0].summary.upload_bps > 0.0);
 }
+
+#[test]
+fn ipv6_loopback_works() {
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
+        eprintln!("SKIP ipv6_loopback_works: this host has no IPv6 loopback");
+        return;
+    }
+    let srv = TestServer::start_on("::1", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run(&["test", &srv.addr(), "-6", "--scenarios", "1u1d", "--duration", "0.5s", "--idle", "0.3s", "--quiet", "--json", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    assert!(r.metadata.server_address.starts_with("[::1]"));
+    assert!(r.scenarios[0].summary.latency.received > 0);
+    assert!(r.scenarios[0].summary.upload_bps > 0.0 && r.scenarios[0].summary.download_bps > 0.0);
+}
