@@ -14,6 +14,8 @@ enum Cmd {
     Server(bloatlab_engine::cli::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
     Test(bloatlab_engine::cli::TestArgs),
+    /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
+    Lab(bloatlab_lab::cli::LabArgs),
 }
 
 /// `bloatlab test`: measure, print the summary table, optionally report.
@@ -28,6 +30,7 @@ fn main() {
     let res = match cli.cmd {
         Cmd::Server(a) => bloatlab_engine::cli::run_server(a),
         Cmd::Test(a) => run_test(a),
+        Cmd::Lab(a) => bloatlab_lab::cli::run_lab(a),
     };
     match res {
         Ok(code) => std::process::exit(code),

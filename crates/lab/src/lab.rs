@@ -1,0 +1,759 @@
+//! The lab: namespaces, links, addresses, routing, bottleneck qdiscs, teardown.
+//!
+//! ```text
+//!   client ns            router ns                          server ns
+//!   eth0 ──veth── lan   [ip_forward]   wan (bridge) ── wan-srv ──veth── eth0
+//!                                          └────────── wan-wit ──veth── eth0
+//!                                                               witness ns
+//! ```
+//! Server and witness share the router's `wan` bridge, so with the bottleneck on
+//! the router's egress (default) client→server and client→witness traffic queue
+//! in the same `wan` qdisc (upload), and server→client and witness→client in
+//! the same `lan` qdisc (download). With `--bottleneck local` the queues are the
+//! senders' own `eth0` (client for uploads, server for downloads).
+use crate::spec::*;
+use crate::state::{ChildRec, Ownership};
+use crate::sys::{self, run_s};
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Bytes of one full-size frame as the qdisc counts it: 1500 MTU + 14 Ethernet header.
+pub const FRAME_BYTES: u64 = 1514;
+pub const MTU: u32 = 1500;
+
+/// Everything that defines a lab. `Default` is the demo's link: 10 Mbit/s
+/// both ways, fifo:1000 on the router, offloads off, cubic.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabConfig {
+    /// 6 hex digits; random when None.
+    pub id: Option<String>,
+    pub backend: Backend,
+    pub placement: Placement,
+    /// Client→server rate; None = no limit.
+    pub rate_up: Option<Rate>,
+    /// Server→client rate; None = no limit.
+    pub rate_down: Option<Rate>,
+    pub queue: QueueSpec,
+    /// Any kernel qdisc as the bottleneck queue, "KIND [ARGS]" (replaces `queue`).
+    pub qdisc: Option<String>,
+    /// Interface txqueuelen of the bottleneck devices (set with fifo:N = N).
+    pub txqueuelen: Option<u32>,
+    pub shaper: Shaper,
+    pub offloads: OnOff,
+    /// TCP congestion control: the namespaces' default and what the engine is asked for.
+    pub cc: String,
+    /// net.ipv4.tcp_wmem / tcp_rmem maximum in the host namespaces, bytes.
+    pub tcp_mem_max: u64,
+    pub delay: Option<Duration>,
+    pub jitter: Option<Duration>,
+    pub loss: Option<f64>,
+    pub trace_up: Option<PathBuf>,
+    pub trace_down: Option<PathBuf>,
+    /// Run tests over IPv6 (ULA addresses) instead of IPv4.
+    pub ipv6: bool,
+    pub port: u16,
+    /// The bloatlab binary to run inside the namespaces (default: this executable).
+    pub exe: Option<PathBuf>,
+}
+
+impl Default for LabConfig {
+    fn default() -> Self {
+        LabConfig {
+            id: None,
+            backend: Backend::Kernel,
+            placement: Placement::Router,
+            rate_up: Some(Rate::mbit(10.0)),
+            rate_down: Some(Rate::mbit(10.0)),
+            queue: QueueSpec::Fifo { packets: 1000 },
+            qdisc: None,
+            txqueuelen: None,
+            shaper: Shaper::Htb,
+            offloads: OnOff::Off,
+            cc: "cubic".into(),
+            tcp_mem_max: 16 * 1024 * 1024,
+            delay: None,
+            jitter: None,
+            loss: None,
+            trace_up: None,
+            trace_down: None,
+            ipv6: false,
+            port: 9770,
+            exe: None,
+        }
+    }
+}
+
+impl LabConfig {
+    /// Label of the bottleneck queue as tables show it.
+    pub fn queue_label(&self) -> String {
+        match &self.qdisc {
+            Some(q) => q.clone(),
+            None => self.queue.label(),
+        }
+    }
+
+    /// Analytic maximum queueing delay of a full bottleneck queue, ms
+    /// (capacity × 8 / rate; fifo capacity = N × 1514-byte frames).
+    pub fn analytic_queue_delay_ms(&self, up: bool) -> Option<f64> {
+        if self.qdisc.is_some() {
+            return None;
+        }
+        let rate = if up { self.rate_up } else { self.rate_down }?;
+        let cap = self.queue.capacity_bytes(FRAME_BYTES)?;
+        Some(cap as f64 * 8.0 / rate.bps as f64 * 1e3)
+    }
+
+    /// What the kernel backend cannot do on its own, and needs the emulator for.
+    fn emulator_reasons(&self) -> Vec<String> {
+        let mut r = Vec::new();
+        if self.backend == Backend::Emulator {
+            r.push("--backend emulator".to_string());
+        }
+        if self.queue.needs_emulator() && self.qdisc.is_none() {
+            r.push(format!("--queue {}", self.queue.label()));
+        }
+        if self.trace_up.is_some() || self.trace_down.is_some() {
+            r.push("--trace-up/--trace-down".into());
+        }
+        r
+    }
+
+    /// Check the combination before touching the system.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(id) = &self.id {
+            if !crate::state::valid_id(id) {
+                bail!("lab id `{id}` must be 6 lowercase hex digits, e.g. 1a2b3c");
+            }
+        }
+        let why = self.emulator_reasons();
+        if !why.is_empty() {
+            bail!(
+                "{} needs bloatlab's user-space link emulator, which is not wired into `bloatlab lab` yet; \
+                 the kernel backend offers --queue fifo:N|bfifo:BYTES, --qdisc KIND (when this kernel has it) and --delay/--jitter/--loss (with netem)",
+                why.join(", ")
+            );
+        }
+        if self.cc.is_empty() || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            bail!("--cc `{}` is not a congestion control name", self.cc);
+        }
+        if let Some(q) = &self.qdisc {
+            if q.trim().is_empty() {
+                bail!("--qdisc needs a qdisc kind, e.g. --qdisc fq_codel or --qdisc \"netem delay 20ms\"");
+            }
+        }
+        if self.jitter.is_some() && self.delay.is_none() {
+            bail!("--jitter needs --delay (jitter is a variation around the delay)");
+        }
+        if self.tcp_mem_max < 65536 {
+            bail!("--tcp-mem-max must be at least 64k");
+        }
+        Ok(())
+    }
+}
+
+/// One namespace of the lab.
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    pub role: &'static str,
+    pub netns: String,
+    pub v4: String,
+    pub v6: String,
+    /// Further addresses (the router's `wan` side).
+    pub extra: Vec<String>,
+}
+
+impl Host {
+    pub fn addresses(&self) -> Vec<String> {
+        let mut v = vec![self.v4.clone(), self.v6.clone()];
+        v.extend(self.extra.iter().cloned());
+        v
+    }
+}
+
+/// A queue the sampler watches.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueTarget {
+    pub role: String,
+    pub netns: String,
+    pub dev: String,
+}
+
+/// Result of probing the kernel for qdisc kinds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct QdiscSupport {
+    pub available: Vec<String>,
+    pub missing: Vec<String>,
+}
+
+/// The kinds probed (with the minimal arguments each needs).
+pub const PROBED_QDISCS: &[(&str, &str)] = &[
+    ("pfifo", ""),
+    ("bfifo", ""),
+    ("pfifo_fast", ""),
+    ("htb", ""),
+    ("tbf", "rate 1mbit burst 10k latency 50ms"),
+    ("hfsc", ""),
+    ("prio", ""),
+    ("drr", ""),
+    ("netem", ""),
+    ("fq_codel", ""),
+    ("codel", ""),
+    ("cake", ""),
+    ("pie", ""),
+    ("fq_pie", ""),
+    ("fq", ""),
+    ("sfq", ""),
+    ("red", "limit 400000 min 30000 max 90000 avpkt 1000 burst 55 bandwidth 10mbit"),
+    ("choke", "limit 1000 bandwidth 10mbit"),
+    ("sfb", ""),
+    ("hhf", ""),
+];
+
+/// A built lab. Dropping it tears everything down (unless [`Lab::keep`] was called).
+pub struct Lab {
+    pub id: String,
+    pub cfg: LabConfig,
+    pub client: Host,
+    pub router: Host,
+    pub server: Host,
+    pub witness: Host,
+    pub support: QdiscSupport,
+    pub kernel: String,
+    /// Settings applied, for metadata.
+    pub applied: serde_json::Value,
+    pub(crate) own: Ownership,
+    pub(crate) servers: Vec<std::process::Child>,
+    pub(crate) run_dir: tempfile::TempDir,
+    kept: bool,
+    torn_down: bool,
+}
+
+fn ns_name(id: &str, role: &str) -> String {
+    format!("blab-{id}-{role}")
+}
+
+/// Run `tc`/`ip` inside the lab, with `-n NS`.
+fn ipn(ns: &str, args: &str) -> Result<String> {
+    let mut v = vec!["ip".to_string(), "-n".into(), ns.to_string()];
+    v.extend(args.split_whitespace().map(String::from));
+    run_s(&v)
+}
+fn tcn(ns: &str, args: &[&str]) -> Result<String> {
+    let mut v = vec!["tc".to_string(), "-n".into(), ns.to_string()];
+    v.extend(args.iter().map(|s| s.to_string()));
+    run_s(&v)
+}
+
+fn check_interrupted() -> Result<()> {
+    let s = crate::signals::pending();
+    if s != 0 {
+        bail!("interrupted by {}", crate::signals::name(s));
+    }
+    Ok(())
+}
+
+impl Lab {
+    /// Build the lab: namespaces, links, addresses, routes, offloads, bottleneck.
+    /// On any error everything created so far is removed.
+    pub fn build(cfg: &LabConfig) -> Result<Lab> {
+        cfg.validate()?;
+        sys::require_privileges()?;
+        for tool in ["ip", "tc"] {
+            if !sys::have(tool) {
+                bail!("`{tool}` is not installed; bloatlab lab needs iproute2 (apt-get install iproute2)");
+            }
+        }
+        if cfg.offloads == OnOff::Off && !sys::have("ethtool") {
+            bail!("`ethtool` is not installed; bloatlab lab needs it to turn segmentation offloads off (apt-get install ethtool), or pass --offloads on");
+        }
+        crate::signals::install();
+        let id = match &cfg.id {
+            Some(i) => i.clone(),
+            None => loop {
+                let b = sys::random_bytes::<3>();
+                let id = format!("{:02x}{:02x}{:02x}", b[0], b[1], b[2]);
+                if !sys::netns_list()?.iter().any(|n| n.starts_with(&format!("blab-{id}-"))) {
+                    break id;
+                }
+            },
+        };
+        let own = Ownership::claim(&id)?;
+        let idn = u32::from_str_radix(&id, 16).unwrap_or(0);
+        let octet = 16 + (idn % 224);
+        let ula = format!("fd62:6c61:{:04x}", idn & 0xffff);
+        let host = |role: &'static str, net: u32, h: u32| Host {
+            role,
+            netns: ns_name(&id, role),
+            v4: format!("10.{octet}.{net}.{h}"),
+            v6: format!("{ula}:{net}::{h}"),
+            extra: Vec::new(),
+        };
+        let run_dir = tempfile::Builder::new()
+            .prefix(&format!("bloatlab-lab-{id}-"))
+            .tempdir()
+            .context("create a temporary directory")?;
+        let mut lab = Lab {
+            client: host("client", 1, 2),
+            router: host("router", 1, 1),
+            server: host("server", 2, 2),
+            witness: host("witness", 2, 3),
+            id,
+            cfg: cfg.clone(),
+            support: QdiscSupport::default(),
+            kernel: sys::kernel_release(),
+            applied: serde_json::Value::Null,
+            own,
+            servers: Vec::new(),
+            run_dir,
+            kept: false,
+            torn_down: false,
+        };
+        // On error, dropping `lab` tears down what was built.
+        lab.setup()?;
+        Ok(lab)
+    }
+
+    pub fn hosts(&self) -> [&Host; 4] {
+        [&self.client, &self.router, &self.server, &self.witness]
+    }
+
+    fn setup(&mut self) -> Result<()> {
+        let (c, r, s, w) = (
+            self.client.netns.clone(),
+            self.router.netns.clone(),
+            self.server.netns.clone(),
+            self.witness.netns.clone(),
+        );
+        for ns in [&c, &r, &s, &w] {
+            check_interrupted()?;
+            // Record before creating, so a kill between the two still gets cleaned.
+            self.own.rec.namespaces.push(ns.clone());
+            self.own.save()?;
+            sys::run(&["ip", "netns", "add", ns])?;
+            ipn(ns, "link set lo up")?;
+        }
+        check_interrupted()?;
+        ipn(&c, &format!("link add eth0 type veth peer name lan netns {r}"))?;
+        ipn(&s, &format!("link add eth0 type veth peer name wan-srv netns {r}"))?;
+        ipn(&w, &format!("link add eth0 type veth peer name wan-wit netns {r}"))?;
+        ipn(&r, "link add wan type bridge stp_state 0 forward_delay 0")?;
+        ipn(&r, "link set wan-srv master wan")?;
+        ipn(&r, "link set wan-wit master wan")?;
+
+        // Forwarding on the router; TCP buffers large enough to fill a
+        // 1000-packet queue; the congestion control as the namespace default.
+        sys::set_sysctls(
+            &r,
+            &[
+                ("net/ipv4/ip_forward", "1".into()),
+                ("net/ipv6/conf/all/forwarding", "1".into()),
+            ],
+        )?;
+        let m = self.cfg.tcp_mem_max;
+        let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .unwrap_or_default();
+        if !avail.split_whitespace().any(|x| x == self.cfg.cc) {
+            bail!(
+                "congestion control `{}` is not available on this kernel (available: {}; try `modprobe tcp_{}`)",
+                self.cfg.cc,
+                avail.trim(),
+                self.cfg.cc
+            );
+        }
+        let mut ns_default_cc = serde_json::Map::new();
+        for ns in [&c, &s, &w] {
+            sys::set_sysctls(
+                ns,
+                &[
+                    ("net/ipv4/tcp_wmem", format!("4096 16384 {m}")),
+                    ("net/ipv4/tcp_rmem", format!("4096 131072 {m}")),
+                ],
+            )?;
+            // The engine sets the CC per socket (--cc); making it the namespace
+            // default too only works for CCs in tcp_allowed_congestion_control.
+            let _ = sys::set_sysctls(ns, &[("net/ipv4/tcp_congestion_control", self.cfg.cc.clone())]);
+            ns_default_cc.insert(
+                ns.clone(),
+                sys::get_sysctl(ns, "net/ipv4/tcp_congestion_control").unwrap_or_default().into(),
+            );
+        }
+
+        // Addresses and routes.
+        let pfx6 = |h: &Host| format!("{}/64", h.v6);
+        ipn(&c, &format!("addr add {}/24 dev eth0", self.client.v4))?;
+        ipn(&c, &format!("addr add {} dev eth0 nodad", pfx6(&self.client)))?;
+        ipn(&r, &format!("addr add {}/24 dev lan", self.router.v4))?;
+        ipn(&r, &format!("addr add {} dev lan nodad", pfx6(&self.router)))?;
+        let rwan4 = self.router.v4.rsplitn(3, '.').nth(2).map(|p| format!("{p}.2.1")).unwrap();
+        let rwan6 = self.router.v6.replace(":1::1", ":2::1");
+        ipn(&r, &format!("addr add {rwan4}/24 dev wan"))?;
+        ipn(&r, &format!("addr add {rwan6}/64 dev wan nodad"))?;
+        for h in [&self.server, &self.witness] {
+            ipn(&h.netns, &format!("addr add {}/24 dev eth0", h.v4))?;
+            ipn(&h.netns, &format!("addr add {} dev eth0 nodad", pfx6(h)))?;
+        }
+        for d in ["lan", "wan-srv", "wan-wit", "wan"] {
+            ipn(&r, &format!("link set {d} up"))?;
+        }
+        for ns in [&c, &s, &w] {
+            ipn(ns, "link set eth0 up")?;
+        }
+        ipn(&c, &format!("route add default via {}", self.router.v4))?;
+        ipn(&c, &format!("-6 route add default via {}", self.router.v6))?;
+        for h in [&self.server, &self.witness] {
+            ipn(&h.netns, &format!("route add default via {rwan4}"))?;
+            ipn(&h.netns, &format!("-6 route add default via {rwan6}"))?;
+        }
+        self.router.extra = vec![rwan4, rwan6];
+        check_interrupted()?;
+
+        // Offloads.
+        let mut offload_detail = serde_json::Map::new();
+        for (ns, devs) in self.lab_devices() {
+            for d in devs {
+                if self.cfg.offloads == OnOff::Off {
+                    sys::run(&["ip", "netns", "exec", &ns, "ethtool", "-K", d, "tso", "off", "gso", "off", "gro", "off"])
+                        .with_context(|| format!("turning offloads off on {ns}/{d}"))?;
+                    // TCP builds GSO super-packets even with gso off (segmented only
+                    // after the qdisc); one segment per skb makes a qdisc "packet" one MTU frame.
+                    ipn(&ns, &format!("link set dev {d} gso_max_segs 1"))?;
+                }
+                if sys::have("ethtool") {
+                    let k = sys::run(&["ip", "netns", "exec", &ns, "ethtool", "-k", d]).unwrap_or_default();
+                    let get = |name: &str| {
+                        k.lines()
+                            .find(|l| l.trim_start().starts_with(name))
+                            .and_then(|l| l.split(':').nth(1))
+                            .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+                            .unwrap_or_else(|| "?".into())
+                    };
+                    offload_detail.insert(
+                        format!("{ns}/{d}"),
+                        serde_json::json!({
+                            "tso": get("tcp-segmentation-offload"),
+                            "gso": get("generic-segmentation-offload"),
+                            "gro": get("generic-receive-offload"),
+                        }),
+                    );
+                }
+            }
+        }
+
+        check_interrupted()?;
+        self.support = probe_qdiscs_in(&r)?;
+        self.check_kernel_features()?;
+        self.apply_bottleneck()?;
+        self.applied = serde_json::json!({
+            "sysctl": {
+                "net.ipv4.tcp_wmem": format!("4096 16384 {m}"),
+                "net.ipv4.tcp_rmem": format!("4096 131072 {m}"),
+            },
+            "namespace_default_cc": ns_default_cc,
+            "gso_max_segs": if self.cfg.offloads == OnOff::Off { serde_json::json!(1) } else { serde_json::Value::Null },
+            "offloads_per_interface": offload_detail,
+            "frame_bytes": FRAME_BYTES,
+            "mtu": MTU,
+        });
+        Ok(())
+    }
+
+    /// (namespace, interfaces) of every lab interface.
+    fn lab_devices(&self) -> Vec<(String, Vec<&'static str>)> {
+        vec![
+            (self.client.netns.clone(), vec!["eth0"]),
+            (self.router.netns.clone(), vec!["lan", "wan-srv", "wan-wit", "wan"]),
+            (self.server.netns.clone(), vec!["eth0"]),
+            (self.witness.netns.clone(), vec!["eth0"]),
+        ]
+    }
+
+    /// The bottleneck devices per direction: (namespace, device).
+    pub fn bottleneck_devices(&self) -> (Option<(String, String)>, Option<(String, String)>) {
+        let up = self.cfg.rate_up.map(|_| match self.cfg.placement {
+            Placement::Router => (self.router.netns.clone(), "wan".to_string()),
+            Placement::Local => (self.client.netns.clone(), "eth0".to_string()),
+        });
+        let down = self.cfg.rate_down.map(|_| match self.cfg.placement {
+            Placement::Router => (self.router.netns.clone(), "lan".to_string()),
+            Placement::Local => (self.server.netns.clone(), "eth0".to_string()),
+        });
+        (up, down)
+    }
+
+    /// Queues for the sampler: the bottlenecks, and the senders' own queues.
+    pub fn queue_targets(&self) -> Vec<QueueTarget> {
+        let (up, down) = self.bottleneck_devices();
+        let mut v = Vec::new();
+        let t = |role: &str, (ns, dev): (String, String)| QueueTarget { role: role.into(), netns: ns, dev };
+        if let Some(u) = up {
+            v.push(t("bottleneck-up", u));
+        }
+        if let Some(d) = down {
+            v.push(t("bottleneck-down", d));
+        }
+        if self.cfg.placement == Placement::Router || self.cfg.rate_up.is_none() {
+            v.push(t("sender-local-up", (self.client.netns.clone(), "eth0".into())));
+        }
+        if self.cfg.placement == Placement::Router || self.cfg.rate_down.is_none() {
+            v.push(t("sender-local-down", (self.server.netns.clone(), "eth0".into())));
+        }
+        v
+    }
+
+    fn check_kernel_features(&self) -> Result<()> {
+        let missing = |k: &str| self.support.missing.iter().any(|m| m == k);
+        let shaper = match self.cfg.shaper {
+            Shaper::Htb => "htb",
+            Shaper::Tbf => "tbf",
+        };
+        if (self.cfg.rate_up.is_some() || self.cfg.rate_down.is_some()) && missing(shaper) {
+            bail!("this kernel ({}) has no `{shaper}` qdisc to limit the rate; try --shaper {}", self.kernel,
+                if shaper == "htb" { "tbf" } else { "htb" });
+        }
+        if let Some(q) = &self.cfg.qdisc {
+            let kind = q.split_whitespace().next().unwrap_or("");
+            let known = self.support.available.iter().any(|a| a == kind);
+            if !known {
+                // Not in our probe list, or missing: try it for real on a scratch device.
+                if missing(kind) || !probe_one(&self.router.netns, kind, &q[kind.len()..])? {
+                    let emu = match kind {
+                        "fq_codel" | "codel" | "pie" => format!(" — bloatlab's user-space emulator offers it: --queue {kind}"),
+                        "netem" => " — bloatlab's user-space emulator offers delay/jitter/loss: --delay/--jitter/--loss".into(),
+                        _ => String::new(),
+                    };
+                    bail!(
+                        "this kernel ({}) has no `{kind}` qdisc (module sch_{kind} not built or not loadable){emu}; available here: {}",
+                        self.kernel,
+                        self.support.available.join(", ")
+                    );
+                }
+            }
+        }
+        if self.cfg.delay.is_some() || self.cfg.loss.is_some() {
+            if missing("netem") {
+                bail!(
+                    "--delay/--jitter/--loss need the `netem` qdisc with the kernel backend, and this kernel ({}) has none; \
+                     bloatlab's user-space link emulator provides them without netem (--backend emulator), \
+                     but it is not wired into `bloatlab lab` yet",
+                    self.kernel
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// (Re)install the bottleneck qdiscs for the current `cfg.queue` / `cfg.qdisc`.
+    pub fn apply_bottleneck(&mut self) -> Result<()> {
+        let (up, down) = self.bottleneck_devices();
+        let rates = [(up, self.cfg.rate_up), (down, self.cfg.rate_down)];
+        for (dev, rate) in rates {
+            let (Some((ns, dev)), Some(rate)) = (dev, rate) else { continue };
+            self.install_shaper(&ns, &dev, rate)?;
+        }
+        // Delay/loss with netem on the interfaces that are not the bottleneck.
+        if self.cfg.delay.is_some() || self.cfg.loss.is_some() {
+            let mut args: Vec<String> = vec!["limit".into(), "100000".into()];
+            if let Some(d) = self.cfg.delay {
+                args.push("delay".into());
+                args.push(format!("{}us", d.as_micros() / 2));
+                if let Some(j) = self.cfg.jitter {
+                    args.push(format!("{}us", j.as_micros() / 2));
+                }
+            }
+            if let Some(l) = self.cfg.loss {
+                args.push("loss".into());
+                args.push(format!("{}%", l * 100.0));
+            }
+            let places: Vec<(String, &str)> = match self.cfg.placement {
+                Placement::Router => vec![
+                    (self.client.netns.clone(), "eth0"),
+                    (self.server.netns.clone(), "eth0"),
+                    (self.witness.netns.clone(), "eth0"),
+                ],
+                Placement::Local => vec![(self.router.netns.clone(), "lan"), (self.router.netns.clone(), "wan")],
+            };
+            for (ns, dev) in places {
+                let mut a: Vec<&str> = vec!["qdisc", "replace", "dev", dev, "root", "netem"];
+                a.extend(args.iter().map(|s| s.as_str()));
+                tcn(&ns, &a)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn install_shaper(&self, ns: &str, dev: &str, rate: Rate) -> Result<()> {
+        let r = rate.tc();
+        let _ = tcn(ns, &["qdisc", "del", "dev", dev, "root"]);
+        // htb: one class at the rate; burst of ~1 ms of data but at least 2 frames.
+        let burst = ((rate.bps / 8) / 1000).max(2 * FRAME_BYTES).to_string();
+        match self.cfg.shaper {
+            Shaper::Htb => {
+                tcn(ns, &["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])?;
+                let quantum = ((rate.bps / 8) / 10).clamp(FRAME_BYTES, 200_000).to_string();
+                tcn(ns, &[
+                    "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r,
+                    "burst", &burst, "cburst", &burst, "quantum", &quantum,
+                ])?;
+            }
+            Shaper::Tbf => {
+                tcn(ns, &["qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", &r, "burst", &burst, "limit", "100000000"])?;
+            }
+        }
+        // The leaf is the queue.
+        let leaf: Vec<String> = match (&self.cfg.qdisc, &self.cfg.queue) {
+            (Some(q), _) => q.split_whitespace().map(String::from).collect(),
+            (None, QueueSpec::Fifo { packets }) => vec!["pfifo".into(), "limit".into(), packets.to_string()],
+            (None, QueueSpec::Bfifo { bytes }) => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
+            (None, q) => bail!("queue {q} needs the user-space emulator"),
+        };
+        let mut a: Vec<&str> = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
+        a.extend(leaf.iter().map(|s| s.as_str()));
+        tcn(ns, &a)?;
+        let txq = match (self.cfg.txqueuelen, &self.cfg.queue, &self.cfg.qdisc) {
+            (Some(t), _, _) => Some(t),
+            (None, QueueSpec::Fifo { packets }, None) => Some(*packets),
+            _ => None,
+        };
+        if let Some(t) = txq {
+            ipn(ns, &format!("link set dev {dev} txqueuelen {t}"))?;
+        }
+        Ok(())
+    }
+
+    /// Leave the lab up when dropped (servers keep running); returns the
+    /// instructions to enter it.
+    pub fn keep(&mut self) -> String {
+        self.kept = true;
+        self.own.rec.keep = true;
+        let _ = self.own.save();
+        let mut s = format!("lab {} left up:\n", self.id);
+        for h in self.hosts() {
+            s.push_str(&format!(
+                "  {:<8} sudo ip netns exec {} bash      # {}\n",
+                h.role, h.netns, h.addresses().join(" ")
+            ));
+        }
+        if !self.servers.is_empty() {
+            s.push_str(&format!(
+                "  bloatlab servers listen on {}:{} and {}:{}; e.g. sudo ip netns exec {} bloatlab test {} --witness {}\n",
+                self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4
+            ));
+        }
+        s.push_str(&format!("  remove it with: sudo bloatlab lab cleanup --id {}\n", self.id));
+        s
+    }
+
+    /// Record a child process in the ownership file.
+    pub(crate) fn record_child(&mut self, pid: u32, what: &str) {
+        self.own.rec.children.push(ChildRec { pid, start: sys::proc_start_time(pid), what: what.into() });
+        let _ = self.own.save();
+    }
+
+    /// Stop children and delete the namespaces. Idempotent.
+    pub fn teardown(&mut self) -> Result<()> {
+        if self.torn_down {
+            return Ok(());
+        }
+        self.torn_down = true;
+        for ch in &mut self.servers {
+            // SAFETY: signalling our own child by pid.
+            unsafe { libc::kill(ch.id() as i32, libc::SIGTERM) };
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        for ch in &mut self.servers {
+            loop {
+                match ch.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if std::time::Instant::now() > deadline => {
+                        let _ = ch.kill();
+                        let _ = ch.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            }
+        }
+        self.servers.clear();
+        let mut errs = Vec::new();
+        for ns in self.own.rec.namespaces.clone().iter().rev() {
+            if !std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
+                continue;
+            }
+            if let Err(e) = sys::run(&["ip", "netns", "del", ns]) {
+                errs.push(format!("{e:#}"));
+            }
+        }
+        if errs.is_empty() {
+            self.own.remove_files();
+            Ok(())
+        } else {
+            Err(anyhow!("teardown of lab {} incomplete: {}", self.id, errs.join("; ")))
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        if let Err(e) = self.teardown() {
+            eprintln!("bloatlab lab: {e:#}; run `bloatlab lab cleanup --id {}`", self.id);
+        }
+    }
+}
+
+/// Try to create one qdisc kind on a scratch veth in `ns`. Ok(false) = kernel lacks it.
+fn probe_one(ns: &str, kind: &str, args: &str) -> Result<bool> {
+    let _ = tcn(ns, &["qdisc", "del", "dev", "probe0", "root"]);
+    let exists = ipn(ns, "link show probe0").is_ok();
+    if !exists {
+        ipn(ns, "link add probe0 type veth peer name probe1")?;
+    }
+    let mut a: Vec<&str> = vec!["qdisc", "add", "dev", "probe0", "root", "handle", "1:", kind];
+    a.extend(args.split_whitespace());
+    let ok = tcn(ns, &a).is_ok();
+    let _ = tcn(ns, &["qdisc", "del", "dev", "probe0", "root"]);
+    if !exists {
+        let _ = ipn(ns, "link del probe0");
+    }
+    Ok(ok)
+}
+
+/// Probe the qdisc kinds of [`PROBED_QDISCS`] in namespace `ns`.
+pub fn probe_qdiscs_in(ns: &str) -> Result<QdiscSupport> {
+    ipn(ns, "link add probe0 type veth peer name probe1")?;
+    let mut s = QdiscSupport::default();
+    for (kind, args) in PROBED_QDISCS {
+        let mut a: Vec<&str> = vec!["qdisc", "add", "dev", "probe0", "root", "handle", "1:", kind];
+        a.extend(args.split_whitespace());
+        if tcn(ns, &a).is_ok() {
+            s.available.push(kind.to_string());
+            tcn(ns, &["qdisc", "del", "dev", "probe0", "root"])?;
+        } else {
+            s.missing.push(kind.to_string());
+        }
+    }
+    ipn(ns, "link del probe0")?;
+    Ok(s)
+}
+
+/// Probe qdisc support in a scratch namespace of our own (`blab-<id>-probe`).
+pub fn probe_qdiscs() -> Result<QdiscSupport> {
+    sys::require_privileges()?;
+    let b = sys::random_bytes::<3>();
+    let id = format!("{:02x}{:02x}{:02x}", b[0], b[1], b[2]);
+    let own = Ownership::claim(&id)?;
+    let ns = ns_name(&id, "probe");
+    let mut o = own;
+    o.rec.namespaces.push(ns.clone());
+    o.save()?;
+    sys::run(&["ip", "netns", "add", &ns])?;
+    let r = probe_qdiscs_in(&ns);
+    let d = sys::run(&["ip", "netns", "del", &ns]);
+    o.remove_files();
+    d?;
+    r
+}

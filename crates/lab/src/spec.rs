@@ -1,0 +1,338 @@
+//! Parsing of the lab's user-facing values: rates, sizes, queues, durations,
+//! placement. Every parser returns a message that names the accepted forms.
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// A link rate in bits per second (decimal units, as tc's `kbit`/`mbit`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    pub bps: u64,
+}
+
+impl Rate {
+    pub fn mbit(m: f64) -> Rate {
+        Rate { bps: (m * 1e6).round() as u64 }
+    }
+    /// The rate in tc syntax (`bit` units, exact).
+    pub fn tc(&self) -> String {
+        format!("{}bit", self.bps)
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.bps as f64;
+        if b >= 1e9 && self.bps % 1_000_000 == 0 {
+            write!(f, "{}gbit", trim(b / 1e9))
+        } else if b >= 1e6 {
+            write!(f, "{}mbit", trim(b / 1e6))
+        } else if b >= 1e3 {
+            write!(f, "{}kbit", trim(b / 1e3))
+        } else {
+            write!(f, "{}bit", self.bps)
+        }
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+const RATE_FORMS: &str = "accepted forms: 10mbit, 1.5mbit, 100kbit, 1gbit, 500000bit (decimal, bits per second; \
+     also 10M / 100k / 1G), or `none` for no rate limit";
+
+/// Parse a rate; `Ok(None)` means "no limit" (`none`, `unlimited`).
+pub fn parse_rate(s: &str) -> Result<Option<Rate>, String> {
+    let t = s.trim().to_ascii_lowercase();
+    if t == "none" || t == "unlimited" || t == "off" {
+        return Ok(None);
+    }
+    if t.ends_with("bps") {
+        return Err(format!(
+            "rate `{s}`: `bps` is ambiguous (in tc it means bytes per second); write bits, e.g. `10mbit`; {RATE_FORMS}"
+        ));
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("rate `{s}` is not a number with a unit; {RATE_FORMS}"))?;
+    let mult = match unit {
+        "" | "bit" | "b" => 1.0,
+        "k" | "kbit" => 1e3,
+        "m" | "mbit" => 1e6,
+        "g" | "gbit" => 1e9,
+        "t" | "tbit" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1024.0 * 1024.0,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(format!("rate `{s}`: unknown unit `{unit}`; {RATE_FORMS}")),
+    };
+    let bps = (n * mult).round();
+    if !(bps >= 1000.0) {
+        return Err(format!("rate `{s}` is below 1kbit; {RATE_FORMS}"));
+    }
+    if bps > 400e9 {
+        return Err(format!("rate `{s}` is above 400gbit, more than a veth can carry"));
+    }
+    Ok(Some(Rate { bps: bps as u64 }))
+}
+
+const SIZE_FORMS: &str = "accepted forms: 65536, 64k (= 64 KiB, as in tc), 1500b, 2m (= 2 MiB)";
+
+/// Parse a byte size, tc style: `k` = 1024, `m` = 1024², plain = bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("size `{s}` is not a number; {SIZE_FORMS}"))?;
+    let mult = match unit {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(format!("size `{s}`: unknown unit `{unit}`; {SIZE_FORMS}")),
+    };
+    let v = (n * mult).round();
+    if v < 1.0 {
+        return Err(format!("size `{s}` must be at least 1 byte"));
+    }
+    Ok(v as u64)
+}
+
+/// The queue of the bottleneck.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum QueueSpec {
+    /// Packet-limited FIFO (`pfifo limit N`): the txqueuelen.
+    Fifo { packets: u32 },
+    /// Byte-limited FIFO (`bfifo limit N`).
+    Bfifo { bytes: u64 },
+    /// User-space emulator disciplines (backend "emulator").
+    Codel,
+    FqCodel,
+    Pie,
+    /// Drop-head FIFO of N packets.
+    Drophead { packets: u32 },
+}
+
+pub const QUEUE_FORMS: &str = "accepted forms: fifo:N (packets, e.g. fifo:1000; the txqueuelen), \
+     bfifo:BYTES (e.g. bfifo:64k, bfifo:65536), and for the user-space emulator codel, fq_codel, pie, \
+     drophead:N; any other kernel qdisc goes through --qdisc \"KIND ARGS\"";
+
+impl QueueSpec {
+    pub fn parse(s: &str) -> Result<QueueSpec, String> {
+        let t = s.trim().to_ascii_lowercase();
+        let (kind, arg) = match t.split_once(':') {
+            Some((k, a)) => (k.to_string(), Some(a.to_string())),
+            None => (t.clone(), None),
+        };
+        let packets = |a: Option<String>| -> Result<u32, String> {
+            let a = a.ok_or_else(|| format!("queue `{s}` needs a length; {QUEUE_FORMS}"))?;
+            let n: u32 = a
+                .parse()
+                .map_err(|_| format!("queue `{s}`: `{a}` is not a packet count; {QUEUE_FORMS}"))?;
+            if n == 0 || n > 1_000_000 {
+                return Err(format!("queue `{s}`: packet limit must be 1..1000000"));
+            }
+            Ok(n)
+        };
+        match kind.as_str() {
+            "fifo" | "pfifo" => Ok(QueueSpec::Fifo { packets: packets(arg)? }),
+            "bfifo" => {
+                let a = arg.ok_or_else(|| format!("queue `{s}` needs a byte limit; {QUEUE_FORMS}"))?;
+                let b = parse_size(&a).map_err(|e| format!("queue `{s}`: {e}"))?;
+                if b < 64 {
+                    return Err(format!("queue `{s}`: a byte limit below 64 cannot hold a packet"));
+                }
+                Ok(QueueSpec::Bfifo { bytes: b })
+            }
+            "codel" if arg.is_none() => Ok(QueueSpec::Codel),
+            "fq_codel" | "fq-codel" if arg.is_none() => Ok(QueueSpec::FqCodel),
+            "pie" if arg.is_none() => Ok(QueueSpec::Pie),
+            "drophead" => Ok(QueueSpec::Drophead { packets: packets(arg)? }),
+            _ => Err(format!("unknown queue `{s}`; {QUEUE_FORMS}")),
+        }
+    }
+
+    /// True for disciplines only the user-space emulator provides.
+    pub fn needs_emulator(&self) -> bool {
+        !matches!(self, QueueSpec::Fifo { .. } | QueueSpec::Bfifo { .. })
+    }
+
+    /// Short label used in tables and file names, e.g. `fifo:1000`.
+    pub fn label(&self) -> String {
+        match self {
+            QueueSpec::Fifo { packets } => format!("fifo:{packets}"),
+            QueueSpec::Bfifo { bytes } => format!("bfifo:{bytes}"),
+            QueueSpec::Codel => "codel".into(),
+            QueueSpec::FqCodel => "fq_codel".into(),
+            QueueSpec::Pie => "pie".into(),
+            QueueSpec::Drophead { packets } => format!("drophead:{packets}"),
+        }
+    }
+
+    /// Maximum bytes the queue can hold with full-size frames of `frame` bytes.
+    pub fn capacity_bytes(&self, frame: u64) -> Option<u64> {
+        match self {
+            QueueSpec::Fifo { packets } | QueueSpec::Drophead { packets } => Some(*packets as u64 * frame),
+            QueueSpec::Bfifo { bytes } => Some(*bytes),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for QueueSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// Where the bottleneck sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// The router's egress: toward server+witness (up) and toward the client (down).
+    Router,
+    /// The sender's own interface: client eth0 (up), server eth0 (down).
+    Local,
+}
+
+/// The rate limiter used by the kernel backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Shaper {
+    Htb,
+    Tbf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// Kernel qdiscs (htb/tbf + pfifo/bfifo or any --qdisc).
+    Kernel,
+    /// bloatlab's user-space link emulator.
+    Emulator,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+impl fmt::Display for OnOff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            OnOff::On => "on",
+            OnOff::Off => "off",
+        })
+    }
+}
+
+const DUR_FORMS: &str = "accepted forms: 5s, 500ms, 1.5s, 2m, 20us, or a bare number of seconds";
+
+/// Durations: "5s", "500ms", "1.5s", "2m", "20us", bare numbers = seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("duration `{s}` is not a number; {DUR_FORMS}"))?;
+    let secs = match unit {
+        "" | "s" | "sec" => n,
+        "ms" => n / 1e3,
+        "us" => n / 1e6,
+        "m" | "min" => n * 60.0,
+        _ => return Err(format!("duration `{s}`: unknown unit `{unit}`; {DUR_FORMS}")),
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 86400.0 {
+        return Err(format!("duration `{s}` out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Loss probability: "1%", "0.5%", "0.01".
+pub fn parse_loss(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = if let Some(p) = t.strip_suffix('%') {
+        p.trim().parse::<f64>().map(|x| x / 100.0)
+    } else {
+        t.parse::<f64>()
+    }
+    .map_err(|_| format!("loss `{s}`: accepted forms: 1%, 0.5%, 0.01 (a probability)"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("loss `{s}` must be between 0% and 100%"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("10mbit").unwrap().unwrap().bps, 10_000_000);
+        assert_eq!(parse_rate("1.5Mbit").unwrap().unwrap().bps, 1_500_000);
+        assert_eq!(parse_rate("100kbit").unwrap().unwrap().bps, 100_000);
+        assert_eq!(parse_rate("1gbit").unwrap().unwrap().bps, 1_000_000_000);
+        assert_eq!(parse_rate("10M").unwrap().unwrap().bps, 10_000_000);
+        assert_eq!(parse_rate("500000").unwrap().unwrap().bps, 500_000);
+        assert_eq!(parse_rate("none").unwrap(), None);
+        assert!(parse_rate("10mbps").unwrap_err().contains("ambiguous"));
+        assert!(parse_rate("fast").unwrap_err().contains("accepted forms"));
+        assert!(parse_rate("10furlong").unwrap_err().contains("unknown unit"));
+        assert!(parse_rate("0mbit").is_err());
+        assert_eq!(Rate { bps: 10_000_000 }.to_string(), "10mbit");
+        assert_eq!(Rate { bps: 1_500_000 }.to_string(), "1.5mbit");
+        assert_eq!(Rate { bps: 1_000_000_000 }.to_string(), "1gbit");
+        assert_eq!(Rate { bps: 100_000 }.to_string(), "100kbit");
+        assert_eq!(Rate { bps: 10_000_000 }.tc(), "10000000bit");
+    }
+
+    #[test]
+    fn sizes_and_queues() {
+        assert_eq!(parse_size("64k").unwrap(), 65536);
+        assert_eq!(parse_size("65536").unwrap(), 65536);
+        assert_eq!(parse_size("2m").unwrap(), 2 * 1024 * 1024);
+        assert_eq!(QueueSpec::parse("fifo:1000").unwrap(), QueueSpec::Fifo { packets: 1000 });
+        assert_eq!(QueueSpec::parse("pfifo:10").unwrap(), QueueSpec::Fifo { packets: 10 });
+        assert_eq!(QueueSpec::parse("bfifo:64k").unwrap(), QueueSpec::Bfifo { bytes: 65536 });
+        assert_eq!(QueueSpec::parse("bfifo:65536").unwrap(), QueueSpec::Bfifo { bytes: 65536 });
+        assert_eq!(QueueSpec::parse("fq_codel").unwrap(), QueueSpec::FqCodel);
+        assert_eq!(QueueSpec::parse("drophead:50").unwrap(), QueueSpec::Drophead { packets: 50 });
+        for bad in ["fifo", "fifo:x", "fifo:0", "red", "bfifo:", "bfifo:10", "codel:5"] {
+            let e = QueueSpec::parse(bad).unwrap_err();
+            assert!(e.contains("accepted forms") || e.contains("must") || e.contains("cannot"), "{bad}: {e}");
+        }
+        assert_eq!(QueueSpec::Fifo { packets: 100 }.capacity_bytes(1514), Some(151400));
+        assert!(QueueSpec::Codel.needs_emulator());
+        assert!(!QueueSpec::Bfifo { bytes: 100 }.needs_emulator());
+    }
+
+    #[test]
+    fn durations_and_loss() {
+        assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert_eq!(parse_loss("1%").unwrap(), 0.01);
+        assert_eq!(parse_loss("0.5").unwrap(), 0.5);
+        assert!(parse_loss("150%").is_err());
+    }
+}
