@@ -1,0 +1,204 @@
+//! `bloatlab report`, `bloatlab plot`, `bloatlab export`, `bloatlab compare`.
+use crate::plot::{Format, PlotKind};
+use crate::{read_result, Run};
+use anyhow::{bail, Context, Result};
+use bloatlab_results::TestResult;
+use clap::{Args, ValueEnum};
+use std::path::{Path, PathBuf};
+
+/// Write an HTML report (plus PNG plots) for one result, or a comparison for several.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result JSON file(s) written by `bloatlab test --json` (or a lab/recipe run).
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// Output directory (default: the directory of the first result).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Base name of the files written (default: the result's file name
+    /// without .json; "compare" for several results).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Image format of the plot files written next to the HTML.
+    #[arg(long, value_enum, default_value = "png")]
+    pub image_format: Format,
+    /// Write only the HTML file (it embeds its plots as SVG anyway).
+    #[arg(long)]
+    pub no_images: bool,
+    /// Do not print the summary table / comparison to stdout.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Draw one plot of one or more results.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    #[arg(required = true, value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// What to draw. cdf and box overlay several results; the others take one.
+    #[arg(long, short = 'k', value_enum, default_value = "timeseries")]
+    pub kind: PlotKind,
+    /// Image format (default: from the -o extension, else png).
+    #[arg(long, short = 'f', value_enum)]
+    pub format: Option<Format>,
+    /// Output file (default: RESULT.KIND.FORMAT next to the first result).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// One row per raw sample (columns in docs/report.md).
+    Csv,
+    /// flent's data file (.flent.gz, format version 4), openable with `flent -i`.
+    Flent,
+}
+
+/// Export a result's raw samples as CSV or as a flent data file.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+    #[arg(long, short = 'f', value_enum)]
+    pub format: ExportFormat,
+    /// Output file (default: RESULT.csv / RESULT.flent.gz next to the result; "-" = stdout for csv).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Print several results side by side with their differences.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[arg(required = true, num_args = 2.., value_name = "RESULT.json")]
+    pub results: Vec<PathBuf>,
+    /// Also write the comparison as a self-contained HTML file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// File name without directory and without a trailing ".json".
+pub fn stem_of(p: &Path) -> String {
+    let name = p.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "result".into());
+    let name = name.strip_suffix(".json").map(str::to_string).unwrap_or(name);
+    if name.is_empty() {
+        "result".into()
+    } else {
+        name
+    }
+}
+
+fn load_all(paths: &[PathBuf]) -> Result<(Vec<String>, Vec<TestResult>)> {
+    let mut labels: Vec<String> = vec![];
+    let mut results = vec![];
+    for p in paths {
+        results.push(read_result(p)?);
+        let mut l = stem_of(p);
+        if labels.contains(&l) {
+            l = format!("{l}#{}", labels.len() + 1);
+        }
+        labels.push(l);
+    }
+    Ok((labels, results))
+}
+
+fn runs<'a>(labels: &'a [String], results: &'a [TestResult]) -> Vec<Run<'a>> {
+    labels.iter().zip(results).map(|(l, r)| Run { label: l, result: r }).collect()
+}
+
+fn parent_dir(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+pub fn run_report(a: ReportArgs) -> Result<i32> {
+    let (labels, results) = load_all(&a.results)?;
+    let rs = runs(&labels, &results);
+    let dir = a.out.clone().unwrap_or_else(|| parent_dir(&a.results[0]));
+    let stem = a.name.clone().unwrap_or_else(|| if rs.len() == 1 { labels[0].clone() } else { "compare".into() });
+    let files = if a.no_images {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let html = dir.join(format!("{stem}.html"));
+        crate::write_html(&rs, &html)?;
+        crate::ReportFiles { html, images: vec![] }
+    } else {
+        crate::write_report(&rs, &dir, &stem, a.image_format)?
+    };
+    if !a.quiet {
+        if rs.len() == 1 {
+            print!("{}", crate::summary_table(&results[0]));
+        } else {
+            let pairs: Vec<(&str, &TestResult)> = rs.iter().map(|r| (r.label, r.result)).collect();
+            print!("{}", crate::compare_table_labeled(&pairs));
+        }
+        println!();
+    }
+    println!("wrote {}", files.html.display());
+    for i in &files.images {
+        println!("wrote {}", i.display());
+    }
+    Ok(0)
+}
+
+/// Used by `bloatlab test --report`: write the report next to a result file
+/// and return the files written.
+pub fn report_after_test(result_path: &Path) -> Result<crate::ReportFiles> {
+    let r = read_result(result_path)?;
+    let label = stem_of(result_path);
+    let rs = [Run { label: &label, result: &r }];
+    crate::write_report(&rs, &parent_dir(result_path), &label, Format::Png)
+}
+
+pub fn run_plot(a: PlotArgs) -> Result<i32> {
+    let (labels, results) = load_all(&a.results)?;
+    let rs = runs(&labels, &results);
+    let from_ext = a.output.as_deref().and_then(Format::from_path);
+    let format = match (a.format, from_ext) {
+        (Some(f), Some(e)) if f != e => bail!("--format {} does not match the output file's extension", f.ext()),
+        (Some(f), _) => f,
+        (None, Some(e)) => e,
+        (None, None) => Format::Png,
+    };
+    let out = a.output.clone().unwrap_or_else(|| {
+        parent_dir(&a.results[0]).join(format!("{}.{}.{}", labels[0], a.kind.name(), format.ext()))
+    });
+    crate::plot_runs(&rs, a.kind, format, &out)?;
+    println!("wrote {}", out.display());
+    Ok(0)
+}
+
+pub fn run_export(a: ExportArgs) -> Result<i32> {
+    let r = read_result(&a.result)?;
+    let stem = stem_of(&a.result);
+    let out = a.output.clone().unwrap_or_else(|| {
+        parent_dir(&a.result).join(match a.format {
+            ExportFormat::Csv => format!("{stem}.csv"),
+            ExportFormat::Flent => format!("{stem}.flent.gz"),
+        })
+    });
+    match a.format {
+        ExportFormat::Csv => crate::export_csv(&r, &out)?,
+        ExportFormat::Flent => {
+            if out.as_os_str() == "-" {
+                bail!("flent export writes a gzip file; give -o FILE.flent.gz");
+            }
+            crate::export_flent(&r, &out)?
+        }
+    }
+    if out.as_os_str() != "-" {
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(0)
+}
+
+pub fn run_compare(a: CompareArgs) -> Result<i32> {
+    let (labels, results) = load_all(&a.results)?;
+    let pairs: Vec<(&str, &TestResult)> = labels.iter().map(String::as_str).zip(results.iter()).collect();
+    print!("{}", crate::compare_table_labeled(&pairs));
+    if let Some(h) = &a.html {
+        crate::write_html(&runs(&labels, &results), h)?;
+        println!("wrote {}", h.display());
+    }
+    Ok(0)
+}

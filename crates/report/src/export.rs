@@ -1,0 +1,405 @@
+//! Export: CSV (one row per raw sample) and flent's data format
+//! (`.flent.gz`, gzip-compressed JSON, file format version 4).
+use crate::series::{self, secs};
+use anyhow::{Context, Result};
+use bloatlab_results::{Direction, Phase, TestResult};
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::Path;
+
+/// CSV columns, in order. Documented in docs/report.md.
+pub const CSV_COLUMNS: [&str; 16] = [
+    "phase", "kind", "t_s", "id", "direction", "rtt_ms", "lost", "owd_up_ms", "owd_down_ms", "bytes",
+    "rate_mbps", "cwnd", "retrans", "backlog_packets", "drops", "queue",
+];
+
+fn f(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        String::new()
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn dir(d: Direction) -> &'static str {
+    match d {
+        Direction::Up => "up",
+        Direction::Down => "down",
+    }
+}
+
+/// Name of the phase containing `t_ns` ("" outside every phase).
+fn phase_at<'a>(phases: &[&'a Phase], t_ns: u64) -> &'a str {
+    phases.iter().find(|p| t_ns >= p.start_ns && t_ns < p.end_ns).map(|p| p.name.as_str()).unwrap_or("")
+}
+
+/// The CSV text: a header line with [`CSV_COLUMNS`], then one row per raw
+/// sample, phase by phase: probes, witness probes, request/response
+/// exchanges, goodput samples, TCP_INFO samples; then lab queue samples.
+pub fn csv_string(r: &TestResult) -> String {
+    let mut out = String::new();
+    out.push_str(&CSV_COLUMNS.join(","));
+    out.push('\n');
+    let mut row = |cells: [String; 16]| {
+        let line: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    };
+    let e = String::new;
+    let phases = series::phases(r);
+    for p in &phases {
+        let name = p.name.clone();
+        for (kind, probes) in [("probe", &p.probes), ("witness_probe", &p.witness_probes)] {
+            for pr in probes.iter() {
+                row([
+                    name.clone(),
+                    kind.into(),
+                    f(secs(pr.t_ns), 6),
+                    pr.seq.to_string(),
+                    e(),
+                    pr.rtt_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    if pr.rtt_ns.is_some() { "0".into() } else { "1".into() },
+                    pr.owd_up_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    pr.owd_down_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                ]);
+            }
+        }
+        for s in &p.rr {
+            row([
+                name.clone(),
+                "rr".into(),
+                f(secs(s.t_ns), 6),
+                s.seq.to_string(),
+                e(),
+                f(s.rtt_ns as f64 / 1e6, 3),
+                if s.completed { "0".into() } else { "1".into() },
+                e(),
+                e(),
+                e(),
+                e(),
+                e(),
+                e(),
+                e(),
+                e(),
+                e(),
+            ]);
+        }
+        for fl in &p.flows {
+            let mut prev: Option<(u64, u64)> = None;
+            for g in &fl.goodput {
+                let rate = match prev {
+                    Some((t0, b0)) if g.t_ns > t0 => f(g.bytes.saturating_sub(b0) as f64 * 8.0 / ((g.t_ns - t0) as f64 / 1e9) / 1e6, 3),
+                    _ => String::new(),
+                };
+                prev = Some((g.t_ns, g.bytes));
+                row([
+                    name.clone(),
+                    "goodput".into(),
+                    f(secs(g.t_ns), 6),
+                    fl.id.to_string(),
+                    dir(fl.direction).into(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    g.bytes.to_string(),
+                    rate,
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                ]);
+            }
+            for t in &fl.tcp_info {
+                row([
+                    name.clone(),
+                    "tcp_info".into(),
+                    f(secs(t.t_ns), 6),
+                    fl.id.to_string(),
+                    dir(fl.direction).into(),
+                    f(t.srtt_us as f64 / 1000.0, 3),
+                    e(),
+                    e(),
+                    e(),
+                    t.bytes_acked.to_string(),
+                    f(t.delivery_rate_bps as f64 / 1e6, 3),
+                    t.cwnd.to_string(),
+                    t.total_retrans.to_string(),
+                    e(),
+                    e(),
+                    e(),
+                ]);
+            }
+        }
+    }
+    if let Some(lab) = &r.lab {
+        for q in &lab.queues {
+            for s in &q.samples {
+                row([
+                    phase_at(&phases, s.t_ns).to_string(),
+                    "queue".into(),
+                    f(secs(s.t_ns), 6),
+                    q.role.clone(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    e(),
+                    s.backlog_bytes.to_string(),
+                    e(),
+                    e(),
+                    e(),
+                    s.backlog_packets.to_string(),
+                    s.drops.to_string(),
+                    format!("{} {}", q.qdisc, q.location).trim().to_string(),
+                ]);
+            }
+        }
+    }
+    out
+}
+
+/// Write the CSV to `path` ("-" = stdout).
+pub fn export_csv(r: &TestResult, path: &Path) -> Result<()> {
+    let s = csv_string(r);
+    if path.as_os_str() == "-" {
+        std::io::stdout().write_all(s.as_bytes())?;
+        return Ok(());
+    }
+    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
+}
+
+/// flent's name for the test whose series layout we follow. Its plots
+/// (`totals`, `ping`, `ping_cdf`, `download`, `upload`, `box_*`, ...) glob
+/// the series below; its stream counts come from TEST_PARAMETERS.
+pub const FLENT_TEST_NAME: &str = "rrul_be_nflows";
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        None
+    } else {
+        Some(v.iter().sum::<f64>() / v.len() as f64)
+    }
+}
+
+/// Build flent's JSON document (format version 4) for a result.
+///
+/// The whole test (idle baseline then scenarios, on the test clock) is one
+/// flent time axis with step = the goodput sample interval. Series:
+/// `TCP upload BE::N` / `TCP download BE::N` (the N-th upload/download flow of
+/// whichever scenario runs at that time), `TCP upload sum|avg`,
+/// `TCP download sum|avg`, `TCP totals` (Mbit/s), `Ping (ms) UDP BE` (bloatlab's
+/// UDP probes, mean per step), `Ping (ms) avg`, and, when present, `Ping (ms)
+/// witness`. Raw values keep every probe and every goodput interval.
+pub fn flent_document(r: &TestResult) -> Value {
+    let m = &r.metadata;
+    let step_ns = ((m.sample_interval_ms * 1e6) as u64).max(10_000_000);
+    let step_s = step_ns as f64 / 1e9;
+    let phases = series::phases(r);
+    let end_ns = phases.iter().map(|p| p.end_ns).max().unwrap_or(0);
+    let n = (end_ns.div_ceil(step_ns) as usize).max(1);
+    let x_values: Vec<f64> = (0..n).map(|i| round3((i + 1) as f64 * step_s)).collect();
+    let t0 = m.start_unix_ns as f64 / 1e9;
+    let max_up = r.scenarios.iter().map(|p| p.uploads).max().unwrap_or(0) as usize;
+    let max_down = r.scenarios.iter().map(|p| p.downloads).max().unwrap_or(0) as usize;
+
+    let mut results: Map<String, Value> = Map::new();
+    let mut raw: Map<String, Value> = Map::new();
+    let mut series_meta: Map<String, Value> = Map::new();
+    let bin_of = |t_ns: u64| -> Option<usize> {
+        if t_ns == 0 {
+            return Some(0);
+        }
+        let i = (t_ns.div_ceil(step_ns) as usize).saturating_sub(1);
+        (i < n).then_some(i)
+    };
+
+    // Flows: per slot rate per bin, averaged over the bin's goodput intervals.
+    let mut per_dir_slots: Vec<(Direction, usize, Vec<Option<f64>>, Vec<Value>)> = vec![];
+    for (d, count, dname) in [(Direction::Up, max_up, "upload"), (Direction::Down, max_down, "download")] {
+        for slot in 0..count {
+            let mut sums = vec![(0.0f64, 0usize); n];
+            let mut raws = vec![];
+            for p in &phases {
+                let Some(fl) = p.flows.iter().filter(|f| f.direction == d).nth(slot) else { continue };
+                for (t, bps) in series::flow_rate(fl) {
+                    let t_ns = (t * 1e9) as u64;
+                    if let Some(b) = bin_of(t_ns) {
+                        sums[b].0 += bps / 1e6;
+                        sums[b].1 += 1;
+                    }
+                    raws.push(json!({"t": t0 + t, "val": round3(bps / 1e6), "flow_id": fl.id, "scenario": p.name}));
+                }
+            }
+            let vals: Vec<Option<f64>> = sums.iter().map(|(s, c)| if *c > 0 { Some(round3(s / *c as f64)) } else { None }).collect();
+            let name = format!("TCP {dname} BE::{}", slot + 1);
+            let _ = dname;
+            per_dir_slots.push((d, slot, vals, raws));
+            let _ = name;
+        }
+    }
+    let mut dir_sum: [Vec<Option<f64>>; 2] = [vec![None; n], vec![None; n]];
+    for (d, slot, vals, raws) in per_dir_slots {
+        let di = if d == Direction::Up { 0 } else { 1 };
+        let dname = if di == 0 { "upload" } else { "download" };
+        for (i, v) in vals.iter().enumerate() {
+            if let Some(v) = v {
+                dir_sum[di][i] = Some(dir_sum[di][i].unwrap_or(0.0) + v);
+            }
+        }
+        let name = format!("TCP {dname} BE::{}", slot + 1);
+        let meanv = mean(&vals.iter().flatten().copied().collect::<Vec<_>>());
+        series_meta.insert(name.clone(), json!({"UNITS": "Mbits/s", "MEAN_VALUE": meanv.map(round3)}));
+        results.insert(name.clone(), json!(vals));
+        raw.insert(name, Value::Array(raws));
+    }
+    // Sums and averages per direction (over the flows present in the bin).
+    for (di, dname, count) in [(0usize, "upload", max_up), (1, "download", max_down)] {
+        if count == 0 {
+            continue;
+        }
+        let sum: Vec<Option<f64>> = dir_sum[di].iter().map(|v| v.map(round3)).collect();
+        let mut avg = vec![None; n];
+        for (i, v) in sum.iter().enumerate() {
+            if let Some(v) = v {
+                let present = (1..=count)
+                    .filter(|s| results.get(&format!("TCP {dname} BE::{s}")).and_then(|a| a.get(i)).is_some_and(|x| !x.is_null()))
+                    .count();
+                avg[i] = Some(round3(v / present.max(1) as f64));
+            }
+        }
+        for (suffix, vals) in [("sum", sum), ("avg", avg)] {
+            let name = format!("TCP {dname} {suffix}");
+            let meanv = mean(&vals.iter().flatten().copied().collect::<Vec<_>>());
+            series_meta.insert(name.clone(), json!({"UNITS": "Mbits/s", "MEAN_VALUE": meanv.map(round3)}));
+            results.insert(name, json!(vals));
+        }
+    }
+    if max_up + max_down > 0 {
+        let tot: Vec<Option<f64>> = (0..n)
+            .map(|i| match (dir_sum[0][i], dir_sum[1][i]) {
+                (None, None) => None,
+                (a, b) => Some(round3(a.unwrap_or(0.0) + b.unwrap_or(0.0))),
+            })
+            .collect();
+        series_meta.insert("TCP totals".into(), json!({"UNITS": "Mbits/s"}));
+        results.insert("TCP totals".into(), json!(tot));
+    }
+
+    // Probes: mean RTT per bin; raw = every received probe.
+    let probe_series = |get: &dyn Fn(&Phase) -> &Vec<bloatlab_results::Probe>| {
+        let mut sums = vec![(0.0f64, 0usize); n];
+        let mut raws = vec![];
+        for p in &phases {
+            for pr in get(p) {
+                if let Some(rtt) = pr.rtt_ns {
+                    let ms = rtt as f64 / 1e6;
+                    if let Some(b) = bin_of(pr.t_ns) {
+                        sums[b].0 += ms;
+                        sums[b].1 += 1;
+                    }
+                    raws.push(json!({"t": t0 + secs(pr.t_ns), "val": round3(ms), "seq": pr.seq}));
+                }
+            }
+        }
+        let vals: Vec<Option<f64>> = sums.iter().map(|(s, c)| if *c > 0 { Some(round3(s / *c as f64)) } else { None }).collect();
+        (vals, raws)
+    };
+    let (ping, ping_raw) = probe_series(&|p: &Phase| &p.probes);
+    let ping_mean = mean(&ping.iter().flatten().copied().collect::<Vec<_>>());
+    series_meta.insert("Ping (ms) UDP BE".into(), json!({"UNITS": "ms", "MEAN_VALUE": ping_mean.map(round3)}));
+    series_meta.insert("Ping (ms) avg".into(), json!({"UNITS": "ms", "MEAN_VALUE": ping_mean.map(round3)}));
+    results.insert("Ping (ms) UDP BE".into(), json!(ping.clone()));
+    results.insert("Ping (ms) avg".into(), json!(ping));
+    raw.insert("Ping (ms) UDP BE".into(), Value::Array(ping_raw));
+    if phases.iter().any(|p| !p.witness_probes.is_empty()) {
+        let (w, wraw) = probe_series(&|p: &Phase| &p.witness_probes);
+        series_meta.insert("Ping (ms) witness".into(), json!({"UNITS": "ms"}));
+        results.insert("Ping (ms) witness".into(), json!(w));
+        raw.insert("Ping (ms) witness".into(), Value::Array(wraw));
+    }
+
+    let total = round3(secs(end_ns));
+    let mut title = format!("bloatlab {}", m.scenario_definitions.join(" "));
+    if let Some(lab) = &r.lab {
+        title.push_str(&format!(" (lab, {})", lab.backend));
+    }
+    let phase_list: Vec<Value> = phases
+        .iter()
+        .map(|p| json!({"name": p.name, "start_s": round3(secs(p.start_ns)), "end_s": round3(secs(p.end_ns)), "uploads": p.uploads, "downloads": p.downloads}))
+        .collect();
+    let ip_version = if m.server_address.contains('[') || m.server_address.matches(':').count() > 1 { 6 } else { 4 };
+    let host = m.server_address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or(&m.server_address).to_string();
+    let metadata = json!({
+        "NAME": FLENT_TEST_NAME,
+        "TITLE": title,
+        "NOTE": format!("Exported by bloatlab {} from a bloatlab result; phases: {}", m.bloatlab_version,
+            phases.iter().map(|p| format!("{} {:.1}-{:.1} s", p.name, secs(p.start_ns), secs(p.end_ns))).collect::<Vec<_>>().join(", ")),
+        "TIME": m.start_time,
+        "T0": m.start_time,
+        "HOST": host,
+        "HOSTS": [host],
+        "LOCAL_HOST": m.client.hostname,
+        "LENGTH": m.scenario_duration_s,
+        "TOTAL_LENGTH": total,
+        "STEP_SIZE": step_s,
+        "IP_VERSION": ip_version,
+        "TEST_PARAMETERS": {"upload_streams": max_up.to_string(), "download_streams": max_down.to_string()},
+        "FLENT_VERSION": format!("bloatlab-{}", m.bloatlab_version),
+        "DATA_FILENAME": Value::Null,
+        "BATCH_NAME": Value::Null,
+        "BATCH_TIME": Value::Null,
+        "BATCH_TITLE": Value::Null,
+        "BATCH_UUID": Value::Null,
+        "KERNEL_NAME": m.client.os.split_whitespace().next().unwrap_or(""),
+        "KERNEL_RELEASE": m.client.kernel,
+        "EGRESS_INFO": Value::Null,
+        "SERIES_META": series_meta,
+        "BLOATLAB_PHASES": phase_list,
+        "BLOATLAB_CC": m.cc,
+        "BLOATLAB_COMPLETE": r.complete,
+    });
+    json!({
+        "version": 4,
+        "metadata": metadata,
+        "x_values": x_values,
+        "results": results,
+        "raw_values": raw,
+    })
+}
+
+/// Write flent's `.flent.gz` (gzip JSON). `flent -i FILE -p totals -o x.png`
+/// plots it; see docs/report.md.
+pub fn export_flent(r: &TestResult, path: &Path) -> Result<()> {
+    let mut doc = flent_document(r);
+    let fname = path.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+    doc["metadata"]["DATA_FILENAME"] = Value::String(fname);
+    let text = serde_json::to_vec(&doc)?;
+    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut gz = GzEncoder::new(file, Compression::default());
+    gz.write_all(&text)?;
+    gz.finish().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,309 @@
+//! Terminal tables: the per-test summary, seed 003's per-scenario lines, and
+//! the side-by-side comparison of several results.
+use crate::fmt::{mbps, ms, opt_ms, opt_sig3, pct_change, sig3, signed, text_table, trim_num};
+use crate::verdict::verdict;
+use bloatlab_results::{Phase, TestResult};
+
+fn opt_rate(bps: f64, present: bool) -> String {
+    if present {
+        mbps(bps)
+    } else {
+        "-".into()
+    }
+}
+
+/// One line of context: where, when, how.
+pub(crate) fn context_line(r: &TestResult) -> String {
+    let m = &r.metadata;
+    let mut s = format!(
+        "bloatlab {} test to {} at {}; cc {}; {} scenario(s) x {} s, idle {} s; probes every {} ms",
+        m.bloatlab_version,
+        if m.server_address.is_empty() { "?" } else { &m.server_address },
+        if m.start_time.is_empty() { "?" } else { &m.start_time },
+        if m.cc.is_empty() { "default" } else { &m.cc },
+        r.scenarios.len(),
+        trim_num(m.scenario_duration_s),
+        trim_num(m.idle_duration_s),
+        trim_num(m.probe_interval_ms),
+    );
+    if let Some(lab) = &r.lab {
+        s.push_str(&format!("; lab backend {}, offloads {}", lab.backend, lab.offloads));
+    }
+    s
+}
+
+fn phase_row(p: &Phase) -> Vec<String> {
+    let s = &p.summary;
+    vec![
+        p.name.clone(),
+        opt_rate(s.upload_bps, p.uploads > 0),
+        opt_rate(s.download_bps, p.downloads > 0),
+        if s.latency.received > 0 { ms(s.latency.p50_ms) } else { "-".into() },
+        if s.latency.received > 0 { ms(s.latency.p90_ms) } else { "-".into() },
+        if s.latency.received > 0 { ms(s.latency.p99_ms) } else { "-".into() },
+        s.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
+        if s.latency.sent > 0 { format!("{:.1}", s.latency.loss_pct) } else { "-".into() },
+        opt_sig3(s.responsiveness_hz),
+        opt_sig3(s.smoothness_hz),
+        s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+    ]
+}
+
+/// The terminal summary printed after a test: per-phase table, seed 003's
+/// headline four, and the verdict line.
+pub fn summary_table(r: &TestResult) -> String {
+    let mut out = String::new();
+    if !r.complete {
+        out.push_str(&format!(
+            "INCOMPLETE RUN: {}\n",
+            r.incomplete_reason.as_deref().unwrap_or("interrupted")
+        ));
+    }
+    out.push_str(&context_line(r));
+    out.push('\n');
+    let mut rows = vec![[
+        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT p50 ms", "p90 ms", "p99 ms", "Added ms", "Loss %",
+        "Resp Hz", "Smooth Hz", "RPM",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect::<Vec<_>>()];
+    for p in r.idle.iter().chain(r.scenarios.iter()) {
+        rows.push(phase_row(p));
+    }
+    out.push_str(&text_table(&rows));
+
+    // Witness host, when one was probed.
+    let wit: Vec<&Phase> =
+        r.idle.iter().chain(r.scenarios.iter()).filter(|p| p.summary.witness_latency.is_some()).collect();
+    if !wit.is_empty() {
+        out.push_str(&format!(
+            "\nWitness host {} (latency a bystander sees):\n",
+            r.metadata.witness_address.as_deref().unwrap_or("?")
+        ));
+        let mut rows = vec![["Phase", "RTT p50 ms", "p99 ms", "Added ms", "Loss %"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+        for p in wit {
+            let w = p.summary.witness_latency.unwrap();
+            rows.push(vec![
+                p.name.clone(),
+                if w.received > 0 { ms(w.p50_ms) } else { "-".into() },
+                if w.received > 0 { ms(w.p99_ms) } else { "-".into() },
+                p.summary.witness_added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
+                format!("{:.1}", w.loss_pct),
+            ]);
+        }
+        out.push_str(&text_table(&rows));
+    }
+
+    let h = &r.headline;
+    out.push('\n');
+    out.push_str(&format!("    Upload Capacity: {} Mbit/s\n", mbps(h.upload_capacity_bps)));
+    out.push_str(&format!("  Download Capacity: {} Mbit/s\n", mbps(h.download_capacity_bps)));
+    let worst_rr = r.scenarios.iter().filter_map(|p| p.summary.responsiveness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    let worst_gap = r.scenarios.iter().filter_map(|p| p.summary.smoothness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    out.push_str(&format!(
+        "Link Responsiveness: {} Hz{}\n",
+        opt_sig3(h.link_responsiveness_hz),
+        worst_rr.map(|v| format!(" (worst request/response round trip {} ms)", ms(v))).unwrap_or_default()
+    ));
+    out.push_str(&format!(
+        "    Flow Smoothness: {} Hz{}\n",
+        opt_sig3(h.flow_smoothness_hz),
+        worst_gap.map(|v| format!(" (longest gap in a flow {} ms)", ms(v))).unwrap_or_default()
+    ));
+    let mut lat = format!("            Latency: idle {} ms, loaded {} ms", opt_ms(h.idle_latency_ms), opt_ms(h.loaded_latency_ms));
+    if let Some(a) = h.max_added_latency_ms {
+        lat.push_str(&format!(" ({} ms)", signed(a)));
+    }
+    if let Some(rpm) = h.rpm {
+        lat.push_str(&format!("; RPM {rpm:.0}"));
+    }
+    out.push_str(&lat);
+    out.push('\n');
+    if !r.metadata.trimming_rule.is_empty() {
+        out.push_str(&format!("            Goodput: {}\n", r.metadata.trimming_rule));
+    }
+    out.push_str(&verdict(r).line());
+    out.push('\n');
+    out
+}
+
+/// Seed 003's per-scenario lines, e.g.
+/// `Scenario 1: 0 uploads, 1 downloads... 1343 KiB/s down, 31.52 Hz smoothness`.
+/// Goodput in KiB/s (1024 bytes/s) as the seed prints it.
+pub fn seed003_lines(r: &TestResult) -> String {
+    let mut out = String::new();
+    for (i, p) in r.scenarios.iter().enumerate() {
+        let mut parts = Vec::new();
+        if p.uploads > 0 {
+            parts.push(format!("{:.0} KiB/s up", p.summary.upload_bps / 8.0 / 1024.0));
+        }
+        if p.downloads > 0 {
+            parts.push(format!("{:.0} KiB/s down", p.summary.download_bps / 8.0 / 1024.0));
+        }
+        if let Some(hz) = p.summary.smoothness_hz {
+            parts.push(format!("{hz:.2} Hz smoothness"));
+        }
+        out.push_str(&format!(
+            "Scenario {}: {} uploads, {} downloads... {}\n",
+            i + 1,
+            p.uploads,
+            p.downloads,
+            parts.join(", ")
+        ));
+    }
+    out
+}
+
+/// A metric extracted for comparison: value (None = absent), formatted.
+struct Metric {
+    name: String,
+    /// Higher is better? Used only for the legend of the difference sign.
+    values: Vec<Option<f64>>,
+    fmt: fn(f64) -> String,
+}
+
+fn fmt_mbps(v: f64) -> String {
+    sig3(v)
+}
+fn fmt_ms(v: f64) -> String {
+    ms(v)
+}
+fn fmt_int(v: f64) -> String {
+    format!("{v:.0}")
+}
+fn fmt_pct(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Side-by-side comparison of several results, labelled "#1", "#2", ...
+/// Differences are against the first result.
+pub fn compare_table(results: &[TestResult]) -> String {
+    let labels = crate::default_labels(results.len());
+    let runs: Vec<(&str, &TestResult)> = labels.iter().map(String::as_str).zip(results.iter()).collect();
+    compare_table_labeled(&runs)
+}
+
+/// As [`compare_table`] with your own labels (e.g. file names).
+pub fn compare_table_labeled(runs: &[(&str, &TestResult)]) -> String {
+    let mut out = String::new();
+    if runs.is_empty() {
+        return out;
+    }
+    out.push_str(&format!("Comparing {} results; differences are against {}.\n", runs.len(), runs[0].0));
+    for (l, r) in runs {
+        out.push_str(&format!("  {l}: {}\n", context_line(r)));
+    }
+    // Context differences that explain the numbers.
+    let ctx: Vec<(&str, Vec<String>)> = vec![
+        ("cc", runs.iter().map(|(_, r)| r.metadata.cc.clone()).collect()),
+        ("client kernel", runs.iter().map(|(_, r)| r.metadata.client.kernel.clone()).collect()),
+        ("server kernel", runs.iter().map(|(_, r)| r.metadata.server.kernel.clone()).collect()),
+        ("lab backend", runs.iter().map(|(_, r)| r.lab.as_ref().map(|l| l.backend.clone()).unwrap_or_else(|| "-".into())).collect()),
+        (
+            "bottleneck qdisc",
+            runs.iter()
+                .map(|(_, r)| {
+                    r.lab
+                        .as_ref()
+                        .and_then(|l| l.queues.iter().find(|q| q.role.starts_with("bottleneck")).map(|q| q.qdisc.clone()))
+                        .unwrap_or_else(|| "-".into())
+                })
+                .collect(),
+        ),
+        ("offloads", runs.iter().map(|(_, r)| r.lab.as_ref().map(|l| l.offloads.clone()).unwrap_or_else(|| "-".into())).collect()),
+    ];
+    let differing: Vec<_> = ctx.into_iter().filter(|(_, v)| v.iter().any(|x| x != &v[0])).collect();
+    if !differing.is_empty() {
+        out.push_str("Setup differences:\n");
+        for (k, v) in differing {
+            let parts: Vec<String> = runs.iter().zip(v.iter()).map(|((l, _), x)| format!("{l}={x}")).collect();
+            out.push_str(&format!("  {k}: {}\n", parts.join(", ")));
+        }
+    }
+    out.push('\n');
+    out.push_str(&text_table(&compare_grid(runs)));
+    out.push('\n');
+    for (l, r) in runs {
+        let v = verdict(r);
+        out.push_str(&format!("{l}: {}\n", v.line()));
+    }
+    out
+}
+
+/// The comparison as rows: header first; section rows have only their first
+/// cell filled.
+pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
+    let mut header = vec!["".to_string()];
+    for (i, (l, _)) in runs.iter().enumerate() {
+        header.push(l.to_string());
+        if i > 0 {
+            header.push(format!("diff {l}"));
+        }
+    }
+    let mut rows = vec![header];
+    let push = |rows: &mut Vec<Vec<String>>, m: Metric| {
+        if m.values.iter().all(|v| v.is_none()) {
+            return;
+        }
+        let mut row = vec![m.name.clone()];
+        let base = m.values[0];
+        for (i, v) in m.values.iter().enumerate() {
+            row.push(v.map(m.fmt).unwrap_or_else(|| "-".into()));
+            if i > 0 {
+                row.push(match (base, v) {
+                    (Some(b), Some(x)) => {
+                        let abs = signed(x - b);
+                        let rel = pct_change(b, *x);
+                        if rel == "-" { abs } else { format!("{abs} ({rel})") }
+                    }
+                    _ => "-".into(),
+                });
+            }
+        }
+        rows.push(row);
+    };
+    let all = |f: &dyn Fn(&TestResult) -> Option<f64>| runs.iter().map(|(_, r)| f(r)).collect::<Vec<_>>();
+    let section = |rows: &mut Vec<Vec<String>>, title: &str| {
+        let mut r = vec![title.to_string()];
+        r.resize(rows[0].len(), String::new());
+        rows.push(r);
+    };
+    section(&mut rows, "Headline");
+    push(&mut rows, Metric { name: "  Upload capacity Mbit/s".into(), values: all(&|r| Some(r.headline.upload_capacity_bps / 1e6)), fmt: fmt_mbps });
+    push(&mut rows, Metric { name: "  Download capacity Mbit/s".into(), values: all(&|r| Some(r.headline.download_capacity_bps / 1e6)), fmt: fmt_mbps });
+    push(&mut rows, Metric { name: "  Link responsiveness Hz".into(), values: all(&|r| r.headline.link_responsiveness_hz), fmt: fmt_mbps });
+    push(&mut rows, Metric { name: "  Flow smoothness Hz".into(), values: all(&|r| r.headline.flow_smoothness_hz), fmt: fmt_mbps });
+    push(&mut rows, Metric { name: "  Idle latency ms".into(), values: all(&|r| r.headline.idle_latency_ms), fmt: fmt_ms });
+    push(&mut rows, Metric { name: "  Loaded latency ms".into(), values: all(&|r| r.headline.loaded_latency_ms), fmt: fmt_ms });
+    push(&mut rows, Metric { name: "  Added latency ms".into(), values: all(&|r| r.headline.max_added_latency_ms), fmt: fmt_ms });
+    push(&mut rows, Metric { name: "  RPM".into(), values: all(&|r| r.headline.rpm), fmt: fmt_int });
+
+    // Scenarios by name, in first-seen order.
+    let mut names: Vec<String> = Vec::new();
+    for (_, r) in runs {
+        for p in r.idle.iter().chain(r.scenarios.iter()) {
+            if !names.contains(&p.name) {
+                names.push(p.name.clone());
+            }
+        }
+    }
+    for name in &names {
+        let ph = |r: &TestResult| -> Option<Phase> { r.idle.iter().chain(r.scenarios.iter()).find(|p| &p.name == name).cloned() };
+        let phs: Vec<Option<Phase>> = runs.iter().map(|(_, r)| ph(r)).collect();
+        let get = |f: &dyn Fn(&Phase) -> Option<f64>| phs.iter().map(|p| p.as_ref().and_then(f)).collect::<Vec<_>>();
+        section(&mut rows, &format!("Scenario {name}"));
+        push(&mut rows, Metric { name: "  Upload Mbit/s".into(), values: get(&|p| (p.uploads > 0).then(|| p.summary.upload_bps / 1e6)), fmt: fmt_mbps });
+        push(&mut rows, Metric { name: "  Download Mbit/s".into(), values: get(&|p| (p.downloads > 0).then(|| p.summary.download_bps / 1e6)), fmt: fmt_mbps });
+        push(&mut rows, Metric { name: "  RTT p50 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p50_ms)), fmt: fmt_ms });
+        push(&mut rows, Metric { name: "  RTT p90 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p90_ms)), fmt: fmt_ms });
+        push(&mut rows, Metric { name: "  RTT p99 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p99_ms)), fmt: fmt_ms });
+        push(&mut rows, Metric { name: "  Added latency ms".into(), values: get(&|p| p.summary.added_latency_ms), fmt: fmt_ms });
+        push(&mut rows, Metric { name: "  Loss %".into(), values: get(&|p| (p.summary.latency.sent > 0).then_some(p.summary.latency.loss_pct)), fmt: fmt_pct });
+        push(&mut rows, Metric { name: "  Responsiveness Hz".into(), values: get(&|p| p.summary.responsiveness_hz), fmt: fmt_mbps });
+        push(&mut rows, Metric { name: "  Smoothness Hz".into(), values: get(&|p| p.summary.smoothness_hz), fmt: fmt_mbps });
+        push(&mut rows, Metric { name: "  RPM".into(), values: get(&|p| p.summary.rpm), fmt: fmt_int });
+        push(&mut rows, Metric { name: "  Retransmits".into(), values: get(&|p| (p.uploads + p.downloads > 0).then_some(p.summary.retransmits as f64)), fmt: fmt_int });
+    }
+    rows
+}

@@ -1,0 +1,257 @@
+//! A verdict a non-expert understands: a letter grade from the added latency
+//! under load, and one sentence on what it means and what to try.
+//!
+//! Thresholds (ms of added round-trip latency, loaded p50 - idle p50) are the
+//! bufferbloat grades published by the DSLReports speed test FAQ ("Bufferbloat
+//! Grades", dslreports.com/faq/17930) and used by the Waveform bufferbloat
+//! test: A+ < 5, A < 30, B < 60, C < 200, D < 400, F >= 400. bloatlab grades
+//! the *worst* loaded scenario (DSLReports averages the download and upload
+//! increases), so a path bloated in one direction cannot hide behind the other.
+use crate::fmt::{human_bytes, human_ms, mbps, sig3};
+use crate::series::{queue_peak, QueuePeak};
+use bloatlab_results::{Phase, TestResult};
+use std::fmt;
+
+/// Upper bounds (exclusive) of added latency in ms for A+, A, B, C, D; F above.
+pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] =
+    [(Grade::APlus, 5.0), (Grade::A, 30.0), (Grade::B, 60.0), (Grade::C, 200.0), (Grade::D, 400.0)];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Grade {
+    APlus,
+    A,
+    B,
+    C,
+    D,
+    F,
+    /// No idle baseline (or no loaded scenario): added latency unknown.
+    Unknown,
+}
+
+impl Grade {
+    pub fn from_added_ms(ms: f64) -> Grade {
+        if !ms.is_finite() {
+            return Grade::Unknown;
+        }
+        for (g, lim) in GRADE_THRESHOLDS_MS {
+            if ms < lim {
+                return g;
+            }
+        }
+        Grade::F
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grade::APlus => "A+",
+            Grade::A => "A",
+            Grade::B => "B",
+            Grade::C => "C",
+            Grade::D => "D",
+            Grade::F => "F",
+            Grade::Unknown => "?",
+        }
+    }
+    /// A CSS colour for badges.
+    pub fn color(self) -> &'static str {
+        match self {
+            Grade::APlus | Grade::A => "#1a7f37",
+            Grade::B => "#7a9a01",
+            Grade::C => "#bf8700",
+            Grade::D => "#d1242f",
+            Grade::F => "#82071e",
+            Grade::Unknown => "#57606a",
+        }
+    }
+}
+
+impl fmt::Display for Grade {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub grade: Grade,
+    /// One or two sentences for a non-expert.
+    pub sentence: String,
+    /// The added latency graded, ms (worst loaded scenario).
+    pub added_latency_ms: Option<f64>,
+    /// Name of the scenario with the most added latency.
+    pub worst_scenario: Option<String>,
+}
+
+impl Verdict {
+    /// "Verdict: C (+142 ms under load) — ..." as printed under tables.
+    pub fn line(&self) -> String {
+        match self.added_latency_ms {
+            Some(a) => format!("Verdict: {} (+{} added latency under load) — {}", self.grade, human_ms(a.max(0.0)), self.sentence),
+            None => format!("Verdict: {} — {}", self.grade, self.sentence),
+        }
+    }
+}
+
+fn worst_phase(r: &TestResult) -> Option<&Phase> {
+    r.scenarios
+        .iter()
+        .filter(|p| p.summary.added_latency_ms.is_some())
+        .max_by(|a, b| {
+            a.summary.added_latency_ms.unwrap().partial_cmp(&b.summary.added_latency_ms.unwrap()).unwrap()
+        })
+}
+
+fn direction_words(p: &Phase) -> &'static str {
+    match (p.uploads > 0, p.downloads > 0) {
+        (true, false) => "while uploading",
+        (false, true) => "while downloading",
+        (true, true) => "with traffic both ways",
+        _ => "under load",
+    }
+}
+
+/// The queue that held the most delay (by measured drain rate), if a lab ran.
+fn worst_queue(r: &TestResult) -> Option<QueuePeak> {
+    let lab = r.lab.as_ref()?;
+    lab.queues
+        .iter()
+        .map(queue_peak)
+        .filter(|q| q.max_backlog_bytes > 0)
+        .max_by(|a, b| {
+            let ka = a.max_delay_ms.unwrap_or(0.0);
+            let kb = b.max_delay_ms.unwrap_or(0.0);
+            ka.partial_cmp(&kb).unwrap().then(a.max_backlog_bytes.cmp(&b.max_backlog_bytes))
+        })
+}
+
+fn has(list: &[String], name: &str) -> bool {
+    list.iter().any(|q| q == name)
+}
+
+/// Compute the verdict of one result.
+pub fn verdict(r: &TestResult) -> Verdict {
+    let worst = worst_phase(r);
+    let added = r
+        .headline
+        .max_added_latency_ms
+        .or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
+    let grade = added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown);
+    let mut s = String::new();
+    if !r.complete {
+        s.push_str("Incomplete run");
+        if let Some(why) = &r.incomplete_reason {
+            s.push_str(&format!(" ({why})"));
+        }
+        s.push_str(": numbers cover only what ran. ");
+    }
+    let Some(added) = added else {
+        if r.scenarios.is_empty() {
+            s.push_str("No load scenario ran, so there is nothing to grade.");
+        } else {
+            let loaded = r.headline.loaded_latency_ms.map(|v| format!(" (loaded median RTT {})", human_ms(v))).unwrap_or_default();
+            s.push_str(&format!(
+                "No idle baseline was measured, so the latency added by load cannot be graded{loaded}; run the test with an idle phase (--idle 2s)."
+            ));
+        }
+        return Verdict { grade, sentence: s, added_latency_ms: None, worst_scenario: None };
+    };
+    let wp = worst.filter(|p| p.summary.added_latency_ms.is_some());
+    let scen = wp.map(|p| format!(" {} ({})", direction_words(p), p.name)).unwrap_or_default();
+    let queue = worst_queue(r);
+    match grade {
+        Grade::APlus | Grade::A => {
+            s.push_str(&format!(
+                "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
+                human_ms(added.max(0.0))
+            ));
+        }
+        _ => {
+            let impact = match grade {
+                Grade::B => "noticeable in games and video calls while the link is busy",
+                Grade::C => "video calls stutter and web pages feel slow while the link is busy",
+                Grade::D => "real-time use (calls, games) is poor while the link is busy",
+                _ => "the link is close to unusable for interactive use while it is busy",
+            };
+            s.push_str(&format!("Latency rose by {}{scen}: {impact}. ", human_ms(added)));
+            s.push_str(&advice(r, wp, queue.as_ref(), added));
+        }
+    }
+    if let Some(p) = wp {
+        let loss = p.summary.latency.loss_pct;
+        if loss >= 5.0 {
+            s.push_str(&format!(" {}% of latency probes were lost under load as well.", sig3(loss)));
+        }
+    }
+    Verdict {
+        grade,
+        sentence: s.trim().to_string(),
+        added_latency_ms: Some(added),
+        worst_scenario: wp.map(|p| p.name.clone()),
+    }
+}
+
+/// What to try, using the lab's queue observations when present.
+fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&QueuePeak>, added: f64) -> String {
+    if let (Some(lab), Some(q)) = (&r.lab, q) {
+        let held = match q.max_delay_ms {
+            Some(d) => format!("{} of data ({} packets, {})", human_ms(d), q.max_backlog_packets, human_bytes(q.max_backlog_bytes as f64)),
+            None => format!("{} packets ({})", q.max_backlog_packets, human_bytes(q.max_backlog_bytes as f64)),
+        };
+        let where_ = if q.location.is_empty() { String::new() } else { format!(" ({} on {})", q.qdisc, q.location) };
+        let aqm_ok = has(&lab.qdiscs_available, "fq_codel") || has(&lab.qdiscs_available, "cake");
+        let aqm = if aqm_ok || lab.backend == "emulator" {
+            "an AQM such as fq_codel or cake".to_string()
+        } else {
+            "an AQM such as fq_codel (this kernel lacks it; the emulator backend has it)".to_string()
+        };
+        let shorter = match q.drain_bps {
+            Some(bps) if bps > 0.0 => {
+                // A queue that drains in about 20 ms at the measured rate, MTU-sized packets.
+                let pkts = ((0.020 * bps) / (1514.0 * 8.0)).ceil().max(2.0) as u64;
+                format!("a shorter queue (about {pkts} packets = 20 ms at {} Mbit/s)", mbps(bps))
+            }
+            _ => "a shorter queue".to_string(),
+        };
+        return format!("The bottleneck queue{where_} held up to {held}; {aqm} or {shorter} would cut it.");
+    }
+    let dir = match wp.map(|p| (p.uploads > 0, p.downloads > 0)) {
+        Some((true, false)) => "upload",
+        Some((false, true)) => "download",
+        _ => "",
+    };
+    let (cap, dir_words) = match dir {
+        "upload" => (r.headline.upload_capacity_bps, "upload "),
+        "download" => (r.headline.download_capacity_bps, "download "),
+        _ => (0.0, ""),
+    };
+    let place = match dir {
+        "upload" => "on the upload path (usually the modem or router uplink)",
+        "download" => "on the download path (usually the ISP's shaper or the modem)",
+        _ => "on the path",
+    };
+    let shaper = if cap > 0.0 {
+        format!(" with its shaper set to about 90% of the measured {dir_words}rate ({} Mbit/s)", mbps(cap * 0.9))
+    } else {
+        String::new()
+    };
+    format!(
+        "A queue {place} holds about {} of data when full; enable smart queue management (fq_codel or cake, e.g. OpenWrt SQM) on the router{shaper}.",
+        human_ms(added)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn thresholds() {
+        assert_eq!(Grade::from_added_ms(0.0), Grade::APlus);
+        assert_eq!(Grade::from_added_ms(4.99), Grade::APlus);
+        assert_eq!(Grade::from_added_ms(5.0), Grade::A);
+        assert_eq!(Grade::from_added_ms(59.9), Grade::B);
+        assert_eq!(Grade::from_added_ms(60.0), Grade::C);
+        assert_eq!(Grade::from_added_ms(399.0), Grade::D);
+        assert_eq!(Grade::from_added_ms(400.0), Grade::F);
+        assert_eq!(Grade::from_added_ms(-3.0), Grade::APlus);
+        assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
+    }
+}

@@ -1,0 +1,318 @@
+//! Golden-file, plot, HTML, CSV and CLI tests on deterministic fixtures.
+//! Regenerate the golden files with `BLESS=1 cargo test -p bloatlab-report`.
+mod common;
+
+use bloatlab_report::*;
+use bloatlab_results::TestResult;
+use std::path::{Path, PathBuf};
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn golden(name: &str, actual: &str) {
+    let p = crate_dir().join("tests/golden").join(name);
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e} (run with BLESS=1 to create)", p.display()));
+    if expected != actual {
+        let tmp = std::env::temp_dir().join(format!("bloatlab-report-actual-{name}"));
+        std::fs::write(&tmp, actual).unwrap();
+        panic!("{name} differs from the golden file {}; actual written to {} (BLESS=1 to accept)", p.display(), tmp.display());
+    }
+}
+
+/// The checked-in small fixture is what the generator produces.
+#[test]
+fn fixture_file_matches_generator() {
+    let r = common::small();
+    let json = serde_json::to_string_pretty(&r).unwrap() + "\n";
+    let p = crate_dir().join("tests/fixtures/small.json");
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&p, &json).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&p).unwrap();
+    assert!(on_disk == json, "tests/fixtures/small.json is stale (BLESS=1 to regenerate)");
+    TestResult::read_file(&p).unwrap();
+}
+
+#[test]
+fn summary_table_golden() {
+    let r = common::small();
+    let t = summary_table(&r);
+    golden("summary_table.txt", &t);
+    // Content checks independent of the golden file.
+    assert!(t.contains("    Upload Capacity: "), "{t}");
+    assert!(t.contains("Download Capacity: "));
+    assert!(t.contains("Link Responsiveness: "));
+    assert!(t.contains("    Flow Smoothness: "));
+    assert!(t.contains("Verdict: D"), "{t}");
+    for n in ["idle", "1u0d", "0u1d", "2u2d"] {
+        assert!(t.lines().any(|l| l.starts_with(n)), "row {n} missing:\n{t}");
+    }
+    golden("summary_table_nolab.txt", &summary_table(&common::small_nolab()));
+}
+
+#[test]
+fn seed003_lines_golden() {
+    let r = common::small();
+    let s = seed003_lines(&r);
+    golden("seed003_lines.txt", &s);
+    let first = s.lines().next().unwrap();
+    assert!(first.starts_with("Scenario 1: 1 uploads, 0 downloads... "), "{first}");
+    assert!(first.ends_with(" Hz smoothness"));
+    // 1u0d at ~9.5 Mbit/s = ~1160 KiB/s
+    let kib: f64 = first.split("... ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let expect = r.scenarios[0].summary.upload_bps / 8.0 / 1024.0;
+    assert!((kib - expect).abs() <= 0.5, "{kib} vs {expect}");
+    assert!(s.lines().nth(2).unwrap().contains(" KiB/s up, ") && s.lines().nth(2).unwrap().contains(" KiB/s down, "));
+}
+
+#[test]
+fn verdict_uses_queue_data() {
+    let r = common::small();
+    let v = verdict(&r);
+    // Worst added latency is 2u2d: ~200 ms up + ~60 ms down queueing.
+    let added = v.added_latency_ms.unwrap();
+    assert!(added > 200.0 && added < 400.0, "{added}");
+    assert_eq!(v.grade, Grade::D);
+    assert_eq!(v.worst_scenario.as_deref(), Some("2u2d"));
+    assert!(v.sentence.contains("bottleneck queue"), "{}", v.sentence);
+    assert!(v.sentence.contains("fq_codel"), "{}", v.sentence);
+    // The upload queue held 200 ms at 10 Mbit/s = 250 kB = 165 packets.
+    assert!(v.sentence.contains("200 ms of data"), "{}", v.sentence);
+    let nl = verdict(&common::small_nolab());
+    assert!(nl.sentence.contains("smart queue management"), "{}", nl.sentence);
+    // No idle baseline: no grade.
+    let mut r2 = common::small_nolab();
+    r2.idle = None;
+    r2.headline.max_added_latency_ms = None;
+    for p in &mut r2.scenarios {
+        p.summary.added_latency_ms = None;
+    }
+    let v2 = verdict(&r2);
+    assert_eq!(v2.grade, Grade::Unknown);
+    assert!(v2.sentence.contains("idle"), "{}", v2.sentence);
+}
+
+#[test]
+fn compare_table_golden() {
+    let a = common::small();
+    let mut b = common::small_nolab();
+    b.metadata.cc = "bbr".into();
+    for p in &mut b.scenarios {
+        p.summary.latency.p50_ms /= 4.0;
+        p.summary.added_latency_ms = p.summary.added_latency_ms.map(|x| x / 8.0);
+    }
+    b.headline.max_added_latency_ms = b.headline.max_added_latency_ms.map(|x| x / 8.0);
+    let t = compare_table_labeled(&[("pfifo", &a), ("fixed", &b)]);
+    golden("compare_table.txt", &t);
+    assert!(t.contains("cc: pfifo=cubic, fixed=bbr"), "{t}");
+    assert!(t.contains("diff fixed"));
+    assert!(t.contains("Scenario 2u2d"));
+    let plain = compare_table(&[a.clone(), b.clone(), a.clone()]);
+    assert!(plain.contains("#3"));
+}
+
+#[test]
+fn csv_header_and_rows() {
+    let r = common::small();
+    let csv = csv_string(&r);
+    let head: String = csv.lines().take(6).map(|l| format!("{l}\n")).collect();
+    golden("csv_head.txt", &head);
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap(), CSV_COLUMNS.join(","));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.iter().all(|r| r.len() == CSV_COLUMNS.len()));
+    let count = |k: &str| rows.iter().filter(|r| r[1] == k).count();
+    let phases: Vec<&bloatlab_results::Phase> = r.idle.iter().chain(r.scenarios.iter()).collect();
+    assert_eq!(count("probe"), phases.iter().map(|p| p.probes.len()).sum::<usize>());
+    assert_eq!(count("witness_probe"), phases.iter().map(|p| p.witness_probes.len()).sum::<usize>());
+    assert_eq!(count("rr"), phases.iter().map(|p| p.rr.len()).sum::<usize>());
+    assert_eq!(count("goodput"), phases.iter().flat_map(|p| &p.flows).map(|f| f.goodput.len()).sum::<usize>());
+    assert_eq!(count("tcp_info"), phases.iter().flat_map(|p| &p.flows).map(|f| f.tcp_info.len()).sum::<usize>());
+    assert_eq!(count("queue"), r.lab.as_ref().unwrap().queues.iter().map(|q| q.samples.len()).sum::<usize>());
+    // Lost probes are rows with lost=1 and an empty rtt.
+    let lost = rows.iter().filter(|r| r[1] == "probe" && r[6] == "1").count();
+    let lost_expected: u32 = phases.iter().map(|p| p.summary.latency.lost).sum();
+    assert_eq!(lost as u32, lost_expected);
+    assert!(rows.iter().filter(|r| r[1] == "probe" && r[6] == "1").all(|r| r[5].is_empty()));
+    // Goodput rate column: a 1u0d sample in the steady part is ~9.5 Mbit/s.
+    let g: Vec<f64> = rows.iter().filter(|r| r[0] == "1u0d" && r[1] == "goodput" && !r[10].is_empty()).map(|r| r[10].parse().unwrap()).collect();
+    let mean = g[10..].iter().sum::<f64>() / (g.len() - 10) as f64;
+    assert!((mean - 9.5).abs() < 0.5, "{mean}");
+}
+
+fn png_stats(p: &Path) -> (u32, u32, f64) {
+    let img = image::open(p).unwrap_or_else(|e| panic!("{}: not a PNG: {e}", p.display())).to_rgb8();
+    let (w, h) = img.dimensions();
+    let non_white = img.pixels().filter(|px| px.0.iter().any(|c| *c < 240)).count();
+    (w, h, non_white as f64 / (w * h) as f64)
+}
+
+#[test]
+fn plots_png_and_svg() {
+    let r = common::small();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = [Run { label: "small", result: &r }];
+    let expect: &[(PlotKind, &[&str])] = &[
+        (PlotKind::Timeseries, &["throughput and latency", "upload (sum)", "download (sum)", "round trip", "one-way up", "lost probe", "Queue backlog", "2u2d"]),
+        (PlotKind::Throughput, &["Goodput", "upload, per flow", "download (sum)"]),
+        (PlotKind::Latency, &["Latency", "TCP request/response", "witness host RTT"]),
+        (PlotKind::Cdf, &["latency CDF per phase", "idle (n=", "2u2d (n="]),
+        (PlotKind::Box, &["RTT per phase", "whiskers"]),
+        (PlotKind::Queue, &["bottleneck queues", "bottleneck-up (pfifo)", "Queueing delay", "Queue drops", "analytic max, up"]),
+        (PlotKind::Tcp, &["TCP_INFO", "Congestion window", "upload flows (client sender)"]),
+    ];
+    for (kind, words) in expect {
+        let png = dir.path().join(format!("{}.png", kind.name()));
+        plot_runs(&runs, *kind, Format::Png, &png).unwrap();
+        let (w, h, ink) = png_stats(&png);
+        assert!(w >= 900 && h >= 450, "{kind:?} {w}x{h}");
+        assert!(ink > 0.02 && ink < 0.7, "{kind:?}: {ink} of pixels non-white");
+        let svg_path = dir.path().join(format!("{}.svg", kind.name()));
+        plot_runs(&runs, *kind, Format::Svg, &svg_path).unwrap();
+        let svg = std::fs::read_to_string(&svg_path).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{kind:?}");
+        for w in *words {
+            assert!(svg.contains(w), "{kind:?} SVG lacks '{w}'");
+        }
+    }
+    // Overlays of several runs.
+    let b = common::small_nolab();
+    let two = [Run { label: "alpha", result: &r }, Run { label: "beta", result: &b }];
+    let p = dir.path().join("cdf2.svg");
+    plot_runs(&two, PlotKind::Cdf, Format::Svg, &p).unwrap();
+    let svg = std::fs::read_to_string(&p).unwrap();
+    assert!(svg.contains("alpha loaded") && svg.contains("beta loaded") && svg.contains("beta idle"));
+    let p = dir.path().join("box2.png");
+    plot_runs(&two, PlotKind::Box, Format::Png, &p).unwrap();
+    assert!(png_stats(&p).2 > 0.02);
+    // Errors are clear.
+    let e = plot_runs(&two, PlotKind::Timeseries, Format::Png, &dir.path().join("x.png")).unwrap_err();
+    assert!(e.to_string().contains("one result"), "{e}");
+    let e = plot_runs(&[Run { label: "b", result: &b }], PlotKind::Queue, Format::Png, &dir.path().join("x.png")).unwrap_err();
+    assert!(e.to_string().contains("queue samples"), "{e}");
+}
+
+#[test]
+fn sweep_plot_log_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let qs = [1.0, 10.0, 100.0, 1000.0];
+    let lat: Vec<(f64, f64)> = qs.iter().map(|q| (*q, 20.0 + q * 1.2)).collect();
+    let good: Vec<(f64, f64)> = qs.iter().map(|q| (*q, 9.0 + (*q).ln())).collect();
+    let series = vec![("latency p50 (ms)".to_string(), lat), ("goodput (Mbit/s)".to_string(), good)];
+    let p = dir.path().join("sweep.png");
+    sweep_plot("txqueuelen sweep at 10 Mbit/s", "queue length (packets)", true, &series, "value", &p, Format::Png).unwrap();
+    assert!(png_stats(&p).2 > 0.01);
+    let svg = sweep_plot_svg_string("txqueuelen sweep at 10 Mbit/s", "queue length (packets)", true, &series, "value").unwrap();
+    for w in ["txqueuelen sweep", "queue length (packets)", "latency p50 (ms)", "goodput (Mbit/s)", "\n1000\n", "\n100\n", "\n10\n"] {
+        assert!(svg.contains(w), "sweep SVG lacks {w}");
+    }
+    let bad = vec![("x".to_string(), vec![(0.0, 1.0)])];
+    assert!(sweep_plot_svg_string("t", "x", true, &bad, "y").is_err());
+}
+
+#[test]
+fn html_report_is_self_contained() {
+    let r = common::small();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = [Run { label: "small", result: &r }];
+    let files = write_report(&runs, dir.path(), "small", Format::Png).unwrap();
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<title>bloatlab report — lab — 2026-11-22T06:00:00Z</title>"));
+    assert!(html.contains("<table class=\"summary\">"));
+    assert!(html.matches("<svg").count() >= 5, "plots inline");
+    assert!(html.contains(">D</div>"), "grade badge");
+    for k in ["6.1.0-test", "pfifo", "offloads (TSO/GSO/GRO)", "cubic", "bloatlab version", "Scenario 1: 1 uploads"] {
+        assert!(html.contains(k), "metadata {k} missing");
+    }
+    // Nothing is fetched: no scripts, stylesheets, images or fonts by URL.
+    let lower = html.to_lowercase();
+    for bad in ["<script", "<link", "<img", "src=", "url(", "@import", "href=\"http"] {
+        assert!(!lower.contains(bad), "HTML contains {bad}");
+    }
+    for i in &files.images {
+        assert!(png_stats(i).2 > 0.01, "{}", i.display());
+    }
+    let names: Vec<String> = files.images.iter().map(|p| p.file_name().unwrap().to_string_lossy().to_string()).collect();
+    assert_eq!(names, ["small.timeseries.png", "small.cdf.png", "small.box.png", "small.queue.png", "small.tcp.png"]);
+    // Comparison report.
+    let b = common::small_nolab();
+    let two = [Run { label: "a", result: &r }, Run { label: "b", result: &b }];
+    let files = write_report(&two, &dir.path().join("cmp"), "compare", Format::Svg).unwrap();
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    assert!(html.contains("<title>bloatlab comparison — 2 results</title>"));
+    assert!(html.contains("<table class=\"compare\">") && html.contains("diff b"));
+    assert_eq!(files.images.len(), 4);
+}
+
+#[test]
+fn cli_report_plot_export_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    std::fs::write(&a, serde_json::to_string(&common::small()).unwrap()).unwrap();
+    std::fs::write(&b, serde_json::to_string(&common::small_nolab()).unwrap()).unwrap();
+    use bloatlab_report::cli::*;
+    assert_eq!(run_report(ReportArgs { results: vec![a.clone()], out: None, name: None, image_format: Format::Png, no_images: false, quiet: true }).unwrap(), 0);
+    assert!(dir.path().join("a.html").exists() && dir.path().join("a.timeseries.png").exists());
+    let cmp = dir.path().join("cmp");
+    run_report(ReportArgs { results: vec![a.clone(), b.clone()], out: Some(cmp.clone()), name: None, image_format: Format::Png, no_images: false, quiet: true }).unwrap();
+    assert!(cmp.join("compare.html").exists() && cmp.join("compare.cdf.png").exists() && cmp.join("compare.b.timeseries.png").exists());
+    let ts = dir.path().join("ts.svg");
+    run_plot(PlotArgs { results: vec![a.clone()], kind: PlotKind::Timeseries, format: Some(Format::Svg), output: Some(ts.clone()) }).unwrap();
+    assert!(std::fs::read_to_string(&ts).unwrap().starts_with("<svg"));
+    let e = run_plot(PlotArgs { results: vec![a.clone()], kind: PlotKind::Cdf, format: Some(Format::Png), output: Some(dir.path().join("x.svg")) }).unwrap_err();
+    assert!(e.to_string().contains("does not match"), "{e}");
+    run_export(ExportArgs { result: a.clone(), format: ExportFormat::Csv, output: None }).unwrap();
+    assert!(std::fs::read_to_string(dir.path().join("a.csv")).unwrap().starts_with("phase,kind,t_s"));
+    run_export(ExportArgs { result: a.clone(), format: ExportFormat::Flent, output: None }).unwrap();
+    assert!(dir.path().join("a.flent.gz").exists());
+    run_compare(CompareArgs { results: vec![a.clone(), b.clone()], html: Some(dir.path().join("c.html")) }).unwrap();
+    // Bad input: a clear error naming the file.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"schema\": \"something-else\"}").unwrap();
+    let e = run_report(ReportArgs { results: vec![bad], out: None, name: None, image_format: Format::Png, no_images: true, quiet: true }).unwrap_err();
+    assert!(e.to_string().contains("bad.json") && e.to_string().contains("not a bloatlab result"), "{e}");
+}
+
+/// A 32-flow, 60 s result (6000+ probes per scenario, 19k goodput samples)
+/// renders fully; display thinning keeps the inline plots small. Timing is
+/// printed, not asserted (see bench/report_large.sh).
+#[test]
+fn large_result_renders() {
+    let r = common::large();
+    let t0 = std::time::Instant::now();
+    let runs = [Run { label: "large", result: &r }];
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_report(&runs, dir.path(), "large", Format::Png).unwrap();
+    let html = std::fs::metadata(&files.html).unwrap().len();
+    eprintln!("large report (HTML {html} bytes + {} PNGs) in {:.2?}", files.images.len(), t0.elapsed());
+    assert!(html < 12_000_000, "HTML {html} bytes");
+    // Statistics are untouched by display thinning.
+    let csv = csv_string(&r);
+    let probes = csv.lines().filter(|l| l.split(',').nth(1) == Some("probe")).count();
+    assert_eq!(probes, r.idle.iter().chain(r.scenarios.iter()).map(|p| p.probes.len()).sum::<usize>());
+}
+
+/// With REPORT_SAMPLES_DIR set, writes sample reports there for eyeballing
+/// (no-op otherwise).
+#[test]
+fn dump_samples() {
+    let Some(dir) = std::env::var_os("REPORT_SAMPLES_DIR") else { return };
+    let dir = PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = common::small();
+    std::fs::write(dir.join("small.json"), serde_json::to_string(&r).unwrap()).unwrap();
+    write_report(&[Run { label: "small", result: &r }], &dir, "small", Format::Png).unwrap();
+    let b = common::small_nolab();
+    write_report(&[Run { label: "lab", result: &r }, Run { label: "nolab", result: &b }], &dir, "compare", Format::Png).unwrap();
+    let series = vec![("latency p50 (ms)".to_string(), vec![(1.0, 21.0), (10.0, 32.0), (100.0, 140.0), (1000.0, 1220.0)])];
+    sweep_plot("txqueuelen sweep", "queue length (packets)", true, &series, "ms", &dir.join("sweep.png"), Format::Png).unwrap();
+    std::fs::write(dir.join("sweep.svg"), sweep_plot_svg_string("txqueuelen sweep", "queue length (packets)", true, &series, "ms").unwrap()).unwrap();
+}
