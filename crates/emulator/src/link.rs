@@ -183,6 +183,7 @@ pub struct Link {
     pub sojourn: LogHist,
     garbage: Vec<(Packet, DropReason)>,
     lost: Vec<Packet>,
+    interval_sojourn_max: u64,
 }
 
 impl Link {
@@ -222,7 +223,18 @@ impl Link {
             sojourn: LogHist::default(),
             garbage: Vec::new(),
             lost: Vec::new(),
+            interval_sojourn_max: 0,
         }
+    }
+
+    fn note_sojourn(&mut self, v: u64) {
+        self.sojourn.record(v);
+        self.interval_sojourn_max = self.interval_sojourn_max.max(v);
+    }
+
+    /// Largest sojourn time since the last call, ns (0 if nothing was dequeued).
+    pub fn take_interval_sojourn_max(&mut self) -> u64 {
+        std::mem::take(&mut self.interval_sojourn_max)
     }
 
     fn reorders(&self) -> bool {
@@ -248,7 +260,7 @@ impl Link {
 
     fn drain_unlimited(&mut self, now: u64) {
         while let Some(p) = self.qdisc.dequeue(now) {
-            self.sojourn.record(now.saturating_sub(p.arrival_ns));
+            self.note_sojourn(now.saturating_sub(p.arrival_ns));
             self.transmitted(p, now);
         }
         self.qdisc.take_dropped(&mut self.garbage);
@@ -258,7 +270,7 @@ impl Link {
         let Rate::Fixed { bps, mut busy_until } = self.rate else { return };
         while busy_until <= now {
             let Some(p) = self.qdisc.dequeue(busy_until) else { break };
-            self.sojourn.record(busy_until.saturating_sub(p.arrival_ns));
+            self.note_sojourn(busy_until.saturating_sub(p.arrival_ns));
             let bits = (p.size() + self.overhead) as u128 * 8;
             let tx = ((bits * 1_000_000_000 + bps as u128 / 2) / bps as u128) as u64;
             busy_until += tx.max(1);
@@ -321,7 +333,7 @@ impl Link {
                 Some(x) => x,
                 None => match self.qdisc.dequeue(t) {
                     Some(p) => {
-                        self.sojourn.record(t.saturating_sub(p.arrival_ns));
+                        self.note_sojourn(t.saturating_sub(p.arrival_ns));
                         let wire = p.size() + self.overhead;
                         (p, t, wire)
                     }

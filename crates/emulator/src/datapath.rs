@@ -1,0 +1,329 @@
+//! The data path: one thread per direction, each owning one TUN device and
+//! one [`Link`]. A thread reads packets in batches (non-blocking reads until
+//! the device is empty or `batch` packets were taken), stamps each with the
+//! monotonic clock on arrival, runs the link model, and writes packets back
+//! into the same TUN device when their release time comes (the kernel then
+//! forwards them by the main routing table).
+//!
+//! Timer strategy (configurable, see [`TimerMode`]): by default the thread
+//! sleeps in `ppoll` (woken early by arriving packets) until `spin_ns` before
+//! the next deadline, with the thread's timer slack set to 1 ns, and then
+//! spins. The lateness of every release (write time - release time) is
+//! recorded and reported as `release_error`.
+
+use crate::config::{DirectionConfig, TimerMode};
+use crate::link::{LinkCounters, LogHist, Link};
+use crate::packet::Packet;
+use crate::qdisc::Counters;
+use crate::tun::Tun;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Monotonic nanoseconds (CLOCK_MONOTONIC).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Unix-time nanoseconds (CLOCK_REALTIME).
+pub fn unix_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// Converts monotonic stamps to Unix ns with one offset taken at start.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    offset: i128,
+}
+
+impl Clock {
+    pub fn new() -> Clock {
+        let m = mono_ns();
+        let u = unix_ns();
+        Clock { offset: u as i128 - m as i128 }
+    }
+    pub fn to_unix(&self, mono: u64) -> u64 {
+        (mono as i128 + self.offset).max(0) as u64
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One time-series sample of a direction.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    /// Unix ns (convert to a result's test clock with `unix_ns - metadata.start_unix_ns`).
+    pub t_unix_ns: u64,
+    pub backlog_packets: u64,
+    pub backlog_bytes: u64,
+    /// Packets propagating in the delay line.
+    pub in_flight: u64,
+    /// Cumulative counters.
+    pub enqueued: u64,
+    pub dequeued: u64,
+    pub dequeued_bytes: u64,
+    pub dropped: u64,
+    pub dropped_overlimit: u64,
+    pub dropped_head: u64,
+    pub dropped_aqm: u64,
+    pub ecn_marked: u64,
+    pub lost: u64,
+    pub delivered: u64,
+    /// Sojourn time of packets dequeued during the interval: max and mean, us.
+    pub sojourn_max_us: f64,
+    pub sojourn_mean_us: f64,
+}
+
+/// What a direction thread hands back when it stops.
+#[derive(Debug)]
+pub struct DirectionReport {
+    pub name: String,
+    pub tun: String,
+    pub config: DirectionConfig,
+    pub qdisc_kind: &'static str,
+    pub qdisc: Counters,
+    pub qdisc_details: serde_json::Value,
+    pub link: LinkCounters,
+    pub sojourn: LogHist,
+    pub release_error: LogHist,
+    pub samples: Vec<Sample>,
+    pub packets_read: u64,
+    pub bytes_read: u64,
+    pub read_batches: u64,
+    pub max_batch: u64,
+    pub write_errors: u64,
+    pub last_write_error: Option<String>,
+    pub oversize_truncated: u64,
+    pub backlog_packets_at_stop: u64,
+    pub in_flight_at_stop: u64,
+    pub cpu_ns: u64,
+}
+
+/// Knobs of a direction thread.
+#[derive(Debug, Clone)]
+pub struct RunOpts {
+    pub timer: TimerMode,
+    pub spin_ns: u64,
+    pub batch: usize,
+    pub sample_interval_ns: u64,
+    /// Buffer size per packet (>= the device MTU).
+    pub buf_size: usize,
+    pub seed: u64,
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Wait for `fd` to become readable, at most `timeout_ns`.
+fn poll_readable(fd: i32, timeout_ns: u64) {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+}
+
+/// Run one direction until `stop` is set. `name` is "up" or "down".
+pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, clock: Clock, stop: &AtomicBool) -> DirectionReport {
+    // 1 ns timer slack: ppoll timeouts fire when asked, not up to 50 us later
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let cpu0 = thread_cpu_ns();
+    let start = mono_ns();
+    let mut link = Link::new(&cfg, opts.seed, start);
+    let mut pool: Vec<Box<[u8]>> = (0..256).map(|_| vec![0u8; opts.buf_size].into_boxed_slice()).collect();
+    let mut garbage: Vec<Packet> = Vec::new();
+    let mut release_error = LogHist::default();
+    let mut samples = Vec::new();
+    let mut next_sample = start;
+    let mut seq = 0u64;
+    let (mut bytes_read, mut batches, mut max_batch, mut write_errors, mut truncated) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut last_write_error = None;
+    // per-interval sojourn tracking
+    let (mut soj_n, mut soj_sum) = (0u64, 0u128);
+    let fd = tun.raw_fd();
+    let interval = opts.sample_interval_ns;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // 1. releases that are due
+        let mut now = mono_ns();
+        while let Some(p) = link.pop_ready(now) {
+            release_error.record(now.saturating_sub(p.release_ns));
+            if let Err(e) = tun.write(p.data()) {
+                write_errors += 1;
+                last_write_error = Some(e.to_string());
+            }
+            pool.push(p.buf);
+            now = mono_ns();
+        }
+        // 2. a batch of arrivals
+        let mut got = 0u64;
+        while (got as usize) < opts.batch {
+            let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; opts.buf_size].into_boxed_slice());
+            match tun.read(&mut buf) {
+                Ok(n) => {
+                    let t = mono_ns();
+                    if n >= buf.len() {
+                        truncated += 1;
+                    }
+                    bytes_read += n as u64;
+                    let mut p = Packet::new(buf, n, t);
+                    p.seq = seq;
+                    seq += 1;
+                    link.arrive(p, t);
+                    got += 1;
+                }
+                Err(e) => {
+                    pool.push(buf);
+                    if e.kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }
+        if got > 0 {
+            batches += 1;
+            max_batch = max_batch.max(got);
+        }
+        // 3. run the serializer to now; recycle dropped packets
+        now = mono_ns();
+        link.advance(now);
+        link.take_garbage(&mut garbage);
+        for p in garbage.drain(..) {
+            pool.push(p.buf);
+        }
+        // 4. sampling
+        if now >= next_sample {
+            let dn = link.sojourn.n - soj_n;
+            let dsum = link.sojourn.sum - soj_sum;
+            let imax = link.take_interval_sojourn_max();
+            soj_n = link.sojourn.n;
+            soj_sum = link.sojourn.sum;
+            let c = link.qdisc.counters();
+            samples.push(Sample {
+                t_unix_ns: clock.to_unix(now),
+                backlog_packets: link.qdisc.backlog_packets() as u64,
+                backlog_bytes: link.qdisc.backlog_bytes(),
+                in_flight: link.in_flight() as u64,
+                enqueued: c.enqueued,
+                dequeued: c.dequeued,
+                dequeued_bytes: c.dequeued_bytes,
+                dropped: c.dropped,
+                dropped_overlimit: c.dropped_overlimit,
+                dropped_head: c.dropped_head,
+                dropped_aqm: c.dropped_aqm,
+                ecn_marked: c.ecn_marked,
+                lost: link.counters.lost,
+                delivered: link.counters.delivered,
+                sojourn_max_us: imax as f64 / 1e3,
+                sojourn_mean_us: if dn > 0 { dsum as f64 / dn as f64 / 1e3 } else { 0.0 },
+            });
+            next_sample += interval;
+            if next_sample <= now {
+                next_sample = now + interval;
+            }
+        }
+        if got > 0 {
+            continue; // more may be waiting: read again before sleeping
+        }
+        // 5. wait for the next deadline or an arrival
+        let deadline = link.next_event().unwrap_or(u64::MAX).min(next_sample);
+        let now = mono_ns();
+        if deadline <= now {
+            continue;
+        }
+        let remaining = (deadline - now).min(50_000_000);
+        match opts.timer {
+            TimerMode::Spin => {}
+            TimerMode::Sleep => poll_readable(fd, remaining),
+            TimerMode::SleepSpin => {
+                if remaining > opts.spin_ns {
+                    poll_readable(fd, remaining - opts.spin_ns);
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+    DirectionReport {
+        name: name.to_string(),
+        tun: tun.name().to_string(),
+        config: cfg,
+        qdisc_kind: link.qdisc.kind(),
+        qdisc: link.qdisc.counters().clone(),
+        qdisc_details: link.qdisc.details(),
+        link: link.counters.clone(),
+        sojourn: link.sojourn.clone(),
+        release_error,
+        samples,
+        packets_read: seq,
+        bytes_read,
+        read_batches: batches,
+        max_batch,
+        write_errors,
+        last_write_error,
+        oversize_truncated: truncated,
+        backlog_packets_at_stop: link.qdisc.backlog_packets() as u64,
+        in_flight_at_stop: link.in_flight() as u64,
+        cpu_ns: thread_cpu_ns() - cpu0,
+    }
+}
+
+impl DirectionReport {
+    /// The counters JSON of this direction (see docs/emulator.md).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tun": self.tun,
+            "config": self.config,
+            "description": self.config.describe(),
+            "qdisc": self.qdisc_kind,
+            "queue": self.qdisc,
+            "queue_details": self.qdisc_details,
+            "link": self.link,
+            "sojourn": self.sojourn.to_json_us(),
+            "release_error": self.release_error.to_json_us(),
+            "packets_read": self.packets_read,
+            "bytes_read": self.bytes_read,
+            "read_batches": self.read_batches,
+            "max_batch": self.max_batch,
+            "write_errors": self.write_errors,
+            "last_write_error": self.last_write_error,
+            "truncated_reads": self.oversize_truncated,
+            "backlog_packets_at_stop": self.backlog_packets_at_stop,
+            "in_flight_at_stop": self.in_flight_at_stop,
+            "cpu_s": self.cpu_ns as f64 / 1e9,
+            "series": self.samples,
+        })
+    }
+
+    /// The time series as a result-schema queue series (t_ns = Unix ns; see docs).
+    pub fn queue_series(&self, location: &str) -> bloatlab_results::QueueSeries {
+        bloatlab_results::QueueSeries {
+            role: format!("bottleneck-{}", self.name),
+            location: location.to_string(),
+            qdisc: format!("{} (emulator)", self.qdisc_kind),
+            samples: self
+                .samples
+                .iter()
+                .map(|s| bloatlab_results::QueueSample {
+                    t_ns: s.t_unix_ns,
+                    backlog_packets: s.backlog_packets,
+                    backlog_bytes: s.backlog_bytes,
+                    drops: s.dropped,
+                    overlimits: s.ecn_marked,
+                    sent_packets: s.dequeued,
+                    sent_bytes: s.dequeued_bytes,
+                    requeues: 0,
+                })
+                .collect(),
+        }
+    }
+}

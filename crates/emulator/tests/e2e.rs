@@ -1,0 +1,177 @@
+//! End-to-end tests of the emulator in a client -- router -- server namespace
+//! topology (root only; skipped otherwise). Numbers are checked against
+//! analytic truth: RTT = 2 x delay, goodput = rate x payload/packet,
+//! fifo:1000 at 10 Mbit/s = 1.2 s of queue, fq_codel ~ target.
+
+mod common;
+use bloatlab_emulator::*;
+use common::*;
+use std::path::Path;
+use std::time::Duration;
+
+fn exe() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_bloatlab-emulator"))
+}
+
+macro_rules! need_root {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("SKIP: emulator end-to-end test needs root, /dev/net/tun and iproute2: {why}");
+            return;
+        }
+    };
+}
+
+fn cfg(args: &[&str]) -> EmulatorConfig {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        link: cli::LinkArgs,
+    }
+    let mut v = vec!["t"];
+    v.extend_from_slice(args);
+    T::try_parse_from(v).unwrap().link.to_config().unwrap()
+}
+
+fn start(t: &Topo, c: &EmulatorConfig) -> EmulatorHandle {
+    start_in_netns(exe(), &t.router, c, &["r-cli"], &["r-srv"], &t.stats_path()).expect("start emulator")
+}
+
+/// delay 20 ms each way: idle RTT 40 ms +/- 1 ms, over IPv4 and IPv6.
+#[test]
+fn delay_gives_exact_idle_rtt_v4_v6() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    let h = start(&t, &cfg(&["--delay", "20ms", "--seed", "1"]));
+    let e4 = udp_echo(&t.server, "10.77.2.2:7000");
+    let e6 = udp_echo(&t.server, "[fd77:2::2]:7000");
+    let p4 = udp_probes(&t.client, "10.77.2.2:7000", 60, Duration::from_millis(10), 64);
+    let p6 = udp_probes(&t.client, "[fd77:2::2]:7000", 30, Duration::from_millis(10), 64);
+    e4.store(true, std::sync::atomic::Ordering::Relaxed);
+    e6.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stats = h.stop().expect("stop");
+    let r4 = rtts_ms(&p4, Duration::ZERO);
+    let r6 = rtts_ms(&p6, Duration::ZERO);
+    eprintln!("IPv4 RTT median {:.3} ms (n={}), IPv6 {:.3} ms (n={})", median_ms(&r4), r4.len(), median_ms(&r6), r6.len());
+    assert_eq!(r4.len(), 60, "IPv4 probes lost");
+    assert_eq!(r6.len(), 30, "IPv6 probes lost");
+    for r in [&r4, &r6] {
+        let m = median_ms(r);
+        assert!((m - 40.0).abs() <= 1.0, "median RTT {m} ms, want 40 +/- 1");
+        assert!(r.iter().all(|&x| x >= 40.0 && x < 45.0), "{r:?}");
+    }
+    let up = &stats.counters["up"];
+    // 90 probes, plus any IPv6 neighbour discovery the client sends through
+    assert!(up["link"]["delivered"].as_u64().unwrap() >= 90);
+    // timing quality is measured by bench/emulator.sh; here only a sanity bound
+    let p50 = up["release_error"]["p50_us"].as_f64().unwrap();
+    assert!(p50 < 200.0, "release error p50 {p50} us");
+    assert_eq!(stats.queues.len(), 2);
+    assert_eq!(stats.queues[0].role, "bottleneck-up");
+    // TUN devices and rules are gone with the process
+    let out = std::process::Command::new("ip").args(["-n", &t.router, "rule"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("7701"), "rules left behind");
+    let out = std::process::Command::new("ip").args(["-n", &t.router, "link"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("emu-up"), "tun left behind");
+}
+
+/// rate 10 Mbit/s: TCP goodput within 3% of rate x 1448/1500.
+#[test]
+fn rate_gives_expected_goodput() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:100"]));
+    let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7001", "cubic", Duration::from_secs(4), None);
+    let stats = h.stop().unwrap();
+    let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
+    let want = 10e6 * 1448.0 / 1500.0;
+    eprintln!("goodput {:.3} Mbit/s, expected {:.3}", g / 1e6, want / 1e6);
+    assert!((g / want - 1.0).abs() < 0.03, "goodput {g} vs {want}");
+    let up = &stats.counters["up"];
+    assert!(up["queue"]["dequeued"].as_u64().unwrap() > 2000);
+}
+
+/// fifo:1000 at 10 Mbit/s under one cubic upload: ~1.2 s of added latency.
+#[test]
+fn fifo_1000_bloats_to_1200ms() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:1000"]));
+    let echo = udp_echo(&t.server, "10.77.2.2:7000");
+    let client = t.client.clone();
+    let probes = std::thread::spawn(move || udp_probes(&client, "10.77.2.2:7000", 800, Duration::from_millis(20), 64));
+    // Cubic leaves slow start early (HyStart sees the queue grow) and then
+    // needs ~13 s to fill 1000 packets: this test runs 16 s, with 4 MB socket
+    // buffers so that the window, not the buffers, limits the flow.
+    let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7002", "cubic", Duration::from_secs(16), Some(4 << 20));
+    let p = probes.join().unwrap();
+    echo.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stats = h.stop().unwrap();
+    let all = rtts_ms(&p, Duration::ZERO);
+    let max = all.iter().cloned().fold(0.0, f64::max);
+    // after the queue first overflowed: cubic backs off to 0.7 x W, so the queue stays between ~0.7 and 1.2 s
+    let first_full = p.iter().find(|(_, r)| r.is_some_and(|d| d.as_millis() > 1100)).map(|x| x.0).unwrap_or(Duration::MAX);
+    let loaded = rtts_ms(&p, first_full);
+    let med = median_ms(&loaded);
+    let srtt_max = b.srtt_ms.iter().map(|x| x.1).fold(0.0, f64::max);
+    let up = &stats.counters["up"];
+    eprintln!(
+        "fifo:1000 loaded RTT median {med:.1} ms max {max:.1} ms (n={}); sender srtt max {srtt_max:.1} ms; queue max backlog {} pkts, drops {}, sojourn max {} us",
+        loaded.len(),
+        up["queue"]["max_backlog_packets"],
+        up["queue"]["dropped"],
+        up["sojourn"]["max_us"]
+    );
+    // analytic: 1000 x 1500 B x 8 / 10 Mbit/s = 1200 ms of queue, + 10 ms base.
+    // (The probes take ~60 of the 1000 places with 92-byte packets, so a full
+    // queue holds ~1.13-1.2 s; the same 10% band applies to the RTT.)
+    assert_eq!(up["queue"]["max_backlog_packets"].as_u64().unwrap(), 1000);
+    assert!(up["queue"]["dropped_overlimit"].as_u64().unwrap() > 0);
+    let soj_max_ms = up["sojourn"]["max_us"].as_f64().unwrap() / 1e3;
+    assert!(soj_max_ms > 1100.0 && soj_max_ms < 1205.0, "max sojourn {soj_max_ms} ms");
+    assert!(max > 1100.0 && max < 1260.0, "max loaded RTT {max} ms");
+    assert!(loaded.len() > 50, "queue filled too late: {first_full:?}");
+    assert!(med > 700.0, "median loaded RTT after the first overflow {med} ms");
+}
+
+/// fq_codel under the same load keeps the bulk flow's RTT near target + base
+/// and the sparse probe flow's RTT near the base RTT.
+#[test]
+fn fq_codel_keeps_latency_low() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "10ms", "--queue", "fq_codel"]));
+    let echo = udp_echo(&t.server, "10.77.2.2:7000");
+    let client = t.client.clone();
+    let probes = std::thread::spawn(move || udp_probes(&client, "10.77.2.2:7000", 200, Duration::from_millis(20), 64));
+    let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7003", "cubic", Duration::from_secs(4), None);
+    let p = probes.join().unwrap();
+    echo.store(true, std::sync::atomic::Ordering::Relaxed);
+    let stats = h.stop().unwrap();
+    let loaded = rtts_ms(&p, Duration::from_millis(1500));
+    let med = median_ms(&loaded);
+    let srtt: Vec<f64> = b.srtt_ms.iter().filter(|(t, _)| *t > Duration::from_secs(2)).map(|x| x.1).collect();
+    let srtt_med = median_ms(&srtt);
+    let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
+    let up = &stats.counters["up"];
+    eprintln!(
+        "fq_codel: probe RTT median {med:.2} ms, bulk srtt median {srtt_med:.2} ms, goodput {:.2} Mbit/s, aqm drops {}, sojourn p50 {} us p99 {} us",
+        g / 1e6,
+        up["queue"]["dropped_aqm"],
+        up["sojourn"]["p50_us"],
+        up["sojourn"]["p99_us"]
+    );
+    // sparse probes: base RTT 20 ms plus at most one packet time or so
+    assert!(med < 25.0, "probe RTT {med} ms");
+    // bulk flow: 20 ms base + CoDel's 5 ms target, with headroom for the control loop
+    assert!(srtt_med < 20.0 + 5.0 + 15.0, "bulk srtt {srtt_med} ms");
+    assert!(up["queue"]["dropped_aqm"].as_u64().unwrap() > 0);
+    assert!(g > 0.9 * 10e6 * 1448.0 / 1500.0, "goodput {g}");
+    let flows = up["queue_details"]["per_flow"].as_array().unwrap();
+    assert!(flows.len() >= 2, "per-flow stats: {flows:?}");
+}
