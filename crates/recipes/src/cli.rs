@@ -1,0 +1,414 @@
+//! `bloatlab recipe ...` and `bloatlab sweep ...`.
+use crate::params::{self, check_value, RecipeKind};
+use crate::recipe::{self, Axis, Recipe, BUILTIN};
+use crate::runner::{self, RunOptions};
+use crate::units::fmt_hms;
+use anyhow::{anyhow, bail, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Recipes are the seed experiments as TOML files (docs/recipes.md). Copy one with \
+`bloatlab recipe show txqueuelen > my.toml`, edit it, run it with `bloatlab recipe run my.toml`.")]
+pub struct RecipeArgs {
+    #[command(subcommand)]
+    pub cmd: RecipeCmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RecipeCmd {
+    /// List the built-in recipes.
+    List,
+    /// Print a recipe (built-in name or file) to stdout, ready to copy and edit.
+    Show {
+        /// Built-in recipe name (see `recipe list`) or a recipe file.
+        recipe: String,
+    },
+    /// Check recipe files (or built-in names) without running anything.
+    Check {
+        #[arg(required = true)]
+        recipes: Vec<String>,
+    },
+    /// Run a recipe and write a results folder.
+    Run(RunArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CommonRunArgs {
+    /// Parent folder of the results folder (NAME-UTCSTAMP is created inside).
+    #[arg(long, default_value = "bloatlab-results", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Run every point N times (repetitions interleaved: all points, then again).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+    /// Run the points in a random order (reproducible with --seed).
+    #[arg(long)]
+    pub shuffle: bool,
+    /// Seed of the shuffled order.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Print the points (and the lab command lines) without running them.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not print the table at the end (it is still written to table.md).
+    #[arg(long)]
+    pub quiet: bool,
+    /// The bloatlab binary to run lab points with [default: this one].
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub bloatlab_bin: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Built-in recipe name or recipe file.
+    pub recipe: String,
+    /// The complete run the recipe describes in [full] (longer runs, bigger grid).
+    #[arg(long)]
+    pub full: bool,
+    /// Override a parameter: KEY=VALUE fixes it, KEY=V1,V2,... sweeps it (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUES")]
+    pub set: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SweepKind {
+    /// Lab runs (`bloatlab lab`, needs root).
+    Lab,
+    /// The pacing experiment (loopback, no root).
+    Pacing,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Example: bloatlab sweep --set queue=fifo:1,fifo:10,fifo:100,fifo:1000 --set cc=cubic,bbr -- --scenarios 1u0d\n\
+Values are separated by commas; join several scenarios of one value with +: --set scenarios=1u0d+0u1d,4u4d.\n\
+Parameters: see docs/recipes.md or `bloatlab sweep --list-params`.")]
+pub struct SweepArgs {
+    /// KEY=V1,V2,... : sweep KEY over the values (cross product over all --set); KEY=V fixes it.
+    #[arg(long = "set", value_name = "KEY=VALUES")]
+    pub set: Vec<String>,
+    /// What each point runs.
+    #[arg(long, value_enum, default_value = "lab")]
+    pub kind: SweepKind,
+    /// Name of the results folder (and of the recipe written into it).
+    #[arg(long, default_value = "sweep")]
+    pub name: String,
+    /// List the parameters a sweep can set and exit.
+    #[arg(long)]
+    pub list_params: bool,
+    #[command(flatten)]
+    pub common: CommonRunArgs,
+    /// Options for `bloatlab test` in every point (after `--`), e.g. -- --scenarios 1u0d --duration 10s.
+    #[arg(last = true, value_name = "TEST_OPTIONS")]
+    pub test_args: Vec<String>,
+}
+
+/// Print to stdout; a closed pipe (`| head`) ends the output quietly.
+fn out(s: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes()).and_then(|_| o.flush());
+}
+
+pub fn run_recipe(a: RecipeArgs) -> Result<i32> {
+    match a.cmd {
+        RecipeCmd::List => {
+            let mut rows = vec![];
+            for (name, text) in BUILTIN {
+                let short = Recipe::parse(text, name, false).map_err(|e| anyhow!("{e}"))?;
+                let full = Recipe::parse(text, name, true).map_err(|e| anyhow!("{e}"))?;
+                let est = |r: &Recipe| {
+                    let pts = runner::plan(r, false, 0);
+                    let s: f64 = pts.iter().map(|p| runner::estimate_point_s(r, p)).sum();
+                    format!("{} pts, ~{}", pts.len(), fmt_hms(s))
+                };
+                rows.push(vec![
+                    name.to_string(),
+                    short.seeds.join(", "),
+                    short.kind.name().to_string() + if short.kind == RecipeKind::Lab { " (root)" } else { "" },
+                    est(&short),
+                    est(&full),
+                    short.title.clone(),
+                ]);
+            }
+            out(&format!(
+                "{}\nbloatlab recipe show NAME prints one; bloatlab recipe run NAME|FILE runs it.\n",
+                crate::tables::md_table(&["recipe", "seeds", "kind", "default run", "--full", "what"], &rows)
+            ));
+            Ok(0)
+        }
+        RecipeCmd::Show { recipe: name } => {
+            if let Some(t) = recipe::builtin_text(&name) {
+                out(t);
+                return Ok(0);
+            }
+            let text = std::fs::read_to_string(&name).map_err(|_| {
+                anyhow!(
+                    "no recipe named \"{name}\" and no such file (built-in recipes: {})",
+                    BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                )
+            })?;
+            out(&text);
+            Ok(0)
+        }
+        RecipeCmd::Check { recipes } => {
+            let mut bad = 0;
+            for r in &recipes {
+                for full in [false, true] {
+                    match recipe::load(r, full) {
+                        Ok(x) => {
+                            if !full {
+                                println!("{r}: ok ({} kind, {} point(s); --full: {})", x.kind.name(), x.point_count(), recipe::load(r, true).map(|f| f.point_count().to_string()).unwrap_or_else(|_| "?".into()));
+                            }
+                        }
+                        Err(e) => {
+                            eprintln!("{e:#}");
+                            bad += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            Ok(if bad > 0 { 1 } else { 0 })
+        }
+        RecipeCmd::Run(a) => {
+            let mut r = recipe::load(&a.recipe, a.full)?;
+            apply_sets(&mut r, &a.set)?;
+            execute(&r, &a.common, vec![])
+        }
+    }
+}
+
+/// Parse "KEY=V1,V2" into (key, values) checked against the parameter table.
+fn parse_set(kind: RecipeKind, s: &str) -> Result<(String, Vec<params::Value>)> {
+    let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected KEY=VALUE[,VALUE...]"))?;
+    let k = k.trim().replace('-', "_");
+    let spec = params::spec(kind, &k).ok_or_else(|| anyhow!("--set {s}: {}", params::unknown_param(kind, &k)))?;
+    let mut vals: Vec<params::Value> = vec![];
+    for raw in v.split(',') {
+        let val = check_value(spec, raw).map_err(|e| anyhow!("--set {s}: {e}"))?;
+        if vals.iter().any(|x| x.text == val.text) {
+            bail!("--set {s}: value \"{}\" is listed twice", val.text);
+        }
+        vals.push(val);
+    }
+    Ok((k, vals))
+}
+
+/// Apply `--set` overrides to a loaded recipe: one value fixes, several sweep.
+fn apply_sets(r: &mut Recipe, sets: &[String]) -> Result<()> {
+    for s in sets {
+        let (k, vals) = parse_set(r.kind, s)?;
+        r.settings.retain(|(n, _)| *n != k);
+        if vals.len() == 1 {
+            r.grid.retain(|a| a.name != k);
+            r.settings.push((k, vals.into_iter().next().unwrap()));
+        } else {
+            match r.grid.iter_mut().find(|a| a.name == k) {
+                Some(a) => a.values = vals,
+                None => r.grid.push(Axis { name: k, values: vals }),
+            }
+        }
+    }
+    if !sets.is_empty() {
+        r.source = recipe_text(r);
+    }
+    Ok(())
+}
+
+fn q(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// A recipe file equivalent to `r` (written into the results folder of a sweep
+/// or of a recipe run with --set, so the run can be repeated with `recipe run`).
+pub fn recipe_text(r: &Recipe) -> String {
+    let mut t = String::new();
+    t.push_str(&format!("# written by bloatlab {} for a run of \"{}\"\n", env!("CARGO_PKG_VERSION"), r.name));
+    t.push_str(&format!("name = {}\ntitle = {}\n", q(&r.name), q(&r.title)));
+    if !r.seeds.is_empty() {
+        t.push_str(&format!("seeds = [{}]\n", r.seeds.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")));
+    }
+    if !r.description.is_empty() {
+        t.push_str(&format!("description = {}\n", q(&r.description)));
+    }
+    t.push_str(&format!("kind = {}\nrepeat = {}\nshuffle = {}\n", q(r.kind.name()), r.repeat, r.shuffle));
+    if let Some(s) = r.shuffle_seed {
+        t.push_str(&format!("shuffle_seed = {s}\n"));
+    }
+    let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
+    if !r.lab_args.is_empty() {
+        t.push_str(&format!("lab_args = [{}]\n", list(&r.lab_args)));
+    }
+    if !r.test_args.is_empty() {
+        t.push_str(&format!("test_args = [{}]\n", list(&r.test_args)));
+    }
+    t.push_str("\n[settings]\n");
+    for (k, v) in &r.settings {
+        t.push_str(&format!("{k} = {}\n", q(&v.text.replace(',', "+"))));
+    }
+    t.push_str("\n[grid]\n");
+    for a in &r.grid {
+        let vals: Vec<String> = a.values.iter().map(|v| v.text.replace(',', "+")).collect();
+        t.push_str(&format!("{} = [{}]\n", a.name, list(&vals)));
+    }
+    let rp = &r.report;
+    t.push_str(&format!("\n[report]\ntable = {}\n", q(&rp.table)));
+    if !rp.title.is_empty() {
+        t.push_str(&format!("title = {}\n", q(&rp.title)));
+    }
+    if let Some(x) = &rp.x {
+        if r.grid.iter().any(|a| &a.name == x) {
+            t.push_str(&format!("x = {}\n", q(x)));
+            if !rp.y.is_empty() {
+                t.push_str(&format!("y = [{}]\n", list(&rp.y)));
+            }
+        }
+    }
+    if let Some(s) = &rp.series {
+        t.push_str(&format!("series = {}\n", q(s)));
+    }
+    t.push_str(&format!("logx = {}\nlogy = {}\n", rp.logx, rp.logy));
+    t
+}
+
+pub fn run_sweep(a: SweepArgs) -> Result<i32> {
+    let kind = match a.kind {
+        SweepKind::Lab => RecipeKind::Lab,
+        SweepKind::Pacing => RecipeKind::Pacing,
+    };
+    if a.list_params {
+        for k in [RecipeKind::Lab, RecipeKind::Pacing] {
+            println!("{} parameters (--kind {}):", k.name(), k.name());
+            for p in params::PARAMS.iter().filter(|p| p.kind == k) {
+                println!("  {:<16} {}", p.name, p.help);
+            }
+        }
+        return Ok(0);
+    }
+    if a.set.is_empty() {
+        bail!("nothing to sweep: give at least one --set KEY=V1,V2,... (see --list-params)");
+    }
+    if kind == RecipeKind::Pacing && !a.test_args.is_empty() {
+        bail!("options after -- go to `bloatlab test`; a pacing sweep has none");
+    }
+    if a.name.is_empty() || !a.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        bail!("--name: use letters, digits, '-' and '_' only");
+    }
+    let mut settings = vec![];
+    let mut grid: Vec<Axis> = vec![];
+    for s in &a.set {
+        let (k, vals) = parse_set(kind, s)?;
+        if settings.iter().any(|(n, _): &(String, _)| *n == k) || grid.iter().any(|x| x.name == k) {
+            bail!("--set {s}: {k} is set twice");
+        }
+        if vals.len() == 1 {
+            settings.push((k, vals.into_iter().next().unwrap()));
+        } else {
+            grid.push(Axis { name: k, values: vals });
+        }
+    }
+    let x = grid.iter().find(|a| a.values.iter().all(|v| v.num.is_some())).map(|a| a.name.clone());
+    let logx = x.as_ref().map(|x| {
+        let ax = grid.iter().find(|a| &a.name == x).unwrap();
+        let (lo, hi) = ax.values.iter().filter_map(|v| v.num).fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        lo > 0.0 && hi / lo >= 20.0
+    });
+    let mut r = Recipe {
+        name: a.name.clone(),
+        title: format!("bloatlab sweep over {}", grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(" x ")),
+        seeds: vec![],
+        description: String::new(),
+        kind,
+        repeat: 1,
+        shuffle: false,
+        shuffle_seed: None,
+        settings,
+        grid,
+        lab_args: vec![],
+        test_args: a.test_args.clone(),
+        report: recipe::ReportSpec {
+            table: if kind == RecipeKind::Pacing { "pacing".into() } else { "generic".into() },
+            title: String::new(),
+            x,
+            y: if kind == RecipeKind::Pacing {
+                vec!["achieved_mbps".into()]
+            } else {
+                vec!["latency_p50_ms".into(), "upload_mbps".into(), "download_mbps".into()]
+            },
+            series: None,
+            logx: logx.unwrap_or(false),
+            logy: false,
+        },
+        full: false,
+        full_note: None,
+        source: String::new(),
+        origin: "sweep".into(),
+    };
+    if let Some(n) = a.common.repeat {
+        r.repeat = n;
+    }
+    r.source = recipe_text(&r);
+    // the written recipe must parse back: catches any divergence early
+    Recipe::parse(&r.source, "<sweep>", false).map_err(|e| anyhow!("internal: generated recipe does not parse: {e}\n{}", r.source))?;
+    execute(&r, &a.common, vec![])
+}
+
+fn execute(r: &Recipe, c: &CommonRunArgs, extra_test: Vec<String>) -> Result<i32> {
+    let mut r = r.clone();
+    if let Some(n) = c.repeat {
+        if !(1..=1000).contains(&n) {
+            bail!("--repeat must be between 1 and 1000");
+        }
+        r.repeat = n;
+    }
+    let shuffle = c.shuffle || r.shuffle;
+    let seed = c.seed.or(r.shuffle_seed).unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    });
+    if shuffle {
+        eprintln!("shuffled order, seed {seed} (repeat the order with --seed {seed})");
+    }
+    let bin = match &c.bloatlab_bin {
+        Some(b) => b.clone(),
+        None => std::env::current_exe().map_err(|e| anyhow!("cannot find the bloatlab binary: {e}"))?,
+    };
+    if r.kind == RecipeKind::Lab && !c.dry_run {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            bail!("recipe {} runs lab points, which need root (network namespaces); the pacing recipe runs without root", r.name);
+        }
+    }
+    let opts = RunOptions {
+        bin,
+        out_root: c.out.clone(),
+        shuffle,
+        seed,
+        extra_test_args: extra_test,
+        dry_run: c.dry_run,
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let rep = runner::run(&r, &opts)?;
+    if c.dry_run {
+        return Ok(0);
+    }
+    if !c.quiet {
+        out(&format!("{}\n", rep.table));
+    }
+    let failed = rep.outcomes.iter().filter(|o| !o.ok).count();
+    eprintln!(
+        "results: {} ({} of {} point(s) ok{})",
+        rep.dir.display(),
+        rep.outcomes.len() - failed,
+        runner::plan(&r, false, 0).len(),
+        if rep.interrupted { ", interrupted" } else { "" }
+    );
+    Ok(if rep.interrupted {
+        130
+    } else if failed > 0 {
+        1
+    } else {
+        0
+    })
+}

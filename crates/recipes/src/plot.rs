@@ -1,0 +1,133 @@
+//! Plots of a run, drawn with the report crate's `sweep_plot` (SVG).
+use crate::params::RecipeKind;
+use crate::recipe::Recipe;
+use crate::runner::PointOutcome;
+use anyhow::Result;
+use bloatlab_report::{sweep_plot, Format};
+use std::path::{Path, PathBuf};
+
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+fn x_value(o: &PointOutcome, x: &str) -> Option<f64> {
+    o.values.iter().find(|(k, _)| k == x).and_then(|(_, v)| v.num)
+}
+
+fn x_label(x: &str) -> String {
+    match x {
+        "queue" => "queue limit (packets)".into(),
+        "rate" => "rate (bit/s)".into(),
+        "ipi" => "t_ipi (us)".into(),
+        "delay" | "duration" | "idle" => format!("{x} (ms)"),
+        o => o.to_string(),
+    }
+}
+
+fn x_scale(x: &str) -> f64 {
+    match x {
+        "ipi" => 1e-3,                          // ns -> us
+        "delay" | "duration" | "idle" => 1e-6, // ns -> ms
+        _ => 1.0,
+    }
+}
+
+/// Series name for a point: the `series` parameter if given, else every
+/// swept parameter except x.
+fn series_name(r: &Recipe, o: &PointOutcome, x: &str) -> String {
+    if let Some(s) = &r.report.series {
+        if let Some((_, v)) = o.values.iter().find(|(k, _)| k == s) {
+            return format!("{s}={}", v.text);
+        }
+    }
+    let n: Vec<String> = o.point.params.iter().filter(|(k, _)| k != x).map(|(k, v)| format!("{k}={v}")).collect();
+    if n.is_empty() {
+        "all".into()
+    } else {
+        n.join(" ")
+    }
+}
+
+fn push(series: &mut Series, name: String, p: (f64, f64)) {
+    if !p.0.is_finite() || !p.1.is_finite() {
+        return;
+    }
+    match series.iter_mut().find(|(n, _)| *n == name) {
+        Some((_, v)) => v.push(p),
+        None => series.push((name, vec![p])),
+    }
+}
+
+pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = vec![];
+    let ok: Vec<&PointOutcome> = outs.iter().filter(|o| !o.rows.is_empty()).collect();
+    if ok.is_empty() {
+        return Ok(files);
+    }
+    let title = if r.report.title.is_empty() { r.title.clone() } else { r.report.title.clone() };
+    if let Some(x) = &r.report.x {
+        for y in &r.report.y {
+            let mut s: Series = vec![];
+            for o in &ok {
+                let Some(xv) = x_value(o, x) else { continue };
+                let xv = xv * x_scale(x);
+                let base = series_name(r, o, x);
+                for row in &o.rows {
+                    if r.kind == RecipeKind::Lab && row.phase == "idle" {
+                        continue;
+                    }
+                    let name = if r.kind == RecipeKind::Lab && o.rows.len() > 2 { format!("{base} {}", row.phase) } else { base.clone() };
+                    if let Some(v) = row.get(r.kind, y) {
+                        push(&mut s, name, (xv, v));
+                    }
+                }
+            }
+            if r.kind == RecipeKind::Pacing && y == "achieved_mbps" {
+                let mut ideal: Vec<(f64, f64)> = ok.iter().filter_map(|o| Some((x_value(o, x)? * x_scale(x), o.rows[0].get(r.kind, "ideal_mbps")?))).collect();
+                ideal.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+                ideal.dedup_by(|a, b| a.0 == b.0);
+                s.push(("ideal 1/t_ipi x size x 8".into(), ideal));
+            }
+            if s.is_empty() {
+                continue;
+            }
+            let f = dir.join(format!("{}-{y}.svg", r.name));
+            sweep_plot(&title, &x_label(x), r.report.logx, &s, y, &f, Format::Svg)?;
+            files.push(f);
+        }
+    }
+    match r.report.table.as_str() {
+        "pacing" => {
+            let mut s: Series = vec![];
+            for o in &ok {
+                if let Some(p) = &o.pacing {
+                    push(&mut s, p.timer.clone(), (p.ipi_ns as f64 / 1e3, p.ratio));
+                }
+            }
+            let f = dir.join(format!("{}-ratio.svg", r.name));
+            sweep_plot("Achieved / idealized rate (1 = exact pacing)", "t_ipi (us)", true, &s, "achieved / ideal", &f, Format::Svg)?;
+            files.push(f);
+        }
+        "sendstalls" => {
+            // the seed's cumulative plot: local drops over time, one line per queue length
+            let mut s: Series = vec![];
+            for o in &ok {
+                let Some(res) = &o.lab else { continue };
+                let Some(lab) = &res.lab else { continue };
+                let Some(ph) = res.scenarios.first() else { continue };
+                let q = o.values.iter().find(|(k, _)| k == "queue").map(|(_, v)| v.text.clone()).unwrap_or_default();
+                for qs in lab.queues.iter().filter(|q| q.role == "sender-local") {
+                    let inside: Vec<_> = qs.samples.iter().filter(|x| x.t_ns >= ph.start_ns && x.t_ns <= ph.end_ns).collect();
+                    let Some(first) = inside.first() else { continue };
+                    let pts: Vec<(f64, f64)> = inside.iter().map(|x| ((x.t_ns - ph.start_ns) as f64 / 1e9, (x.drops - first.drops) as f64)).collect();
+                    s.push((format!("{q}{}", if o.point.rep > 1 { format!(" rep {}", o.point.rep) } else { String::new() }), pts));
+                }
+            }
+            if !s.is_empty() {
+                let f = dir.join(format!("{}-cumulative-drops.svg", r.name));
+                sweep_plot("Cumulative local drops (send stalls) during the upload", "time since the upload started (s)", false, &s, "local drops", &f, Format::Svg)?;
+                files.push(f);
+            }
+        }
+        _ => {}
+    }
+    Ok(files)
+}

@@ -1,0 +1,231 @@
+//! Turning point results into rows of named metrics: one row per point and
+//! phase for lab runs (idle, then each scenario), one row per point for
+//! pacing. The CSV, the tables and the plots all read these rows.
+use crate::pacing::PacingResult;
+use crate::params::RecipeKind;
+use bloatlab_results::{LatencyStats, Phase, TestResult};
+
+/// Metrics of a lab row, in CSV column order.
+pub const LAB_METRICS: &[&str] = &[
+    "uploads",
+    "downloads",
+    "upload_mbps",
+    "download_mbps",
+    "latency_min_ms",
+    "latency_avg_ms",
+    "latency_max_ms",
+    "latency_mdev_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "latency_n",
+    "latency_lost",
+    "witness_min_ms",
+    "witness_avg_ms",
+    "witness_max_ms",
+    "witness_mdev_ms",
+    "witness_p50_ms",
+    "witness_p99_ms",
+    "witness_n",
+    "witness_lost",
+    "added_latency_ms",
+    "witness_added_latency_ms",
+    "responsiveness_ms",
+    "responsiveness_hz",
+    "smoothness_ms",
+    "smoothness_hz",
+    "rpm",
+    "retransmits",
+    "analytic_queue_delay_ms",
+    "bottleneck_drops",
+    "bottleneck_max_backlog_pkts",
+    "local_drops",
+    "local_max_backlog_pkts",
+    "cwnd_reductions",
+    "cwr_entries",
+    "mean_cwnd",
+    "upload_gb_per_month",
+    "download_gb_per_month",
+];
+
+pub const PACING_METRICS: &[&str] = &[
+    "ipi_us",
+    "ideal_mbps",
+    "sent_mbps",
+    "achieved_mbps",
+    "ratio",
+    "sent_ratio",
+    "burst_factor",
+    "max_back_to_back",
+    "gaps_within_10pct",
+    "gap_p50_us",
+    "gap_p99_us",
+    "gap_max_us",
+    "sent",
+    "received",
+    "lost",
+];
+
+pub fn metric_names(kind: RecipeKind) -> &'static [&'static str] {
+    match kind {
+        RecipeKind::Lab => LAB_METRICS,
+        RecipeKind::Pacing => PACING_METRICS,
+    }
+}
+
+/// One row: a phase of one point.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub phase: String,
+    pub values: Vec<Option<f64>>,
+}
+
+impl Row {
+    pub fn get(&self, kind: RecipeKind, name: &str) -> Option<f64> {
+        let i = metric_names(kind).iter().position(|m| *m == name)?;
+        self.values.get(i).copied().flatten()
+    }
+}
+
+fn lat(l: &LatencyStats) -> [Option<f64>; 9] {
+    if l.received == 0 {
+        return [None, None, None, None, None, None, None, Some(0.0), Some(l.lost as f64)];
+    }
+    [
+        Some(l.min_ms),
+        Some(l.avg_ms),
+        Some(l.max_ms),
+        Some(l.mdev_ms),
+        Some(l.p50_ms),
+        Some(l.p90_ms),
+        Some(l.p99_ms),
+        Some(l.received as f64),
+        Some(l.lost as f64),
+    ]
+}
+
+/// Change of a cumulative queue counter over a phase, and the largest backlog seen.
+fn queue_stats(r: &TestResult, ph: &Phase, role_prefix: &str) -> (Option<f64>, Option<f64>) {
+    let Some(lab) = &r.lab else { return (None, None) };
+    let (mut drops, mut backlog, mut any) = (0u64, 0u64, false);
+    for q in lab.queues.iter().filter(|q| q.role.starts_with(role_prefix)) {
+        let before = q.samples.iter().filter(|s| s.t_ns <= ph.start_ns).last();
+        let inside: Vec<_> = q.samples.iter().filter(|s| s.t_ns > ph.start_ns && s.t_ns <= ph.end_ns).collect();
+        let Some(last) = inside.last() else { continue };
+        any = true;
+        let base = before.map(|s| s.drops).unwrap_or(inside[0].drops);
+        drops += last.drops.saturating_sub(base);
+        backlog = backlog.max(inside.iter().map(|s| s.backlog_packets).max().unwrap_or(0));
+    }
+    if any {
+        (Some(drops as f64), Some(backlog as f64))
+    } else {
+        (None, None)
+    }
+}
+
+/// cwnd decreases between consecutive TCP_INFO samples, entries into CWR
+/// state (ca_state 2, "local congestion"), and the mean cwnd, over sending
+/// sockets of the phase.
+fn cwnd_stats(ph: &Phase) -> (Option<f64>, Option<f64>, Option<f64>) {
+    let (mut red, mut cwr, mut sum, mut n) = (0u64, 0u64, 0f64, 0u64);
+    let mut any = false;
+    for f in &ph.flows {
+        for w in f.tcp_info.windows(2) {
+            any = true;
+            if w[1].cwnd < w[0].cwnd {
+                red += 1;
+            }
+            if w[1].ca_state == 2 && w[0].ca_state != 2 {
+                cwr += 1;
+            }
+        }
+        for s in &f.tcp_info {
+            sum += s.cwnd as f64;
+            n += 1;
+        }
+    }
+    if !any {
+        return (None, None, None);
+    }
+    (Some(red as f64), Some(cwr as f64), if n > 0 { Some(sum / n as f64) } else { None })
+}
+
+/// Analytic maximum queueing delay for the phase's direction(s), ms.
+fn analytic_delay(r: &TestResult, ph: &Phase, fallback_ms: Option<f64>) -> Option<f64> {
+    let lab = r.lab.as_ref();
+    let up = lab.and_then(|l| l.analytic_queue_delay_up_ms);
+    let down = lab.and_then(|l| l.analytic_queue_delay_down_ms);
+    let v = match (ph.uploads > 0, ph.downloads > 0) {
+        (true, false) => up,
+        (false, true) => down,
+        _ => match (up, down) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        },
+    };
+    v.or(fallback_ms)
+}
+
+/// Rows of a lab result: the idle phase first, then each scenario.
+/// `fallback_delay_ms` is N*MTU*8/rate from the point's parameters, used when
+/// the lab did not record its own analytic delay.
+pub fn lab_rows(r: &TestResult, fallback_delay_ms: Option<f64>) -> Vec<Row> {
+    let mut out = vec![];
+    for ph in r.idle.iter().chain(r.scenarios.iter()) {
+        let s = &ph.summary;
+        let idle = ph.name == "idle";
+        let mut v: Vec<Option<f64>> = vec![
+            Some(ph.uploads as f64),
+            Some(ph.downloads as f64),
+            if idle { None } else { Some(s.upload_bps / 1e6) },
+            if idle { None } else { Some(s.download_bps / 1e6) },
+        ];
+        v.extend(lat(&s.latency));
+        match &s.witness_latency {
+            Some(w) => v.extend(lat(w)),
+            None => v.extend([None; 9]),
+        }
+        v.push(s.added_latency_ms);
+        v.push(s.witness_added_latency_ms);
+        v.push(s.responsiveness_ms);
+        v.push(s.responsiveness_hz);
+        v.push(s.smoothness_ms);
+        v.push(s.smoothness_hz);
+        v.push(s.rpm);
+        v.push(if idle { None } else { Some(s.retransmits as f64) });
+        v.push(if idle { None } else { analytic_delay(r, ph, fallback_delay_ms) });
+        let (bd, bb) = queue_stats(r, ph, "bottleneck");
+        let (ld, lb) = queue_stats(r, ph, "sender-local");
+        v.extend([bd, bb, ld, lb]);
+        let (red, cwr, mean) = cwnd_stats(ph);
+        v.extend([red, cwr, mean]);
+        v.push(if idle { None } else { Some(s.upload_gb_per_month) });
+        v.push(if idle { None } else { Some(s.download_gb_per_month) });
+        debug_assert_eq!(v.len(), LAB_METRICS.len());
+        out.push(Row { phase: ph.name.clone(), values: v });
+    }
+    out
+}
+
+pub fn pacing_row(p: &PacingResult) -> Row {
+    let v = vec![
+        Some(p.ipi_ns as f64 / 1e3),
+        Some(p.ideal_bps / 1e6),
+        Some(p.sent_bps / 1e6),
+        Some(p.achieved_bps / 1e6),
+        Some(p.ratio),
+        Some(p.sent_ratio),
+        Some(p.burst_factor),
+        Some(p.max_back_to_back as f64),
+        Some(p.gaps_within_10pct),
+        Some(p.gap_p50_ns as f64 / 1e3),
+        Some(p.gap_p99_ns as f64 / 1e3),
+        Some(p.gap_max_ns as f64 / 1e3),
+        Some(p.sent as f64),
+        Some(p.received as f64),
+        Some(p.lost as f64),
+    ];
+    debug_assert_eq!(v.len(), PACING_METRICS.len());
+    Row { phase: "paced".into(), values: v }
+}

@@ -1,0 +1,600 @@
+//! Running a recipe: expand the grid into points, run each (a `bloatlab lab`
+//! subprocess, or an in-process pacing run), and write the results folder:
+//!
+//! ```text
+//! <out>/<name>-<UTC stamp>/
+//!   recipe.toml        the recipe as run (re-runnable)
+//!   points/NNN-<k=v>.json   one result per point (bloatlab-result / bloatlab-pacing)
+//!   points/NNN-<k=v>.log    stderr of the lab run
+//!   index.json         points, parameters, status, files, timings
+//!   results.csv        one row per point and phase, every metric
+//!   table.md           the printed table(s)
+//!   *.svg              plots
+//! ```
+use crate::pacing::{self, PacingConfig, PacingResult};
+use crate::params::{self, RecipeKind, Target, TimerSpec, Value};
+use crate::recipe::Recipe;
+use crate::rows::{self, Row};
+use crate::units::{fmt_hms, parse_duration_ns, parse_rate_bps, utc_now_strings};
+use bloatlab_results::TestResult;
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// One run of one grid combination.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// 1-based position in run order.
+    pub index: usize,
+    /// 0-based index of the grid combination (same for all repetitions).
+    pub combo: usize,
+    /// 1-based repetition number.
+    pub rep: u32,
+    /// Swept parameters of this point, grid order.
+    pub params: Vec<(String, String)>,
+}
+
+/// Expand the grid (first axis outermost) into points, repetitions
+/// interleaved (all combinations once, then again), optionally shuffled.
+pub fn plan(r: &Recipe, shuffle: bool, seed: u64) -> Vec<Point> {
+    let mut combos: Vec<Vec<(String, String)>> = vec![vec![]];
+    for axis in &r.grid {
+        let mut next = vec![];
+        for c in &combos {
+            for v in &axis.values {
+                let mut c2 = c.clone();
+                c2.push((axis.name.clone(), v.text.clone()));
+                next.push(c2);
+            }
+        }
+        combos = next;
+    }
+    let mut pts = vec![];
+    for rep in 1..=r.repeat {
+        for (i, c) in combos.iter().enumerate() {
+            pts.push(Point { index: 0, combo: i, rep, params: c.clone() });
+        }
+    }
+    if shuffle {
+        let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        for i in (1..pts.len()).rev() {
+            let j = (next() % (i as u64 + 1)) as usize;
+            pts.swap(i, j);
+        }
+    }
+    for (i, p) in pts.iter_mut().enumerate() {
+        p.index = i + 1;
+    }
+    pts
+}
+
+/// All parameter values of a point: fixed settings, then its grid values.
+pub fn point_values(r: &Recipe, p: &Point) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = r.settings.clone();
+    for (k, text) in &p.params {
+        let axis = r.grid.iter().find(|a| &a.name == k).expect("grid axis");
+        let v = axis.values.iter().find(|v| &v.text == text).expect("grid value").clone();
+        out.push((k.clone(), v));
+    }
+    out
+}
+
+fn get<'a>(vals: &'a [(String, Value)], k: &str) -> Option<&'a Value> {
+    vals.iter().find(|(n, _)| n == k).map(|(_, v)| v)
+}
+
+/// The `bloatlab lab ...` argument vector for a point (without the binary).
+pub fn lab_argv(r: &Recipe, vals: &[(String, Value)], json: &Path, extra_test: &[String]) -> Vec<String> {
+    let mut lab = vec!["lab".to_string()];
+    let mut test = vec![];
+    for (k, v) in vals {
+        match params::spec(RecipeKind::Lab, k).map(|p| p.target) {
+            Some(Target::Lab(flag)) => {
+                lab.push(flag.into());
+                lab.push(v.text.clone());
+            }
+            Some(Target::Test(flag)) => {
+                test.push(flag.into());
+                test.push(v.text.clone());
+            }
+            _ => {}
+        }
+    }
+    lab.extend(r.lab_args.iter().cloned());
+    lab.push("--json".into());
+    lab.push(json.display().to_string());
+    lab.push("--quiet".into());
+    lab.push("--".into());
+    lab.extend(test);
+    lab.extend(r.test_args.iter().cloned());
+    lab.extend(extra_test.iter().cloned());
+    lab
+}
+
+/// Expected wall time of a point, seconds.
+pub fn estimate_point_s(r: &Recipe, p: &Point) -> f64 {
+    estimate_s(r, &point_values(r, p))
+}
+
+/// Expected wall time of a point, seconds (before any point has run).
+fn estimate_s(r: &Recipe, vals: &[(String, Value)]) -> f64 {
+    let secs = |k: &str, d: f64| get(vals, k).and_then(|v| v.num).map(|ns| ns / 1e9).unwrap_or(d);
+    match r.kind {
+        RecipeKind::Pacing => secs("duration", 2.0) + 0.2,
+        RecipeKind::Lab => {
+            let n = get(vals, "scenarios").map(|v| v.text.split(',').count()).unwrap_or(1) as f64;
+            secs("idle", 2.0) + n * (secs("duration", 5.0) + 1.0) + 4.0
+        }
+    }
+}
+
+/// N * MTU * 8 / rate from the point's parameters, ms (fifo queues only).
+pub fn analytic_delay_ms(vals: &[(String, Value)]) -> Option<f64> {
+    let rate = get(vals, "rate")?.num?;
+    let q = params::parse_queue(&get(vals, "queue")?.text).ok()?;
+    let limit = q.limit? as f64;
+    let bytes = if q.limit_in_bytes { limit } else { limit * 1500.0 };
+    Some(bytes * 8.0 / rate * 1000.0)
+}
+
+pub struct RunOptions {
+    /// The bloatlab binary used for lab points.
+    pub bin: PathBuf,
+    /// Parent folder for the results folder.
+    pub out_root: PathBuf,
+    pub shuffle: bool,
+    pub seed: u64,
+    /// Extra `bloatlab test` arguments (sweep's `-- ARGS`).
+    pub extra_test_args: Vec<String>,
+    pub dry_run: bool,
+    pub version: String,
+}
+
+/// Outcome of one point.
+#[derive(Debug, Clone)]
+pub struct PointOutcome {
+    pub point: Point,
+    pub values: Vec<(String, Value)>,
+    pub status: String,
+    pub ok: bool,
+    pub file: Option<String>,
+    pub elapsed_s: f64,
+    pub rows: Vec<Row>,
+    pub lab: Option<TestResult>,
+    pub pacing: Option<PacingResult>,
+}
+
+#[derive(Serialize)]
+struct IndexEntry<'a> {
+    index: usize,
+    combo: usize,
+    rep: u32,
+    params: &'a [(String, String)],
+    status: &'a str,
+    file: &'a Option<String>,
+    elapsed_s: f64,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+fn slug(p: &Point) -> String {
+    let mut s = format!("{:03}", p.index);
+    for (k, v) in &p.params {
+        s.push('-');
+        s.push_str(k);
+        s.push('=');
+        s.push_str(v);
+    }
+    if p.rep > 1 || s.len() > 100 {
+        s.push_str(&format!("-rep{}", p.rep));
+    }
+    let mut s: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || "-=._".contains(c) { c } else { '_' }).collect();
+    s.truncate(120);
+    s
+}
+
+/// The results of a whole run.
+pub struct RunReport {
+    pub dir: PathBuf,
+    pub outcomes: Vec<PointOutcome>,
+    pub interrupted: bool,
+    pub table: String,
+}
+
+fn describe(p: &Point) -> String {
+    let mut s = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+    if s.is_empty() {
+        s = "(single point)".into();
+    }
+    if p.rep > 1 {
+        s.push_str(&format!(" rep {}", p.rep));
+    }
+    s
+}
+
+/// Run every point of the recipe and write the results folder.
+pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
+    let points = plan(r, opts.shuffle, opts.seed);
+    let total = points.len();
+    let estimates: Vec<f64> = points.iter().map(|p| estimate_s(r, &point_values(r, p))).collect();
+    let est_total: f64 = estimates.iter().sum();
+    if opts.dry_run {
+        let mut o = std::io::stdout().lock();
+        let mode = if r.full { " (full)" } else if r.full_note.is_some() { " (short mode)" } else { "" };
+        let mut lines = vec![format!("recipe {}{mode}: {} point(s), about {}", r.name, total, fmt_hms(est_total))];
+        for p in &points {
+            let vals = point_values(r, p);
+            lines.push(match r.kind {
+                RecipeKind::Lab => {
+                    let argv = lab_argv(r, &vals, Path::new("POINT.json"), &opts.extra_test_args);
+                    format!("[{}/{}] bloatlab {}", p.index, total, argv.join(" "))
+                }
+                RecipeKind::Pacing => format!(
+                    "[{}/{}] pacing {}",
+                    p.index,
+                    total,
+                    vals.iter().map(|(k, v)| format!("{k}={}", v.text)).collect::<Vec<_>>().join(" ")
+                ),
+            });
+        }
+        for l in lines {
+            if writeln!(o, "{l}").is_err() {
+                break; // closed pipe (e.g. | head)
+            }
+        }
+        return Ok(RunReport { dir: PathBuf::new(), outcomes: vec![], interrupted: false, table: String::new() });
+    }
+
+    let (stamp, _) = utc_now_strings();
+    std::fs::create_dir_all(&opts.out_root)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", opts.out_root.display()))?;
+    let mut dir = opts.out_root.join(format!("{}-{stamp}", r.name));
+    let mut n = 2;
+    while dir.exists() {
+        dir = opts.out_root.join(format!("{}-{stamp}-{n}", r.name));
+        n += 1;
+    }
+    std::fs::create_dir_all(dir.join("points"))?;
+    std::fs::write(dir.join("recipe.toml"), &r.source)?;
+    install_signal_handlers();
+    eprintln!(
+        "bloatlab recipe {}: {} point(s){}, about {}; results in {}",
+        r.name,
+        total,
+        if r.full { " (full)" } else if r.full_note.is_some() { " (short mode; --full for the complete run)" } else { "" },
+        fmt_hms(est_total),
+        dir.display()
+    );
+
+    let started = Instant::now();
+    let mut outcomes: Vec<PointOutcome> = vec![];
+    let mut was_interrupted = false;
+    for (i, p) in points.iter().enumerate() {
+        if interrupted() {
+            was_interrupted = true;
+            break;
+        }
+        let vals = point_values(r, p);
+        let done_s = started.elapsed().as_secs_f64();
+        // time left: measured pace once points have finished, estimates before
+        let left = if outcomes.is_empty() {
+            estimates[i..].iter().sum::<f64>()
+        } else {
+            let ratio = done_s / estimates[..i].iter().sum::<f64>().max(1e-9);
+            estimates[i..].iter().sum::<f64>() * ratio
+        };
+        eprintln!(
+            "[{:>w$}/{total}] {}  (elapsed {}, ~{} left)",
+            p.index,
+            describe(p),
+            fmt_hms(done_s),
+            fmt_hms(left),
+            w = total.to_string().len()
+        );
+        let t = Instant::now();
+        let name = slug(p);
+        let out = match r.kind {
+            RecipeKind::Lab => run_lab_point(r, p, &vals, &dir, &name, opts),
+            RecipeKind::Pacing => run_pacing_point(p, &vals, &dir, &name, opts),
+        };
+        let mut o = out;
+        o.elapsed_s = t.elapsed().as_secs_f64();
+        eprintln!("      {} in {:.1}s", o.status, o.elapsed_s);
+        let fatal = o.status.starts_with("usage error");
+        outcomes.push(o);
+        write_index(&dir, r, &outcomes)?;
+        if fatal {
+            eprintln!("bloatlab: stopping: the lab rejected its arguments (see the .log file above)");
+            break;
+        }
+        if interrupted() {
+            was_interrupted = true;
+            break;
+        }
+    }
+    let table = crate::tables::render(r, &outcomes);
+    std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
+    let plots = crate::plot::write_plots(r, &outcomes, &dir);
+    match plots {
+        Ok(files) if !files.is_empty() => eprintln!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")),
+        Ok(_) => {}
+        Err(e) => eprintln!("bloatlab: warning: plots not written: {e:#}"),
+    }
+    Ok(RunReport { dir, outcomes, interrupted: was_interrupted, table })
+}
+
+fn run_lab_point(r: &Recipe, p: &Point, vals: &[(String, Value)], dir: &Path, name: &str, opts: &RunOptions) -> PointOutcome {
+    let json = dir.join("points").join(format!("{name}.json"));
+    let log = dir.join("points").join(format!("{name}.log"));
+    let argv = lab_argv(r, vals, &json, &opts.extra_test_args);
+    let mut o = PointOutcome {
+        point: p.clone(),
+        values: vals.to_vec(),
+        status: String::new(),
+        ok: false,
+        file: None,
+        elapsed_s: 0.0,
+        rows: vec![],
+        lab: None,
+        pacing: None,
+    };
+    let logf = match std::fs::File::create(&log) {
+        Ok(f) => f,
+        Err(e) => {
+            o.status = format!("failed: cannot create {}: {e}", log.display());
+            return o;
+        }
+    };
+    let mut lf = logf.try_clone().ok();
+    if let Some(f) = lf.as_mut() {
+        let _ = writeln!(f, "$ {} {}", opts.bin.display(), argv.join(" "));
+    }
+    let status = std::process::Command::new(&opts.bin)
+        .args(&argv)
+        .stdin(std::process::Stdio::null())
+        .stdout(logf.try_clone().map(std::process::Stdio::from).unwrap_or(std::process::Stdio::null()))
+        .stderr(std::process::Stdio::from(logf))
+        .status();
+    let code = match status {
+        Ok(s) => s.code().unwrap_or(128 + 2),
+        Err(e) => {
+            o.status = format!("failed: cannot start {}: {e}", opts.bin.display());
+            return o;
+        }
+    };
+    let last_line = std::fs::read_to_string(&log)
+        .ok()
+        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()))
+        .unwrap_or_default();
+    if json.is_file() {
+        match TestResult::read_file(&json) {
+            Ok(res) => {
+                o.rows = rows::lab_rows(&res, analytic_delay_ms(vals));
+                o.file = Some(format!("points/{name}.json"));
+                o.ok = code == 0 && res.complete;
+                o.status = if o.ok {
+                    "ok".into()
+                } else if code == 130 {
+                    "interrupted (partial result kept)".into()
+                } else {
+                    format!("incomplete (exit {code}): {}", res.incomplete_reason.clone().unwrap_or(last_line.clone()))
+                };
+                o.lab = Some(res);
+            }
+            Err(e) => o.status = format!("failed: unreadable result: {e}"),
+        }
+    } else if code == 2 {
+        o.status = format!("usage error: {last_line}");
+    } else {
+        o.status = format!("failed (exit {code}): {last_line}");
+    }
+    if code == 130 {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+    }
+    o
+}
+
+/// The pacing configuration of a point.
+pub fn pacing_config(vals: &[(String, Value)]) -> anyhow::Result<PacingConfig> {
+    let text = |k: &str| get(vals, k).map(|v| v.text.clone());
+    Ok(PacingConfig {
+        ipi_ns: parse_duration_ns(&text("ipi").ok_or_else(|| anyhow::anyhow!("ipi is not set"))?).map_err(anyhow::Error::msg)?,
+        timer: TimerSpec::parse(&text("timer").unwrap_or_else(|| "precise".into())).map_err(anyhow::Error::msg)?,
+        payload: text("payload").map(|t| t.parse()).transpose()?.unwrap_or(1424),
+        duration_ns: parse_duration_ns(&text("duration").unwrap_or_else(|| "2s".into())).map_err(anyhow::Error::msg)?,
+        line_rate_bps: match text("line_rate") {
+            Some(t) => parse_rate_bps(&t).map_err(anyhow::Error::msg)?,
+            None => 1e9,
+        },
+    })
+}
+
+fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str, opts: &RunOptions) -> PointOutcome {
+    let mut o = PointOutcome {
+        point: p.clone(),
+        values: vals.to_vec(),
+        status: String::new(),
+        ok: false,
+        file: None,
+        elapsed_s: 0.0,
+        rows: vec![],
+        lab: None,
+        pacing: None,
+    };
+    let res = pacing_config(vals).and_then(|c| pacing::run(&c, &opts.version, &INTERRUPTED));
+    match res {
+        Ok(pr) => {
+            let file = dir.join("points").join(format!("{name}.json"));
+            match serde_json::to_string_pretty(&pr).map_err(anyhow::Error::from).and_then(|t| std::fs::write(&file, t).map_err(Into::into)) {
+                Ok(()) => o.file = Some(format!("points/{name}.json")),
+                Err(e) => eprintln!("bloatlab: warning: cannot write {}: {e}", file.display()),
+            }
+            o.rows = vec![rows::pacing_row(&pr)];
+            o.status = format!(
+                "ok: ideal {}, achieved {} ({:.3}x), burst factor {:.2}",
+                crate::units::fmt_rate_human(pr.ideal_bps),
+                crate::units::fmt_rate_human(pr.achieved_bps),
+                pr.ratio,
+                pr.burst_factor
+            );
+            o.ok = true;
+            o.pacing = Some(pr);
+        }
+        Err(e) => o.status = format!("failed: {e:#}"),
+    }
+    o
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn fmt_num(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => {
+            if x == x.trunc() && x.abs() < 1e15 {
+                format!("{}", x as i64)
+            } else {
+                format!("{x:.6}").trim_end_matches('0').trim_end_matches('.').to_string()
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+/// results.csv: one line per point and phase; index.json: the points.
+fn write_index(dir: &Path, r: &Recipe, outs: &[PointOutcome]) -> anyhow::Result<()> {
+    let metrics = rows::metric_names(r.kind);
+    let mut csv = String::from("point,rep");
+    for a in &r.grid {
+        csv.push(',');
+        csv.push_str(&csv_field(&a.name));
+    }
+    csv.push_str(",phase");
+    for m in metrics {
+        csv.push(',');
+        csv.push_str(m);
+    }
+    csv.push_str(",status,file\n");
+    for o in outs {
+        let mut base = format!("{},{}", o.point.index, o.point.rep);
+        for (_, v) in &o.point.params {
+            base.push(',');
+            base.push_str(&csv_field(v));
+        }
+        if o.rows.is_empty() {
+            csv.push_str(&base);
+            csv.push(',');
+            csv.push_str(&",".repeat(metrics.len()));
+            csv.push_str(&format!(",{},{}\n", csv_field(&o.status), o.file.clone().unwrap_or_default()));
+        }
+        for row in &o.rows {
+            csv.push_str(&base);
+            csv.push(',');
+            csv.push_str(&csv_field(&row.phase));
+            for v in &row.values {
+                csv.push(',');
+                csv.push_str(&fmt_num(*v));
+            }
+            csv.push_str(&format!(",{},{}\n", csv_field(&o.status), o.file.clone().unwrap_or_default()));
+        }
+    }
+    std::fs::write(dir.join("results.csv"), csv)?;
+    let idx: Vec<IndexEntry> = outs
+        .iter()
+        .map(|o| IndexEntry {
+            index: o.point.index,
+            combo: o.point.combo,
+            rep: o.point.rep,
+            params: &o.point.params,
+            status: &o.status,
+            file: &o.file,
+            elapsed_s: o.elapsed_s,
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "schema": "bloatlab-sweep-index",
+        "schema_version": 1,
+        "recipe": r.name,
+        "kind": r.kind.name(),
+        "full": r.full,
+        "repeat": r.repeat,
+        "settings": r.settings.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.text.clone()))).collect::<serde_json::Map<_, _>>(),
+        "grid": r.grid.iter().map(|a| serde_json::json!({"name": a.name, "values": a.values.iter().map(|v| v.text.clone()).collect::<Vec<_>>()})).collect::<Vec<_>>(),
+        "lab_args": r.lab_args,
+        "test_args": r.test_args,
+        "points": idx,
+    });
+    std::fs::write(dir.join("index.json"), serde_json::to_string_pretty(&doc)?)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(t: &str) -> Recipe {
+        Recipe::parse(t, "t", false).unwrap()
+    }
+
+    #[test]
+    fn cross_product_and_repeats() {
+        let r = recipe("name = \"x\"\nkind = \"lab\"\nrepeat = 2\n[grid]\nqueue = [1, 10, 100]\ncc = [\"cubic\", \"bbr\"]\n");
+        let p = plan(&r, false, 0);
+        assert_eq!(p.len(), 12);
+        assert_eq!(p[0].params, vec![("queue".into(), "fifo:1".into()), ("cc".into(), "cubic".into())]);
+        assert_eq!(p[1].params[1].1, "bbr");
+        assert_eq!(p[2].params[0].1, "fifo:10");
+        assert_eq!((p[6].rep, p[6].combo), (2, 0));
+        let s = plan(&r, true, 42);
+        assert_eq!(s.len(), 12);
+        assert_ne!(s.iter().map(|x| x.combo).collect::<Vec<_>>(), p.iter().map(|x| x.combo).collect::<Vec<_>>());
+        assert_eq!(plan(&r, true, 42).iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>(), s.iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>());
+        let mut combos: Vec<_> = s.iter().map(|x| (x.combo, x.rep)).collect();
+        combos.sort();
+        combos.dedup();
+        assert_eq!(combos.len(), 12);
+    }
+
+    #[test]
+    fn lab_arguments() {
+        let r = recipe("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--cc\", \"reno\"]\n[settings]\nrate = \"10Mbit\"\nduration = \"10\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
+        let p = &plan(&r, false, 0)[0];
+        let vals = point_values(&r, p);
+        let a = lab_argv(&r, &vals, Path::new("/tmp/p.json"), &["--idle".into(), "1s".into()]);
+        assert_eq!(
+            a.join(" "),
+            "lab --rate 10mbit --queue fifo:100 --json /tmp/p.json --quiet -- --duration 10s --scenarios 1u0d,0u1d --cc reno --idle 1s"
+        );
+        assert!((analytic_delay_ms(&vals).unwrap() - 120.0).abs() < 1e-9);
+    }
+}

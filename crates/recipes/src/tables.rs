@@ -1,0 +1,473 @@
+//! The printed tables: seed-style for the four recipes, generic for sweeps.
+//! Every table is markdown (pipe tables padded for the terminal), so the
+//! same text is printed and saved as table.md.
+use crate::params::{RecipeKind, TimerSpec};
+use crate::recipe::Recipe;
+use crate::rows::Row;
+use crate::runner::PointOutcome;
+use crate::units::{fmt_duration_ns, fmt_duration_sig3, fmt_rate_human, sig3};
+use bloatlab_results::{LatencyStats, TestResult};
+
+/// A markdown pipe table, columns padded to equal width.
+pub fn md_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let n = headers.len();
+    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::from("|");
+        for (i, c) in cells.iter().enumerate() {
+            s.push(' ');
+            s.push_str(c);
+            s.push_str(&" ".repeat(w[i] - c.chars().count()));
+            s.push_str(" |");
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    out.push_str(&line(w.iter().map(|&k| "-".repeat(k)).collect()));
+    for r in rows {
+        let mut cells = r.clone();
+        cells.resize(n, String::new());
+        out.push_str(&line(cells));
+    }
+    out
+}
+
+fn ms(v: f64) -> String {
+    format!("{}ms", sig3(v))
+}
+
+/// Seed 000's latency cell: "min 2.6ms avg 3.3ms max 23ms mdev 2.9ms n 50".
+pub fn ping_cell(l: &LatencyStats) -> String {
+    if l.received == 0 {
+        return format!("no replies (n 0, {} lost)", l.lost);
+    }
+    let mut s = format!(
+        "min {} avg {} max {} mdev {} n {}",
+        ms(l.min_ms),
+        ms(l.avg_ms),
+        ms(l.max_ms),
+        ms(l.mdev_ms),
+        l.received
+    );
+    if l.lost > 0 {
+        s.push_str(&format!(" ({} lost)", l.lost));
+    }
+    s
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+fn load_name(u: u32, d: u32) -> String {
+    let one = |n: u32, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    match (u, d) {
+        (u, 0) => one(u, "upload"),
+        (0, d) => one(d, "download"),
+        (u, d) => format!("{} + {}", one(u, "upload"), one(d, "download")),
+    }
+}
+
+/// Group key: every swept parameter except `except`, plus the repetition.
+fn group_key(o: &PointOutcome, except: &str) -> String {
+    o.point
+        .params
+        .iter()
+        .filter(|(k, _)| k != except)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn groups<'a>(outs: &'a [PointOutcome], except: &str) -> Vec<(String, Vec<&'a PointOutcome>)> {
+    let mut sorted: Vec<&PointOutcome> = outs.iter().collect();
+    sorted.sort_by_key(|o| (o.point.combo, o.point.rep));
+    let mut g: Vec<(String, Vec<&PointOutcome>)> = vec![];
+    for o in sorted {
+        let k = group_key(o, except);
+        match g.iter_mut().find(|(n, _)| *n == k) {
+            Some((_, v)) => v.push(o),
+            None => g.push((k, vec![o])),
+        }
+    }
+    g
+}
+
+fn param<'a>(o: &'a PointOutcome, k: &str) -> Option<&'a str> {
+    o.values.iter().find(|(n, _)| n == k).map(|(_, v)| v.text.as_str())
+}
+
+/// One line of context for a lab result: what explains its numbers.
+pub fn lab_context(r: &TestResult) -> String {
+    let mut parts = vec![];
+    if let Some(l) = &r.lab {
+        parts.push(format!("backend {}", l.backend));
+        let q: Vec<String> = l.queues.iter().map(|q| format!("{} {} at {}", q.role, q.qdisc, q.location)).collect();
+        if !q.is_empty() {
+            parts.push(format!("queues: {}", q.join(", ")));
+        }
+        parts.push(format!("offloads {}", l.offloads));
+        parts.push(format!("kernel {}", l.kernel));
+    }
+    parts.push(format!("cc {}", r.metadata.cc));
+    if r.metadata.socket.mss > 0 {
+        parts.push(format!("MSS {}", r.metadata.socket.mss));
+    }
+    parts.join("; ")
+}
+
+fn failures(outs: &[PointOutcome]) -> String {
+    let bad: Vec<String> = outs
+        .iter()
+        .filter(|o| !o.ok)
+        .map(|o| {
+            let p = o.point.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+            format!("- point {} ({}): {}", o.point.index, if p.is_empty() { "-".into() } else { p }, o.status)
+        })
+        .collect();
+    if bad.is_empty() {
+        String::new()
+    } else {
+        format!("\nPoints without a complete result:\n{}\n", bad.join("\n"))
+    }
+}
+
+pub fn render(r: &Recipe, outs: &[PointOutcome]) -> String {
+    let body = match r.report.table.as_str() {
+        "txqueuelen" => txqueuelen(outs),
+        "sendstalls" => sendstalls(outs),
+        "loadlatency" => loadlatency(outs),
+        "pacing" => pacing(outs),
+        _ => generic(r, outs),
+    };
+    format!("{body}{}", failures(outs))
+}
+
+/// Seeds 000/002: queue | test | latency | added | goodput | analytic max queue delay | queue seen.
+fn txqueuelen(outs: &[PointOutcome]) -> String {
+    let mut out = String::new();
+    for (key, g) in groups(outs, "queue") {
+        let Some(first) = g.iter().find_map(|o| o.lab.as_ref()) else { continue };
+        let title = {
+            let mut t = vec![];
+            for k in ["rate", "bottleneck"] {
+                if !key.contains(&format!("{k}=")) {
+                    if let Some(v) = g.iter().find_map(|o| param(o, k)) {
+                        t.push(format!("{k}={v}"));
+                    }
+                }
+            }
+            if !key.is_empty() {
+                t.insert(0, key.clone());
+            }
+            t.join(" ")
+        };
+        out.push_str(&format!("### {title}\n\n{}\n\n", lab_context(first)));
+        let headers = ["queue", "test", "latency", "added p50", "goodput", "max queue delay (N*MTU*8/rate)", "queue seen: max backlog / drops"];
+        let mut rows = vec![];
+        if let Some(idle) = &first.idle {
+            rows.push(vec!["-".into(), "idle network, to server".into(), ping_cell(&idle.summary.latency), "-".into(), "-".into(), "-".into(), "-".into()]);
+            if let Some(w) = &idle.summary.witness_latency {
+                rows.push(vec!["-".into(), "idle network, to witness".into(), ping_cell(w), "-".into(), "-".into(), "-".into(), "-".into()]);
+            }
+        }
+        for o in &g {
+            let Some(res) = &o.lab else { continue };
+            let queue = param(o, "queue").unwrap_or("-").to_string();
+            let rep = if o.point.rep > 1 { format!(" (rep {})", o.point.rep) } else { String::new() };
+            for (ph, row) in res.scenarios.iter().zip(o.rows.iter().skip(res.idle.is_some() as usize)) {
+                let s = &ph.summary;
+                let goodput = match (ph.uploads > 0, ph.downloads > 0) {
+                    (true, false) => fmt_rate_human(s.upload_bps),
+                    (false, true) => fmt_rate_human(s.download_bps),
+                    _ => format!("{} up, {} down", fmt_rate_human(s.upload_bps), fmt_rate_human(s.download_bps)),
+                };
+                let delay = opt(row.get(RecipeKind::Lab, "analytic_queue_delay_ms"), |v| format!("{} ms", sig3(v)));
+                let seen = match (row.get(RecipeKind::Lab, "bottleneck_max_backlog_pkts"), row.get(RecipeKind::Lab, "bottleneck_drops")) {
+                    (Some(b), Some(d)) => format!("{b:.0} pkts / {d:.0}"),
+                    _ => match (row.get(RecipeKind::Lab, "local_max_backlog_pkts"), row.get(RecipeKind::Lab, "local_drops")) {
+                        (Some(b), Some(d)) => format!("{b:.0} pkts / {d:.0} (local)"),
+                        _ => "-".into(),
+                    },
+                };
+                let load = load_name(ph.uploads, ph.downloads);
+                rows.push(vec![queue.clone(), format!("{load}, to server{rep}"), ping_cell(&s.latency), opt(s.added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone()]);
+                if let Some(w) = &s.witness_latency {
+                    rows.push(vec![queue.clone(), format!("{load}, to witness{rep}"), ping_cell(w), opt(s.witness_added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone()]);
+                }
+            }
+        }
+        out.push_str(&md_table(&headers, &rows));
+        out.push('\n');
+    }
+    out
+}
+
+/// Seed 001: local drops, cwnd reductions, goodput per queue length.
+fn sendstalls(outs: &[PointOutcome]) -> String {
+    let mut out = String::new();
+    for (key, g) in groups(outs, "queue") {
+        let Some(first) = g.iter().find_map(|o| o.lab.as_ref()) else { continue };
+        if !key.is_empty() {
+            out.push_str(&format!("### {key}\n\n"));
+        }
+        let dur = first.scenarios.first().map(|p| (p.end_ns - p.start_ns) as f64 / 1e9).unwrap_or(0.0);
+        out.push_str(&format!("{}; scenario length {:.0} s\n\n", lab_context(first), dur));
+        let headers = ["queue", "local drops", "drops/s", "cwnd reductions", "CWR entries", "retransmits", "goodput", "local backlog max", "mean cwnd", "RTT p50"];
+        let mut rows = vec![];
+        for o in &g {
+            let Some(res) = &o.lab else { continue };
+            for (ph, row) in res.scenarios.iter().zip(o.rows.iter().skip(res.idle.is_some() as usize)) {
+                let secs = (ph.end_ns - ph.start_ns) as f64 / 1e9;
+                let g = |m: &str| row.get(RecipeKind::Lab, m);
+                rows.push(vec![
+                    param(o, "queue").unwrap_or("-").to_string() + &if o.point.rep > 1 { format!(" (rep {})", o.point.rep) } else { String::new() },
+                    opt(g("local_drops"), |v| format!("{v:.0}")),
+                    opt(g("local_drops"), |v| sig3(v / secs.max(1e-9))),
+                    opt(g("cwnd_reductions"), |v| format!("{v:.0}")),
+                    opt(g("cwr_entries"), |v| format!("{v:.0}")),
+                    opt(g("retransmits"), |v| format!("{v:.0}")),
+                    fmt_rate_human(ph.summary.upload_bps + ph.summary.download_bps),
+                    opt(g("local_max_backlog_pkts"), |v| format!("{v:.0} pkts")),
+                    opt(g("mean_cwnd"), sig3),
+                    if ph.summary.latency.received > 0 { ms(ph.summary.latency.p50_ms) } else { "-".into() },
+                ]);
+            }
+        }
+        out.push_str(&md_table(&headers, &rows));
+        out.push_str("\ncwnd reductions and CWR entries are counted between TCP_INFO samples (at the sample interval), so they are lower bounds.\n\n");
+    }
+    out
+}
+
+fn kib(bps: f64) -> String {
+    format!("{:.0} KiB/s", bps / 8.0 / 1024.0)
+}
+
+/// Seed 003: the four headline numbers and one line per scenario.
+fn loadlatency(outs: &[PointOutcome]) -> String {
+    let mut out = String::new();
+    for o in outs {
+        let Some(res) = &o.lab else { continue };
+        let p = o.point.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+        if !p.is_empty() || outs.len() > 1 {
+            out.push_str(&format!("### point {} {p}\n\n", o.point.index));
+        }
+        out.push_str(&format!("{}\n\n", lab_context(res)));
+        let h = &res.headline;
+        let hz = |v: Option<f64>| v.map(|x| format!("{} Hz", sig3(x))).unwrap_or_else(|| "-".into());
+        out.push_str("```\n");
+        out.push_str(&format!("    Upload Capacity: {}\n", kib(h.upload_capacity_bps)));
+        out.push_str(&format!("  Download Capacity: {}\n", kib(h.download_capacity_bps)));
+        out.push_str(&format!("Link Responsiveness: {}\n", hz(h.link_responsiveness_hz)));
+        out.push_str(&format!("    Flow Smoothness: {}\n\n", hz(h.flow_smoothness_hz)));
+        for (i, ph) in res.scenarios.iter().enumerate() {
+            let mut parts = vec![];
+            if ph.uploads > 0 {
+                parts.push(format!("{} up", kib(ph.summary.upload_bps)));
+            }
+            if ph.downloads > 0 {
+                parts.push(format!("{} down", kib(ph.summary.download_bps)));
+            }
+            if let Some(s) = ph.summary.smoothness_hz {
+                parts.push(format!("{s:.2} Hz smoothness"));
+            }
+            out.push_str(&format!("Scenario {}: {} uploads, {} downloads... {}\n", i + 1, ph.uploads, ph.downloads, parts.join(", ")));
+        }
+        out.push_str("```\n\n");
+        let headers = ["scenario", "up", "down", "responsiveness", "smoothness", "latency p50", "latency p99", "added p50", "RPM", "GB/month up/down"];
+        let rows: Vec<Vec<String>> = res
+            .scenarios
+            .iter()
+            .map(|ph| {
+                let s = &ph.summary;
+                vec![
+                    ph.name.clone(),
+                    kib(s.upload_bps),
+                    kib(s.download_bps),
+                    match (s.responsiveness_hz, s.responsiveness_ms) {
+                        (Some(hz), Some(m)) => format!("{} Hz ({})", sig3(hz), ms(m)),
+                        _ => "-".into(),
+                    },
+                    match (s.smoothness_hz, s.smoothness_ms) {
+                        (Some(hz), Some(m)) => format!("{hz:.2} Hz ({})", ms(m)),
+                        _ => "-".into(),
+                    },
+                    if s.latency.received > 0 { ms(s.latency.p50_ms) } else { "-".into() },
+                    if s.latency.received > 0 { ms(s.latency.p99_ms) } else { "-".into() },
+                    opt(s.added_latency_ms, ms),
+                    opt(s.rpm, |v| format!("{v:.0}")),
+                    format!("{:.0} / {:.0}", s.upload_gb_per_month, s.download_gb_per_month),
+                ]
+            })
+            .collect();
+        out.push_str(&md_table(&headers, &rows));
+        if let Some(idle) = &res.idle {
+            out.push_str(&format!("\nIdle baseline: {}\n", ping_cell(&idle.summary.latency)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Seed 004: achieved vs idealized rate per t_ipi, per timer strategy.
+fn pacing(outs: &[PointOutcome]) -> String {
+    let mut out = String::new();
+    let mut timers: Vec<String> = vec![];
+    for o in outs {
+        if let Some(p) = &o.pacing {
+            if !timers.contains(&p.timer) {
+                timers.push(p.timer.clone());
+            }
+        }
+    }
+    let first = outs.iter().find_map(|o| o.pacing.as_ref());
+    if let Some(p) = first {
+        let m = &p.metadata;
+        out.push_str(&format!(
+            "Payload {} B ({} B on a wire), idealized rate = 1/t_ipi x {} B x 8 (payload; the ratio is the same for wire bytes); emulated line {}; kernel {} (CONFIG_HZ {}), {} CPUs, load {}; {}.\n\n",
+            p.payload_bytes, p.wire_bytes, p.payload_bytes, fmt_rate_human(p.line_rate_bps), m.kernel, m.kernel_hz, m.cpus, m.loadavg, m.transport
+        ));
+    }
+    for t in &timers {
+        let mut pts: Vec<&crate::pacing::PacingResult> = outs.iter().filter_map(|o| o.pacing.as_ref()).filter(|p| &p.timer == t).collect();
+        pts.sort_by_key(|p| p.ipi_ns);
+        let gran = TimerSpec::parse(t).ok().and_then(|s| match s {
+            TimerSpec::Tick { hz } => Some(1_000_000_000u64 / hz as u64),
+            _ => None,
+        });
+        out.push_str(&format!("### timer {t}{}\n\n", gran.map(|g| format!(" (t_gran {})", fmt_duration_ns(g))).unwrap_or_default()));
+        let headers = ["t_ipi", "ideal", "achieved", "achieved/ideal", "sent/ideal", "burst factor", "max back-to-back", "gaps within 10%", "gap p50", "gap p99", "lost"];
+        let rows: Vec<Vec<String>> = pts
+            .iter()
+            .map(|p| {
+                vec![
+                    fmt_duration_ns(p.ipi_ns),
+                    fmt_rate_human(p.ideal_bps),
+                    fmt_rate_human(p.achieved_bps),
+                    format!("{:.4}", p.ratio),
+                    format!("{:.4}", p.sent_ratio),
+                    format!("{:.2}", p.burst_factor),
+                    p.max_back_to_back.to_string(),
+                    format!("{:.1}%", p.gaps_within_10pct * 100.0),
+                    fmt_duration_sig3(p.gap_p50_ns),
+                    fmt_duration_sig3(p.gap_p99_ns),
+                    format!("{} of {}", p.lost, p.sent),
+                ]
+            })
+            .collect();
+        out.push_str(&md_table(&headers, &rows));
+        if !pts.is_empty() {
+            let r: Vec<f64> = pts.iter().map(|p| p.ratio).collect();
+            let worst = r.iter().map(|x| (x - 1.0).abs()).fold(0.0, f64::max);
+            match gran {
+                None => out.push_str(&format!(
+                    "\nachieved/ideal {:.4} .. {:.4} over {} .. {}: largest deviation {:.2}%\n\n",
+                    r.iter().cloned().fold(f64::INFINITY, f64::min),
+                    r.iter().cloned().fold(0.0, f64::max),
+                    fmt_duration_ns(pts[0].ipi_ns),
+                    fmt_duration_ns(pts[pts.len() - 1].ipi_ns),
+                    worst * 100.0
+                )),
+                Some(g) => {
+                    let below: Vec<f64> = pts.iter().filter(|p| p.ipi_ns < g).map(|p| p.ratio).collect();
+                    let above: Vec<f64> = pts.iter().filter(|p| p.ipi_ns >= g).map(|p| p.ratio).collect();
+                    let span = |v: &[f64]| {
+                        if v.is_empty() {
+                            "no points".to_string()
+                        } else {
+                            let mean = v.iter().sum::<f64>() / v.len() as f64;
+                            format!("{:.2} .. {:.2} (mean {:.2})", v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(0.0, f64::max), mean)
+                        }
+                    };
+                    out.push_str(&format!(
+                        "\nt_ipi < t_gran: achieved/ideal {} — the rate is set by the line and the CPU, not by t_ipi.\nt_ipi >= t_gran: achieved/ideal {} — the model predicts t_ipi / (floor(t_ipi/t_gran) * t_gran).\n\n",
+                        span(&below),
+                        span(&above)
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
+    let mut headers: Vec<String> = r.grid.iter().map(|a| a.name.clone()).collect();
+    if r.repeat > 1 {
+        headers.push("rep".into());
+    }
+    let metric_cols: Vec<(&str, &str)> = match r.kind {
+        RecipeKind::Lab => vec![
+            ("upload_mbps", "up Mbit/s"),
+            ("download_mbps", "down Mbit/s"),
+            ("latency_p50_ms", "RTT p50 ms"),
+            ("latency_p99_ms", "RTT p99 ms"),
+            ("added_latency_ms", "added ms"),
+            ("witness_p50_ms", "witness p50 ms"),
+            ("latency_lost", "probes lost"),
+            ("bottleneck_drops", "bottleneck drops"),
+            ("local_drops", "local drops"),
+            ("retransmits", "retransmits"),
+            ("responsiveness_hz", "resp. Hz"),
+            ("smoothness_hz", "smooth. Hz"),
+        ],
+        RecipeKind::Pacing => vec![
+            ("ideal_mbps", "ideal Mbit/s"),
+            ("achieved_mbps", "achieved Mbit/s"),
+            ("ratio", "achieved/ideal"),
+            ("burst_factor", "burst factor"),
+            ("lost", "lost"),
+        ],
+    };
+    if r.kind == RecipeKind::Lab {
+        headers.push("phase".into());
+    }
+    headers.extend(metric_cols.iter().map(|(_, h)| h.to_string()));
+    let mut rows = vec![];
+    let mut sorted: Vec<&PointOutcome> = outs.iter().collect();
+    sorted.sort_by_key(|o| (o.point.combo, o.point.rep));
+    for o in sorted {
+        let mut base: Vec<String> = o.point.params.iter().map(|(_, v)| v.clone()).collect();
+        if r.repeat > 1 {
+            base.push(o.point.rep.to_string());
+        }
+        for row in &o.rows {
+            let mut cells = base.clone();
+            if r.kind == RecipeKind::Lab {
+                cells.push(row.phase.clone());
+            }
+            for (m, _) in &metric_cols {
+                cells.push(opt(Row::get(row, r.kind, m), sig3));
+            }
+            rows.push(cells);
+        }
+    }
+    let h: Vec<&str> = headers.iter().map(|s| s.as_str()).collect();
+    let mut out = md_table(&h, &rows);
+    if let Some(res) = outs.iter().find_map(|o| o.lab.as_ref()) {
+        out.push_str(&format!("\n{}\n", lab_context(res)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_and_cells() {
+        let t = md_table(&["a", "long header"], &[vec!["1".into(), "2".into()]]);
+        assert_eq!(t, "| a | long header |\n| - | ----------- |\n| 1 | 2           |\n");
+        let l = LatencyStats { sent: 50, received: 50, min_ms: 2.6, avg_ms: 3.3, max_ms: 23.0, mdev_ms: 2.9, ..Default::default() };
+        assert_eq!(ping_cell(&l), "min 2.60ms avg 3.30ms max 23.0ms mdev 2.90ms n 50");
+        assert_eq!(load_name(1, 0), "1 upload");
+        assert_eq!(load_name(2, 1), "2 uploads + 1 download");
+    }
+}
