@@ -14,6 +14,14 @@ enum Cmd {
     Server(bloatlab_engine::cli::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
     Test(bloatlab_engine::cli::TestArgs),
+    /// Write an HTML report with plots for a result, or a comparison of several.
+    Report(bloatlab_report::cli::ReportArgs),
+    /// Draw one plot (timeseries, throughput, latency, cdf, box, queue, tcp) as PNG or SVG.
+    Plot(bloatlab_report::cli::PlotArgs),
+    /// Export a result's raw samples as CSV or as a flent data file (.flent.gz).
+    Export(bloatlab_report::cli::ExportArgs),
+    /// Print several results side by side with their differences.
+    Compare(bloatlab_report::cli::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
     Lab(bloatlab_lab::cli::LabArgs),
 }
@@ -30,6 +38,10 @@ fn main() {
     let res = match cli.cmd {
         Cmd::Server(a) => bloatlab_engine::cli::run_server(a),
         Cmd::Test(a) => run_test(a),
+        Cmd::Report(a) => bloatlab_report::cli::run_report(a),
+        Cmd::Plot(a) => bloatlab_report::cli::run_plot(a),
+        Cmd::Export(a) => bloatlab_report::cli::run_export(a),
+        Cmd::Compare(a) => bloatlab_report::cli::run_compare(a),
         Cmd::Lab(a) => bloatlab_lab::cli::run_lab(a),
     };
     match res {

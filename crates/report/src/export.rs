@@ -192,6 +192,25 @@ pub fn export_csv(r: &TestResult, path: &Path) -> Result<()> {
 /// the series below; its stream counts come from TEST_PARAMETERS.
 pub const FLENT_TEST_NAME: &str = "rrul_be_nflows";
 
+/// Unix ns -> "YYYY-MM-DDTHH:MM:SS.ffffffZ" (UTC), the form flent parses.
+pub(crate) fn flent_time(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let micros = (unix_ns % 1_000_000_000) / 1000;
+    let days = (secs / 86_400) as i64;
+    let sod = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+}
+
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
@@ -254,10 +273,8 @@ pub fn flent_document(r: &TestResult) -> Value {
                 }
             }
             let vals: Vec<Option<f64>> = sums.iter().map(|(s, c)| if *c > 0 { Some(round3(s / *c as f64)) } else { None }).collect();
-            let name = format!("TCP {dname} BE::{}", slot + 1);
             let _ = dname;
             per_dir_slots.push((d, slot, vals, raws));
-            let _ = name;
         }
     }
     let mut dir_sum: [Vec<Option<f64>>; 2] = [vec![None; n], vec![None; n]];
@@ -357,8 +374,8 @@ pub fn flent_document(r: &TestResult) -> Value {
         "TITLE": title,
         "NOTE": format!("Exported by bloatlab {} from a bloatlab result; phases: {}", m.bloatlab_version,
             phases.iter().map(|p| format!("{} {:.1}-{:.1} s", p.name, secs(p.start_ns), secs(p.end_ns))).collect::<Vec<_>>().join(", ")),
-        "TIME": m.start_time,
-        "T0": m.start_time,
+        "TIME": flent_time(m.start_unix_ns),
+        "T0": flent_time(m.start_unix_ns),
         "HOST": host,
         "HOSTS": [host],
         "LOCAL_HOST": m.client.hostname,
@@ -402,4 +419,14 @@ pub fn export_flent(r: &TestResult, path: &Path) -> Result<()> {
     gz.write_all(&text)?;
     gz.finish().with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn flent_time_format() {
+        assert_eq!(super::flent_time(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(super::flent_time(1_795_327_200_123_456_789), "2026-11-22T06:00:00.123456Z");
+        assert_eq!(super::flent_time(951_782_400_000_000_000), "2000-02-29T00:00:00.000000Z");
+    }
 }

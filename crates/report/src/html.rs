@@ -32,15 +32,16 @@ h2 { font-size: 19px; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1
 .cards { display:grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; margin: 16px 0; }
 .card { border:1px solid var(--line); border-radius: 10px; padding: 10px 14px; }
 .card .k { color: var(--muted); font-size: 12.5px; text-transform: uppercase; letter-spacing: .03em; }
-.card .v { font-size: 24px; font-weight: 650; }
+.card .v { font-size: 22px; font-weight: 650; }
 .card .u { font-size: 14px; color: var(--muted); font-weight: 400; }
-table { border-collapse: collapse; width: 100%; font-size: 13.5px; font-variant-numeric: tabular-nums; }
-th, td { padding: 5px 9px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
+th, td { padding: 5px 7px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 thead th { background: var(--soft); font-weight: 600; position: sticky; top: 0; }
 tr.section td { background: var(--soft); font-weight: 600; text-align: left; }
 td.worse { color: #b42318; } td.better { color: #1a7f37; }
 table.meta td { text-align: left; white-space: normal; }
+table.witness { width: auto; min-width: 50%; }
 table.meta td:first-child { color: var(--muted); width: 220px; }
 figure { margin: 10px 0 18px; border:1px solid var(--line); border-radius: 10px; padding: 8px; }
 figure svg { width: 100%; height: auto; display:block; }
@@ -116,7 +117,7 @@ fn cards(r: &TestResult) -> String {
     s.push_str(&card("Download capacity", mbps(h.download_capacity_bps), "Mbit/s", "highest download goodput over scenarios"));
     s.push_str(&card("Link responsiveness", opt_sig3(h.link_responsiveness_hz), "Hz", "1 / worst TCP request-response round trip under load"));
     s.push_str(&card("Flow smoothness", opt_sig3(h.flow_smoothness_hz), "Hz", "1 / longest gap between data arrivals in a bulk flow"));
-    s.push_str(&card("Latency idle → loaded", format!("{} → {}", opt_ms(h.idle_latency_ms), opt_ms(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
+    s.push_str(&card("Latency idle → loaded", format!("{} → {}", opt_sig3(h.idle_latency_ms), opt_sig3(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
     s.push_str(&card("Responsiveness", h.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), "RPM", "round trips per minute under load (IETF responsiveness draft)"));
     s.push_str("</section>\n");
     s
@@ -136,7 +137,7 @@ fn phase_cells(p: &Phase) -> Vec<String> {
         if rx { ms(l.p99_ms) } else { "-".into() },
         if rx { ms(l.max_ms) } else { "-".into() },
         s.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
-        format!("{}/{} ({:.1}%)", l.lost, l.sent, l.loss_pct),
+        format!("{:.1}% ({}/{})", l.loss_pct, l.lost, l.sent),
         format!("{} / {}", opt_ms(s.owd_up_p50_ms), opt_ms(s.owd_down_p50_ms)),
         opt_sig3(s.responsiveness_hz),
         opt_sig3(s.smoothness_hz),
@@ -147,7 +148,7 @@ fn phase_cells(p: &Phase) -> Vec<String> {
 
 fn summary_html(r: &TestResult) -> String {
     let head = [
-        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT min", "p50", "p90", "p99", "max", "Added ms", "Lost", "OWD p50 up / down ms",
+        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT min", "p50", "p90", "p99", "max", "Added ms", "Loss", "OWD up/down ms",
         "Resp Hz", "Smooth Hz", "RPM", "Retrans",
     ];
     let mut s = String::from("<div class=\"scroll\"><table class=\"summary\"><thead><tr>");
@@ -167,22 +168,22 @@ fn summary_html(r: &TestResult) -> String {
     if !wit.is_empty() {
         let _ = write!(
             s,
-            "<h3>Witness host {}</h3><div class=\"scroll\"><table class=\"witness\"><thead><tr><th>Phase</th><th>RTT p50 ms</th><th>p90</th><th>p99</th><th>Added ms</th><th>Lost</th></tr></thead><tbody>",
+            "<h3>Witness host {}</h3><div class=\"scroll\"><table class=\"witness\"><thead><tr><th>Phase</th><th>RTT p50 ms</th><th>p90</th><th>p99</th><th>Added ms</th><th>Loss</th></tr></thead><tbody>",
             esc(r.metadata.witness_address.as_deref().unwrap_or(""))
         );
         for p in wit {
             let w = p.summary.witness_latency.unwrap();
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{} ({:.1}%)</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}% ({}/{})</td></tr>",
                 esc(&p.name),
                 ms(w.p50_ms),
                 ms(w.p90_ms),
                 ms(w.p99_ms),
                 p.summary.witness_added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
+                w.loss_pct,
                 w.lost,
-                w.sent,
-                w.loss_pct
+                w.sent
             );
         }
         s.push_str("</tbody></table></div>\n");

@@ -309,6 +309,8 @@ fn dump_samples() {
     std::fs::create_dir_all(&dir).unwrap();
     let r = common::small();
     std::fs::write(dir.join("small.json"), serde_json::to_string(&r).unwrap()).unwrap();
+    export_flent(&r, &dir.join("small.flent.gz")).unwrap();
+    export_csv(&r, &dir.join("small.csv")).unwrap();
     write_report(&[Run { label: "small", result: &r }], &dir, "small", Format::Png).unwrap();
     let b = common::small_nolab();
     write_report(&[Run { label: "lab", result: &r }, Run { label: "nolab", result: &b }], &dir, "compare", Format::Png).unwrap();

@@ -166,8 +166,8 @@ pub fn build(spec: &Spec) -> TestResult {
                 let mut info = vec![];
                 let mut bytes = 0f64;
                 let mut ts = start;
-                let mut max_gap = 0u64;
-                let mut max_gap_at = start;
+                let max_gap;
+                let max_gap_at;
                 while ts <= end {
                     let x = rel(ts);
                     let ramp = (x / 0.4).min(1.0);
@@ -202,7 +202,7 @@ pub fn build(spec: &Spec) -> TestResult {
                     max_gap = 310 * ms;
                     max_gap_at = start + 1_900 * ms;
                 } else {
-                    max_gap = max_gap.max(40 * ms + 10 * ms * k as u64);
+                    max_gap = 40 * ms + 10 * ms * k as u64;
                     max_gap_at = start + 1_000 * ms;
                 }
                 flows.push(Flow { id: flow_id, direction: dir, goodput: g, tcp_info: info, bytes: bytes as u64, max_gap_ns: max_gap, max_gap_at_ns: max_gap_at });

@@ -1,0 +1,214 @@
+//! Tests against real outside tools: flent loads and plots our `.flent.gz`,
+//! headless Chromium renders the HTML report. Each skips with a printed
+//! reason when its tool is missing (CI installs them: `pip install flent
+//! matplotlib`, `apt-get install chromium`).
+mod common;
+
+use bloatlab_report::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// Run a command with a deadline; kill the child (by its own handle) if it hangs.
+fn run_with_timeout(cmd: &mut Command, limit: Duration) -> Option<(bool, String, String)> {
+    let out_dir = tempfile::tempdir().ok()?;
+    let (o, e) = (out_dir.path().join("out"), out_dir.path().join("err"));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&o).ok()?)
+        .stderr(std::fs::File::create(&e).ok()?)
+        .spawn()
+        .ok()?;
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let out = std::fs::read_to_string(&o).unwrap_or_default();
+    let err = std::fs::read_to_string(&e).unwrap_or_default();
+    Some((status.is_some_and(|s| s.success()), out, err))
+}
+
+fn python() -> Option<PathBuf> {
+    which("python3").or_else(|| which("python"))
+}
+
+fn py_has(py: &Path, module: &str) -> bool {
+    Command::new(py).args(["-c", &format!("import {module}")]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// flent importable (installing it from PyPI if needed); None = skip.
+fn ensure_flent(py: &Path) -> Result<(), String> {
+    if py_has(py, "flent") {
+        return Ok(());
+    }
+    let r = run_with_timeout(Command::new(py).args(["-m", "pip", "install", "--quiet", "flent"]), Duration::from_secs(240));
+    if py_has(py, "flent") {
+        Ok(())
+    } else {
+        Err(format!("flent is not installed and `pip install flent` failed: {:?}", r.map(|x| x.2)))
+    }
+}
+
+#[test]
+fn flent_loads_and_plots_export() {
+    let Some(py) = python() else {
+        eprintln!("SKIP flent test: no python3 on PATH");
+        return;
+    };
+    if let Err(why) = ensure_flent(&py) {
+        eprintln!("SKIP flent test: {why}");
+        return;
+    }
+    let r = common::small();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("small.flent.gz");
+    export_flent(&r, &f).unwrap();
+
+    // 1. flent's own loader (Python API): series, x axis, raw values, times.
+    let script = r#"
+import sys, json
+from flent import resultset
+r = resultset.load(sys.argv[1])
+raw = [v for _, v in r.raw_series('Ping (ms) UDP BE') if v is not None]
+print(json.dumps({
+  'name': r.meta('NAME'), 'series': sorted(r.series_names), 'n_x': len(r.x_values),
+  'ping_raw_n': len(raw), 'ping_raw_mean': sum(raw) / len(raw),
+  't0': r.t0, 'step': r.meta('STEP_SIZE'),
+  'up_streams': r.meta('TEST_PARAMETERS')['upload_streams'],
+}))
+"#;
+    let (ok, out, err) = run_with_timeout(Command::new(&py).args(["-c", script]).arg(&f), Duration::from_secs(120)).unwrap();
+    assert!(ok, "flent could not load our export:\n{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    eprintln!("flent resultset.load: {v}");
+    assert_eq!(v["name"], "rrul_be_nflows");
+    let names: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for s in ["Ping (ms) UDP BE", "Ping (ms) avg", "TCP upload sum", "TCP download sum", "TCP upload BE::1", "TCP upload BE::2", "TCP download BE::2", "TCP totals"] {
+        assert!(names.contains(&s), "series {s} missing from {names:?}");
+    }
+    let received: Vec<f64> = r.idle.iter().chain(r.scenarios.iter()).flat_map(|p| p.probes.iter()).filter_map(|p| p.rtt_ns.map(|x| x as f64 / 1e6)).collect();
+    assert_eq!(v["ping_raw_n"].as_u64().unwrap() as usize, received.len());
+    let mean = received.iter().sum::<f64>() / received.len() as f64;
+    assert!((v["ping_raw_mean"].as_f64().unwrap() - mean).abs() < 0.01, "flent mean {} vs ours {mean}", v["ping_raw_mean"]);
+    assert!((v["t0"].as_f64().unwrap() - common::START_UNIX_NS as f64 / 1e9).abs() < 1e-3, "T0 {}", v["t0"]);
+    assert_eq!(v["up_streams"], "2");
+
+    // 2. The flent command line: summary.
+    let flent_cmd = |args: &[&str]| {
+        let mut c = Command::new(&py);
+        c.args(["-m", "flent"]).args(args);
+        run_with_timeout(&mut c, Duration::from_secs(180)).unwrap()
+    };
+    let fs = f.to_str().unwrap();
+    let (ok, out, err) = flent_cmd(&["-i", fs, "-f", "summary"]);
+    assert!(ok, "flent -f summary failed: {err}");
+    eprintln!("flent -i small.flent.gz -f summary:\n{out}");
+    assert!(out.contains("Summary of rrul_be_nflows test run"), "{out}");
+    let line = out.lines().find(|l| l.trim_start().starts_with("TCP upload sum")).expect("TCP upload sum row");
+    let avg: f64 = line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    assert!(avg > 5.0 && avg < 10.5, "TCP upload sum avg {avg} Mbit/s");
+
+    // 3. A flent plot to PNG (needs matplotlib).
+    if !py_has(&py, "matplotlib") {
+        let _ = run_with_timeout(Command::new(&py).args(["-m", "pip", "install", "--quiet", "matplotlib"]), Duration::from_secs(300));
+    }
+    if !py_has(&py, "matplotlib") {
+        eprintln!("SKIP flent plot part: matplotlib unavailable");
+        return;
+    }
+    for plot in ["totals", "ping_cdf"] {
+        let png = dir.path().join(format!("{plot}.png"));
+        let (ok, _, err) = flent_cmd(&["-i", fs, "-p", plot, "-o", png.to_str().unwrap()]);
+        assert!(ok, "flent -p {plot} failed: {err}");
+        let img = image::open(&png).unwrap().to_rgb8();
+        let ink = img.pixels().filter(|p| p.0.iter().any(|c| *c < 200)).count() as f64 / (img.width() * img.height()) as f64;
+        assert!(ink > 0.01, "flent {plot} plot is blank");
+        if let Some(d) = std::env::var_os("REPORT_SAMPLES_DIR") {
+            let _ = std::fs::copy(&png, PathBuf::from(d).join(format!("flent_{plot}.png")));
+        }
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"].iter().find_map(|n| which(n))
+}
+
+fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--no-pings",
+        "--disable-breakpad",
+        "--hide-scrollbars",
+        // Anything that would leave the machine goes to a closed loopback port.
+        "--proxy-server=127.0.0.1:9",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+#[test]
+fn chromium_renders_html_report() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIP screenshot test: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let r = common::small();
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_report(&[Run { label: "small", result: &r }], dir.path(), "small", Format::Png).unwrap();
+    let url = format!("file://{}", files.html.display());
+    let shot = dir.path().join("shot.png");
+
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = chromium_cmd(&bin, profile.path());
+    c.arg(format!("--screenshot={}", shot.display())).arg("--window-size=1280,2000").arg(&url);
+    let (ok, _, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    if !ok || !shot.exists() {
+        panic!("chromium screenshot failed: {err}");
+    }
+    let img = image::open(&shot).unwrap().to_rgb8();
+    assert_eq!((img.width(), img.height()), (1280, 2000));
+    let n = (img.width() * img.height()) as f64;
+    let ink = img.pixels().filter(|p| p.0.iter().any(|c| *c < 250)).count() as f64 / n;
+    // The grade badge (D: #d1242f) is rendered near the top.
+    let badge = img.enumerate_pixels().filter(|(_, y, p)| *y < 400 && p.0 == [0xd1, 0x24, 0x2f]).count();
+    eprintln!("screenshot: {:.1}% non-white pixels, {badge} grade-badge pixels", ink * 100.0);
+    assert!(ink > 0.05 && ink < 0.9, "screenshot looks blank or broken ({ink})");
+    assert!(badge > 1000, "grade badge not rendered ({badge} pixels)");
+    if let Some(d) = std::env::var_os("REPORT_SAMPLES_DIR") {
+        let _ = std::fs::copy(&shot, PathBuf::from(d).join("screenshot.png"));
+    }
+
+    // The DOM after rendering has the title, the table and the plots.
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = chromium_cmd(&bin, profile.path());
+    c.arg("--dump-dom").arg(&url);
+    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    assert!(ok, "chromium --dump-dom failed: {err}");
+    assert!(dom.contains("<title>bloatlab report — lab — 2026-11-22T06:00:00Z</title>"), "title missing from DOM");
+    assert!(dom.contains("<table class=\"summary\">") && dom.contains("<td>2u2d</td>"), "summary table missing from DOM");
+    assert!(dom.contains("Verdict") || dom.contains("added latency under load"));
+    assert!(dom.matches("<svg").count() >= 5, "inline plots missing from DOM");
+}
