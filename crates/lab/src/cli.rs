@@ -378,9 +378,13 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
     if !a.quiet && !results.is_empty() {
         let rows: Vec<table::Row> = results.iter().flat_map(table::rows).collect();
         let t = table::render(&rows);
-        let note = "latency = RTT of UDP probes to the server every 10 ms; added = loaded p50 - idle p50; \
+        let pi = results[0].metadata.probe_interval_ms;
+        let note = format!(
+            "latency = RTT of UDP probes to the server every {} ms; added = loaded p50 - idle p50; \
 witness added = the same for a third host behind the bottleneck; analytic = queue limit x 1514 B x 8 / rate \
-(the delay of a full queue); max backlog / drops = the bottleneck qdisc during the load";
+(the delay of a full queue); max backlog / drops = the bottleneck qdisc during the load",
+            table::ms(pi)
+        );
         if a.json.as_deref() == Some(Path::new("-")) {
             eprint!("\n{t}{note}\n");
         } else {

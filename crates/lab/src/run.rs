@@ -83,7 +83,16 @@ impl Lab {
     fn exe(&self) -> Result<PathBuf> {
         match &self.cfg.exe {
             Some(p) => Ok(p.clone()),
-            None => std::env::current_exe().context("cannot find the bloatlab executable to run inside the lab"),
+            // Our own binary through /proc: the same version as this lab even
+            // when the file on disk was replaced (or deleted) meanwhile.
+            None => {
+                let p = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
+                if p.exists() {
+                    Ok(p)
+                } else {
+                    std::env::current_exe().context("cannot find the bloatlab executable to run inside the lab")
+                }
+            }
         }
     }
 

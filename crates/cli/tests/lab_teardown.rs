@@ -1,0 +1,140 @@
+//! Teardown of `bloatlab lab`: after a normal run, after an error mid-run,
+//! after SIGTERM, and after SIGKILL followed by `bloatlab lab cleanup`,
+//! nothing of the lab is left. Also: the one-sentence message without root.
+mod lab_util;
+use bloatlab_results::TestResult;
+use lab_util::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const SHORT: &[&str] = &["--", "--duration", "3s", "--idle", "1s"];
+
+#[test]
+fn lab_teardown_after_normal_run() {
+    if skip("lab_teardown_after_normal_run") {
+        return;
+    }
+    let id = unique_id();
+    let before = root_links();
+    let out = Command::new(EXE).args(["lab", "--queue", "fifo:20", "--id", &id, "--quiet"]).args(SHORT).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_gone(&id, &before);
+}
+
+#[test]
+fn lab_teardown_after_error_mid_run() {
+    if skip("lab_teardown_after_error_mid_run") {
+        return;
+    }
+    let id = unique_id();
+    let before = root_links();
+    let child = Command::new(EXE)
+        .args(["lab", "--queue", "fifo:20", "--id", &id, "--", "--duration", "8s", "--idle", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the witness's server, then kill it: the run must fail and clean up.
+    let ns = format!("blab-{id}-witness");
+    wait_for("the witness server", Duration::from_secs(20), || !netns_pids(&ns).is_empty());
+    std::thread::sleep(Duration::from_millis(2500));
+    for pid in netns_pids(&ns) {
+        // SAFETY: a process of the lab this test started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(err.contains("witness") && err.contains("exited"), "stderr: {err}");
+    assert_gone(&id, &before);
+}
+
+#[test]
+fn lab_teardown_after_sigterm_keeps_partial_result() {
+    if skip("lab_teardown_after_sigterm_keeps_partial_result") {
+        return;
+    }
+    let id = unique_id();
+    let before = root_links();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("partial.json");
+    let child = Command::new(EXE)
+        .args(["lab", "--queue", "fifo:20", "--id", &id, "--json"])
+        .arg(&json)
+        .args(["--", "--duration", "20s", "--idle", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cns = format!("blab-{id}-client");
+    wait_for("the client test", Duration::from_secs(20), || !netns_pids(&cns).is_empty());
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    assert!(!r.complete);
+    assert!(r.lab.is_some());
+    assert_gone(&id, &before);
+}
+
+#[test]
+fn lab_sigkill_then_cleanup_removes_everything() {
+    if skip("lab_sigkill_then_cleanup_removes_everything") {
+        return;
+    }
+    let id = unique_id();
+    let before = root_links();
+    let mut child = Command::new(EXE)
+        .args(["lab", "--queue", "fifo:20", "--id", &id, "--quiet", "--", "--duration", "20s", "--idle", "1s"])
+        .spawn()
+        .unwrap();
+    let cns = format!("blab-{id}-client");
+    wait_for("the client test", Duration::from_secs(20), || !netns_pids(&cns).is_empty());
+    let mut procs: Vec<u32> = Vec::new();
+    for role in ["client", "server", "witness"] {
+        procs.extend(netns_pids(&format!("blab-{id}-{role}")));
+    }
+    assert!(procs.len() >= 3, "lab processes: {procs:?}");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    assert_eq!(lab_namespaces(&id).len(), 4, "a SIGKILLed lab cannot have removed itself");
+    // cleanup leaves other running labs alone and removes this one.
+    let out = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("lab {id}: removed 4 namespaces")), "{text}");
+    assert_gone(&id, &before);
+    std::thread::sleep(Duration::from_millis(200));
+    for pid in procs {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let gone = stat.is_empty() || stat.rsplit(')').next().map(|s| s.trim_start().starts_with('Z')).unwrap_or(true);
+        assert!(gone, "process {pid} of the killed lab still runs");
+    }
+    // A second cleanup finds nothing of it.
+    let out = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to clean up"));
+}
+
+#[test]
+fn lab_without_root_says_so_in_one_sentence() {
+    if skip("lab_without_root_says_so_in_one_sentence") {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", EXE, "lab"])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("skipping the unprivileged half: setpriv not available");
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Permission denied") && !err.contains("bloatlab") {
+        eprintln!("skipping the unprivileged half: the test binary is not executable by nobody ({err})");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("bloatlab lab needs root (CAP_NET_ADMIN) to create network namespaces; run it with sudo"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

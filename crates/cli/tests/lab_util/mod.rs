@@ -1,0 +1,90 @@
+//! Helpers shared by the lab integration tests (crates/cli/tests/lab_*.rs).
+#![allow(dead_code)]
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub const EXE: &str = env!("CARGO_BIN_EXE_bloatlab");
+
+/// True (after printing why) when this machine cannot run labs: not root, or tools missing.
+pub fn skip(test: &str) -> bool {
+    // SAFETY: trivial libc call.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping {test}: needs root to create network namespaces (run cargo test as root)");
+        return true;
+    }
+    for tool in ["ip", "tc", "ethtool"] {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+            .unwrap_or(false);
+        if !found {
+            eprintln!("skipping {test}: `{tool}` is not installed (apt-get install iproute2 ethtool)");
+            return true;
+        }
+    }
+    false
+}
+
+/// A lab id nobody else uses: 6 hex digits from the pid, time and a counter.
+pub fn unique_id() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let x = (t ^ ((std::process::id() as u64) << 20) ^ ((N.fetch_add(1, Ordering::SeqCst) as u64) << 9))
+        .wrapping_mul(0x9E3779B97F4A7C15);
+    format!("{:06x}", (x >> 40) & 0xffffff)
+}
+
+/// Namespaces of lab `id` that exist now (`ip netns list`).
+pub fn lab_namespaces(id: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(&format!("blab-{id}-")))
+        .map(String::from)
+        .collect()
+}
+
+/// Interface names in the root namespace (`ip -o link`).
+pub fn root_links() -> Vec<String> {
+    let out = Command::new("ip").args(["-o", "link"]).output().expect("ip -o link");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .collect()
+}
+
+/// Assert nothing of lab `id` is left: no namespaces, no record, no lab
+/// interfaces in the root namespace, no processes it started.
+pub fn assert_gone(id: &str, links_before: &[String]) {
+    let ns = lab_namespaces(id);
+    assert!(ns.is_empty(), "lab {id} left namespaces behind: {ns:?}");
+    assert!(!Path::new(&format!("/run/bloatlab/lab-{id}.json")).exists(), "lab {id} left its record");
+    for l in root_links() {
+        if ["lan", "wan", "wan-srv", "wan-wit", "probe0", "probe1"].contains(&l.as_str()) {
+            assert!(links_before.contains(&l), "lab {id} left interface {l} in the root namespace");
+        }
+    }
+}
+
+pub fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Pids inside a namespace.
+pub fn netns_pids(ns: &str) -> Vec<u32> {
+    let out = Command::new("ip").args(["netns", "pids", ns]).output().expect("ip netns pids");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// TCP goodput a link of `rate_bps` can carry: MSS bytes of each 1514-byte frame
+/// (MSS + 32 TCP with timestamps + 20 IP + 14 Ethernet).
+pub fn expected_goodput(rate_bps: f64, mss: u32) -> f64 {
+    rate_bps * mss as f64 / (mss as f64 + 66.0)
+}
