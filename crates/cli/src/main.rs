@@ -24,6 +24,9 @@ enum Cmd {
     Compare(bloatlab_report::cli::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
     Lab(bloatlab_lab::cli::LabArgs),
+    /// Internal: the user-space link emulator the lab runs in its router namespace.
+    #[command(hide = true)]
+    Emulate(bloatlab_emulator::cli::EmulateArgs),
 }
 
 /// `bloatlab test`: measure, print the summary table, optionally report.
@@ -43,6 +46,7 @@ fn main() {
         Cmd::Export(a) => bloatlab_report::cli::run_export(a),
         Cmd::Compare(a) => bloatlab_report::cli::run_compare(a),
         Cmd::Lab(a) => bloatlab_lab::cli::run_lab(a),
+        Cmd::Emulate(a) => bloatlab_emulator::cli::run_emulate(a),
     };
     match res {
         Ok(code) => std::process::exit(code),
