@@ -130,6 +130,8 @@ fn fifo_1000_bloats_to_1200ms() {
     // (The probes take ~60 of the 1000 places with 92-byte packets, so a full
     // queue holds ~1.13-1.2 s; the same 10% band applies to the RTT.)
     assert_eq!(up["queue"]["max_backlog_packets"].as_u64().unwrap(), 1000);
+    // no GSO super-packets reach the emulator: 1000 packets are at most 1000 MTUs
+    assert!(up["queue"]["max_backlog_bytes"].as_u64().unwrap() <= 1000 * 1500);
     assert!(up["queue"]["dropped_overlimit"].as_u64().unwrap() > 0);
     let soj_max_ms = up["sojourn"]["max_us"].as_f64().unwrap() / 1e3;
     assert!(soj_max_ms > 1100.0 && soj_max_ms < 1205.0, "max sojourn {soj_max_ms} ms");
