@@ -24,6 +24,10 @@ enum Cmd {
     Compare(bloatlab_report::cli::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
     Lab(bloatlab_lab::cli::LabArgs),
+    /// The seed experiments as recipes: list, show, check, run.
+    Recipe(bloatlab_recipes::cli::RecipeArgs),
+    /// Run lab parameters over lists of values (cross product) and tabulate.
+    Sweep(bloatlab_recipes::cli::SweepArgs),
     /// Internal: the user-space link emulator the lab runs in its router namespace.
     #[command(hide = true)]
     Emulate(bloatlab_emulator::cli::EmulateArgs),
@@ -47,6 +51,8 @@ fn main() {
         Cmd::Compare(a) => bloatlab_report::cli::run_compare(a),
         Cmd::Lab(a) => bloatlab_lab::cli::run_lab(a),
         Cmd::Emulate(a) => bloatlab_emulator::cli::run_emulate(a),
+        Cmd::Recipe(a) => bloatlab_recipes::cli::run_recipe(a),
+        Cmd::Sweep(a) => bloatlab_recipes::cli::run_sweep(a),
     };
     match res {
         Ok(code) => std::process::exit(code),

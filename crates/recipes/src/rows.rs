@@ -25,6 +25,7 @@ pub const LAB_METRICS: &[&str] = &[
     "witness_max_ms",
     "witness_mdev_ms",
     "witness_p50_ms",
+    "witness_p90_ms",
     "witness_p99_ms",
     "witness_n",
     "witness_lost",
@@ -228,4 +229,80 @@ pub fn pacing_row(p: &PacingResult) -> Row {
     ];
     debug_assert_eq!(v.len(), PACING_METRICS.len());
     Row { phase: "paced".into(), values: v }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_results::*;
+
+    fn phase(name: &str, u: u32, start: u64, end: u64) -> Phase {
+        Phase {
+            name: name.into(),
+            uploads: u,
+            downloads: 0,
+            start_ns: start,
+            end_ns: end,
+            summary: Summary {
+                upload_bps: 9.4e6,
+                latency: LatencyStats { sent: 10, received: 10, min_ms: 1.0, avg_ms: 2.0, max_ms: 3.0, p50_ms: 2.0, ..Default::default() },
+                witness_latency: Some(LatencyStats { sent: 10, received: 9, lost: 1, p90_ms: 7.0, ..Default::default() }),
+                ..Default::default()
+            },
+            flows: vec![Flow {
+                id: 1,
+                direction: Direction::Up,
+                goodput: vec![],
+                tcp_info: [10u32, 20, 15, 30, 12].iter().enumerate().map(|(i, &c)| TcpInfoSample { t_ns: start + i as u64, cwnd: c, ca_state: if c == 15 { 2 } else { 0 }, ..Default::default() }).collect(),
+                bytes: 0,
+                max_gap_ns: 0,
+                max_gap_at_ns: 0,
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn lab_rows_extract_queue_and_tcp_figures() {
+        let q = |t: u64, drops: u64, backlog: u64| QueueSample { t_ns: t, drops, backlog_packets: backlog, ..Default::default() };
+        let r = TestResult {
+            schema: SCHEMA_NAME.into(),
+            schema_version: SCHEMA_VERSION,
+            complete: true,
+            incomplete_reason: None,
+            metadata: Metadata::default(),
+            idle: Some(phase("idle", 0, 0, 100)),
+            scenarios: vec![phase("1u0d", 1, 100, 200)],
+            headline: Headline::default(),
+            lab: Some(LabInfo {
+                queues: vec![QueueSeries {
+                    role: "sender-local".into(),
+                    samples: vec![q(50, 5, 0), q(100, 7, 1), q(150, 20, 9), q(200, 27, 4), q(250, 40, 0)],
+                    ..Default::default()
+                }],
+                analytic_queue_delay_up_ms: Some(1200.0),
+                ..Default::default()
+            }),
+        };
+        let rows = lab_rows(&r, Some(99.0));
+        assert_eq!(rows.len(), 2);
+        for row in &rows {
+            assert_eq!(row.values.len(), LAB_METRICS.len());
+        }
+        let k = RecipeKind::Lab;
+        let s = &rows[1];
+        assert_eq!(s.phase, "1u0d");
+        assert_eq!(s.get(k, "upload_mbps"), Some(9.4));
+        assert_eq!(s.get(k, "latency_avg_ms"), Some(2.0));
+        assert_eq!(s.get(k, "witness_p90_ms"), Some(7.0));
+        assert_eq!(s.get(k, "witness_lost"), Some(1.0));
+        assert_eq!(s.get(k, "local_drops"), Some(20.0));
+        assert_eq!(s.get(k, "local_max_backlog_pkts"), Some(9.0));
+        assert_eq!(s.get(k, "bottleneck_drops"), None);
+        assert_eq!(s.get(k, "cwnd_reductions"), Some(2.0));
+        assert_eq!(s.get(k, "cwr_entries"), Some(1.0));
+        assert_eq!(s.get(k, "analytic_queue_delay_ms"), Some(1200.0));
+        assert_eq!(rows[0].get(k, "analytic_queue_delay_ms"), None);
+        assert_eq!(rows[0].get(k, "local_drops"), Some(2.0));
+    }
 }

@@ -171,6 +171,8 @@ pub struct PointOutcome {
     pub rows: Vec<Row>,
     pub lab: Option<TestResult>,
     pub pacing: Option<PacingResult>,
+    /// Extra words for the progress line.
+    pub detail: String,
 }
 
 #[derive(Serialize)]
@@ -324,7 +326,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
         };
         let mut o = out;
         o.elapsed_s = t.elapsed().as_secs_f64();
-        eprintln!("      {} in {:.1}s", o.status, o.elapsed_s);
+        eprintln!("      {}{} in {:.1}s", o.status, o.detail, o.elapsed_s);
         let fatal = o.status.starts_with("usage error");
         outcomes.push(o);
         write_index(&dir, r, &outcomes)?;
@@ -362,6 +364,7 @@ fn run_lab_point(r: &Recipe, p: &Point, vals: &[(String, Value)], dir: &Path, na
         rows: vec![],
         lab: None,
         pacing: None,
+        detail: String::new(),
     };
     let logf = match std::fs::File::create(&log) {
         Ok(f) => f,
@@ -445,6 +448,7 @@ fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str,
         rows: vec![],
         lab: None,
         pacing: None,
+        detail: String::new(),
     };
     let res = pacing_config(vals).and_then(|c| pacing::run(&c, &opts.version, &INTERRUPTED));
     match res {
@@ -455,8 +459,9 @@ fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str,
                 Err(e) => eprintln!("bloatlab: warning: cannot write {}: {e}", file.display()),
             }
             o.rows = vec![rows::pacing_row(&pr)];
-            o.status = format!(
-                "ok: ideal {}, achieved {} ({:.3}x), burst factor {:.2}",
+            o.status = "ok".into();
+            o.detail = format!(
+                ": ideal {}, achieved {} ({:.3}x), burst factor {:.2}",
                 crate::units::fmt_rate_human(pr.ideal_bps),
                 crate::units::fmt_rate_human(pr.achieved_bps),
                 pr.ratio,
