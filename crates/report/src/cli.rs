@@ -202,3 +202,19 @@ pub fn run_compare(a: CompareArgs) -> Result<i32> {
     }
     Ok(0)
 }
+
+/// For `bloatlab test --report`: write the HTML report and PNG plots for a
+/// result just measured. Next to `json_path` (same base name) when the
+/// result was saved there, else `bloatlab-<start time>.html` in the current
+/// directory.
+pub fn write_test_report(r: &TestResult, json_path: Option<&Path>) -> Result<crate::ReportFiles> {
+    let (dir, stem) = match json_path.filter(|p| p.as_os_str() != "-") {
+        Some(p) => (parent_dir(p), stem_of(p)),
+        None => {
+            let t: String = r.metadata.start_time.chars().filter(|c| c.is_ascii_alphanumeric()).take(15).collect();
+            (PathBuf::from("."), if t.is_empty() { "bloatlab-report".to_string() } else { format!("bloatlab-{t}") })
+        }
+    };
+    let rs = [Run { label: &stem, result: r }];
+    crate::write_report(&rs, &dir, &stem, Format::Png)
+}

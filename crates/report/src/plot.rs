@@ -463,6 +463,22 @@ where
             }
         }
     }
+    // Display unit by magnitude (data were collected in Mbit/s).
+    let mut all_max = ymax;
+    for (_, pts) in &flows {
+        all_max = pts.iter().fold(all_max, |m, p| m.max(p.1));
+    }
+    let (div, unit) = if all_max >= 2000.0 {
+        (1000.0, "Gbit/s")
+    } else if all_max > 0.0 && all_max < 1.0 {
+        (0.001, "kbit/s")
+    } else {
+        (1.0, "Mbit/s")
+    };
+    let scale = |v: &mut Vec<(f64, f64)>| v.iter_mut().for_each(|p| p.1 /= div);
+    flows.iter_mut().for_each(|(_, v)| scale(v));
+    sums.iter_mut().for_each(|(_, v)| scale(v));
+    ymax /= div;
     let many = flows.len() > 2 * sums.len().max(1);
     if !many {
         // Few flows: their own peaks matter for the axis too.
@@ -471,7 +487,7 @@ where
         }
     }
     let ymax = nice_max(ymax) * 1.3;
-    let mut chart = time_chart(area, Some("Goodput (thin: per flow, bold: sum per direction)"), span, ymax, "Mbit/s", x_desc)?;
+    let mut chart = time_chart(area, Some("Goodput (thin: per flow, bold: sum per direction)"), span, ymax, unit, x_desc)?;
     shade_phases(&mut chart, r, ymax, true)?;
     let mut labelled = [false; 4];
     for (d, pts) in &flows {

@@ -274,6 +274,10 @@ fn cli_report_plot_export_compare() {
     run_export(ExportArgs { result: a.clone(), format: ExportFormat::Flent, output: None }).unwrap();
     assert!(dir.path().join("a.flent.gz").exists());
     run_compare(CompareArgs { results: vec![a.clone(), b.clone()], html: Some(dir.path().join("c.html")) }).unwrap();
+    // `bloatlab test --report` helper: next to the JSON, same base name.
+    let files = write_test_report(&common::small_nolab(), Some(&dir.path().join("t.json"))).unwrap();
+    assert_eq!(files.html, dir.path().join("t.html"));
+    assert!(files.images.iter().all(|p| p.exists()));
     // Bad input: a clear error naming the file.
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{\"schema\": \"something-else\"}").unwrap();
@@ -307,6 +311,9 @@ fn dump_samples() {
     let Some(dir) = std::env::var_os("REPORT_SAMPLES_DIR") else { return };
     let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir).unwrap();
+    if std::env::var_os("REPORT_SAMPLES_LARGE").is_some() {
+        std::fs::write(dir.join("large.json"), serde_json::to_string(&common::large()).unwrap()).unwrap();
+    }
     let r = common::small();
     std::fs::write(dir.join("small.json"), serde_json::to_string(&r).unwrap()).unwrap();
     export_flent(&r, &dir.join("small.flent.gz")).unwrap();
