@@ -90,8 +90,9 @@ pub struct LabRunArgs {
     /// Random loss per direction, e.g. 1% or 0.01.
     #[arg(long, value_name = "PROB")]
     pub loss: Option<String>,
-    /// kernel (qdiscs) or emulator (bloatlab's user-space link).
-    #[arg(long, value_enum, default_value = "kernel")]
+    /// kernel (qdiscs), emulator (bloatlab's user-space link), or auto: the emulator
+    /// when --queue codel|fq_codel|pie|drophead, a trace, --delay, --jitter or --loss asks for it.
+    #[arg(long, value_enum, default_value = "auto")]
     pub backend: Backend,
     /// Rate trace for the uplink (mahimahi format; emulator backend).
     #[arg(long, value_name = "FILE")]
@@ -295,9 +296,10 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
         },
         up.map(|(n, d)| format!("up {n}/{d}")).unwrap_or_else(|| "up unlimited".into()),
         down.map(|(n, d)| format!(", down {n}/{d}")).unwrap_or_else(|| ", down unlimited".into()),
-        match cfg.shaper {
-            Shaper::Htb => "htb",
-            Shaper::Tbf => "tbf",
+        match (cfg.effective_backend(), cfg.shaper) {
+            (Backend::Emulator, _) => "emulator",
+            (_, Shaper::Htb) => "htb",
+            (_, Shaper::Tbf) => "tbf",
         },
         if cfg.rate_up == cfg.rate_down {
             cfg.rate_up.map(|r| r.to_string()).unwrap_or_else(|| "unlimited".into())
@@ -338,8 +340,12 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
         }
         let label = lab.cfg.queue_label();
         say(format!(
-            "run {}/{n}: queue {label}{} ...",
+            "run {}/{n}: queue {label} ({}){} ...",
             i + 1,
+            match lab.cfg.effective_backend() {
+                Backend::Emulator => "emulator",
+                _ => "kernel",
+            },
             lab.cfg
                 .analytic_queue_delay_ms(true)
                 .or(lab.cfg.analytic_queue_delay_ms(false))
@@ -359,7 +365,9 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
             }
         };
         if let Some(base) = &a.json {
-            let p = json_path(base, &label, n);
+            let seen = queues[..i].iter().filter(|x| x.label() == q.label()).count();
+            let name = if seen == 0 { label.clone() } else { format!("{label}-{}", seen + 1) };
+            let p = json_path(base, &name, n);
             let text = serde_json::to_string_pretty(&out.result)? + "\n";
             if p == Path::new("-") {
                 print!("{text}");
@@ -445,6 +453,11 @@ mod tests {
         let (c, _) = parse(&["--qdisc", "fq_codel limit 100"]).unwrap();
         assert_eq!(c.qdisc.as_deref(), Some("fq_codel limit 100"));
         assert!(parse(&["--keep"]).is_ok());
+        let (c, q) = parse(&["--queue", "fq_codel,codel:target=5ms", "--delay", "40ms"]).unwrap();
+        assert_eq!(c.effective_backend(), Backend::Emulator);
+        assert_eq!(q.len(), 2);
+        let (c, _) = parse(&["--queue", "fifo:10"]).unwrap();
+        assert_eq!(c.effective_backend(), Backend::Kernel);
         let t = T::try_parse_from(["lab", "cleanup", "--id", "1a2b3c"]).unwrap();
         assert!(matches!(t.a.cmd, Some(LabCmd::Cleanup(_))));
     }
@@ -454,7 +467,9 @@ mod tests {
         let e = |v: &[&str]| format!("{:#}", parse(v).unwrap_err());
         assert!(e(&["--rate", "fast"]).contains("accepted forms"));
         assert!(e(&["--queue", "red"]).contains("accepted forms"));
-        assert!(e(&["--queue", "fq_codel"]).contains("emulator"));
+        assert!(e(&["--queue", "fq_codel", "--backend", "kernel"]).contains("emulator"));
+        assert!(e(&["--queue", "fq_codel", "--bottleneck", "local"]).contains("kernel backend"));
+        assert!(e(&["--delay", "20ms", "--qdisc", "sfq", "--backend", "emulator"]).contains("--qdisc"));
         assert!(e(&["--txqueuelen", "5", "--queue", "fifo:10"]).contains("txqueuelen"));
         assert!(e(&["--qdisc", "sfq", "--queue", "fifo:10"]).contains("--qdisc"));
         assert!(e(&["--", "--json", "x"]).contains("--json"));

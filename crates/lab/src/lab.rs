@@ -62,7 +62,7 @@ impl Default for LabConfig {
     fn default() -> Self {
         LabConfig {
             id: None,
-            backend: Backend::Kernel,
+            backend: Backend::Auto,
             placement: Placement::Router,
             rate_up: Some(Rate::mbit(10.0)),
             rate_down: Some(Rate::mbit(10.0)),
@@ -94,30 +94,75 @@ impl LabConfig {
         }
     }
 
+    /// The backend this configuration runs on: `Auto` picks the emulator when
+    /// an emulator-only feature is asked for (AQM queue, rate trace, delay,
+    /// jitter, loss) and the kernel otherwise.
+    pub fn effective_backend(&self) -> Backend {
+        match self.backend {
+            Backend::Auto => {
+                let wants = self.queue.needs_emulator()
+                    || self.trace_up.is_some()
+                    || self.trace_down.is_some()
+                    || ((self.delay.is_some() || self.jitter.is_some() || self.loss.is_some()) && self.qdisc.is_none());
+                if wants {
+                    Backend::Emulator
+                } else {
+                    Backend::Kernel
+                }
+            }
+            b => b,
+        }
+    }
+
+    /// The emulator's configuration for this lab (backend "emulator").
+    pub fn emulator_config(&self) -> Result<bloatlab_emulator::EmulatorConfig> {
+        use bloatlab_emulator::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, RateSpec};
+        let queue = self.queue.to_emulator().map_err(|e| anyhow!(e))?;
+        let dir = |rate: Option<Rate>, trace: &Option<PathBuf>| -> Result<DirectionConfig> {
+            let rate = match (trace, rate) {
+                (Some(p), _) => RateSpec::trace(p).map_err(|e| anyhow!("{e}"))?,
+                (None, Some(r)) => RateSpec::Fixed { bps: r.bps },
+                (None, None) => RateSpec::Unlimited,
+            };
+            Ok(DirectionConfig {
+                rate,
+                delay_ns: self.delay.map(|d| d.as_nanos() as u64 / 2).unwrap_or(0),
+                jitter: self.jitter.map(|j| JitterSpec {
+                    amount_ns: j.as_nanos() as u64,
+                    dist: Default::default(),
+                    reorder: false,
+                }),
+                loss: match self.loss {
+                    Some(p) if p > 0.0 => LossSpec::Bernoulli { p },
+                    _ => LossSpec::None,
+                },
+                queue: queue.clone(),
+                // Count the Ethernet header as htb does on a veth: 1514-byte frames.
+                overhead_bytes: (FRAME_BYTES - MTU as u64) as u32,
+            })
+        };
+        let cfg = EmulatorConfig {
+            up: dir(self.rate_up, &self.trace_up)?,
+            down: dir(self.rate_down, &self.trace_down)?,
+            ..Default::default()
+        };
+        cfg.validate().map_err(|e| anyhow!("emulator configuration: {e}"))?;
+        Ok(cfg)
+    }
+
     /// Analytic maximum queueing delay of a full bottleneck queue, ms
-    /// (capacity × 8 / rate; fifo capacity = N × 1514-byte frames).
+    /// (capacity × 8 / rate; fifo capacity = N × 1514-byte frames; a trace's mean rate).
     pub fn analytic_queue_delay_ms(&self, up: bool) -> Option<f64> {
         if self.qdisc.is_some() {
             return None;
         }
-        let rate = if up { self.rate_up } else { self.rate_down }?;
-        let cap = self.queue.capacity_bytes(FRAME_BYTES)?;
-        Some(cap as f64 * 8.0 / rate.bps as f64 * 1e3)
-    }
-
-    /// What the kernel backend cannot do on its own, and needs the emulator for.
-    fn emulator_reasons(&self) -> Vec<String> {
-        let mut r = Vec::new();
-        if self.backend == Backend::Emulator {
-            r.push("--backend emulator".to_string());
-        }
-        if self.queue.needs_emulator() && self.qdisc.is_none() {
-            r.push(format!("--queue {}", self.queue.label()));
-        }
-        if self.trace_up.is_some() || self.trace_down.is_some() {
-            r.push("--trace-up/--trace-down".into());
-        }
-        r
+        let cap = self.queue.capacity_bytes(FRAME_BYTES)? as f64;
+        let trace = if up { &self.trace_up } else { &self.trace_down };
+        let bps = match trace {
+            Some(p) => bloatlab_emulator::RateSpec::trace(p).ok()?.mean_bps()?,
+            None => (if up { self.rate_up } else { self.rate_down })?.bps as f64,
+        };
+        Some(cap * 8.0 / bps * 1e3)
     }
 
     /// Check the combination before touching the system.
@@ -127,13 +172,33 @@ impl LabConfig {
                 bail!("lab id `{id}` must be 6 lowercase hex digits, e.g. 1a2b3c");
             }
         }
-        let why = self.emulator_reasons();
-        if !why.is_empty() {
-            bail!(
-                "{} needs bloatlab's user-space link emulator, which is not wired into `bloatlab lab` yet; \
-                 the kernel backend offers --queue fifo:N|bfifo:BYTES, --qdisc KIND (when this kernel has it) and --delay/--jitter/--loss (with netem)",
-                why.join(", ")
-            );
+        let backend = self.effective_backend();
+        if backend == Backend::Kernel {
+            let mut why = Vec::new();
+            if self.queue.needs_emulator() && self.qdisc.is_none() {
+                why.push(format!("--queue {}", self.queue.label()));
+            }
+            if self.trace_up.is_some() || self.trace_down.is_some() {
+                why.push("--trace-up/--trace-down".into());
+            }
+            if !why.is_empty() {
+                bail!(
+                    "{} needs bloatlab's user-space link emulator (--backend emulator or auto); the kernel backend offers \
+                     --queue fifo:N|bfifo:BYTES and --qdisc KIND (when this kernel has it)",
+                    why.join(", ")
+                );
+            }
+        } else {
+            if self.placement == Placement::Local {
+                bail!("--bottleneck local needs the kernel backend (the emulator runs on the router); drop --bottleneck local or use --backend kernel with --queue fifo:N|bfifo:BYTES");
+            }
+            if self.qdisc.is_some() {
+                bail!("--qdisc installs a kernel qdisc and needs --backend kernel; the emulator's disciplines are chosen with --queue (fifo:N, bfifo:BYTES, drophead:N, codel, fq_codel, pie)");
+            }
+            if self.txqueuelen.is_some() {
+                bail!("--txqueuelen sets a kernel interface queue and needs --backend kernel; with the emulator use --queue fifo:N");
+            }
+            self.emulator_config()?;
         }
         if self.cc.is_empty() || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             bail!("--cc `{}` is not a congestion control name", self.cc);
@@ -143,11 +208,11 @@ impl LabConfig {
                 bail!("--qdisc needs a qdisc kind, e.g. --qdisc fq_codel or --qdisc \"netem delay 20ms\"");
             }
         }
-        if self.jitter.is_some() && self.delay.is_none() {
-            bail!("--jitter needs --delay (jitter is a variation around the delay)");
-        }
         if self.tcp_mem_max < 65536 {
             bail!("--tcp-mem-max must be at least 64k");
+        }
+        if self.jitter.is_some() && self.delay.is_none() {
+            bail!("--jitter needs --delay (jitter is a variation around the delay)");
         }
         Ok(())
     }
@@ -470,6 +535,7 @@ impl Lab {
     }
 
     /// The bottleneck devices per direction: (namespace, device).
+    /// With the emulator backend these are the router interfaces the emulator sits between.
     pub fn bottleneck_devices(&self) -> (Option<(String, String)>, Option<(String, String)>) {
         let up = self.cfg.rate_up.map(|_| match self.cfg.placement {
             Placement::Router => (self.router.netns.clone(), "wan".to_string()),
@@ -487,6 +553,12 @@ impl Lab {
         let (up, down) = self.bottleneck_devices();
         let mut v = Vec::new();
         let t = |role: &str, (ns, dev): (String, String)| QueueTarget { role: role.into(), netns: ns, dev };
+        if self.cfg.effective_backend() == Backend::Emulator {
+            // The bottleneck queues are inside the emulator; it reports them itself.
+            v.push(t("sender-local-up", (self.client.netns.clone(), "eth0".into())));
+            v.push(t("sender-local-down", (self.server.netns.clone(), "eth0".into())));
+            return v;
+        }
         if let Some(u) = up {
             v.push(t("bottleneck-up", u));
         }
@@ -508,7 +580,8 @@ impl Lab {
             Shaper::Htb => "htb",
             Shaper::Tbf => "tbf",
         };
-        if (self.cfg.rate_up.is_some() || self.cfg.rate_down.is_some()) && missing(shaper) {
+        let kernel = self.cfg.effective_backend() == Backend::Kernel;
+        if kernel && (self.cfg.rate_up.is_some() || self.cfg.rate_down.is_some()) && missing(shaper) {
             bail!("this kernel ({}) has no `{shaper}` qdisc to limit the rate; try --shaper {}", self.kernel,
                 if shaper == "htb" { "tbf" } else { "htb" });
         }
@@ -531,21 +604,31 @@ impl Lab {
                 }
             }
         }
-        if self.cfg.delay.is_some() || self.cfg.loss.is_some() {
-            if missing("netem") {
-                bail!(
-                    "--delay/--jitter/--loss need the `netem` qdisc with the kernel backend, and this kernel ({}) has none; \
-                     bloatlab's user-space link emulator provides them without netem (--backend emulator), \
-                     but it is not wired into `bloatlab lab` yet",
-                    self.kernel
-                );
-            }
+        if self.cfg.effective_backend() == Backend::Kernel
+            && (self.cfg.delay.is_some() || self.cfg.loss.is_some())
+            && missing("netem")
+        {
+            bail!(
+                "--delay/--jitter/--loss need the `netem` qdisc with the kernel backend, and this kernel ({}) has none; \
+                 bloatlab's user-space link emulator provides them without netem: use --backend emulator (or auto)",
+                self.kernel
+            );
         }
         Ok(())
     }
 
     /// (Re)install the bottleneck qdiscs for the current `cfg.queue` / `cfg.qdisc`.
     pub fn apply_bottleneck(&mut self) -> Result<()> {
+        if self.cfg.effective_backend() == Backend::Emulator {
+            // The emulator is started per run (run_test) with the current queue;
+            // remove kernel shapers a previous kernel-backend run left.
+            self.cfg.validate()?;
+            let (up, down) = self.bottleneck_devices();
+            for (ns, dev) in [up, down].into_iter().flatten() {
+                let _ = tcn(&ns, &["qdisc", "del", "dev", &dev, "root"]);
+            }
+            return Ok(());
+        }
         let (up, down) = self.bottleneck_devices();
         let rates = [(up, self.cfg.rate_up), (down, self.cfg.rate_down)];
         for (dev, rate) in rates {

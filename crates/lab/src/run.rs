@@ -4,7 +4,7 @@
 use crate::lab::Lab;
 use crate::sampler::Sampler;
 use crate::signals;
-use crate::spec::{parse_duration, Placement};
+use crate::spec::{parse_duration, Backend, Placement};
 use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_results::{LabHost, LabInfo, TestResult};
 use std::io::{BufRead, BufReader};
@@ -202,7 +202,20 @@ impl Lab {
         };
         let errf = self.run_dir.path().join(format!("client-{n}.stderr"));
         let err = std::fs::File::create(&errf)?;
-        let sampler = Sampler::start(self.queue_targets(), interval.max(Duration::from_millis(5)));
+        let interval = interval.max(Duration::from_millis(5));
+        let mut emulator = None;
+        if self.cfg.effective_backend() == Backend::Emulator {
+            let mut ecfg = self.cfg.emulator_config()?;
+            ecfg.sample_interval_ns = interval.as_nanos().max(1_000_000) as u64;
+            let stats = self.run_dir.path().join(format!("emulator-{n}.json"));
+            let h = bloatlab_emulator::start_in_netns(&exe, &self.router.netns, &ecfg, &["lan"], &["wan"], &stats)
+                .context("starting bloatlab's user-space link emulator in the router namespace")?;
+            if let Some(pid) = h.pid() {
+                self.record_child(pid, &format!("emulator in {}", self.router.netns));
+            }
+            emulator = Some((h, ecfg));
+        }
+        let sampler = Sampler::start(self.queue_targets(), interval);
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.client.netns]).arg(&exe).args(&args).stdin(Stdio::null());
         if opts.show_engine_output {
@@ -261,8 +274,27 @@ impl Lab {
         if code != 0 && !result.complete && interrupted_by == 0 && code != 130 {
             eprintln!("bloatlab lab: the test ended early ({status}): {}", stderr.trim());
         }
-        let queues = sampler.finish(result.metadata.start_unix_ns);
-        result.lab = Some(self.lab_info(queues, opts));
+        let mut queues = sampler.finish(result.metadata.start_unix_ns);
+        let mut emu_info = None;
+        if let Some((h, ecfg)) = emulator {
+            let mut st = h.stop().context("stopping the emulator")?;
+            st.rebase(result.metadata.start_unix_ns);
+            let mut q = st.queues;
+            q.append(&mut queues);
+            queues = q;
+            emu_info = Some((st.counters, ecfg));
+        }
+        let mut info = self.lab_info(queues, opts);
+        if let Some((counters, ecfg)) = emu_info {
+            info.backend = "emulator".into();
+            info.config["backend"] = "emulator".into();
+            info.config["emulator"] = serde_json::json!({
+                "config": ecfg,
+                "describe": ecfg.describe(),
+            });
+            info.emulator = Some(counters);
+        }
+        result.lab = Some(info);
         Ok(RunOutcome { result, interrupted_by })
     }
 

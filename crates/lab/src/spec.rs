@@ -117,17 +117,15 @@ pub enum QueueSpec {
     Fifo { packets: u32 },
     /// Byte-limited FIFO (`bfifo limit N`).
     Bfifo { bytes: u64 },
-    /// User-space emulator disciplines (backend "emulator").
-    Codel,
-    FqCodel,
-    Pie,
-    /// Drop-head FIFO of N packets.
-    Drophead { packets: u32 },
+    /// A discipline only bloatlab's user-space emulator provides, in its
+    /// syntax: `codel[:target=5ms,...]`, `fq_codel[:...]`, `pie[:...]`, `drophead:N`.
+    Emulator { spec: String },
 }
 
 pub const QUEUE_FORMS: &str = "accepted forms: fifo:N (packets, e.g. fifo:1000; the txqueuelen), \
-     bfifo:BYTES (e.g. bfifo:64k, bfifo:65536), and for the user-space emulator codel, fq_codel, pie, \
-     drophead:N; any other kernel qdisc goes through --qdisc \"KIND ARGS\"";
+     bfifo:BYTES (e.g. bfifo:64k = 65536, bfifo:65536), and with bloatlab's user-space emulator \
+     codel, fq_codel, pie (optionally with parameters, e.g. codel:target=5ms,interval=100ms) and drophead:N; \
+     any other kernel qdisc goes through --qdisc \"KIND ARGS\"";
 
 impl QueueSpec {
     pub fn parse(s: &str) -> Result<QueueSpec, String> {
@@ -156,17 +154,22 @@ impl QueueSpec {
                 }
                 Ok(QueueSpec::Bfifo { bytes: b })
             }
-            "codel" if arg.is_none() => Ok(QueueSpec::Codel),
-            "fq_codel" | "fq-codel" if arg.is_none() => Ok(QueueSpec::FqCodel),
-            "pie" if arg.is_none() => Ok(QueueSpec::Pie),
-            "drophead" => Ok(QueueSpec::Drophead { packets: packets(arg)? }),
+            "drophead" => {
+                packets(arg)?;
+                Ok(QueueSpec::Emulator { spec: t.clone() })
+            }
+            "codel" | "fq_codel" | "fq-codel" | "pie" => {
+                t.parse::<bloatlab_emulator::QueueSpec>()
+                    .map_err(|e| format!("queue `{s}`: {e}"))?;
+                Ok(QueueSpec::Emulator { spec: t.replace("fq-codel", "fq_codel") })
+            }
             _ => Err(format!("unknown queue `{s}`; {QUEUE_FORMS}")),
         }
     }
 
     /// True for disciplines only the user-space emulator provides.
     pub fn needs_emulator(&self) -> bool {
-        !matches!(self, QueueSpec::Fifo { .. } | QueueSpec::Bfifo { .. })
+        matches!(self, QueueSpec::Emulator { .. })
     }
 
     /// Short label used in tables and file names, e.g. `fifo:1000`.
@@ -174,20 +177,33 @@ impl QueueSpec {
         match self {
             QueueSpec::Fifo { packets } => format!("fifo:{packets}"),
             QueueSpec::Bfifo { bytes } => format!("bfifo:{bytes}"),
-            QueueSpec::Codel => "codel".into(),
-            QueueSpec::FqCodel => "fq_codel".into(),
-            QueueSpec::Pie => "pie".into(),
-            QueueSpec::Drophead { packets } => format!("drophead:{packets}"),
+            QueueSpec::Emulator { spec } => spec.clone(),
         }
     }
 
-    /// Maximum bytes the queue can hold with full-size frames of `frame` bytes.
+    /// Maximum bytes the queue can hold with full-size frames of `frame` bytes
+    /// (None for AQMs, whose standing queue is set by their target instead).
     pub fn capacity_bytes(&self, frame: u64) -> Option<u64> {
         match self {
-            QueueSpec::Fifo { packets } | QueueSpec::Drophead { packets } => Some(*packets as u64 * frame),
+            QueueSpec::Fifo { packets } => Some(*packets as u64 * frame),
             QueueSpec::Bfifo { bytes } => Some(*bytes),
-            _ => None,
+            QueueSpec::Emulator { spec } => {
+                let q: bloatlab_emulator::QueueSpec = spec.parse().ok()?;
+                match q {
+                    bloatlab_emulator::QueueSpec::Drophead { limit } => Some(limit as u64 * frame),
+                    _ => None,
+                }
+            }
         }
+    }
+
+    /// The emulator's form of this queue.
+    pub fn to_emulator(&self) -> Result<bloatlab_emulator::QueueSpec, String> {
+        Ok(match self {
+            QueueSpec::Fifo { packets } => bloatlab_emulator::QueueSpec::Pfifo { limit: *packets as usize },
+            QueueSpec::Bfifo { bytes } => bloatlab_emulator::QueueSpec::Bfifo { limit_bytes: *bytes },
+            QueueSpec::Emulator { spec } => spec.parse().map_err(|e| format!("queue `{spec}`: {e}"))?,
+        })
     }
 }
 
@@ -218,6 +234,9 @@ pub enum Shaper {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
+    /// The emulator when an emulator-only feature is asked for (AQM queue,
+    /// trace, delay/jitter/loss), else the kernel.
+    Auto,
     /// Kernel qdiscs (htb/tbf + pfifo/bfifo or any --qdisc).
     Kernel,
     /// bloatlab's user-space link emulator.
@@ -313,14 +332,17 @@ mod tests {
         assert_eq!(QueueSpec::parse("pfifo:10").unwrap(), QueueSpec::Fifo { packets: 10 });
         assert_eq!(QueueSpec::parse("bfifo:64k").unwrap(), QueueSpec::Bfifo { bytes: 65536 });
         assert_eq!(QueueSpec::parse("bfifo:65536").unwrap(), QueueSpec::Bfifo { bytes: 65536 });
-        assert_eq!(QueueSpec::parse("fq_codel").unwrap(), QueueSpec::FqCodel);
-        assert_eq!(QueueSpec::parse("drophead:50").unwrap(), QueueSpec::Drophead { packets: 50 });
-        for bad in ["fifo", "fifo:x", "fifo:0", "red", "bfifo:", "bfifo:10", "codel:5"] {
+        assert_eq!(QueueSpec::parse("fq_codel").unwrap(), QueueSpec::Emulator { spec: "fq_codel".into() });
+        assert_eq!(QueueSpec::parse("drophead:50").unwrap(), QueueSpec::Emulator { spec: "drophead:50".into() });
+        assert_eq!(QueueSpec::parse("drophead:50").unwrap().capacity_bytes(1514), Some(50 * 1514));
+        assert_eq!(QueueSpec::parse("codel").unwrap().capacity_bytes(1514), None);
+        assert!(QueueSpec::parse("codel:target=5ms,interval=100ms").is_ok());
+        for bad in ["fifo", "fifo:x", "fifo:0", "red", "bfifo:", "bfifo:10", "codel:bogus=5", "drophead"] {
             let e = QueueSpec::parse(bad).unwrap_err();
-            assert!(e.contains("accepted forms") || e.contains("must") || e.contains("cannot"), "{bad}: {e}");
+            assert!(e.contains("accepted forms") || e.contains("must") || e.contains("cannot") || e.contains("unknown"), "{bad}: {e}");
         }
         assert_eq!(QueueSpec::Fifo { packets: 100 }.capacity_bytes(1514), Some(151400));
-        assert!(QueueSpec::Codel.needs_emulator());
+        assert!(QueueSpec::parse("pie").unwrap().needs_emulator());
         assert!(!QueueSpec::Bfifo { bytes: 100 }.needs_emulator());
     }
 
