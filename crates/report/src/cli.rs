@@ -121,7 +121,7 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let html = dir.join(format!("{stem}.html"));
         crate::write_html(&rs, &html)?;
-        crate::ReportFiles { html, images: vec![] }
+        crate::ReportFiles { html, images: vec![], skipped: vec![] }
     } else {
         crate::write_report(&rs, &dir, &stem, a.image_format)?
     };
@@ -137,6 +137,9 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
     println!("wrote {}", files.html.display());
     for i in &files.images {
         println!("wrote {}", i.display());
+    }
+    for s in &files.skipped {
+        eprintln!("bloatlab report: no {s}");
     }
     Ok(0)
 }

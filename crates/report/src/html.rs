@@ -64,8 +64,13 @@ fn svg_inline(svg: &str) -> String {
     s.to_string()
 }
 
+/// An inline SVG figure; a plot that has nothing to draw becomes a short note
+/// instead of failing the whole report.
 fn figure(runs: &[Run], kind: PlotKind, caption: &str) -> Result<String> {
-    let svg = plot_svg_string(runs, kind).with_context(|| format!("rendering the {} plot", kind.name()))?;
+    let svg = match plot_svg_string(runs, kind) {
+        Ok(s) => s,
+        Err(e) => return Ok(format!("<p class=\"note\">No {} plot: {}.</p>\n", kind.name(), esc(&e.to_string()))),
+    };
     Ok(format!(
         "<figure class=\"plot-{}\">{}<figcaption>{}</figcaption></figure>\n",
         kind.name(),
@@ -406,6 +411,8 @@ pub fn write_html(runs: &[Run], path: &Path) -> Result<()> {
 pub struct ReportFiles {
     pub html: PathBuf,
     pub images: Vec<PathBuf>,
+    /// Plots not written because they had nothing to draw, with the reason.
+    pub skipped: Vec<String>,
 }
 
 /// Write `<stem>.html` and the plots as PNG (or SVG) files into `dir`.
@@ -416,11 +423,16 @@ pub fn write_report(runs: &[Run], dir: &Path, stem: &str, image_format: Format) 
         bail!("no result to report");
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut files = ReportFiles { html: dir.join(format!("{stem}.html")), images: vec![] };
+    let mut files = ReportFiles { html: dir.join(format!("{stem}.html")), images: vec![], skipped: vec![] };
     write_html(runs, &files.html)?;
     let ext = image_format.ext();
     let mut emit = |runs: &[Run], kind: PlotKind, name: String| -> Result<()> {
         let p = dir.join(name);
+        // Nothing to draw (e.g. every probe lost): note it, keep the report.
+        if let Err(e) = crate::plot::plot_available(runs, kind) {
+            files.skipped.push(format!("{} plot: {e}", kind.name()));
+            return Ok(());
+        }
         plot_runs(runs, kind, image_format, &p)?;
         files.images.push(p);
         Ok(())

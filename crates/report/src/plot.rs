@@ -236,6 +236,11 @@ fn check_job(job: &Job) -> Result<()> {
             if runs.iter().all(|r| series::phases(r.result).is_empty()) {
                 bail!("the result has no phases (no idle baseline and no scenario)");
             }
+            if matches!(kind, PlotKind::Cdf | PlotKind::Box)
+                && !runs.iter().any(|r| series::phases(r.result).iter().any(|p| p.probes.iter().any(|x| x.rtt_ns.is_some())))
+            {
+                bail!("no latency probe was received, so there is no distribution to plot");
+            }
             Ok(())
         }
         Job::Sweep(s) => {
@@ -273,6 +278,11 @@ where
             PlotKind::Tcp => draw_tcp(root, runs[0].result),
         },
     }
+}
+
+/// Whether a plot has something to draw (the reason when not), without drawing it.
+pub fn plot_available(runs: &[Run], kind: PlotKind) -> Result<()> {
+    check_job(&Job::Runs { runs, kind })
 }
 
 fn render_file(job: &Job, format: Format, path: &Path) -> Result<()> {

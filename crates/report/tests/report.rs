@@ -325,3 +325,43 @@ fn dump_samples() {
     sweep_plot("txqueuelen sweep", "queue length (packets)", true, &series, "ms", &dir.join("sweep.png"), Format::Png).unwrap();
     std::fs::write(dir.join("sweep.svg"), sweep_plot_svg_string("txqueuelen sweep", "queue length (packets)", true, &series, "ms").unwrap()).unwrap();
 }
+
+/// Sparse and broken-off results still give a report (plots that have
+/// nothing to draw are skipped with a reason), and the table says INCOMPLETE.
+#[test]
+fn sparse_and_incomplete_results() {
+    let dir = tempfile::tempdir().unwrap();
+    // Interrupted during the second scenario; every probe of it lost.
+    let mut r = common::small_nolab();
+    r.complete = false;
+    r.incomplete_reason = Some("interrupted (SIGINT)".into());
+    r.scenarios.truncate(2);
+    for p in &mut r.scenarios[1].probes {
+        p.rtt_ns = None;
+        p.owd_up_ns = None;
+        p.owd_down_ns = None;
+    }
+    let t = summary_table(&r);
+    assert!(t.starts_with("INCOMPLETE RUN: interrupted (SIGINT)"), "{t}");
+    assert!(verdict(&r).sentence.starts_with("Incomplete run"));
+    let files = write_report(&[Run { label: "r", result: &r }], dir.path(), "r", Format::Png).unwrap();
+    assert!(files.html.exists() && !files.images.is_empty());
+    // Idle only: no load, no grade, plots of what there is.
+    let mut idle_only = common::small_nolab();
+    idle_only.scenarios.clear();
+    idle_only.headline = Default::default();
+    let v = verdict(&idle_only);
+    assert_eq!(v.grade, Grade::Unknown);
+    assert!(v.sentence.contains("No load scenario"), "{}", v.sentence);
+    write_report(&[Run { label: "i", result: &idle_only }], dir.path(), "i", Format::Svg).unwrap();
+    // No probes at all: CDF/box skipped, report written.
+    let mut none = common::small_nolab();
+    for p in none.idle.iter_mut().chain(none.scenarios.iter_mut()) {
+        p.probes.clear();
+        p.witness_probes.clear();
+    }
+    let files = write_report(&[Run { label: "n", result: &none }], dir.path(), "n", Format::Png).unwrap();
+    assert!(files.skipped.iter().any(|s| s.starts_with("cdf")), "{:?}", files.skipped);
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    assert!(html.contains("No cdf plot"));
+}
