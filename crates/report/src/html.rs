@@ -42,6 +42,9 @@ tr.section td { background: var(--soft); font-weight: 600; text-align: left; }
 td.worse { color: #b42318; } td.better { color: #1a7f37; }
 table.meta td { text-align: left; white-space: normal; }
 table.witness { width: auto; min-width: 50%; }
+table.verdicts td { white-space: normal; text-align: left; vertical-align: middle; }
+table.verdicts td:first-child { width: 34%; }
+table.compare { width: auto; min-width: 70%; }
 table.meta td:first-child { color: var(--muted); width: 220px; }
 figure { margin: 10px 0 18px; border:1px solid var(--line); border-radius: 10px; padding: 8px; }
 figure svg { width: 100%; height: auto; display:block; }
@@ -327,7 +330,7 @@ fn compare_body(runs: &[Run]) -> Result<String> {
         let v = verdict(run.result);
         let _ = write!(
             b,
-            "<tr><td><b>{}</b><br><span class=\"note\">{}</span></td><td style=\"width:60px\"><div class=\"grade small\" style=\"background:{}\">{}</div></td><td style=\"text-align:left;white-space:normal\">{}</td></tr>",
+            "<tr><td><b>{}</b><br><span class=\"note\">{}</span></td><td style=\"width:60px\"><div class=\"grade small\" style=\"background:{}\">{}</div></td><td>{}</td></tr>",
             esc(run.label),
             esc(&context_line(run.result)),
             v.grade.color(),
