@@ -31,6 +31,11 @@ pub enum RecipeCmd {
     },
     /// Run a recipe and write a results folder.
     Run(RunArgs),
+    /// Print the table of a results folder again (and redraw its CSV, table.md and plots).
+    Table {
+        /// A results folder written by `recipe run` or `sweep`.
+        dir: PathBuf,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -171,6 +176,11 @@ pub fn run_recipe(a: RecipeArgs) -> Result<i32> {
                 }
             }
             Ok(if bad > 0 { 1 } else { 0 })
+        }
+        RecipeCmd::Table { dir } => {
+            let t = runner::retabulate(&dir)?;
+            out(&format!("{t}\n"));
+            Ok(0)
         }
         RecipeCmd::Run(a) => {
             let mut r = recipe::load(&a.recipe, a.full)?;

@@ -3,7 +3,7 @@
 //! pacing. The CSV, the tables and the plots all read these rows.
 use crate::pacing::PacingResult;
 use crate::params::RecipeKind;
-use bloatlab_results::{LatencyStats, Phase, TestResult};
+use bloatlab_results::{LatencyStats, Phase, QueueSeries, TestResult};
 
 /// Metrics of a lab row, in CSV column order.
 pub const LAB_METRICS: &[&str] = &[
@@ -106,10 +106,10 @@ fn lat(l: &LatencyStats) -> [Option<f64>; 9] {
 }
 
 /// Change of a cumulative queue counter over a phase, and the largest backlog seen.
-fn queue_stats(r: &TestResult, ph: &Phase, role_prefix: &str) -> (Option<f64>, Option<f64>) {
+fn queue_stats(r: &TestResult, ph: &Phase, pick: impl Fn(&QueueSeries) -> bool) -> (Option<f64>, Option<f64>) {
     let Some(lab) = &r.lab else { return (None, None) };
     let (mut drops, mut backlog, mut any) = (0u64, 0u64, false);
-    for q in lab.queues.iter().filter(|q| q.role.starts_with(role_prefix)) {
+    for q in lab.queues.iter().filter(|q| pick(q)) {
         let before = q.samples.iter().filter(|s| s.t_ns <= ph.start_ns).last();
         let inside: Vec<_> = q.samples.iter().filter(|s| s.t_ns > ph.start_ns && s.t_ns <= ph.end_ns).collect();
         let Some(last) = inside.last() else { continue };
@@ -123,6 +123,17 @@ fn queue_stats(r: &TestResult, ph: &Phase, role_prefix: &str) -> (Option<f64>, O
     } else {
         (None, None)
     }
+}
+
+/// A queue on a sending host's own interface: the lab's "sender-local"
+/// series, or the bottleneck itself when it sits in the client or server
+/// namespace (bottleneck = local).
+pub fn is_local(q: &QueueSeries) -> bool {
+    if q.role.starts_with("sender-local") {
+        return q.qdisc != "noqueue";
+    }
+    let ns = q.location.split('/').next().unwrap_or("");
+    q.role.starts_with("bottleneck") && (ns.ends_with("-client") || ns.ends_with("-server"))
 }
 
 /// cwnd decreases between consecutive TCP_INFO samples, entries into CWR
@@ -196,8 +207,8 @@ pub fn lab_rows(r: &TestResult, fallback_delay_ms: Option<f64>) -> Vec<Row> {
         v.push(s.rpm);
         v.push(if idle { None } else { Some(s.retransmits as f64) });
         v.push(if idle { None } else { analytic_delay(r, ph, fallback_delay_ms) });
-        let (bd, bb) = queue_stats(r, ph, "bottleneck");
-        let (ld, lb) = queue_stats(r, ph, "sender-local");
+        let (bd, bb) = queue_stats(r, ph, |q| q.role.starts_with("bottleneck"));
+        let (ld, lb) = queue_stats(r, ph, is_local);
         v.extend([bd, bb, ld, lb]);
         let (red, cwr, mean) = cwnd_stats(ph);
         v.extend([red, cwr, mean]);
@@ -277,6 +288,7 @@ mod tests {
             lab: Some(LabInfo {
                 queues: vec![QueueSeries {
                     role: "sender-local".into(),
+                    qdisc: "pfifo".into(),
                     samples: vec![q(50, 5, 0), q(100, 7, 1), q(150, 20, 9), q(200, 27, 4), q(250, 40, 0)],
                     ..Default::default()
                 }],
@@ -304,5 +316,9 @@ mod tests {
         assert_eq!(s.get(k, "analytic_queue_delay_ms"), Some(1200.0));
         assert_eq!(rows[0].get(k, "analytic_queue_delay_ms"), None);
         assert_eq!(rows[0].get(k, "local_drops"), Some(2.0));
+        let local = |role: &str, loc: &str, qd: &str| is_local(&QueueSeries { role: role.into(), location: loc.into(), qdisc: qd.into(), samples: vec![] });
+        assert!(local("bottleneck-up", "blab-0c70ce-client/eth0", "pfifo"));
+        assert!(!local("bottleneck-up", "blab-0c70ce-router/wan", "pfifo"));
+        assert!(!local("sender-local-up", "blab-0c70ce-client/eth0", "noqueue"));
     }
 }

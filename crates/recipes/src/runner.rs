@@ -603,3 +603,72 @@ mod tests {
         assert!((analytic_delay_ms(&vals).unwrap() - 120.0).abs() < 1e-9);
     }
 }
+
+/// Read a results folder back (recipe.toml, index.json, the point files) so
+/// its tables and plots can be redrawn without running anything.
+pub fn reload(dir: &Path) -> anyhow::Result<(Recipe, Vec<PointOutcome>)> {
+    let idx_text = std::fs::read_to_string(dir.join("index.json"))
+        .map_err(|e| anyhow::anyhow!("{}: not a bloatlab results folder (index.json: {e})", dir.display()))?;
+    let idx: serde_json::Value = serde_json::from_str(&idx_text)?;
+    anyhow::ensure!(idx["schema"] == "bloatlab-sweep-index", "{}: index.json is not a bloatlab sweep index", dir.display());
+    let full = idx["full"].as_bool().unwrap_or(false);
+    let rpath = dir.join("recipe.toml");
+    let text = std::fs::read_to_string(&rpath).map_err(|e| anyhow::anyhow!("{}: {e}", rpath.display()))?;
+    let mut r = Recipe::parse(&text, &rpath.display().to_string(), full).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(n) = idx["repeat"].as_u64() {
+        r.repeat = n as u32;
+    }
+    let mut outs = vec![];
+    for p in idx["points"].as_array().cloned().unwrap_or_default() {
+        let params: Vec<(String, String)> = serde_json::from_value(p["params"].clone()).unwrap_or_default();
+        let point = Point {
+            index: p["index"].as_u64().unwrap_or(0) as usize,
+            combo: p["combo"].as_u64().unwrap_or(0) as usize,
+            rep: p["rep"].as_u64().unwrap_or(1) as u32,
+            params,
+        };
+        let vals = point_values(&r, &point);
+        let mut o = PointOutcome {
+            point,
+            values: vals.clone(),
+            status: p["status"].as_str().unwrap_or("").to_string(),
+            ok: p["status"] == "ok",
+            file: p["file"].as_str().map(String::from),
+            elapsed_s: p["elapsed_s"].as_f64().unwrap_or(0.0),
+            rows: vec![],
+            lab: None,
+            pacing: None,
+            detail: String::new(),
+        };
+        if let Some(f) = &o.file {
+            let path = dir.join(f);
+            match r.kind {
+                RecipeKind::Lab => {
+                    let res = TestResult::read_file(&path).map_err(anyhow::Error::msg)?;
+                    o.rows = rows::lab_rows(&res, analytic_delay_ms(&vals));
+                    o.lab = Some(res);
+                }
+                RecipeKind::Pacing => {
+                    let pr: PacingResult = serde_json::from_str(&std::fs::read_to_string(&path)?)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    o.rows = vec![rows::pacing_row(&pr)];
+                    o.pacing = Some(pr);
+                }
+            }
+        }
+        outs.push(o);
+    }
+    Ok((r, outs))
+}
+
+/// Redraw table.md, results.csv and the plots of a results folder.
+pub fn retabulate(dir: &Path) -> anyhow::Result<String> {
+    let (r, outs) = reload(dir)?;
+    write_index(dir, &r, &outs)?;
+    let table = crate::tables::render(&r, &outs);
+    std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
+    if let Err(e) = crate::plot::write_plots(&r, &outs, dir) {
+        eprintln!("bloatlab: warning: plots not written: {e:#}");
+    }
+    Ok(table)
+}
