@@ -33,10 +33,14 @@ enum Cmd {
     Emulate(bloatlab_emulator::cli::EmulateArgs),
 }
 
-/// `bloatlab test`: measure, print the summary table, optionally report.
+/// `bloatlab test`: measure, print the summary table, optionally write the HTML report.
 fn run_test(a: bloatlab_engine::cli::TestArgs) -> anyhow::Result<i32> {
-    let render = |r: &bloatlab_results::TestResult| format!("{}\n", bloatlab_engine::summarize::one_line(r));
-    let (code, _result) = bloatlab_engine::cli::run_test(a, &render)?;
+    let (want_report, json) = (a.report, a.json.clone());
+    let (code, result) = bloatlab_engine::cli::run_test(a, &bloatlab_report::summary_table)?;
+    if let (true, Some(r)) = (want_report, result) {
+        let files = bloatlab_report::cli::write_test_report(&r, json.as_deref().map(std::path::Path::new))?;
+        eprintln!("bloatlab: report written to {} ({} plots)", files.html.display(), files.images.len());
+    }
     Ok(code)
 }
 
