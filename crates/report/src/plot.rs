@@ -436,16 +436,35 @@ where
     Ok(())
 }
 
-fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut TimeChart<'a, DB>) -> Result<()>
+/// Whether the left part of a time panel holds less data near the top than
+/// the right part (the legend then goes upper left, below the phase labels).
+fn left_is_quieter<'p>(series: impl IntoIterator<Item = &'p [(f64, f64)]>, span: f64) -> bool {
+    let (mut l, mut r) = (0.0f64, 0.0f64);
+    for v in series {
+        for &(x, y) in v {
+            if x < span * 0.4 {
+                l = l.max(y);
+            } else if x > span * 0.6 {
+                r = r.max(y);
+            }
+        }
+    }
+    l < r * 0.75
+}
+
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut TimeChart<'a, DB>, left: bool) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
+    let pos = if left { SeriesLabelPosition::Coordinate(8, 20) } else { SeriesLabelPosition::UpperRight };
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
+        .position(pos)
+        .margin(6)
+        .legend_area_size(22)
+        .background_style(WHITE.mix(0.8))
         .border_style(RGBColor(180, 180, 180))
-        .label_font(font(13.0))
+        .label_font(font(12.0))
         .draw()?;
     Ok(())
 }
@@ -527,7 +546,8 @@ where
     if sums.is_empty() {
         chart.plotting_area().draw(&Text::new("no load flows", (span * 0.45, ymax * 0.5), font(14.0)))?;
     } else {
-        legend(&mut chart)?;
+        let left = left_is_quieter(sums.iter().chain(flows.iter()).map(|(_, v)| v.as_slice()), span);
+        legend(&mut chart, left)?;
     }
     Ok(())
 }
@@ -558,10 +578,10 @@ where
         }
         all.push(PhaseSeries { rtt, lost, up, down, rr, wit, wit_lost });
     }
-    let ymax = nice_max(ymax) * 1.25;
+    let ymax = nice_max(ymax) * 1.5;
     let mut chart = time_chart(area, Some("Latency (UDP probes; one-way delays from the clock-offset estimate)"), span, ymax, "ms", x_desc)?;
     shade_phases(&mut chart, r, ymax, false)?;
-    let mut done = [false; 6];
+    let mut done = [false; 7];
     fn lab<'a, DB: DrawingBackend + 'a>(
         s: &mut plotters::chart::SeriesAnno<'a, DB>,
         done: &mut bool,
@@ -603,18 +623,30 @@ where
             let mut s = chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
             lab(&mut s, &mut done[4], "witness host RTT", WITNESS, 1, false);
         }
-        let lost: Vec<f64> = ps.lost.iter().chain(ps.wit_lost.iter()).copied().collect();
-        if !lost.is_empty() {
-            let y0 = ymax * 0.97;
-            let y1 = ymax;
+        if !ps.lost.is_empty() {
+            let (y0, y1) = (ymax * 0.97, ymax);
             let mut s = chart.draw_series(
-                series::thin_xs(&lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], LOST.stroke_width(1))),
+                series::thin_xs(&ps.lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], LOST.stroke_width(1))),
             )?;
             lab(&mut s, &mut done[5], "lost probe", LOST, 1, false);
         }
+        if !ps.wit_lost.is_empty() {
+            let (y0, y1) = (ymax * 0.93, ymax * 0.96);
+            let mut s = chart.draw_series(
+                series::thin_xs(&ps.wit_lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], WITNESS.stroke_width(1))),
+            )?;
+            lab(&mut s, &mut done[6], "lost witness probe", WITNESS, 1, false);
+        }
     }
     if done.iter().any(|d| *d) {
-        legend(&mut chart)?;
+        let mut v: Vec<&[(f64, f64)]> = vec![];
+        let mut marks: Vec<(f64, f64)> = vec![];
+        for ps in &all {
+            v.extend([ps.rtt.as_slice(), ps.up.as_slice(), ps.down.as_slice(), ps.rr.as_slice(), ps.wit.as_slice()]);
+            marks.extend(ps.lost.iter().chain(ps.wit_lost.iter()).map(|x| (*x, ymax)));
+        }
+        v.push(&marks);
+        legend(&mut chart, left_is_quieter(v, span))?;
     }
     Ok(())
 }
@@ -625,7 +657,13 @@ where
 {
     let Some(lab) = &r.lab else { return Ok(()) };
     let span = series::test_span_s(r);
-    let qs: Vec<_> = lab.queues.iter().filter(|q| !q.samples.is_empty()).collect();
+    // Queues that never held a packet nor dropped one (e.g. "noqueue" on a
+    // sender) are left out unless nothing else is there.
+    let busy = |q: &&bloatlab_results::QueueSeries| q.samples.iter().any(|s| s.backlog_packets > 0 || s.backlog_bytes > 0 || s.drops > 0);
+    let mut qs: Vec<_> = lab.queues.iter().filter(|q| !q.samples.is_empty()).filter(busy).collect();
+    if qs.is_empty() {
+        qs = lab.queues.iter().filter(|q| !q.samples.is_empty()).collect();
+    }
     let name = |q: &bloatlab_results::QueueSeries| {
         if q.qdisc.is_empty() {
             q.role.clone()
@@ -646,7 +684,8 @@ where
             .label(name(q))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
     }
-    legend(&mut chart)?;
+    let backlog: Vec<Vec<(f64, f64)>> = qs.iter().map(|q| series::queue_backlog(q).0).collect();
+    legend(&mut chart, left_is_quieter(backlog.iter().map(|v| v.as_slice()), span))?;
     if areas.len() < 3 {
         return Ok(());
     }
@@ -688,7 +727,7 @@ where
     if delays.is_empty() {
         chart.plotting_area().draw(&Text::new("drain rate unknown (queue never busy)", (span * 0.35, ymax * 0.5), font(14.0)))?;
     } else {
-        legend(&mut chart)?;
+        legend(&mut chart, left_is_quieter(delays.iter().map(|(_, v)| v.as_slice()), span))?;
     }
     // Panel 3: drops per second.
     let drops: Vec<(usize, Vec<(f64, f64)>)> = qs.iter().enumerate().map(|(i, q)| (i, series::queue_drop_rate(q))).collect();
@@ -702,7 +741,7 @@ where
             .label(name(qs[*i]))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     }
-    legend(&mut chart)?;
+    legend(&mut chart, left_is_quieter(drops.iter().map(|(_, v)| v.as_slice()), span))?;
     Ok(())
 }
 
@@ -768,7 +807,7 @@ where
         if data.is_empty() {
             chart.plotting_area().draw(&Text::new("no TCP_INFO samples", (span * 0.4, ymax * 0.5), font(14.0)))?;
         } else {
-            legend(&mut chart)?;
+            legend(&mut chart, left_is_quieter(data.iter().map(|(_, v)| v.as_slice()), span))?;
         }
     }
     Ok(())
