@@ -63,9 +63,12 @@ pub struct LinkArgs {
     /// Release timer: sleep-spin (default), sleep, spin.
     #[arg(long, value_name = "MODE")]
     pub timer: Option<String>,
-    /// Spin window before each deadline for sleep-spin (default 100us).
+    /// Spin window before each deadline for sleep-spin (default 30us).
     #[arg(long, value_name = "DURATION")]
     pub spin: Option<String>,
+    /// SCHED_FIFO priority of the emulator threads, 0 = normal scheduling (default 10).
+    #[arg(long, value_name = "N")]
+    pub rt_priority: Option<u32>,
 }
 
 impl LinkArgs {
@@ -123,6 +126,9 @@ impl LinkArgs {
         }
         if let Some(s) = &self.spin {
             cfg.spin_ns = parse_duration_ns(s).map_err(|e| anyhow!("--spin: {e}"))?;
+        }
+        if let Some(p) = self.rt_priority {
+            cfg.rt_priority = p;
         }
         cfg.validate().map_err(|e| anyhow!("{e}"))?;
         Ok(cfg)

@@ -638,11 +638,12 @@ impl DirectionConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimerMode {
-    /// Sleep (poll with a timeout, 1 ns timer slack) until `spin_ns` before the deadline, then spin.
+    /// Sleep (poll with a timeout, 1 ns timer slack) until `spin_ns` before the
+    /// deadline, then spin (at most half of the time of any 10 ms window).
     SleepSpin,
     /// Sleep until the deadline (no spinning; least CPU, largest error).
     Sleep,
-    /// Spin continuously (lowest error, one busy core per direction).
+    /// Spin continuously (one busy core per direction; never with real-time priority).
     Spin,
 }
 
@@ -673,12 +674,21 @@ pub struct EmulatorConfig {
     pub sample_interval_ns: u64,
     #[serde(default = "default_timer")]
     pub timer: TimerMode,
-    /// Spin window before a deadline for `sleep_spin`, ns (default 100 us).
+    /// Spin window before a deadline for `sleep_spin`, ns (default 30 us).
     #[serde(default = "default_spin")]
     pub spin_ns: u64,
     /// Max packets read from a TUN device per wake-up (default 64).
     #[serde(default = "default_batch")]
     pub batch: usize,
+    /// SCHED_FIFO priority of the direction threads (1-99; 0 = normal scheduling).
+    /// Real-time priority lets a sleeping thread run at once when its timer
+    /// fires, even on a busy machine.
+    #[serde(default = "default_rt")]
+    pub rt_priority: u32,
+}
+
+fn default_rt() -> u32 {
+    10
 }
 
 fn default_sample() -> u64 {
@@ -688,7 +698,7 @@ fn default_timer() -> TimerMode {
     TimerMode::SleepSpin
 }
 fn default_spin() -> u64 {
-    100_000
+    30_000
 }
 fn default_batch() -> usize {
     64
@@ -704,6 +714,7 @@ impl Default for EmulatorConfig {
             timer: default_timer(),
             spin_ns: default_spin(),
             batch: default_batch(),
+            rt_priority: default_rt(),
         }
     }
 }
@@ -729,6 +740,9 @@ impl EmulatorConfig {
         }
         if self.sample_interval_ns < 1_000_000 {
             return err("sample interval must be at least 1 ms");
+        }
+        if self.rt_priority > 99 {
+            return err("real-time priority must be 0 (off) or 1-99");
         }
         if self.batch == 0 {
             return err("batch must be at least 1");

@@ -102,6 +102,12 @@ pub struct DirectionReport {
     pub backlog_packets_at_stop: u64,
     pub in_flight_at_stop: u64,
     pub cpu_ns: u64,
+    /// Deadlines that were slept to instead of spun to, because the spin budget was used up.
+    pub spin_limited: u64,
+    /// Why SCHED_FIFO could not be set, if it was asked for and failed.
+    pub rt_error: Option<String>,
+    /// Kernel counters of the TUN device at stop: (rx_packets, rx_drop, tx_packets, tx_drop).
+    pub kernel_tun: Option<(u64, u64, u64, u64)>,
 }
 
 /// Knobs of a direction thread.
@@ -114,12 +120,23 @@ pub struct RunOpts {
     /// Buffer size per packet (>= the device MTU).
     pub buf_size: usize,
     pub seed: u64,
+    pub rt_priority: u32,
 }
 
 fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Spinning is limited to SPIN_MAX_PERCENT of every SPIN_WINDOW_NS (sleep-spin mode).
+const SPIN_WINDOW_NS: u64 = 10_000_000;
+const SPIN_MAX_PERCENT: u64 = 50;
+
+/// True if `fd` has a packet waiting (non-blocking check).
+fn readable_now(fd: i32) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
 }
 
 /// Wait for `fd` to become readable, at most `timeout_ns`.
@@ -133,6 +150,16 @@ fn poll_readable(fd: i32, timeout_ns: u64) {
 pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, clock: Clock, stop: &AtomicBool) -> DirectionReport {
     // 1 ns timer slack: ppoll timeouts fire when asked, not up to 50 us later
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut rt_error = None;
+    let (mut spin_window_start, mut spin_used, mut spin_limited) = (0u64, 0u64, 0u64);
+    // a spinning real-time thread would starve its CPU (and then be throttled
+    // by the kernel for tens of ms): never real-time in pure spin mode
+    if opts.rt_priority > 0 && opts.timer != TimerMode::Spin {
+        let p = libc::sched_param { sched_priority: opts.rt_priority as libc::c_int };
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+            rt_error = Some(std::io::Error::last_os_error().to_string());
+        }
+    }
     let cpu0 = thread_cpu_ns();
     let start = mono_ns();
     let mut link = Link::new(&cfg, opts.seed, start);
@@ -245,10 +272,23 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
             TimerMode::Spin => {}
             TimerMode::Sleep => poll_readable(fd, remaining),
             TimerMode::SleepSpin => {
+                if now >= spin_window_start + SPIN_WINDOW_NS {
+                    spin_window_start = now;
+                    spin_used = 0;
+                }
                 if remaining > opts.spin_ns {
                     poll_readable(fd, remaining - opts.spin_ns);
+                } else if spin_used + remaining > SPIN_WINDOW_NS * SPIN_MAX_PERCENT / 100 {
+                    // spin budget of this window used up: sleep the rest
+                    spin_limited += 1;
+                    poll_readable(fd, remaining);
                 } else {
-                    std::hint::spin_loop();
+                    // spin to the deadline, leaving early if a packet arrives
+                    let t0 = mono_ns();
+                    while mono_ns() < deadline && !readable_now(fd) {
+                        std::hint::spin_loop();
+                    }
+                    spin_used += mono_ns() - t0;
                 }
             }
         }
@@ -274,6 +314,9 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         backlog_packets_at_stop: link.qdisc.backlog_packets() as u64,
         in_flight_at_stop: link.in_flight() as u64,
         cpu_ns: thread_cpu_ns() - cpu0,
+        kernel_tun: crate::run::proc_net_dev(tun.name()),
+        rt_error,
+        spin_limited,
     }
 }
 
@@ -300,6 +343,8 @@ impl DirectionReport {
             "backlog_packets_at_stop": self.backlog_packets_at_stop,
             "in_flight_at_stop": self.in_flight_at_stop,
             "cpu_s": self.cpu_ns as f64 / 1e9,
+            "rt_error": self.rt_error,
+            "spin_limited": self.spin_limited,
             "series": self.samples,
         })
     }

@@ -221,6 +221,7 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         sample_interval_ns: spec.cfg.sample_interval_ns,
         buf_size,
         seed,
+        rt_priority: spec.cfg.rt_priority,
     };
     let (up_name, down_name) = (tun_up.name().to_string(), tun_down.name().to_string());
     let (cu, cd) = (spec.cfg.up.clone(), spec.cfg.down.clone());
@@ -258,8 +259,7 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     }
     let up = th_up.join().map_err(|_| anyhow!("up direction thread panicked"))?;
     let down = th_down.join().map_err(|_| anyhow!("down direction thread panicked"))?;
-    let kernel_up = proc_net_dev(&up.tun);
-    let kernel_down = proc_net_dev(&down.tun);
+    let (kernel_up, kernel_down) = (up.kernel_tun, down.kernel_tun);
     routing.undo();
     let stop_unix = unix_ns();
     let stats = stats_json(&spec, seed, mtu, start_unix, stop_unix, &up, &down, kernel_up, kernel_down);
@@ -318,7 +318,7 @@ fn stats_json(
         "netns": spec.netns,
         "seed": seed,
         "mtu": mtu,
-        "timer": { "mode": spec.cfg.timer, "spin_us": spec.cfg.spin_ns as f64 / 1e3, "timer_slack_ns": 1 },
+        "timer": { "mode": spec.cfg.timer, "spin_us": spec.cfg.spin_ns as f64 / 1e3, "timer_slack_ns": 1, "rt_priority": spec.cfg.rt_priority },
         "batch": spec.cfg.batch,
         "sample_interval_ms": spec.cfg.sample_interval_ns as f64 / 1e6,
         "start_unix_ns": start_unix,
