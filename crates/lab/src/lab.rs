@@ -290,7 +290,9 @@ pub struct Lab {
     pub applied: serde_json::Value,
     pub(crate) own: Ownership,
     pub(crate) servers: Vec<std::process::Child>,
-    pub(crate) run_dir: tempfile::TempDir,
+    /// Logs and intermediate files of this lab (kept with the lab on --keep).
+    pub run_dir: PathBuf,
+    tmp: Option<tempfile::TempDir>,
     kept: bool,
     torn_down: bool,
 }
@@ -359,6 +361,9 @@ impl Lab {
             .prefix(&format!("bloatlab-lab-{id}-"))
             .tempdir()
             .context("create a temporary directory")?;
+        let mut own = own;
+        own.rec.run_dir = Some(run_dir.path().display().to_string());
+        own.save()?;
         let mut lab = Lab {
             client: host("client", 1, 2),
             router: host("router", 1, 1),
@@ -371,7 +376,8 @@ impl Lab {
             applied: serde_json::Value::Null,
             own,
             servers: Vec::new(),
-            run_dir,
+            run_dir: run_dir.path().to_path_buf(),
+            tmp: Some(run_dir),
             kept: false,
             torn_down: false,
         };
@@ -711,6 +717,9 @@ impl Lab {
         self.kept = true;
         self.own.rec.keep = true;
         let _ = self.own.save();
+        if let Some(t) = self.tmp.take() {
+            self.run_dir = t.keep();
+        }
         let mut s = format!("lab {} left up:\n", self.id);
         for h in self.hosts() {
             s.push_str(&format!(
@@ -724,6 +733,7 @@ impl Lab {
                 self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4
             ));
         }
+        s.push_str(&format!("  logs: {}\n", self.run_dir.display()));
         s.push_str(&format!("  remove it with: sudo bloatlab lab cleanup --id {}\n", self.id));
         s
     }

@@ -34,12 +34,12 @@ pub struct RunOutcome {
 }
 
 /// `bloatlab test` options the lab passes unless given after `--`: one upload,
-/// 20 s (a cubic flow needs ~15 s to fill a 1000-packet FIFO at 10 Mbit/s:
+/// 18 s (a cubic flow needs ~13-15 s to fill a 1000-packet FIFO at 10 Mbit/s:
 /// HyStart leaves slow start early), 2 s idle baseline, and probes every 50 ms
 /// (in a packet-limited FIFO every probe takes a slot; at 10 ms to server and
 /// witness, probes would be ~20% of a 10 Mbit/s FIFO's packets).
 pub const ENGINE_DEFAULTS: [(&str, &str); 4] =
-    [("--scenarios", "1u0d"), ("--duration", "20s"), ("--idle", "2s"), ("--probe-interval", "50ms")];
+    [("--scenarios", "1u0d"), ("--duration", "18s"), ("--idle", "2s"), ("--probe-interval", "50ms")];
 
 /// Engine args the lab itself provides; the user may not pass them after `--`.
 const LAB_OWNED: &[&str] = &["--json", "--witness", "--port"];
@@ -111,12 +111,15 @@ impl Lab {
         }
         let exe = self.exe()?;
         for h in [self.server.clone(), self.witness.clone()] {
-            let errf = self.run_dir.path().join(format!("{}-server.stderr", h.role));
+            let errf = self.run_dir.join(format!("{}-server.stderr", h.role));
             let err = std::fs::File::create(&errf)?;
             let mut ch = Command::new("ip")
                 .args(["netns", "exec", &h.netns])
                 .arg(&exe)
                 .args(["server", "--port", &self.cfg.port.to_string()])
+                // The witness only gets UDP probes: its control connection stays
+                // silent for the whole test, longer than the default 15 s.
+                .args(if h.role == "witness" { &["--idle-timeout", "3600s"][..] } else { &[][..] })
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(err)
@@ -170,7 +173,7 @@ impl Lab {
         self.start_servers()?;
         let exe = self.exe()?;
         let n = self.own.rec.children.len();
-        let json = self.run_dir.path().join(format!("result-{n}.json"));
+        let json = self.run_dir.join(format!("result-{n}.json"));
         let _ = std::fs::remove_file(&json);
         let mut args: Vec<String> = vec![
             "test".into(),
@@ -200,14 +203,14 @@ impl Lab {
                 None => Duration::from_millis(100),
             },
         };
-        let errf = self.run_dir.path().join(format!("client-{n}.stderr"));
+        let errf = self.run_dir.join(format!("client-{n}.stderr"));
         let err = std::fs::File::create(&errf)?;
         let interval = interval.max(Duration::from_millis(5));
         let mut emulator = None;
         if self.cfg.effective_backend() == Backend::Emulator {
             let mut ecfg = self.cfg.emulator_config()?;
             ecfg.sample_interval_ns = interval.as_nanos().max(1_000_000) as u64;
-            let stats = self.run_dir.path().join(format!("emulator-{n}.json"));
+            let stats = self.run_dir.join(format!("emulator-{n}.json"));
             let h = bloatlab_emulator::start_in_netns(&exe, &self.router.netns, &ecfg, &["lan"], &["wan"], &stats)
                 .context("starting bloatlab's user-space link emulator in the router namespace")?;
             if let Some(pid) = h.pid() {

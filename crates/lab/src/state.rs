@@ -32,6 +32,9 @@ pub struct LabRecord {
     pub namespaces: Vec<String>,
     pub children: Vec<ChildRec>,
     pub keep: bool,
+    /// The lab's temporary directory (logs), removed by cleanup.
+    #[serde(default)]
+    pub run_dir: Option<String>,
 }
 
 /// The owner's handle: the held lock and the record it keeps up to date.
@@ -179,6 +182,17 @@ pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
         for ns in &nss {
             if let Err(e) = sys::run(&["ip", "netns", "del", ns]) {
                 errs.push(format!("{e:#}"));
+            }
+        }
+        if let Some(d) = rec.as_ref().and_then(|r| r.run_dir.clone()) {
+            // Only a directory this lab created: <tmp>/bloatlab-lab-<id>-XXXX.
+            let p = std::path::Path::new(&d);
+            let ours = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("bloatlab-lab-{id}-")));
+            if ours && p.is_dir() {
+                let _ = std::fs::remove_dir_all(p);
             }
         }
         let _ = std::fs::remove_file(state_path(&id));

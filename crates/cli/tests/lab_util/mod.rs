@@ -62,6 +62,12 @@ pub fn assert_gone(id: &str, links_before: &[String]) {
     let ns = lab_namespaces(id);
     assert!(ns.is_empty(), "lab {id} left namespaces behind: {ns:?}");
     assert!(!Path::new(&format!("/run/bloatlab/lab-{id}.json")).exists(), "lab {id} left its record");
+    let tmp: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("bloatlab-lab-{id}-")))
+        .collect();
+    assert!(tmp.is_empty(), "lab {id} left its temporary directory");
     for l in root_links() {
         if ["lan", "wan", "wan-srv", "wan-wit", "probe0", "probe1"].contains(&l.as_str()) {
             assert!(links_before.contains(&l), "lab {id} left interface {l} in the root namespace");
