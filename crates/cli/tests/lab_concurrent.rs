@@ -29,8 +29,7 @@ fn two_labs_at_once_do_not_interfere() {
         })
         .collect();
     for (id, _, _) in &labs {
-        let cns = format!("blab-{id}-client");
-        wait_for("both labs' clients", Duration::from_secs(30), || !netns_pids(&cns).is_empty());
+        wait_for_test_client(id);
     }
     // Both labs are running: cleanup must not touch them.
     let out = Command::new(EXE).args(["lab", "cleanup", "--id", &labs[0].0, "--id", &labs[1].0]).output().unwrap();

@@ -36,8 +36,8 @@ fn lab_teardown_after_error_mid_run() {
         .unwrap();
     // Wait for the witness's server, then kill it: the run must fail and clean up.
     let ns = format!("blab-{id}-witness");
-    wait_for("the witness server", Duration::from_secs(20), || !netns_pids(&ns).is_empty());
-    std::thread::sleep(Duration::from_millis(2500));
+    wait_for_test_client(&id);
+    std::thread::sleep(Duration::from_millis(1500));
     for pid in netns_pids(&ns) {
         // SAFETY: a process of the lab this test started.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -66,8 +66,7 @@ fn lab_teardown_after_sigterm_keeps_partial_result() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let cns = format!("blab-{id}-client");
-    wait_for("the client test", Duration::from_secs(20), || !netns_pids(&cns).is_empty());
+    wait_for_test_client(&id);
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
@@ -76,6 +75,37 @@ fn lab_teardown_after_sigterm_keeps_partial_result() {
     let r = TestResult::read_file(&json).unwrap();
     assert!(!r.complete);
     assert!(r.lab.is_some());
+    assert_gone(&id, &before);
+}
+
+#[test]
+fn lab_teardown_after_ctrl_c() {
+    if skip("lab_teardown_after_ctrl_c") {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let id = unique_id();
+    let before = root_links();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("ctrlc.json");
+    // A terminal's Ctrl-C: SIGINT to the whole foreground process group.
+    let child = Command::new(EXE)
+        .args(["lab", "--queue", "fifo:20", "--id", &id, "--json"])
+        .arg(&json)
+        .args(["--", "--duration", "20s", "--idle", "1s"])
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_test_client(&id);
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: the process group of our own child.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    assert!(!r.complete);
     assert_gone(&id, &before);
 }
 
@@ -90,8 +120,7 @@ fn lab_sigkill_then_cleanup_removes_everything() {
         .args(["lab", "--queue", "fifo:20", "--id", &id, "--quiet", "--", "--duration", "20s", "--idle", "1s"])
         .spawn()
         .unwrap();
-    let cns = format!("blab-{id}-client");
-    wait_for("the client test", Duration::from_secs(20), || !netns_pids(&cns).is_empty());
+    wait_for_test_client(&id);
     let mut procs: Vec<u32> = Vec::new();
     for role in ["client", "server", "witness"] {
         procs.extend(netns_pids(&format!("blab-{id}-{role}")));

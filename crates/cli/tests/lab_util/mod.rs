@@ -94,3 +94,16 @@ pub fn netns_pids(ns: &str) -> Vec<u32> {
 pub fn expected_goodput(rate_bps: f64, mss: u32) -> f64 {
     rate_bps * mss as f64 / (mss as f64 + 66.0)
 }
+
+/// Wait until `bloatlab test` runs in lab `id`'s client namespace (other
+/// short-lived helpers such as tc or ethtool also show up there).
+pub fn wait_for_test_client(id: &str) {
+    let cns = format!("blab-{id}-client");
+    wait_for("the lab's bloatlab test", Duration::from_secs(30), || {
+        netns_pids(&cns).iter().any(|p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            args.len() > 1 && args[1] == b"test"
+        })
+    });
+}
