@@ -1,7 +1,7 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no scripts,
 //! no network fetches) with the verdict, headline numbers, summary table,
 //! plots and metadata. Several results make a comparison report.
-use crate::fmt::{esc, mbps, ms, opt_ms, opt_sig3, sig3, signed};
+use crate::fmt::{esc, mbps, ms, opt_sig3, sig3, signed};
 use crate::plot::{plot_runs, plot_svg_string, Format, PlotKind};
 use crate::series;
 use crate::table::{compare_grid, context_line, seed003_lines};
@@ -32,12 +32,12 @@ h2 { font-size: 19px; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1
 .cards { display:grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; margin: 16px 0; }
 .card { border:1px solid var(--line); border-radius: 10px; padding: 10px 14px; }
 .card .k { color: var(--muted); font-size: 12.5px; text-transform: uppercase; letter-spacing: .03em; }
-.card .v { font-size: 22px; font-weight: 650; }
+.card .v { white-space: nowrap; font-size: 21px; font-weight: 650; }
 .card .u { font-size: 14px; color: var(--muted); font-weight: 400; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 7px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
-thead th { background: var(--soft); font-weight: 600; position: sticky; top: 0; }
+thead th { background: var(--soft); font-weight: 600; position: sticky; top: 0; white-space: normal; vertical-align: bottom; }
 tr.section td { background: var(--soft); font-weight: 600; text-align: left; }
 td.worse { color: #b42318; } td.better { color: #1a7f37; }
 table.meta td { text-align: left; white-space: normal; }
@@ -139,14 +139,13 @@ fn phase_cells(p: &Phase) -> Vec<String> {
         p.name.clone(),
         if p.uploads > 0 { mbps(s.upload_bps) } else { "-".into() },
         if p.downloads > 0 { mbps(s.download_bps) } else { "-".into() },
-        if rx { ms(l.min_ms) } else { "-".into() },
+        if rx { format!("{}/{}/{}/{}", sig3(l.min_ms), sig3(l.avg_ms), sig3(l.max_ms), sig3(l.mdev_ms)) } else { "-".into() },
         if rx { ms(l.p50_ms) } else { "-".into() },
         if rx { ms(l.p90_ms) } else { "-".into() },
         if rx { ms(l.p99_ms) } else { "-".into() },
-        if rx { ms(l.max_ms) } else { "-".into() },
         s.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
         format!("{:.1}% ({}/{})", l.loss_pct, l.lost, l.sent),
-        format!("{} / {}", opt_ms(s.owd_up_p50_ms), opt_ms(s.owd_down_p50_ms)),
+        format!("{} / {}", opt_sig3(s.owd_up_p50_ms), opt_sig3(s.owd_down_p50_ms)),
         opt_sig3(s.responsiveness_hz),
         opt_sig3(s.smoothness_hz),
         s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
@@ -156,7 +155,7 @@ fn phase_cells(p: &Phase) -> Vec<String> {
 
 fn summary_html(r: &TestResult) -> String {
     let head = [
-        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT min", "p50", "p90", "p99", "max", "Added ms", "Loss", "OWD up/down ms",
+        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT min/ avg/max/mdev ms", "p50", "p90", "p99", "Added ms", "Loss", "OWD up/down ms",
         "Resp Hz", "Smooth Hz", "RPM", "Retrans",
     ];
     let mut s = String::from("<div class=\"scroll\"><table class=\"summary\"><thead><tr>");
@@ -352,8 +351,13 @@ fn compare_body(runs: &[Run]) -> Result<String> {
             continue;
         }
         b.push_str("<tr>");
-        for c in row {
-            let _ = write!(b, "<td>{}</td>", esc(c.trim_start()));
+        for (i, c) in row.iter().enumerate() {
+            let class = if grid[0][i].starts_with("diff ") { diff_class(&row[0], c) } else { "" };
+            if class.is_empty() {
+                let _ = write!(b, "<td>{}</td>", esc(c.trim_start()));
+            } else {
+                let _ = write!(b, "<td class=\"{class}\">{}</td>", esc(c.trim_start()));
+            }
         }
         b.push_str("</tr>");
     }
@@ -392,6 +396,31 @@ fn compare_body(runs: &[Run]) -> Result<String> {
     }
     b.push_str("</tbody></table></div>\n");
     Ok(b)
+}
+
+/// "better" / "worse" for a difference cell like "-149 (-88.8%)" of a metric
+/// named like "  RTT p50 ms"; "" when unchanged (< 2 %) or neutral.
+fn diff_class(metric: &str, cell: &str) -> &'static str {
+    let m = metric.trim();
+    let higher_better = if m.contains("Mbit/s") || m.ends_with("Hz") || m.ends_with("RPM") {
+        true
+    } else if m.ends_with("ms") || m.starts_with("Loss") || m.starts_with("Retransmits") {
+        false
+    } else {
+        return "";
+    };
+    let c = cell.trim();
+    let rel: Option<f64> = c.split_once('(').and_then(|(_, r)| r.trim_end_matches(')').trim_end_matches('%').parse().ok());
+    let up = c.starts_with('+');
+    let down = c.starts_with('-') && c != "-";
+    if !(up || down) || rel.is_some_and(|r: f64| r.abs() < 2.0) {
+        return "";
+    }
+    if up == higher_better {
+        "better"
+    } else {
+        "worse"
+    }
 }
 
 /// The report as an HTML string: one result = a test report, several = a comparison.
@@ -466,4 +495,19 @@ pub fn write_report(runs: &[Run], dir: &Path, stem: &str, image_format: Format) 
         }
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn diff_classes() {
+        use super::diff_class;
+        assert_eq!(diff_class("  RTT p50 ms", "-149 (-88.8%)"), "better");
+        assert_eq!(diff_class("  Upload Mbit/s", "-2.00 (-20.0%)"), "worse");
+        assert_eq!(diff_class("  Responsiveness Hz", "+0.310 (+8.9%)"), "better");
+        assert_eq!(diff_class("  Loss %", "+3.00"), "worse");
+        assert_eq!(diff_class("  RTT p50 ms", "+0.01 (+1.0%)"), "");
+        assert_eq!(diff_class("  RTT p50 ms", "-"), "");
+        assert_eq!(diff_class("  RTT p50 ms", "0"), "");
+    }
 }
