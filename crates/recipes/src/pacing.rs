@@ -119,8 +119,72 @@ impl Pacer for Tick {
     }
 }
 
+/// Emulated Linux 2.6.20 CCID-3 sender (`ccid3_hc_tx_send_packet` +
+/// `dccp_write_xmit`), see docs/recipes.md:
+/// * `t_nom` is absolute and advances by t_ipi for each packet sent "on time";
+/// * `delta = min(t_ipi/2, t_gran/2)`: a packet may go up to delta early;
+/// * otherwise the wait is `delay / 1000` whole milliseconds, truncated; a
+///   wait of 0 ms returns 0, which the caller takes as "send now" — and the
+///   packet leaves WITHOUT t_nom advancing (the early return skips it);
+/// * a wait of m ms is a jiffies timer of ceil(m*HZ/1000) ticks, firing on a
+///   tick boundary. Ticks are placed so that the first packet is `phase`
+///   of a tick past a boundary.
+pub struct Ccid3 {
+    ipi: u64,
+    gran: u64,
+    hz: u64,
+    offset: u64,
+    delta: i64,
+    t_nom: Option<u64>,
+    advance: bool,
+}
+impl Ccid3 {
+    fn new(ipi: u64, hz: u32, phase: f64) -> Ccid3 {
+        let gran = 1_000_000_000 / hz as u64;
+        Ccid3 {
+            ipi,
+            gran,
+            hz: hz as u64,
+            offset: (phase * gran as f64) as u64,
+            delta: (ipi / 2).min(gran / 2) as i64,
+            t_nom: None,
+            advance: true,
+        }
+    }
+}
+impl Pacer for Ccid3 {
+    fn decide(&mut self, now: u64) -> Decision {
+        let Some(t) = self.t_nom else {
+            self.advance = true;
+            return Decision::Send;
+        };
+        let delay = t as i64 - now as i64;
+        if delay >= self.delta {
+            let ms = delay as u64 / 1_000_000;
+            if ms == 0 {
+                self.advance = false;
+                return Decision::Send;
+            }
+            let ticks = (ms * self.hz).div_ceil(1000);
+            // tick boundaries sit at k*gran - offset
+            let k = (now + self.offset) / self.gran;
+            return Decision::SleepUntil((k + ticks) * self.gran - self.offset);
+        }
+        self.advance = true;
+        Decision::Send
+    }
+    fn on_sent(&mut self, now: u64) {
+        match self.t_nom {
+            None => self.t_nom = Some(now + self.ipi),
+            Some(t) if self.advance => self.t_nom = Some(t + self.ipi),
+            Some(_) => {}
+        }
+    }
+}
+
 pub fn make_pacer(timer: TimerSpec, ipi_ns: u64) -> Box<dyn Pacer + Send> {
     match timer {
+        TimerSpec::Ccid3 { hz, phase } => Box::new(Ccid3::new(ipi_ns, hz, phase)),
         TimerSpec::Precise => Box::new(Precise { ipi: ipi_ns, next: 0, lead: SPIN_LEAD_NS }),
         TimerSpec::Sleep => Box::new(NaiveSleep { ipi: ipi_ns, owe_sleep: false }),
         TimerSpec::Tick { hz } => Box::new(Tick { ipi: ipi_ns, gran: 1_000_000_000 / hz as u64, t_nom: None }),
@@ -141,8 +205,9 @@ impl PacingConfig {
     pub fn wire_bytes(&self) -> usize {
         self.payload + WIRE_OVERHEAD
     }
+    /// Serialization time on the emulated line (emulated timers only).
     fn wire_time_ns(&self) -> u64 {
-        if self.line_rate_bps <= 0.0 {
+        if self.line_rate_bps <= 0.0 || !self.timer.emulated() {
             0
         } else {
             (self.wire_bytes() as f64 * 8.0 * 1e9 / self.line_rate_bps).round() as u64
@@ -227,12 +292,13 @@ pub struct PacingResult {
     pub schema_version: u32,
     pub ipi_ns: u64,
     pub timer: String,
-    /// Tick length of the emulated scheduler (tick timers only), ns.
+    /// Tick length of the emulated scheduler (tick and ccid3 timers), ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_gran_ns: Option<u64>,
     pub payload_bytes: usize,
     /// Payload + Ethernet/IPv4/UDP headers, the size a wire carries.
     pub wire_bytes: usize,
+    /// Speed of the emulated line (applies to tick and ccid3 timers only; 0 = none).
     pub line_rate_bps: f64,
     pub duration_s: f64,
     pub sent: u64,
@@ -366,13 +432,10 @@ pub fn analyze(cfg: &PacingConfig, dep: &[u64], arr: &[u64]) -> PacingResult {
         schema_version: 1,
         ipi_ns: cfg.ipi_ns,
         timer: cfg.timer.name(),
-        t_gran_ns: match cfg.timer {
-            TimerSpec::Tick { hz } => Some(1_000_000_000 / hz as u64),
-            _ => None,
-        },
+        t_gran_ns: cfg.timer.gran_ns(),
         payload_bytes: cfg.payload,
         wire_bytes: cfg.wire_bytes(),
-        line_rate_bps: cfg.line_rate_bps,
+        line_rate_bps: if cfg.timer.emulated() { cfg.line_rate_bps } else { 0.0 },
         duration_s: cfg.duration_ns as f64 / 1e9,
         sent: dep.len() as u64,
         received: arr.len() as u64,
@@ -559,6 +622,35 @@ mod tests {
             let r = analyze(&c, &d, &d);
             let want = ipi_us as f64 / period_us as f64;
             assert!((r.ratio - want).abs() / want < 0.01, "ipi {ipi_us} hz {hz}: {} vs {want}", r.ratio);
+        }
+    }
+
+    /// The 2.6.20 CCID-3 model: out of control below the 1 ms truncation
+    /// unit, a constant factor above it (set by the tick phase and the line).
+    #[test]
+    fn simulated_ccid3_constant_factor() {
+        let c = |ipi_us: u64, phase: f64| PacingConfig {
+            ipi_ns: ipi_us * 1000,
+            timer: TimerSpec::Ccid3 { hz: 1000, phase },
+            payload: 1424,
+            duration_ns: 5_000_000_000,
+            line_rate_bps: 100e6,
+        };
+        let ratio = |cfg: &PacingConfig| {
+            let d = simulate(cfg, 5000, 0);
+            analyze(cfg, &d, &d).ratio
+        };
+        let line_pps = 100e6 / (1466.0 * 8.0);
+        for ipi in [200u64, 500] {
+            let want = line_pps / (1e6 / ipi as f64);
+            let r = ratio(&c(ipi, 0.6));
+            assert!((r - want).abs() / want < 0.02, "t_ipi {ipi} us: {r} vs line rate {want}");
+        }
+        for (phase, factor) in [(0.25, 1.0), (0.6, 3.0), (0.75, 5.0)] {
+            for ipi in [2000u64, 5000, 10_000, 20_000, 50_000] {
+                let r = ratio(&c(ipi, phase));
+                assert!((r - factor).abs() < 0.05, "phase {phase} t_ipi {ipi} us: {r} vs {factor}");
+            }
         }
     }
 

@@ -124,13 +124,13 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "ipi", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Duration,
         help: "inter-packet interval t_ipi, e.g. 50us .. 50ms" },
     ParamSpec { name: "timer", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Timer,
-        help: "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ)" },
+        help: "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)" },
     ParamSpec { name: "payload", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Int(32, 65000),
         help: "UDP payload bytes per packet (seed 004: 1424)" },
     ParamSpec { name: "duration", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Duration,
         help: "length of each paced run" },
     ParamSpec { name: "line_rate", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Rate,
-        help: "emulated NIC speed: no packet leaves before the previous one finished serializing" },
+        help: "NIC speed of the emulated senders (tick, ccid3): no packet leaves before the previous one has serialized" },
 ];
 
 pub fn spec(kind: RecipeKind, name: &str) -> Option<&'static ParamSpec> {
@@ -249,26 +249,44 @@ pub enum TimerSpec {
     Sleep,
     /// Emulated coarse scheduler tick of 1/hz seconds (see docs/recipes.md).
     Tick { hz: u32 },
+    /// Emulated Linux 2.6.20 CCID-3 sender on a 1/hz tick; `phase` is where
+    /// the first nominal send time falls inside a tick (0 .. 1).
+    Ccid3 { hz: u32, phase: f64 },
+}
+
+/// Default phase of the ccid3 model (see docs/recipes.md).
+pub const CCID3_DEFAULT_PHASE: f64 = 0.6;
+
+fn parse_hz(s: &str, h: &str) -> Result<u32, String> {
+    let hz: u32 = h
+        .trim_end_matches("hz")
+        .parse()
+        .map_err(|_| format!("\"{s}\": needs a whole HZ value, e.g. tick:1000 or ccid3:250"))?;
+    if !(10..=10_000).contains(&hz) {
+        return Err(format!("\"{s}\": HZ must be between 10 and 10000"));
+    }
+    Ok(hz)
 }
 
 impl TimerSpec {
     pub fn parse(s: &str) -> Result<TimerSpec, String> {
         let t = s.trim().to_ascii_lowercase();
-        match t.as_str() {
-            "precise" => Ok(TimerSpec::Precise),
-            "sleep" => Ok(TimerSpec::Sleep),
-            "tick" => Ok(TimerSpec::Tick { hz: 1000 }),
-            _ => {
-                if let Some(h) = t.strip_prefix("tick:") {
-                    let hz: u32 = h.trim_end_matches("hz").parse().map_err(|_| format!("\"{s}\": tick needs a whole HZ value, e.g. tick:1000 or tick:250"))?;
-                    if !(10..=10_000).contains(&hz) {
-                        return Err(format!("\"{s}\": HZ must be between 10 and 10000"));
-                    }
-                    Ok(TimerSpec::Tick { hz })
-                } else {
-                    Err(format!("\"{s}\" is not a timer strategy (precise, sleep, tick:HZ)"))
+        let parts: Vec<&str> = t.split(':').collect();
+        match parts.as_slice() {
+            ["precise"] => Ok(TimerSpec::Precise),
+            ["sleep"] => Ok(TimerSpec::Sleep),
+            ["tick"] => Ok(TimerSpec::Tick { hz: 1000 }),
+            ["tick", h] => Ok(TimerSpec::Tick { hz: parse_hz(s, h)? }),
+            ["ccid3"] => Ok(TimerSpec::Ccid3 { hz: 1000, phase: CCID3_DEFAULT_PHASE }),
+            ["ccid3", h] => Ok(TimerSpec::Ccid3 { hz: parse_hz(s, h)?, phase: CCID3_DEFAULT_PHASE }),
+            ["ccid3", h, p] => {
+                let phase: f64 = p.parse().map_err(|_| format!("\"{s}\": the phase must be a number in [0, 1)"))?;
+                if !(0.0..1.0).contains(&phase) {
+                    return Err(format!("\"{s}\": the phase must be in [0, 1)"));
                 }
+                Ok(TimerSpec::Ccid3 { hz: parse_hz(s, h)?, phase })
             }
+            _ => Err(format!("\"{s}\" is not a timer strategy (precise, sleep, tick:HZ, ccid3:HZ[:PHASE])")),
         }
     }
     pub fn name(&self) -> String {
@@ -276,7 +294,25 @@ impl TimerSpec {
             TimerSpec::Precise => "precise".into(),
             TimerSpec::Sleep => "sleep".into(),
             TimerSpec::Tick { hz } => format!("tick:{hz}"),
+            TimerSpec::Ccid3 { hz, phase } => {
+                if *phase == CCID3_DEFAULT_PHASE {
+                    format!("ccid3:{hz}")
+                } else {
+                    format!("ccid3:{hz}:{phase}")
+                }
+            }
         }
+    }
+    /// Tick length of an emulated timer, ns.
+    pub fn gran_ns(&self) -> Option<u64> {
+        match self {
+            TimerSpec::Tick { hz } | TimerSpec::Ccid3 { hz, .. } => Some(1_000_000_000 / *hz as u64),
+            _ => None,
+        }
+    }
+    /// Emulated timers send through the emulated line; real pacers do not.
+    pub fn emulated(&self) -> bool {
+        self.gran_ns().is_some()
     }
 }
 
@@ -430,6 +466,9 @@ mod tests {
         assert_eq!(check_value(t, "tick:250").unwrap().text, "tick:250");
         assert_eq!(check_value(t, "tick").unwrap().text, "tick:1000");
         assert!(check_value(t, "tick:0").is_err());
+        assert_eq!(check_value(t, "ccid3").unwrap().text, "ccid3:1000");
+        assert_eq!(check_value(t, "ccid3:250:0.3").unwrap().text, "ccid3:250:0.3");
+        assert!(check_value(t, "ccid3:250:1.5").is_err());
         assert!(unknown_param(RecipeKind::Lab, "qeue").contains("did you mean \"queue\""));
     }
 }

@@ -545,6 +545,21 @@ mod tests {
         assert_eq!(e.line, 3);
     }
 
+    /// docs/recipes.md documents every parameter, metric and table.
+    #[test]
+    fn documented() {
+        let doc = include_str!("../../../docs/recipes.md");
+        for p in crate::params::PARAMS {
+            assert!(doc.contains(&format!("`{}`", p.name)), "docs/recipes.md lacks parameter {}", p.name);
+        }
+        for m in crate::rows::LAB_METRICS.iter().chain(crate::rows::PACING_METRICS) {
+            assert!(doc.contains(&format!("`{m}`")), "docs/recipes.md lacks metric {m}");
+        }
+        for (t, _) in TABLES {
+            assert!(doc.contains(t), "docs/recipes.md lacks table {t}");
+        }
+    }
+
     #[test]
     fn full_overrides() {
         let t = "name = \"x\"\nkind = \"lab\"\nrepeat = 2\n[settings]\nrate = \"10mbit\"\nduration = \"5s\"\n[grid]\nqueue = [1, 10]\n[full]\nrepeat = 3\nsettings.duration = \"60s\"\ngrid.rate = [\"10mbit\", \"100mbit\"]\n";

@@ -432,7 +432,7 @@ pub fn pacing_config(vals: &[(String, Value)]) -> anyhow::Result<PacingConfig> {
         duration_ns: parse_duration_ns(&text("duration").unwrap_or_else(|| "2s".into())).map_err(anyhow::Error::msg)?,
         line_rate_bps: match text("line_rate") {
             Some(t) => parse_rate_bps(&t).map_err(anyhow::Error::msg)?,
-            None => 1e9,
+            None => 100e6,
         },
     })
 }

@@ -289,8 +289,8 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
                 let s = &ph.summary;
                 vec![
                     ph.name.clone(),
-                    kib(s.upload_bps),
-                    kib(s.download_bps),
+                    if ph.uploads > 0 { kib(s.upload_bps) } else { "-".into() },
+                    if ph.downloads > 0 { kib(s.download_bps) } else { "-".into() },
                     match (s.responsiveness_hz, s.responsiveness_ms) {
                         (Some(hz), Some(m)) => format!("{} Hz ({})", sig3(hz), ms(m)),
                         _ => "-".into(),
@@ -330,18 +330,18 @@ fn pacing(outs: &[PointOutcome]) -> String {
     let first = outs.iter().find_map(|o| o.pacing.as_ref());
     if let Some(p) = first {
         let m = &p.metadata;
+        let line = outs.iter().filter_map(|o| o.pacing.as_ref()).map(|p| p.line_rate_bps).fold(0.0, f64::max);
         out.push_str(&format!(
-            "Payload {} B ({} B on a wire), idealized rate = 1/t_ipi x {} B x 8 (payload; the ratio is the same for wire bytes); emulated line {}; kernel {} (CONFIG_HZ {}), {} CPUs, load {}; {}.\n\n",
-            p.payload_bytes, p.wire_bytes, p.payload_bytes, fmt_rate_human(p.line_rate_bps), m.kernel, m.kernel_hz, m.cpus, m.loadavg, m.transport
+            "Payload {} B ({} B on a wire), idealized rate = 1/t_ipi x {} B x 8 (payload; the ratio is the same for wire bytes); emulated line for tick/ccid3 timers {}; kernel {} (CONFIG_HZ {}), {} CPUs, load {}; {}.\n\n",
+            p.payload_bytes, p.wire_bytes, p.payload_bytes, if line > 0.0 { fmt_rate_human(line) } else { "-".into() }, m.kernel, m.kernel_hz, m.cpus, m.loadavg, m.transport
         ));
     }
     for t in &timers {
         let mut pts: Vec<&crate::pacing::PacingResult> = outs.iter().filter_map(|o| o.pacing.as_ref()).filter(|p| &p.timer == t).collect();
         pts.sort_by_key(|p| p.ipi_ns);
-        let gran = TimerSpec::parse(t).ok().and_then(|s| match s {
-            TimerSpec::Tick { hz } => Some(1_000_000_000u64 / hz as u64),
-            _ => None,
-        });
+        let spec = TimerSpec::parse(t).ok();
+        let gran = spec.and_then(|s| s.gran_ns());
+        let is_ccid3 = matches!(spec, Some(TimerSpec::Ccid3 { .. }));
         out.push_str(&format!("### timer {t}{}\n\n", gran.map(|g| format!(" (t_gran {})", fmt_duration_ns(g))).unwrap_or_default()));
         let headers = ["t_ipi", "ideal", "achieved", "achieved/ideal", "sent/ideal", "burst factor", "max back-to-back", "gaps within 10%", "gap p50", "gap p99", "lost"];
         let rows: Vec<Vec<String>> = pts
@@ -376,6 +376,8 @@ fn pacing(outs: &[PointOutcome]) -> String {
                     worst * 100.0
                 )),
                 Some(g) => {
+                    // the ccid3 model's threshold is its 1 ms truncation unit (= t_gran at HZ=1000)
+                    let g = if is_ccid3 { 1_000_000 } else { g };
                     let below: Vec<f64> = pts.iter().filter(|p| p.ipi_ns < g).map(|p| p.ratio).collect();
                     let above: Vec<f64> = pts.iter().filter(|p| p.ipi_ns >= g).map(|p| p.ratio).collect();
                     let span = |v: &[f64]| {
@@ -386,8 +388,14 @@ fn pacing(outs: &[PointOutcome]) -> String {
                             format!("{:.2} .. {:.2} (mean {:.2})", v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(0.0, f64::max), mean)
                         }
                     };
+                    let (lo, hi) = if is_ccid3 { ("t_ipi < 1 ms", "t_ipi >= 1 ms") } else { ("t_ipi < t_gran", "t_ipi >= t_gran") };
+                    let model = if is_ccid3 {
+                        "a constant factor: extra packets leave early in every period without advancing t_nom"
+                    } else {
+                        "the model predicts t_ipi / (floor(t_ipi/t_gran) * t_gran)"
+                    };
                     out.push_str(&format!(
-                        "\nt_ipi < t_gran: achieved/ideal {} — the rate is set by the line and the CPU, not by t_ipi.\nt_ipi >= t_gran: achieved/ideal {} — the model predicts t_ipi / (floor(t_ipi/t_gran) * t_gran).\n\n",
+                        "\n{lo}: achieved/ideal {} — the rate is set by the line and the CPU, not by t_ipi.\n{hi}: achieved/ideal {} — {model}.\n\n",
                         span(&below),
                         span(&above)
                     ));
