@@ -87,8 +87,8 @@ pub const PARAMS: &[ParamSpec] = &[
         help: "TSO/GSO/GRO on the lab interfaces: off (default, a packet is an MTU) or on" },
     ParamSpec { name: "delay", kind: RecipeKind::Lab, target: Target::Lab("--delay"), value: ValueKind::Duration,
         help: "added one-way delay (needs the emulator backend, or netem when the kernel has it)" },
-    ParamSpec { name: "backend", kind: RecipeKind::Lab, target: Target::Lab("--backend"), value: ValueKind::Choice(&["kernel", "emulator"]),
-        help: "lab backend: kernel (qdiscs) or emulator (bloatlab's user-space link)" },
+    ParamSpec { name: "backend", kind: RecipeKind::Lab, target: Target::Lab("--backend"), value: ValueKind::Choice(&["auto", "kernel", "emulator"]),
+        help: "lab backend: auto, kernel (qdiscs) or emulator (bloatlab's user-space link)" },
     ParamSpec { name: "rate_up", kind: RecipeKind::Lab, target: Target::Lab("--rate-up"), value: ValueKind::Rate,
         help: "upload (client to server) rate; overrides rate" },
     ParamSpec { name: "rate_down", kind: RecipeKind::Lab, target: Target::Lab("--rate-down"), value: ValueKind::Rate,
@@ -220,7 +220,8 @@ pub fn parse_queue(s: &str) -> Result<QueueSpec, String> {
             check_fifo(n, bytes)?;
             Ok(QueueSpec { discipline: name, limit: Some(n), limit_in_bytes: bytes })
         }
-        "codel" | "fq_codel" | "fq-codel" | "pie" if arg.is_none() => {
+        // AQMs of the emulator, optionally with its parameters (codel:target=5ms,interval=100ms)
+        "codel" | "fq_codel" | "fq-codel" | "pie" => {
             Ok(QueueSpec { discipline: name.replace('-', "_"), limit: None, limit_in_bytes: false })
         }
         _ => Err(format!(
@@ -446,6 +447,7 @@ mod tests {
         assert_eq!(check_value(p, "pfifo:5").unwrap().text, "fifo:5");
         assert_eq!(check_value(p, "bfifo:64k").unwrap().text, "bfifo:65536");
         assert!(check_value(p, "cake").is_err());
+        assert_eq!(check_value(p, "codel:target=5ms,interval=100ms").unwrap().text, "codel:target=5ms,interval=100ms");
         let b = spec(RecipeKind::Lab, "backend").unwrap();
         assert!(check_value(b, "emu").is_err());
         assert!(check_value(p, "fifo:0").is_err());
