@@ -102,6 +102,7 @@ for mode in on off; do
   RES[emu_$mode]=$g
   RES[emu_cpu_$mode]=$(python3 -c "import sys; t=($t1-$t0)/$HZ; w=$s1-$s0; g=$g; print('%.2f %.2f' % (t/(g*w) if g>0 else 0, 100*t/w))")
   RES[emu_drop_$mode]=$(stat up.kernel_tun.to_emulator_dropped)
+  RES[emu_maxpkt_$mode]=$(stat up.max_packet_bytes)
 done
 
 offloads off
@@ -126,12 +127,12 @@ echo "Run: \`bench/emulator.sh $DUR\` on $(date -u +%Y-%m-%dT%H:%MZ), kernel $(u
 echo
 echo "## Unshaped throughput (client -> router -> server, 1 TCP flow)"
 echo
-echo "| path | veth offloads | Gbit/s | emulator CPU s per Gbit | emulator CPU % | kernel drops before emulator |"
-echo "|---|---|---|---|---|---|"
-echo "| plain veth (kernel forwarding) | on | ${RES[veth_on]} | - | - | - |"
-echo "| plain veth (kernel forwarding) | off | ${RES[veth_off]} | - | - | - |"
-set -- ${RES[emu_cpu_on]}; echo "| through the emulator | on | ${RES[emu_on]} | $1 | $2 | ${RES[emu_drop_on]} |"
-set -- ${RES[emu_cpu_off]}; echo "| through the emulator | off | ${RES[emu_off]} | $1 | $2 | ${RES[emu_drop_off]} |"
+echo "| path | veth offloads | Gbit/s | emulator CPU s per Gbit | emulator CPU % | largest packet read, B | kernel drops before emulator |"
+echo "|---|---|---|---|---|---|---|"
+echo "| plain veth (kernel forwarding) | on | ${RES[veth_on]} | - | - | - | - |"
+echo "| plain veth (kernel forwarding) | off | ${RES[veth_off]} | - | - | - | - |"
+set -- ${RES[emu_cpu_on]}; echo "| through the emulator | on | ${RES[emu_on]} | $1 | $2 | ${RES[emu_maxpkt_on]} | ${RES[emu_drop_on]} |"
+set -- ${RES[emu_cpu_off]}; echo "| through the emulator | off | ${RES[emu_off]} | $1 | $2 | ${RES[emu_maxpkt_off]} | ${RES[emu_drop_off]} |"
 echo
 echo "## Release error at 100 Mbit/s, 10 ms delay, fifo:1000, under one iperf3 flow"
 echo

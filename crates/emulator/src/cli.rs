@@ -69,6 +69,9 @@ pub struct LinkArgs {
     /// SCHED_FIFO priority of the emulator threads, 0 = normal scheduling (default 10).
     #[arg(long, value_name = "N")]
     pub rt_priority: Option<u32>,
+    /// Never pass segmentation-offloaded packets through (by default an unshaped direction does).
+    #[arg(long)]
+    pub no_offload: bool,
 }
 
 impl LinkArgs {
@@ -130,6 +133,7 @@ impl LinkArgs {
         if let Some(p) = self.rt_priority {
             cfg.rt_priority = p;
         }
+        cfg.offload = !self.no_offload;
         cfg.validate().map_err(|e| anyhow!("{e}"))?;
         Ok(cfg)
     }

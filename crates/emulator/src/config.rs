@@ -622,6 +622,13 @@ impl DirectionConfig {
         s
     }
 
+    /// True when the direction neither shapes nor loses nor jitters packets
+    /// (only a fixed delay, or nothing): such a direction can pass
+    /// segmentation-offloaded (GSO) packets through whole.
+    pub fn is_unshaped(&self) -> bool {
+        self.rate == RateSpec::Unlimited && self.loss == LossSpec::None && self.jitter.as_ref().is_none_or(|j| j.amount_ns == 0)
+    }
+
     /// Analytic maximum queueing delay: limit x packet size x 8 / rate, ms
     /// (for byte limits: bytes x 8 / rate). None without a fixed rate.
     pub fn analytic_queue_delay_ms(&self, packet_bytes: u32) -> Option<f64> {
@@ -685,6 +692,15 @@ pub struct EmulatorConfig {
     /// fires, even on a busy machine.
     #[serde(default = "default_rt")]
     pub rt_priority: u32,
+    /// Let unshaped directions (no rate, loss or jitter) accept segmentation
+    /// offloads, so that 64 KB GSO packets cross the emulator in one piece
+    /// (default true). Shaped directions always see MTU-sized packets.
+    #[serde(default = "default_true")]
+    pub offload: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_rt() -> u32 {
@@ -715,6 +731,7 @@ impl Default for EmulatorConfig {
             spin_ns: default_spin(),
             batch: default_batch(),
             rt_priority: default_rt(),
+            offload: true,
         }
     }
 }

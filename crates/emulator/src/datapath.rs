@@ -102,6 +102,10 @@ pub struct DirectionReport {
     pub backlog_packets_at_stop: u64,
     pub in_flight_at_stop: u64,
     pub cpu_ns: u64,
+    /// Largest packet read (bytes of IP packet; > MTU means GSO packets passed through).
+    pub max_packet: u64,
+    /// Whether the TUN device passes offloaded packets.
+    pub offload: bool,
     /// Deadlines that were slept to instead of spun to, because the spin budget was used up.
     pub spin_limited: u64,
     /// Why SCHED_FIFO could not be set, if it was asked for and failed.
@@ -163,7 +167,9 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
     let cpu0 = thread_cpu_ns();
     let start = mono_ns();
     let mut link = Link::new(&cfg, opts.seed, start);
-    let mut pool: Vec<Box<[u8]>> = (0..256).map(|_| vec![0u8; opts.buf_size].into_boxed_slice()).collect();
+    let hdr = if tun.offload() { crate::tun::VNET_HDR_LEN } else { 0 };
+    let buf_size = if tun.offload() { 65536 + hdr + 64 } else { opts.buf_size };
+    let mut pool: Vec<Box<[u8]>> = (0..256).map(|_| vec![0u8; buf_size].into_boxed_slice()).collect();
     let mut garbage: Vec<Packet> = Vec::new();
     let mut release_error = LogHist::default();
     let mut samples = Vec::new();
@@ -171,6 +177,7 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
     let mut seq = 0u64;
     let (mut bytes_read, mut batches, mut max_batch, mut write_errors, mut truncated) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut last_write_error = None;
+    let mut max_packet = 0u64;
     // per-interval sojourn tracking
     let (mut soj_n, mut soj_sum) = (0u64, 0u128);
     let fd = tun.raw_fd();
@@ -183,7 +190,7 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         let mut now = mono_ns();
         while let Some(p) = link.pop_ready(now) {
             release_error.record(now.saturating_sub(p.release_ns));
-            if let Err(e) = tun.write(p.data()) {
+            if let Err(e) = tun.write(p.frame()) {
                 write_errors += 1;
                 last_write_error = Some(e.to_string());
             }
@@ -193,15 +200,18 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         // 2. a batch of arrivals
         let mut got = 0u64;
         while (got as usize) < opts.batch {
-            let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; opts.buf_size].into_boxed_slice());
+            let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; buf_size].into_boxed_slice());
             match tun.read(&mut buf) {
                 Ok(n) => {
                     let t = mono_ns();
                     if n >= buf.len() {
                         truncated += 1;
                     }
-                    bytes_read += n as u64;
-                    let mut p = Packet::new(buf, n, t);
+                    bytes_read += n.saturating_sub(hdr) as u64;
+                    let mut p = Packet::with_header(buf, hdr, n, t);
+                    if p.size() > max_packet {
+                        max_packet = p.size();
+                    }
                     p.seq = seq;
                     seq += 1;
                     link.arrive(p, t);
@@ -317,6 +327,8 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         kernel_tun: crate::run::proc_net_dev(tun.name()),
         rt_error,
         spin_limited,
+        max_packet,
+        offload: tun.offload(),
     }
 }
 
@@ -345,6 +357,8 @@ impl DirectionReport {
             "cpu_s": self.cpu_ns as f64 / 1e9,
             "rt_error": self.rt_error,
             "spin_limited": self.spin_limited,
+            "offload": self.offload,
+            "max_packet_bytes": self.max_packet,
             "series": self.samples,
         })
     }

@@ -112,7 +112,11 @@ impl Serialize for FlowKey {
 #[derive(Debug)]
 pub struct Packet {
     pub buf: Box<[u8]>,
+    /// End of the frame in `buf`.
     pub len: usize,
+    /// Start of the IP packet in `buf` (a virtio-net header precedes it when
+    /// the TUN device passes offloaded packets; 0 otherwise).
+    pub hdr: usize,
     /// Monotonic ns when the packet was read from the TUN device (or built, in tests).
     pub arrival_ns: u64,
     /// Monotonic ns when the packet must leave the emulator (set by the link).
@@ -126,9 +130,15 @@ pub struct Packet {
 impl Packet {
     /// Wrap the first `len` bytes of `buf`, parsing the IP header.
     pub fn new(buf: Box<[u8]>, len: usize, arrival_ns: u64) -> Packet {
+        Packet::with_header(buf, 0, len, arrival_ns)
+    }
+
+    /// Wrap `buf[..len]` whose IP packet starts at `hdr`.
+    pub fn with_header(buf: Box<[u8]>, hdr: usize, len: usize, arrival_ns: u64) -> Packet {
         let len = len.min(buf.len());
-        let (key, ecn) = parse(&buf[..len]);
-        Packet { buf, len, arrival_ns, release_ns: 0, key, ecn, seq: 0 }
+        let hdr = hdr.min(len);
+        let (key, ecn) = parse(&buf[hdr..len]);
+        Packet { buf, len, hdr, arrival_ns, release_ns: 0, key, ecn, seq: 0 }
     }
 
     /// Build a packet from bytes (tests, tools).
@@ -136,13 +146,19 @@ impl Packet {
         Packet::new(data.to_vec().into_boxed_slice(), data.len(), arrival_ns)
     }
 
+    /// The IP packet.
     pub fn data(&self) -> &[u8] {
+        &self.buf[self.hdr..self.len]
+    }
+
+    /// What is written back to the TUN device (header included).
+    pub fn frame(&self) -> &[u8] {
         &self.buf[..self.len]
     }
 
     /// Size in bytes (the IP packet).
     pub fn size(&self) -> u64 {
-        self.len as u64
+        (self.len - self.hdr) as u64
     }
 
     /// Set the CE codepoint if the packet is ECN-capable. Returns true when the
@@ -152,7 +168,7 @@ impl Packet {
             Ecn::NotEct => false,
             Ecn::Ce => true,
             _ => {
-                let d = &mut self.buf[..self.len];
+                let d = &mut self.buf[self.hdr..self.len];
                 match d[0] >> 4 {
                     4 if d.len() >= 20 => {
                         d[1] |= 3;

@@ -183,8 +183,8 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     for i in spec.client_side_ifs.iter().chain(spec.server_side_ifs.iter()) {
         mtu = mtu.max(if_mtu(i)?);
     }
-    let tun_up = Tun::open(&spec.tun_up)?;
-    let tun_down = Tun::open(&spec.tun_down)?;
+    let tun_up = Tun::open_with(&spec.tun_up, spec.cfg.offload && spec.cfg.up.is_unshaped())?;
+    let tun_down = Tun::open_with(&spec.tun_down, spec.cfg.offload && spec.cfg.down.is_unshaped())?;
     let ipv6 = Path::new("/proc/sys/net/ipv6").exists();
     let mut routing = Routing { rules: vec![] };
     let setup = (|| -> Result<()> {
@@ -237,6 +237,8 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         "tun_down": down_name,
         "mtu": mtu,
         "seed": seed,
+        "offload_up": spec.cfg.offload && spec.cfg.up.is_unshaped(),
+        "offload_down": spec.cfg.offload && spec.cfg.down.is_unshaped(),
         "description": spec.cfg.describe(),
     });
     {
