@@ -211,7 +211,16 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&QueuePeak>, added: f64)
             }
             _ => "a shorter queue".to_string(),
         };
-        return format!("The bottleneck queue{where_} held up to {held}; {aqm} or {shorter} would cut it.");
+        let which = if q.role.starts_with("sender") {
+            "The sender's own interface queue"
+        } else if q.role.ends_with("-up") {
+            "The upload bottleneck queue"
+        } else if q.role.ends_with("-down") {
+            "The download bottleneck queue"
+        } else {
+            "The bottleneck queue"
+        };
+        return format!("{which}{where_} held up to {held}; {aqm} or {shorter} would cut it.");
     }
     let dir = match wp.map(|p| (p.uploads > 0, p.downloads > 0)) {
         Some((true, false)) => "upload",
