@@ -393,10 +393,16 @@ witness added = the same for a third host behind the bottleneck; analytic = queu
 (the delay of a full queue); max backlog / drops = the bottleneck qdisc during the load",
             table::ms(pi)
         );
+        let mut notes = note;
+        for r in &results {
+            if let Some(n) = short_local_queue_note(r) {
+                notes.push_str(&format!("\nnote: {n}"));
+            }
+        }
         if a.json.as_deref() == Some(Path::new("-")) {
-            eprint!("\n{t}{note}\n");
+            eprint!("\n{t}{notes}\n");
         } else {
-            print!("\n{t}{note}\n");
+            print!("\n{t}{notes}\n");
         }
     }
     if a.keep {
@@ -408,6 +414,27 @@ witness added = the same for a third host behind the bottleneck; analytic = queu
         lab.teardown()?;
     }
     Ok(exit)
+}
+
+/// With the bottleneck on the sender's own interface, a TCP sender's queue stays
+/// short because of TCP small queues; say so when it happened.
+fn short_local_queue_note(r: &bloatlab_results::TestResult) -> Option<String> {
+    let lab = r.lab.as_ref()?;
+    if lab.config.get("placement").and_then(|p| p.as_str()) != Some("local") {
+        return None;
+    }
+    let limit = lab.config.get("queue_spec").and_then(|q| q.get("packets")).and_then(|p| p.as_u64())?;
+    let mut maxq = 0;
+    for p in r.scenarios.iter().filter(|p| p.uploads + p.downloads > 0) {
+        maxq = maxq.max(table::queue_in_phase(&lab.queues, "bottleneck", p).1);
+    }
+    (maxq * 4 < limit).then(|| {
+        format!(
+            "the sender's own queue never exceeded {maxq} of its {limit} packets: TCP small queues (Linux >= 3.6) \
+             limit the bytes a TCP socket keeps in its own host's qdisc to a few packets, so a local txqueuelen \
+             no longer bloats for TCP; the same queue on the router (--bottleneck router) does (docs/lab.md)"
+        )
+    })
 }
 
 #[cfg(test)]

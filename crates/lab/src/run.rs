@@ -336,7 +336,7 @@ impl Lab {
             "lab_command": opts.command,
             "applied": self.applied,
             "tsq_note": if c.placement == Placement::Local {
-                "local bottleneck: TCP small queues (TSQ) limits each socket's bytes in its own host's qdisc to about 1 ms of data, so a single TCP flow cannot fill a local queue on Linux >= 3.6"
+                "local bottleneck: TCP small queues (TSQ) limits the bytes each socket keeps in its own host's qdisc to a few packets (about 1 ms at the pacing rate, at least two packets), so a single TCP flow cannot fill a local queue on Linux >= 3.6"
             } else { "" },
         });
         LabInfo {
