@@ -152,6 +152,14 @@ impl Routing {
 fn setup_routing(spec: &RunSpec, r: &mut Routing, ipv6: bool) -> Result<()> {
     for (tun, table, ifs) in [(&spec.tun_up, spec.table_up, &spec.client_side_ifs), (&spec.tun_down, spec.table_down, &spec.server_side_ifs)] {
         let t = table.to_string();
+        // rules left by an emulator that was killed (SIGKILL) before it could clean up
+        for fam in ["-4", "-6"] {
+            for _ in 0..16 {
+                if ip(&[fam, "rule", "del", "pref", &t]).is_err() {
+                    break;
+                }
+            }
+        }
         ip(&["-4", "route", "replace", "default", "dev", tun, "table", &t])?;
         if ipv6 {
             ip(&["-6", "route", "replace", "default", "dev", tun, "table", &t])?;

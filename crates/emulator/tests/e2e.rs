@@ -241,3 +241,43 @@ fn loss_and_jitter() {
     assert!(up["link"]["lost"].as_u64().unwrap() > 10);
     assert!(up["link"]["jitter_held_for_order"].as_u64().unwrap() > 0);
 }
+
+fn router_state(t: &Topo) -> (String, String) {
+    let r = std::process::Command::new("ip").args(["-n", &t.router, "rule"]).output().unwrap();
+    let l = std::process::Command::new("ip").args(["-n", &t.router, "link"]).output().unwrap();
+    (String::from_utf8_lossy(&r.stdout).into_owned(), String::from_utf8_lossy(&l.stdout).into_owned())
+}
+
+/// SIGKILL leaves no TUN device (they close with the process); a new emulator
+/// in the same namespace replaces the stale rules instead of stacking them,
+/// and a clean stop removes its rules.
+#[test]
+fn teardown_after_sigkill_and_restart() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    let h = start(&t, &cfg(&["--delay", "1ms"]));
+    let (rules, links) = router_state(&t);
+    assert!(rules.contains("lookup 7701") && rules.contains("lookup 7702"), "{rules}");
+    assert!(links.contains("emu-up") && links.contains("emu-down"), "{links}");
+    let pid = h.pid().unwrap();
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(300));
+    let (rules, links) = router_state(&t);
+    assert!(!links.contains("emu-up:"), "TUN device outlived the process: {links}");
+    assert!(rules.contains("lookup 7701"), "rules stay after SIGKILL: {rules}");
+    assert!(h.stop().is_err(), "no statistics after SIGKILL");
+    // a new emulator works and does not stack rules
+    let h = start(&t, &cfg(&["--delay", "10ms"]));
+    let (rules, _) = router_state(&t);
+    assert_eq!(rules.matches("lookup 7701").count(), 1, "{rules}");
+    let echo = udp_echo(&t.server, "10.77.2.2:7000");
+    let p = udp_probes(&t.client, "10.77.2.2:7000", 10, Duration::from_millis(10), 64);
+    echo.store(true, std::sync::atomic::Ordering::Relaxed);
+    let m = median_ms(&rtts_ms(&p, Duration::ZERO));
+    assert!((m - 20.0).abs() < 1.0, "RTT {m}");
+    h.stop().unwrap();
+    let (rules, links) = router_state(&t);
+    assert!(!rules.contains("7701") && !rules.contains("7702"), "{rules}");
+    assert!(!links.contains("emu-up:") && !links.contains("emu-down:"), "{links}");
+}
