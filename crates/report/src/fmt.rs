@@ -13,8 +13,6 @@ pub fn sig3(v: f64) -> String {
         format!("{v:.1}")
     } else if a >= 1.0 {
         format!("{v:.2}")
-    } else if a >= 0.1 {
-        format!("{v:.3}")
     } else {
         format!("{v:.3}")
     };

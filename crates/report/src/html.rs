@@ -259,9 +259,9 @@ fn meta_html(r: &TestResult) -> String {
     s.push_str("</tbody></table>\n");
     if let Some(lab) = &r.lab {
         let cfg = serde_json::to_string_pretty(&lab.config).unwrap_or_default();
-        let _ = write!(s, "<details><summary>Lab configuration (resolved)</summary><pre>{}</pre></details>\n", esc(&cfg));
+        let _ = writeln!(s, "<details><summary>Lab configuration (resolved)</summary><pre>{}</pre></details>", esc(&cfg));
         if let Some(e) = &lab.emulator {
-            let _ = write!(s, "<details><summary>Emulator counters</summary><pre>{}</pre></details>\n", esc(&serde_json::to_string_pretty(e).unwrap_or_default()));
+            let _ = writeln!(s, "<details><summary>Emulator counters</summary><pre>{}</pre></details>", esc(&serde_json::to_string_pretty(e).unwrap_or_default()));
         }
     }
     s
@@ -288,9 +288,9 @@ fn single_body(run: Run) -> Result<String> {
     let r = run.result;
     let runs = [run];
     let mut b = String::new();
-    let _ = write!(b, "<header><h1>bloatlab report</h1><p>{}</p></header>\n", esc(&context_line(r)));
+    let _ = writeln!(b, "<header><h1>bloatlab report</h1><p>{}</p></header>", esc(&context_line(r)));
     if !r.complete {
-        let _ = write!(b, "<div class=\"warn\">Incomplete run: {}. The numbers cover only what ran.</div>\n", esc(r.incomplete_reason.as_deref().unwrap_or("interrupted")));
+        let _ = writeln!(b, "<div class=\"warn\">Incomplete run: {}. The numbers cover only what ran.</div>", esc(r.incomplete_reason.as_deref().unwrap_or("interrupted")));
     }
     b.push_str(&verdict_block(r));
     b.push_str(&cards(r));
@@ -298,7 +298,7 @@ fn single_body(run: Run) -> Result<String> {
     b.push_str(&summary_html(r));
     let seed = seed003_lines(r);
     if !seed.is_empty() {
-        let _ = write!(b, "<pre class=\"seed003\">{}</pre>\n", esc(&seed));
+        let _ = writeln!(b, "<pre class=\"seed003\">{}</pre>", esc(&seed));
     }
     if !series::phases(r).is_empty() {
         b.push_str("<h2>Over time</h2>\n");
@@ -323,7 +323,7 @@ fn single_body(run: Run) -> Result<String> {
 
 fn compare_body(runs: &[Run]) -> Result<String> {
     let mut b = String::new();
-    let _ = write!(b, "<header><h1>bloatlab comparison</h1><p>{} results; differences are against {}.</p></header>\n", runs.len(), esc(runs[0].label));
+    let _ = writeln!(b, "<header><h1>bloatlab comparison</h1><p>{} results; differences are against {}.</p></header>", runs.len(), esc(runs[0].label));
     b.push_str("<h2>Verdicts</h2>\n<table class=\"verdicts\"><tbody>");
     for run in runs {
         let v = verdict(run.result);
@@ -337,7 +337,7 @@ fn compare_body(runs: &[Run]) -> Result<String> {
             esc(&v.line())
         );
     }
-    let _ = write!(b, "</tbody></table><p class=\"note\">{}</p>\n", grade_thresholds_note());
+    let _ = writeln!(b, "</tbody></table><p class=\"note\">{}</p>", grade_thresholds_note());
     b.push_str("<h2>Side by side</h2>\n<div class=\"scroll\"><table class=\"compare\"><thead><tr>");
     let pairs: Vec<(&str, &TestResult)> = runs.iter().map(|r| (r.label, r.result)).collect();
     let grid = compare_grid(&pairs);
@@ -369,7 +369,7 @@ fn compare_body(runs: &[Run]) -> Result<String> {
         if series::phases(run.result).is_empty() {
             continue;
         }
-        let _ = write!(b, "<h2>{} over time</h2>\n", esc(run.label));
+        let _ = writeln!(b, "<h2>{} over time</h2>", esc(run.label));
         b.push_str(&figure(std::slice::from_ref(run), PlotKind::Timeseries, "Goodput and latency over time.")?);
     }
     b.push_str("<h2>Metadata</h2>\n<div class=\"scroll\"><table class=\"meta\"><thead><tr><th></th>");

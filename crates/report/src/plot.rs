@@ -602,40 +602,40 @@ where
     }
     for ps in &all {
         if !ps.up.is_empty() {
-            let mut s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.up, MAX_POINTS), OWD_UP.stroke_width(1)))?;
-            lab(&mut s, &mut done[0], "one-way up", OWD_UP, 1, false);
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.up, MAX_POINTS), OWD_UP.stroke_width(1)))?;
+            lab(s, &mut done[0], "one-way up", OWD_UP, 1, false);
         }
         if !ps.down.is_empty() {
-            let mut s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.down, MAX_POINTS), OWD_DOWN.stroke_width(1)))?;
-            lab(&mut s, &mut done[1], "one-way down", OWD_DOWN, 1, false);
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.down, MAX_POINTS), OWD_DOWN.stroke_width(1)))?;
+            lab(s, &mut done[1], "one-way down", OWD_DOWN, 1, false);
         }
         if !ps.rtt.is_empty() {
-            let mut s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.rtt, MAX_POINTS), RTT.stroke_width(1)))?;
-            lab(&mut s, &mut done[2], "round trip", RTT, 1, false);
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.rtt, MAX_POINTS), RTT.stroke_width(1)))?;
+            lab(s, &mut done[2], "round trip", RTT, 1, false);
         }
         if !ps.rr.is_empty() {
             let pts = series::thin_minmax(&ps.rr, MAX_POINTS);
-            let mut s = chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, RR.filled())))?;
-            lab(&mut s, &mut done[3], "TCP request/response", RR, 1, true);
+            let s = chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, RR.filled())))?;
+            lab(s, &mut done[3], "TCP request/response", RR, 1, true);
         }
         if !ps.wit.is_empty() {
             let pts = series::thin_minmax(&ps.wit, MAX_POINTS);
-            let mut s = chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
-            lab(&mut s, &mut done[4], "witness host RTT", WITNESS, 1, false);
+            let s = chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
+            lab(s, &mut done[4], "witness host RTT", WITNESS, 1, false);
         }
         if !ps.lost.is_empty() {
             let (y0, y1) = (ymax * 0.97, ymax);
-            let mut s = chart.draw_series(
+            let s = chart.draw_series(
                 series::thin_xs(&ps.lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], LOST.stroke_width(1))),
             )?;
-            lab(&mut s, &mut done[5], "lost probe", LOST, 1, false);
+            lab(s, &mut done[5], "lost probe", LOST, 1, false);
         }
         if !ps.wit_lost.is_empty() {
             let (y0, y1) = (ymax * 0.93, ymax * 0.96);
-            let mut s = chart.draw_series(
+            let s = chart.draw_series(
                 series::thin_xs(&ps.wit_lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], WITNESS.stroke_width(1))),
             )?;
-            lab(&mut s, &mut done[6], "lost witness probe", WITNESS, 1, false);
+            lab(s, &mut done[6], "lost witness probe", WITNESS, 1, false);
         }
     }
     if done.iter().any(|d| *d) {

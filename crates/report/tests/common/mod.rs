@@ -130,12 +130,12 @@ pub fn build(spec: &Spec) -> TestResult {
             probes.push(Probe {
                 seq,
                 t_ns: tp,
-                rtt_ns: (!lost).then(|| ((up + down) * 1e6) as u64),
+                rtt_ns: (!lost).then_some(((up + down) * 1e6) as u64),
                 server_rx_unix_ns: (!lost).then(|| START_UNIX_NS + tp + (up * 1e6) as u64 + 1_500_000),
-                owd_up_ns: (!lost).then(|| (up * 1e6) as i64),
-                owd_down_ns: (!lost).then(|| (down * 1e6) as i64),
+                owd_up_ns: (!lost).then_some((up * 1e6) as i64),
+                owd_down_ns: (!lost).then_some((down * 1e6) as i64),
             });
-            if spec.witness && seq % 2 == 0 {
+            if spec.witness && seq.is_multiple_of(2) {
                 let w = 1.0 + qu + j * 0.1;
                 wprobes.push(Probe { seq: seq / 2, t_ns: tp, rtt_ns: Some((w * 1e6) as u64), server_rx_unix_ns: None, owd_up_ns: None, owd_down_ns: None });
             }
