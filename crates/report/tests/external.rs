@@ -49,12 +49,22 @@ fn py_has(py: &Path, module: &str) -> bool {
     Command::new(py).args(["-c", &format!("import {module}")]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
+/// `pip install PKG`, retried with --break-system-packages on an
+/// "externally managed" (PEP 668) system Python, as .ci/run does.
+fn pip_install(py: &Path, pkg: &str) -> Option<(bool, String, String)> {
+    let r = run_with_timeout(Command::new(py).args(["-m", "pip", "install", "--quiet", pkg]), Duration::from_secs(300));
+    if r.as_ref().is_some_and(|x| x.0) {
+        return r;
+    }
+    run_with_timeout(Command::new(py).args(["-m", "pip", "install", "--quiet", "--break-system-packages", pkg]), Duration::from_secs(300))
+}
+
 /// flent importable (installing it from PyPI if needed); None = skip.
 fn ensure_flent(py: &Path) -> Result<(), String> {
     if py_has(py, "flent") {
         return Ok(());
     }
-    let r = run_with_timeout(Command::new(py).args(["-m", "pip", "install", "--quiet", "flent"]), Duration::from_secs(240));
+    let r = pip_install(py, "flent");
     if py_has(py, "flent") {
         Ok(())
     } else {
@@ -123,7 +133,7 @@ print(json.dumps({
 
     // 3. A flent plot to PNG (needs matplotlib).
     if !py_has(&py, "matplotlib") {
-        let _ = run_with_timeout(Command::new(&py).args(["-m", "pip", "install", "--quiet", "matplotlib"]), Duration::from_secs(300));
+        let _ = pip_install(&py, "matplotlib");
     }
     if !py_has(&py, "matplotlib") {
         eprintln!("SKIP flent plot part: matplotlib unavailable");
