@@ -17,6 +17,7 @@
 //! ```
 pub mod cli;
 mod lab;
+pub mod nlstats;
 mod run;
 pub mod sampler;
 pub mod signals;

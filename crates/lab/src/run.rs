@@ -277,7 +277,7 @@ impl Lab {
         if code != 0 && !result.complete && interrupted_by == 0 && code != 130 {
             eprintln!("bloatlab lab: the test ended early ({status}): {}", stderr.trim());
         }
-        let mut queues = sampler.finish(result.metadata.start_unix_ns);
+        let (mut queues, sampler_method) = sampler.finish(result.metadata.start_unix_ns);
         let mut emu_info = None;
         if let Some((h, ecfg)) = emulator {
             let mut st = h.stop().context("stopping the emulator")?;
@@ -288,6 +288,10 @@ impl Lab {
             emu_info = Some((st.counters, ecfg));
         }
         let mut info = self.lab_info(queues, opts);
+        info.config["queue_sampler"] = serde_json::json!({
+            "method": sampler_method,
+            "interval_ms": interval.as_secs_f64() * 1e3,
+        });
         if let Some((counters, ecfg)) = emu_info {
             info.backend = "emulator".into();
             info.config["backend"] = "emulator".into();

@@ -54,10 +54,78 @@ pub fn parse_tc_json(text: &str) -> Result<Vec<(String, DevStats)>, String> {
     Ok(out)
 }
 
+/// How a namespace's qdiscs are read.
+enum Reader {
+    /// rtnetlink socket inside the namespace, and the targets' ifindexes.
+    Netlink(crate::nlstats::QdiscSock, Vec<(String, i32)>),
+    /// `tc -n NS -s -j qdisc show` per sample.
+    Tc,
+}
+
+impl Reader {
+    fn open(ns: &str, devs: &[String]) -> Reader {
+        let idx: Result<Vec<(String, i32)>, _> =
+            devs.iter().map(|d| crate::nlstats::ifindex_in(ns, d).map(|i| (d.clone(), i))).collect();
+        match (crate::nlstats::QdiscSock::open_in(ns), idx) {
+            (Ok(mut sock), Ok(idx)) => {
+                if sock.dump().is_ok() {
+                    Reader::Netlink(sock, idx)
+                } else {
+                    Reader::Tc
+                }
+            }
+            _ => Reader::Tc,
+        }
+    }
+
+    fn read(&mut self, ns: &str) -> Option<Vec<(String, DevStats)>> {
+        match self {
+            Reader::Tc => {
+                let text = sys::run(&["tc", "-n", ns, "-s", "-j", "qdisc", "show"]).ok()?;
+                parse_tc_json(&text).ok()
+            }
+            Reader::Netlink(sock, idx) => {
+                let qs = sock.dump().ok()?;
+                let mut out = Vec::new();
+                for (dev, i) in idx.iter() {
+                    let Some(root) = qs.iter().find(|q| q.ifindex == *i && q.is_root()) else { continue };
+                    let leaf = qs.iter().find(|q| q.ifindex == *i && q.handle == 0x0010_0000 /* "10:" (tc handles are hex) */);
+                    out.push((
+                        dev.clone(),
+                        DevStats {
+                            kind: leaf.unwrap_or(root).kind.clone(),
+                            sample: QueueSample {
+                                t_ns: 0,
+                                backlog_packets: root.qlen,
+                                backlog_bytes: root.backlog,
+                                drops: root.drops,
+                                overlimits: root.overlimits,
+                                sent_packets: root.packets,
+                                sent_bytes: root.bytes,
+                                requeues: root.requeues,
+                            },
+                        },
+                    ));
+                }
+                Some(out)
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Reader::Netlink(..) => "netlink",
+            Reader::Tc => "tc",
+        }
+    }
+}
+
+type Collected = (Vec<(QueueTarget, String, Vec<QueueSample>)>, String);
+
 /// Series being collected, stamped in Unix ns (converted to test time later).
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Vec<(QueueTarget, String, Vec<QueueSample>)>>>,
+    handle: Option<JoinHandle<Collected>>,
 }
 
 impl Sampler {
@@ -68,17 +136,25 @@ impl Sampler {
             let mut series: Vec<(QueueTarget, String, Vec<QueueSample>)> =
                 targets.iter().map(|t| (t.clone(), String::new(), Vec::new())).collect();
             let mut nss: Vec<String> = targets.iter().map(|t| t.netns.clone()).collect();
-            nss.dedup();
             nss.sort();
             nss.dedup();
+            let mut readers: Vec<(String, Reader)> = nss
+                .iter()
+                .map(|ns| {
+                    let devs: Vec<String> = targets.iter().filter(|t| &t.netns == ns).map(|t| t.dev.clone()).collect();
+                    (ns.clone(), Reader::open(ns, &devs))
+                })
+                .collect();
+            let mut methods: Vec<&str> = readers.iter().map(|(_, r)| r.name()).collect();
+            methods.dedup();
+            let method = methods.join("+");
             let start = Instant::now();
             let mut tick: u32 = 0;
             loop {
-                for ns in &nss {
+                for (ns, reader) in readers.iter_mut() {
                     let t0 = sys::unix_ns();
-                    let Ok(text) = sys::run(&["tc", "-n", ns, "-s", "-j", "qdisc", "show"]) else { continue };
+                    let Some(stats) = reader.read(ns) else { continue };
                     let t1 = sys::unix_ns();
-                    let Ok(stats) = parse_tc_json(&text) else { continue };
                     for (t, kind, samples) in series.iter_mut().filter(|(t, _, _)| &t.netns == ns) {
                         if let Some((_, s)) = stats.iter().find(|(d, _)| *d == t.dev) {
                             let mut q = s.sample;
@@ -102,17 +178,18 @@ impl Sampler {
                     std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
                 }
             }
-            series
+            (series, method)
         });
         Sampler { stop, handle: Some(handle) }
     }
 
     /// Stop (after one last sample) and convert stamps to test time: ns since `start_unix_ns`.
-    /// Samples taken before the test started are dropped.
-    pub fn finish(mut self, start_unix_ns: u64) -> Vec<QueueSeries> {
+    /// Samples taken before the test started are dropped. Also returns how the
+    /// queues were read ("netlink" or "tc").
+    pub fn finish(mut self, start_unix_ns: u64) -> (Vec<QueueSeries>, String) {
         self.stop.store(true, Ordering::SeqCst);
-        let series = self.handle.take().and_then(|h| h.join().ok()).unwrap_or_default();
-        series
+        let (series, method) = self.handle.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        let series = series
             .into_iter()
             .map(|(t, kind, samples)| QueueSeries {
                 role: t.role.clone(),
@@ -127,7 +204,8 @@ impl Sampler {
                     })
                     .collect(),
             })
-            .collect()
+            .collect();
+        (series, method)
     }
 }
 
