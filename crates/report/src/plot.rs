@@ -387,12 +387,30 @@ fn time_chart<'a, DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    time_chart_from(area, caption, span, 0.0, ymax, y_desc, x_desc)
+}
+
+/// A time panel whose y axis starts at `ymin` (negative one-way delays
+/// within the clock-offset uncertainty stay visible).
+#[allow(clippy::too_many_arguments)]
+fn time_chart_from<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: Option<&str>,
+    span: f64,
+    ymin: f64,
+    ymax: f64,
+    y_desc: &str,
+    x_desc: bool,
+) -> Result<TimeChart<'a, DB>>
+where
+    DB::ErrorType: 'static,
+{
     let mut b = ChartBuilder::on(area);
     b.margin(8).margin_right(20).x_label_area_size(if x_desc { 40 } else { 26 }).y_label_area_size(70);
     if let Some(c) = caption {
         b.caption(c, font(16.0));
     }
-    let mut chart = b.build_cartesian_2d(0f64..span, 0f64..ymax)?;
+    let mut chart = b.build_cartesian_2d(0f64..span, ymin..ymax)?;
     let tk = |v: &f64| tick(*v);
     let mut mesh = chart.configure_mesh();
     mesh.y_desc(y_desc)
@@ -417,6 +435,7 @@ where
     DB::ErrorType: 'static,
 {
     let ph = series::phases(r);
+    let ymin = chart.y_range().start;
     let area = chart.plotting_area();
     for (i, p) in ph.iter().enumerate() {
         let (x0, x1) = (secs(p.start_ns), secs(p.end_ns));
@@ -427,8 +446,8 @@ where
         } else {
             RGBColor(120, 120, 160).mix(0.04)
         };
-        area.draw(&Rectangle::new([(x0, 0.0), (x1, ymax)], fill.filled()))?;
-        area.draw(&PathElement::new(vec![(x0, 0.0), (x0, ymax)], RGBColor(150, 150, 170).stroke_width(1)))?;
+        area.draw(&Rectangle::new([(x0, ymin), (x1, ymax)], fill.filled()))?;
+        area.draw(&PathElement::new(vec![(x0, ymin), (x0, ymax)], RGBColor(150, 150, 170).stroke_width(1)))?;
         if label {
             area.draw(&Text::new(format!(" {}", p.name), (x0, ymax), font(13.0).color(&RGBColor(70, 70, 100))))?;
         }
@@ -579,7 +598,9 @@ where
         all.push(PhaseSeries { rtt, lost, up, down, rr, wit, wit_lost });
     }
     let ymax = nice_max(ymax) * 1.5;
-    let mut chart = time_chart(area, Some("Latency (UDP probes; one-way delays from the clock-offset estimate)"), span, ymax, "ms", x_desc)?;
+    let lowest = all.iter().flat_map(|ps| ps.up.iter().chain(ps.down.iter())).map(|p| p.1).fold(0.0, f64::min);
+    let ymin = if lowest < 0.0 { lowest - 0.05 * ymax } else { 0.0 };
+    let mut chart = time_chart_from(area, Some("Latency (UDP probes; one-way delays from the clock-offset estimate)"), span, ymin, ymax, "ms", x_desc)?;
     shade_phases(&mut chart, r, ymax, false)?;
     let mut done = [false; 7];
     fn lab<'a, DB: DrawingBackend + 'a>(

@@ -191,6 +191,13 @@ fn plots_png_and_svg() {
     let p = dir.path().join("box2.png");
     plot_runs(&two, PlotKind::Box, Format::Png, &p).unwrap();
     assert!(png_stats(&p).2 > 0.02);
+    // One-way delays slightly below zero (within the offset uncertainty) stay on the plot.
+    let mut neg = common::small_nolab();
+    for p in neg.idle.as_mut().unwrap().probes.iter_mut() {
+        p.owd_down_ns = p.owd_down_ns.map(|d| d - 12_000_000);
+    }
+    let svg = plot_svg_string(&[Run { label: "neg", result: &neg }], PlotKind::Latency).unwrap();
+    assert!(svg.contains("one-way down"));
     // Errors are clear.
     let e = plot_runs(&two, PlotKind::Timeseries, Format::Png, &dir.path().join("x.png")).unwrap_err();
     assert!(e.to_string().contains("one result"), "{e}");
