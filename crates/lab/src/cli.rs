@@ -81,10 +81,10 @@ pub struct LabRunArgs {
     /// net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues.
     #[arg(long, default_value = "16m", value_name = "SIZE")]
     pub tcp_mem_max: String,
-    /// Added round-trip delay (kernel backend: netem, when the kernel has it).
+    /// One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with --backend kernel).
     #[arg(long, value_name = "DURATION")]
     pub delay: Option<String>,
-    /// Delay variation (with --delay).
+    /// Per-direction delay variation, uniform +/- (with --delay).
     #[arg(long, value_name = "DURATION")]
     pub jitter: Option<String>,
     /// Random loss per direction, e.g. 1% or 0.01.

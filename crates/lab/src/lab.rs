@@ -46,8 +46,11 @@ pub struct LabConfig {
     pub cc: String,
     /// net.ipv4.tcp_wmem / tcp_rmem maximum in the host namespaces, bytes.
     pub tcp_mem_max: u64,
+    /// One-way delay added in each direction (round trip + 2 x delay).
     pub delay: Option<Duration>,
+    /// Per-direction delay variation (uniform +/-, packet order kept by the emulator).
     pub jitter: Option<Duration>,
+    /// Per-direction random loss probability.
     pub loss: Option<f64>,
     pub trace_up: Option<PathBuf>,
     pub trace_down: Option<PathBuf>,
@@ -126,7 +129,7 @@ impl LabConfig {
             };
             Ok(DirectionConfig {
                 rate,
-                delay_ns: self.delay.map(|d| d.as_nanos() as u64 / 2).unwrap_or(0),
+                delay_ns: self.delay.map(|d| d.as_nanos() as u64).unwrap_or(0),
                 jitter: self.jitter.map(|j| JitterSpec {
                     amount_ns: j.as_nanos() as u64,
                     dist: Default::default(),
@@ -646,9 +649,9 @@ impl Lab {
             let mut args: Vec<String> = vec!["limit".into(), "100000".into()];
             if let Some(d) = self.cfg.delay {
                 args.push("delay".into());
-                args.push(format!("{}us", d.as_micros() / 2));
+                args.push(format!("{}us", d.as_micros()));
                 if let Some(j) = self.cfg.jitter {
-                    args.push(format!("{}us", j.as_micros() / 2));
+                    args.push(format!("{}us", j.as_micros()));
                 }
             }
             if let Some(l) = self.cfg.loss {

@@ -68,9 +68,6 @@ pub fn check_engine_args(args: &[String]) -> Result<()> {
             bail!("`{f}` after `--` is set by bloatlab lab itself; use the lab's own option (bloatlab lab --json FILE / --port N)");
         }
     }
-    if has_flag(args, "--cc") {
-        bail!("pass the congestion control to the lab (`bloatlab lab --cc NAME`), not after `--`: the lab sets it as the namespaces' default and records it");
-    }
     if let Some(first) = args.first() {
         if !first.starts_with('-') {
             bail!("after `--` come `bloatlab test` options (e.g. -- --scenarios 1u1d --duration 5s); the server address `{first}` is chosen by the lab");
@@ -182,9 +179,13 @@ impl Lab {
             self.addr(&self.witness.clone()),
             "--json".into(),
             json.display().to_string(),
-            "--cc".into(),
-            self.cfg.cc.clone(),
         ];
+        // `--cc` after `--` wins over the lab's --cc (and is what gets recorded).
+        let cc = flag_value(&opts.engine_args, "--cc").unwrap_or_else(|| self.cfg.cc.clone());
+        if !has_flag(&opts.engine_args, "--cc") {
+            args.push("--cc".into());
+            args.push(cc.clone());
+        }
         let ea = &opts.engine_args;
         for (f, v) in ENGINE_DEFAULTS {
             if !has_flag(ea, f) {
@@ -288,6 +289,7 @@ impl Lab {
             emu_info = Some((st.counters, ecfg));
         }
         let mut info = self.lab_info(queues, opts);
+        info.config["cc"] = cc.clone().into();
         info.config["queue_sampler"] = serde_json::json!({
             "method": sampler_method,
             "interval_ms": interval.as_secs_f64() * 1e3,
@@ -373,7 +375,7 @@ mod tests {
         assert!(check_engine_args(&s(&["--json", "x"])).is_err());
         assert!(check_engine_args(&s(&["--witness=1.2.3.4"])).is_err());
         assert!(check_engine_args(&s(&["10.0.0.1"])).is_err());
-        assert!(check_engine_args(&s(&["--cc", "bbr"])).is_err());
+        assert!(check_engine_args(&s(&["--cc", "bbr"])).is_ok());
         assert_eq!(flag_value(&s(&["--sample-interval", "50ms"]), "--sample-interval").as_deref(), Some("50ms"));
         assert_eq!(flag_value(&s(&["--sample-interval=20ms"]), "--sample-interval").as_deref(), Some("20ms"));
         assert!(has_flag(&s(&["--duration=5s"]), "--duration"));
