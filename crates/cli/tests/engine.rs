@@ -296,3 +296,22 @@ fn ipv6_loopback_works() {
     assert!(r.scenarios[0].summary.latency.received > 0);
     assert!(r.scenarios[0].summary.upload_bps > 0.0 && r.scenarios[0].summary.download_bps > 0.0);
 }
+
+/// A witness session is silent on its control connection for the whole test:
+/// its probes must still be answered after the server's idle timeout.
+#[test]
+fn witness_probes_answered_for_the_whole_test() {
+    let srv = TestServer::start(&["--idle-timeout", "1s"]);
+    let w = TestServer::start(&["--idle-timeout", "1s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run(&[
+        "test", &srv.addr(), "--scenarios", "1u0d,0u1d,1u1d", "--duration", "1s", "--idle", "0.5s", "--pause", "0.2s",
+        "--quiet", "--witness", &w.addr(), "--json", json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    let last = r.scenarios.last().unwrap();
+    let wl = last.summary.witness_latency.expect("witness stats");
+    assert!(wl.sent > 50 && wl.lost <= 2, "witness probes lost late in the test: {wl:?}");
+}

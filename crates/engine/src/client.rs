@@ -223,7 +223,10 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         Err(e) => return fail(e),
     };
     let max_flows = cfg.scenarios.iter().map(|s| s.uploads + s.downloads).max().unwrap_or(0);
-    let planned_ms = (cfg.idle + (cfg.duration + cfg.pause) * cfg.scenarios.len() as u32 + Duration::from_secs(5)).as_millis() as u64;
+    // Generous: flow setup and the final probe drain take time beyond the phases.
+    let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.scenarios.len() as u32
+        + Duration::from_secs(10))
+    .as_millis() as u64;
     let mut sess = match open_session(addr, cfg, max_flows, planned_ms) {
         Ok(s) => s,
         Err(e) => return fail(e),

@@ -312,6 +312,9 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
     sh.tests.lock().unwrap().insert(token, test.clone());
     sh.live.write().unwrap().insert(token);
     let started = std::time::Instant::now();
+    // A probe-only session (a witness) stays silent on its control connection
+    // for the whole test: it may, up to what it announced.
+    let probe_only_timeout = (max_flows == 0).then(|| Duration::from_millis(planned_duration_ms) + cfg.idle_timeout);
     let accepted = ServerMsg::TestAccepted {
         token,
         server: sys::host_info(),
@@ -319,7 +322,7 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
         cc: test.cc.clone(),
     };
     let outcome = if conn::send(&mut s, &accepted).is_ok() {
-        run_control(&mut s, &test, sh, started)
+        run_control(&mut s, &test, sh, started, probe_only_timeout)
     } else {
         Err("client went away before the test started".to_string())
     };
@@ -348,9 +351,15 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
 }
 
 /// The control loop of one test. Ok(summary line) when the client ended it.
-fn run_control(s: &mut TcpStream, test: &Arc<TestState>, sh: &Shared, started: std::time::Instant) -> Result<String, String> {
+fn run_control(
+    s: &mut TcpStream,
+    test: &Arc<TestState>,
+    sh: &Shared,
+    started: std::time::Instant,
+    probe_only_timeout: Option<Duration>,
+) -> Result<String, String> {
     let cfg = &sh.cfg;
-    let mut timeout = cfg.idle_timeout;
+    let mut timeout = probe_only_timeout.unwrap_or(cfg.idle_timeout);
     let mut sampler: Option<(Arc<AtomicBool>, thread::JoinHandle<Vec<flow::FlowSamples>>, Vec<(u32, Direction)>)> = None;
     loop {
         conn::set_timeout(s, Some(timeout));
