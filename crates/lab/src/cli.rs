@@ -56,7 +56,8 @@ pub struct LabRunArgs {
     /// Download (server→client) rate; overrides --rate.
     #[arg(long, value_name = "RATE")]
     pub rate_down: Option<String>,
-    /// Bottleneck queue: fifo:N (packets), bfifo:BYTES; a comma list runs one test per queue
+    /// Bottleneck queue: fifo:N (packets), bfifo:BYTES (64k = 65536), or with the emulator codel,
+    /// fq_codel, pie (e.g. codel:target=5ms), drophead:N; a comma list runs one test per queue
     /// [default: fifo:1000,fifo:10].
     #[arg(long, value_name = "QUEUE[,QUEUE...]", value_delimiter = ',')]
     pub queue: Vec<String>,
