@@ -378,6 +378,10 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
             }
         }
         results.push(out.result);
+        if let Some(f) = &out.failure {
+            eprintln!("bloatlab lab: {f}; partial result kept");
+            exit = 1;
+        }
         if out.interrupted_by != 0 {
             eprintln!("bloatlab lab: interrupted by {}; partial result kept, lab removed", signals::name(out.interrupted_by));
             exit = signals::exit_code(out.interrupted_by);
@@ -391,7 +395,8 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
         let note = format!(
             "latency = RTT of UDP probes to the server every {} ms; added = loaded p50 - idle p50; \
 witness added = the same for a third host behind the bottleneck; analytic = queue limit x 1514 B x 8 / rate \
-(the delay of a full queue); max backlog / drops = the bottleneck qdisc during the load",
+(the delay of a full queue); link use = bytes the bottleneck sent / its rate in the goodput's window; \
+max backlog / drops = the bottleneck qdisc during the load",
             table::ms(pi)
         );
         let mut notes = note;

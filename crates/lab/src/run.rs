@@ -31,6 +31,8 @@ pub struct RunOutcome {
     pub result: TestResult,
     /// Signal that interrupted the run (0 = none).
     pub interrupted_by: i32,
+    /// Set when the test ended early on its own (exit status 1 with a partial result).
+    pub failure: Option<String>,
 }
 
 /// `bloatlab test` options the lab passes unless given after `--`: one upload,
@@ -275,9 +277,12 @@ impl Lab {
         if code != 0 && code != 130 && result.complete {
             bail!("bloatlab test exited with {status}: {}", stderr.trim());
         }
-        if code != 0 && !result.complete && interrupted_by == 0 && code != 130 {
-            eprintln!("bloatlab lab: the test ended early ({status}): {}", stderr.trim());
-        }
+        let failure = (code != 0 && !result.complete && interrupted_by == 0 && code != 130).then(|| {
+            format!(
+                "bloatlab test ended early ({status}): {}",
+                result.incomplete_reason.clone().unwrap_or_else(|| stderr.trim().to_string())
+            )
+        });
         let (mut queues, sampler_method) = sampler.finish(result.metadata.start_unix_ns);
         let mut emu_info = None;
         if let Some((h, ecfg)) = emulator {
@@ -304,7 +309,7 @@ impl Lab {
             info.emulator = Some(counters);
         }
         result.lab = Some(info);
-        Ok(RunOutcome { result, interrupted_by })
+        Ok(RunOutcome { result, interrupted_by, failure })
     }
 
     /// The `lab` section of a result.

@@ -12,6 +12,7 @@ pub const HEADER: &[&str] = &[
     "rate",
     "scenario",
     "goodput",
+    "link use",
     "idle p50",
     "loaded min/avg/max/mdev",
     "p99",
@@ -62,6 +63,22 @@ pub fn queue_in_phase(series: &[QueueSeries], role_prefix: &str, p: &Phase) -> (
     (drops, max_pkts, max_bytes)
 }
 
+/// Share of the configured rate the bottleneck queue sent (frames on the wire)
+/// during the steady part of a phase (the goodput's window: without its first
+/// 20% and last 5%), in percent.
+pub fn link_use(series: &[QueueSeries], role: &str, p: &Phase, rate_bps: f64) -> Option<f64> {
+    let s = series.iter().find(|s| s.role == role)?;
+    let len = p.end_ns.saturating_sub(p.start_ns) as f64;
+    let (a, b) = (p.start_ns as f64 + 0.2 * len, p.start_ns as f64 + 0.95 * len);
+    let inside: Vec<_> = s.samples.iter().filter(|q| q.t_ns as f64 >= a && q.t_ns as f64 <= b).collect();
+    let (first, last) = (inside.first()?, inside.last()?);
+    let dt = (last.t_ns - first.t_ns) as f64 / 1e9;
+    if dt <= 0.0 || rate_bps <= 0.0 {
+        return None;
+    }
+    Some(last.sent_bytes.saturating_sub(first.sent_bytes) as f64 * 8.0 / dt / rate_bps * 100.0)
+}
+
 /// Rows for one result.
 pub fn rows(r: &TestResult) -> Vec<Row> {
     let lab = r.lab.as_ref();
@@ -91,6 +108,21 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
             }
         };
         let (drops, maxq, maxb) = lab.map(|l| queue_in_phase(&l.queues, "bottleneck", p)).unwrap_or((0, 0, 0));
+        let util = |role: &str, key: &str| -> Option<f64> {
+            let l = lab?;
+            let rate = l.config.get(key)?.as_f64()?;
+            link_use(&l.queues, role, p, rate)
+        };
+        let pct = |x: Option<f64>| x.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
+        let link = match (p.uploads > 0, p.downloads > 0) {
+            (true, false) => pct(util("bottleneck-up", "rate_up_bps")),
+            (false, true) => pct(util("bottleneck-down", "rate_down_bps")),
+            _ => format!(
+                "{} up / {} down",
+                pct(util("bottleneck-up", "rate_up_bps")),
+                pct(util("bottleneck-down", "rate_down_bps"))
+            ),
+        };
         let loaded = if l.received == 0 {
             format!("all {} probes lost", l.sent)
         } else {
@@ -103,6 +135,7 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
                 rate.clone(),
                 p.name.clone(),
                 goodput,
+                link,
                 idle_p50.map(|x| format!("{} ms", ms(x))).unwrap_or_else(|| "-".into()),
                 format!("{loaded}{lossnote}"),
                 if l.received > 0 { format!("{} ms", ms(l.p99_ms)) } else { "-".into() },
