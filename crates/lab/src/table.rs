@@ -178,3 +178,49 @@ pub fn render(rows: &[Row]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_results::QueueSample;
+
+    fn series(role: &str) -> QueueSeries {
+        QueueSeries {
+            role: role.into(),
+            location: "ns/dev".into(),
+            qdisc: "pfifo".into(),
+            samples: (0..=10)
+                .map(|i| QueueSample {
+                    t_ns: i * 1_000_000_000,
+                    backlog_packets: if i == 5 { 100 } else { 10 },
+                    backlog_bytes: if i == 5 { 151_400 } else { 15_140 },
+                    drops: i * 2,
+                    sent_bytes: i * 1_250_000, // 10 Mbit/s
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn queue_statistics_over_a_phase() {
+        let p = Phase { name: "1u0d".into(), uploads: 1, start_ns: 2_000_000_000, end_ns: 8_000_000_000, ..Default::default() };
+        let s = vec![series("bottleneck-up"), series("sender-local-up")];
+        assert_eq!(queue_in_phase(&s, "bottleneck", &p), (12, 100, 151_400));
+        let u = link_use(&s, "bottleneck-up", &p, 10e6).unwrap();
+        assert!((u - 100.0).abs() < 1e-9, "{u}");
+        assert!(link_use(&s, "bottleneck-down", &p, 10e6).is_none());
+    }
+
+    #[test]
+    fn renders_aligned() {
+        let rows = vec![Row { cells: HEADER.iter().map(|h| h.to_uppercase()).collect() }];
+        let t = render(&rows);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("queue | rate"));
+        assert_eq!(ms(1211.2), "1211");
+        assert_eq!(ms(12.11), "12.1");
+        assert_eq!(ms(0.146), "0.15");
+    }
+}
