@@ -103,12 +103,20 @@ fn param<'a>(o: &'a PointOutcome, k: &str) -> Option<&'a str> {
     o.values.iter().find(|(n, _)| n == k).map(|(_, v)| v.text.as_str())
 }
 
+/// "blab-1a2b3c-router/wan" -> "router/wan": lab ids differ per point.
+fn strip_lab_id(loc: &str) -> String {
+    match loc.strip_prefix("blab-") {
+        Some(rest) if rest.len() > 7 && rest.as_bytes()[6] == b'-' => rest[7..].to_string(),
+        _ => loc.to_string(),
+    }
+}
+
 /// One line of context for a lab result: what explains its numbers.
 pub fn lab_context(r: &TestResult) -> String {
     let mut parts = vec![];
     if let Some(l) = &r.lab {
         parts.push(format!("backend {}", l.backend));
-        let q: Vec<String> = l.queues.iter().map(|q| format!("{} {} at {}", q.role, q.qdisc, q.location)).collect();
+        let q: Vec<String> = l.queues.iter().map(|q| format!("{} {} at {}", q.role, q.qdisc, strip_lab_id(&q.location))).collect();
         if !q.is_empty() {
             parts.push(format!("queues: {}", q.join(", ")));
         }
@@ -452,15 +460,32 @@ fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
                 cells.push(row.phase.clone());
             }
             for (m, _) in &metric_cols {
-                cells.push(opt(Row::get(row, r.kind, m), sig3));
+                let count = m.ends_with("_drops") || m.ends_with("_lost") || *m == "retransmits" || *m == "lost";
+                cells.push(opt(Row::get(row, r.kind, m), |v| if count { format!("{v:.0}") } else { sig3(v) }));
             }
             rows.push(cells);
         }
     }
     let h: Vec<&str> = headers.iter().map(|s| s.as_str()).collect();
     let mut out = md_table(&h, &rows);
-    if let Some(res) = outs.iter().find_map(|o| o.lab.as_ref()) {
-        out.push_str(&format!("\n{}\n", lab_context(res)));
+    // the context of each point; points that share one are listed together
+    let mut ctx: Vec<(String, Vec<usize>)> = vec![];
+    for o in outs {
+        if let Some(res) = &o.lab {
+            let c = lab_context(res);
+            match ctx.iter_mut().find(|(x, _)| *x == c) {
+                Some((_, v)) => v.push(o.point.index),
+                None => ctx.push((c, vec![o.point.index])),
+            }
+        }
+    }
+    if ctx.len() == 1 {
+        out.push_str(&format!("\n{}\n", ctx[0].0));
+    } else {
+        out.push('\n');
+        for (c, pts) in ctx {
+            out.push_str(&format!("- points {}: {c}\n", pts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")));
+        }
     }
     out
 }
@@ -477,5 +502,7 @@ mod tests {
         assert_eq!(ping_cell(&l), "min 2.60ms avg 3.30ms max 23.0ms mdev 2.90ms n 50");
         assert_eq!(load_name(1, 0), "1 upload");
         assert_eq!(load_name(2, 1), "2 uploads + 1 download");
+        assert_eq!(strip_lab_id("blab-ac4930-client/eth0"), "client/eth0");
+        assert_eq!(strip_lab_id("eth0"), "eth0");
     }
 }
