@@ -29,6 +29,15 @@ pub enum LabCmd {
     Cleanup(CleanupArgs),
     /// List the queue disciplines this kernel offers (probed in a scratch namespace).
     Qdiscs(QdiscsArgs),
+    /// List labs on this machine: running, kept (--keep) or left over by a killed run.
+    List(ListArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -225,6 +234,7 @@ pub fn run_lab(args: LabArgs) -> Result<i32> {
     match args.cmd {
         Some(LabCmd::Cleanup(c)) => run_cleanup(c),
         Some(LabCmd::Qdiscs(q)) => run_qdiscs(q),
+        Some(LabCmd::List(l)) => run_list(l),
         None => run_lab_test(args.run),
     }
 }
@@ -242,6 +252,30 @@ pub fn run_cleanup(a: CleanupArgs) -> Result<i32> {
     }
     for l in &rep.lines {
         println!("{l}");
+    }
+    Ok(0)
+}
+
+pub fn run_list(a: ListArgs) -> Result<i32> {
+    let labs = state::list()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&labs)?);
+        return Ok(0);
+    }
+    if labs.is_empty() {
+        println!("no labs");
+    }
+    for l in labs {
+        println!(
+            "{}  {:<8}  {}{}",
+            l.id,
+            l.state,
+            if l.namespaces.is_empty() { "(no namespaces)".to_string() } else { l.namespaces.join(" ") },
+            match (l.state.as_str(), l.owner_pid) {
+                ("running", Some(p)) => format!("  (bloatlab lab pid {p})"),
+                _ => format!("  (remove: bloatlab lab cleanup --id {})", l.id),
+            }
+        );
     }
     Ok(0)
 }

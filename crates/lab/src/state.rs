@@ -218,6 +218,71 @@ pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
     Ok(rep)
 }
 
+/// One lab as `bloatlab lab list` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabStatus {
+    pub id: String,
+    /// "running" (its bloatlab lab process holds the lock), "kept" (left up
+    /// with --keep) or "leftover" (its owner died).
+    pub state: String,
+    pub owner_pid: Option<u32>,
+    pub namespaces: Vec<String>,
+    pub run_dir: Option<String>,
+}
+
+/// Every lab on this machine: namespaces named blab-<id>-<role> or a record in /run/bloatlab.
+pub fn list() -> Result<Vec<LabStatus>> {
+    let mut found: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for n in sys::netns_list()? {
+        if let Some((id, _)) = parse_ns_name(&n) {
+            found.entry(id).or_default().push(n);
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(STATE_DIR) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name.strip_prefix("lab-").and_then(|s| s.strip_suffix(".json")) {
+                if valid_id(id) {
+                    found.entry(id.to_string()).or_default();
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (id, nss) in found {
+        let rec = read_record(&id);
+        // Probe the lock without creating files for labs that have none.
+        let running = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(lock_path(&id))
+            .map(|f| {
+                let free = try_flock(&f);
+                if free {
+                    // SAFETY: release the probe lock.
+                    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_UN) };
+                }
+                !free
+            })
+            .unwrap_or(false);
+        let state = if running {
+            "running"
+        } else if rec.as_ref().is_some_and(|r| r.keep) {
+            "kept"
+        } else {
+            "leftover"
+        };
+        out.push(LabStatus {
+            id,
+            state: state.into(),
+            owner_pid: rec.as_ref().map(|r| r.owner_pid),
+            namespaces: nss,
+            run_dir: rec.and_then(|r| r.run_dir),
+        });
+    }
+    Ok(out)
+}
+
 fn read_record(id: &str) -> Option<LabRecord> {
     serde_json::from_slice(&std::fs::read(state_path(id)).ok()?).ok()
 }
