@@ -52,15 +52,7 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
         let got = r.scenarios[0].summary.upload_bps;
         assert!((got - want).abs() / want < 0.05, "goodput {got:.0} vs {want:.0} bit/s");
         // The bottleneck stays busy: frames sent at the configured rate.
-        let p = &r.scenarios[0];
-        let s = &q.samples;
-        let len = (p.end_ns - p.start_ns) as f64;
-        let w: Vec<_> = s
-            .iter()
-            .filter(|x| (x.t_ns as f64) >= p.start_ns as f64 + 0.2 * len && (x.t_ns as f64) <= p.start_ns as f64 + 0.95 * len)
-            .collect();
-        let wire = (w.last().unwrap().sent_bytes - w[0].sent_bytes) as f64 * 8.0
-            / ((w.last().unwrap().t_ns - w[0].t_ns) as f64 / 1e9);
+        let wire = wire_bps(r, "bottleneck-up", 0);
         assert!((wire - 10e6).abs() / 10e6 < 0.03, "bottleneck sent {wire:.0} bit/s");
     }
 

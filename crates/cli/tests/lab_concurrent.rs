@@ -4,7 +4,6 @@ mod lab_util;
 use bloatlab_results::TestResult;
 use lab_util::*;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 #[test]
 fn two_labs_at_once_do_not_interfere() {

@@ -89,10 +89,25 @@ pub fn netns_pids(ns: &str) -> Vec<u32> {
     String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
 }
 
-/// TCP goodput a link of `rate_bps` can carry: MSS bytes of each 1514-byte frame
-/// (MSS + 32 TCP with timestamps + 20 IP + 14 Ethernet).
+/// TCP goodput a link of `rate_bps` can carry: MSS bytes of each full-size
+/// 1514-byte frame (1500 MTU + 14 Ethernet; IPv4 MSS 1448, IPv6 1428 with timestamps).
 pub fn expected_goodput(rate_bps: f64, mss: u32) -> f64 {
-    rate_bps * mss as f64 / (mss as f64 + 66.0)
+    rate_bps * mss as f64 / 1514.0
+}
+
+/// Bits per second the queue `role` sent during the steady part of a phase
+/// (without its first 20% and last 5%, as the goodput summary).
+pub fn wire_bps(r: &bloatlab_results::TestResult, role: &str, phase: usize) -> f64 {
+    let q = r.lab.as_ref().unwrap().queues.iter().find(|q| q.role == role).expect("queue series");
+    let p = &r.scenarios[phase];
+    let len = (p.end_ns - p.start_ns) as f64;
+    let w: Vec<_> = q
+        .samples
+        .iter()
+        .filter(|x| (x.t_ns as f64) >= p.start_ns as f64 + 0.2 * len && (x.t_ns as f64) <= p.start_ns as f64 + 0.95 * len)
+        .collect();
+    let (a, b) = (w.first().unwrap(), w.last().unwrap());
+    (b.sent_bytes - a.sent_bytes) as f64 * 8.0 / ((b.t_ns - a.t_ns) as f64 / 1e9)
 }
 
 /// Wait until `bloatlab test` runs in lab `id`'s client namespace (other
