@@ -434,6 +434,9 @@ max backlog / drops = the bottleneck qdisc during the load",
             table::ms(pi)
         );
         let mut notes = note;
+        if let Some(c) = compare_line(&results) {
+            notes = format!("{c}\n{notes}");
+        }
         for r in &results {
             if let Some(n) = short_local_queue_note(r) {
                 notes.push_str(&format!("\nnote: {n}"));
@@ -454,6 +457,37 @@ max backlog / drops = the bottleneck qdisc during the load",
         lab.teardown()?;
     }
     Ok(exit)
+}
+
+/// For several single-scenario runs: the largest and smallest added latency side by side.
+fn compare_line(results: &[bloatlab_results::TestResult]) -> Option<String> {
+    if results.len() < 2 || results.iter().any(|r| r.scenarios.len() != 1) {
+        return None;
+    }
+    let added = |r: &bloatlab_results::TestResult| r.scenarios[0].summary.added_latency_ms;
+    let label = |r: &bloatlab_results::TestResult| {
+        r.lab.as_ref().and_then(|l| l.config.get("queue")).and_then(|q| q.as_str()).unwrap_or("?").to_string()
+    };
+    let gp = |r: &bloatlab_results::TestResult| {
+        let s = &r.scenarios[0].summary;
+        (s.upload_bps + s.download_bps) / 1e6
+    };
+    let hi = results.iter().filter(|r| added(r).is_some()).max_by(|a, b| added(a).partial_cmp(&added(b)).unwrap())?;
+    let lo = results.iter().filter(|r| added(r).is_some()).min_by(|a, b| added(a).partial_cmp(&added(b)).unwrap())?;
+    let (h, l) = (added(hi)?, added(lo)?);
+    if l <= 0.0 || std::ptr::eq(hi, lo) {
+        return None;
+    }
+    Some(format!(
+        "{} adds {} ms at the median, {} adds {} ms ({:.0}x), for {:.2} vs {:.2} Mbit/s of goodput",
+        label(hi),
+        table::ms(h),
+        label(lo),
+        table::ms(l),
+        h / l,
+        gp(hi),
+        gp(lo)
+    ))
 }
 
 /// With the bottleneck on the sender's own interface, a TCP sender's queue stays

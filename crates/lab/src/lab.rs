@@ -221,6 +221,9 @@ impl LabConfig {
     }
 }
 
+/// (namespace, interface).
+pub type NsDev = (String, String);
+
 /// One namespace of the lab.
 #[derive(Debug, Clone, Serialize)]
 pub struct Host {
@@ -545,7 +548,7 @@ impl Lab {
 
     /// The bottleneck devices per direction: (namespace, device).
     /// With the emulator backend these are the router interfaces the emulator sits between.
-    pub fn bottleneck_devices(&self) -> (Option<(String, String)>, Option<(String, String)>) {
+    pub fn bottleneck_devices(&self) -> (Option<NsDev>, Option<NsDev>) {
         let up = self.cfg.rate_up.map(|_| match self.cfg.placement {
             Placement::Router => (self.router.netns.clone(), "wan".to_string()),
             Placement::Local => (self.client.netns.clone(), "eth0".to_string()),

@@ -23,7 +23,7 @@ impl Rate {
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.bps as f64;
-        if b >= 1e9 && self.bps % 1_000_000 == 0 {
+        if b >= 1e9 && self.bps.is_multiple_of(1_000_000) {
             write!(f, "{}gbit", trim(b / 1e9))
         } else if b >= 1e6 {
             write!(f, "{}mbit", trim(b / 1e6))
@@ -74,7 +74,7 @@ pub fn parse_rate(s: &str) -> Result<Option<Rate>, String> {
         _ => return Err(format!("rate `{s}`: unknown unit `{unit}`; {RATE_FORMS}")),
     };
     let bps = (n * mult).round();
-    if !(bps >= 1000.0) {
+    if bps.is_nan() || bps < 1000.0 {
         return Err(format!("rate `{s}` is below 1kbit; {RATE_FORMS}"));
     }
     if bps > 400e9 {
@@ -278,7 +278,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "m" | "min" => n * 60.0,
         _ => return Err(format!("duration `{s}`: unknown unit `{unit}`; {DUR_FORMS}")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 86400.0 {
+    if !secs.is_finite() || !(0.0..=86400.0).contains(&secs) {
         return Err(format!("duration `{s}` out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
