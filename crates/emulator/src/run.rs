@@ -180,6 +180,12 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     if spec.client_side_ifs.is_empty() || spec.server_side_ifs.is_empty() {
         bail!("need at least one client-side and one server-side interface (--client-if, --server-if)");
     }
+    if let Some(i) = spec.client_side_ifs.iter().find(|i| spec.server_side_ifs.contains(i)) {
+        bail!("interface {i} cannot be on both the client side and the server side");
+    }
+    if spec.tun_up == spec.tun_down {
+        bail!("the two TUN devices need different names");
+    }
     if spec.table_up == spec.table_down {
         bail!("the two directions need different routing tables");
     }
@@ -191,6 +197,7 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     for i in spec.client_side_ifs.iter().chain(spec.server_side_ifs.iter()) {
         mtu = mtu.max(if_mtu(i)?);
     }
+    let mtu = mtu.clamp(1280, 65535);
     let tun_up = Tun::open_with(&spec.tun_up, spec.cfg.offload && spec.cfg.up.is_unshaped())?;
     let tun_down = Tun::open_with(&spec.tun_down, spec.cfg.offload && spec.cfg.down.is_unshaped())?;
     let ipv6 = Path::new("/proc/sys/net/ipv6").exists();

@@ -60,7 +60,7 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
     for r in [&r4, &r6] {
         let m = median_ms(r);
         assert!((m - 40.0).abs() <= 1.0, "median RTT {m} ms, want 40 +/- 1");
-        assert!(r.iter().all(|&x| x >= 40.0 && x < 45.0), "{r:?}");
+        assert!(r.iter().all(|&x| (40.0..45.0).contains(&x)), "{r:?}");
     }
     let up = &stats.counters["up"];
     // 90 probes, plus any IPv6 neighbour discovery the client sends through

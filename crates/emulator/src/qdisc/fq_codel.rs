@@ -112,7 +112,7 @@ impl FqCodel {
     /// Per-queue statistics of every queue that ever saw a packet, most bytes first.
     pub fn flow_stats(&self) -> Vec<FlowStats> {
         let mut v: Vec<FlowStats> = self.flows.iter().filter_map(|f| f.stats.as_deref().cloned()).collect();
-        v.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        v.sort_by_key(|s| std::cmp::Reverse(s.bytes));
         v
     }
 
