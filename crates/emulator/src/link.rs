@@ -165,7 +165,12 @@ pub struct LinkCounters {
     pub delivered_bytes: u64,
     /// Packets released later than their jitter draw because order is kept.
     pub jitter_held_for_order: u64,
+    /// Packets discarded because the delay line held [`MAX_DELAY_LINE_BYTES`] of buffers.
+    pub delay_line_overflow: u64,
 }
+
+/// Memory cap of the delay line (packet buffers), bytes.
+pub const MAX_DELAY_LINE_BYTES: usize = 1 << 30;
 
 pub struct Link {
     pub qdisc: Box<dyn Qdisc>,
@@ -184,6 +189,7 @@ pub struct Link {
     garbage: Vec<(Packet, DropReason)>,
     lost: Vec<Packet>,
     interval_sojourn_max: u64,
+    line_bytes: usize,
 }
 
 impl Link {
@@ -224,6 +230,7 @@ impl Link {
             garbage: Vec::new(),
             lost: Vec::new(),
             interval_sojourn_max: 0,
+            line_bytes: 0,
         }
     }
 
@@ -399,6 +406,12 @@ impl Link {
             d += x.round() as i64;
         }
         let want = t + d.max(0) as u64;
+        if self.line_bytes + p.buf.len() > MAX_DELAY_LINE_BYTES {
+            self.counters.delay_line_overflow += 1;
+            self.lost.push(p);
+            return;
+        }
+        self.line_bytes += p.buf.len();
         if self.reorders() {
             p.release_ns = want;
             self.heap_line.push(Held(p));
@@ -443,6 +456,7 @@ impl Link {
             None
         };
         if let Some(p) = &p {
+            self.line_bytes -= p.buf.len();
             self.counters.delivered += 1;
             self.counters.delivered_bytes += p.size();
         }
