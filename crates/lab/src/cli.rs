@@ -478,13 +478,24 @@ fn compare_line(results: &[bloatlab_results::TestResult]) -> Option<String> {
     if l <= 0.0 || std::ptr::eq(hi, lo) {
         return None;
     }
+    let busy = |r: &bloatlab_results::TestResult| -> String {
+        let p = &r.scenarios[0];
+        let (role, key) = if p.uploads > 0 { ("bottleneck-up", "rate_up_bps") } else { ("bottleneck-down", "rate_down_bps") };
+        r.lab
+            .as_ref()
+            .and_then(|l| table::link_use(&l.queues, role, p, l.config.get(key)?.as_f64()?))
+            .map(|u| format!("{u:.0}%"))
+            .unwrap_or_else(|| "-".into())
+    };
     Some(format!(
-        "{} adds {} ms at the median, {} adds {} ms ({:.0}x), for {:.2} vs {:.2} Mbit/s of goodput",
+        "{} adds {} ms at the median, {} adds {} ms ({:.0}x), with the link {} vs {} busy (goodput {:.2} vs {:.2} Mbit/s)",
         label(hi),
         table::ms(h),
         label(lo),
         table::ms(l),
         h / l,
+        busy(hi),
+        busy(lo),
         gp(hi),
         gp(lo)
     ))
