@@ -868,6 +868,17 @@ mod tests {
     }
 
     #[test]
+    fn shipped_example_traces() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+        let mean = |f: &str| RateSpec::trace(&dir.join(f)).unwrap().mean_bps().unwrap();
+        assert!((mean("constant-12mbit.trace") - 12e6).abs() < 1.0);
+        let down = mean("cellular-down.trace");
+        let up = mean("cellular-up.trace");
+        assert!((down - 13.84e6).abs() < 0.05e6, "{down}");
+        assert!((up - 3.76e6).abs() < 0.05e6, "{up}");
+    }
+
+    #[test]
     fn analytic_delay_and_json() {
         let d = DirectionConfig { rate: RateSpec::Fixed { bps: 10_000_000 }, queue: QueueSpec::Pfifo { limit: 1000 }, ..Default::default() };
         assert!((d.analytic_queue_delay_ms(1500).unwrap() - 1200.0).abs() < 1e-9);
