@@ -195,6 +195,17 @@ impl Lab {
                 args.push(v.into());
             }
         }
+        // Between scenarios the bottleneck must drain: a full 1000-packet FIFO at
+        // 10 Mbit/s holds 1.2 s, more than the engine's default 1 s pause.
+        if !has_flag(ea, "--pause") {
+            let full = [self.cfg.analytic_queue_delay_ms(true), self.cfg.analytic_queue_delay_ms(false)]
+                .into_iter()
+                .flatten()
+                .fold(0.0f64, f64::max);
+            let pause_ms = (full * 1.5 + 500.0).max(1000.0).min(60_000.0).ceil();
+            args.push("--pause".into());
+            args.push(format!("{pause_ms:.0}ms"));
+        }
         if !opts.show_engine_output && !has_flag(ea, "--quiet") {
             args.push("--quiet".into());
         }
@@ -274,6 +285,12 @@ impl Lab {
             );
         }
         let mut result = TestResult::read_file(&json).map_err(|e| anyhow!("{e}"))?;
+        // The engine ran as /proc/<pid>/exe (our own binary); record its real path.
+        if let (Some(c0), Ok(real)) = (result.metadata.command.first_mut(), std::env::current_exe()) {
+            if c0.starts_with("/proc/") && self.cfg.exe.is_none() {
+                *c0 = real.display().to_string().trim_end_matches(" (deleted)").to_string();
+            }
+        }
         if code != 0 && code != 130 && result.complete {
             bail!("bloatlab test exited with {status}: {}", stderr.trim());
         }
