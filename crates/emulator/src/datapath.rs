@@ -102,6 +102,8 @@ pub struct DirectionReport {
     pub backlog_packets_at_stop: u64,
     pub in_flight_at_stop: u64,
     pub cpu_ns: u64,
+    /// Why the direction stopped on its own (a read error), if it did.
+    pub fatal_error: Option<String>,
     /// Largest packet read (bytes of IP packet; > MTU means GSO packets passed through).
     pub max_packet: u64,
     /// Whether the TUN device passes offloaded packets.
@@ -178,6 +180,7 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
     let (mut bytes_read, mut batches, mut max_batch, mut write_errors, mut truncated) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut last_write_error = None;
     let mut max_packet = 0u64;
+    let mut fatal: Option<String> = None;
     // per-interval sojourn tracking
     let (mut soj_n, mut soj_sum) = (0u64, 0u128);
     let fd = tun.raw_fd();
@@ -219,12 +222,19 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
                 }
                 Err(e) => {
                     pool.push(buf);
-                    if e.kind() == std::io::ErrorKind::Interrupted {
-                        continue;
+                    match e.kind() {
+                        std::io::ErrorKind::Interrupted => continue,
+                        std::io::ErrorKind::WouldBlock => {}
+                        _ => fatal = Some(format!("reading {}: {e}", tun.name())),
                     }
                     break;
                 }
             }
+        }
+        if fatal.is_some() {
+            // the device is gone or broken: stop the whole emulator (it writes its statistics)
+            stop.store(true, Ordering::SeqCst);
+            break;
         }
         if got > 0 {
             batches += 1;
@@ -328,6 +338,7 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         rt_error,
         spin_limited,
         max_packet,
+        fatal_error: fatal,
         offload: tun.offload(),
     }
 }
@@ -358,6 +369,7 @@ impl DirectionReport {
             "rt_error": self.rt_error,
             "spin_limited": self.spin_limited,
             "offload": self.offload,
+            "fatal_error": self.fatal_error,
             "max_packet_bytes": self.max_packet,
             "series": self.samples,
         })

@@ -279,6 +279,7 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     let (kernel_up, kernel_down) = (up.kernel_tun, down.kernel_tun);
     routing.undo();
     let stop_unix = unix_ns();
+    let fatal: Vec<String> = [&up, &down].iter().filter_map(|d| d.fatal_error.clone()).collect();
     let stats = stats_json(&spec, seed, mtu, start_unix, stop_unix, &up, &down, kernel_up, kernel_down);
     if let Some(path) = &spec.stats_path {
         let tmp = path.with_extension("tmp");
@@ -286,6 +287,10 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     } else {
         println!("{}", serde_json::to_string_pretty(&stats)?);
+    }
+    if !fatal.is_empty() {
+        eprintln!("bloatlab emulate: stopped early: {}", fatal.join("; "));
+        return Ok(1);
     }
     if spec.verbose {
         for d in [&up, &down] {
