@@ -281,3 +281,26 @@ fn teardown_after_sigkill_and_restart() {
     assert!(!rules.contains("7701") && !rules.contains("7702"), "{rules}");
     assert!(!links.contains("emu-up:") && !links.contains("emu-down:"), "{links}");
 }
+
+/// With ECN negotiated (net.ipv4.tcp_ecn=1 in the client and server
+/// namespaces), CoDel marks CE instead of dropping; the rewritten IPv4
+/// header checksum is valid (the flow keeps its full rate).
+#[test]
+fn codel_marks_ecn_capable_traffic() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    for ns in [&t.client, &t.server] {
+        let out = std::process::Command::new("ip").args(["netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "codel"]));
+    let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7006", "cubic", Duration::from_secs(4), None);
+    let stats = h.stop().unwrap();
+    let q = &stats.counters["up"]["queue"];
+    let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
+    eprintln!("ecn: marked {}, aqm drops {}, goodput {:.2} Mbit/s", q["ecn_marked"], q["dropped_aqm"], g / 1e6);
+    assert!(q["ecn_marked"].as_u64().unwrap() > 0);
+    assert_eq!(q["dropped_aqm"].as_u64().unwrap(), 0);
+    assert!(g > 0.9 * 10e6 * 1448.0 / 1500.0, "goodput {g}");
+}
