@@ -494,7 +494,8 @@ pub fn metadata(version: &str) -> PacingMetadata {
 }
 
 /// Run one paced UDP transfer over loopback and measure it.
-pub fn run(cfg: &PacingConfig, version: &str, stop: &AtomicBool) -> anyhow::Result<PacingResult> {
+/// `stop` ends the run early (Ctrl-C); the result is then an error.
+pub fn run(cfg: &PacingConfig, version: &str, stop: &'static AtomicBool) -> anyhow::Result<PacingResult> {
     anyhow::ensure!(cfg.ipi_ns > 0, "t_ipi must be positive");
     anyhow::ensure!(cfg.payload >= 32, "payload must be at least 32 bytes");
     let meta = metadata(version);
@@ -549,7 +550,7 @@ pub fn run(cfg: &PacingConfig, version: &str, stop: &AtomicBool) -> anyhow::Resu
         sleep_until_abs(t0);
         loop {
             let now = mono_ns().saturating_sub(t0);
-            if now >= c.duration_ns || dep.len() >= 20_000_000 {
+            if now >= c.duration_ns || dep.len() >= 20_000_000 || stop.load(Ordering::Relaxed) {
                 break;
             }
             match pacer.decide(now) {
@@ -682,10 +683,11 @@ mod tests {
     /// at 1 ms and 10 ms (the full range is measured by bench/pacing.sh).
     #[test]
     fn precise_loopback_within_2pct() {
-        let stop = AtomicBool::new(false);
+        static STOP: AtomicBool = AtomicBool::new(false);
+        let stop = &STOP;
         for (ipi_us, dur_ms) in [(1000u64, 1000u64), (10_000, 1500)] {
             let c = PacingConfig { ipi_ns: ipi_us * 1000, timer: TimerSpec::Precise, payload: 1424, duration_ns: dur_ms * 1_000_000, line_rate_bps: 1e9 };
-            let r = run(&c, "test", &stop).unwrap();
+            let r = run(&c, "test", stop).unwrap();
             assert!(r.received >= r.sent * 99 / 100, "lost {} of {}", r.lost, r.sent);
             assert!((r.ratio - 1.0).abs() < 0.02, "t_ipi {ipi_us} us: achieved/ideal = {:.4}", r.ratio);
         }

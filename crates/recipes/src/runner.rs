@@ -187,9 +187,17 @@ struct IndexEntry<'a> {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The running `bloatlab lab` child, so a SIGTERM sent to the runner alone
+/// reaches it too (Ctrl-C reaches the whole process group by itself).
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 && sig == libc::SIGTERM {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(child, libc::SIGTERM) };
+    }
 }
 
 fn install_signal_handlers() {
@@ -382,7 +390,13 @@ fn run_lab_point(r: &Recipe, p: &Point, vals: &[(String, Value)], dir: &Path, na
         .stdin(std::process::Stdio::null())
         .stdout(logf.try_clone().map(std::process::Stdio::from).unwrap_or(std::process::Stdio::null()))
         .stderr(std::process::Stdio::from(logf))
-        .status();
+        .spawn()
+        .and_then(|mut child| {
+            CHILD.store(child.id() as i32, Ordering::SeqCst);
+            let st = child.wait();
+            CHILD.store(0, Ordering::SeqCst);
+            st
+        });
     let code = match status {
         Ok(s) => s.code().unwrap_or(128 + 2),
         Err(e) => {
