@@ -304,3 +304,26 @@ fn codel_marks_ecn_capable_traffic() {
     assert_eq!(q["dropped_aqm"].as_u64().unwrap(), 0);
     assert!(g > 0.9 * 10e6 * 1448.0 / 1500.0, "goodput {g}");
 }
+
+/// PIE under one cubic upload holds the queueing delay near its 15 ms
+/// target with early drops, without reaching its 1000-packet limit.
+#[test]
+fn pie_holds_delay_near_target() {
+    need_root!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = Topo::new();
+    let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "pie", "--seed", "3"]));
+    let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7007", "cubic", Duration::from_secs(6), Some(4 << 20));
+    let stats = h.stop().unwrap();
+    let up = &stats.counters["up"];
+    // mean sojourn over the last 3 s from the series
+    let series = up["series"].as_array().unwrap();
+    let tail: Vec<f64> = series[series.len().saturating_sub(30)..].iter().map(|s| s["sojourn_mean_us"].as_f64().unwrap() / 1e3).collect();
+    let mean = tail.iter().sum::<f64>() / tail.len() as f64;
+    let g = b.goodput_bps(Duration::from_secs(2), Duration::from_secs(6));
+    eprintln!("pie: mean sojourn (last 3 s) {mean:.1} ms, aqm drops {}, overlimit {}, drop_prob {}, goodput {:.2} Mbit/s", up["queue"]["dropped_aqm"], up["queue"]["dropped_overlimit"], up["queue_details"]["drop_prob"], g / 1e6);
+    assert!(up["queue"]["dropped_aqm"].as_u64().unwrap() > 0);
+    assert_eq!(up["queue"]["dropped_overlimit"].as_u64().unwrap(), 0);
+    assert!(mean > 2.0 && mean < 40.0, "mean sojourn {mean} ms");
+    assert!(g > 0.85 * 10e6 * 1448.0 / 1500.0, "goodput {g}");
+}
