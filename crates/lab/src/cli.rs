@@ -336,14 +336,10 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
             (_, Shaper::Htb) => "htb",
             (_, Shaper::Tbf) => "tbf",
         },
-        if cfg.rate_up == cfg.rate_down {
-            cfg.rate_up.map(|r| r.to_string()).unwrap_or_else(|| "unlimited".into())
+        if cfg.rate_desc(true).0 == cfg.rate_desc(false).0 {
+            cfg.rate_desc(true).0
         } else {
-            format!(
-                "{} up / {} down",
-                cfg.rate_up.map(|r| r.to_string()).unwrap_or_else(|| "unlimited".into()),
-                cfg.rate_down.map(|r| r.to_string()).unwrap_or_else(|| "unlimited".into())
-            )
+            format!("{} up / {} down", cfg.rate_desc(true).0, cfg.rate_desc(false).0)
         },
         cfg.offloads,
         cfg.cc,

@@ -153,6 +153,20 @@ impl LabConfig {
         Ok(cfg)
     }
 
+    /// The rate of one direction as tables show it: "10mbit", "none", or
+    /// "trace NAME (12mbit mean)"; and its (mean) bits per second.
+    pub fn rate_desc(&self, up: bool) -> (String, Option<f64>) {
+        let trace = if up { &self.trace_up } else { &self.trace_down };
+        if let Some(p) = trace {
+            let mean = bloatlab_emulator::RateSpec::trace(p).ok().and_then(|r| r.mean_bps());
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let m = mean.map(|b| Rate { bps: b.round() as u64 }.to_string()).unwrap_or_else(|| "?".into());
+            return (format!("trace {name} ({m} mean)"), mean);
+        }
+        let r = if up { self.rate_up } else { self.rate_down };
+        (r.map(|r| r.to_string()).unwrap_or_else(|| "none".into()), r.map(|r| r.bps as f64))
+    }
+
     /// Analytic maximum queueing delay of a full bottleneck queue, ms
     /// (capacity × 8 / rate; fifo capacity = N × 1514-byte frames; a trace's mean rate).
     pub fn analytic_queue_delay_ms(&self, up: bool) -> Option<f64> {
