@@ -203,6 +203,13 @@ fn parse_set(kind: RecipeKind, s: &str) -> Result<(String, Vec<params::Value>)> 
         }
         vals.push(val);
     }
+    if k == "scenarios" && vals.len() > 1 {
+        eprintln!(
+            "note: --set {s} sweeps the scenarios as {} separate points; join them with + to run them in one test ({})",
+            vals.len(),
+            vals.iter().map(|v| v.text.as_str()).collect::<Vec<_>>().join("+")
+        );
+    }
     Ok((k, vals))
 }
 

@@ -468,6 +468,10 @@ fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
     }
     let h: Vec<&str> = headers.iter().map(|s| s.as_str()).collect();
     let mut out = md_table(&h, &rows);
+    if r.repeat > 1 {
+        out.push_str(&format!("\nOver the {} repetitions (mean, and min .. max):\n\n", r.repeat));
+        out.push_str(&repeat_summary(r, outs, &metric_cols));
+    }
     // the context of each point; points that share one are listed together
     let mut ctx: Vec<(String, Vec<usize>)> = vec![];
     for o in outs {
@@ -488,6 +492,55 @@ fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
         }
     }
     out
+}
+
+/// Mean and range of each metric over the repetitions of a grid point.
+fn repeat_summary(r: &Recipe, outs: &[PointOutcome], cols: &[(&str, &str)]) -> String {
+    let mut headers: Vec<String> = r.grid.iter().map(|a| a.name.clone()).collect();
+    headers.push("n".into());
+    if r.kind == RecipeKind::Lab {
+        headers.push("phase".into());
+    }
+    headers.extend(cols.iter().map(|(_, h)| h.to_string()));
+    // (combo, phase) -> rows
+    let mut keys: Vec<(usize, String)> = vec![];
+    for o in outs {
+        for row in &o.rows {
+            let k = (o.point.combo, row.phase.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys.sort_by_key(|k| k.0);
+    let mut rows = vec![];
+    for (combo, phase) in keys {
+        let members: Vec<(&PointOutcome, &Row)> = outs
+            .iter()
+            .filter(|o| o.point.combo == combo)
+            .flat_map(|o| o.rows.iter().filter(|x| x.phase == phase).map(move |x| (o, x)))
+            .collect();
+        let Some((first, _)) = members.first() else { continue };
+        let mut cells: Vec<String> = first.point.params.iter().map(|(_, v)| v.clone()).collect();
+        cells.push(members.len().to_string());
+        if r.kind == RecipeKind::Lab {
+            cells.push(phase.clone());
+        }
+        for (m, _) in cols {
+            let v: Vec<f64> = members.iter().filter_map(|(_, row)| row.get(r.kind, m)).collect();
+            if v.is_empty() {
+                cells.push("-".into());
+            } else {
+                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                let lo = v.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                cells.push(format!("{} ({} .. {})", sig3(mean), sig3(lo), sig3(hi)));
+            }
+        }
+        rows.push(cells);
+    }
+    let h: Vec<&str> = headers.iter().map(|s| s.as_str()).collect();
+    md_table(&h, &rows)
 }
 
 #[cfg(test)]

@@ -61,11 +61,12 @@ pub fn fmt_duration_ns(ns: u64) -> String {
 /// A duration with three significant digits for tables: "49.9us", "1.02ms", "50.0ms".
 pub fn fmt_duration_sig3(ns: u64) -> String {
     let v = ns as f64;
-    if v >= 1e9 {
+    // thresholds at x.5 below the unit so 999.97us prints as 1.00ms
+    if v >= 999.5e6 {
         format!("{}s", sig3(v / 1e9))
-    } else if v >= 1e6 {
+    } else if v >= 999.5e3 {
         format!("{}ms", sig3(v / 1e6))
-    } else if v >= 1e3 {
+    } else if v >= 999.5 {
         format!("{}us", sig3(v / 1e3))
     } else {
         format!("{ns}ns")
@@ -137,17 +138,20 @@ pub fn sig3(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
-    let a = v.abs();
-    if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        let digits = (-(a.log10().floor()) as usize + 2).min(9);
-        format!("{v:.digits$}")
+    if v == 0.0 {
+        return "0".into();
     }
+    if v.abs() >= 99.5 {
+        return format!("{v:.0}");
+    }
+    // round to three significant digits first, then pick the decimals from
+    // the rounded magnitude (0.99997 -> "1.00", not "1.000")
+    let mag = v.abs().log10().floor() as i32;
+    let scale = 10f64.powi(mag - 2);
+    let r = (v / scale).round() * scale;
+    let mag = r.abs().log10().floor() as i32;
+    let decimals = (2 - mag).clamp(0, 9) as usize;
+    format!("{r:.decimals$}")
 }
 
 /// Milliseconds for tables: "0.52", "931", "1581".
@@ -212,6 +216,9 @@ mod tests {
         assert_eq!(fmt_duration_ns(1_500_000), "1.5ms");
         assert_eq!(fmt_duration_ns(120_000_000_000), "2m");
         assert_eq!(fmt_duration_ns(15_000_000_000), "15s");
+        assert_eq!(fmt_duration_sig3(999_970), "1.00ms");
+        assert_eq!(fmt_duration_sig3(49_987), "50.0us");
+        assert_eq!(fmt_duration_sig3(50_001_875), "50.0ms");
     }
 
     #[test]
@@ -225,6 +232,12 @@ mod tests {
         assert_eq!(fmt_rate_tc(10e6), "10mbit");
         assert_eq!(fmt_rate_tc(1.5e6), "1500kbit");
         assert_eq!(fmt_rate_human(9.412e6), "9.41 Mbit/s");
+        assert_eq!(sig3(1234.0), "1234");
+        assert_eq!(sig3(12.345), "12.3");
+        assert_eq!(sig3(0.012345), "0.0123");
+        assert_eq!(sig3(0.99997), "1.00");
+        assert_eq!(sig3(-0.00326), "-0.00326");
+        assert_eq!(sig3(99.97), "100");
     }
 
     #[test]
