@@ -110,7 +110,7 @@ fn queue_stats(r: &TestResult, ph: &Phase, pick: impl Fn(&QueueSeries) -> bool) 
     let Some(lab) = &r.lab else { return (None, None) };
     let (mut drops, mut backlog, mut any) = (0u64, 0u64, false);
     for q in lab.queues.iter().filter(|q| pick(q)) {
-        let before = q.samples.iter().filter(|s| s.t_ns <= ph.start_ns).last();
+        let before = q.samples.iter().rev().find(|s| s.t_ns <= ph.start_ns);
         let inside: Vec<_> = q.samples.iter().filter(|s| s.t_ns > ph.start_ns && s.t_ns <= ph.end_ns).collect();
         let Some(last) = inside.last() else { continue };
         any = true;
