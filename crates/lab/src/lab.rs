@@ -677,19 +677,7 @@ impl Lab {
             self.install_shaper(&ns, &dev, rate)?;
         }
         // Delay/loss with netem on the interfaces that are not the bottleneck.
-        if self.cfg.delay.is_some() || self.cfg.loss.is_some() {
-            let mut args: Vec<String> = vec!["limit".into(), "100000".into()];
-            if let Some(d) = self.cfg.delay {
-                args.push("delay".into());
-                args.push(format!("{}us", d.as_micros()));
-                if let Some(j) = self.cfg.jitter {
-                    args.push(format!("{}us", j.as_micros()));
-                }
-            }
-            if let Some(l) = self.cfg.loss {
-                args.push("loss".into());
-                args.push(format!("{}%", l * 100.0));
-            }
+        if let Some(args) = netem_args(&self.cfg) {
             let places: Vec<(String, &str)> = match self.cfg.placement {
                 Placement::Router => vec![
                     (self.client.netns.clone(), "eth0"),
@@ -833,6 +821,27 @@ impl Drop for Lab {
     }
 }
 
+/// netem arguments for the kernel backend's delay/jitter/loss (one direction
+/// each), or None when none is asked for.
+pub fn netem_args(cfg: &LabConfig) -> Option<Vec<String>> {
+    if cfg.delay.is_none() && cfg.loss.is_none() {
+        return None;
+    }
+    let mut args: Vec<String> = vec!["limit".into(), "100000".into()];
+    if let Some(d) = cfg.delay {
+        args.push("delay".into());
+        args.push(format!("{}us", d.as_micros()));
+        if let Some(j) = cfg.jitter {
+            args.push(format!("{}us", j.as_micros()));
+        }
+    }
+    if let Some(l) = cfg.loss {
+        args.push("loss".into());
+        args.push(format!("{}%", l * 100.0));
+    }
+    Some(args)
+}
+
 /// Try to create one qdisc kind on a scratch veth in `ns`. Ok(false) = kernel lacks it.
 fn probe_one(ns: &str, kind: &str, args: &str) -> Result<bool> {
     let _ = tcn(ns, &["qdisc", "del", "dev", "probe0", "root"]);
@@ -884,4 +893,43 @@ pub fn probe_qdiscs() -> Result<QdiscSupport> {
     o.remove_files();
     d?;
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netem_arguments() {
+        let mut c = LabConfig::default();
+        assert_eq!(netem_args(&c), None);
+        c.delay = Some(Duration::from_millis(20));
+        c.jitter = Some(Duration::from_millis(2));
+        c.loss = Some(0.01);
+        assert_eq!(netem_args(&c).unwrap().join(" "), "limit 100000 delay 20000us 2000us loss 1%");
+    }
+
+    #[test]
+    fn backend_choice_and_analytic() {
+        let mut c = LabConfig::default();
+        assert_eq!(c.effective_backend(), Backend::Kernel);
+        assert!((c.analytic_queue_delay_ms(true).unwrap() - 1211.2).abs() < 1e-9);
+        c.delay = Some(Duration::from_millis(10));
+        assert_eq!(c.effective_backend(), Backend::Emulator);
+        let e = c.emulator_config().unwrap();
+        assert_eq!(e.up.delay_ns, 10_000_000);
+        assert_eq!(e.up.overhead_bytes, 14);
+        c.backend = Backend::Kernel;
+        assert_eq!(c.effective_backend(), Backend::Kernel);
+        c.backend = Backend::Auto;
+        c.delay = None;
+        c.queue = QueueSpec::Bfifo { bytes: 65536 };
+        c.rate_up = Some(Rate::mbit(1.0));
+        assert!((c.analytic_queue_delay_ms(true).unwrap() - 524.288).abs() < 1e-9);
+        c.queue = QueueSpec::parse("codel").unwrap();
+        assert_eq!(c.effective_backend(), Backend::Emulator);
+        assert_eq!(c.analytic_queue_delay_ms(true), None);
+        c.placement = Placement::Local;
+        assert!(c.validate().unwrap_err().to_string().contains("kernel backend"));
+    }
 }
