@@ -22,6 +22,16 @@ fn x_label(x: &str) -> String {
     }
 }
 
+/// "latency_avg_ms" -> "latency avg (ms)".
+fn y_label(y: &str) -> String {
+    for (suffix, unit) in [("_ms", "ms"), ("_mbps", "Mbit/s"), ("_hz", "Hz"), ("_us", "us"), ("_pkts", "packets")] {
+        if let Some(stem) = y.strip_suffix(suffix) {
+            return format!("{} ({unit})", stem.replace('_', " "));
+        }
+    }
+    y.replace('_', " ")
+}
+
 fn x_scale(x: &str) -> f64 {
     match x {
         "ipi" => 1e-3,                          // ns -> us
@@ -90,7 +100,7 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
                 continue;
             }
             let f = dir.join(format!("{}-{y}.svg", r.name));
-            sweep_plot(&title, &x_label(x), r.report.logx, &s, y, &f, Format::Svg)?;
+            sweep_plot(&title, &x_label(x), r.report.logx, &s, &y_label(y), &f, Format::Svg)?;
             files.push(f);
         }
     }
