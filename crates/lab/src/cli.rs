@@ -91,6 +91,9 @@ pub struct LabRunArgs {
     /// net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues.
     #[arg(long, default_value = "16m", value_name = "SIZE")]
     pub tcp_mem_max: String,
+    /// ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 / 0) [default: the kernel's, 2 = accept only].
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub ecn: Option<OnOff>,
     /// One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with --backend kernel).
     #[arg(long, value_name = "DURATION")]
     pub delay: Option<String>,
@@ -195,6 +198,7 @@ pub fn resolve(a: &LabRunArgs) -> Result<(LabConfig, Vec<QueueSpec>)> {
         offloads: a.offloads,
         cc: a.cc.clone(),
         tcp_mem_max: parse_size(&a.tcp_mem_max).map_err(|e| anyhow!("--tcp-mem-max: {e}"))?,
+        ecn: a.ecn,
         delay: dur(&a.delay, "--delay")?,
         jitter: dur(&a.jitter, "--jitter")?,
         loss: a.loss.as_ref().map(|l| parse_loss(l).map_err(|e| anyhow!("--loss: {e}"))).transpose()?,

@@ -46,6 +46,9 @@ pub struct LabConfig {
     pub cc: String,
     /// net.ipv4.tcp_wmem / tcp_rmem maximum in the host namespaces, bytes.
     pub tcp_mem_max: u64,
+    /// ECN for TCP in the host namespaces (net.ipv4.tcp_ecn = 1); None = kernel default
+    /// (2: accept ECN when the peer asks, do not ask).
+    pub ecn: Option<OnOff>,
     /// One-way delay added in each direction (round trip + 2 x delay).
     pub delay: Option<Duration>,
     /// Per-direction delay variation (uniform +/-, packet order kept by the emulator).
@@ -76,6 +79,7 @@ impl Default for LabConfig {
             offloads: OnOff::Off,
             cc: "cubic".into(),
             tcp_mem_max: 16 * 1024 * 1024,
+            ecn: None,
             delay: None,
             jitter: None,
             loss: None,
@@ -454,14 +458,19 @@ impl Lab {
             );
         }
         let mut ns_default_cc = serde_json::Map::new();
+        let mut ecn_state = serde_json::Map::new();
         for ns in [&c, &s, &w] {
-            sys::set_sysctls(
-                ns,
-                &[
-                    ("net/ipv4/tcp_wmem", format!("4096 16384 {m}")),
-                    ("net/ipv4/tcp_rmem", format!("4096 131072 {m}")),
-                ],
-            )?;
+            let mut kv = vec![
+                ("net/ipv4/tcp_wmem", format!("4096 16384 {m}")),
+                ("net/ipv4/tcp_rmem", format!("4096 131072 {m}")),
+            ];
+            match self.cfg.ecn {
+                Some(OnOff::On) => kv.push(("net/ipv4/tcp_ecn", "1".into())),
+                Some(OnOff::Off) => kv.push(("net/ipv4/tcp_ecn", "0".into())),
+                None => {}
+            }
+            sys::set_sysctls(ns, &kv)?;
+            ecn_state.insert(ns.clone(), sys::get_sysctl(ns, "net/ipv4/tcp_ecn").unwrap_or_default().into());
             // The engine sets the CC per socket (--cc); making it the namespace
             // default too only works for CCs in tcp_allowed_congestion_control.
             let _ = sys::set_sysctls(ns, &[("net/ipv4/tcp_congestion_control", self.cfg.cc.clone())]);
@@ -557,6 +566,7 @@ impl Lab {
                 "net.ipv4.tcp_rmem": format!("4096 131072 {m}"),
             },
             "namespace_default_cc": ns_default_cc,
+            "net.ipv4.tcp_ecn": ecn_state,
             "gso_max_segs": gso_segs_note,
             "offloads_per_interface": offload_detail,
             "frame_bytes": FRAME_BYTES,

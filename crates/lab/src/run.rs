@@ -357,6 +357,7 @@ impl Lab {
             "offloads": c.offloads.to_string(),
             "cc": c.cc,
             "tcp_mem_max": c.tcp_mem_max,
+            "ecn": c.ecn.map(|e| e.to_string()),
             "delay_ms": c.delay.map(|d| d.as_secs_f64() * 1e3),
             "jitter_ms": c.jitter.map(|d| d.as_secs_f64() * 1e3),
             "loss": c.loss,
