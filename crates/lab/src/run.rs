@@ -115,7 +115,9 @@ impl Lab {
             let mut ch = Command::new("ip")
                 .args(["netns", "exec", &h.netns])
                 .arg(&exe)
-                .args(["server", "--port", &self.cfg.port.to_string()])
+                // Only this lab's client can reach these servers: no need for the
+                // public-server limits on test length.
+                .args(["server", "--port", &self.cfg.port.to_string(), "--max-duration", "86400s"])
                 // The witness only gets UDP probes: its control connection stays
                 // silent for the whole test, longer than the default 15 s.
                 .args(if h.role == "witness" { &["--idle-timeout", "3600s"][..] } else { &[][..] })
