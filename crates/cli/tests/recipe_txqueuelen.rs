@@ -55,7 +55,7 @@ fn txqueuelen_short_run_orders_latency_by_queue() {
     let analytic = res[1].lab.as_ref().and_then(|l| l.analytic_queue_delay_up_ms).unwrap_or(121.1);
     assert!(big.latency.avg_ms < analytic * 1.1 + 5.0, "{} vs analytic {analytic}", big.latency.avg_ms);
     assert!(big.latency.avg_ms > analytic * 0.4, "{} vs analytic {analytic}", big.latency.avg_ms);
-    for f in ["results.csv", "table.md", "index.json", "recipe.toml"] {
+    for f in ["results.csv", "table.md", "index.json", "recipe.toml", "report/report.html", "txqueuelen-latency_avg_ms.svg"] {
         assert!(dir.join(f).is_file(), "{f}");
     }
 }

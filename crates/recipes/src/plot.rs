@@ -3,7 +3,7 @@ use crate::params::RecipeKind;
 use crate::recipe::Recipe;
 use crate::runner::PointOutcome;
 use anyhow::Result;
-use bloatlab_report::{sweep_plot, Format};
+use bloatlab_report::{sweep_plot, write_report, Format, Run};
 use std::path::{Path, PathBuf};
 
 type Series = Vec<(String, Vec<(f64, f64)>)>;
@@ -140,4 +140,31 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
         _ => {}
     }
     Ok(files)
+}
+
+/// The report crate's HTML report over all lab points of a run (cdf and box
+/// overlays, one time series per point), in `DIR/report/report.html`.
+pub fn write_html(outs: &[PointOutcome], dir: &Path) -> Result<Option<PathBuf>> {
+    let labs: Vec<(String, &bloatlab_results::TestResult)> = outs
+        .iter()
+        .filter_map(|o| {
+            let res = o.lab.as_ref()?;
+            let mut label = o.point.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+            if label.is_empty() {
+                label = format!("point {}", o.point.index);
+            }
+            if o.point.rep > 1 {
+                label.push_str(&format!(" rep {}", o.point.rep));
+            }
+            Some((label, res))
+        })
+        .collect();
+    if labs.is_empty() {
+        return Ok(None);
+    }
+    let runs: Vec<Run> = labs.iter().map(|(l, r)| Run { label: l, result: r }).collect();
+    let sub = dir.join("report");
+    std::fs::create_dir_all(&sub)?;
+    let files = write_report(&runs, &sub, "report", Format::Svg)?;
+    Ok(Some(files.html))
 }

@@ -349,6 +349,13 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     }
     let table = crate::tables::render(r, &outcomes);
     std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
+    if r.kind == RecipeKind::Lab {
+        match crate::plot::write_html(&outcomes, &dir) {
+            Ok(Some(f)) => eprintln!("report: {}", f.display()),
+            Ok(None) => {}
+            Err(e) => eprintln!("bloatlab: warning: HTML report not written: {e:#}"),
+        }
+    }
     let plots = crate::plot::write_plots(r, &outcomes, &dir);
     match plots {
         Ok(files) if !files.is_empty() => eprintln!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")),
@@ -683,6 +690,11 @@ pub fn retabulate(dir: &Path) -> anyhow::Result<String> {
     std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
     if let Err(e) = crate::plot::write_plots(&r, &outs, dir) {
         eprintln!("bloatlab: warning: plots not written: {e:#}");
+    }
+    if r.kind == RecipeKind::Lab {
+        if let Err(e) = crate::plot::write_html(&outs, dir) {
+            eprintln!("bloatlab: warning: HTML report not written: {e:#}");
+        }
     }
     Ok(table)
 }
