@@ -129,7 +129,7 @@ pub struct TestArgs {
     /// Write the full result (every raw sample) as JSON to FILE, or - for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
-    /// No progress display.
+    /// No progress display (the summary table is still printed; use --json - to get only JSON on stdout).
     #[arg(long, short)]
     pub quiet: bool,
     /// After the test, write an HTML report (next to --json, or bloatlab-<time>.html).
