@@ -91,7 +91,7 @@ fn sweep_dry_run_is_a_cross_product() {
 fn pacing_sweep_writes_a_results_folder_that_reruns() {
     let root = tempfile::tempdir().unwrap();
     let o = run(&[
-        "sweep", "--kind", "pacing", "--set", "ipi=2ms,5ms", "--set", "timer=precise,tick:250", "--set", "duration=0.5s",
+        "sweep", "--kind", "pacing", "--set", "ipi=2ms,5ms", "--set", "timer=precise,tick:250", "--set", "duration=1s",
         "--out", root.path().to_str().unwrap(),
     ]);
     let (out, err) = text(&o);
@@ -115,7 +115,7 @@ fn pacing_sweep_writes_a_results_folder_that_reruns() {
         let ipi = v["ipi_ns"].as_u64().unwrap();
         // tick:250 has t_gran = 4 ms: 2 ms is below it (out of control), 5 ms sends every 4 ms
         match v["timer"].as_str().unwrap() {
-            "precise" => assert!((ratio - 1.0).abs() < 0.05, "{p:?}: {ratio}"),
+            "precise" => assert!((ratio - 1.0).abs() < 0.1, "{p:?}: {ratio}"),
             _ if ipi == 2_000_000 => assert!(ratio > 10.0, "{p:?}: {ratio}"),
             _ => assert!((ratio - 1.25).abs() < 0.1, "{p:?}: {ratio}"),
         }
