@@ -8,14 +8,14 @@
 #
 #   bench/pacing.sh                 # 5 s per point (~7 min)
 #   DURATION=20s bench/pacing.sh    # as the seed (20 s per point, ~26 min)
-#   OUT=/tmp/pacing bench/pacing.sh
+#   OUT=results/ bench/pacing.sh     # default: $TMPDIR/bloatlab-bench-pacing
 #
 # The result folder holds the per-point JSON (inter-departure histograms,
 # burst factors, machine metadata), results.csv, table.md and the plots.
 set -eu
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-5s}"
-OUT="${OUT:-bench/results}"
+OUT="${OUT:-${TMPDIR:-/tmp}/bloatlab-bench-pacing}"
 cargo build --release -q -p bloatlab
 BIN=target/release/bloatlab
 mkdir -p "$OUT"
