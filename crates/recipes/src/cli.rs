@@ -102,6 +102,9 @@ pub struct SweepArgs {
     /// List the parameters a sweep can set and exit.
     #[arg(long)]
     pub list_params: bool,
+    /// Draw the plots with a log y axis (points with y <= 0 are left out, and the plot says how many).
+    #[arg(long)]
+    pub logy: bool,
     #[command(flatten)]
     pub common: CommonRunArgs,
     /// Options for `bloatlab test` in every point (after `--`), e.g. -- --scenarios 1u0d --duration 10s.
@@ -356,7 +359,7 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
             },
             series: None,
             logx: logx.unwrap_or(false),
-            logy: false,
+            logy: a.logy,
         },
         full: false,
         full_note: None,

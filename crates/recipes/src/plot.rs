@@ -3,7 +3,7 @@ use crate::params::RecipeKind;
 use crate::recipe::Recipe;
 use crate::runner::PointOutcome;
 use anyhow::Result;
-use bloatlab_report::{sweep_plot, write_report, Format, Run};
+use bloatlab_report::{sweep_plot, write_report, Format, Run, SweepAxes};
 use std::path::{Path, PathBuf};
 
 type Series = Vec<(String, Vec<(f64, f64)>)>;
@@ -66,6 +66,17 @@ fn push(series: &mut Series, name: String, p: (f64, f64)) {
     }
 }
 
+/// Keep a drawn plot; a plot that cannot be drawn (e.g. a log y axis and no
+/// value > 0) is skipped with a warning and does not stop the others.
+fn keep(files: &mut Vec<PathBuf>, f: PathBuf, drawn: Result<()>) {
+    match drawn {
+        Ok(()) => files.push(f),
+        Err(e) => eprintln!("bloatlab: warning: plot {} not written: {e:#}", f.display()),
+    }
+}
+
+/// The plots of a run. The `y` metric plots use the recipe's `logx` / `logy`
+/// axes; the fixed extra plots (pacing ratio, cumulative drops) have their own.
 pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = vec![];
     let ok: Vec<&PointOutcome> = outs.iter().filter(|o| !o.rows.is_empty()).collect();
@@ -100,8 +111,9 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
                 continue;
             }
             let f = dir.join(format!("{}-{y}.svg", r.name));
-            sweep_plot(&title, &x_label(x), r.report.logx, &s, &y_label(y), &f, Format::Svg)?;
-            files.push(f);
+            let axes = SweepAxes::new(r.report.logx, r.report.logy);
+            let drawn = sweep_plot(&title, &x_label(x), axes, &s, &y_label(y), &f, Format::Svg);
+            keep(&mut files, f, drawn);
         }
     }
     match r.report.table.as_str() {
@@ -113,8 +125,8 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
                 }
             }
             let f = dir.join(format!("{}-ratio.svg", r.name));
-            sweep_plot("Achieved / idealized rate (1 = exact pacing)", "t_ipi (us)", true, &s, "achieved / ideal", &f, Format::Svg)?;
-            files.push(f);
+            let drawn = sweep_plot("Achieved / idealized rate (1 = exact pacing)", "t_ipi (us)", SweepAxes::new(true, false), &s, "achieved / ideal", &f, Format::Svg);
+            keep(&mut files, f, drawn);
         }
         "sendstalls" => {
             // the seed's cumulative plot: local drops over time, one line per queue length
@@ -133,8 +145,8 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
             }
             if !s.is_empty() {
                 let f = dir.join(format!("{}-cumulative-drops.svg", r.name));
-                sweep_plot("Cumulative local drops (send stalls) during the upload", "time since the upload started (s)", false, &s, "local drops", &f, Format::Svg)?;
-                files.push(f);
+                let drawn = sweep_plot("Cumulative local drops (send stalls) during the upload", "time since the upload started (s)", SweepAxes::LINEAR, &s, "local drops", &f, Format::Svg);
+                keep(&mut files, f, drawn);
             }
         }
         _ => {}
@@ -167,4 +179,72 @@ pub fn write_html(outs: &[PointOutcome], dir: &Path) -> Result<Option<PathBuf>> 
     std::fs::create_dir_all(&sub)?;
     let files = write_report(&runs, &sub, "report", Format::Svg)?;
     Ok(Some(files.html))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rows::{Row, LAB_METRICS};
+    use crate::runner::Point;
+
+    /// A parsed lab recipe sweeping queue over 20..50 packets, with `logy`
+    /// as given, and one outcome per point whose latency_avg_ms is 1, 10,
+    /// 100, 1000 ms (and, for the second plot, zero drops everywhere).
+    fn run(logy: bool) -> (Recipe, Vec<PointOutcome>) {
+        let text = format!(
+            "name = \"ly\"\nkind = \"lab\"\n[grid]\nqueue = [20, 30, 40, 50]\n\
+             [report]\ntable = \"generic\"\nx = \"queue\"\ny = [\"latency_avg_ms\", \"upload_mbps\"]\nlogy = {logy}\n"
+        );
+        let r = Recipe::parse(&text, "ly.toml", false).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.report.logy, logy);
+        let lat = LAB_METRICS.iter().position(|m| *m == "latency_avg_ms").unwrap();
+        let up = LAB_METRICS.iter().position(|m| *m == "upload_mbps").unwrap();
+        let outs = r.grid[0]
+            .values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut values = vec![None; LAB_METRICS.len()];
+                values[lat] = Some(10f64.powi(i as i32));
+                values[up] = Some(0.0);
+                PointOutcome {
+                    point: Point { index: i + 1, combo: i, rep: 1, params: vec![("queue".into(), v.text.clone())] },
+                    values: vec![("queue".into(), v.clone())],
+                    status: "ok".into(),
+                    ok: true,
+                    file: None,
+                    elapsed_s: 0.0,
+                    rows: vec![Row { phase: "1u0d".into(), values }],
+                    lab: None,
+                    pacing: None,
+                    detail: String::new(),
+                }
+            })
+            .collect();
+        (r, outs)
+    }
+
+    fn tick_labels(svg: &str) -> Vec<String> {
+        svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string())).collect()
+    }
+
+    #[test]
+    fn logy_reaches_the_plot() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, outs) = run(true);
+        let files = write_plots(&r, &outs, dir.path()).unwrap();
+        // latency plot drawn on a log y axis: decade ticks 1 .. 1000
+        // (x runs 20..50 packets, so those labels come from the y axis)
+        assert_eq!(files, vec![dir.path().join("ly-latency_avg_ms.svg")], "the all-zero goodput plot cannot have a log y axis and is skipped");
+        let t = tick_labels(&std::fs::read_to_string(&files[0]).unwrap());
+        for w in ["1", "10", "100", "1000"] {
+            assert!(t.iter().any(|x| x == w), "log-y recipe plot lacks tick {w}: {t:?}");
+        }
+
+        let (r, outs) = run(false);
+        let files = write_plots(&r, &outs, dir.path()).unwrap();
+        assert_eq!(files.len(), 2);
+        let t = tick_labels(&std::fs::read_to_string(&files[0]).unwrap());
+        assert!(!t.iter().any(|x| x == "1" || x == "10"), "linear y axis has decade ticks: {t:?}");
+    }
 }

@@ -20,7 +20,7 @@ mod verdict;
 pub use export::{csv_string, export_csv, export_flent, flent_document, CSV_COLUMNS};
 pub use html::{render_html, write_html, write_report, ReportFiles};
 pub use plot::{
-    plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format, PlotKind,
+    plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format, PlotKind, SweepAxes,
 };
 pub use table::{compare_table, compare_table_labeled, seed003_lines, summary_table};
 pub use verdict::{verdict, Grade, Verdict, GRADE_THRESHOLDS_MS};

@@ -158,6 +158,16 @@ fn tick(v: f64) -> String {
     }
 }
 
+/// Tick label on a log axis: like [`tick`], and values below 0.001 (which
+/// [`tick`] rounds to "0") in scientific notation.
+fn tick_log(v: f64) -> String {
+    if v != 0.0 && v.abs() < 1e-3 {
+        format!("{v:.0e}")
+    } else {
+        tick(v)
+    }
+}
+
 fn nice_max(v: f64) -> f64 {
     if !v.is_finite() || v <= 0.0 {
         return 1.0;
@@ -192,7 +202,7 @@ enum Job<'a> {
 struct Sweep<'a> {
     title: &'a str,
     x_label: &'a str,
-    x_log: bool,
+    axes: SweepAxes,
     series: &'a [(String, Vec<(f64, f64)>)],
     y_label: &'a str,
 }
@@ -247,8 +257,11 @@ fn check_job(job: &Job) -> Result<()> {
             if s.series.iter().all(|(_, p)| p.is_empty()) {
                 bail!("sweep plot '{}' has no points", s.title);
             }
-            if s.x_log && s.series.iter().flat_map(|(_, p)| p).any(|(x, _)| *x <= 0.0) {
+            if s.axes.x_log && s.series.iter().flat_map(|(_, p)| p).any(|(x, _)| *x <= 0.0) {
                 bail!("sweep plot '{}': a log x axis needs x > 0", s.title);
+            }
+            if s.axes.y_log && !s.series.iter().flat_map(|(_, p)| p).any(|(x, y)| x.is_finite() && y.is_finite() && *y > 0.0) {
+                bail!("sweep plot '{}': a log y axis needs y > 0, and no point has y > 0 (use a linear y axis)", s.title);
             }
             Ok(())
         }
@@ -344,19 +357,40 @@ pub fn plot_svg_string(runs: &[Run], kind: PlotKind) -> Result<String> {
     render_svg(&Job::Runs { runs, kind })
 }
 
+/// Axis scales of a [`sweep_plot`] (`SweepAxes::default()`: both linear).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SweepAxes {
+    /// Log-scaled x axis. Every x must then be > 0: a point with x <= 0 is
+    /// an error (x values are the swept parameters the caller chose).
+    pub x_log: bool,
+    /// Log-scaled y axis. Points with y <= 0 cannot be drawn on it: they are
+    /// left out and the plot's caption says how many; if no point has y > 0
+    /// the plot is an error.
+    pub y_log: bool,
+}
+
+impl SweepAxes {
+    /// Both axes linear.
+    pub const LINEAR: SweepAxes = SweepAxes { x_log: false, y_log: false };
+    pub fn new(x_log: bool, y_log: bool) -> SweepAxes {
+        SweepAxes { x_log, y_log }
+    }
+}
+
 /// A generic sweep plot: one line with markers per series, a swept parameter
-/// on x (log scale when `x_log`; all x must then be > 0). Points are drawn in
-/// the order given after sorting by x.
+/// on x. `axes` selects log scales (see [`SweepAxes`] for what happens to
+/// points a log axis cannot show). Points are drawn in the order given after
+/// sorting by x.
 pub fn sweep_plot(
     title: &str,
     x_label: &str,
-    x_log: bool,
+    axes: SweepAxes,
     series: &[(String, Vec<(f64, f64)>)],
     y_label: &str,
     path: &Path,
     format: Format,
 ) -> Result<()> {
-    let s = Sweep { title, x_label, x_log, series, y_label };
+    let s = Sweep { title, x_label, axes, series, y_label };
     render_file(&Job::Sweep(&s), format, path)
 }
 
@@ -364,11 +398,11 @@ pub fn sweep_plot(
 pub fn sweep_plot_svg_string(
     title: &str,
     x_label: &str,
-    x_log: bool,
+    axes: SweepAxes,
     series: &[(String, Vec<(f64, f64)>)],
     y_label: &str,
 ) -> Result<String> {
-    let s = Sweep { title, x_label, x_log, series, y_label };
+    let s = Sweep { title, x_label, axes, series, y_label };
     render_svg(&Job::Sweep(&s))
 }
 
@@ -1053,21 +1087,57 @@ fn draw_sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Sweep) -> R
 where
     DB::ErrorType: 'static,
 {
-    let pts = |v: &Vec<(f64, f64)>| {
+    let y_log = s.axes.y_log;
+    let mut hidden = 0usize;
+    let mut pts = |v: &Vec<(f64, f64)>| {
         let mut v: Vec<(f64, f64)> = v.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+        if y_log {
+            let n = v.len();
+            v.retain(|p| p.1 > 0.0);
+            hidden += n - v.len();
+        }
         v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
         v
     };
-    let series: Vec<(String, Vec<(f64, f64)>)> = s.series.iter().map(|(n, v)| (n.clone(), pts(v))).collect();
+    let series: Vec<(String, Vec<(f64, f64)>)> = s
+        .series
+        .iter()
+        .map(|(n, v)| {
+            let v = pts(v);
+            let name = if y_log && v.is_empty() { format!("{n} (all y \u{2264} 0: not shown)") } else { n.clone() };
+            (name, v)
+        })
+        .collect();
     let xs = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.0));
     let xmin = xs.clone().fold(f64::INFINITY, f64::min);
     let xmax = xs.fold(f64::NEG_INFINITY, f64::max);
-    let ymin = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)).fold(0.0, f64::min);
-    let ymax = nice_max(series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)).fold(0.0, f64::max)) * 1.15;
+    let ys = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1));
+    let (ymin, ymax) = if y_log {
+        // all y > 0 here; a decade of headroom is not needed, 2x leaves room for the legend
+        (ys.clone().fold(f64::INFINITY, f64::min) / 1.5, ys.fold(f64::NEG_INFINITY, f64::max) * 2.0)
+    } else {
+        (ys.clone().fold(0.0, f64::min), nice_max(ys.fold(0.0, f64::max)) * 1.15)
+    };
+    let (x0, x1) = if s.axes.x_log {
+        (xmin / 1.5, xmax * 1.5)
+    } else {
+        let pad = ((xmax - xmin) * 0.05).max(if xmax == xmin { 1.0 } else { 0.0 });
+        (xmin - pad, xmax + pad)
+    };
     let area = root.titled(s.title, font(20.0))?;
     let tk = |v: &f64| tick(*v);
+    let tk_log = |v: &f64| tick_log(*v);
+    let y_tk: &dyn Fn(&f64) -> String = if y_log { &tk_log } else { &tk };
+    let x_tk: &dyn Fn(&f64) -> String = if s.axes.x_log { &tk_log } else { &tk };
     let mut b = ChartBuilder::on(&area);
     b.margin(10).margin_right(25).x_label_area_size(45).y_label_area_size(70);
+    if hidden > 0 {
+        let note = format!(
+            "log y axis: {hidden} point{} with y \u{2264} 0 not shown",
+            if hidden == 1 { "" } else { "s" }
+        );
+        b.caption(note, font(14.0));
+    }
     macro_rules! body {
         ($chart:ident) => {{
             $chart
@@ -1078,8 +1148,8 @@ where
                 .axis_desc_style(font(14.0))
                 .bold_line_style(GRID)
                 .light_line_style(TRANSPARENT)
-                .x_label_formatter(&tk)
-                .y_label_formatter(&tk)
+                .x_label_formatter(&x_tk)
+                .y_label_formatter(&y_tk)
                 .draw()?;
             for (i, (name, v)) in series.iter().enumerate() {
                 let c = run_color(i);
@@ -1098,13 +1168,23 @@ where
                 .draw()?;
         }};
     }
-    if s.x_log {
-        let mut chart = b.build_cartesian_2d((xmin / 1.5..xmax * 1.5).log_scale(), ymin..ymax)?;
-        body!(chart);
-    } else {
-        let pad = ((xmax - xmin) * 0.05).max(if xmax == xmin { 1.0 } else { 0.0 });
-        let mut chart = b.build_cartesian_2d((xmin - pad)..(xmax + pad), ymin..ymax)?;
-        body!(chart);
+    match (s.axes.x_log, y_log) {
+        (true, true) => {
+            let mut chart = b.build_cartesian_2d((x0..x1).log_scale(), (ymin..ymax).log_scale())?;
+            body!(chart);
+        }
+        (true, false) => {
+            let mut chart = b.build_cartesian_2d((x0..x1).log_scale(), ymin..ymax)?;
+            body!(chart);
+        }
+        (false, true) => {
+            let mut chart = b.build_cartesian_2d(x0..x1, (ymin..ymax).log_scale())?;
+            body!(chart);
+        }
+        (false, false) => {
+            let mut chart = b.build_cartesian_2d(x0..x1, ymin..ymax)?;
+            body!(chart);
+        }
     }
     Ok(())
 }

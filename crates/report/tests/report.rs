@@ -213,14 +213,60 @@ fn sweep_plot_log_axis() {
     let good: Vec<(f64, f64)> = qs.iter().map(|q| (*q, 9.0 + (*q).ln())).collect();
     let series = vec![("latency p50 (ms)".to_string(), lat), ("goodput (Mbit/s)".to_string(), good)];
     let p = dir.path().join("sweep.png");
-    sweep_plot("txqueuelen sweep at 10 Mbit/s", "queue length (packets)", true, &series, "value", &p, Format::Png).unwrap();
+    sweep_plot("txqueuelen sweep at 10 Mbit/s", "queue length (packets)", SweepAxes::new(true, false), &series, "value", &p, Format::Png).unwrap();
     assert!(png_stats(&p).2 > 0.01);
-    let svg = sweep_plot_svg_string("txqueuelen sweep at 10 Mbit/s", "queue length (packets)", true, &series, "value").unwrap();
+    let svg = sweep_plot_svg_string("txqueuelen sweep at 10 Mbit/s", "queue length (packets)", SweepAxes::new(true, false), &series, "value").unwrap();
     for w in ["txqueuelen sweep", "queue length (packets)", "latency p50 (ms)", "goodput (Mbit/s)", "\n1000\n", "\n100\n", "\n10\n"] {
         assert!(svg.contains(w), "sweep SVG lacks {w}");
     }
     let bad = vec![("x".to_string(), vec![(0.0, 1.0)])];
-    assert!(sweep_plot_svg_string("t", "x", true, &bad, "y").is_err());
+    assert!(sweep_plot_svg_string("t", "x", SweepAxes::new(true, false), &bad, "y").is_err());
+}
+
+/// The text of every `<text>` element of an SVG (tick labels, titles, legends).
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string())).collect()
+}
+
+#[test]
+fn sweep_plot_log_y_axis() {
+    // x linear over 20..50 so that no x tick label is 1, 10, 100 or 1000:
+    // those can only come from the y axis.
+    let series = vec![("queue delay (ms)".to_string(), vec![(20.0, 1.0), (30.0, 10.0), (40.0, 100.0), (50.0, 1000.0)])];
+    let log = sweep_plot_svg_string("log y", "x", SweepAxes::new(false, true), &series, "ms").unwrap();
+    assert!(log.starts_with("<svg") && log.trim_end().ends_with("</svg>"), "not an SVG document");
+    let t = svg_texts(&log);
+    for w in ["1", "10", "100", "1000"] {
+        assert!(t.iter().any(|x| x == w), "log-y SVG has no tick label {w}: {t:?}");
+    }
+    assert!(!t.iter().any(|x| x.contains("not shown")), "no point was left out: {t:?}");
+    // The same data on a linear y axis has no "1" or "10" tick (0, 100, 200, ...).
+    let lin = svg_texts(&sweep_plot_svg_string("lin y", "x", SweepAxes::LINEAR, &series, "ms").unwrap());
+    assert!(!lin.iter().any(|x| x == "1" || x == "10"), "linear y axis has decade ticks: {lin:?}");
+    // Log-log, and PNG output.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("loglog.png");
+    let ll = vec![("delay".to_string(), vec![(1.0, 1.0), (10.0, 10.0), (100.0, 100.0), (1000.0, 1000.0)])];
+    sweep_plot("log-log", "queue", SweepAxes::new(true, true), &ll, "ms", &p, Format::Png).unwrap();
+    assert!(png_stats(&p).2 > 0.01);
+    let t = svg_texts(&sweep_plot_svg_string("log-log", "queue", SweepAxes::new(true, true), &ll, "ms").unwrap());
+    for w in ["1", "10", "100", "1000"] {
+        assert_eq!(t.iter().filter(|x| *x == w).count(), 2, "log-log: {w} should label both axes: {t:?}");
+    }
+    // Points with y <= 0 are left out of a log-y plot and the caption says so.
+    let with_zero = vec![
+        ("a".to_string(), vec![(20.0, 0.0), (30.0, 10.0), (40.0, 100.0)]),
+        ("b".to_string(), vec![(20.0, -1.0), (30.0, 0.0)]),
+    ];
+    let t = svg_texts(&sweep_plot_svg_string("zeros", "x", SweepAxes::new(false, true), &with_zero, "ms").unwrap());
+    assert!(t.iter().any(|x| x == "log y axis: 3 points with y \u{2264} 0 not shown"), "{t:?}");
+    assert!(t.iter().any(|x| x == "b (all y \u{2264} 0: not shown)"), "{t:?}");
+    // ... and a plot with no y > 0 at all is an error, not an empty chart.
+    let none = vec![("a".to_string(), vec![(20.0, 0.0), (30.0, -2.0)])];
+    let e = sweep_plot_svg_string("none", "x", SweepAxes::new(false, true), &none, "ms").unwrap_err();
+    assert!(e.to_string().contains("log y axis needs y > 0"), "{e}");
+    // Linear y keeps them.
+    assert!(sweep_plot_svg_string("none", "x", SweepAxes::LINEAR, &none, "ms").is_ok());
 }
 
 #[test]
@@ -329,8 +375,8 @@ fn dump_samples() {
     let b = common::small_nolab();
     write_report(&[Run { label: "lab", result: &r }, Run { label: "nolab", result: &b }], &dir, "compare", Format::Png).unwrap();
     let series = vec![("latency p50 (ms)".to_string(), vec![(1.0, 21.0), (10.0, 32.0), (100.0, 140.0), (1000.0, 1220.0)])];
-    sweep_plot("txqueuelen sweep", "queue length (packets)", true, &series, "ms", &dir.join("sweep.png"), Format::Png).unwrap();
-    std::fs::write(dir.join("sweep.svg"), sweep_plot_svg_string("txqueuelen sweep", "queue length (packets)", true, &series, "ms").unwrap()).unwrap();
+    sweep_plot("txqueuelen sweep", "queue length (packets)", SweepAxes::new(true, false), &series, "ms", &dir.join("sweep.png"), Format::Png).unwrap();
+    std::fs::write(dir.join("sweep.svg"), sweep_plot_svg_string("txqueuelen sweep", "queue length (packets)", SweepAxes::new(true, false), &series, "ms").unwrap()).unwrap();
 }
 
 /// Sparse and broken-off results still give a report (plots that have
