@@ -23,118 +23,47 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ParseError> {
 
 // ---------------------------------------------------------------- numbers
 
-fn split_num(s: &str) -> (&str, &str) {
-    let i = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    (&s[..i], &s[i..])
-}
+// One parser per unit for the whole workspace lives in crates/units; these
+// wrap its String errors in ParseError and keep the emulator's conventions.
 
-/// Parse a duration with a unit: `20ms`, `1.5s`, `500us`, `250ns`, `2m`; `0` alone is allowed.
+/// Parse a duration with a unit: `20ms`, `1.5s`, `500us`, `250ns`, `2m`; `0` alone is allowed
+/// (a bare number like `20` is refused: 20 ms or 20 s?).
 pub fn parse_duration_ns(s: &str) -> Result<u64, ParseError> {
-    let t = s.trim();
-    let (num, unit) = split_num(t);
-    let v: f64 = num.parse().map_err(|_| ParseError(format!("invalid duration \"{s}\" (examples: 20ms, 1.5s, 500us)")))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" if v == 0.0 => 0.0,
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "sec" => 1e9,
-        "m" | "min" => 60e9,
-        "" => return err(format!("duration \"{s}\" needs a unit (e.g. {s}ms)")),
-        u => return err(format!("unknown duration unit \"{u}\" in \"{s}\" (use ns, us, ms, s, m)")),
-    };
-    if !v.is_finite() || v < 0.0 {
-        return err(format!("invalid duration \"{s}\""));
-    }
-    Ok((v * mult).round() as u64)
+    bloatlab_units::parse_duration_ns_unit_required(s).map_err(ParseError)
 }
 
 /// Parse a bit rate, tc style with SI prefixes: `10mbit`, `1.5gbit`, `500kbit`,
-/// `10Mbit/s`, `10M`, `2g`, or a bare number of bits/s.
+/// `10Mbit/s`, `10M`, `2g`, or a bare number of bits/s; at least 1 bit/s.
 pub fn parse_rate_bps(s: &str) -> Result<u64, ParseError> {
-    let t = s.trim();
-    let (num, unit) = split_num(t);
-    let v: f64 = num.parse().map_err(|_| ParseError(format!("invalid rate \"{s}\" (examples: 10mbit, 1gbit, 500kbit)")))?;
-    let u = unit.trim().to_ascii_lowercase();
-    let u = u.strip_suffix("/s").unwrap_or(&u);
-    let mult = match u {
-        "" | "bit" | "b" => 1.0,
-        "k" | "kbit" => 1e3,
-        "m" | "mbit" => 1e6,
-        "g" | "gbit" => 1e9,
-        "t" | "tbit" => 1e12,
-        "bps" | "kbps" | "mbps" | "gbps" => {
-            return err(format!(
-                "ambiguous rate \"{s}\": tc reads \"{u}\" as bytes per second; write bits, e.g. {num}mbit"
-            ))
-        }
-        _ => return err(format!("unknown rate unit \"{unit}\" in \"{s}\" (use bit, kbit, mbit, gbit)")),
-    };
-    let bps = v * mult;
-    if !bps.is_finite() || bps < 1.0 {
+    let bps = bloatlab_units::parse_rate_bps(s).map_err(ParseError)?;
+    if bps == 0 {
         return err(format!("rate \"{s}\" must be at least 1 bit/s"));
     }
-    Ok(bps.round() as u64)
+    Ok(bps)
 }
 
-/// Parse a byte size: `150000`, `150kb`, `1.5mb`, `64k` (SI: k = 1000), `2kib` (1024).
+/// Parse a byte size: `150000`, `150kb`, `1.5mb`, `64k` (SI: k = 1000, unlike
+/// tc and the lab, where 64k = 65536), `2kib` (1024).
 pub fn parse_bytes(s: &str) -> Result<u64, ParseError> {
-    let t = s.trim();
-    let (num, unit) = split_num(t);
-    let v: f64 = num.parse().map_err(|_| ParseError(format!("invalid byte count \"{s}\"")))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "kib" => 1024.0,
-        "mib" => 1048576.0,
-        u => return err(format!("unknown size unit \"{u}\" in \"{s}\" (use b, kb, mb, kib, mib)")),
-    };
-    Ok((v * mult).round() as u64)
+    bloatlab_units::parse_bytes_si(s).map_err(ParseError)
 }
 
 /// Parse a probability: `1%`, `0.5%`, or a fraction `0.01`.
 pub fn parse_probability(s: &str) -> Result<f64, ParseError> {
-    let t = s.trim();
-    let v = if let Some(p) = t.strip_suffix('%') {
-        p.trim().parse::<f64>().map(|x| x / 100.0)
-    } else {
-        t.parse::<f64>()
-    }
-    .map_err(|_| ParseError(format!("invalid probability \"{s}\" (examples: 1%, 0.01)")))?;
-    if !(0.0..=1.0).contains(&v) {
-        return err(format!("probability \"{s}\" is outside 0..100%"));
-    }
-    Ok(v)
+    bloatlab_units::parse_probability(s).map_err(ParseError)
 }
 
+/// Durations in descriptions and queue specs: `0`, `250ns`, `20ms`, `1.5s`, `2m` (exact).
 fn fmt_ns(ns: u64) -> String {
     if ns == 0 {
         "0".into()
-    } else if ns % 1_000_000_000 == 0 {
-        format!("{}s", ns / 1_000_000_000)
-    } else if ns % 1_000_000 == 0 {
-        format!("{}ms", ns / 1_000_000)
-    } else if ns % 1000 == 0 {
-        format!("{}us", ns / 1000)
     } else {
-        format!("{ns}ns")
+        bloatlab_units::fmt_duration_ns(ns)
     }
 }
 
-/// Format bits/s tc style (`10mbit`).
-pub fn fmt_rate(bps: u64) -> String {
-    for (m, u) in [(1_000_000_000_000u64, "tbit"), (1_000_000_000, "gbit"), (1_000_000, "mbit"), (1000, "kbit")] {
-        if bps >= m && bps % m == 0 {
-            return format!("{}{u}", bps / m);
-        }
-    }
-    if bps >= 1_000_000 {
-        return format!("{}mbit", bps as f64 / 1e6);
-    }
-    format!("{bps}bit")
-}
+/// Format bits/s tc style (`10mbit`, `1500kbit`).
+pub use bloatlab_units::fmt_rate_tc as fmt_rate;
 
 fn fmt_pct(p: f64) -> String {
     format!("{}%", (p * 100.0 * 1e6).round() / 1e6)

@@ -9,29 +9,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Parse "5s", "500ms", "1.5s", "2m", "100us", or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, mult) = if let Some(v) = t.strip_suffix("ms") {
-        (v, 1e-3)
-    } else if let Some(v) = t.strip_suffix("us") {
-        (v, 1e-6)
-    } else if let Some(v) = t.strip_suffix('s') {
-        (v, 1.0)
-    } else if let Some(v) = t.strip_suffix('m') {
-        (v, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a duration (examples: 5s, 500ms, 1.5s, 2m, 100us)"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("\"{s}\" is not a duration (must be >= 0)"));
-    }
-    Ok(Duration::from_secs_f64(v * mult))
-}
+/// Durations: "5s", "500ms", "1.5s", "2m", "100us", or a bare number of
+/// seconds (the one parser of crates/units).
+pub use bloatlab_units::parse_duration;
 
 /// Parse "1u0d,0u1d,4u4d".
 pub fn parse_scenarios(s: &str) -> Result<Vec<Scenario>, String> {
@@ -45,17 +25,8 @@ pub fn parse_scenarios(s: &str) -> Result<Vec<Scenario>, String> {
         .and_then(|v| if v.is_empty() { Err("no scenarios given".into()) } else { Ok(v) })
 }
 
-/// Parse sizes like "64", "64k", "4M" (binary multiples).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (n, m) = match t.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&t[..i], 1024),
-        Some((i, 'm' | 'M')) => (&t[..i], 1024 * 1024),
-        Some((i, 'g' | 'G')) => (&t[..i], 1024 * 1024 * 1024),
-        _ => (t, 1),
-    };
-    n.trim().parse::<u64>().map(|v| v * m).map_err(|_| format!("\"{s}\" is not a size (examples: 65536, 64k, 4M)"))
-}
+/// Sizes like "65536", "64k", "4M" (binary multiples, as tc; crates/units).
+pub use bloatlab_units::parse_bytes;
 
 pub const DEFAULT_SCENARIOS: &str = "0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d";
 

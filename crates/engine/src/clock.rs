@@ -35,29 +35,7 @@ pub fn sleep_until_ns(deadline: u64) {
 }
 
 /// RFC 3339 UTC rendering of Unix nanoseconds (second precision plus millis).
-pub fn rfc3339(unix_ns: u64) -> String {
-    let secs = (unix_ns / 1_000_000_000) as i64;
-    let ms = (unix_ns / 1_000_000) % 1000;
-    let days = secs.div_euclid(86400);
-    let sod = secs.rem_euclid(86400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        sod / 3600,
-        (sod % 3600) / 60,
-        sod % 60
-    )
-}
+pub use bloatlab_units::rfc3339;
 
 #[cfg(test)]
 mod tests {

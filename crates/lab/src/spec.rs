@@ -22,91 +22,35 @@ impl Rate {
 
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.bps as f64;
-        if b >= 1e9 && self.bps.is_multiple_of(1_000_000) {
-            write!(f, "{}gbit", trim(b / 1e9))
-        } else if b >= 1e6 {
-            write!(f, "{}mbit", trim(b / 1e6))
-        } else if b >= 1e3 {
-            write!(f, "{}kbit", trim(b / 1e3))
-        } else {
-            write!(f, "{}bit", self.bps)
-        }
+        f.write_str(&bloatlab_units::fmt_rate(self.bps))
     }
 }
 
-fn trim(x: f64) -> String {
-    let s = format!("{x:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
-const RATE_FORMS: &str = "accepted forms: 10mbit, 1.5mbit, 100kbit, 1gbit, 500000bit (decimal, bits per second; \
-     also 10M / 100k / 1G), or `none` for no rate limit";
-
-/// Parse a rate; `Ok(None)` means "no limit" (`none`, `unlimited`).
+/// Parse a rate (crates/units: tc units, decimal bits per second, `bps`
+/// refused as ambiguous); `Ok(None)` means "no limit" (`none`, `unlimited`,
+/// `off`). The lab accepts 1kbit ..= 400gbit.
 pub fn parse_rate(s: &str) -> Result<Option<Rate>, String> {
     let t = s.trim().to_ascii_lowercase();
     if t == "none" || t == "unlimited" || t == "off" {
         return Ok(None);
     }
-    if t.ends_with("bps") {
-        return Err(format!(
-            "rate `{s}`: `bps` is ambiguous (in tc it means bytes per second); write bits, e.g. `10mbit`; {RATE_FORMS}"
-        ));
+    let bps = bloatlab_units::parse_rate_bps(s).map_err(|e| format!("{e}, or `none` for no rate limit"))?;
+    if bps < 1000 {
+        return Err(format!("rate `{s}` is below 1kbit; {}", bloatlab_units::RATE_FORMS));
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("rate `{s}` is not a number with a unit; {RATE_FORMS}"))?;
-    let mult = match unit {
-        "" | "bit" | "b" => 1.0,
-        "k" | "kbit" => 1e3,
-        "m" | "mbit" => 1e6,
-        "g" | "gbit" => 1e9,
-        "t" | "tbit" => 1e12,
-        "kibit" => 1024.0,
-        "mibit" => 1024.0 * 1024.0,
-        "gibit" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(format!("rate `{s}`: unknown unit `{unit}`; {RATE_FORMS}")),
-    };
-    let bps = (n * mult).round();
-    if bps.is_nan() || bps < 1000.0 {
-        return Err(format!("rate `{s}` is below 1kbit; {RATE_FORMS}"));
-    }
-    if bps > 400e9 {
+    if bps > 400_000_000_000 {
         return Err(format!("rate `{s}` is above 400gbit, more than a veth can carry"));
     }
-    Ok(Some(Rate { bps: bps as u64 }))
+    Ok(Some(Rate { bps }))
 }
 
-const SIZE_FORMS: &str = "accepted forms: 65536, 64k (= 64 KiB, as in tc), 1500b, 2m (= 2 MiB)";
-
-/// Parse a byte size, tc style: `k` = 1024, `m` = 1024², plain = bytes.
+/// Parse a byte size, tc style (crates/units): `k` = 1024, `m` = 1024², plain = bytes; at least 1.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("size `{s}` is not a number; {SIZE_FORMS}"))?;
-    let mult = match unit {
-        "" | "b" => 1.0,
-        "k" | "kb" | "kib" => 1024.0,
-        "m" | "mb" | "mib" => 1024.0 * 1024.0,
-        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(format!("size `{s}`: unknown unit `{unit}`; {SIZE_FORMS}")),
-    };
-    let v = (n * mult).round();
-    if v < 1.0 {
+    let v = bloatlab_units::parse_bytes(s)?;
+    if v < 1 {
         return Err(format!("size `{s}` must be at least 1 byte"));
     }
-    Ok(v as u64)
+    Ok(v)
 }
 
 /// The queue of the bottleneck.
@@ -259,45 +203,18 @@ impl fmt::Display for OnOff {
     }
 }
 
-const DUR_FORMS: &str = "accepted forms: 5s, 500ms, 1.5s, 2m, 20us, or a bare number of seconds";
-
-/// Durations: "5s", "500ms", "1.5s", "2m", "20us", bare numbers = seconds.
+/// Durations (crates/units): "5s", "500ms", "1.5s", "2m", "20us", bare
+/// numbers = seconds; the lab accepts up to one day.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("duration `{s}` is not a number; {DUR_FORMS}"))?;
-    let secs = match unit {
-        "" | "s" | "sec" => n,
-        "ms" => n / 1e3,
-        "us" => n / 1e6,
-        "m" | "min" => n * 60.0,
-        _ => return Err(format!("duration `{s}`: unknown unit `{unit}`; {DUR_FORMS}")),
-    };
-    if !secs.is_finite() || !(0.0..=86400.0).contains(&secs) {
-        return Err(format!("duration `{s}` out of range"));
+    let d = bloatlab_units::parse_duration(s)?;
+    if d > Duration::from_secs(86400) {
+        return Err(format!("duration `{s}` out of range (at most 1 day)"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
-/// Loss probability: "1%", "0.5%", "0.01".
-pub fn parse_loss(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = if let Some(p) = t.strip_suffix('%') {
-        p.trim().parse::<f64>().map(|x| x / 100.0)
-    } else {
-        t.parse::<f64>()
-    }
-    .map_err(|_| format!("loss `{s}`: accepted forms: 1%, 0.5%, 0.01 (a probability)"))?;
-    if !(0.0..=1.0).contains(&v) {
-        return Err(format!("loss `{s}` must be between 0% and 100%"));
-    }
-    Ok(v)
-}
+/// Loss probability: "1%", "0.5%", "0.01" (crates/units).
+pub use bloatlab_units::parse_probability as parse_loss;
 
 #[cfg(test)]
 mod tests {

@@ -206,14 +206,7 @@ pub fn parse_queue(s: &str) -> Result<QueueSpec, String> {
             let name = if name == "pfifo" { "fifo".to_string() } else { name };
             let a = arg.ok_or_else(|| format!("\"{s}\": {name} needs a limit, e.g. {name}:{}", if bytes { "150000" } else { "100" }))?;
             let n: u64 = if bytes {
-                let (num, mult) = match a.strip_suffix('k') {
-                    Some(x) => (x, 1024),
-                    None => match a.strip_suffix('m') {
-                        Some(x) => (x, 1024 * 1024),
-                        None => (a.as_str(), 1),
-                    },
-                };
-                num.parse::<u64>().map(|n| n * mult).map_err(|_| format!("\"{s}\": the bfifo limit must be a byte count (e.g. 150000, 64k)"))?
+bloatlab_units::parse_bytes(&a).map_err(|e| format!("\"{s}\": the bfifo limit must be a byte count: {e}"))?
             } else {
                 a.parse().map_err(|_| format!("\"{s}\": the {name} limit must be a whole number of packets"))?
             };

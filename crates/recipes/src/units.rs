@@ -1,62 +1,20 @@
 //! Parsing and formatting of the units recipes and sweeps speak:
 //! durations ("10s", "500ms", "50us", "2m", bare seconds), rates ("10mbit",
-//! "1gbit", "500kbit", "10M"), and human-friendly output.
+//! "1gbit", "500kbit", "10M"), and human-friendly output. The parsers are
+//! crates/units' (one for the whole workspace); this module adds the recipes'
+//! ranges and table formatting.
 
-/// Parse a duration: "50us", "1.5ms", "10s", "2m", "1h", or bare seconds ("10", "0.5").
+/// Parse a duration: "50us", "1.5ms", "10s", "2m", "1h", or bare seconds ("10", "0.5"); at most 1e15 ns (11.6 days).
 pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    if t.is_empty() {
-        return Err("empty duration".into());
+    let ns = bloatlab_units::parse_duration_ns(s)?;
+    if ns > 1_000_000_000_000_000 {
+        return Err(format!("\"{s}\" is out of range (at most 11 days)"));
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a duration (examples: 50us, 10ms, 1.5s, 2m)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "s" | "sec" | "secs" => 1e9,
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "m" | "min" | "mins" => 60e9,
-        "h" => 3600e9,
-        other => {
-            return Err(format!(
-                "\"{s}\": unknown duration unit \"{other}\" (use ns, us, ms, s, m, h)"
-            ))
-        }
-    };
-    let ns = v * mult;
-    if !ns.is_finite() || ns < 0.0 || ns > 1e15 {
-        return Err(format!("\"{s}\" is out of range"));
-    }
-    Ok(ns.round() as u64)
+    Ok(ns)
 }
 
-/// Format nanoseconds compactly and losslessly when possible: 50us, 1.5ms, 10s, 2m.
-pub fn fmt_duration_ns(ns: u64) -> String {
-    if ns == 0 {
-        return "0s".into();
-    }
-    if ns % 60_000_000_000 == 0 {
-        return format!("{}m", ns / 60_000_000_000);
-    }
-    let (div, unit) = if ns >= 1_000_000_000 {
-        (1e9, "s")
-    } else if ns >= 1_000_000 {
-        (1e6, "ms")
-    } else if ns >= 1_000 {
-        (1e3, "us")
-    } else {
-        (1.0, "ns")
-    };
-    let v = ns as f64 / div;
-    let s = format!("{v:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    format!("{s}{unit}")
-}
+/// Format nanoseconds compactly and exactly: 50us, 1.5ms, 10s, 2m.
+pub use bloatlab_units::fmt_duration_ns;
 
 /// A duration with three significant digits for tables: "49.9us", "1.02ms", "50.0ms".
 pub fn fmt_duration_sig3(ns: u64) -> String {
@@ -73,30 +31,25 @@ pub fn fmt_duration_sig3(ns: u64) -> String {
     }
 }
 
-/// Parse a rate in bits per second: "10mbit", "100Mbit/s", "1gbit", "500kbit", "10M", "2.5G", "9600" (bit/s).
+/// Parse a rate in bits per second: "10mbit", "100Mbit/s", "1gbit", "500kbit", "10M", "2.5G", "9600" (bit/s);
+/// 1kbit ..= 1000gbit.
+///
+/// Recipes have always read "10mbps" and "10mb" as megabits per second, where
+/// tc reads "mbps" as megaBYTES per second (and the lab and the emulator
+/// refuse it as ambiguous). That legacy reading is kept here, and only here,
+/// by rewriting the unit to "mbit" before the shared parser sees it.
 pub fn parse_rate_bps(s: &str) -> Result<f64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.trim_end_matches("/s").trim_end_matches("ps");
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a rate (examples: 10mbit, 100mbit, 1gbit)"))?;
-    let mult = match unit.trim() {
-        "" | "bit" | "b" => 1.0,
-        "k" | "kbit" | "kb" => 1e3,
-        "m" | "mbit" | "mb" => 1e6,
-        "g" | "gbit" | "gb" => 1e9,
-        other => {
-            return Err(format!(
-                "\"{s}\": unknown rate unit \"{other}\" (use kbit, mbit, gbit)"
-            ))
-        }
-    };
-    let bps = v * mult;
-    if !(bps >= 1000.0 && bps <= 1e12) {
+    let lower = s.trim().to_ascii_lowercase();
+    let no_per_s = lower.strip_suffix("/s").unwrap_or(&lower);
+    let t = no_per_s.strip_suffix("ps").unwrap_or(no_per_s);
+    let bps = if ["kb", "mb", "gb"].iter().any(|u| t.ends_with(u)) {
+        bloatlab_units::parse_rate_bps(&format!("{t}it")) // legacy: 10mbps, 10mb = 10mbit
+    } else if t.len() < no_per_s.len() {
+        bloatlab_units::parse_rate_bps(t) // legacy: 9600bps = 9600b = 9600 bit/s
+    } else {
+        bloatlab_units::parse_rate_bps(s)
+    }? as f64;
+    if !(1000.0..=1e12).contains(&bps) {
         return Err(format!("\"{s}\": rate must be between 1kbit and 1000gbit"));
     }
     Ok(bps)
@@ -104,16 +57,7 @@ pub fn parse_rate_bps(s: &str) -> Result<f64, String> {
 
 /// tc-style spelling of a rate: 10mbit, 1gbit, 1500kbit.
 pub fn fmt_rate_tc(bps: f64) -> String {
-    let b = bps.round() as u64;
-    if b % 1_000_000_000 == 0 {
-        format!("{}gbit", b / 1_000_000_000)
-    } else if b % 1_000_000 == 0 {
-        format!("{}mbit", b / 1_000_000)
-    } else if b % 1_000 == 0 {
-        format!("{}kbit", b / 1_000)
-    } else {
-        format!("{b}bit")
-    }
+    bloatlab_units::fmt_rate_tc(bps.round() as u64)
 }
 
 /// Human rate with three significant digits: "9.41 Mbit/s".
@@ -176,33 +120,14 @@ pub fn utc_now_strings() -> (String, String) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs() as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86400));
-    let sod = secs.rem_euclid(86400);
-    let (h, mi, s) = (sod / 3600, (sod % 3600) / 60, sod % 60);
-    (
-        format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z"),
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z"),
-    )
-}
-
-/// Howard Hinnant's days-to-civil algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    let t = bloatlab_units::UtcTime::from_unix_secs(now.as_secs() as i64);
+    (t.compact(), t.rfc3339_secs())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bloatlab_units::civil_from_days;
 
     #[test]
     fn durations() {
@@ -229,6 +154,17 @@ mod tests {
         assert_eq!(parse_rate_bps("1500kbit").unwrap(), 1.5e6);
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("10mbyte").is_err());
+        // the recipes' legacy spellings (refused as ambiguous by the lab and the emulator)
+        assert_eq!(parse_rate_bps("10mbps").unwrap(), 10e6);
+        assert_eq!(parse_rate_bps("10Mb").unwrap(), 10e6);
+        assert_eq!(parse_rate_bps("500kbps").unwrap(), 500e3);
+        assert_eq!(parse_rate_bps("9600bps").unwrap(), 9600.0);
+        assert_eq!(parse_rate_bps("1gb/s").unwrap(), 1e9);
+        assert!(parse_rate_bps("999bit").unwrap_err().contains("between 1kbit and 1000gbit"));
+        assert!(parse_rate_bps("2tbit").is_err());
+        assert!(parse_rate_bps("fast").unwrap_err().contains("not a rate"));
+        assert!(parse_duration_ns("12d").is_err());
+        assert!(parse_duration_ns("300h").unwrap_err().contains("out of range"));
         assert_eq!(fmt_rate_tc(10e6), "10mbit");
         assert_eq!(fmt_rate_tc(1.5e6), "1500kbit");
         assert_eq!(fmt_rate_human(9.412e6), "9.41 Mbit/s");
