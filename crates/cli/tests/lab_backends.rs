@@ -50,7 +50,13 @@ fn lab_emulator_backend_delay_and_codel() {
         assert!((idle - 40.0).abs() < 4.0, "idle RTT {idle} ms with 20 ms each way");
         let want = expected_goodput(10e6, r.metadata.socket.mss);
         let got = r.scenarios[0].summary.upload_bps;
-        assert!((got - want).abs() / want < 0.07, "goodput {got:.0} vs {want:.0}");
+        if r.lab.as_ref().unwrap().config.to_string().contains("codel") {
+            // One cubic flow under CoDel at 40 ms RTT: each drop halves the
+            // standing queue of a ~33-packet BDP, so a little link time is lost.
+            assert!(got / want > 0.85 && got / want < 1.05, "codel goodput {got:.0} vs {want:.0}");
+        } else {
+            assert!((got - want).abs() / want < 0.07, "goodput {got:.0} vs {want:.0}");
+        }
     }
     let f = fifo.scenarios[0].summary.added_latency_ms.unwrap();
     let c = codel.scenarios[0].summary.added_latency_ms.unwrap();

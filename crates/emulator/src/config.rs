@@ -42,10 +42,10 @@ pub fn parse_rate_bps(s: &str) -> Result<u64, ParseError> {
     Ok(bps)
 }
 
-/// Parse a byte size: `150000`, `150kb`, `1.5mb`, `64k` (SI: k = 1000, unlike
-/// tc and the lab, where 64k = 65536), `2kib` (1024).
+/// Parse a byte size as tc and the kernel backend do: `150000`, `64k` = `64kb`
+/// = 65536, `1.5mb`, `2kib`; so `bfifo:64k` means the same with either backend.
 pub fn parse_bytes(s: &str) -> Result<u64, ParseError> {
-    bloatlab_units::parse_bytes_si(s).map_err(ParseError)
+    bloatlab_units::parse_bytes(s).map_err(ParseError)
 }
 
 /// Parse a probability: `1%`, `0.5%`, or a fraction `0.01`.
@@ -751,7 +751,7 @@ mod tests {
             ("fifo:1000", QueueSpec::Pfifo { limit: 1000 }),
             ("fifo", QueueSpec::Pfifo { limit: 1000 }),
             ("pfifo:limit=10", QueueSpec::Pfifo { limit: 10 }),
-            ("bfifo:150kb", QueueSpec::Bfifo { limit_bytes: 150_000 }),
+            ("bfifo:150kb", QueueSpec::Bfifo { limit_bytes: 153_600 }),
             ("drophead:50", QueueSpec::Drophead { limit: 50 }),
         ] {
             let q: QueueSpec = s.parse().unwrap();

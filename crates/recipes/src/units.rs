@@ -32,23 +32,10 @@ pub fn fmt_duration_sig3(ns: u64) -> String {
 }
 
 /// Parse a rate in bits per second: "10mbit", "100Mbit/s", "1gbit", "500kbit", "10M", "2.5G", "9600" (bit/s);
-/// 1kbit ..= 1000gbit.
-///
-/// Recipes have always read "10mbps" and "10mb" as megabits per second, where
-/// tc reads "mbps" as megaBYTES per second (and the lab and the emulator
-/// refuse it as ambiguous). That legacy reading is kept here, and only here,
-/// by rewriting the unit to "mbit" before the shared parser sees it.
+/// 1kbit ..= 1000gbit. The same units as the lab and tc (bloatlab-units); "10mbps" and "10mb" are
+/// refused as ambiguous, since tc reads "mbps" as megaBYTES per second.
 pub fn parse_rate_bps(s: &str) -> Result<f64, String> {
-    let lower = s.trim().to_ascii_lowercase();
-    let no_per_s = lower.strip_suffix("/s").unwrap_or(&lower);
-    let t = no_per_s.strip_suffix("ps").unwrap_or(no_per_s);
-    let bps = if ["kb", "mb", "gb"].iter().any(|u| t.ends_with(u)) {
-        bloatlab_units::parse_rate_bps(&format!("{t}it")) // legacy: 10mbps, 10mb = 10mbit
-    } else if t.len() < no_per_s.len() {
-        bloatlab_units::parse_rate_bps(t) // legacy: 9600bps = 9600b = 9600 bit/s
-    } else {
-        bloatlab_units::parse_rate_bps(s)
-    }? as f64;
+    let bps = bloatlab_units::parse_rate_bps(s)? as f64;
     if !(1000.0..=1e12).contains(&bps) {
         return Err(format!("\"{s}\": rate must be between 1kbit and 1000gbit"));
     }
@@ -154,12 +141,10 @@ mod tests {
         assert_eq!(parse_rate_bps("1500kbit").unwrap(), 1.5e6);
         assert!(parse_rate_bps("fast").is_err());
         assert!(parse_rate_bps("10mbyte").is_err());
-        // the recipes' legacy spellings (refused as ambiguous by the lab and the emulator)
-        assert_eq!(parse_rate_bps("10mbps").unwrap(), 10e6);
-        assert_eq!(parse_rate_bps("10Mb").unwrap(), 10e6);
-        assert_eq!(parse_rate_bps("500kbps").unwrap(), 500e3);
-        assert_eq!(parse_rate_bps("9600bps").unwrap(), 9600.0);
-        assert_eq!(parse_rate_bps("1gb/s").unwrap(), 1e9);
+        // ambiguous spellings (tc reads "mbps" as megabytes/s) are refused, as in the lab
+        for amb in ["10mbps", "10Mb", "500kbps", "1gb/s"] {
+            assert!(parse_rate_bps(amb).is_err(), "{amb}");
+        }
         assert!(parse_rate_bps("999bit").unwrap_err().contains("between 1kbit and 1000gbit"));
         assert!(parse_rate_bps("2tbit").is_err());
         assert!(parse_rate_bps("fast").unwrap_err().contains("not a rate"));

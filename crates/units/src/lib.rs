@@ -10,7 +10,7 @@
 //! |---|---|---|---|
 //! | duration | `ns`, `us`/`µs`, `ms`, `s`/`sec`/`secs`, `m`/`min`/`mins`, `h` | seconds ([`parse_duration_ns`]) or refused unless 0 ([`parse_duration_ns_unit_required`]) | `m` is minutes |
 //! | rate | `bit`/`b`, `kbit`/`k`, `mbit`/`m`, `gbit`/`g`, `tbit`/`t`, `kibit`, `mibit`, `gibit`, `tibit`, optional `/s` | bits per second | decimal SI prefixes as tc; `bps`, `kbps`, `mbps`, ... and `kb`, `mb`, `gb` are refused as ambiguous (tc reads `*bps` as **bytes** per second) |
-//! | byte size | `b`, `k`/`kb`/`kib`, `m`/`mb`/`mib`, `g`/`gb`/`gib` | bytes | [`parse_bytes`]: tc's convention, `k` = `kb` = 1024; [`parse_bytes_si`]: `k` = `kb` = 1000 (the emulator's historical spelling); `kib`/`mib`/`gib` are always binary |
+//! | byte size | `b`, `k`/`kb`/`kib`, `m`/`mb`/`mib`, `g`/`gb`/`gib` | bytes | [`parse_bytes`]: tc's convention, `k` = `kb` = 1024; `kib`/`mib`/`gib` are always binary |
 //! | probability | `%` or none | a fraction in 0..=1 | `1%` = `0.01` |
 //!
 //! Ranges beyond "representable and not negative" are the callers' policy
@@ -263,10 +263,6 @@ pub fn fmt_rate_tc(bps: u64) -> String {
 pub const BYTES_FORMS: &str = "accepted forms: 65536, 1500b, 64k or 64kb (= 65536, as in tc), \
      2m or 2mb (= 2 MiB), 1g, 64kib";
 
-/// Accepted byte-size spellings for [`parse_bytes_si`].
-pub const BYTES_SI_FORMS: &str = "accepted forms: 150000, 1500b, 150k or 150kb (= 150000), \
-     1.5m or 1.5mb (= 1500000), 1g, 64kib (= 65536), 2mib";
-
 fn bytes(s: &str, k: f64, forms: &str) -> Result<u64, String> {
     let q = quantity(s, "byte size", forms)?;
     let mult = match q.unit.as_str() {
@@ -287,13 +283,6 @@ fn bytes(s: &str, k: f64, forms: &str) -> Result<u64, String> {
 /// whole bytes; 0 is allowed (callers set their own minimum).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     bytes(s, 1024.0, BYTES_FORMS)
-}
-
-/// Parse a byte size with decimal prefixes: `150k` = `150kb` = 150000,
-/// `1.5mb` = 1500000, `1g` = 1e9; `kib`/`mib`/`gib` stay binary. This is
-/// NOT tc's convention; it is what the emulator's `bfifo:150kb` has always meant.
-pub fn parse_bytes_si(s: &str) -> Result<u64, String> {
-    bytes(s, 1000.0, BYTES_SI_FORMS)
 }
 
 // ------------------------------------------------------------ probabilities
@@ -637,24 +626,6 @@ mod tests {
         assert!(parse_bytes("10q").unwrap_err().contains("unknown unit"));
         assert!(parse_bytes("-1k").unwrap_err().contains("negative"));
         assert!(parse_bytes("1e30g").unwrap_err().contains("too large"));
-    }
-
-    #[test]
-    fn byte_sizes_si() {
-        for (s, b) in [
-            ("150000", 150_000),
-            ("150kb", 150_000),
-            ("150k", 150_000),
-            ("64k", 64_000),
-            ("1.5mb", 1_500_000),
-            ("1g", 1_000_000_000),
-            ("2kib", 2048),
-            ("1mib", 1_048_576),
-            ("100b", 100),
-        ] {
-            assert_eq!(parse_bytes_si(s), Ok(b), "{s}");
-        }
-        assert!(parse_bytes_si("150 furlongs").unwrap_err().contains("unknown unit"));
     }
 
     #[test]
