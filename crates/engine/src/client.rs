@@ -244,19 +244,24 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         }
     }
     let start_unix_ns = clock::now_ns();
-    let probes = match ProbeStream::start(addr, sess.token, 0, cfg.probe_interval, cfg.probe_size) {
+    // Interleave the probe streams so they never share an instant (and so
+    // never queue behind each other in either host's stack): server probes at
+    // 0, witness probes at 1/4 and the request/response probe at 1/2 interval.
+    let iv = cfg.probe_interval.as_nanos() as u64;
+    let first_due = clock::now_ns() + 1_000_000;
+    let probes = match ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size) {
         Ok(p) => p,
         Err(e) => return fail(format!("cannot start UDP probes to {addr}: {e}")),
     };
     let wprobes = match &witness {
-        Some((waddr, ws)) => match ProbeStream::start(*waddr, ws.token, 1, cfg.probe_interval, cfg.probe_size) {
+        Some((waddr, ws)) => match ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size) {
             Ok(p) => Some(p),
             Err(e) => return fail(format!("cannot start UDP probes to the witness {waddr}: {e}")),
         },
         None => None,
     };
     let rr = match join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token }).and_then(|s| {
-        RrProbe::start(s, cfg.probe_interval).map_err(|e| e.to_string())
+        RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string())
     }) {
         Ok(r) => r,
         Err(e) => return fail(format!("cannot open the request/response connection: {e}")),

@@ -39,7 +39,15 @@ pub struct ProbeStream {
 }
 
 impl ProbeStream {
-    pub fn start(target: SocketAddr, token: u64, stream: u32, interval: Duration, size: usize) -> std::io::Result<ProbeStream> {
+    /// Probe k is due at `first_due_ns + k x interval` (`clock::now_ns()` time base).
+    pub fn start(
+        target: SocketAddr,
+        token: u64,
+        stream: u32,
+        first_due_ns: u64,
+        interval: Duration,
+        size: usize,
+    ) -> std::io::Result<ProbeStream> {
         let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
         let sock = UdpSocket::bind(bind)?;
         sock.connect(target)?;
@@ -53,7 +61,7 @@ impl ProbeStream {
         let sender = thread::Builder::new().name("probe-tx".into()).spawn(move || {
             let step = interval.as_nanos() as u64;
             let mut buf = vec![0u8; size];
-            let start = clock::now_ns();
+            let start = first_due_ns;
             let mut seq: u32 = 0;
             while !ss.load(Ordering::Relaxed) {
                 let due = start + seq as u64 * step;
@@ -142,7 +150,8 @@ pub struct RrProbe {
 impl RrProbe {
     /// `sock` has completed the JoinRr exchange. Requests go out every
     /// `interval`, or right after the previous reply when that took longer.
-    pub fn start(sock: TcpStream, interval: Duration) -> std::io::Result<RrProbe> {
+    /// The first request is due at `first_due_ns` (`clock::now_ns()` time base).
+    pub fn start(sock: TcpStream, first_due_ns: u64, interval: Duration) -> std::io::Result<RrProbe> {
         let mut s = sock.try_clone()?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(Duration::from_millis(20)))?;
@@ -151,7 +160,13 @@ impl RrProbe {
         let (rec, st) = (records.clone(), stop.clone());
         let handle = thread::Builder::new().name("rr".into()).spawn(move || {
             let step = interval.as_nanos() as u64;
-            let mut next = clock::now_ns();
+            // Keep the phase of the schedule but skip slots already past.
+            let now = clock::now_ns();
+            let mut next = if first_due_ns >= now || step == 0 {
+                first_due_ns
+            } else {
+                first_due_ns + (now - first_due_ns).div_ceil(step) * step
+            };
             let mut seq = 0u32;
             'outer: while !st.load(Ordering::Relaxed) {
                 while clock::now_ns() < next && !st.load(Ordering::Relaxed) {
