@@ -326,6 +326,12 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
 
     // Drain: wait for late replies (a bloated queue can hold seconds).
     let drain = Duration::from_secs(if interrupted { 1 } else { 3 });
+    let (ks, us) = (probes.kernel_stamped.load(Ordering::Relaxed), probes.user_stamped.load(Ordering::Relaxed));
+    let probe_timestamps = format!(
+        "send: clock read just before send(); receive: kernel SO_TIMESTAMPNS stamps on {ks} of {} client replies (else a clock read after recv), \
+         and on the server where its kernel provides them; the server's hold time (t3 - t2) is subtracted from every RTT",
+        ks + us
+    );
     let rr_records: Vec<RrRecord> = rr.finish();
     let exchanges: Vec<Exchange> = probes.finish(drain);
     let wexchanges: Vec<Exchange> = wprobes.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
@@ -344,6 +350,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         cc: sess.cc.clone(),
         socket: socket_info,
         witness: witness.as_ref().map(|(a, _)| a.to_string()),
+        probe_timestamps,
     };
     let result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
     let line = summarize::one_line(&result);

@@ -34,6 +34,9 @@ pub struct ProbeStream {
     stop_send: Arc<AtomicBool>,
     stop_recv: Arc<AtomicBool>,
     last_rtt_ns: Arc<AtomicU64>,
+    /// Replies stamped by the kernel (SO_TIMESTAMPNS) / by a clock read after recv.
+    pub kernel_stamped: Arc<AtomicU64>,
+    pub user_stamped: Arc<AtomicU64>,
     sender: Option<JoinHandle<()>>,
     receiver: Option<JoinHandle<()>>,
 }
@@ -53,6 +56,7 @@ impl ProbeStream {
         sock.connect(target)?;
         sock.set_read_timeout(Some(Duration::from_millis(20)))?;
         let rsock = sock.try_clone()?;
+        crate::sys::enable_rx_timestamps(&rsock);
         let records = Arc::new(Mutex::new(Vec::<Exchange>::with_capacity(4096)));
         let stop_send = Arc::new(AtomicBool::new(false));
         let stop_recv = Arc::new(AtomicBool::new(false));
@@ -83,14 +87,19 @@ impl ProbeStream {
             }
         })?;
         let (rec, sr, last) = (records.clone(), stop_recv.clone(), last_rtt_ns.clone());
+        let kernel_stamped = Arc::new(AtomicU64::new(0));
+        let user_stamped = Arc::new(AtomicU64::new(0));
+        let (ks, us) = (kernel_stamped.clone(), user_stamped.clone());
         let receiver = thread::Builder::new().name("probe-rx".into()).spawn(move || {
             let mut buf = [0u8; 2048];
             while !sr.load(Ordering::Relaxed) {
-                let n = match rsock.recv(&mut buf) {
-                    Ok(n) => n,
+                let (n, kts) = match crate::sys::recv_stamped(&rsock, &mut buf) {
+                    Ok((n, _, kts)) => (n, kts),
                     Err(_) => continue,
                 };
-                let t4 = clock::now_ns();
+                // The kernel's receive stamp when available (no wake-up latency).
+                let t4 = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
+                if kts.is_some() { &ks } else { &us }.fetch_add(1, Ordering::Relaxed);
                 let Ok(p) = Probe::decode(&buf[..n]) else { continue };
                 if p.kind != ProbeKind::Reply || p.token != token || p.stream != stream {
                     continue;
@@ -108,7 +117,16 @@ impl ProbeStream {
                 }
             }
         })?;
-        Ok(ProbeStream { records, stop_send, stop_recv, last_rtt_ns, sender: Some(sender), receiver: Some(receiver) })
+        Ok(ProbeStream {
+            records,
+            stop_send,
+            stop_recv,
+            last_rtt_ns,
+            kernel_stamped,
+            user_stamped,
+            sender: Some(sender),
+            receiver: Some(receiver),
+        })
     }
 
     /// Latest measured RTT (for progress display), ns; 0 = none yet.

@@ -170,12 +170,15 @@ fn log(sh: &Shared, msg: &str) {
 fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
     // Larger than any valid probe, so an oversized datagram is seen as such and ignored.
     let mut buf = [0u8; 2048];
+    // Receive times from the kernel where it stamps datagrams: a probe's
+    // server time then excludes this thread's wake-up latency.
+    sys::enable_rx_timestamps(&sock);
     loop {
-        let (n, from) = match sock.recv_from(&mut buf) {
-            Ok(x) => x,
-            Err(_) => continue,
+        let (n, from, kts) = match sys::recv_stamped(&sock, &mut buf) {
+            Ok((n, Some(from), kts)) => (n, from, kts),
+            _ => continue,
         };
-        let t_rx = clock::now_ns();
+        let t_rx = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
         let pkt = &mut buf[..n];
         let answer = wire::answer_probe_in_place(pkt, t_rx, clock::now_ns(), |tok| {
             sh.live.read().map(|l| l.contains(&tok)).unwrap_or(false)

@@ -46,6 +46,7 @@ pub struct MetaIn<'a> {
     pub cc: String,
     pub socket: SocketInfo,
     pub witness: Option<String>,
+    pub probe_timestamps: String,
 }
 
 fn rel(t: u64, start: u64) -> u64 {
@@ -287,6 +288,7 @@ pub fn build_result(
             scenario_definitions: cfg.scenarios.iter().map(|s| s.name.clone()).collect(),
             socket: mi.socket.clone(),
             witness_address: mi.witness.clone(),
+            probe_timestamps: mi.probe_timestamps.clone(),
         },
         headline: headline(idle.as_ref(), &scenarios),
         idle,

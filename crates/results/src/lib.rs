@@ -75,6 +75,9 @@ pub struct Metadata {
     /// Address of the witness host probed alongside the server, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_address: Option<String>,
+    /// How probe times were taken (kernel receive stamps or user-space clock reads).
+    #[serde(default)]
+    pub probe_timestamps: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

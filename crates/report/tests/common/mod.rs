@@ -355,6 +355,7 @@ pub fn build(spec: &Spec) -> TestResult {
             scenario_definitions: defs,
             socket: SocketInfo { mss: 1448, sndbuf: 0, rcvbuf: 0, buffers_set: false },
             witness_address: spec.witness.then(|| "10.77.1.3:9770".to_string()),
+            probe_timestamps: "kernel SO_TIMESTAMPNS receive stamps".into(),
         },
         idle: Some(idle),
         scenarios: phases,
