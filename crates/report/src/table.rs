@@ -1,6 +1,7 @@
 //! Terminal tables: the per-test summary, seed 003's per-scenario lines, and
 //! the side-by-side comparison of several results.
 use crate::fmt::{mbps, ms, opt_ms, opt_sig3, pct_change, sig3, signed, text_table, trim_num};
+use crate::series::loaded;
 use crate::verdict::verdict;
 use bloatlab_results::{Phase, TestResult};
 
@@ -122,6 +123,24 @@ pub fn summary_table(r: &TestResult) -> String {
     out.push('\n');
     if !r.metadata.trimming_rule.is_empty() {
         out.push_str(&format!("            Goodput: {}\n", r.metadata.trimming_rule));
+    }
+    let c = &r.metadata.clock_offset;
+    if !c.method.is_empty() {
+        // One-way delays are only as good as this estimate: say how it was made.
+        let owd = loaded(r)
+            .filter_map(|p| Some((p.name.as_str(), p.summary.owd_up_p50_ms?, p.summary.owd_down_p50_ms?)))
+            .map(|(n, u, d)| format!("{n} {} / {} ms", ms(u), ms(d)))
+            .collect::<Vec<_>>();
+        if !owd.is_empty() {
+            out.push_str(&format!("      One-way delay: p50 up / down: {}\n", owd.join(", ")));
+        }
+        out.push_str(&format!(
+            "       Clock offset: server - client {} ms +/- {} ms, drift {:.2} ppm; {}\n",
+            ms(c.offset_ns as f64 / 1e6),
+            ms(c.uncertainty_ns as f64 / 1e6),
+            c.drift_ppm,
+            c.method
+        ));
     }
     out.push_str(&verdict(r).line());
     out.push('\n');
