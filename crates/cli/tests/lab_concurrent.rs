@@ -45,8 +45,13 @@ fn two_labs_at_once_do_not_interfere() {
         assert!(lab.hosts.iter().all(|h| h.netns.starts_with(&format!("blab-{id}-"))));
         let want = expected_goodput(*rate, r.metadata.socket.mss);
         let got = r.scenarios[0].summary.upload_bps;
-        eprintln!("lab {id}: goodput {got:.0} bit/s, expected {want:.0}");
-        assert!((got - want).abs() / want < 0.05, "lab {id}: goodput {got:.0} vs {want:.0} bit/s");
+        // Each bottleneck sends at its own rate, not the other lab's: the
+        // frames it put on the wire are the tight check; application goodput
+        // also moves with the loss-recovery timing of one cubic flow.
+        let wire = wire_bps(&r, "bottleneck-up", 0);
+        eprintln!("lab {id}: goodput {got:.0} bit/s (expected {want:.0}), bottleneck sent {wire:.0} bit/s");
+        assert!((wire - rate).abs() / rate < 0.03, "lab {id}: bottleneck sent {wire:.0} bit/s, rate {rate:.0}");
+        assert!((got - want).abs() / want < 0.08, "lab {id}: goodput {got:.0} vs {want:.0} bit/s");
         assert_gone(id, &before);
     }
 }
