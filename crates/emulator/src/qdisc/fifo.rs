@@ -4,18 +4,42 @@
 use super::{Counters, DropReason, PacketQueue, Qdisc};
 use crate::packet::Packet;
 
-/// Droptail FIFO limited to `limit` packets.
+/// What a droptail FIFO counts against its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// At most this many packets (`pfifo`).
+    Packets(usize),
+    /// At most this many bytes: a packet is accepted only when the backlog
+    /// plus its size stays within the limit (the kernel's `bfifo` rule).
+    Bytes(u64),
+}
+
+/// Droptail FIFO, limited by packets (`pfifo`) or by bytes (`bfifo`).
 #[derive(Debug)]
 pub struct Fifo {
-    limit: usize,
+    limit: Limit,
     q: PacketQueue,
     c: Counters,
     dropped: Vec<(Packet, DropReason)>,
 }
 
 impl Fifo {
+    /// A FIFO of at most `limit` packets.
     pub fn new(limit: usize) -> Fifo {
+        Self::with_limit(Limit::Packets(limit))
+    }
+    /// A FIFO of at most `limit_bytes` bytes.
+    pub fn bytes(limit_bytes: u64) -> Fifo {
+        Self::with_limit(Limit::Bytes(limit_bytes))
+    }
+    pub fn with_limit(limit: Limit) -> Fifo {
         Fifo { limit, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
+    }
+    fn full_for(&self, pkt: &Packet) -> bool {
+        match self.limit {
+            Limit::Packets(n) => self.q.len() >= n,
+            Limit::Bytes(b) => self.q.bytes() + pkt.size() > b,
+        }
     }
 }
 
@@ -23,7 +47,7 @@ impl Qdisc for Fifo {
     fn enqueue(&mut self, pkt: Packet, _now: u64) {
         self.c.arrivals += 1;
         self.c.arrival_bytes += pkt.size();
-        if self.q.len() >= self.limit {
+        if self.full_for(&pkt) {
             self.c.note_drop(&pkt, DropReason::Overlimit);
             self.dropped.push((pkt, DropReason::Overlimit));
             return;
@@ -52,66 +76,16 @@ impl Qdisc for Fifo {
         out.append(&mut self.dropped);
     }
     fn kind(&self) -> &'static str {
-        "pfifo"
-    }
-    fn details(&self) -> serde_json::Value {
-        serde_json::json!({ "limit_packets": self.limit })
-    }
-}
-
-/// Droptail FIFO limited to `limit` bytes: a packet is accepted only when the
-/// backlog plus its size stays within the limit (the kernel's bfifo rule).
-#[derive(Debug)]
-pub struct Bfifo {
-    limit: u64,
-    q: PacketQueue,
-    c: Counters,
-    dropped: Vec<(Packet, DropReason)>,
-}
-
-impl Bfifo {
-    pub fn new(limit_bytes: u64) -> Bfifo {
-        Bfifo { limit: limit_bytes, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
-    }
-}
-
-impl Qdisc for Bfifo {
-    fn enqueue(&mut self, pkt: Packet, _now: u64) {
-        self.c.arrivals += 1;
-        self.c.arrival_bytes += pkt.size();
-        if self.q.bytes() + pkt.size() > self.limit {
-            self.c.note_drop(&pkt, DropReason::Overlimit);
-            self.dropped.push((pkt, DropReason::Overlimit));
-            return;
+        match self.limit {
+            Limit::Packets(_) => "pfifo",
+            Limit::Bytes(_) => "bfifo",
         }
-        self.c.enqueued += 1;
-        self.c.enqueued_bytes += pkt.size();
-        self.q.push(pkt);
-        self.c.note_backlog(self.q.len(), self.q.bytes());
-    }
-    fn dequeue(&mut self, _now: u64) -> Option<Packet> {
-        let p = self.q.pop()?;
-        self.c.dequeued += 1;
-        self.c.dequeued_bytes += p.size();
-        Some(p)
-    }
-    fn backlog_packets(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.q.bytes()
-    }
-    fn counters(&self) -> &Counters {
-        &self.c
-    }
-    fn take_dropped(&mut self, out: &mut Vec<(Packet, DropReason)>) {
-        out.append(&mut self.dropped);
-    }
-    fn kind(&self) -> &'static str {
-        "bfifo"
     }
     fn details(&self) -> serde_json::Value {
-        serde_json::json!({ "limit_bytes": self.limit })
+        match self.limit {
+            Limit::Packets(n) => serde_json::json!({ "limit_packets": n }),
+            Limit::Bytes(b) => serde_json::json!({ "limit_bytes": b }),
+        }
     }
 }
 
@@ -210,7 +184,7 @@ mod tests {
     #[test]
     fn bfifo_drops_exactly_at_byte_limit() {
         // limit 3000 bytes: two 1500-byte packets fit exactly, the third does not
-        let mut q = Bfifo::new(3000);
+        let mut q = Fifo::bytes(3000);
         q.enqueue(pkt(0, 0, 0), 0);
         q.enqueue(pkt(0, 1, 0), 0);
         assert_eq!(q.backlog_bytes(), 3000);

@@ -5,7 +5,7 @@
 //! path recycles their buffers; tests inspect them).
 //!
 //! Available: droptail FIFO by packets ([`fifo::Fifo`]) and by bytes
-//! ([`fifo::Bfifo`]), drop-head FIFO ([`fifo::DropHead`]), CoDel (RFC 8289,
+//! ([`fifo::Fifo::bytes`]), drop-head FIFO ([`fifo::DropHead`]), CoDel (RFC 8289,
 //! [`codel::Codel`]), FQ-CoDel (RFC 8290, [`fq_codel::FqCodel`]) and PIE
 //! (RFC 8033, [`pie::Pie`]).
 
