@@ -315,3 +315,22 @@ fn witness_probes_answered_for_the_whole_test() {
     let wl = last.summary.witness_latency.expect("witness stats");
     assert!(wl.sent > 50 && wl.lost <= 2, "witness probes lost late in the test: {wl:?}");
 }
+
+/// `bloatlab test --report`: measure, then write the HTML report next to the JSON.
+#[test]
+fn test_with_report_writes_html_next_to_json() {
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = run(&[
+        "test", &srv.addr(), "--scenarios", "1u1d", "--duration", "0.5s", "--idle", "0.3s", "--quiet", "--report",
+        "--json", json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The summary table went to stdout, with seed 003's headline and the clock line.
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("Upload Capacity") && table.contains("Clock offset"), "{table}");
+    let html = std::fs::read_to_string(dir.path().join("run.html")).expect("run.html");
+    assert!(html.contains("bloatlab report") && html.contains("<svg"));
+    assert!(dir.path().join("run.timeseries.png").exists());
+}
