@@ -28,7 +28,7 @@ fn txqueuelen_short_run_orders_latency_by_queue() {
     }
     let root = tempfile::tempdir().unwrap();
     let o = Command::new(EXE)
-        .args(["recipe", "run", "txqueuelen", "--set", "queue=fifo:10,fifo:100", "--set", "duration=6s", "--set", "idle=1s"])
+        .args(["recipe", "run", "txqueuelen", "--set", "queue=fifo:10,fifo:100", "--set", "duration=10s", "--set", "idle=1s"])
         .args(["--out", root.path().to_str().unwrap()])
         .output()
         .unwrap();
