@@ -18,6 +18,7 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
     let id = unique_id();
     let links_before = root_links();
     let json = dir.path().join("r.json");
+    let steal = StealMeter::start();
     let out = Command::new(EXE)
         .args(["lab", "--rate", "10mbit", "--queue", "fifo:100,fifo:10", "--id", &id, "--json"])
         .arg(&json)
@@ -47,20 +48,26 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
         assert_eq!(r.metadata.witness_address.is_some(), true);
         let q = bottleneck_up(r);
         assert!(q.samples.len() > 50, "queue samples: {}", q.samples.len());
-        // Goodput: within 5% of what 10 Mbit/s carries after headers (the
-        // fifo:10 run gets 8%: its 12 ms of buffer cannot hide a stall of the
-        // sending host, see below; it is also compared with fifo:100 at the end).
-        let want = expected_goodput(10e6, r.metadata.socket.mss);
-        let got = r.scenarios[0].summary.upload_bps;
-        let tol = if std::ptr::eq(r, &big) { 0.05 } else { 0.08 };
-        assert!((got - want).abs() / want < tol, "goodput {got:.0} vs {want:.0} bit/s");
-        // The bottleneck stays busy: frames sent at the configured rate. A
-        // 10-packet FIFO holds only 12 ms, so any stall of the sending host
-        // longer than that (seen: 44 ms on a shared 2-vCPU VM) idles the link
-        // for a moment; the 100-packet FIFO's 121 ms absorbs such stalls.
+        // The bottleneck enforces its rate: while it has a backlog it sends at
+        // 10 Mbit/s (within 3%), whatever the sending host does.
+        let (busy_rate, busy) = backlogged_rate(r, "bottleneck-up", 0);
+        assert!((busy_rate - 10e6).abs() / 10e6 < steal.tol(0.03), "bottleneck sent {busy_rate:.0} bit/s while backlogged");
+        // One bulk upload keeps it busy: frames on the wire at >= 90% of the rate.
         let wire = wire_bps(r, "bottleneck-up", 0);
-        let tol = if std::ptr::eq(r, &big) { 0.03 } else { 0.06 };
-        assert!((wire - 10e6).abs() / 10e6 < tol, "bottleneck sent {wire:.0} bit/s");
+        assert!(wire > (1.0 - steal.tol(0.1)) * 10e6 && busy > 1.0 - steal.tol(0.15), "bottleneck sent {wire:.0} bit/s, backlogged {:.0}% of the time", busy * 100.0);
+        // Goodput: within 5% of what the link carried after headers. With the
+        // link fully busy that is 10 Mbit/s x MSS / 1514; a stall of this shared
+        // VM's CPU (seen: 4-5 s of steal per 30 s under CI load) idles the link
+        // for a moment and lowers both sides alike.
+        let want = expected_goodput(wire, r.metadata.socket.mss);
+        let got = r.scenarios[0].summary.upload_bps;
+        eprintln!("goodput {got:.0}, wire {wire:.0} -> expected {want:.0}, backlogged-rate {busy_rate:.0} ({:.0}% busy)", busy * 100.0);
+        assert!((got - want).abs() / want < steal.tol(0.05), "goodput {got:.0} vs {want:.0} bit/s");
+        if busy > 0.98 && steal.pct() <= 2.0 {
+            // An undisturbed run: the absolute check.
+            let full = expected_goodput(10e6, r.metadata.socket.mss);
+            assert!((got - full).abs() / full < 0.05, "goodput {got:.0} vs {full:.0} bit/s");
+        }
     }
 
     // fifo:100: the queue holds 100 x 1514 B = 121.1 ms at 10 Mbit/s.
@@ -98,5 +105,5 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
     eprintln!("fifo:10: added {added10:.2} ms, analytic 12.1 ms; goodput {:.0} vs {:.0}", s10.upload_bps, s.upload_bps);
     assert!(added10 < 0.2 * added, "fifo:10 added {added10:.1} ms vs fifo:100 {added:.1} ms");
     assert!(added10 < 12.12 * 1.15, "fifo:10 added {added10:.1} ms above its full queue");
-    assert!((s10.upload_bps - s.upload_bps).abs() / s.upload_bps < 0.08, "fifo:10 goodput not about the same as fifo:100's");
+    assert!((s10.upload_bps - s.upload_bps).abs() / s.upload_bps < steal.tol(0.08), "fifo:10 goodput not about the same as fifo:100's");
 }

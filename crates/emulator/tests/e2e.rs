@@ -43,6 +43,7 @@ fn start(t: &Topo, c: &EmulatorConfig) -> EmulatorHandle {
 fn delay_gives_exact_idle_rtt_v4_v6() {
     need_root!();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let steal = StealMeter::start();
     let t = Topo::new();
     let h = start(&t, &cfg(&["--delay", "20ms", "--seed", "1"]));
     let e4 = udp_echo(&t.server, "10.77.2.2:7000");
@@ -59,8 +60,8 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
     assert_eq!(r6.len(), 30, "IPv6 probes lost");
     for r in [&r4, &r6] {
         let m = median_ms(r);
-        assert!((m - 40.0).abs() <= 1.0, "median RTT {m} ms, want 40 +/- 1");
-        assert!(r.iter().all(|&x| (40.0..45.0).contains(&x)), "{r:?}");
+        assert!((m - 40.0).abs() <= steal.tol(1.0, 3.0), "median RTT {m} ms, want 40 +/- 1");
+        assert!(r.iter().all(|&x| (40.0..45.0 + steal.tol(0.0, 20.0)).contains(&x)), "{r:?}");
     }
     let up = &stats.counters["up"];
     // 90 probes, plus any IPv6 neighbour discovery the client sends through
@@ -82,6 +83,7 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
 fn rate_gives_expected_goodput() {
     need_root!();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let steal = StealMeter::start();
     let t = Topo::new();
     let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:100"]));
     let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7001", "cubic", Duration::from_secs(4), None);
@@ -89,7 +91,7 @@ fn rate_gives_expected_goodput() {
     let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
     let want = 10e6 * 1448.0 / 1500.0;
     eprintln!("goodput {:.3} Mbit/s, expected {:.3}", g / 1e6, want / 1e6);
-    assert!((g / want - 1.0).abs() < 0.03, "goodput {g} vs {want}");
+    assert!((g / want - 1.0).abs() < steal.tol(0.03, 0.15), "goodput {g} vs {want}");
     let up = &stats.counters["up"];
     assert!(up["queue"]["dequeued"].as_u64().unwrap() > 2000);
 }
@@ -203,6 +205,7 @@ fn unshaped_direction_passes_gso_packets() {
 fn trace_rate_gives_expected_goodput() {
     need_root!();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let steal = StealMeter::start();
     let t = Topo::new();
     let trace = t.dir.path().join("12mbit.trace");
     // two opportunities at 1 ms, none at 2 ms, one at 3 ms: 3 per 3 ms = 12 Mbit/s on average
@@ -214,7 +217,7 @@ fn trace_rate_gives_expected_goodput() {
     let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
     let want = 12e6 * 1448.0 / 1500.0;
     eprintln!("trace: goodput {:.3} Mbit/s, expected {:.3}", g / 1e6, want / 1e6);
-    assert!((g / want - 1.0).abs() < 0.03, "goodput {g} vs {want}");
+    assert!((g / want - 1.0).abs() < steal.tol(0.03, 0.15), "goodput {g} vs {want}");
     assert_eq!(stats.counters["up"]["offload"], false);
 }
 
@@ -224,6 +227,7 @@ fn trace_rate_gives_expected_goodput() {
 fn loss_and_jitter() {
     need_root!();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let steal = StealMeter::start();
     let t = Topo::new();
     let h = start(&t, &cfg(&["--loss", "10%", "--delay", "20ms", "--jitter", "5ms", "--seed", "7"]));
     let echo = udp_echo(&t.server, "10.77.2.2:7000");
@@ -236,7 +240,8 @@ fn loss_and_jitter() {
     let sd = (expect * (1.0 - expect) / p.len() as f64).sqrt();
     eprintln!("loss: {:.1}% of round trips lost (expected {:.1}% +/- {:.1}), RTT {:.1}..{:.1} ms", lost * 100.0, expect * 100.0, 4.0 * sd * 100.0, r.iter().cloned().fold(f64::MAX, f64::min), r.iter().cloned().fold(0.0, f64::max));
     assert!((lost - expect).abs() < 4.0 * sd, "lost {lost}");
-    assert!(r.iter().all(|&x| (29.9..=51.0).contains(&x)), "{r:?}");
+    // (a VM that loses its CPU delays the echo too: the top widens with steal)
+    assert!(r.iter().all(|&x| (29.9..=51.0 + steal.tol(0.0, 20.0)).contains(&x)), "{r:?}");
     let up = &stats.counters["up"];
     assert!(up["link"]["lost"].as_u64().unwrap() > 10);
     assert!(up["link"]["jitter_held_for_order"].as_u64().unwrap() > 0);
