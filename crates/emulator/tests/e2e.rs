@@ -58,10 +58,11 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
     eprintln!("IPv4 RTT median {:.3} ms (n={}), IPv6 {:.3} ms (n={})", median_ms(&r4), r4.len(), median_ms(&r6), r6.len());
     assert_eq!(r4.len(), 60, "IPv4 probes lost");
     assert_eq!(r6.len(), 30, "IPv6 probes lost");
+    let top = steal.tol(0.0, 20.0);
     for r in [&r4, &r6] {
         let m = median_ms(r);
         assert!((m - 40.0).abs() <= steal.tol(1.0, 3.0), "median RTT {m} ms, want 40 +/- 1");
-        assert!(r.iter().all(|&x| (40.0..45.0 + steal.tol(0.0, 20.0)).contains(&x)), "{r:?}");
+        assert!(r.iter().all(|&x| (40.0..45.0 + top).contains(&x)), "{r:?}");
     }
     let up = &stats.counters["up"];
     // 90 probes, plus any IPv6 neighbour discovery the client sends through
@@ -240,8 +241,12 @@ fn loss_and_jitter() {
     let sd = (expect * (1.0 - expect) / p.len() as f64).sqrt();
     eprintln!("loss: {:.1}% of round trips lost (expected {:.1}% +/- {:.1}), RTT {:.1}..{:.1} ms", lost * 100.0, expect * 100.0, 4.0 * sd * 100.0, r.iter().cloned().fold(f64::MAX, f64::min), r.iter().cloned().fold(0.0, f64::max));
     assert!((lost - expect).abs() < 4.0 * sd, "lost {lost}");
-    // (a VM that loses its CPU delays the echo too: the top widens with steal)
-    assert!(r.iter().all(|&x| (29.9..=51.0 + steal.tol(0.0, 20.0)).contains(&x)), "{r:?}");
+    // Never early: jitter cannot release a packet before delay - jitter.
+    assert!(r.iter().all(|&x| x >= 29.9), "{r:?}");
+    // Never later than delay + jitter, on a quiet machine; a VM that loses its
+    // CPU delays the echo too, so then 90% of round trips must stay within.
+    let within = r.iter().filter(|&&x| x <= 51.0).count() as f64 / r.len() as f64;
+    assert!(within >= 1.0 - steal.tol(0.0, 0.1), "{:.1}% of RTTs above 51 ms: {r:?}", (1.0 - within) * 100.0);
     let up = &stats.counters["up"];
     assert!(up["link"]["lost"].as_u64().unwrap() > 10);
     assert!(up["link"]["jitter_held_for_order"].as_u64().unwrap() > 0);

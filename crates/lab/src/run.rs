@@ -172,6 +172,7 @@ impl Lab {
             bail!("interrupted by {}", signals::name(signals::pending()));
         }
         self.start_servers()?;
+        let steal_before = crate::sys::cpu_steal_ticks();
         let exe = self.exe()?;
         let n = self.own.rec.children.len();
         let json = self.run_dir.join(format!("result-{n}.json"));
@@ -314,6 +315,16 @@ impl Lab {
         }
         let mut info = self.lab_info(queues, opts);
         info.config["cc"] = cc.clone().into();
+        // A virtual machine whose CPU the hypervisor takes away stops its
+        // emulated links too: record how much, and warn when it matters.
+        let steal = crate::sys::steal_pct(steal_before, crate::sys::cpu_steal_ticks());
+        info.config["cpu_steal_pct"] = ((steal * 10.0).round() / 10.0).into();
+        if steal > 2.0 {
+            eprintln!(
+                "warning: the hypervisor took {steal:.1}% of this machine's CPU during the run; \
+                 the lab's emulated rates and delays are off by about that much (cpu_steal_pct in the result)"
+            );
+        }
         info.config["queue_sampler"] = serde_json::json!({
             "method": sampler_method,
             "interval_ms": interval.as_secs_f64() * 1e3,
