@@ -16,6 +16,7 @@ fn short_test(srv: &TestServer, scenarios: &str, json: &std::path::Path) -> std:
 
 #[test]
 fn loopback_matrix_measures_both_ways_and_json_is_complete() {
+    let _serial = serial();
     let srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -66,6 +67,7 @@ fn loopback_matrix_measures_both_ways_and_json_is_complete() {
 /// Every key that appears in a real result is documented in docs/results.md.
 #[test]
 fn every_json_field_is_documented() {
+    let _serial = serial();
     let srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -98,6 +100,7 @@ fn every_json_field_is_documented() {
 
 #[test]
 fn garbage_oversized_and_bad_tokens_are_rejected_and_others_still_served() {
+    let _serial = serial();
     let srv = TestServer::start(&[]);
     // Garbage instead of a handshake.
     let mut s = TcpStream::connect(srv.addr()).unwrap();
@@ -149,6 +152,7 @@ fn garbage_oversized_and_bad_tokens_are_rejected_and_others_still_served() {
 
 #[test]
 fn clear_errors_for_refused_unknown_and_foreign_servers() {
+    let _serial = serial();
     // Nothing listening.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
@@ -195,6 +199,7 @@ fn clear_errors_for_refused_unknown_and_foreign_servers() {
 
 #[test]
 fn server_limits_refuse_with_a_reason() {
+    let _serial = serial();
     let srv = TestServer::start(&["--max-flows", "2", "--max-duration", "20s"]);
     let out = run(&["test", &srv.addr(), "--scenarios", "2u2d", "--quiet"]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -206,6 +211,7 @@ fn server_limits_refuse_with_a_reason() {
 
 #[test]
 fn vanished_client_is_cleaned_up() {
+    let _serial = serial();
     let srv = TestServer::start(&["--idle-timeout", "1s"]);
     let mut s = TcpStream::connect(srv.addr()).unwrap();
     s.write_all(&bloatlab_wire::Handshake::ours().encode()).unwrap();
@@ -234,6 +240,7 @@ fn vanished_client_is_cleaned_up() {
 
 #[test]
 fn server_dying_mid_test_leaves_a_partial_result() {
+    let _serial = serial();
     let mut srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -258,6 +265,7 @@ fn server_dying_mid_test_leaves_a_partial_result() {
 
 #[test]
 fn interrupted_client_writes_what_it_measured() {
+    let _serial = serial();
     let srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -282,6 +290,7 @@ fn interrupted_client_writes_what_it_measured() {
 
 #[test]
 fn ipv6_loopback_works() {
+    let _serial = serial();
     if std::net::UdpSocket::bind("[::1]:0").is_err() {
         eprintln!("SKIP ipv6_loopback_works: this host has no IPv6 loopback");
         return;
@@ -301,7 +310,8 @@ fn ipv6_loopback_works() {
 /// its probes must still be answered after the server's idle timeout.
 #[test]
 fn witness_probes_answered_for_the_whole_test() {
-    let srv = TestServer::start(&["--idle-timeout", "1s"]);
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
     let w = TestServer::start(&["--idle-timeout", "1s"]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -319,6 +329,7 @@ fn witness_probes_answered_for_the_whole_test() {
 /// `bloatlab test --report`: measure, then write the HTML report next to the JSON.
 #[test]
 fn test_with_report_writes_html_next_to_json() {
+    let _serial = serial();
     let srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("run.json");

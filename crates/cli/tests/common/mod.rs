@@ -3,6 +3,14 @@
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 
+/// Engine tests run loopback transfers at full speed: one at a time, so each
+/// measures with the machine to itself (timing checks, probe schedules).
+pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_bloatlab")
 }
