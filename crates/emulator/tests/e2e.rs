@@ -16,7 +16,7 @@ fn exe() -> &'static Path {
 macro_rules! need_root {
     () => {
         if let Some(why) = skip_reason() {
-            eprintln!("SKIP: emulator end-to-end test needs root, /dev/net/tun and iproute2: {why}");
+            eprintln!("SKIP: emulator end-to-end test (it needs root, /dev/net/tun, iproute2 and a CPU the hypervisor leaves alone): {why}");
             return;
         }
     };
