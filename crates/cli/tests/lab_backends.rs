@@ -33,37 +33,39 @@ fn lab_emulator_backend_delay_and_codel() {
     if skip("lab_emulator_backend_delay_and_codel") {
         return;
     }
-    let steal = StealMeter::start();
-    // 20 ms each way: idle RTT ~40 ms. A 100-packet FIFO adds its 121 ms on
-    // top; CoDel keeps the added delay near its 5 ms target at the same goodput.
-    let (rs, _) = run_lab(
-        &["--rate", "10mbit", "--delay", "20ms", "--queue", "fifo:100,codel"],
-        &["--duration", "10s", "--idle", "2s"],
-    );
-    assert_eq!(rs.len(), 2);
-    let (codel, fifo) = (&rs[0], &rs[1]); // r.codel.json, r.fifo-100.json
-    for r in &rs {
-        let lab = r.lab.as_ref().unwrap();
-        assert_eq!(lab.backend, "emulator");
-        assert!(lab.emulator.is_some());
-        assert!(lab.queues.iter().any(|q| q.role == "bottleneck-up" && !q.samples.is_empty()));
-        let idle = r.idle.as_ref().unwrap().summary.latency.p50_ms;
-        assert!((idle - 40.0).abs() < 4.0, "idle RTT {idle} ms with 20 ms each way");
-        let want = expected_goodput(10e6, r.metadata.socket.mss);
-        let got = r.scenarios[0].summary.upload_bps;
-        if r.lab.as_ref().unwrap().config.to_string().contains("codel") {
-            // One cubic flow under CoDel at 40 ms RTT: each drop halves the
-            // standing queue of a ~33-packet BDP, so a little link time is lost.
-            assert!(got / want > 1.0 - steal.tol(0.15) && got / want < 1.05, "codel goodput {got:.0} vs {want:.0}");
-        } else {
-            assert!((got - want).abs() / want < steal.tol(0.07), "goodput {got:.0} vs {want:.0}");
+    guarded(move || {
+        let steal = StealMeter::start();
+        // 20 ms each way: idle RTT ~40 ms. A 100-packet FIFO adds its 121 ms on
+        // top; CoDel keeps the added delay near its 5 ms target at the same goodput.
+        let (rs, _) = run_lab(
+            &["--rate", "10mbit", "--delay", "20ms", "--queue", "fifo:100,codel"],
+            &["--duration", "10s", "--idle", "2s"],
+        );
+        assert_eq!(rs.len(), 2);
+        let (codel, fifo) = (&rs[0], &rs[1]); // r.codel.json, r.fifo-100.json
+        for r in &rs {
+            let lab = r.lab.as_ref().unwrap();
+            assert_eq!(lab.backend, "emulator");
+            assert!(lab.emulator.is_some());
+            assert!(lab.queues.iter().any(|q| q.role == "bottleneck-up" && !q.samples.is_empty()));
+            let idle = r.idle.as_ref().unwrap().summary.latency.p50_ms;
+            assert!((idle - 40.0).abs() < 4.0, "idle RTT {idle} ms with 20 ms each way");
+            let want = expected_goodput(10e6, r.metadata.socket.mss);
+            let got = r.scenarios[0].summary.upload_bps;
+            if r.lab.as_ref().unwrap().config.to_string().contains("codel") {
+                // One cubic flow under CoDel at 40 ms RTT: each drop halves the
+                // standing queue of a ~33-packet BDP, so a little link time is lost.
+                assert!(got / want > 1.0 - steal.tol(0.15) && got / want < 1.05, "codel goodput {got:.0} vs {want:.0}");
+            } else {
+                assert!((got - want).abs() / want < steal.tol(0.07), "goodput {got:.0} vs {want:.0}");
+            }
         }
-    }
-    let f = fifo.scenarios[0].summary.added_latency_ms.unwrap();
-    let c = codel.scenarios[0].summary.added_latency_ms.unwrap();
-    assert!(f > 60.0 && f < 140.0, "fifo:100 added {f} ms");
-    assert!(c < 25.0, "codel added {c} ms");
-    assert_eq!(fifo.lab.as_ref().unwrap().analytic_queue_delay_up_ms.map(|x| x.round()), Some(121.0));
+        let f = fifo.scenarios[0].summary.added_latency_ms.unwrap();
+        let c = codel.scenarios[0].summary.added_latency_ms.unwrap();
+        assert!(f > 60.0 && f < 140.0, "fifo:100 added {f} ms");
+        assert!(c < 25.0, "codel added {c} ms");
+        assert_eq!(fifo.lab.as_ref().unwrap().analytic_queue_delay_up_ms.map(|x| x.round()), Some(121.0));
+    });
 }
 
 #[test]
@@ -71,22 +73,24 @@ fn lab_local_bottleneck_sets_the_senders_queue() {
     if skip("lab_local_bottleneck_sets_the_senders_queue") {
         return;
     }
-    let steal = StealMeter::start();
-    let (rs, stdout) = run_lab(&["--bottleneck", "local", "--txqueuelen", "100"], &["--duration", "6s", "--idle", "1s"]);
-    let r = &rs[0];
-    let lab = r.lab.as_ref().unwrap();
-    assert_eq!(lab.config["placement"], "local");
-    assert_eq!(lab.config["txqueuelen"], 100);
-    let q = lab.queues.iter().find(|q| q.role == "bottleneck-up").unwrap();
-    assert!(q.location.ends_with("-client/eth0"), "{}", q.location);
-    assert_eq!(q.qdisc, "pfifo");
-    let want = expected_goodput(10e6, r.metadata.socket.mss);
-    let got = r.scenarios[0].summary.upload_bps;
-    assert!((got - want).abs() / want < steal.tol(0.05), "goodput {got:.0} vs {want:.0}");
-    // TCP small queues keep a TCP sender's own queue short (Linux >= 3.6).
-    let maxq = q.samples.iter().map(|s| s.backlog_packets).max().unwrap();
-    assert!(maxq < 50, "local queue reached {maxq} packets");
-    assert!(stdout.contains("TCP small queues"), "{stdout}");
+    guarded(move || {
+        let steal = StealMeter::start();
+        let (rs, stdout) = run_lab(&["--bottleneck", "local", "--txqueuelen", "100"], &["--duration", "6s", "--idle", "1s"]);
+        let r = &rs[0];
+        let lab = r.lab.as_ref().unwrap();
+        assert_eq!(lab.config["placement"], "local");
+        assert_eq!(lab.config["txqueuelen"], 100);
+        let q = lab.queues.iter().find(|q| q.role == "bottleneck-up").unwrap();
+        assert!(q.location.ends_with("-client/eth0"), "{}", q.location);
+        assert_eq!(q.qdisc, "pfifo");
+        let want = expected_goodput(10e6, r.metadata.socket.mss);
+        let got = r.scenarios[0].summary.upload_bps;
+        assert!((got - want).abs() / want < steal.tol(0.05), "goodput {got:.0} vs {want:.0}");
+        // TCP small queues keep a TCP sender's own queue short (Linux >= 3.6).
+        let maxq = q.samples.iter().map(|s| s.backlog_packets).max().unwrap();
+        assert!(maxq < 50, "local queue reached {maxq} packets");
+        assert!(stdout.contains("TCP small queues"), "{stdout}");
+    });
 }
 
 #[test]
@@ -94,29 +98,31 @@ fn lab_asymmetric_rates_byte_fifo_ipv6() {
     if skip("lab_asymmetric_rates_byte_fifo_ipv6") {
         return;
     }
-    let steal = StealMeter::start();
-    let (rs, _) = run_lab(
-        &["--rate-up", "1mbit", "--rate-down", "20mbit", "--queue", "bfifo:64k", "--ipv6"],
-        &["--scenarios", "1u0d,0u1d", "--duration", "6s", "--idle", "1s"],
-    );
-    let r = &rs[0];
-    assert!(r.metadata.server_address.starts_with("[fd"), "{}", r.metadata.server_address);
-    let lab = r.lab.as_ref().unwrap();
-    // 65536 B x 8 / 1 Mbit/s = 524 ms; / 20 Mbit/s = 26.2 ms.
-    assert!((lab.analytic_queue_delay_up_ms.unwrap() - 524.288).abs() < 0.01);
-    assert!((lab.analytic_queue_delay_down_ms.unwrap() - 26.2144).abs() < 0.01);
-    // The bottleneck runs at its rate each way (frames on the wire)...
-    let (wu, wd) = (wire_bps(r, "bottleneck-up", 0), wire_bps(r, "bottleneck-down", 1));
-    assert!((wu - 1e6).abs() / 1e6 < steal.tol(0.03), "up wire {wu:.0} bit/s");
-    assert!((wd - 20e6).abs() / 20e6 < steal.tol(0.03), "down wire {wd:.0} bit/s");
-    // ...and the goodput follows (a 524 ms queue's loss recoveries make
-    // application goodput over a short window lumpy at 1 Mbit/s: 12%).
-    let mss = r.metadata.socket.mss;
-    let up = r.scenarios[0].summary.upload_bps;
-    let down = r.scenarios[1].summary.download_bps;
-    assert!((up - expected_goodput(1e6, mss)).abs() / expected_goodput(1e6, mss) < steal.tol(0.12), "up {up:.0}");
-    assert!((down - expected_goodput(20e6, mss)).abs() / expected_goodput(20e6, mss) < steal.tol(0.05), "down {down:.0}");
-    // The upload fills the 64 KiB byte FIFO: the probes wait up to its 524 ms.
-    let p99 = r.scenarios[0].summary.latency.p99_ms;
-    assert!(p99 > 400.0 && p99 < 600.0, "upload p99 {p99} ms vs analytic 524 ms");
+    guarded(move || {
+        let steal = StealMeter::start();
+        let (rs, _) = run_lab(
+            &["--rate-up", "1mbit", "--rate-down", "20mbit", "--queue", "bfifo:64k", "--ipv6"],
+            &["--scenarios", "1u0d,0u1d", "--duration", "6s", "--idle", "1s"],
+        );
+        let r = &rs[0];
+        assert!(r.metadata.server_address.starts_with("[fd"), "{}", r.metadata.server_address);
+        let lab = r.lab.as_ref().unwrap();
+        // 65536 B x 8 / 1 Mbit/s = 524 ms; / 20 Mbit/s = 26.2 ms.
+        assert!((lab.analytic_queue_delay_up_ms.unwrap() - 524.288).abs() < 0.01);
+        assert!((lab.analytic_queue_delay_down_ms.unwrap() - 26.2144).abs() < 0.01);
+        // The bottleneck runs at its rate each way (frames on the wire)...
+        let (wu, wd) = (wire_bps(r, "bottleneck-up", 0), wire_bps(r, "bottleneck-down", 1));
+        assert!((wu - 1e6).abs() / 1e6 < steal.tol(0.03), "up wire {wu:.0} bit/s");
+        assert!((wd - 20e6).abs() / 20e6 < steal.tol(0.03), "down wire {wd:.0} bit/s");
+        // ...and the goodput follows (a 524 ms queue's loss recoveries make
+        // application goodput over a short window lumpy at 1 Mbit/s: 12%).
+        let mss = r.metadata.socket.mss;
+        let up = r.scenarios[0].summary.upload_bps;
+        let down = r.scenarios[1].summary.download_bps;
+        assert!((up - expected_goodput(1e6, mss)).abs() / expected_goodput(1e6, mss) < steal.tol(0.12), "up {up:.0}");
+        assert!((down - expected_goodput(20e6, mss)).abs() / expected_goodput(20e6, mss) < steal.tol(0.05), "down {down:.0}");
+        // The upload fills the 64 KiB byte FIFO: the probes wait up to its 524 ms.
+        let p99 = r.scenarios[0].summary.latency.p99_ms;
+        assert!(p99 > 400.0 && p99 < 600.0, "upload p99 {p99} ms vs analytic 524 ms");
+    });
 }
