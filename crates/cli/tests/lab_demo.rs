@@ -24,17 +24,19 @@ fn lab_default_demo_under_a_minute() {
     if skip("lab_default_demo_under_a_minute") {
         return;
     }
-    let t = Instant::now();
-    let out = Command::new(EXE).arg("lab").output().unwrap();
-    let elapsed = t.elapsed().as_secs_f64();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{}{stdout}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success());
-    assert!(elapsed < 60.0, "the demo took {elapsed:.1} s");
-    let big = added_ms(&stdout, "fifo:1000");
-    let small = added_ms(&stdout, "fifo:10");
-    // 1000 packets at 10 Mbit/s hold 1211 ms; 10 packets 12.1 ms.
-    assert!(big > 250.0, "fifo:1000 added only {big} ms");
-    assert!(small < 15.0, "fifo:10 added {small} ms");
-    assert!(stdout.contains("1211 ms") && stdout.contains("12.1 ms"), "analytic column missing");
+    guarded(move || {
+        let t = Instant::now();
+        let out = Command::new(EXE).arg("lab").output().unwrap();
+        let elapsed = t.elapsed().as_secs_f64();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        eprintln!("{}{stdout}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success());
+        assert!(elapsed < 60.0, "the demo took {elapsed:.1} s");
+        let big = added_ms(&stdout, "fifo:1000");
+        let small = added_ms(&stdout, "fifo:10");
+        // 1000 packets at 10 Mbit/s hold 1211 ms; 10 packets 12.1 ms.
+        assert!(big > 250.0, "fifo:1000 added only {big} ms");
+        assert!(small < 15.0, "fifo:10 added {small} ms");
+        assert!(stdout.contains("1211 ms") && stdout.contains("12.1 ms"), "analytic column missing");
+    });
 }
