@@ -114,10 +114,23 @@ fn pacing_sweep_writes_a_results_folder_that_reruns() {
         let ratio = v["ratio"].as_f64().unwrap();
         let ipi = v["ipi_ns"].as_u64().unwrap();
         // tick:250 has t_gran = 4 ms: 2 ms is below it (out of control), 5 ms sends every 4 ms
-        match v["timer"].as_str().unwrap() {
-            "precise" => assert!((ratio - 1.0).abs() < 0.1, "{p:?}: {ratio}"),
-            _ if ipi == 2_000_000 => assert!(ratio > 10.0, "{p:?}: {ratio}"),
-            _ => assert!((ratio - 1.25).abs() < 0.1, "{p:?}: {ratio}"),
+        let want = |r: f64| match v["timer"].as_str().unwrap() {
+            "precise" => (r - 1.0).abs() < 0.1,
+            _ if ipi == 2_000_000 => r > 10.0,
+            _ => (r - 1.25).abs() < 0.1,
+        };
+        // the model (the same pacer on a virtual clock) always shows the regime
+        let model = v["model_ratio"].as_f64().unwrap();
+        assert!(want(model), "{p:?}: model {model}");
+        let host = &v["host"];
+        assert!(host["send_p50_ns"].as_u64().unwrap() > 0 && host["attempts"].as_u64().unwrap() >= 1, "{host}");
+        if host["disturbed"] == true {
+            // the sender was stopped for more than a tick in >1% of its waits, in every attempt:
+            // the achieved rate shows the machine, and the table says so
+            eprintln!("SKIP ratio check of {p:?}: the host stalled the sender ({host})");
+            assert!(std::fs::read_to_string(dir.join("table.md")).unwrap().contains("these rows show the machine"));
+        } else {
+            assert!(want(ratio), "{p:?}: {ratio} (host {host})");
         }
     }
     let idx: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();

@@ -172,7 +172,7 @@ impl Lab {
             bail!("interrupted by {}", signals::name(signals::pending()));
         }
         self.start_servers()?;
-        let steal_before = crate::sys::cpu_steal_ticks();
+        let steal_meter = bloatlab_host::StealMeter::start();
         let exe = self.exe()?;
         let n = self.own.rec.children.len();
         let json = self.run_dir.join(format!("result-{n}.json"));
@@ -317,7 +317,7 @@ impl Lab {
         info.config["cc"] = cc.clone().into();
         // A virtual machine whose CPU the hypervisor takes away stops its
         // emulated links too: record how much, and warn when it matters.
-        let steal = crate::sys::steal_pct(steal_before, crate::sys::cpu_steal_ticks());
+        let steal = steal_meter.pct();
         info.config["cpu_steal_pct"] = ((steal * 10.0).round() / 10.0).into();
         if steal > 2.0 {
             eprintln!(

@@ -196,16 +196,3 @@ pub fn kill_if_same(pid: u32, start: Option<u64>, sig: i32) -> bool {
     unsafe { libc::kill(pid as i32, sig) == 0 }
 }
 
-/// (steal, total) CPU ticks from /proc/stat's first line: the time a
-/// hypervisor ran other guests instead of this machine. The lab's links are
-/// emulated by this machine, so they stop whenever it does.
-pub fn cpu_steal_ticks() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let v: Vec<u64> = s.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    (v.get(7).copied().unwrap_or(0), v.iter().take(8).sum())
-}
-
-/// Percent of all CPU time stolen between two [`cpu_steal_ticks`] readings.
-pub fn steal_pct(before: (u64, u64), after: (u64, u64)) -> f64 {
-    after.0.saturating_sub(before.0) as f64 * 100.0 / after.1.saturating_sub(before.1).max(1) as f64
-}

@@ -337,7 +337,14 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
     });
     let mut r = Recipe {
         name: a.name.clone(),
-        title: format!("bloatlab sweep over {}", grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(" x ")),
+        title: if grid.is_empty() {
+            format!(
+                "bloatlab sweep, one point: {}",
+                settings.iter().map(|(k, v): &(String, params::Value)| format!("{k}={}", v.text)).collect::<Vec<_>>().join(", ")
+            )
+        } else {
+            format!("bloatlab sweep over {}", grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(" x "))
+        },
         seeds: vec![],
         description: String::new(),
         kind,

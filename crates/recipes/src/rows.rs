@@ -65,6 +65,10 @@ pub const PACING_METRICS: &[&str] = &[
     "sent",
     "received",
     "lost",
+    "model_ratio",
+    "host_stalls",
+    "host_wake_late_p99_us",
+    "cpu_steal_pct",
 ];
 
 pub fn metric_names(kind: RecipeKind) -> &'static [&'static str] {
@@ -237,6 +241,10 @@ pub fn pacing_row(p: &PacingResult) -> Row {
         Some(p.sent as f64),
         Some(p.received as f64),
         Some(p.lost as f64),
+        p.model_ratio,
+        p.host.as_ref().map(|h| h.stalls as f64),
+        p.host.as_ref().map(|h| h.wake_late_p99_ns as f64 / 1e3),
+        p.host.as_ref().map(|h| h.cpu_steal_pct),
     ];
     debug_assert_eq!(v.len(), PACING_METRICS.len());
     Row { phase: "paced".into(), values: v }

@@ -471,7 +471,7 @@ fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str,
         pacing: None,
         detail: String::new(),
     };
-    let res = pacing_config(vals).and_then(|c| pacing::run(&c, &opts.version, &INTERRUPTED));
+    let res = pacing_config(vals).and_then(|c| pacing::run_steady(&c, &opts.version, &INTERRUPTED, 3));
     match res {
         Ok(pr) => {
             let file = dir.join("points").join(format!("{name}.json"));
@@ -482,11 +482,21 @@ fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str,
             o.rows = vec![rows::pacing_row(&pr)];
             o.status = "ok".into();
             o.detail = format!(
-                ": ideal {}, achieved {} ({:.3}x), burst factor {:.2}",
+                ": ideal {}, achieved {} ({:.3}x, model {}), burst factor {:.2}{}",
                 crate::units::fmt_rate_human(pr.ideal_bps),
                 crate::units::fmt_rate_human(pr.achieved_bps),
                 pr.ratio,
-                pr.burst_factor
+                pr.model_ratio.map(|m| format!("{m:.3}x")).unwrap_or_else(|| "-".into()),
+                pr.burst_factor,
+                match &pr.host {
+                    Some(h) if h.stalls > 0 => format!(
+                        "; host stalled the sender {} time(s) in {} wait(s){}",
+                        h.stalls,
+                        h.waits,
+                        if h.attempts > 1 { format!(", best of {} runs", h.attempts) } else { String::new() }
+                    ),
+                    _ => String::new(),
+                }
             );
             o.ok = true;
             o.pacing = Some(pr);

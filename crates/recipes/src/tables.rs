@@ -351,7 +351,10 @@ fn pacing(outs: &[PointOutcome]) -> String {
         let gran = spec.and_then(|s| s.gran_ns());
         let is_ccid3 = matches!(spec, Some(TimerSpec::Ccid3 { .. }));
         out.push_str(&format!("### timer {t}{}\n\n", gran.map(|g| format!(" (t_gran {})", fmt_duration_ns(g))).unwrap_or_default()));
-        let headers = ["t_ipi", "ideal", "achieved", "achieved/ideal", "sent/ideal", "burst factor", "max back-to-back", "gaps within 10%", "gap p50", "gap p99", "lost"];
+        let headers = [
+            "t_ipi", "ideal", "achieved", "achieved/ideal", "model", "sent/ideal", "burst factor", "max back-to-back", "gaps within 10%", "gap p50",
+            "gap p99", "lost", "host stalls",
+        ];
         let rows: Vec<Vec<String>> = pts
             .iter()
             .map(|p| {
@@ -360,6 +363,7 @@ fn pacing(outs: &[PointOutcome]) -> String {
                     fmt_rate_human(p.ideal_bps),
                     fmt_rate_human(p.achieved_bps),
                     format!("{:.4}", p.ratio),
+                    p.model_ratio.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
                     format!("{:.4}", p.sent_ratio),
                     format!("{:.2}", p.burst_factor),
                     p.max_back_to_back.to_string(),
@@ -367,10 +371,25 @@ fn pacing(outs: &[PointOutcome]) -> String {
                     fmt_duration_sig3(p.gap_p50_ns),
                     fmt_duration_sig3(p.gap_p99_ns),
                     format!("{} of {}", p.lost, p.sent),
+                    match &p.host {
+                        Some(h) => format!("{} of {}{}", h.stalls, h.waits, if h.disturbed { " *" } else { "" }),
+                        None => "-".into(),
+                    },
                 ]
             })
             .collect();
         out.push_str(&md_table(&headers, &rows));
+        let disturbed: Vec<&crate::pacing::HostTiming> = pts.iter().filter_map(|p| p.host.as_ref()).filter(|h| h.disturbed).collect();
+        if !disturbed.is_empty() {
+            let steal = disturbed.iter().map(|h| h.cpu_steal_pct).fold(0.0, f64::max);
+            let worst = disturbed.iter().map(|h| h.wake_late_max_ns).max().unwrap_or(0);
+            out.push_str(&format!(
+                "\n\\* the host stopped the sender for longer than a stall (max(t_gran or t_ipi, 1 ms)) in more than 1% of its waits or of the run, \
+                 in every one of up to 3 runs (worst wake-up {} late, hypervisor steal up to {steal:.1}%): these rows show the machine, \
+                 not the timer model; compare the model column, or re-run on a quieter machine.\n",
+                fmt_duration_sig3(worst)
+            ));
+        }
         if !pts.is_empty() {
             let r: Vec<f64> = pts.iter().map(|p| p.ratio).collect();
             let worst = r.iter().map(|x| (x - 1.0).abs()).fold(0.0, f64::max);

@@ -4,6 +4,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[allow(unused_imports)]
+pub use bloatlab_testkit::{guarded, starved, StealMeter};
+
 pub const EXE: &str = env!("CARGO_BIN_EXE_bloatlab");
 
 /// True (after printing why) when this machine cannot run labs: not root, or tools missing.
@@ -30,15 +33,6 @@ pub fn skip(test: &str) -> bool {
         return true;
     }
     false
-}
-
-/// Some(percent) when more than 10% of the CPU is being stolen by the
-/// hypervisor (sampled over one second).
-pub fn starved() -> Option<f64> {
-    let m = StealMeter::start();
-    std::thread::sleep(Duration::from_secs(1));
-    let p = m.pct();
-    (p > 10.0).then_some(p)
 }
 
 /// A lab id nobody else uses: 6 hex digits from the pid, time and a counter.
@@ -165,65 +159,4 @@ pub fn wait_for_test_client(id: &str) {
             args.len() > 1 && args[1] == b"test"
         })
     });
-}
-
-/// CPU time the hypervisor took from this (virtual) machine while a test ran.
-/// A lab's links are emulated by this machine's kernel: while the VM is not
-/// running, neither are they, so rate and delay precision only hold when the
-/// steal stays small. Tests keep their tight tolerances on a quiet machine
-/// and say so when they widen them.
-pub struct StealMeter(u64, u64);
-
-fn proc_stat_cpu() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let v: Vec<u64> = s.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    (v.get(7).copied().unwrap_or(0), v.iter().take(8).sum())
-}
-
-impl StealMeter {
-    pub fn start() -> StealMeter {
-        let (s, t) = proc_stat_cpu();
-        StealMeter(s, t)
-    }
-    /// Percent of all CPU time since `start` that was stolen.
-    pub fn pct(&self) -> f64 {
-        let (s, t) = proc_stat_cpu();
-        (s - self.0) as f64 * 100.0 / (t - self.1).max(1) as f64
-    }
-    /// `base` on a quiet machine; with more than 2% of the CPU stolen, widened
-    /// by 1.5x the stolen fraction on top of at least 15% (the emulated links
-    /// stop whenever the VM does).
-    pub fn tol(&self, base: f64) -> f64 {
-        let p = self.pct();
-        if p > 2.0 {
-            let t = base.max(0.15) + 1.5 * p / 100.0;
-            eprintln!("NOTE: {p:.1}% of CPU time was stolen by the hypervisor during this run: tolerance {base} widened to {t:.2}");
-            t
-        } else {
-            base
-        }
-    }
-}
-
-/// Run a test's body; if it fails while more than 5% of the CPU was being
-/// stolen by the hypervisor, report a skip (with the failure) instead: the
-/// timing it checks was the VM's, not the code's. On a quiet machine a
-/// failure stays a failure.
-pub fn guarded(f: impl FnOnce()) {
-    let m = StealMeter::start();
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    if let Err(e) = r {
-        let p = m.pct();
-        if p > 5.0 {
-            let msg = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            let short: String = msg.chars().take(300).collect();
-            eprintln!("SKIP: a timing check failed while the hypervisor took {p:.1}% of this VM's CPU: {short}");
-            return;
-        }
-        std::panic::resume_unwind(e);
-    }
 }

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use bloatlab_testkit::{guarded, StealMeter};
+
 /// Serializes the end-to-end tests of one test binary (timing needs the CPU).
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -32,10 +34,7 @@ pub fn skip_reason() -> Option<String> {
         _ => return Some("iproute2 (ip) not found".into()),
     }
     // The emulator can only keep time with the CPU it gets.
-    let m = StealMeter::start();
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    let p = m.pct();
-    (p > 10.0).then(|| format!("the hypervisor is taking {p:.0}% of this VM's CPU right now; timing checks would measure the VM"))
+    bloatlab_testkit::starved().map(|p| format!("the hypervisor is taking {p:.0}% of this VM's CPU right now; timing checks would measure the VM"))
 }
 
 fn ip(args: &[&str]) {
@@ -291,62 +290,5 @@ impl Bulk {
         let (t0, b0) = at(from);
         let (t1, b1) = at(to);
         (b1 - b0) as f64 * 8.0 / (*t1 - *t0).as_secs_f64()
-    }
-}
-
-/// CPU time the hypervisor took from this (virtual) machine while a test ran:
-/// the emulator's timing can only be as good as the CPU it gets, so precision
-/// checks widen (and say so) when more than 2% of the CPU was stolen.
-pub struct StealMeter(u64, u64);
-
-fn proc_stat_cpu() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let v: Vec<u64> = s.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    (v.get(7).copied().unwrap_or(0), v.iter().take(8).sum())
-}
-
-impl StealMeter {
-    pub fn start() -> StealMeter {
-        let (s, t) = proc_stat_cpu();
-        StealMeter(s, t)
-    }
-    pub fn pct(&self) -> f64 {
-        let (s, t) = proc_stat_cpu();
-        (s - self.0) as f64 * 100.0 / (t - self.1).max(1) as f64
-    }
-    /// `base` on a quiet machine; with more than 2% of the CPU stolen, `wide`
-    /// grown in proportion to the stolen fraction (`wide x (1 + 10 x stolen)`).
-    pub fn tol(&self, base: f64, wide: f64) -> f64 {
-        let p = self.pct();
-        if p > 2.0 {
-            let t = wide * (1.0 + 10.0 * p / 100.0);
-            eprintln!("NOTE: {p:.1}% of CPU time was stolen by the hypervisor during this test: tolerance {base} widened to {t:.2}");
-            t
-        } else {
-            base
-        }
-    }
-}
-
-/// Run a test's body; if it fails while more than 5% of the CPU was being
-/// stolen by the hypervisor, report a skip (with the failure) instead: the
-/// timing it checks was the VM's, not the code's. On a quiet machine a
-/// failure stays a failure.
-pub fn guarded(f: impl FnOnce()) {
-    let m = StealMeter::start();
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    if let Err(e) = r {
-        let p = m.pct();
-        if p > 5.0 {
-            let msg = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            let short: String = msg.chars().take(300).collect();
-            eprintln!("SKIP: a timing check failed while the hypervisor took {p:.1}% of this VM's CPU: {short}");
-            return;
-        }
-        std::panic::resume_unwind(e);
     }
 }

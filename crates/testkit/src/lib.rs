@@ -1,0 +1,100 @@
+//! Support for bloatlab's timing tests on shared virtual machines.
+//!
+//! bloatlab's lab links, emulator and pacers are emulated by the machine's
+//! own CPU: while a hypervisor runs other guests instead of this VM, they
+//! stop. Tests keep tight tolerances on a quiet machine, widen them (and say
+//! so) in proportion to the CPU that was stolen, skip (saying why) when the
+//! VM is starved, and turn a failure under heavy steal into a printed skip.
+//! On a quiet machine a failure stays a failure.
+
+use std::time::Duration;
+
+/// CPU time the hypervisor took from this VM since [`StealMeter::start`].
+pub struct StealMeter(bloatlab_host::StealMeter);
+
+impl StealMeter {
+    pub fn start() -> StealMeter {
+        StealMeter(bloatlab_host::StealMeter::start())
+    }
+    /// Percent of all CPU time since `start` that was stolen.
+    pub fn pct(&self) -> f64 {
+        self.0.pct()
+    }
+    /// A relative tolerance: `base` on a quiet machine; with more than 2% of
+    /// the CPU stolen, at least 15% plus 1.5x the stolen fraction.
+    pub fn tol(&self, base: f64) -> f64 {
+        let p = self.pct();
+        widen(base, p, || base.max(0.15) + 1.5 * p / 100.0)
+    }
+    /// `base` on a quiet machine; with more than 2% of the CPU stolen, `wide`
+    /// grown in proportion to the stolen fraction (`wide x (1 + 10 x stolen)`).
+    pub fn tol_or(&self, base: f64, wide: f64) -> f64 {
+        let p = self.pct();
+        widen(base, p, || wide * (1.0 + 10.0 * p / 100.0))
+    }
+}
+
+fn widen(base: f64, pct: f64, wide: impl FnOnce() -> f64) -> f64 {
+    if pct > 2.0 {
+        let t = wide();
+        eprintln!("NOTE: {pct:.1}% of CPU time was stolen by the hypervisor during this test: tolerance {base} widened to {t:.2}");
+        t
+    } else {
+        base
+    }
+}
+
+/// Some(percent) when more than 10% of the CPU is being stolen by the
+/// hypervisor (sampled over one second): too little CPU to keep time.
+pub fn starved() -> Option<f64> {
+    let m = StealMeter::start();
+    std::thread::sleep(Duration::from_secs(1));
+    let p = m.pct();
+    (p > 10.0).then_some(p)
+}
+
+/// Run a test's body; if it fails while more than 5% of the CPU was being
+/// stolen by the hypervisor, print a skip (with the failure) instead: the
+/// timing it checked was the VM's, not the code's.
+pub fn guarded(f: impl FnOnce()) {
+    let m = StealMeter::start();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    if let Err(e) = r {
+        let p = m.pct();
+        if p > 5.0 {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let short: String = msg.chars().take(300).collect();
+            eprintln!("SKIP: a timing check failed while the hypervisor took {p:.1}% of this VM's CPU: {short}");
+            return;
+        }
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn widening_only_under_steal() {
+        assert_eq!(widen(0.03, 0.0, || 9.0), 0.03);
+        assert_eq!(widen(0.03, 2.0, || 9.0), 0.03);
+        assert_eq!(widen(0.03, 2.1, || 9.0), 9.0);
+    }
+
+    #[test]
+    fn a_failure_on_a_quiet_machine_stays_a_failure() {
+        // this test only means something when the VM is not being starved
+        if StealMeter::start().pct() > 1.0 {
+            eprintln!("SKIP: steal on this machine");
+            return;
+        }
+        let r = std::panic::catch_unwind(|| guarded(|| panic!("boom")));
+        assert!(r.is_err());
+        guarded(|| {});
+    }
+}
