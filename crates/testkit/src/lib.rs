@@ -59,8 +59,14 @@ pub fn starved() -> Option<f64> {
 pub fn guarded(f: impl FnOnce()) {
     let m = StealMeter::start();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    settle(r, || m.pct());
+}
+
+/// A test body's outcome: Ok, a printed skip (failed with more than 5% of the
+/// CPU stolen, `stolen` is asked only on failure), or the failure again.
+fn settle(r: std::thread::Result<()>, stolen: impl FnOnce() -> f64) {
     if let Err(e) = r {
-        let p = m.pct();
+        let p = stolen();
         if p > 5.0 {
             let msg = e
                 .downcast_ref::<String>()
@@ -88,13 +94,16 @@ mod tests {
 
     #[test]
     fn a_failure_on_a_quiet_machine_stays_a_failure() {
-        // this test only means something when the VM is not being starved
-        if StealMeter::start().pct() > 1.0 {
-            eprintln!("SKIP: steal on this machine");
-            return;
-        }
-        let r = std::panic::catch_unwind(|| guarded(|| panic!("boom")));
+        let boom = || -> std::thread::Result<()> { Err(Box::new("boom")) };
+        // quiet machine: the failure propagates
+        let r = std::panic::catch_unwind(|| settle(boom(), || 0.0));
+        assert_eq!(*r.unwrap_err().downcast::<&str>().unwrap(), "boom");
+        let r = std::panic::catch_unwind(|| settle(boom(), || 5.0));
         assert!(r.is_err());
+        // starved VM: a printed skip
+        settle(boom(), || 5.1);
+        // success never asks
+        settle(Ok(()), || panic!("steal asked on success"));
         guarded(|| {});
     }
 }
