@@ -23,14 +23,14 @@ enum Cmd {
     /// Print several results side by side with their differences.
     Compare(bloatlab_report::cli::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
-    Lab(bloatlab_lab::cli::LabArgs),
+    Lab(Box<bloatlab_lab::cli::LabArgs>),
     /// The seed experiments as recipes: list, show, check, run.
     Recipe(bloatlab_recipes::cli::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
     Sweep(bloatlab_recipes::cli::SweepArgs),
     /// Internal: the user-space link emulator the lab runs in its router namespace.
     #[command(hide = true)]
-    Emulate(bloatlab_emulator::cli::EmulateArgs),
+    Emulate(Box<bloatlab_emulator::cli::EmulateArgs>),
 }
 
 /// `bloatlab test`: measure, print the summary table, optionally write the HTML report.
@@ -53,8 +53,8 @@ fn main() {
         Cmd::Plot(a) => bloatlab_report::cli::run_plot(a),
         Cmd::Export(a) => bloatlab_report::cli::run_export(a),
         Cmd::Compare(a) => bloatlab_report::cli::run_compare(a),
-        Cmd::Lab(a) => bloatlab_lab::cli::run_lab(a),
-        Cmd::Emulate(a) => bloatlab_emulator::cli::run_emulate(a),
+        Cmd::Lab(a) => bloatlab_lab::cli::run_lab(*a),
+        Cmd::Emulate(a) => bloatlab_emulator::cli::run_emulate(*a),
         Cmd::Recipe(a) => bloatlab_recipes::cli::run_recipe(a),
         Cmd::Sweep(a) => bloatlab_recipes::cli::run_sweep(a),
     };

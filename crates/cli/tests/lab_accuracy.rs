@@ -46,7 +46,7 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
             assert_eq!(lab.config["cc"], "cubic");
             assert_eq!(lab.config["placement"], "router");
             assert_eq!(r.metadata.cc, "cubic");
-            assert_eq!(r.metadata.witness_address.is_some(), true);
+            assert!(r.metadata.witness_address.is_some());
             let q = bottleneck_up(r);
             assert!(q.samples.len() > 50, "queue samples: {}", q.samples.len());
             // The bottleneck enforces its rate: while it has a backlog it sends at

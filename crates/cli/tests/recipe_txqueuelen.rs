@@ -1,7 +1,6 @@
 //! The txqueuelen recipe in a real lab (needs root; skips otherwise): with two
 //! queue sizes the bigger queue must give the higher latency, the same goodput
 //! within 5%, and a latency below the analytic maximum queueing delay.
-#[allow(dead_code)]
 mod lab_util;
 use std::process::Command;
 

@@ -37,6 +37,15 @@ pub fn sleep_until_ns(deadline: u64) {
 /// RFC 3339 UTC rendering of Unix nanoseconds (second precision plus millis).
 pub use bloatlab_units::rfc3339;
 
+/// Convert a kernel CLOCK_REALTIME stamp (e.g. SO_TIMESTAMPNS) to this
+/// process's clock: the two differ by however far NTP slewed realtime since
+/// the anchor was taken, which is measured now and removed.
+pub fn from_realtime(realtime_ns: u64) -> u64 {
+    let now_rt = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    let now = now_ns();
+    (realtime_ns as i128 + now as i128 - now_rt as i128).max(0) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,13 +63,4 @@ mod tests {
         let b = now_ns();
         assert!(b >= a);
     }
-}
-
-/// Convert a kernel CLOCK_REALTIME stamp (e.g. SO_TIMESTAMPNS) to this
-/// process's clock: the two differ by however far NTP slewed realtime since
-/// the anchor was taken, which is measured now and removed.
-pub fn from_realtime(realtime_ns: u64) -> u64 {
-    let now_rt = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-    let now = now_ns();
-    (realtime_ns as i128 + now as i128 - now_rt as i128).max(0) as u64
 }

@@ -353,6 +353,11 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
     }
 }
 
+/// A running flow sampler: its stop flag, its thread (which returns one
+/// `FlowSamples` per sampled flow) and the sampled flows' (id, direction),
+/// in the thread's order.
+type RunningSampler = (Arc<AtomicBool>, thread::JoinHandle<Vec<flow::FlowSamples>>, Vec<(u32, Direction)>);
+
 /// The control loop of one test. Ok(summary line) when the client ended it.
 fn run_control(
     s: &mut TcpStream,
@@ -363,7 +368,7 @@ fn run_control(
 ) -> Result<String, String> {
     let cfg = &sh.cfg;
     let mut timeout = probe_only_timeout.unwrap_or(cfg.idle_timeout);
-    let mut sampler: Option<(Arc<AtomicBool>, thread::JoinHandle<Vec<flow::FlowSamples>>, Vec<(u32, Direction)>)> = None;
+    let mut sampler: Option<RunningSampler> = None;
     loop {
         conn::set_timeout(s, Some(timeout));
         if started.elapsed() > cfg.max_duration + Duration::from_secs(30) {

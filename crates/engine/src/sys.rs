@@ -217,6 +217,45 @@ pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSam
     })
 }
 
+/// Ask the kernel to stamp received datagrams (SO_TIMESTAMPNS).
+pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
+    set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
+}
+
+/// recvmsg(2) returning the datagram length, its source address and the
+/// kernel's receive time (CLOCK_REALTIME ns) when SO_TIMESTAMPNS is on.
+pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
+    // SAFETY: every pointer handed to recvmsg points into locals that outlive the call,
+    // with their true lengths; control-message parsing uses the libc CMSG helpers.
+    unsafe {
+        let mut storage = socket2::SockAddrStorage::zeroed();
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+        let mut control = [0u64; 16]; // 128 bytes, 8-aligned
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = storage.view_as::<libc::sockaddr_storage>() as *mut _ as *mut libc::c_void;
+        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut ts = None;
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+        let addr = socket2::SockAddr::new(storage, msg.msg_namelen).as_socket();
+        Ok((n as usize, addr, ts))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,44 +297,5 @@ mod tests {
         assert!(e.contains("no-such-cc") && e.contains("available"), "{e}");
         set_cc(&s, "reno").unwrap();
         assert_eq!(get_cc(&s), "reno");
-    }
-}
-
-/// Ask the kernel to stamp received datagrams (SO_TIMESTAMPNS).
-pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
-    set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
-}
-
-/// recvmsg(2) returning the datagram length, its source address and the
-/// kernel's receive time (CLOCK_REALTIME ns) when SO_TIMESTAMPNS is on.
-pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
-    // SAFETY: every pointer handed to recvmsg points into locals that outlive the call,
-    // with their true lengths; control-message parsing uses the libc CMSG helpers.
-    unsafe {
-        let mut storage = socket2::SockAddrStorage::zeroed();
-        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
-        let mut control = [0u64; 16]; // 128 bytes, 8-aligned
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_name = storage.view_as::<libc::sockaddr_storage>() as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut ts = None;
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        let addr = socket2::SockAddr::new(storage, msg.msg_namelen).as_socket();
-        Ok((n as usize, addr, ts))
     }
 }

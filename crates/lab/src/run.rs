@@ -205,7 +205,7 @@ impl Lab {
                 .into_iter()
                 .flatten()
                 .fold(0.0f64, f64::max);
-            let pause_ms = (full * 1.5 + 500.0).max(1000.0).min(60_000.0).ceil();
+            let pause_ms = (full * 1.5 + 500.0).clamp(1000.0, 60_000.0).ceil();
             args.push("--pause".into());
             args.push(format!("{pause_ms:.0}ms"));
         }

@@ -384,6 +384,9 @@ fn check_repeat(cx: &Ctx, r: &Spanned<i64>) -> Result<u32, RecipeError> {
     Ok(v as u32)
 }
 
+/// One checked entry of a [settings] or [grid] table: (name, key span, values).
+type TableEntry = (String, std::ops::Range<usize>, Vec<Value>);
+
 /// Check a [settings] or [grid] table: known names, valid values, no duplicates.
 /// Returns (name, key span, values) — one value for settings.
 fn validate_table(
@@ -391,7 +394,7 @@ fn validate_table(
     kind: RecipeKind,
     t: &Ordered,
     is_grid: bool,
-) -> Result<Vec<(String, std::ops::Range<usize>, Vec<Value>)>, RecipeError> {
+) -> Result<Vec<TableEntry>, RecipeError> {
     let mut out = vec![];
     for (k, v) in &t.0 {
         let name = k.get_ref();

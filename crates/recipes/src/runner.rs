@@ -594,47 +594,6 @@ fn write_index(dir: &Path, r: &Recipe, outs: &[PointOutcome]) -> anyhow::Result<
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn recipe(t: &str) -> Recipe {
-        Recipe::parse(t, "t", false).unwrap()
-    }
-
-    #[test]
-    fn cross_product_and_repeats() {
-        let r = recipe("name = \"x\"\nkind = \"lab\"\nrepeat = 2\n[grid]\nqueue = [1, 10, 100]\ncc = [\"cubic\", \"bbr\"]\n");
-        let p = plan(&r, false, 0);
-        assert_eq!(p.len(), 12);
-        assert_eq!(p[0].params, vec![("queue".into(), "fifo:1".into()), ("cc".into(), "cubic".into())]);
-        assert_eq!(p[1].params[1].1, "bbr");
-        assert_eq!(p[2].params[0].1, "fifo:10");
-        assert_eq!((p[6].rep, p[6].combo), (2, 0));
-        let s = plan(&r, true, 42);
-        assert_eq!(s.len(), 12);
-        assert_ne!(s.iter().map(|x| x.combo).collect::<Vec<_>>(), p.iter().map(|x| x.combo).collect::<Vec<_>>());
-        assert_eq!(plan(&r, true, 42).iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>(), s.iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>());
-        let mut combos: Vec<_> = s.iter().map(|x| (x.combo, x.rep)).collect();
-        combos.sort();
-        combos.dedup();
-        assert_eq!(combos.len(), 12);
-    }
-
-    #[test]
-    fn lab_arguments() {
-        let r = recipe("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--cc\", \"reno\"]\n[settings]\nrate = \"10Mbit\"\nduration = \"10\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
-        let p = &plan(&r, false, 0)[0];
-        let vals = point_values(&r, p);
-        let a = lab_argv(&r, &vals, Path::new("/tmp/p.json"), &["--idle".into(), "1s".into()]);
-        assert_eq!(
-            a.join(" "),
-            "lab --rate 10mbit --queue fifo:100 --json /tmp/p.json --quiet -- --duration 10s --scenarios 1u0d,0u1d --cc reno --idle 1s"
-        );
-        assert!((analytic_delay_ms(&vals).unwrap() - 120.0).abs() < 1e-9);
-    }
-}
-
 /// Read a results folder back (recipe.toml, index.json, the point files) so
 /// its tables and plots can be redrawn without running anything.
 pub fn reload(dir: &Path) -> anyhow::Result<(Recipe, Vec<PointOutcome>)> {
@@ -707,4 +666,45 @@ pub fn retabulate(dir: &Path) -> anyhow::Result<String> {
         }
     }
     Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recipe(t: &str) -> Recipe {
+        Recipe::parse(t, "t", false).unwrap()
+    }
+
+    #[test]
+    fn cross_product_and_repeats() {
+        let r = recipe("name = \"x\"\nkind = \"lab\"\nrepeat = 2\n[grid]\nqueue = [1, 10, 100]\ncc = [\"cubic\", \"bbr\"]\n");
+        let p = plan(&r, false, 0);
+        assert_eq!(p.len(), 12);
+        assert_eq!(p[0].params, vec![("queue".into(), "fifo:1".into()), ("cc".into(), "cubic".into())]);
+        assert_eq!(p[1].params[1].1, "bbr");
+        assert_eq!(p[2].params[0].1, "fifo:10");
+        assert_eq!((p[6].rep, p[6].combo), (2, 0));
+        let s = plan(&r, true, 42);
+        assert_eq!(s.len(), 12);
+        assert_ne!(s.iter().map(|x| x.combo).collect::<Vec<_>>(), p.iter().map(|x| x.combo).collect::<Vec<_>>());
+        assert_eq!(plan(&r, true, 42).iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>(), s.iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>());
+        let mut combos: Vec<_> = s.iter().map(|x| (x.combo, x.rep)).collect();
+        combos.sort();
+        combos.dedup();
+        assert_eq!(combos.len(), 12);
+    }
+
+    #[test]
+    fn lab_arguments() {
+        let r = recipe("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--cc\", \"reno\"]\n[settings]\nrate = \"10Mbit\"\nduration = \"10\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
+        let p = &plan(&r, false, 0)[0];
+        let vals = point_values(&r, p);
+        let a = lab_argv(&r, &vals, Path::new("/tmp/p.json"), &["--idle".into(), "1s".into()]);
+        assert_eq!(
+            a.join(" "),
+            "lab --rate 10mbit --queue fifo:100 --json /tmp/p.json --quiet -- --duration 10s --scenarios 1u0d,0u1d --cc reno --idle 1s"
+        );
+        assert!((analytic_delay_ms(&vals).unwrap() - 120.0).abs() < 1e-9);
+    }
 }

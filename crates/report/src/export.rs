@@ -223,6 +223,10 @@ fn mean(v: &[f64]) -> Option<f64> {
     }
 }
 
+/// One flow slot's series for the flent document: its direction, slot index,
+/// mean rate per bin (Mbit/s, `None` where the bin had no sample) and raw values.
+type SlotSeries = (Direction, usize, Vec<Option<f64>>, Vec<Value>);
+
 /// Build flent's JSON document (format version 4) for a result.
 ///
 /// The whole test (idle baseline then scenarios, on the test clock) is one
@@ -256,7 +260,7 @@ pub fn flent_document(r: &TestResult) -> Value {
     };
 
     // Flows: per slot rate per bin, averaged over the bin's goodput intervals.
-    let mut per_dir_slots: Vec<(Direction, usize, Vec<Option<f64>>, Vec<Value>)> = vec![];
+    let mut per_dir_slots: Vec<SlotSeries> = vec![];
     for (d, count, dname) in [(Direction::Up, max_up, "upload"), (Direction::Down, max_down, "download")] {
         for slot in 0..count {
             let mut sums = vec![(0.0f64, 0usize); n];

@@ -128,9 +128,9 @@ pub fn text_table(rows: &[Vec<String>]) -> String {
     let mut out = String::new();
     for (ri, r) in rows.iter().enumerate() {
         let mut line = String::new();
-        for i in 0..ncol {
+        for (i, &wi) in w.iter().enumerate() {
             let c = r.get(i).map(String::as_str).unwrap_or("");
-            let pad = w[i] - c.chars().count();
+            let pad = wi - c.chars().count();
             if i == 0 {
                 line.push_str(c);
                 line.push_str(&" ".repeat(pad));

@@ -874,12 +874,14 @@ fn loaded_probes(r: &TestResult) -> Vec<&bloatlab_results::Probe> {
     r.scenarios.iter().flat_map(|p| p.probes.iter()).collect()
 }
 
+/// One line of the CDF plot: (label, points, color, dashed).
+type CdfLine = (String, Vec<(f64, f64)>, RGBColor, bool);
+
 fn draw_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[Run]) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
-    // (label, points, color, dashed)
-    let mut lines: Vec<(String, Vec<(f64, f64)>, RGBColor, bool)> = vec![];
+    let mut lines: Vec<CdfLine> = vec![];
     let title;
     if runs.len() == 1 {
         let r = runs[0].result;

@@ -6,6 +6,9 @@
 //! engine computed (`Phase.summary`, `headline`); plots use these helpers.
 use bloatlab_results::{Direction, Flow, Phase, Probe, QueueSeries, TestResult};
 
+/// A display series: (x, y) points, e.g. (t_s, value).
+pub type Points = Vec<(f64, f64)>;
+
 /// Nanoseconds on the test clock to seconds.
 pub fn secs(t_ns: u64) -> f64 {
     t_ns as f64 / 1e9
@@ -123,7 +126,7 @@ pub fn probe_rtt(probes: &[Probe]) -> (Vec<(f64, f64)>, Vec<f64>) {
 }
 
 /// One-way delays (up, down) as (t_s, ms).
-pub fn probe_owd(probes: &[Probe]) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+pub fn probe_owd(probes: &[Probe]) -> (Points, Points) {
     let up = probes
         .iter()
         .filter_map(|p| p.owd_up_ns.map(|d| (secs(p.t_ns), d as f64 / 1e6)))
@@ -200,7 +203,7 @@ pub fn box_stats(values_ms: Vec<f64>) -> Option<BoxStats> {
 }
 
 /// Queue backlog over time: (t_s, packets) and (t_s, bytes).
-pub fn queue_backlog(q: &QueueSeries) -> (Vec<(f64, f64)>, Vec<(f64, f64)>) {
+pub fn queue_backlog(q: &QueueSeries) -> (Points, Points) {
     let p = q.samples.iter().map(|s| (secs(s.t_ns), s.backlog_packets as f64)).collect();
     let b = q.samples.iter().map(|s| (secs(s.t_ns), s.backlog_bytes as f64)).collect();
     (p, b)

@@ -392,7 +392,7 @@ mod tests {
         reply[5] = 1;
         assert!(answer_probe_in_place(&mut reply, 1, 2, |_| true).is_none());
         assert!(answer_probe_in_place(&mut buf[..40].to_vec(), 1, 2, |_| true).is_none());
-        assert!(answer_probe_in_place(&mut vec![0x55; 100], 1, 2, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut [0x55; 100], 1, 2, |_| true).is_none());
         assert!(answer_probe_in_place(&mut vec![0u8; 2000], 1, 2, |_| true).is_none());
     }
 

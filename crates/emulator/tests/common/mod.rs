@@ -286,7 +286,7 @@ pub fn tcp_bulk(client_ns: &str, server_ns: &str, server: &str, cc: &str, dur: D
 impl Bulk {
     /// Goodput in bits/s between two times.
     pub fn goodput_bps(&self, from: Duration, to: Duration) -> f64 {
-        let at = |t: Duration| self.samples.iter().min_by_key(|(s, _)| if *s > t { *s - t } else { t - *s }).unwrap();
+        let at = |t: Duration| self.samples.iter().min_by_key(|(s, _)| s.abs_diff(t)).unwrap();
         let (t0, b0) = at(from);
         let (t1, b1) = at(to);
         (b1 - b0) as f64 * 8.0 / (*t1 - *t0).as_secs_f64()
