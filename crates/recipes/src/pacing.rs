@@ -362,8 +362,8 @@ pub struct HostTiming {
     pub stalled_ns: u64,
     /// CPU time the hypervisor took from this machine during the run, percent.
     pub cpu_steal_pct: f64,
-    /// More than 1% of waits (or sends) ended in a stall, or the stalls took
-    /// more than 1% of the run.
+    /// More than 1% of the waits and sends ended in a stall, or the stalls
+    /// took more than 1% of the run.
     pub disturbed: bool,
     /// Runs made for this point: a disturbed run is repeated (up to 3 runs) and
     /// the one with the fewest stalls kept.
@@ -675,7 +675,7 @@ pub fn host_timing(cfg: &PacingConfig, mut late: Vec<u64>, mut sends: Vec<u64>, 
         stalls,
         cpu_steal_pct: (cpu_steal_pct * 10.0).round() / 10.0,
         stalled_ns,
-        disturbed: stalls * 100 > waits.max(sends.len() as u64) || stalled_ns * 100 > cfg.duration_ns,
+        disturbed: stalls * 100 > waits + sends.len() as u64 || stalled_ns * 100 > cfg.duration_ns,
         attempts: 1,
     }
 }

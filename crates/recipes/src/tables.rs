@@ -372,7 +372,7 @@ fn pacing(outs: &[PointOutcome]) -> String {
                     fmt_duration_sig3(p.gap_p99_ns),
                     format!("{} of {}", p.lost, p.sent),
                     match &p.host {
-                        Some(h) => format!("{} of {}{}", h.stalls, h.waits, if h.disturbed { " *" } else { "" }),
+                        Some(h) => format!("{} of {}{}", h.stalls, h.waits + p.sent, if h.disturbed { " *" } else { "" }),
                         None => "-".into(),
                     },
                 ]
@@ -384,7 +384,7 @@ fn pacing(outs: &[PointOutcome]) -> String {
             let steal = disturbed.iter().map(|h| h.cpu_steal_pct).fold(0.0, f64::max);
             let worst = disturbed.iter().map(|h| h.wake_late_max_ns).max().unwrap_or(0);
             out.push_str(&format!(
-                "\n\\* the host stopped the sender for longer than a stall (max(t_gran or t_ipi, 1 ms)) in more than 1% of its waits or of the run, \
+                "\n\\* the host stopped the sender for longer than a stall (max(t_gran or t_ipi, 1 ms)) in more than 1% of its waits and sends or of the run, \
                  in every one of up to 3 runs (worst wake-up {} late, hypervisor steal up to {steal:.1}%): these rows show the machine, \
                  not the timer model; compare the model column, or re-run on a quieter machine.\n",
                 fmt_duration_sig3(worst)
