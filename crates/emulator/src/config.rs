@@ -4,7 +4,7 @@
 //! result's `lab.config` and pass it to the emulator process as JSON.
 
 use crate::qdisc::codel::{Codel, CodelParams};
-use crate::qdisc::fifo::{DropHead, Fifo};
+use crate::qdisc::fifo::Fifo;
 use crate::qdisc::fq_codel::{FqCodel, FqCodelParams};
 use crate::qdisc::pie::{Pie, PieParams};
 use crate::qdisc::Qdisc;
@@ -304,7 +304,7 @@ impl QueueSpec {
         match self {
             QueueSpec::Pfifo { limit } => Box::new(Fifo::new(*limit)),
             QueueSpec::Bfifo { limit_bytes } => Box::new(Fifo::bytes(*limit_bytes)),
-            QueueSpec::Drophead { limit } => Box::new(DropHead::new(*limit)),
+            QueueSpec::Drophead { limit } => Box::new(Fifo::drophead(*limit)),
             QueueSpec::Codel { params, limit } => Box::new(Codel::new(params.clone(), *limit)),
             QueueSpec::FqCodel { params } => {
                 let mut p = params.clone();

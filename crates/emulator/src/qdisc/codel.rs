@@ -174,18 +174,15 @@ impl Codel {
 
 impl Qdisc for Codel {
     fn enqueue(&mut self, pkt: Packet, _now: u64) {
-        self.c.arrivals += 1;
-        self.c.arrival_bytes += pkt.size();
+        self.c.note_arrival(&pkt);
         if self.q.len() >= self.limit {
             self.c.note_drop(&pkt, DropReason::Overlimit);
             self.sink.dropped.push((pkt, DropReason::Overlimit));
             return;
         }
         self.maxpacket = self.maxpacket.max(pkt.size());
-        self.c.enqueued += 1;
-        self.c.enqueued_bytes += pkt.size();
+        self.c.note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
         self.q.push(pkt);
-        self.c.note_backlog(self.q.len(), self.q.bytes());
     }
     fn dequeue(&mut self, now: u64) -> Option<Packet> {
         let before = (self.sink.drops, self.sink.drop_bytes, self.sink.marks);
@@ -195,8 +192,7 @@ impl Qdisc for Codel {
         self.c.dropped_bytes += self.sink.drop_bytes - before.1;
         self.c.ecn_marked += self.sink.marks - before.2;
         if let Some(p) = &out {
-            self.c.dequeued += 1;
-            self.c.dequeued_bytes += p.size();
+            self.c.note_dequeue(p);
         }
         out
     }

@@ -1,5 +1,6 @@
 //! FIFO queues: droptail by packets (`pfifo`), droptail by bytes (`bfifo`),
-//! and drop-head by packets (`drophead`, like the kernel's `pfifo_head_drop`).
+//! and drop-head by packets (`drophead`, like the kernel's `pfifo_head_drop`),
+//! all one [`Fifo`].
 
 use super::{Counters, DropReason, PacketQueue, Qdisc};
 use crate::packet::Packet;
@@ -14,26 +15,35 @@ pub enum Limit {
     Bytes(u64),
 }
 
-/// Droptail FIFO, limited by packets (`pfifo`) or by bytes (`bfifo`).
+/// FIFO limited by packets or bytes. When full it refuses the arrival
+/// (droptail: `pfifo`, `bfifo`) or, as `drophead` (the kernel's
+/// `pfifo_head_drop`), discards the oldest packets to make room for it.
 #[derive(Debug)]
 pub struct Fifo {
     limit: Limit,
+    head_drop: bool,
     q: PacketQueue,
     c: Counters,
     dropped: Vec<(Packet, DropReason)>,
 }
 
 impl Fifo {
-    /// A FIFO of at most `limit` packets.
+    /// A droptail FIFO of at most `limit` packets.
     pub fn new(limit: usize) -> Fifo {
         Self::with_limit(Limit::Packets(limit))
     }
-    /// A FIFO of at most `limit_bytes` bytes.
+    /// A droptail FIFO of at most `limit_bytes` bytes.
     pub fn bytes(limit_bytes: u64) -> Fifo {
         Self::with_limit(Limit::Bytes(limit_bytes))
     }
+    /// A droptail FIFO.
     pub fn with_limit(limit: Limit) -> Fifo {
-        Fifo { limit, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
+        Fifo { limit, head_drop: false, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
+    }
+    /// A FIFO of at most `limit` packets that, when full, discards the packet
+    /// at the head (the oldest) and accepts the arrival.
+    pub fn drophead(limit: usize) -> Fifo {
+        Fifo { head_drop: true, ..Self::new(limit) }
     }
     fn full_for(&self, pkt: &Packet) -> bool {
         match self.limit {
@@ -41,26 +51,36 @@ impl Fifo {
             Limit::Bytes(b) => self.q.bytes() + pkt.size() > b,
         }
     }
+    fn discard(&mut self, pkt: Packet, why: DropReason) {
+        self.c.note_drop(&pkt, why);
+        self.dropped.push((pkt, why));
+    }
 }
 
 impl Qdisc for Fifo {
     fn enqueue(&mut self, pkt: Packet, _now: u64) {
-        self.c.arrivals += 1;
-        self.c.arrival_bytes += pkt.size();
+        self.c.note_arrival(&pkt);
+        if self.head_drop {
+            // room is made by dropping from the head, unless no packet could ever fit
+            let fits_alone = match self.limit {
+                Limit::Packets(n) => n > 0,
+                Limit::Bytes(b) => pkt.size() <= b,
+            };
+            while fits_alone && self.full_for(&pkt) {
+                let old = self.q.pop().expect("a full queue has a head");
+                self.discard(old, DropReason::HeadDrop);
+            }
+        }
         if self.full_for(&pkt) {
-            self.c.note_drop(&pkt, DropReason::Overlimit);
-            self.dropped.push((pkt, DropReason::Overlimit));
+            self.discard(pkt, DropReason::Overlimit);
             return;
         }
-        self.c.enqueued += 1;
-        self.c.enqueued_bytes += pkt.size();
+        self.c.note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
         self.q.push(pkt);
-        self.c.note_backlog(self.q.len(), self.q.bytes());
     }
     fn dequeue(&mut self, _now: u64) -> Option<Packet> {
         let p = self.q.pop()?;
-        self.c.dequeued += 1;
-        self.c.dequeued_bytes += p.size();
+        self.c.note_dequeue(&p);
         Some(p)
     }
     fn backlog_packets(&self) -> usize {
@@ -76,9 +96,10 @@ impl Qdisc for Fifo {
         out.append(&mut self.dropped);
     }
     fn kind(&self) -> &'static str {
-        match self.limit {
-            Limit::Packets(_) => "pfifo",
-            Limit::Bytes(_) => "bfifo",
+        match (self.head_drop, self.limit) {
+            (true, _) => "drophead",
+            (false, Limit::Packets(_)) => "pfifo",
+            (false, Limit::Bytes(_)) => "bfifo",
         }
     }
     fn details(&self) -> serde_json::Value {
@@ -86,67 +107,6 @@ impl Qdisc for Fifo {
             Limit::Packets(n) => serde_json::json!({ "limit_packets": n }),
             Limit::Bytes(b) => serde_json::json!({ "limit_bytes": b }),
         }
-    }
-}
-
-/// FIFO limited to `limit` packets that, when full, discards the packet at the
-/// head (the oldest) and accepts the arrival.
-#[derive(Debug)]
-pub struct DropHead {
-    limit: usize,
-    q: PacketQueue,
-    c: Counters,
-    dropped: Vec<(Packet, DropReason)>,
-}
-
-impl DropHead {
-    pub fn new(limit: usize) -> DropHead {
-        DropHead { limit, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
-    }
-}
-
-impl Qdisc for DropHead {
-    fn enqueue(&mut self, pkt: Packet, _now: u64) {
-        self.c.arrivals += 1;
-        self.c.arrival_bytes += pkt.size();
-        if self.limit == 0 {
-            self.c.note_drop(&pkt, DropReason::Overlimit);
-            self.dropped.push((pkt, DropReason::Overlimit));
-            return;
-        }
-        while self.q.len() >= self.limit {
-            let old = self.q.pop().expect("nonempty");
-            self.c.note_drop(&old, DropReason::HeadDrop);
-            self.dropped.push((old, DropReason::HeadDrop));
-        }
-        self.c.enqueued += 1;
-        self.c.enqueued_bytes += pkt.size();
-        self.q.push(pkt);
-        self.c.note_backlog(self.q.len(), self.q.bytes());
-    }
-    fn dequeue(&mut self, _now: u64) -> Option<Packet> {
-        let p = self.q.pop()?;
-        self.c.dequeued += 1;
-        self.c.dequeued_bytes += p.size();
-        Some(p)
-    }
-    fn backlog_packets(&self) -> usize {
-        self.q.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.q.bytes()
-    }
-    fn counters(&self) -> &Counters {
-        &self.c
-    }
-    fn take_dropped(&mut self, out: &mut Vec<(Packet, DropReason)>) {
-        out.append(&mut self.dropped);
-    }
-    fn kind(&self) -> &'static str {
-        "drophead"
-    }
-    fn details(&self) -> serde_json::Value {
-        serde_json::json!({ "limit_packets": self.limit })
     }
 }
 
@@ -206,7 +166,7 @@ mod tests {
 
     #[test]
     fn drophead_discards_oldest() {
-        let mut q = DropHead::new(3);
+        let mut q = Fifo::drophead(3);
         for i in 0..5 {
             q.enqueue(pkt(0, i, 0), 0);
         }
@@ -216,5 +176,13 @@ mod tests {
         assert!(d.iter().all(|(_, r)| *r == DropReason::HeadDrop));
         assert_eq!(drain(&mut q), vec![2, 3, 4]);
         assert_eq!(q.counters().dropped_head, 2);
+        assert_eq!((q.counters().arrivals, q.counters().enqueued, q.counters().dequeued), (5, 5, 3));
+        assert_eq!(q.counters().max_backlog_packets, 3);
+        // a drophead queue that can hold nothing refuses, like the kernel's
+        let mut z = Fifo::drophead(0);
+        z.enqueue(pkt(0, 9, 0), 0);
+        assert_eq!((z.counters().dropped_overlimit, z.backlog_packets()), (1, 0));
+        let kinds: Vec<&str> = [Fifo::new(1), Fifo::bytes(1500), Fifo::drophead(1)].iter().map(|q| q.kind()).collect();
+        assert_eq!(kinds, ["pfifo", "bfifo", "drophead"]);
     }
 }

@@ -133,8 +133,7 @@ impl FqCodel {
 
 impl Qdisc for FqCodel {
     fn enqueue(&mut self, pkt: Packet, _now: u64) {
-        self.c.arrivals += 1;
-        self.c.arrival_bytes += pkt.size();
+        self.c.note_arrival(&pkt);
         let idx = self.bucket(&pkt.key);
         let quantum = self.params.quantum as i64;
         let f = &mut self.flows[idx];
@@ -223,8 +222,7 @@ impl Qdisc for FqCodel {
                     if list == List::New {
                         self.new_list_dequeues += 1;
                     }
-                    self.c.dequeued += 1;
-                    self.c.dequeued_bytes += p.size();
+                    self.c.note_dequeue(&p);
                     return Some(p);
                 }
             }

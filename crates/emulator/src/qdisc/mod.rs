@@ -5,7 +5,7 @@
 //! path recycles their buffers; tests inspect them).
 //!
 //! Available: droptail FIFO by packets ([`fifo::Fifo`]) and by bytes
-//! ([`fifo::Fifo::bytes`]), drop-head FIFO ([`fifo::DropHead`]), CoDel (RFC 8289,
+//! ([`fifo::Fifo::bytes`]), drop-head FIFO ([`fifo::Fifo::drophead`]), CoDel (RFC 8289,
 //! [`codel::Codel`]), FQ-CoDel (RFC 8290, [`fq_codel::FqCodel`]) and PIE
 //! (RFC 8033, [`pie::Pie`]).
 
@@ -55,6 +55,22 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// A packet was offered to `enqueue`.
+    pub fn note_arrival(&mut self, p: &Packet) {
+        self.arrivals += 1;
+        self.arrival_bytes += p.size();
+    }
+    /// A packet was accepted; `pkts`/`bytes` is the backlog with it.
+    pub fn note_enqueue(&mut self, p: &Packet, pkts: usize, bytes: u64) {
+        self.enqueued += 1;
+        self.enqueued_bytes += p.size();
+        self.note_backlog(pkts, bytes);
+    }
+    /// A packet was handed out by `dequeue`.
+    pub fn note_dequeue(&mut self, p: &Packet) {
+        self.dequeued += 1;
+        self.dequeued_bytes += p.size();
+    }
     pub fn note_drop(&mut self, p: &Packet, why: DropReason) {
         self.dropped += 1;
         self.dropped_bytes += p.size();

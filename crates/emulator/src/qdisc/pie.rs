@@ -189,8 +189,7 @@ impl Pie {
 impl Qdisc for Pie {
     fn enqueue(&mut self, mut pkt: Packet, now: u64) {
         self.catch_up(now);
-        self.c.arrivals += 1;
-        self.c.arrival_bytes += pkt.size();
+        self.c.note_arrival(&pkt);
         if self.q.len() >= self.params.limit {
             self.vars.accu_prob = 0.0;
             self.c.note_drop(&pkt, DropReason::Overlimit);
@@ -209,18 +208,15 @@ impl Qdisc for Pie {
         }
         // running mean of packet sizes (for the "2 * MEAN_PKTSIZE" safeguard)
         self.mean_pktsize = (self.mean_pktsize * 7 + pkt.size()) / 8;
-        self.c.enqueued += 1;
-        self.c.enqueued_bytes += pkt.size();
+        self.c.note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
         self.q.push(pkt);
-        self.c.note_backlog(self.q.len(), self.q.bytes());
     }
 
     fn dequeue(&mut self, now: u64) -> Option<Packet> {
         self.catch_up(now);
         let p = self.q.pop()?;
         self.vars.current_qdelay_ns = now.saturating_sub(p.arrival_ns);
-        self.c.dequeued += 1;
-        self.c.dequeued_bytes += p.size();
+        self.c.note_dequeue(&p);
         Some(p)
     }
 
