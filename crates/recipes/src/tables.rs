@@ -385,9 +385,14 @@ fn pacing(outs: &[PointOutcome]) -> String {
             let worst = disturbed.iter().map(|h| h.wake_late_max_ns).max().unwrap_or(0);
             out.push_str(&format!(
                 "\n\\* the host stopped the sender for longer than a stall (max(t_gran or t_ipi, 1 ms)) in more than 1% of its waits and sends or of the run, \
-                 in every one of up to 3 runs (worst wake-up {} late, hypervisor steal up to {steal:.1}%): these rows show the machine, \
-                 not the timer model; compare the model column, or re-run on a quieter machine.\n",
-                fmt_duration_sig3(worst)
+                 in every one of up to 3 runs (worst wake-up {} late, hypervisor steal up to {steal:.1}%): these rows' gaps and burst factors show the machine, \
+                 {}; compare the model column, or re-run on a quieter machine.\n",
+                fmt_duration_sig3(worst),
+                if spec == Some(TimerSpec::Precise) {
+                    "while achieved/ideal holds (the precise pacer makes up lost time with a burst)"
+                } else {
+                    "and so does achieved/ideal (this timer does not make up lost time)"
+                }
             ));
         }
         if !pts.is_empty() {
@@ -576,5 +581,47 @@ mod tests {
         assert_eq!(load_name(2, 1), "2 uploads + 1 download");
         assert_eq!(strip_lab_id("blab-ac4930-client/eth0"), "client/eth0");
         assert_eq!(strip_lab_id("eth0"), "eth0");
+    }
+
+    fn paced(ipi_us: u64, timer: TimerSpec, stalls: &[u64]) -> PointOutcome {
+        use crate::pacing::{analyze, host_timing, model_ratio, simulate, PacingConfig};
+        let c = PacingConfig { ipi_ns: ipi_us * 1000, timer, payload: 1424, duration_ns: 1_000_000_000, line_rate_bps: 100e6 };
+        let d = simulate(&c, 5_000, 0);
+        let mut r = analyze(&c, &d, &d);
+        let mut late = vec![10_000u64; 200];
+        late.extend_from_slice(stalls);
+        r.host = Some(host_timing(&c, late, vec![5_000; d.len()], 12.5));
+        r.model_ratio = Some(model_ratio(&c, 5_000, 10_000));
+        PointOutcome {
+            point: crate::runner::Point { index: 1, combo: 0, rep: 1, params: vec![] },
+            values: vec![],
+            status: "ok".into(),
+            ok: true,
+            file: None,
+            elapsed_s: 1.0,
+            rows: vec![],
+            lab: None,
+            pacing: Some(r),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn pacing_table_marks_what_the_host_disturbed() {
+        let tick = TimerSpec::Tick { hz: 250 };
+        // 5 ms at tick:250: clean; 10 ms: a 30 ms stall (3% of the run)
+        let t = pacing(&[paced(5000, tick, &[]), paced(10_000, tick, &[30_000_000])]);
+        assert!(t.contains("| 5ms   |") && t.contains("| 1.2500         | 1.2500 |"), "{t}");
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| 5ms") || l.starts_with("| 10ms")).collect();
+        assert!(!rows[0].contains(" * ") && rows[1].contains("| 1 of 326 * "), "{rows:?}");
+        assert!(rows[0].contains("| 0 of "), "{rows:?}");
+        assert!(t.contains("worst wake-up 30.0ms late, hypervisor steal up to 12.5%"), "{t}");
+        assert!(t.contains("and so does achieved/ideal (this timer does not make up lost time)"), "{t}");
+        // the precise pacer keeps its rate through a stall: the note says so
+        let t = pacing(&[paced(1000, TimerSpec::Precise, &[30_000_000])]);
+        assert!(t.contains("while achieved/ideal holds"), "{t}");
+        // nothing disturbed, no note
+        let t = pacing(&[paced(1000, TimerSpec::Precise, &[])]);
+        assert!(!t.contains("show the machine"), "{t}");
     }
 }
