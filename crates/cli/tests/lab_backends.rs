@@ -126,3 +126,37 @@ fn lab_asymmetric_rates_byte_fifo_ipv6() {
         assert!(p99 > 400.0 && p99 < 600.0, "upload p99 {p99} ms vs analytic 524 ms");
     });
 }
+
+#[test]
+fn lab_queue_per_direction() {
+    if skip("lab_queue_per_direction") {
+        return;
+    }
+    guarded(move || {
+        let (rs, stdout) = run_lab(
+            &["--rate", "10mbit", "--queue-up", "fifo:100", "--queue-down", "fifo:10"],
+            &["--scenarios", "1u0d,0u1d", "--duration", "6s", "--idle", "1s"],
+        );
+        assert_eq!(rs.len(), 1, "both directions set: one run");
+        assert!(stdout.contains("up-fifo:100+down-fifo:10"), "{stdout}");
+        let r = &rs[0];
+        let lab = r.lab.as_ref().unwrap();
+        assert_eq!(lab.config["queue_up"], "fifo:100");
+        assert_eq!(lab.config["queue_down"], "fifo:10");
+        // 100 x 1514 B x 8 / 10 Mbit/s = 121 ms up; 10 packets = 12.1 ms down
+        assert!((lab.analytic_queue_delay_up_ms.unwrap() - 121.12).abs() < 0.01);
+        assert!((lab.analytic_queue_delay_down_ms.unwrap() - 12.112).abs() < 0.01);
+        // each direction's pfifo holds what its own limit allows, and the upload fills its larger one
+        let max_backlog = |role: &str, phase: usize| {
+            let q = lab.queues.iter().find(|q| q.role == role).expect("queue series");
+            let p = &r.scenarios[phase];
+            q.samples.iter().filter(|s| s.t_ns >= p.start_ns && s.t_ns <= p.end_ns).map(|s| s.backlog_packets).max().unwrap_or(0)
+        };
+        let (up, down) = (max_backlog("bottleneck-up", 0), max_backlog("bottleneck-down", 1));
+        assert!(up > 50 && up <= 100, "upload queue max backlog {up} (limit 100)");
+        assert!(down > 0 && down <= 10, "download queue max backlog {down} (limit 10)");
+        // and latency follows the queue of the loaded direction
+        let added = |i: usize| r.scenarios[i].summary.latency.p50_ms - r.idle.as_ref().unwrap().summary.latency.p50_ms;
+        assert!(added(0) > 4.0 * added(1), "upload adds {:.1} ms, download {:.1} ms", added(0), added(1));
+    });
+}

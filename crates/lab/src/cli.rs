@@ -70,6 +70,13 @@ pub struct LabRunArgs {
     /// [default: fifo:1000,fifo:10].
     #[arg(long, value_name = "QUEUE[,QUEUE...]", value_delimiter = ',')]
     pub queue: Vec<String>,
+    /// Upload (client→server) queue instead of --queue's, e.g. a modem's deep upstream buffer:
+    /// --queue-up fifo:500 --queue-down fifo:50. With only one of the two, a --queue list varies the other direction.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue_up: Option<String>,
+    /// Download (server→client) queue instead of --queue's.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue_down: Option<String>,
     /// Any kernel qdisc as the bottleneck queue, "KIND [ARGS]" (e.g. fq_codel, "cake", "netem delay 20ms").
     #[arg(long, value_name = "\"KIND ARGS\"")]
     pub qdisc: Option<String>,
@@ -170,9 +177,23 @@ pub fn resolve(a: &LabRunArgs) -> Result<(LabConfig, Vec<QueueSpec>)> {
         }
         queues = vec![QueueSpec::Fifo { packets: t }];
     }
-    if a.qdisc.is_some() {
+    let one = |o: &Option<String>, flag: &str| -> Result<Option<QueueSpec>> {
+        o.as_ref().map(|q| QueueSpec::parse(q).map_err(|e| anyhow!("{flag}: {e}"))).transpose()
+    };
+    let queue_up = one(&a.queue_up, "--queue-up")?;
+    let queue_down = one(&a.queue_down, "--queue-down")?;
+    if let (Some(u), Some(_)) = (&queue_up, &queue_down) {
         if !a.queue.is_empty() {
-            bail!("--qdisc replaces the bottleneck queue; do not combine it with --queue");
+            bail!("--queue-up and --queue-down set both directions; --queue has nothing left to set (drop it)");
+        }
+        queues = vec![u.clone()];
+    }
+    if let (Some(t), true) = (a.txqueuelen, queue_up.is_some() || queue_down.is_some()) {
+        bail!("--txqueuelen {t} sets both directions' queue to fifo:{t}; do not combine it with --queue-up/--queue-down");
+    }
+    if a.qdisc.is_some() {
+        if !a.queue.is_empty() || queue_up.is_some() || queue_down.is_some() {
+            bail!("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down");
         }
         queues = vec![QueueSpec::Fifo { packets: a.txqueuelen.unwrap_or(1000) }];
     }
@@ -192,6 +213,8 @@ pub fn resolve(a: &LabRunArgs) -> Result<(LabConfig, Vec<QueueSpec>)> {
         rate_up,
         rate_down,
         queue: queues[0].clone(),
+        queue_up,
+        queue_down,
         qdisc: a.qdisc.clone(),
         txqueuelen: a.txqueuelen,
         shaper: a.shaper,
@@ -368,6 +391,7 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
     let mut results = Vec::new();
     let mut exit = 0;
     let n = queues.len();
+    let mut used_labels: Vec<String> = vec![];
     for (i, q) in queues.iter().enumerate() {
         if i > 0 || lab.cfg.queue != *q {
             lab.cfg.queue = q.clone();
@@ -381,11 +405,11 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
                 Backend::Emulator => "emulator",
                 _ => "kernel",
             },
-            lab.cfg
-                .analytic_queue_delay_ms(true)
-                .or(lab.cfg.analytic_queue_delay_ms(false))
-                .map(|d| format!(" (holds {} ms when full)", table::ms(d)))
-                .unwrap_or_default()
+            match (lab.cfg.analytic_queue_delay_ms(true), lab.cfg.analytic_queue_delay_ms(false)) {
+                (Some(u), Some(d)) if (u - d).abs() > 1e-9 => format!(" (holds {} ms up, {} ms down when full)", table::ms(u), table::ms(d)),
+                (Some(x), _) | (None, Some(x)) => format!(" (holds {} ms when full)", table::ms(x)),
+                (None, None) => String::new(),
+            }
         ));
         let out = match lab.run_test(&opts) {
             Ok(o) => o,
@@ -400,7 +424,8 @@ fn run_lab_test(a: LabRunArgs) -> Result<i32> {
             }
         };
         if let Some(base) = &a.json {
-            let seen = queues[..i].iter().filter(|x| x.label() == q.label()).count();
+            let seen = used_labels.iter().filter(|l| **l == label).count();
+            used_labels.push(label.clone());
             let name = if seen == 0 { label.clone() } else { format!("{label}-{}", seen + 1) };
             let p = json_path(base, &name, n);
             let text = serde_json::to_string_pretty(&out.result)? + "\n";
@@ -508,7 +533,8 @@ fn short_local_queue_note(r: &bloatlab_results::TestResult) -> Option<String> {
     if lab.config.get("placement").and_then(|p| p.as_str()) != Some("local") {
         return None;
     }
-    let limit = lab.config.get("queue_spec").and_then(|q| q.get("packets")).and_then(|p| p.as_u64())?;
+    let spec = lab.config.get("queue_up_spec").filter(|v| !v.is_null()).or(lab.config.get("queue_spec"));
+    let limit = spec.and_then(|q| q.get("packets")).and_then(|p| p.as_u64())?;
     let mut maxq = 0;
     for p in r.scenarios.iter().filter(|p| p.uploads + p.downloads > 0) {
         maxq = maxq.max(table::queue_in_phase(&lab.queues, "bottleneck", p).1);
@@ -575,8 +601,41 @@ mod tests {
     }
 
     #[test]
+    fn queues_per_direction() {
+        let (c, q) = parse(&["--queue-up", "fifo:500", "--queue-down", "bfifo:64k"]).unwrap();
+        // both directions set: one run (the default list has nothing left to vary)
+        assert_eq!(q.len(), 1);
+        assert_eq!(c.queue_of(true), &QueueSpec::Fifo { packets: 500 });
+        assert_eq!(c.queue_of(false), &QueueSpec::Bfifo { bytes: 65536 });
+        assert_eq!(c.queue_label(), "up-fifo:500+down-bfifo:65536");
+        assert_eq!(c.analytic_queue_delay_ms(true).map(|x| x.round()), Some(606.0));
+        assert_eq!(c.analytic_queue_delay_ms(false).map(|x| (x * 10.0).round() / 10.0), Some(52.4));
+        assert_eq!(c.effective_backend(), Backend::Kernel);
+        // one direction overridden: the other keeps --queue
+        let (c, _) = parse(&["--queue", "fifo:100", "--queue-down", "fifo:10"]).unwrap();
+        assert_eq!((c.queue_of(true), c.queue_of(false)), (&QueueSpec::Fifo { packets: 100 }, &QueueSpec::Fifo { packets: 10 }));
+        // one direction set: the --queue list (here the default) varies the other
+        let (c, q) = parse(&["--queue-down", "fifo:10"]).unwrap();
+        assert_eq!((q.len(), c.queue_of(false)), (2, &QueueSpec::Fifo { packets: 10 }));
+        // the same queue both ways is labelled as one
+        let (c, _) = parse(&["--queue", "fifo:100", "--queue-down", "fifo:100"]).unwrap();
+        assert_eq!(c.queue_label(), "fifo:100");
+        // an AQM in one direction moves the lab to the emulator, which gets each direction's queue
+        let (c, _) = parse(&["--queue", "fifo:100", "--queue-up", "codel"]).unwrap();
+        assert_eq!(c.effective_backend(), Backend::Emulator);
+        let e = c.emulator_config().unwrap();
+        assert_eq!(e.up.queue.kind(), "codel");
+        assert_eq!(e.down.queue.kind(), "pfifo");
+    }
+
+    #[test]
     fn bad_input_is_explained() {
         let e = |v: &[&str]| format!("{:#}", parse(v).unwrap_err());
+        assert!(e(&["--queue-up", "red"]).contains("--queue-up"));
+        assert!(e(&["--queue-up", "fifo:1", "--queue-down", "fifo:2", "--queue", "fifo:3"]).contains("nothing left"));
+        assert!(e(&["--queue-down", "fq_codel", "--backend", "kernel"]).contains("--queue-down fq_codel"));
+        assert!(e(&["--queue-up", "fifo:10", "--txqueuelen", "10"]).contains("--queue-up"));
+        assert!(e(&["--queue-up", "fifo:10", "--qdisc", "sfq"]).contains("--qdisc"));
         assert!(e(&["--rate", "fast"]).contains("accepted forms"));
         assert!(e(&["--queue", "red"]).contains("accepted forms"));
         assert!(e(&["--queue", "fq_codel", "--backend", "kernel"]).contains("emulator"));

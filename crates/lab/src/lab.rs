@@ -35,7 +35,12 @@ pub struct LabConfig {
     pub rate_up: Option<Rate>,
     /// Server→client rate; None = no limit.
     pub rate_down: Option<Rate>,
+    /// Bottleneck queue of both directions (unless overridden below).
     pub queue: QueueSpec,
+    /// Upload (client→server) queue instead of `queue`.
+    pub queue_up: Option<QueueSpec>,
+    /// Download (server→client) queue instead of `queue`.
+    pub queue_down: Option<QueueSpec>,
     /// Any kernel qdisc as the bottleneck queue, "KIND [ARGS]" (replaces `queue`).
     pub qdisc: Option<String>,
     /// Interface txqueuelen of the bottleneck devices (set with fifo:N = N).
@@ -73,6 +78,8 @@ impl Default for LabConfig {
             rate_up: Some(Rate::mbit(10.0)),
             rate_down: Some(Rate::mbit(10.0)),
             queue: QueueSpec::Fifo { packets: 1000 },
+            queue_up: None,
+            queue_down: None,
             qdisc: None,
             txqueuelen: None,
             shaper: Shaper::Htb,
@@ -93,11 +100,25 @@ impl Default for LabConfig {
 }
 
 impl LabConfig {
-    /// Label of the bottleneck queue as tables show it.
+    /// The queue of one direction (upload = client→server).
+    pub fn queue_of(&self, up: bool) -> &QueueSpec {
+        let o = if up { &self.queue_up } else { &self.queue_down };
+        o.as_ref().unwrap_or(&self.queue)
+    }
+
+    /// Both directions' queues, upload first.
+    pub fn queues(&self) -> [&QueueSpec; 2] {
+        [self.queue_of(true), self.queue_of(false)]
+    }
+
+    /// Label of the bottleneck queue as tables show it: `fifo:100`, or
+    /// `up-fifo:100+down-fifo:10` when the directions differ (also used in
+    /// file names, so no spaces or slashes).
     pub fn queue_label(&self) -> String {
         match &self.qdisc {
             Some(q) => q.clone(),
-            None => self.queue.label(),
+            None if self.queue_of(true) == self.queue_of(false) => self.queue_of(true).label(),
+            None => format!("up-{}+down-{}", self.queue_of(true).label(), self.queue_of(false).label()),
         }
     }
 
@@ -107,7 +128,7 @@ impl LabConfig {
     pub fn effective_backend(&self) -> Backend {
         match self.backend {
             Backend::Auto => {
-                let wants = self.queue.needs_emulator()
+                let wants = self.queues().iter().any(|q| q.needs_emulator())
                     || self.trace_up.is_some()
                     || self.trace_down.is_some()
                     || ((self.delay.is_some() || self.jitter.is_some() || self.loss.is_some()) && self.qdisc.is_none());
@@ -124,8 +145,8 @@ impl LabConfig {
     /// The emulator's configuration for this lab (backend "emulator").
     pub fn emulator_config(&self) -> Result<bloatlab_emulator::EmulatorConfig> {
         use bloatlab_emulator::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, RateSpec};
-        let queue = self.queue.to_emulator().map_err(|e| anyhow!(e))?;
-        let dir = |rate: Option<Rate>, trace: &Option<PathBuf>| -> Result<DirectionConfig> {
+        let dir = |rate: Option<Rate>, trace: &Option<PathBuf>, queue: &QueueSpec| -> Result<DirectionConfig> {
+            let queue = queue.to_emulator().map_err(|e| anyhow!(e))?;
             let rate = match (trace, rate) {
                 (Some(p), _) => RateSpec::trace(p).map_err(|e| anyhow!("{e}"))?,
                 (None, Some(r)) => RateSpec::Fixed { bps: r.bps },
@@ -143,14 +164,14 @@ impl LabConfig {
                     Some(p) if p > 0.0 => LossSpec::Bernoulli { p },
                     _ => LossSpec::None,
                 },
-                queue: queue.clone(),
+                queue,
                 // Count the Ethernet header as htb does on a veth: 1514-byte frames.
                 overhead_bytes: (FRAME_BYTES - MTU as u64) as u32,
             })
         };
         let cfg = EmulatorConfig {
-            up: dir(self.rate_up, &self.trace_up)?,
-            down: dir(self.rate_down, &self.trace_down)?,
+            up: dir(self.rate_up, &self.trace_up, self.queue_of(true))?,
+            down: dir(self.rate_down, &self.trace_down, self.queue_of(false))?,
             ..Default::default()
         };
         cfg.validate().map_err(|e| anyhow!("emulator configuration: {e}"))?;
@@ -177,7 +198,7 @@ impl LabConfig {
         if self.qdisc.is_some() {
             return None;
         }
-        let cap = self.queue.capacity_bytes(FRAME_BYTES)? as f64;
+        let cap = self.queue_of(up).capacity_bytes(FRAME_BYTES)? as f64;
         let trace = if up { &self.trace_up } else { &self.trace_down };
         let bps = match trace {
             Some(p) => bloatlab_emulator::RateSpec::trace(p).ok()?.mean_bps()?,
@@ -196,8 +217,16 @@ impl LabConfig {
         let backend = self.effective_backend();
         if backend == Backend::Kernel {
             let mut why = Vec::new();
-            if self.queue.needs_emulator() && self.qdisc.is_none() {
-                why.push(format!("--queue {}", self.queue.label()));
+            if self.qdisc.is_none() {
+                for (q, flag) in [(self.queue_of(true), "--queue-up"), (self.queue_of(false), "--queue-down")] {
+                    if q.needs_emulator() {
+                        let flag = if self.queue_of(true) == self.queue_of(false) { "--queue" } else { flag };
+                        let w = format!("{flag} {}", q.label());
+                        if !why.contains(&w) {
+                            why.push(w);
+                        }
+                    }
+                }
             }
             if self.trace_up.is_some() || self.trace_down.is_some() {
                 why.push("--trace-up/--trace-down".into());
@@ -681,10 +710,10 @@ impl Lab {
             return Ok(());
         }
         let (up, down) = self.bottleneck_devices();
-        let rates = [(up, self.cfg.rate_up), (down, self.cfg.rate_down)];
-        for (dev, rate) in rates {
+        let rates = [(up, self.cfg.rate_up, true), (down, self.cfg.rate_down, false)];
+        for (dev, rate, is_up) in rates {
             let (Some((ns, dev)), Some(rate)) = (dev, rate) else { continue };
-            self.install_shaper(&ns, &dev, rate)?;
+            self.install_shaper(&ns, &dev, rate, self.cfg.queue_of(is_up))?;
         }
         // Delay/loss with netem on the interfaces that are not the bottleneck.
         if let Some(args) = netem_args(&self.cfg) {
@@ -705,7 +734,7 @@ impl Lab {
         Ok(())
     }
 
-    fn install_shaper(&self, ns: &str, dev: &str, rate: Rate) -> Result<()> {
+    fn install_shaper(&self, ns: &str, dev: &str, rate: Rate, queue: &QueueSpec) -> Result<()> {
         let r = rate.tc();
         let _ = tcn(ns, &["qdisc", "del", "dev", dev, "root"]);
         // htb: one class at the rate; burst of ~1 ms of data but at least 2 frames.
@@ -724,7 +753,7 @@ impl Lab {
             }
         }
         // The leaf is the queue.
-        let leaf: Vec<String> = match (&self.cfg.qdisc, &self.cfg.queue) {
+        let leaf: Vec<String> = match (&self.cfg.qdisc, queue) {
             (Some(q), _) => q.split_whitespace().map(String::from).collect(),
             (None, QueueSpec::Fifo { packets }) => vec!["pfifo".into(), "limit".into(), packets.to_string()],
             (None, QueueSpec::Bfifo { bytes }) => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
@@ -733,7 +762,7 @@ impl Lab {
         let mut a: Vec<&str> = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
         a.extend(leaf.iter().map(|s| s.as_str()));
         tcn(ns, &a)?;
-        let txq = match (self.cfg.txqueuelen, &self.cfg.queue, &self.cfg.qdisc) {
+        let txq = match (self.cfg.txqueuelen, queue, &self.cfg.qdisc) {
             (Some(t), _, _) => Some(t),
             (None, QueueSpec::Fifo { packets }, None) => Some(*packets),
             _ => None,

@@ -358,11 +358,15 @@ impl Lab {
             "trace_down": c.trace_down,
             "queue": c.queue_label(),
             "queue_spec": if c.qdisc.is_some() { serde_json::Value::Null } else { serde_json::to_value(&c.queue).unwrap_or_default() },
+            "queue_up": if c.qdisc.is_some() { None } else { Some(c.queue_of(true).label()) },
+            "queue_down": if c.qdisc.is_some() { None } else { Some(c.queue_of(false).label()) },
+            "queue_up_spec": if c.qdisc.is_some() { serde_json::Value::Null } else { serde_json::to_value(c.queue_of(true)).unwrap_or_default() },
+            "queue_down_spec": if c.qdisc.is_some() { serde_json::Value::Null } else { serde_json::to_value(c.queue_of(false)).unwrap_or_default() },
             "qdisc": c.qdisc,
             "shaper": c.shaper,
-            "txqueuelen": match (c.txqueuelen, &c.queue, &c.qdisc) {
+            "txqueuelen": match (c.txqueuelen, c.queues(), &c.qdisc) {
                 (Some(t), _, _) => Some(t),
-                (None, crate::spec::QueueSpec::Fifo { packets }, None) => Some(*packets),
+                (None, [crate::spec::QueueSpec::Fifo { packets: u }, crate::spec::QueueSpec::Fifo { packets: d }], None) if u == d => Some(*u),
                 _ => None,
             },
             "bottleneck_up": up.map(|(n, d)| format!("{n}/{d}")),
