@@ -657,9 +657,9 @@ pub fn run_steady(cfg: &PacingConfig, version: &str, stop: &'static AtomicBool, 
     let mut best: Option<PacingResult> = None;
     for n in 1..=attempts.max(1) {
         let r = run(cfg, version, stop)?;
-        let stalls = |r: &PacingResult| r.host.as_ref().map_or(0, |h| h.stalled_ns);
+        let stalled_ns = |r: &PacingResult| r.host.as_ref().map_or(0, |h| h.stalled_ns);
         let clean = !r.host.as_ref().is_some_and(|h| h.disturbed);
-        if best.as_ref().is_none_or(|b| stalls(&r) < stalls(b)) {
+        if best.as_ref().is_none_or(|b| stalled_ns(&r) < stalled_ns(b)) {
             best = Some(r);
         }
         if let Some(h) = best.as_mut().and_then(|b| b.host.as_mut()) {
@@ -682,8 +682,8 @@ pub fn stall_threshold_ns(cfg: &PacingConfig) -> u64 {
 /// each wait, `sends`: duration of each send, ns).
 pub fn host_timing(cfg: &PacingConfig, mut late: Vec<u64>, mut sends: Vec<u64>, cpu_steal_pct: f64) -> HostTiming {
     let threshold = stall_threshold_ns(cfg);
-    let stalls = late.iter().chain(sends.iter()).filter(|&&x| x > threshold).count() as u64;
-    let stalled_ns: u64 = late.iter().chain(sends.iter()).filter(|&&x| x > threshold).sum();
+    let (stalls, stalled_ns) =
+        late.iter().chain(sends.iter()).filter(|&&x| x > threshold).fold((0u64, 0u64), |(n, t), &x| (n + 1, t + x));
     late.sort_unstable();
     sends.sort_unstable();
     let q = |v: &[u64], p: f64| if v.is_empty() { 0 } else { v[((v.len() - 1) as f64 * p).round() as usize] };

@@ -208,16 +208,13 @@ mod tests {
                 values[lat] = Some(10f64.powi(i as i32));
                 values[up] = Some(0.0);
                 PointOutcome {
-                    point: Point { index: i + 1, combo: i, rep: 1, params: vec![("queue".into(), v.text.clone())] },
-                    values: vec![("queue".into(), v.clone())],
                     status: "ok".into(),
                     ok: true,
-                    file: None,
-                    elapsed_s: 0.0,
                     rows: vec![Row { phase: "1u0d".into(), values }],
-                    lab: None,
-                    pacing: None,
-                    detail: String::new(),
+                    ..PointOutcome::new(
+                        Point { index: i + 1, combo: i, rep: 1, params: vec![("queue".into(), v.text.clone())] },
+                        vec![("queue".into(), v.clone())],
+                    )
                 }
             })
             .collect();

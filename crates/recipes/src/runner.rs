@@ -175,6 +175,24 @@ pub struct PointOutcome {
     pub detail: String,
 }
 
+impl PointOutcome {
+    /// A point not run yet: no status, no rows, no result.
+    pub fn new(point: Point, values: Vec<(String, Value)>) -> PointOutcome {
+        PointOutcome {
+            point,
+            values,
+            status: String::new(),
+            ok: false,
+            file: None,
+            elapsed_s: 0.0,
+            rows: vec![],
+            lab: None,
+            pacing: None,
+            detail: String::new(),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct IndexEntry<'a> {
     index: usize,
@@ -369,18 +387,7 @@ fn run_lab_point(r: &Recipe, p: &Point, vals: &[(String, Value)], dir: &Path, na
     let json = dir.join("points").join(format!("{name}.json"));
     let log = dir.join("points").join(format!("{name}.log"));
     let argv = lab_argv(r, vals, &json, &opts.extra_test_args);
-    let mut o = PointOutcome {
-        point: p.clone(),
-        values: vals.to_vec(),
-        status: String::new(),
-        ok: false,
-        file: None,
-        elapsed_s: 0.0,
-        rows: vec![],
-        lab: None,
-        pacing: None,
-        detail: String::new(),
-    };
+    let mut o = PointOutcome::new(p.clone(), vals.to_vec());
     let logf = match std::fs::File::create(&log) {
         Ok(f) => f,
         Err(e) => {
@@ -459,18 +466,7 @@ pub fn pacing_config(vals: &[(String, Value)]) -> anyhow::Result<PacingConfig> {
 }
 
 fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str, opts: &RunOptions) -> PointOutcome {
-    let mut o = PointOutcome {
-        point: p.clone(),
-        values: vals.to_vec(),
-        status: String::new(),
-        ok: false,
-        file: None,
-        elapsed_s: 0.0,
-        rows: vec![],
-        lab: None,
-        pacing: None,
-        detail: String::new(),
-    };
+    let mut o = PointOutcome::new(p.clone(), vals.to_vec());
     let res = pacing_config(vals).and_then(|c| pacing::run_steady(&c, &opts.version, &INTERRUPTED, 3));
     match res {
         Ok(pr) => {
@@ -619,16 +615,11 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Recipe, Vec<PointOutcome>)> {
         };
         let vals = point_values(&r, &point);
         let mut o = PointOutcome {
-            point,
-            values: vals.clone(),
             status: p["status"].as_str().unwrap_or("").to_string(),
             ok: p["status"] == "ok",
             file: p["file"].as_str().map(String::from),
             elapsed_s: p["elapsed_s"].as_f64().unwrap_or(0.0),
-            rows: vec![],
-            lab: None,
-            pacing: None,
-            detail: String::new(),
+            ..PointOutcome::new(point, vals.clone())
         };
         if let Some(f) = &o.file {
             let path = dir.join(f);

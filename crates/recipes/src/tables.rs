@@ -593,16 +593,10 @@ mod tests {
         r.host = Some(host_timing(&c, late, vec![5_000; d.len()], 12.5));
         r.model_ratio = Some(model_ratio(&c, 5_000, 10_000));
         PointOutcome {
-            point: crate::runner::Point { index: 1, combo: 0, rep: 1, params: vec![] },
-            values: vec![],
             status: "ok".into(),
             ok: true,
-            file: None,
-            elapsed_s: 1.0,
-            rows: vec![],
-            lab: None,
             pacing: Some(r),
-            detail: String::new(),
+            ..PointOutcome::new(crate::runner::Point { index: 1, combo: 0, rep: 1, params: vec![] }, vec![])
         }
     }
 

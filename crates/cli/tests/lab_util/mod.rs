@@ -105,17 +105,22 @@ pub fn expected_goodput(rate_bps: f64, mss: u32) -> f64 {
     rate_bps * mss as f64 / 1514.0
 }
 
-/// Bits per second the queue `role` sent during the steady part of a phase
-/// (without its first 20% and last 5%, as the goodput summary).
-pub fn wire_bps(r: &bloatlab_results::TestResult, role: &str, phase: usize) -> f64 {
+/// Samples of the queue `role` in the steady part of a phase: without its
+/// first 20% and last 5%, as the goodput summary.
+pub fn steady_samples<'a>(r: &'a bloatlab_results::TestResult, role: &str, phase: usize) -> Vec<&'a bloatlab_results::QueueSample> {
     let q = r.lab.as_ref().unwrap().queues.iter().find(|q| q.role == role).expect("queue series");
     let p = &r.scenarios[phase];
     let len = (p.end_ns - p.start_ns) as f64;
-    let w: Vec<_> = q
-        .samples
+    q.samples
         .iter()
         .filter(|x| (x.t_ns as f64) >= p.start_ns as f64 + 0.2 * len && (x.t_ns as f64) <= p.start_ns as f64 + 0.95 * len)
-        .collect();
+        .collect()
+}
+
+/// Bits per second the queue `role` sent during the steady part of a phase
+/// (without its first 20% and last 5%, as the goodput summary).
+pub fn wire_bps(r: &bloatlab_results::TestResult, role: &str, phase: usize) -> f64 {
+    let w = steady_samples(r, role, phase);
     let (a, b) = (w.first().unwrap(), w.last().unwrap());
     (b.sent_bytes - a.sent_bytes) as f64 * 8.0 / ((b.t_ns - a.t_ns) as f64 / 1e9)
 }
@@ -126,14 +131,7 @@ pub fn wire_bps(r: &bloatlab_results::TestResult, role: &str, phase: usize) -> f
 /// at exactly its rate, whatever the sending host does; stalls of the host
 /// (e.g. CPU steal on a shared VM) only lower the backlogged fraction.
 pub fn backlogged_rate(r: &bloatlab_results::TestResult, role: &str, phase: usize) -> (f64, f64) {
-    let q = r.lab.as_ref().unwrap().queues.iter().find(|q| q.role == role).expect("queue series");
-    let p = &r.scenarios[phase];
-    let len = (p.end_ns - p.start_ns) as f64;
-    let w: Vec<_> = q
-        .samples
-        .iter()
-        .filter(|x| (x.t_ns as f64) >= p.start_ns as f64 + 0.2 * len && (x.t_ns as f64) <= p.start_ns as f64 + 0.95 * len)
-        .collect();
+    let w = steady_samples(r, role, phase);
     let (mut bytes, mut busy_ns, mut all_ns) = (0u64, 0u64, 0u64);
     for pair in w.windows(2) {
         let (a, b) = (pair[0], pair[1]);
