@@ -1,5 +1,15 @@
-//! The `bloatlab` binary: subcommands only; every subcommand lives in its crate.
+//! The `bloatlab` binary: the only place that parses arguments. Each
+//! subcommand's flags live in a module here and become the model's typed
+//! configurations (or a library crate's typed request), which the library
+//! crates run.
+mod emulate;
+mod lab;
+mod recipe;
+mod report;
+mod test;
+
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(name = "bloatlab", version, about = "Measure, reproduce and explain bufferbloat")]
@@ -11,34 +21,50 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Serve latency-under-load tests (TCP and UDP on one port).
-    Server(bloatlab_engine::cli::ServerArgs),
+    Server(test::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
-    Test(bloatlab_engine::cli::TestArgs),
+    Test(test::TestArgs),
     /// Write an HTML report with plots for a result, or a comparison of several.
-    Report(bloatlab_report::cli::ReportArgs),
+    Report(report::ReportArgs),
     /// Draw one plot (timeseries, throughput, latency, cdf, box, queue, tcp) as PNG or SVG.
-    Plot(bloatlab_report::cli::PlotArgs),
+    Plot(report::PlotArgs),
     /// Export a result's raw samples as CSV or as a flent data file (.flent.gz).
-    Export(bloatlab_report::cli::ExportArgs),
+    Export(report::ExportArgs),
     /// Print several results side by side with their differences.
-    Compare(bloatlab_report::cli::CompareArgs),
+    Compare(report::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
-    Lab(Box<bloatlab_lab::cli::LabArgs>),
+    Lab(Box<lab::LabArgs>),
     /// The seed experiments as recipes: list, show, check, run.
-    Recipe(bloatlab_recipes::cli::RecipeArgs),
+    Recipe(recipe::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
-    Sweep(bloatlab_recipes::cli::SweepArgs),
+    Sweep(recipe::SweepArgs),
     /// Internal: the user-space link emulator the lab runs in its router namespace.
     #[command(hide = true)]
-    Emulate(Box<bloatlab_emulator::cli::EmulateArgs>),
+    Emulate(Box<emulate::EmulateArgs>),
+    /// Internal: run the job (a JSON server or test configuration) a lab wrote for this process.
+    #[command(hide = true)]
+    Job {
+        /// The job file.
+        file: PathBuf,
+    },
+}
+
+/// A clap value parser for a type spelled by a fixed list of words (the
+/// model's enums): the words show in `--help`, the type parses them.
+pub(crate) fn choice<T>(words: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(words).map(|s| s.parse::<T>().ok().expect("every listed word parses"))
 }
 
 /// `bloatlab test`: measure, print the summary table, optionally write the HTML report.
-fn run_test(a: bloatlab_engine::cli::TestArgs) -> anyhow::Result<i32> {
-    let (want_report, json) = (a.report, a.json.clone());
-    let (code, result) = bloatlab_engine::cli::run_test(a, &bloatlab_report::summary_table)?;
-    if let (true, Some(r)) = (want_report, result) {
-        let files = bloatlab_report::cli::write_test_report(&r, json.as_deref().map(std::path::Path::new))?;
+fn run_test(a: test::TestArgs) -> anyhow::Result<i32> {
+    let cfg = a.config()?;
+    let (code, result) = test::run_test(&cfg, a.json.as_deref(), a.quiet, &bloatlab_report::summary_table)?;
+    if let (true, Some(r)) = (a.report, result) {
+        let files = bloatlab_report::app::write_test_report(&r, a.json.as_deref().map(std::path::Path::new))?;
         eprintln!("bloatlab: report written to {} ({} plots)", files.html.display(), files.images.len());
     }
     Ok(code)
@@ -47,22 +73,81 @@ fn run_test(a: bloatlab_engine::cli::TestArgs) -> anyhow::Result<i32> {
 fn main() {
     let cli = Cli::parse();
     let res = match cli.cmd {
-        Cmd::Server(a) => bloatlab_engine::cli::run_server(a),
+        Cmd::Server(a) => test::run_server(a),
         Cmd::Test(a) => run_test(a),
-        Cmd::Report(a) => bloatlab_report::cli::run_report(a),
-        Cmd::Plot(a) => bloatlab_report::cli::run_plot(a),
-        Cmd::Export(a) => bloatlab_report::cli::run_export(a),
-        Cmd::Compare(a) => bloatlab_report::cli::run_compare(a),
-        Cmd::Lab(a) => bloatlab_lab::cli::run_lab(*a),
-        Cmd::Emulate(a) => bloatlab_emulator::cli::run_emulate(*a),
-        Cmd::Recipe(a) => bloatlab_recipes::cli::run_recipe(a),
-        Cmd::Sweep(a) => bloatlab_recipes::cli::run_sweep(a),
+        Cmd::Report(a) => a.run(),
+        Cmd::Plot(a) => a.run(),
+        Cmd::Export(a) => a.run(),
+        Cmd::Compare(a) => a.run(),
+        Cmd::Lab(a) => lab::run_lab(*a),
+        Cmd::Emulate(a) => emulate::run_emulate(*a),
+        Cmd::Recipe(a) => recipe::run_recipe(a),
+        Cmd::Sweep(a) => recipe::run_sweep(a),
+        Cmd::Job { file } => test::run_job(&file, &bloatlab_report::summary_table),
     };
     match res {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("bloatlab: error: {e:#}");
             std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! One grammar for scenarios and queues: `bloatlab test`, `bloatlab lab`
+    //! and recipes/sweeps accept and refuse exactly the same spellings.
+    use super::*;
+    use bloatlab_recipes::params::{check_value, spec, RecipeKind};
+
+    fn test_accepts(scenarios: &str) -> bool {
+        let cli = Cli::try_parse_from(["bloatlab", "test", "h", "--scenarios", scenarios]);
+        matches!(cli, Ok(Cli { cmd: Cmd::Test(a) }) if a.config().is_ok())
+    }
+
+    fn lab_accepts(args: &[&str]) -> bool {
+        let mut v = vec!["bloatlab", "lab"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v) {
+            Ok(Cli { cmd: Cmd::Lab(a) }) => lab::resolve(&a.run).is_ok(),
+            _ => false,
+        }
+    }
+
+    fn recipe_accepts(param: &str, value: &str) -> bool {
+        check_value(spec(RecipeKind::Lab, param).unwrap(), value).is_ok()
+    }
+
+    #[test]
+    fn test_lab_and_recipes_share_the_scenario_grammar() {
+        for s in ["1u0d", "0u1d", "4u4d", "32u32d", "0U32D", "1u0d,0u1d", " 2u3d "] {
+            assert!(test_accepts(s), "test refuses {s}");
+            assert!(lab_accepts(&["--", "--scenarios", s]), "lab refuses {s}");
+            assert!(recipe_accepts("scenarios", s), "recipes refuse {s}");
+        }
+        for s in ["0u0d", "33u0d", "64u0d", "0u64d", "1up", "u1d", "1u", "x", "1u0d,40u0d", "-1u0d"] {
+            assert!(!test_accepts(s), "test accepts {s}");
+            assert!(!lab_accepts(&["--", "--scenarios", s]), "lab accepts {s}");
+            assert!(!recipe_accepts("scenarios", s), "recipes accept {s}");
+        }
+    }
+
+    #[test]
+    fn lab_recipes_and_emulator_share_the_queue_grammar() {
+        let emulate_accepts = |q: &str| {
+            matches!(Cli::try_parse_from(["bloatlab", "emulate", "--print-config", "--queue", q]),
+                Ok(Cli { cmd: Cmd::Emulate(a) }) if a.link.to_config().is_ok())
+        };
+        for q in ["fifo:1000", "pfifo:10", "fifo:limit=5", "100", "bfifo:64k", "bfifo:65536", "drophead:50", "codel", "codel:target=10ms", "fq_codel", "fq_codel:quantum=300,flows=64", "pie", "pie:target=20ms,noecn"] {
+            assert!(lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]), "lab refuses {q}");
+            assert!(recipe_accepts("queue", q), "recipes refuse {q}");
+            assert!(emulate_accepts(q), "emulate refuses {q}");
+        }
+        for q in ["fifo", "fifo:0", "fifo:x", "bfifo", "bfifo:10", "drophead", "red", "sfq", "cake", "codel:bogus=1", "codel:target=200ms", "fq_codel:flows=100000", ""] {
+            assert!(!lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]), "lab accepts {q}");
+            assert!(!recipe_accepts("queue", q), "recipes accept {q}");
+            assert!(!emulate_accepts(q), "emulate accepts {q}");
         }
     }
 }

@@ -192,7 +192,7 @@ fn clear_errors_for_refused_unknown_and_foreign_servers() {
     t.join().unwrap();
     // Bad arguments.
     let out = run(&["test", "127.0.0.1", "--scenarios", "40u0d"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad scenario"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 32 flows per direction"));
     let out = run(&["test", "127.0.0.1", "--duration", "soon"]);
     assert!(!out.status.success());
 }

@@ -43,8 +43,8 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
             assert_eq!(lab.hosts.len(), 4);
             assert!(!lab.kernel.is_empty());
             assert!(lab.qdiscs_available.iter().any(|q| q == "htb"));
-            assert_eq!(lab.config["cc"], "cubic");
-            assert_eq!(lab.config["placement"], "router");
+            assert_eq!(lab.config.cc, "cubic");
+            assert_eq!(lab.config.placement, "router");
             assert_eq!(r.metadata.cc, "cubic");
             assert!(r.metadata.witness_address.is_some());
             let q = bottleneck_up(r);

@@ -52,7 +52,7 @@ fn lab_emulator_backend_delay_and_codel() {
             assert!((idle - 40.0).abs() < 4.0, "idle RTT {idle} ms with 20 ms each way");
             let want = expected_goodput(10e6, r.metadata.socket.mss);
             let got = r.scenarios[0].summary.upload_bps;
-            if r.lab.as_ref().unwrap().config.to_string().contains("codel") {
+            if serde_json::to_string(&r.lab.as_ref().unwrap().config).unwrap().contains("codel") {
                 // One cubic flow under CoDel at 40 ms RTT: each drop halves the
                 // standing queue of a ~33-packet BDP, so a little link time is lost.
                 assert!(got / want > 1.0 - steal.tol(0.15) && got / want < 1.05, "codel goodput {got:.0} vs {want:.0}");
@@ -78,8 +78,8 @@ fn lab_local_bottleneck_sets_the_senders_queue() {
         let (rs, stdout) = run_lab(&["--bottleneck", "local", "--txqueuelen", "100"], &["--duration", "6s", "--idle", "1s"]);
         let r = &rs[0];
         let lab = r.lab.as_ref().unwrap();
-        assert_eq!(lab.config["placement"], "local");
-        assert_eq!(lab.config["txqueuelen"], 100);
+        assert_eq!(lab.config.placement, "local");
+        assert_eq!(lab.config.txqueuelen, Some(100));
         let q = lab.queues.iter().find(|q| q.role == "bottleneck-up").unwrap();
         assert!(q.location.ends_with("-client/eth0"), "{}", q.location);
         assert_eq!(q.qdisc, "pfifo");
@@ -141,8 +141,8 @@ fn lab_queue_per_direction() {
         assert!(stdout.contains("up-fifo:100+down-fifo:10"), "{stdout}");
         let r = &rs[0];
         let lab = r.lab.as_ref().unwrap();
-        assert_eq!(lab.config["queue_up"], "fifo:100");
-        assert_eq!(lab.config["queue_down"], "fifo:10");
+        assert_eq!(lab.config.queue_up.as_deref(), Some("fifo:100"));
+        assert_eq!(lab.config.queue_down.as_deref(), Some("fifo:10"));
         // 100 x 1514 B x 8 / 10 Mbit/s = 121 ms up; 10 packets = 12.1 ms down
         assert!((lab.analytic_queue_delay_up_ms.unwrap() - 121.12).abs() < 0.01);
         assert!((lab.analytic_queue_delay_down_ms.unwrap() - 12.112).abs() < 0.01);

@@ -75,13 +75,17 @@ fn sweep_dry_run_is_a_cross_product() {
     let (out, _) = text(&o);
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 8, "{out}");
-    assert!(lines[0].contains("lab --queue fifo:1 --cc cubic --json POINT.json --quiet -- --scenarios 1u0d"), "{}", lines[0]);
-    assert!(lines[7].contains("--queue fifo:1000 --cc bbr"), "{}", lines[7]);
+    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab 10mbit fifo:1 (router, Kernel), cc cubic; test 1u0d x 18s"), "{}", lines[0]);
+    assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab 10mbit fifo:1000") && lines[7].contains("cc bbr"), "{}", lines[7]);
+    // the options after `--` are checked like `bloatlab test`'s
+    let (_, err) = text(&run(&["sweep", "--set", "queue=1,2", "--dry-run", "--", "--scenarios", "40u0d"]));
+    assert!(err.contains("at most 32"), "{err}");
     // shuffled with a seed: same points, reproducible order
     let a = text(&run(&["sweep", "--set", "queue=1,2,3,4,5", "--shuffle", "--seed", "7", "--dry-run"])).0;
     let b = text(&run(&["sweep", "--set", "queue=1,2,3,4,5", "--shuffle", "--seed", "7", "--dry-run"])).0;
     assert_eq!(a, b);
-    let mut qs: Vec<&str> = a.lines().filter_map(|l| l.split("--queue ").nth(1)).map(|s| s.split(' ').next().unwrap()).collect();
+    let mut qs: Vec<String> =
+        a.lines().filter_map(|l| l.split("queue=").nth(1)).map(|s| s.split(':').take(2).collect::<Vec<_>>().join(":")).collect();
     assert_ne!(qs, vec!["fifo:1", "fifo:2", "fifo:3", "fifo:4", "fifo:5"]);
     qs.sort();
     assert_eq!(qs, vec!["fifo:1", "fifo:2", "fifo:3", "fifo:4", "fifo:5"]);

@@ -19,40 +19,7 @@ use crate::tun::Tun;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Monotonic nanoseconds (CLOCK_MONOTONIC).
-pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Unix-time nanoseconds (CLOCK_REALTIME).
-pub fn unix_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
-
-/// Converts monotonic stamps to Unix ns with one offset taken at start.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    offset: i128,
-}
-
-impl Clock {
-    pub fn new() -> Clock {
-        let m = mono_ns();
-        let u = unix_ns();
-        Clock { offset: u as i128 - m as i128 }
-    }
-    pub fn to_unix(&self, mono: u64) -> u64 {
-        (mono as i128 + self.offset).max(0) as u64
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+pub use bloatlab_host::clock::{mono_ns, realtime_ns as unix_ns, MonoToUnix as Clock};
 
 /// One time-series sample of a direction.
 #[derive(Debug, Clone, Serialize)]
@@ -334,7 +301,7 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         backlog_packets_at_stop: link.qdisc.backlog_packets() as u64,
         in_flight_at_stop: link.in_flight() as u64,
         cpu_ns: thread_cpu_ns() - cpu0,
-        kernel_tun: crate::run::proc_net_dev(tun.name()),
+        kernel_tun: bloatlab_host::proc_net_dev(tun.name()),
         rt_error,
         spin_limited,
         max_packet,

@@ -14,6 +14,7 @@
 //! ```
 
 use crate::config::EmulatorConfig;
+use crate::run::RunSpec;
 use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_results::QueueSeries;
 use std::io::{BufRead, BufReader};
@@ -60,24 +61,12 @@ pub struct EmulatorHandle {
 /// Options for [`start_with`].
 #[derive(Debug, Clone)]
 pub struct StartOptions {
-    /// Executable that understands `emulate` (the `bloatlab` binary, or `bloatlab-emulator`).
+    /// Executable that understands `emulate --spec FILE` (the `bloatlab` binary).
     pub exe: PathBuf,
-    /// Network namespace name (under /run/netns) of the router.
-    pub netns: String,
-    pub cfg: EmulatorConfig,
-    /// Interfaces in the router namespace whose incoming traffic goes "up" (towards the server).
-    pub client_side_ifs: Vec<String>,
-    /// Interfaces whose incoming traffic goes "down" (towards the client).
-    pub server_side_ifs: Vec<String>,
-    /// Where the emulator writes its statistics at exit. `<stats>.log` gets its stderr,
-    /// `<stats>.config.json` the configuration passed to it.
-    pub stats_path: PathBuf,
-    /// TUN device names (default "emu-up", "emu-down"; they live in the router namespace).
-    pub tun_up: String,
-    pub tun_down: String,
-    /// Routing tables / rule priorities (default 7701, 7702).
-    pub table_up: u32,
-    pub table_down: u32,
+    /// What the emulator process does; `spec.netns` is the router's namespace
+    /// and `spec.stats_path` where it writes its statistics at exit
+    /// (`<stats>.log` gets its stderr, `<stats>.spec.json` the spec).
+    pub spec: RunSpec,
     /// How long to wait for the emulator to come up.
     pub ready_timeout: Duration,
 }
@@ -86,15 +75,19 @@ impl StartOptions {
     pub fn new(exe: &Path, netns: &str, cfg: &EmulatorConfig, client_side_ifs: &[&str], server_side_ifs: &[&str], stats_path: &Path) -> StartOptions {
         StartOptions {
             exe: exe.to_path_buf(),
-            netns: netns.to_string(),
-            cfg: cfg.clone(),
-            client_side_ifs: client_side_ifs.iter().map(|s| s.to_string()).collect(),
-            server_side_ifs: server_side_ifs.iter().map(|s| s.to_string()).collect(),
-            stats_path: stats_path.to_path_buf(),
-            tun_up: "emu-up".into(),
-            tun_down: "emu-down".into(),
-            table_up: 7701,
-            table_down: 7702,
+            spec: RunSpec {
+                netns: Some(netns.to_string()),
+                client_side_ifs: client_side_ifs.iter().map(|s| s.to_string()).collect(),
+                server_side_ifs: server_side_ifs.iter().map(|s| s.to_string()).collect(),
+                tun_up: "emu-up".into(),
+                tun_down: "emu-down".into(),
+                table_up: 7701,
+                table_down: 7702,
+                cfg: cfg.clone(),
+                stats_path: Some(stats_path.to_path_buf()),
+                duration: None,
+                verbose: false,
+            },
             ready_timeout: Duration::from_secs(10),
         }
     }
@@ -120,25 +113,18 @@ pub fn start_in_netns(
     start_with(StartOptions::new(exe, netns, cfg, client_side_ifs, server_side_ifs, stats_path))
 }
 
-/// [`start_in_netns`] with all options.
+/// [`start_in_netns`] with all options: the child gets the [`RunSpec`] as a
+/// JSON file, never an argument list.
 pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
-    o.cfg.validate().map_err(|e| anyhow!("invalid emulator configuration: {e}"))?;
-    let cfg_path = with_suffix(&o.stats_path, ".config.json");
-    let log_path = with_suffix(&o.stats_path, ".log");
-    std::fs::write(&cfg_path, serde_json::to_vec_pretty(&o.cfg)?).with_context(|| format!("cannot write {}", cfg_path.display()))?;
-    let _ = std::fs::remove_file(&o.stats_path);
+    o.spec.cfg.validate().map_err(|e| anyhow!("invalid emulator configuration: {e}"))?;
+    let stats_path = o.spec.stats_path.clone().ok_or_else(|| anyhow!("the emulator needs a statistics file"))?;
+    let spec_path = with_suffix(&stats_path, ".spec.json");
+    let log_path = with_suffix(&stats_path, ".log");
+    std::fs::write(&spec_path, serde_json::to_vec_pretty(&o.spec)?).with_context(|| format!("cannot write {}", spec_path.display()))?;
+    let _ = std::fs::remove_file(&stats_path);
     let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let mut cmd = Command::new(&o.exe);
-    cmd.arg("emulate").arg("--netns").arg(&o.netns);
-    for i in &o.client_side_ifs {
-        cmd.arg("--client-if").arg(i);
-    }
-    for i in &o.server_side_ifs {
-        cmd.arg("--server-if").arg(i);
-    }
-    cmd.arg("--config").arg(&cfg_path).arg("--stats").arg(&o.stats_path);
-    cmd.arg("--tun-up").arg(&o.tun_up).arg("--tun-down").arg(&o.tun_down);
-    cmd.arg("--table-up").arg(o.table_up.to_string()).arg("--table-down").arg(o.table_down.to_string());
+    cmd.arg("emulate").arg("--spec").arg(&spec_path);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::from(log));
     unsafe {
         cmd.pre_exec(|| {
@@ -181,7 +167,7 @@ pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
         }
     };
     let ready: serde_json::Value = serde_json::from_str(line.trim()).with_context(|| format!("unexpected output from the emulator: {line}"))?;
-    Ok(EmulatorHandle { child: Some(child), stats_path: o.stats_path, log_path, ready })
+    Ok(EmulatorHandle { child: Some(child), stats_path, log_path, ready })
 }
 
 impl EmulatorHandle {

@@ -6,10 +6,9 @@
 //! * [`qdisc`]: queue disciplines (pure, unit-tested): pfifo, bfifo, drophead,
 //!   CoDel (RFC 8289), FQ-CoDel (RFC 8290), PIE (RFC 8033).
 //! * [`link`]: one direction of the link as a discrete-event model.
-//! * [`config`]: the configuration and its command-line spellings.
+//! * [`config`]: the configuration (queues, rates and traces are `bloatlab_model`'s).
 //! * [`tun`], [`datapath`], [`run`]: the emulator process (TUN devices, direction threads, routing).
 //! * [`handle`]: starting and stopping the emulator from the lab ([`start_in_netns`]).
-//! * [`cli`]: `bloatlab emulate` and the reusable [`cli::LinkArgs`].
 //!
 //! See docs/emulator.md.
 
@@ -20,10 +19,10 @@ pub mod qdisc;
 pub mod rng;
 
 pub use config::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RateSpec, TimerMode};
-pub mod cli;
 pub mod datapath;
 pub mod handle;
 pub mod run;
 pub mod tun;
 
 pub use handle::{start_in_netns, start_with, EmulatorHandle, EmulatorStats, StartOptions};
+pub use run::{run, RunSpec};

@@ -215,7 +215,7 @@ impl Link {
             }
         };
         Link {
-            qdisc: cfg.queue.build(seed),
+            qdisc: crate::qdisc::build(&cfg.queue, seed).expect("EmulatorConfig::validate refuses kernel qdiscs"),
             rate,
             delay_ns: cfg.delay_ns,
             jitter: cfg.jitter.clone().filter(|j| j.amount_ns > 0),
@@ -488,7 +488,7 @@ mod tests {
     use crate::qdisc::testutil::*;
 
     fn cfg(rate: RateSpec, delay_ms: u64) -> DirectionConfig {
-        DirectionConfig { rate, delay_ns: delay_ms * MS, queue: QueueSpec::Pfifo { limit: 1000 }, ..Default::default() }
+        DirectionConfig { rate, delay_ns: delay_ms * MS, queue: QueueSpec::Fifo { packets: 1000 }, ..Default::default() }
     }
 
     fn run(link: &mut Link, until: u64) -> Vec<(u64, u64)> {
@@ -558,7 +558,7 @@ mod tests {
     #[test]
     fn tail_drop_when_rate_limited() {
         let mut c = cfg(RateSpec::Fixed { bps: 12_000_000 }, 0);
-        c.queue = QueueSpec::Pfifo { limit: 3 };
+        c.queue = QueueSpec::Fifo { packets: 3 };
         let mut l = Link::new(&c, 1, 0);
         for i in 0..10 {
             l.arrive(pkt(0, i, 0), 0);

@@ -27,28 +27,12 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install_signal_handlers() {
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-/// Everything the emulator process needs.
-#[derive(Debug, Clone)]
+/// Everything the emulator process needs: the typed configuration the lab
+/// hands `bloatlab emulate --spec FILE` as JSON.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunSpec {
     /// Network namespace to enter (name under /run/netns, or a path); None = stay.
     pub netns: Option<String>,
@@ -70,22 +54,13 @@ pub struct RunSpec {
 
 /// Enter network namespace `ns` (a name under /run/netns or a path) for the calling thread.
 pub fn enter_netns(ns: &str) -> Result<()> {
-    let path = if ns.contains('/') { PathBuf::from(ns) } else { Path::new("/run/netns").join(ns) };
-    let f = std::fs::File::open(&path).with_context(|| format!("network namespace \"{ns}\" not found ({})", path.display()))?;
-    use std::os::fd::AsRawFd;
-    let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
-    if r != 0 {
-        bail!("cannot enter network namespace {ns}: {} (root needed)", std::io::Error::last_os_error());
-    }
-    Ok(())
+    bloatlab_host::netns::enter(ns).map_err(|e| anyhow!(e))
 }
 
 fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip").args(args).output().context("cannot run `ip` (iproute2 is needed)")?;
-    if !out.status.success() {
-        bail!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
+    let mut v = vec!["ip"];
+    v.extend_from_slice(args);
+    bloatlab_host::cmd::run(&v).map(drop).map_err(|e| anyhow!(e))
 }
 
 fn if_mtu(name: &str) -> Result<u32> {
@@ -108,21 +83,6 @@ fn if_mtu(name: &str) -> Result<u32> {
 fn sysctl(path: &str, value: &str) -> Result<()> {
     let p = format!("/proc/sys/{path}");
     std::fs::write(&p, value).with_context(|| format!("cannot set {p} = {value}"))
-}
-
-/// `/proc/net/dev` counters of an interface: (rx_packets, rx_drop, tx_packets, tx_drop).
-pub fn proc_net_dev(name: &str) -> Option<(u64, u64, u64, u64)> {
-    let text = std::fs::read_to_string("/proc/self/net/dev").ok()?;
-    for line in text.lines() {
-        let Some((n, rest)) = line.split_once(':') else { continue };
-        if n.trim() == name {
-            let v: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
-            if v.len() >= 12 {
-                return Some((v[1], v[3], v[9], v[11]));
-            }
-        }
-    }
-    None
 }
 
 /// Routing state to undo at exit.
@@ -189,7 +149,8 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     if spec.table_up == spec.table_down {
         bail!("the two directions need different routing tables");
     }
-    install_signal_handlers();
+    bloatlab_host::signals::install();
+    let stop = bloatlab_host::signals::flag();
     if let Some(ns) = &spec.netns {
         enter_netns(ns)?;
     }
@@ -241,8 +202,8 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     let (up_name, down_name) = (tun_up.name().to_string(), tun_down.name().to_string());
     let (cu, cd) = (spec.cfg.up.clone(), spec.cfg.down.clone());
     let (ou, od) = (opts.clone(), RunOpts { seed: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 1, ..opts.clone() });
-    let th_up = std::thread::Builder::new().name("emu-up".into()).spawn(move || run_direction("up", tun_up, cu, ou, clock, &STOP))?;
-    let th_down = std::thread::Builder::new().name("emu-down".into()).spawn(move || run_direction("down", tun_down, cd, od, clock, &STOP))?;
+    let th_up = std::thread::Builder::new().name("emu-up".into()).spawn(move || run_direction("up", tun_up, cu, ou, clock, stop))?;
+    let th_down = std::thread::Builder::new().name("emu-down".into()).spawn(move || run_direction("down", tun_down, cd, od, clock, stop))?;
 
     let ready = serde_json::json!({
         "ready": true,
@@ -265,10 +226,10 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         eprintln!("bloatlab emulate: running ({}); stop with SIGTERM or Ctrl-C", spec.cfg.describe());
     }
     let t0 = Instant::now();
-    while !STOP.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) {
         if let Some(d) = spec.duration {
             if t0.elapsed() >= d {
-                STOP.store(true, Ordering::SeqCst);
+                stop.store(true, Ordering::SeqCst);
                 break;
             }
         }

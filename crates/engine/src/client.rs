@@ -3,7 +3,8 @@ use crate::conn::{self, ConnError};
 use crate::flow::{self, Gate, RecvOutcome, Sampled};
 use crate::probe::{Exchange, ProbeStream, RrProbe, RrRecord};
 use crate::summarize::{self, RawPhase};
-use crate::{clock, sys};
+use crate::sys;
+use bloatlab_host::clock;
 use bloatlab_results::{Direction, HostInfo, Side, SocketInfo, TestResult};
 use bloatlab_wire::{self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, ServerMsg, MAX_SERVER_FRAME};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -12,62 +13,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Any,
-    V4,
-    V6,
-}
-
-#[derive(Debug, Clone)]
-pub struct Scenario {
-    pub name: String,
-    pub uploads: u32,
-    pub downloads: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct TestConfig {
-    /// "host", "host:port", "[v6]:port" or "v6".
-    pub server: String,
-    pub port: u16,
-    pub family: Family,
-    pub scenarios: Vec<Scenario>,
-    pub duration: Duration,
-    pub idle: Duration,
-    /// Pause between scenarios so the bottleneck queue drains.
-    pub pause: Duration,
-    pub probe_interval: Duration,
-    pub probe_size: usize,
-    pub sample_interval: Duration,
-    pub cc: String,
-    pub socket_buffer: u32,
-    pub witness: Option<String>,
-    pub command: Vec<String>,
-    pub connect_timeout: Duration,
-}
-
-impl Default for TestConfig {
-    fn default() -> Self {
-        TestConfig {
-            server: "127.0.0.1".into(),
-            port: wire::DEFAULT_PORT,
-            family: Family::Any,
-            scenarios: vec![],
-            duration: Duration::from_secs(5),
-            idle: Duration::from_secs(2),
-            pause: Duration::from_millis(1000),
-            probe_interval: Duration::from_millis(10),
-            probe_size: 64,
-            sample_interval: Duration::from_millis(100),
-            cc: String::new(),
-            socket_buffer: 0,
-            witness: None,
-            command: vec![],
-            connect_timeout: Duration::from_secs(5),
-        }
-    }
-}
+pub use bloatlab_model::{Family, Scenario, TestConfig};
 
 /// What the live display shows.
 #[derive(Debug, Clone, Default)]
@@ -182,7 +128,7 @@ fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: 
         planned_duration_ms: planned_ms,
         max_flows,
         sample_interval_ms: cfg.sample_interval.as_millis() as u32,
-        scenarios: cfg.scenarios.iter().map(|s| s.name.clone()).collect(),
+        scenarios: cfg.scenarios.iter().map(|s| s.name()).collect(),
         socket_buffer: cfg.socket_buffer,
     };
     conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
@@ -204,8 +150,8 @@ fn join(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<
 /// Run a whole test. `interrupt` is polled; `live` is called a few times a second.
 pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)) -> Outcome {
     let fail = |e: String| Outcome { result: None, error: Some(e), interrupted: false };
-    if cfg.probe_size < wire::PROBE_HEADER || cfg.probe_size > wire::PROBE_MAX {
-        return fail(format!("--probe-size must be {}..{} bytes", wire::PROBE_HEADER, wire::PROBE_MAX));
+    if let Err(e) = cfg.validate() {
+        return fail(e);
     }
     if !cfg.cc.is_empty() {
         let probe = std::net::UdpSocket::bind("127.0.0.1:0");
@@ -309,7 +255,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
                 }
             }
             Err(e) => {
-                error = Some(format!("scenario {}: {e}", sc.name));
+                error = Some(format!("scenario {}: {e}", sc.name()));
                 break;
             }
         }
@@ -386,7 +332,7 @@ fn run_scenario(
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(30)));
     conn::send(&mut sess.ctl, &ClientMsg::StartScenario {
         index: index as u32,
-        name: sc.name.clone(),
+        name: sc.name(),
         flows: specs.clone(),
         duration_ms: cfg.duration.as_millis() as u64,
     })
@@ -470,7 +416,7 @@ fn run_scenario(
             last = (now, up, down);
         }
         live(&Live {
-            phase: sc.name.clone(),
+            phase: sc.name(),
             phase_index: index + usize::from(!cfg.idle.is_zero()),
             phases: nphases,
             elapsed_s: (now - start) as f64 / 1e9,
@@ -497,7 +443,7 @@ fn run_scenario(
         other => return Err(format!("unexpected answer from the server: {other:?}")),
     };
     let raw = RawPhase {
-        name: sc.name.clone(),
+        name: sc.name(),
         uploads: sc.uploads,
         downloads: sc.downloads,
         start_unix_ns: start,

@@ -1,5 +1,6 @@
 //! Bulk flows (both ends use the same code) and the periodic sampler.
-use crate::{clock, sys};
+use crate::sys;
+use bloatlab_host::clock;
 use bloatlab_metrics::GapTracker;
 use bloatlab_results::{Direction, Side, TcpInfoSample};
 use std::io::{Read, Write};

@@ -4,9 +4,7 @@
 //! server, per flow on the client, and dedicated threads for probes, so probe
 //! timestamps are taken the moment the kernel hands a datagram over. See
 //! `docs/engine.md`.
-pub mod cli;
 pub mod client;
-pub mod clock;
 pub mod conn;
 pub mod flow;
 pub mod probe;

@@ -1,7 +1,7 @@
 //! Isochronous UDP probes and the sequential TCP request/response probe.
 //! Each runs on its own threads with blocking sockets, so a reply is
 //! timestamped as soon as the kernel hands it over (no async scheduler delay).
-use crate::clock;
+use bloatlab_host::clock;
 use bloatlab_wire::{self as wire, Probe, ProbeKind};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};

@@ -3,7 +3,8 @@
 //! per UDP socket (see docs/engine.md for why).
 use crate::conn::{self, ConnError};
 use crate::flow::{self, Gate, RecvOutcome, Sampled};
-use crate::{clock, sys};
+use crate::sys;
+use bloatlab_host::clock;
 use bloatlab_results::{Direction, Side};
 use bloatlab_wire::{
     self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, Limits, ServerFlowReport, ServerMsg,
@@ -17,30 +18,7 @@ use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::thread;
 use std::time::Duration;
 
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Addresses to bind (port 0 = pick one; TCP and UDP share it).
-    pub binds: Vec<SocketAddr>,
-    pub max_duration: Duration,
-    pub max_flows: u32,
-    pub max_tests: u32,
-    /// How long a control connection may stay silent beyond the scenario it runs.
-    pub idle_timeout: Duration,
-    pub quiet: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            binds: vec![],
-            max_duration: Duration::from_secs(300),
-            max_flows: 64,
-            max_tests: 8,
-            idle_timeout: Duration::from_secs(15),
-            quiet: false,
-        }
-    }
-}
+pub use bloatlab_model::ServerConfig;
 
 struct Shared {
     cfg: ServerConfig,
@@ -163,7 +141,7 @@ fn make_socket(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
 
 fn log(sh: &Shared, msg: &str) {
     if !sh.cfg.quiet {
-        eprintln!("{} {msg}", clock::rfc3339(clock::now_ns()));
+        eprintln!("{} {msg}", bloatlab_model::units::rfc3339(clock::now_ns()));
     }
 }
 

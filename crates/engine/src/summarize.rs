@@ -1,6 +1,6 @@
 //! Turn raw measurements into the result document: time bases, phases,
 //! summaries (via bloatlab-metrics), headline numbers.
-use crate::client::TestConfig;
+use bloatlab_model::TestConfig;
 use crate::flow::{FlowSamples, RecvOutcome};
 use crate::probe::{Exchange, RrRecord};
 use bloatlab_metrics as m;
@@ -271,7 +271,7 @@ pub fn build_result(
         metadata: Metadata {
             bloatlab_version: env!("CARGO_PKG_VERSION").into(),
             protocol_version: PROTOCOL_VERSION,
-            start_time: crate::clock::rfc3339(t0),
+            start_time: bloatlab_model::units::rfc3339(t0),
             start_unix_ns: t0,
             command: cfg.command.clone(),
             server_address: mi.addr.to_string(),
@@ -285,7 +285,7 @@ pub fn build_result(
             sample_interval_ms: cfg.sample_interval.as_secs_f64() * 1e3,
             trimming_rule: m::TRIMMING_RULE.into(),
             clock_offset,
-            scenario_definitions: cfg.scenarios.iter().map(|s| s.name.clone()).collect(),
+            scenario_definitions: cfg.scenarios.iter().map(|s| s.name()).collect(),
             socket: mi.socket.clone(),
             witness_address: mi.witness.clone(),
             probe_timestamps: mi.probe_timestamps.clone(),

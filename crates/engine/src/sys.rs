@@ -3,7 +3,7 @@ use bloatlab_results::{HostInfo, Side, TcpInfoSample};
 use std::os::fd::AsRawFd;
 
 fn read_trim(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default()
+    bloatlab_host::read_trim(path).unwrap_or_default()
 }
 
 /// Facts about this host for the result metadata.
@@ -279,13 +279,13 @@ mod tests {
         let a = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         assert!(enable_rx_timestamps(&b));
-        let before = crate::clock::now_ns();
+        let before = bloatlab_host::clock::now_ns();
         a.send_to(b"hello", b.local_addr().unwrap()).unwrap();
         let mut buf = [0u8; 64];
         let (n, from, ts) = recv_stamped(&b, &mut buf).unwrap();
-        let after = crate::clock::now_ns();
+        let after = bloatlab_host::clock::now_ns();
         assert_eq!((n, from), (5, Some(a.local_addr().unwrap())));
-        let t = crate::clock::from_realtime(ts.expect("SO_TIMESTAMPNS stamp"));
+        let t = bloatlab_host::clock::from_realtime(ts.expect("SO_TIMESTAMPNS stamp"));
         // The stamp lies between send and receive, within the clocks' read error.
         assert!(t + 200_000 >= before && t <= after + 200_000, "{before} <= {t} <= {after}");
     }

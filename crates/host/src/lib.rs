@@ -1,8 +1,12 @@
-//! Facts about the machine a measurement ran on, read from /proc and /boot.
-//!
-//! Every result bloatlab writes records its conditions; the readers that
-//! several layers need (engine metadata, lab runs, recipes, the timing-aware
-//! tests) live here once.
+//! The OS layer every bloatlab process shares: signal handling
+//! ([`signals`]), the one clock ([`clock`]), network namespaces ([`netns`]),
+//! running ip/tc/ethtool ([`cmd`]), and facts about the machine read from
+//! /proc and /boot (every result records its conditions).
+
+pub mod clock;
+pub mod cmd;
+pub mod netns;
+pub mod signals;
 
 /// A file's contents without surrounding whitespace, or None when unreadable.
 pub fn read_trim(path: &str) -> Option<String> {
@@ -17,6 +21,29 @@ pub fn hostname() -> String {
 /// The running kernel's release, `uname -r` ("" when unreadable).
 pub fn kernel_release() -> String {
     read_trim("/proc/sys/kernel/osrelease").unwrap_or_default()
+}
+
+/// Process start time (clock ticks since boot, field 22 of /proc/PID/stat):
+/// together with the pid it identifies a process across pid reuse.
+pub fn proc_start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// `/proc/net/dev` counters of an interface: (rx_packets, rx_drop, tx_packets, tx_drop).
+pub fn proc_net_dev(name: &str) -> Option<(u64, u64, u64, u64)> {
+    let text = std::fs::read_to_string("/proc/self/net/dev").ok()?;
+    for line in text.lines() {
+        let Some((n, rest)) = line.split_once(':') else { continue };
+        if n.trim() == name {
+            let v: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            if v.len() >= 12 {
+                return Some((v[1], v[3], v[9], v[11]));
+            }
+        }
+    }
+    None
 }
 
 /// `/proc/loadavg` as the kernel prints it ("" when unreadable).

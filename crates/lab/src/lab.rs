@@ -11,7 +11,7 @@
 //! in the same `wan` qdisc (upload), and server→client and witness→client in
 //! the same `lan` qdisc (download). With `--bottleneck local` the queues are the
 //! senders' own `eth0` (client for uploads, server for downloads).
-use crate::spec::*;
+use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper, FRAME_BYTES, MTU};
 use crate::state::{ChildRec, Ownership};
 use crate::sys::{self, run_s};
 use anyhow::{anyhow, bail, Context, Result};
@@ -19,253 +19,36 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Bytes of one full-size frame as the qdisc counts it: 1500 MTU + 14 Ethernet header.
-pub const FRAME_BYTES: u64 = 1514;
-pub const MTU: u32 = 1500;
-
-/// Everything that defines a lab. `Default` is the demo's link: 10 Mbit/s
-/// both ways, fifo:1000 on the router, offloads off, cubic.
-#[derive(Debug, Clone, Serialize)]
-pub struct LabConfig {
-    /// 6 hex digits; random when None.
-    pub id: Option<String>,
-    pub backend: Backend,
-    pub placement: Placement,
-    /// Client→server rate; None = no limit.
-    pub rate_up: Option<Rate>,
-    /// Server→client rate; None = no limit.
-    pub rate_down: Option<Rate>,
-    /// Bottleneck queue of both directions (unless overridden below).
-    pub queue: QueueSpec,
-    /// Upload (client→server) queue instead of `queue`.
-    pub queue_up: Option<QueueSpec>,
-    /// Download (server→client) queue instead of `queue`.
-    pub queue_down: Option<QueueSpec>,
-    /// Any kernel qdisc as the bottleneck queue, "KIND [ARGS]" (replaces `queue`).
-    pub qdisc: Option<String>,
-    /// Interface txqueuelen of the bottleneck devices (set with fifo:N = N).
-    pub txqueuelen: Option<u32>,
-    pub shaper: Shaper,
-    pub offloads: OnOff,
-    /// TCP congestion control: the namespaces' default and what the engine is asked for.
-    pub cc: String,
-    /// net.ipv4.tcp_wmem / tcp_rmem maximum in the host namespaces, bytes.
-    pub tcp_mem_max: u64,
-    /// ECN for TCP in the host namespaces (net.ipv4.tcp_ecn = 1); None = kernel default
-    /// (2: accept ECN when the peer asks, do not ask).
-    pub ecn: Option<OnOff>,
-    /// One-way delay added in each direction (round trip + 2 x delay).
-    pub delay: Option<Duration>,
-    /// Per-direction delay variation (uniform +/-, packet order kept by the emulator).
-    pub jitter: Option<Duration>,
-    /// Per-direction random loss probability.
-    pub loss: Option<f64>,
-    pub trace_up: Option<PathBuf>,
-    pub trace_down: Option<PathBuf>,
-    /// Run tests over IPv6 (ULA addresses) instead of IPv4.
-    pub ipv6: bool,
-    pub port: u16,
-    /// The bloatlab binary to run inside the namespaces (default: this executable).
-    pub exe: Option<PathBuf>,
+/// The emulator's configuration for a lab (backend "emulator"): each
+/// direction's rate (or trace), queue, delay, jitter and loss, with the
+/// Ethernet header counted as htb counts it on a veth (1514-byte frames).
+pub fn emulator_config(cfg: &LabConfig) -> Result<bloatlab_emulator::EmulatorConfig> {
+    use bloatlab_emulator::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec};
+    let dir = |up: bool| -> Result<DirectionConfig> {
+        Ok(DirectionConfig {
+            rate: cfg.rate_spec(up).map_err(|e| anyhow!(e))?,
+            delay_ns: cfg.delay.map(|d| d.as_nanos() as u64).unwrap_or(0),
+            jitter: cfg.jitter.map(|j| JitterSpec { amount_ns: j.as_nanos() as u64, dist: Default::default(), reorder: false }),
+            loss: match cfg.loss {
+                Some(p) if p > 0.0 => LossSpec::Bernoulli { p },
+                _ => LossSpec::None,
+            },
+            queue: cfg.queue_of(up).clone(),
+            overhead_bytes: (FRAME_BYTES - MTU as u64) as u32,
+        })
+    };
+    let e = EmulatorConfig { up: dir(true)?, down: dir(false)?, ..Default::default() };
+    e.validate().map_err(|e| anyhow!("emulator configuration: {e}"))?;
+    Ok(e)
 }
 
-impl Default for LabConfig {
-    fn default() -> Self {
-        LabConfig {
-            id: None,
-            backend: Backend::Auto,
-            placement: Placement::Router,
-            rate_up: Some(Rate::mbit(10.0)),
-            rate_down: Some(Rate::mbit(10.0)),
-            queue: QueueSpec::Fifo { packets: 1000 },
-            queue_up: None,
-            queue_down: None,
-            qdisc: None,
-            txqueuelen: None,
-            shaper: Shaper::Htb,
-            offloads: OnOff::Off,
-            cc: "cubic".into(),
-            tcp_mem_max: 16 * 1024 * 1024,
-            ecn: None,
-            delay: None,
-            jitter: None,
-            loss: None,
-            trace_up: None,
-            trace_down: None,
-            ipv6: false,
-            port: 9770,
-            exe: None,
-        }
+/// [`LabConfig::validate`], and for the emulator backend a configuration the emulator accepts.
+pub fn validate(cfg: &LabConfig) -> Result<()> {
+    cfg.validate().map_err(|e| anyhow!(e))?;
+    if cfg.effective_backend() == Backend::Emulator {
+        emulator_config(cfg)?;
     }
-}
-
-impl LabConfig {
-    /// The queue of one direction (upload = client→server).
-    pub fn queue_of(&self, up: bool) -> &QueueSpec {
-        let o = if up { &self.queue_up } else { &self.queue_down };
-        o.as_ref().unwrap_or(&self.queue)
-    }
-
-    /// Both directions' queues, upload first.
-    pub fn queues(&self) -> [&QueueSpec; 2] {
-        [self.queue_of(true), self.queue_of(false)]
-    }
-
-    /// Label of the bottleneck queue as tables show it: `fifo:100`, or
-    /// `up-fifo:100+down-fifo:10` when the directions differ (also used in
-    /// file names, so no spaces or slashes).
-    pub fn queue_label(&self) -> String {
-        match &self.qdisc {
-            Some(q) => q.clone(),
-            None if self.queue_of(true) == self.queue_of(false) => self.queue_of(true).label(),
-            None => format!("up-{}+down-{}", self.queue_of(true).label(), self.queue_of(false).label()),
-        }
-    }
-
-    /// The backend this configuration runs on: `Auto` picks the emulator when
-    /// an emulator-only feature is asked for (AQM queue, rate trace, delay,
-    /// jitter, loss) and the kernel otherwise.
-    pub fn effective_backend(&self) -> Backend {
-        match self.backend {
-            Backend::Auto => {
-                let wants = self.queues().iter().any(|q| q.needs_emulator())
-                    || self.trace_up.is_some()
-                    || self.trace_down.is_some()
-                    || ((self.delay.is_some() || self.jitter.is_some() || self.loss.is_some()) && self.qdisc.is_none());
-                if wants {
-                    Backend::Emulator
-                } else {
-                    Backend::Kernel
-                }
-            }
-            b => b,
-        }
-    }
-
-    /// The emulator's configuration for this lab (backend "emulator").
-    pub fn emulator_config(&self) -> Result<bloatlab_emulator::EmulatorConfig> {
-        use bloatlab_emulator::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, RateSpec};
-        let dir = |rate: Option<Rate>, trace: &Option<PathBuf>, queue: &QueueSpec| -> Result<DirectionConfig> {
-            let queue = queue.to_emulator().map_err(|e| anyhow!(e))?;
-            let rate = match (trace, rate) {
-                (Some(p), _) => RateSpec::trace(p).map_err(|e| anyhow!("{e}"))?,
-                (None, Some(r)) => RateSpec::Fixed { bps: r.bps },
-                (None, None) => RateSpec::Unlimited,
-            };
-            Ok(DirectionConfig {
-                rate,
-                delay_ns: self.delay.map(|d| d.as_nanos() as u64).unwrap_or(0),
-                jitter: self.jitter.map(|j| JitterSpec {
-                    amount_ns: j.as_nanos() as u64,
-                    dist: Default::default(),
-                    reorder: false,
-                }),
-                loss: match self.loss {
-                    Some(p) if p > 0.0 => LossSpec::Bernoulli { p },
-                    _ => LossSpec::None,
-                },
-                queue,
-                // Count the Ethernet header as htb does on a veth: 1514-byte frames.
-                overhead_bytes: (FRAME_BYTES - MTU as u64) as u32,
-            })
-        };
-        let cfg = EmulatorConfig {
-            up: dir(self.rate_up, &self.trace_up, self.queue_of(true))?,
-            down: dir(self.rate_down, &self.trace_down, self.queue_of(false))?,
-            ..Default::default()
-        };
-        cfg.validate().map_err(|e| anyhow!("emulator configuration: {e}"))?;
-        Ok(cfg)
-    }
-
-    /// The rate of one direction as tables show it: "10mbit", "none", or
-    /// "trace NAME (12mbit mean)"; and its (mean) bits per second.
-    pub fn rate_desc(&self, up: bool) -> (String, Option<f64>) {
-        let trace = if up { &self.trace_up } else { &self.trace_down };
-        if let Some(p) = trace {
-            let mean = bloatlab_emulator::RateSpec::trace(p).ok().and_then(|r| r.mean_bps());
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let m = mean.map(|b| Rate { bps: b.round() as u64 }.to_string()).unwrap_or_else(|| "?".into());
-            return (format!("trace {name} ({m} mean)"), mean);
-        }
-        let r = if up { self.rate_up } else { self.rate_down };
-        (r.map(|r| r.to_string()).unwrap_or_else(|| "none".into()), r.map(|r| r.bps as f64))
-    }
-
-    /// Analytic maximum queueing delay of a full bottleneck queue, ms
-    /// (capacity × 8 / rate; fifo capacity = N × 1514-byte frames; a trace's mean rate).
-    pub fn analytic_queue_delay_ms(&self, up: bool) -> Option<f64> {
-        if self.qdisc.is_some() {
-            return None;
-        }
-        let cap = self.queue_of(up).capacity_bytes(FRAME_BYTES)? as f64;
-        let trace = if up { &self.trace_up } else { &self.trace_down };
-        let bps = match trace {
-            Some(p) => bloatlab_emulator::RateSpec::trace(p).ok()?.mean_bps()?,
-            None => (if up { self.rate_up } else { self.rate_down })?.bps as f64,
-        };
-        Some(cap * 8.0 / bps * 1e3)
-    }
-
-    /// Check the combination before touching the system.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(id) = &self.id {
-            if !crate::state::valid_id(id) {
-                bail!("lab id `{id}` must be 6 lowercase hex digits, e.g. 1a2b3c");
-            }
-        }
-        let backend = self.effective_backend();
-        if backend == Backend::Kernel {
-            let mut why = Vec::new();
-            if self.qdisc.is_none() {
-                for (q, flag) in [(self.queue_of(true), "--queue-up"), (self.queue_of(false), "--queue-down")] {
-                    if q.needs_emulator() {
-                        let flag = if self.queue_of(true) == self.queue_of(false) { "--queue" } else { flag };
-                        let w = format!("{flag} {}", q.label());
-                        if !why.contains(&w) {
-                            why.push(w);
-                        }
-                    }
-                }
-            }
-            if self.trace_up.is_some() || self.trace_down.is_some() {
-                why.push("--trace-up/--trace-down".into());
-            }
-            if !why.is_empty() {
-                bail!(
-                    "{} needs bloatlab's user-space link emulator (--backend emulator or auto); the kernel backend offers \
-                     --queue fifo:N|bfifo:BYTES and --qdisc KIND (when this kernel has it)",
-                    why.join(", ")
-                );
-            }
-        } else {
-            if self.placement == Placement::Local {
-                bail!("--bottleneck local needs the kernel backend (the emulator runs on the router); drop --bottleneck local or use --backend kernel with --queue fifo:N|bfifo:BYTES");
-            }
-            if self.qdisc.is_some() {
-                bail!("--qdisc installs a kernel qdisc and needs --backend kernel; the emulator's disciplines are chosen with --queue (fifo:N, bfifo:BYTES, drophead:N, codel, fq_codel, pie)");
-            }
-            if self.txqueuelen.is_some() {
-                bail!("--txqueuelen sets a kernel interface queue and needs --backend kernel; with the emulator use --queue fifo:N");
-            }
-            self.emulator_config()?;
-        }
-        if self.cc.is_empty() || !self.cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            bail!("--cc `{}` is not a congestion control name", self.cc);
-        }
-        if let Some(q) = &self.qdisc {
-            if q.trim().is_empty() {
-                bail!("--qdisc needs a qdisc kind, e.g. --qdisc fq_codel or --qdisc \"netem delay 20ms\"");
-            }
-        }
-        if self.tcp_mem_max < 65536 {
-            bail!("--tcp-mem-max must be at least 64k");
-        }
-        if self.jitter.is_some() && self.delay.is_none() {
-            bail!("--jitter needs --delay (jitter is a variation around the delay)");
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// (namespace, interface).
@@ -367,9 +150,9 @@ fn tcn(ns: &str, args: &[&str]) -> Result<String> {
 }
 
 fn check_interrupted() -> Result<()> {
-    let s = crate::signals::pending();
+    let s = bloatlab_host::signals::pending();
     if s != 0 {
-        bail!("interrupted by {}", crate::signals::name(s));
+        bail!("interrupted by {}", bloatlab_host::signals::name(s));
     }
     Ok(())
 }
@@ -378,7 +161,7 @@ impl Lab {
     /// Build the lab: namespaces, links, addresses, routes, offloads, bottleneck.
     /// On any error everything created so far is removed.
     pub fn build(cfg: &LabConfig) -> Result<Lab> {
-        cfg.validate()?;
+        validate(cfg)?;
         sys::require_privileges()?;
         for tool in ["ip", "tc"] {
             if !sys::have(tool) {
@@ -388,7 +171,7 @@ impl Lab {
         if cfg.offloads == OnOff::Off && !sys::have("ethtool") {
             bail!("`ethtool` is not installed; bloatlab lab needs it to turn segmentation offloads off (apt-get install ethtool), or pass --offloads on");
         }
-        crate::signals::install();
+        bloatlab_host::signals::install();
         let id = match &cfg.id {
             Some(i) => i.clone(),
             None => loop {
@@ -665,12 +448,12 @@ impl Lab {
             bail!("this kernel ({}) has no `{shaper}` qdisc to limit the rate; try --shaper {}", self.kernel,
                 if shaper == "htb" { "tbf" } else { "htb" });
         }
-        if let Some(q) = &self.cfg.qdisc {
-            let kind = q.split_whitespace().next().unwrap_or("");
+        if let Some(QueueSpec::Kernel { qdisc: kind, args }) = self.cfg.kernel_qdisc() {
+            let kind = kind.as_str();
             let known = self.support.available.iter().any(|a| a == kind);
             if !known {
                 // Not in our probe list, or missing: try it for real on a scratch device.
-                if missing(kind) || !probe_one(&self.router.netns, kind, &q[kind.len()..])? {
+                if missing(kind) || !probe_one(&self.router.netns, kind, &args.join(" "))? {
                     let emu = match kind {
                         "fq_codel" | "codel" | "pie" => format!(" — bloatlab's user-space emulator offers it: --queue {kind}"),
                         "netem" => " — bloatlab's user-space emulator offers delay/jitter/loss: --delay/--jitter/--loss".into(),
@@ -702,7 +485,7 @@ impl Lab {
         if self.cfg.effective_backend() == Backend::Emulator {
             // The emulator is started per run (run_test) with the current queue;
             // remove kernel shapers a previous kernel-backend run left.
-            self.cfg.validate()?;
+            validate(&self.cfg)?;
             let (up, down) = self.bottleneck_devices();
             for (ns, dev) in [up, down].into_iter().flatten() {
                 let _ = tcn(&ns, &["qdisc", "del", "dev", &dev, "root"]);
@@ -753,18 +536,18 @@ impl Lab {
             }
         }
         // The leaf is the queue.
-        let leaf: Vec<String> = match (&self.cfg.qdisc, queue) {
-            (Some(q), _) => q.split_whitespace().map(String::from).collect(),
-            (None, QueueSpec::Fifo { packets }) => vec!["pfifo".into(), "limit".into(), packets.to_string()],
-            (None, QueueSpec::Bfifo { bytes }) => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
-            (None, q) => bail!("queue {q} needs the user-space emulator"),
+        let leaf: Vec<String> = match queue {
+            QueueSpec::Kernel { qdisc, args } => std::iter::once(qdisc.clone()).chain(args.iter().cloned()).collect(),
+            QueueSpec::Fifo { packets } => vec!["pfifo".into(), "limit".into(), packets.to_string()],
+            QueueSpec::Bfifo { bytes } => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
+            q => bail!("queue {q} needs the user-space emulator"),
         };
         let mut a: Vec<&str> = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
         a.extend(leaf.iter().map(|s| s.as_str()));
         tcn(ns, &a)?;
-        let txq = match (self.cfg.txqueuelen, queue, &self.cfg.qdisc) {
-            (Some(t), _, _) => Some(t),
-            (None, QueueSpec::Fifo { packets }, None) => Some(*packets),
+        let txq = match (self.cfg.txqueuelen, queue) {
+            (Some(t), _) => Some(t),
+            (None, QueueSpec::Fifo { packets }) => Some(*packets),
             _ => None,
         };
         if let Some(t) = txq {
@@ -949,26 +732,15 @@ mod tests {
     }
 
     #[test]
-    fn backend_choice_and_analytic() {
-        let mut c = LabConfig::default();
-        assert_eq!(c.effective_backend(), Backend::Kernel);
-        assert!((c.analytic_queue_delay_ms(true).unwrap() - 1211.2).abs() < 1e-9);
-        c.delay = Some(Duration::from_millis(10));
-        assert_eq!(c.effective_backend(), Backend::Emulator);
-        let e = c.emulator_config().unwrap();
+    fn emulator_configuration() {
+        let mut c = LabConfig { delay: Some(Duration::from_millis(10)), ..Default::default() };
+        let e = emulator_config(&c).unwrap();
         assert_eq!(e.up.delay_ns, 10_000_000);
         assert_eq!(e.up.overhead_bytes, 14);
-        c.backend = Backend::Kernel;
-        assert_eq!(c.effective_backend(), Backend::Kernel);
-        c.backend = Backend::Auto;
-        c.delay = None;
-        c.queue = QueueSpec::Bfifo { bytes: 65536 };
-        c.rate_up = Some(Rate::mbit(1.0));
-        assert!((c.analytic_queue_delay_ms(true).unwrap() - 524.288).abs() < 1e-9);
-        c.queue = QueueSpec::parse("codel").unwrap();
-        assert_eq!(c.effective_backend(), Backend::Emulator);
-        assert_eq!(c.analytic_queue_delay_ms(true), None);
+        c.queue_up = Some(QueueSpec::parse("codel").unwrap());
+        let e = emulator_config(&c).unwrap();
+        assert_eq!((e.up.queue.kind(), e.down.queue.kind()), ("codel", "fifo"));
         c.placement = Placement::Local;
-        assert!(c.validate().unwrap_err().to_string().contains("kernel backend"));
+        assert!(validate(&c).unwrap_err().to_string().contains("kernel backend"));
     }
 }

@@ -3,24 +3,26 @@
 //! sampler alongside, and the merge of the lab's section into the result.
 use crate::lab::Lab;
 use crate::sampler::Sampler;
-use crate::signals;
-use crate::spec::{parse_duration, Backend, Placement};
+use bloatlab_host::signals;
 use anyhow::{anyhow, bail, Context, Result};
-use bloatlab_results::{LabHost, LabInfo, TestResult};
+use bloatlab_model::{Backend, Job, Placement, QueueSpec, Scenario, ServerConfig, TestConfig, TestOverrides};
+use bloatlab_results::{EmulatorRecord, LabHost, LabInfo, LabRecord, QueueSampler, TestResult};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Options of one test run inside a built lab.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Extra `bloatlab test` arguments (after `--` on the command line).
+    /// The user's `bloatlab test` options on top of [`lab_test_defaults`].
+    pub test: TestOverrides,
+    /// The `bloatlab test` options as the user wrote them (after `--`), for the record.
     pub engine_args: Vec<String>,
     /// Show the engine's own output (default: silent, the lab prints its table).
     pub show_engine_output: bool,
-    /// Queue sampling interval; default = the engine's --sample-interval (100 ms).
+    /// Queue sampling interval; default = the test's sample interval (100 ms).
     pub queue_interval: Option<Duration>,
     /// Lab command line, recorded in the lab config.
     pub command: Vec<String>,
@@ -35,47 +37,31 @@ pub struct RunOutcome {
     pub failure: Option<String>,
 }
 
-/// `bloatlab test` options the lab passes unless given after `--`: one upload,
-/// 18 s (a cubic flow needs ~13-15 s to fill a 1000-packet FIFO at 10 Mbit/s:
-/// HyStart leaves slow start early), 2 s idle baseline, and probes every 50 ms
-/// (in a packet-limited FIFO every probe takes a slot; at 10 ms to server and
-/// witness, probes would be ~20% of a 10 Mbit/s FIFO's packets).
-pub const ENGINE_DEFAULTS: [(&str, &str); 4] =
-    [("--scenarios", "1u0d"), ("--duration", "18s"), ("--idle", "2s"), ("--probe-interval", "50ms")];
-
-/// Engine args the lab itself provides; the user may not pass them after `--`.
-const LAB_OWNED: &[&str] = &["--json", "--witness", "--port"];
-
-fn has_flag(args: &[String], flag: &str) -> bool {
-    args.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+/// The test a lab runs unless the user says otherwise: one upload, 18 s (a
+/// cubic flow needs ~13-15 s to fill a 1000-packet FIFO at 10 Mbit/s: HyStart
+/// leaves slow start early), 2 s idle baseline, probes every 50 ms (in a
+/// packet-limited FIFO every probe takes a slot; at 10 ms to server and
+/// witness, probes would be ~20% of a 10 Mbit/s FIFO's packets), the lab's
+/// congestion control, and a pause between scenarios long enough for a full
+/// bottleneck to drain (a 1000-packet FIFO at 10 Mbit/s holds 1.2 s, more
+/// than the engine's default 1 s).
+pub fn lab_test_defaults(cfg: &bloatlab_model::LabConfig) -> TestConfig {
+    let pause_ms = (cfg.longest_queue_delay_ms() * 1.5 + 500.0).clamp(1000.0, 60_000.0).ceil();
+    TestConfig {
+        scenarios: vec![Scenario::new(1, 0)],
+        duration: Duration::from_secs(18),
+        idle: Duration::from_secs(2),
+        probe_interval: Duration::from_millis(50),
+        pause: Duration::from_millis(pause_ms as u64),
+        cc: cfg.cc.clone(),
+        port: cfg.port,
+        ..Default::default()
+    }
 }
 
-fn flag_value(args: &[String], flag: &str) -> Option<String> {
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == flag {
-            return it.next().cloned();
-        }
-        if let Some(v) = a.strip_prefix(&format!("{flag}=")) {
-            return Some(v.to_string());
-        }
-    }
-    None
-}
-
-/// Validate the pass-through engine args.
-pub fn check_engine_args(args: &[String]) -> Result<()> {
-    for f in LAB_OWNED {
-        if has_flag(args, f) {
-            bail!("`{f}` after `--` is set by bloatlab lab itself; use the lab's own option (bloatlab lab --json FILE / --port N)");
-        }
-    }
-    if let Some(first) = args.first() {
-        if !first.starts_with('-') {
-            bail!("after `--` come `bloatlab test` options (e.g. -- --scenarios 1u1d --duration 5s); the server address `{first}` is chosen by the lab");
-        }
-    }
-    Ok(())
+/// Write a [`Job`] for a child process as JSON.
+fn write_job(path: &Path, job: &Job) -> Result<()> {
+    std::fs::write(path, serde_json::to_vec_pretty(job)?).with_context(|| format!("cannot write {}", path.display()))
 }
 
 impl Lab {
@@ -112,15 +98,23 @@ impl Lab {
         for h in [self.server.clone(), self.witness.clone()] {
             let errf = self.run_dir.join(format!("{}-server.stderr", h.role));
             let err = std::fs::File::create(&errf)?;
+            // Only this lab's client can reach these servers: no need for the
+            // public-server limits on test length. The witness only gets UDP
+            // probes: its control connection stays silent for the whole test,
+            // longer than the default 15 s.
+            let config = ServerConfig {
+                binds: vec![std::net::SocketAddr::from(([0u16; 8], self.cfg.port))],
+                max_duration: Duration::from_secs(86_400),
+                idle_timeout: if h.role == "witness" { Duration::from_secs(3600) } else { ServerConfig::default().idle_timeout },
+                ..Default::default()
+            };
+            let job = self.run_dir.join(format!("{}-server.job.json", h.role));
+            write_job(&job, &Job::Server { config })?;
             let mut ch = Command::new("ip")
                 .args(["netns", "exec", &h.netns])
                 .arg(&exe)
-                // Only this lab's client can reach these servers: no need for the
-                // public-server limits on test length.
-                .args(["server", "--port", &self.cfg.port.to_string(), "--max-duration", "86400s"])
-                // The witness only gets UDP probes: its control connection stays
-                // silent for the whole test, longer than the default 15 s.
-                .args(if h.role == "witness" { &["--idle-timeout", "3600s"][..] } else { &[][..] })
+                .arg("job")
+                .arg(&job)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(err)
@@ -167,65 +161,31 @@ impl Lab {
     /// the witness probed alongside, sampling the queues; returns the result
     /// with its `lab` section filled.
     pub fn run_test(&mut self, opts: &RunOptions) -> Result<RunOutcome> {
-        check_engine_args(&opts.engine_args)?;
         if signals::pending() != 0 {
             bail!("interrupted by {}", signals::name(signals::pending()));
         }
+        let mut test = lab_test_defaults(&self.cfg);
+        opts.test.apply(&mut test);
+        test.server = self.addr(&self.server.clone());
+        test.witness = Some(self.addr(&self.witness.clone()));
+        test.command = opts.command.clone();
+        test.validate().map_err(|e| anyhow!("after `--`: {e}"))?;
         self.start_servers()?;
         let steal_meter = bloatlab_host::StealMeter::start();
         let exe = self.exe()?;
         let n = self.own.rec.children.len();
         let json = self.run_dir.join(format!("result-{n}.json"));
         let _ = std::fs::remove_file(&json);
-        let mut args: Vec<String> = vec![
-            "test".into(),
-            self.addr(&self.server.clone()),
-            "--witness".into(),
-            self.addr(&self.witness.clone()),
-            "--json".into(),
-            json.display().to_string(),
-        ];
-        // `--cc` after `--` wins over the lab's --cc (and is what gets recorded).
-        let cc = flag_value(&opts.engine_args, "--cc").unwrap_or_else(|| self.cfg.cc.clone());
-        if !has_flag(&opts.engine_args, "--cc") {
-            args.push("--cc".into());
-            args.push(cc.clone());
-        }
-        let ea = &opts.engine_args;
-        for (f, v) in ENGINE_DEFAULTS {
-            if !has_flag(ea, f) {
-                args.push(f.into());
-                args.push(v.into());
-            }
-        }
-        // Between scenarios the bottleneck must drain: a full 1000-packet FIFO at
-        // 10 Mbit/s holds 1.2 s, more than the engine's default 1 s pause.
-        if !has_flag(ea, "--pause") {
-            let full = [self.cfg.analytic_queue_delay_ms(true), self.cfg.analytic_queue_delay_ms(false)]
-                .into_iter()
-                .flatten()
-                .fold(0.0f64, f64::max);
-            let pause_ms = (full * 1.5 + 500.0).clamp(1000.0, 60_000.0).ceil();
-            args.push("--pause".into());
-            args.push(format!("{pause_ms:.0}ms"));
-        }
-        if !opts.show_engine_output && !has_flag(ea, "--quiet") {
-            args.push("--quiet".into());
-        }
-        args.extend(ea.iter().cloned());
-        let interval = match opts.queue_interval {
-            Some(d) => d,
-            None => match flag_value(ea, "--sample-interval") {
-                Some(v) => parse_duration(&v).map_err(|e| anyhow!("--sample-interval: {e}"))?,
-                None => Duration::from_millis(100),
-            },
-        };
+        let cc = test.cc.clone();
+        let interval = opts.queue_interval.unwrap_or(test.sample_interval);
+        let job = self.run_dir.join(format!("test-{n}.job.json"));
+        write_job(&job, &Job::Test { config: test, json: json.clone(), quiet: !opts.show_engine_output })?;
         let errf = self.run_dir.join(format!("client-{n}.stderr"));
         let err = std::fs::File::create(&errf)?;
         let interval = interval.max(Duration::from_millis(5));
         let mut emulator = None;
         if self.cfg.effective_backend() == Backend::Emulator {
-            let mut ecfg = self.cfg.emulator_config()?;
+            let mut ecfg = crate::lab::emulator_config(&self.cfg)?;
             ecfg.sample_interval_ns = interval.as_nanos().max(1_000_000) as u64;
             let stats = self.run_dir.join(format!("emulator-{n}.json"));
             let h = bloatlab_emulator::start_in_netns(&exe, &self.router.netns, &ecfg, &["lan"], &["wan"], &stats)
@@ -237,7 +197,7 @@ impl Lab {
         }
         let sampler = Sampler::start(self.queue_targets(), interval);
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.client.netns]).arg(&exe).args(&args).stdin(Stdio::null());
+        cmd.args(["netns", "exec", &self.client.netns]).arg(&exe).arg("job").arg(&job).stdin(Stdio::null());
         if opts.show_engine_output {
             cmd.stdout(Stdio::inherit());
         } else {
@@ -314,28 +274,22 @@ impl Lab {
             emu_info = Some((st.counters, ecfg));
         }
         let mut info = self.lab_info(queues, opts);
-        info.config["cc"] = cc.clone().into();
+        info.config.cc = cc.clone();
         // A virtual machine whose CPU the hypervisor takes away stops its
         // emulated links too: record how much, and warn when it matters.
         let steal = steal_meter.pct();
-        info.config["cpu_steal_pct"] = ((steal * 10.0).round() / 10.0).into();
+        info.config.cpu_steal_pct = Some((steal * 10.0).round() / 10.0);
         if steal > 2.0 {
             eprintln!(
                 "warning: the hypervisor took {steal:.1}% of this machine's CPU during the run; \
                  the lab's emulated rates and delays are off by about that much (cpu_steal_pct in the result)"
             );
         }
-        info.config["queue_sampler"] = serde_json::json!({
-            "method": sampler_method,
-            "interval_ms": interval.as_secs_f64() * 1e3,
-        });
+        info.config.queue_sampler = Some(QueueSampler { method: sampler_method.to_string(), interval_ms: interval.as_secs_f64() * 1e3 });
         if let Some((counters, ecfg)) = emu_info {
             info.backend = "emulator".into();
-            info.config["backend"] = "emulator".into();
-            info.config["emulator"] = serde_json::json!({
-                "config": ecfg,
-                "describe": ecfg.describe(),
-            });
+            info.config.backend = "emulator".into();
+            info.config.emulator = Some(EmulatorRecord { config: serde_json::to_value(&ecfg)?, describe: ecfg.describe() });
             info.emulator = Some(counters);
         }
         result.lab = Some(info);
@@ -345,48 +299,54 @@ impl Lab {
     /// The `lab` section of a result.
     pub fn lab_info(&self, queues: Vec<bloatlab_results::QueueSeries>, opts: &RunOptions) -> LabInfo {
         let c = &self.cfg;
+        let kq = c.kernel_qdisc().is_some();
         let (up, down) = self.bottleneck_devices();
-        let config = serde_json::json!({
-            "id": self.id,
-            "backend": "kernel",
-            "placement": c.placement,
-            "rate_up_bps": c.rate_desc(true).1,
-            "rate_down_bps": c.rate_desc(false).1,
-            "rate_up": c.rate_desc(true).0,
-            "rate_down": c.rate_desc(false).0,
-            "trace_up": c.trace_up,
-            "trace_down": c.trace_down,
-            "queue": c.queue_label(),
-            "queue_spec": if c.qdisc.is_some() { serde_json::Value::Null } else { serde_json::to_value(&c.queue).unwrap_or_default() },
-            "queue_up": if c.qdisc.is_some() { None } else { Some(c.queue_of(true).label()) },
-            "queue_down": if c.qdisc.is_some() { None } else { Some(c.queue_of(false).label()) },
-            "queue_up_spec": if c.qdisc.is_some() { serde_json::Value::Null } else { serde_json::to_value(c.queue_of(true)).unwrap_or_default() },
-            "queue_down_spec": if c.qdisc.is_some() { serde_json::Value::Null } else { serde_json::to_value(c.queue_of(false)).unwrap_or_default() },
-            "qdisc": c.qdisc,
-            "shaper": c.shaper,
-            "txqueuelen": match (c.txqueuelen, c.queues(), &c.qdisc) {
-                (Some(t), _, _) => Some(t),
-                (None, [crate::spec::QueueSpec::Fifo { packets: u }, crate::spec::QueueSpec::Fifo { packets: d }], None) if u == d => Some(*u),
+        let spec = |q: &QueueSpec| (!kq).then(|| q.clone());
+        let config = LabRecord {
+            id: self.id.clone(),
+            backend: "kernel".into(),
+            placement: c.placement.to_string(),
+            rate_up_bps: c.rate_desc(true).1,
+            rate_down_bps: c.rate_desc(false).1,
+            rate_up: c.rate_desc(true).0,
+            rate_down: c.rate_desc(false).0,
+            trace_up: c.trace_up.clone(),
+            trace_down: c.trace_down.clone(),
+            queue: c.queue_label(),
+            queue_spec: spec(&c.queue),
+            queue_up: (!kq).then(|| c.queue_of(true).label()),
+            queue_down: (!kq).then(|| c.queue_of(false).label()),
+            queue_up_spec: spec(c.queue_of(true)),
+            queue_down_spec: spec(c.queue_of(false)),
+            qdisc: c.kernel_qdisc().map(|q| q.label()),
+            shaper: c.shaper.to_string(),
+            txqueuelen: match (c.txqueuelen, c.queues()) {
+                (Some(t), _) => Some(t),
+                (None, [QueueSpec::Fifo { packets: u }, QueueSpec::Fifo { packets: d }]) if u == d => Some(*u),
                 _ => None,
             },
-            "bottleneck_up": up.map(|(n, d)| format!("{n}/{d}")),
-            "bottleneck_down": down.map(|(n, d)| format!("{n}/{d}")),
-            "offloads": c.offloads.to_string(),
-            "cc": c.cc,
-            "tcp_mem_max": c.tcp_mem_max,
-            "ecn": c.ecn.map(|e| e.to_string()),
-            "delay_ms": c.delay.map(|d| d.as_secs_f64() * 1e3),
-            "jitter_ms": c.jitter.map(|d| d.as_secs_f64() * 1e3),
-            "loss": c.loss,
-            "ip_version": if c.ipv6 { 6 } else { 4 },
-            "port": c.port,
-            "engine_args": opts.engine_args,
-            "lab_command": opts.command,
-            "applied": self.applied,
-            "tsq_note": if c.placement == Placement::Local {
+            bottleneck_up: up.map(|(n, d)| format!("{n}/{d}")),
+            bottleneck_down: down.map(|(n, d)| format!("{n}/{d}")),
+            offloads: c.offloads.to_string(),
+            cc: c.cc.clone(),
+            tcp_mem_max: c.tcp_mem_max,
+            ecn: c.ecn.map(|e| e.to_string()),
+            delay_ms: c.delay.map(|d| d.as_secs_f64() * 1e3),
+            jitter_ms: c.jitter.map(|d| d.as_secs_f64() * 1e3),
+            loss: c.loss,
+            ip_version: if c.ipv6 { 6 } else { 4 },
+            port: c.port,
+            engine_args: opts.engine_args.clone(),
+            lab_command: opts.command.clone(),
+            applied: self.applied.clone(),
+            tsq_note: if c.placement == Placement::Local {
                 "local bottleneck: TCP small queues (TSQ) limits the bytes each socket keeps in its own host's qdisc to a few packets (about 1 ms at the pacing rate, at least two packets), so a single TCP flow cannot fill a local queue on Linux >= 3.6"
-            } else { "" },
-        });
+            } else {
+                ""
+            }
+            .into(),
+            ..Default::default()
+        };
         LabInfo {
             backend: "kernel".into(),
             config,
@@ -410,16 +370,16 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     #[test]
-    fn engine_args() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert!(check_engine_args(&s(&["--scenarios", "1u1d"])).is_ok());
-        assert!(check_engine_args(&s(&["--json", "x"])).is_err());
-        assert!(check_engine_args(&s(&["--witness=1.2.3.4"])).is_err());
-        assert!(check_engine_args(&s(&["10.0.0.1"])).is_err());
-        assert!(check_engine_args(&s(&["--cc", "bbr"])).is_ok());
-        assert_eq!(flag_value(&s(&["--sample-interval", "50ms"]), "--sample-interval").as_deref(), Some("50ms"));
-        assert_eq!(flag_value(&s(&["--sample-interval=20ms"]), "--sample-interval").as_deref(), Some("20ms"));
-        assert!(has_flag(&s(&["--duration=5s"]), "--duration"));
+    fn test_defaults_drain_the_queue_between_scenarios() {
+        let c = bloatlab_model::LabConfig::default();
+        let t = lab_test_defaults(&c);
+        // 1000 packets at 10 Mbit/s hold 1211.2 ms: the pause is 1.5 x that + 0.5 s
+        assert_eq!(t.pause, Duration::from_millis(2317));
+        assert_eq!((t.cc.as_str(), t.scenarios.len(), t.probe_interval), ("cubic", 1, Duration::from_millis(50)));
+        let small = bloatlab_model::LabConfig { queue: QueueSpec::Fifo { packets: 10 }, ..Default::default() };
+        assert_eq!(lab_test_defaults(&small).pause, Duration::from_secs(1));
+        t.validate().unwrap();
     }
 }

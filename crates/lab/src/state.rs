@@ -135,9 +135,9 @@ pub struct CleanupReport {
     pub lines: Vec<String>,
 }
 
-/// Remove left-over labs (all, or only `ids`). Labs whose owner still runs are skipped.
-pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
-    let mut rep = CleanupReport::default();
+/// Every lab id on this machine with its namespaces: namespaces named
+/// blab-<id>-<role>, and ids with a file (record or lock) in the state directory.
+fn discover() -> Result<std::collections::BTreeMap<String, Vec<String>>> {
     let mut found: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for n in sys::netns_list()? {
         if let Some((id, _)) = parse_ns_name(&n) {
@@ -154,6 +154,13 @@ pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
             }
         }
     }
+    Ok(found)
+}
+
+/// Remove left-over labs (all, or only `ids`). Labs whose owner still runs are skipped.
+pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
+    let mut rep = CleanupReport::default();
+    let found = discover()?;
     for (id, nss) in found {
         if !ids.is_empty() && !ids.contains(&id) {
             continue;
@@ -232,22 +239,7 @@ pub struct LabStatus {
 
 /// Every lab on this machine: namespaces named blab-<id>-<role> or a record in /run/bloatlab.
 pub fn list() -> Result<Vec<LabStatus>> {
-    let mut found: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for n in sys::netns_list()? {
-        if let Some((id, _)) = parse_ns_name(&n) {
-            found.entry(id).or_default().push(n);
-        }
-    }
-    if let Ok(rd) = std::fs::read_dir(STATE_DIR) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if let Some(id) = name.strip_prefix("lab-").and_then(|s| s.strip_suffix(".json")) {
-                if valid_id(id) {
-                    found.entry(id.to_string()).or_default();
-                }
-            }
-        }
-    }
+    let found = discover()?;
     let mut out = Vec::new();
     for (id, nss) in found {
         let rec = read_record(&id);

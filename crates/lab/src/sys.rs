@@ -2,31 +2,11 @@
 //! privileges, kernel version, process identity.
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
-use std::process::{Command, Stdio};
+
 
 /// Run a command, returning stdout; on failure the error names the command and its stderr.
 pub fn run(argv: &[&str]) -> Result<String> {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                anyhow!("`{}` is not installed (bloatlab lab needs iproute2 and ethtool: apt-get install iproute2 ethtool)", argv[0])
-            } else {
-                anyhow!("cannot run `{}`: {e}", argv[0])
-            }
-        })?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let err = err.trim();
-        bail!(
-            "`{}` failed: {}",
-            argv.join(" "),
-            if err.is_empty() { format!("{}", out.status) } else { err.to_string() }
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    bloatlab_host::cmd::run(argv).map_err(|e| anyhow!(e))
 }
 
 /// Same as [`run`] with owned strings.
@@ -35,28 +15,12 @@ pub fn run_s(argv: &[String]) -> Result<String> {
     run(&v)
 }
 
-/// True when the command exists on PATH.
-pub fn have(cmd: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
-        .unwrap_or(false)
-}
+pub use bloatlab_host::cmd::have;
+pub use bloatlab_host::{kernel_release, proc_start_time};
 
 /// Run `f` on a thread that has entered network namespace `ns` (by name).
 pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    let path = format!("/run/netns/{ns}");
-    std::thread::spawn(move || -> Result<T> {
-        let fd = std::fs::File::open(&path).with_context(|| format!("open {path}"))?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: plain syscall on a valid fd; affects only this thread.
-        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-        if r != 0 {
-            bail!("setns({path}): {}", std::io::Error::last_os_error());
-        }
-        f()
-    })
-    .join()
-    .map_err(|_| anyhow!("namespace helper thread panicked"))?
+    bloatlab_host::netns::in_netns(ns, move || f().map_err(|e| format!("{e:#}"))).map_err(|e: String| anyhow!(e))
 }
 
 /// Write sysctls (`net/ipv4/...` paths relative to /proc/sys) inside namespace `ns`.
@@ -76,18 +40,6 @@ pub fn set_sysctls(ns: &str, kv: &[(&str, String)]) -> Result<()> {
 pub fn get_sysctl(ns: &str, k: &str) -> Result<String> {
     let p = format!("/proc/sys/{k}");
     in_netns(ns, move || Ok(std::fs::read_to_string(&p)?.trim().to_string()))
-}
-
-/// `uname -r`.
-pub fn kernel_release() -> String {
-    // SAFETY: uname fills a zeroed struct.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return "unknown".into();
-        }
-        std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy().into_owned()
-    }
 }
 
 /// Does this process have the privileges to build a lab (CAP_NET_ADMIN and
@@ -142,21 +94,8 @@ pub fn random_bytes<const N: usize>() -> [u8; N] {
     b
 }
 
-/// Process start time (clock ticks since boot, field 22 of /proc/PID/stat):
-/// together with the pid it identifies a process across pid reuse.
-pub fn proc_start_time(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 /// Unix time in nanoseconds.
-pub fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+pub use bloatlab_host::clock::realtime_ns as unix_ns;
 
 /// Namespace names as `ip netns list` shows them.
 pub fn netns_list() -> Result<Vec<String>> {

@@ -1,4 +1,5 @@
 //! The lab's summary table: latency under load beside the analytic queue delay.
+use bloatlab_metrics::queue;
 use bloatlab_results::{Phase, QueueSeries, TestResult};
 
 /// One table row per (run, scenario).
@@ -45,47 +46,26 @@ fn mbit(bps: f64) -> String {
     }
 }
 
-/// Change of a cumulative counter and the max backlog over [start, end] of a phase.
+/// Drops and the largest backlog (packets, bytes) of the queues whose role
+/// starts with `role_prefix`, during a phase (`metrics::queue::queue_in_phase`).
 pub fn queue_in_phase(series: &[QueueSeries], role_prefix: &str, p: &Phase) -> (u64, u64, u64) {
-    let mut drops = 0;
-    let mut max_pkts = 0;
-    let mut max_bytes = 0;
-    for s in series.iter().filter(|s| s.role.starts_with(role_prefix)) {
-        let inside: Vec<_> = s.samples.iter().filter(|q| q.t_ns >= p.start_ns && q.t_ns <= p.end_ns).collect();
-        if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
-            drops += b.drops.saturating_sub(a.drops);
-        }
-        for q in inside {
-            max_pkts = max_pkts.max(q.backlog_packets);
-            max_bytes = max_bytes.max(q.backlog_bytes);
-        }
-    }
-    (drops, max_pkts, max_bytes)
+    let s = queue::queue_in_phase(series.iter().filter(|s| s.role.starts_with(role_prefix)), p.start_ns, p.end_ns).unwrap_or_default();
+    (s.drops, s.max_backlog_packets, s.max_backlog_bytes)
 }
 
-/// Share of the configured rate the bottleneck queue sent (frames on the wire)
-/// during the steady part of a phase (the goodput's window: without its first
-/// 20% and last 5%), in percent.
+/// Share of the configured rate the bottleneck queue `role` sent during the
+/// steady part of a phase, in percent (`metrics::queue::link_use_pct`).
 pub fn link_use(series: &[QueueSeries], role: &str, p: &Phase, rate_bps: f64) -> Option<f64> {
-    let s = series.iter().find(|s| s.role == role)?;
-    let len = p.end_ns.saturating_sub(p.start_ns) as f64;
-    let (a, b) = (p.start_ns as f64 + 0.2 * len, p.start_ns as f64 + 0.95 * len);
-    let inside: Vec<_> = s.samples.iter().filter(|q| q.t_ns as f64 >= a && q.t_ns as f64 <= b).collect();
-    let (first, last) = (inside.first()?, inside.last()?);
-    let dt = (last.t_ns - first.t_ns) as f64 / 1e9;
-    if dt <= 0.0 || rate_bps <= 0.0 {
-        return None;
-    }
-    Some(last.sent_bytes.saturating_sub(first.sent_bytes) as f64 * 8.0 / dt / rate_bps * 100.0)
+    queue::link_use_pct(series.iter().find(|s| s.role == role)?, p.start_ns, p.end_ns, rate_bps)
 }
 
 /// Rows for one result.
 pub fn rows(r: &TestResult) -> Vec<Row> {
     let lab = r.lab.as_ref();
     let cfg = lab.map(|l| &l.config);
-    let s = |k: &str| cfg.and_then(|c| c.get(k)).and_then(|v| v.as_str()).unwrap_or("-").to_string();
-    let queue = s("queue");
-    let (ru, rd) = (s("rate_up"), s("rate_down"));
+    let s = |f: fn(&bloatlab_results::LabRecord) -> &String| cfg.map(|c| f(c).clone()).filter(|v| !v.is_empty()).unwrap_or_else(|| "-".into());
+    let queue = s(|c| &c.queue);
+    let (ru, rd) = (s(|c| &c.rate_up), s(|c| &c.rate_down));
     let rate = if ru == rd { ru } else { format!("{ru} up / {rd} down") };
     let idle_p50 = r.idle.as_ref().map(|i| i.summary.latency.p50_ms);
     let mut out = Vec::new();
@@ -108,20 +88,16 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
             }
         };
         let (drops, maxq, maxb) = lab.map(|l| queue_in_phase(&l.queues, "bottleneck", p)).unwrap_or((0, 0, 0));
-        let util = |role: &str, key: &str| -> Option<f64> {
+        let util = |role: &str, up: bool| -> Option<f64> {
             let l = lab?;
-            let rate = l.config.get(key)?.as_f64()?;
+            let rate = if up { l.config.rate_up_bps } else { l.config.rate_down_bps }?;
             link_use(&l.queues, role, p, rate)
         };
         let pct = |x: Option<f64>| x.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
         let link = match (p.uploads > 0, p.downloads > 0) {
-            (true, false) => pct(util("bottleneck-up", "rate_up_bps")),
-            (false, true) => pct(util("bottleneck-down", "rate_down_bps")),
-            _ => format!(
-                "{} up / {} down",
-                pct(util("bottleneck-up", "rate_up_bps")),
-                pct(util("bottleneck-down", "rate_down_bps"))
-            ),
+            (true, false) => pct(util("bottleneck-up", true)),
+            (false, true) => pct(util("bottleneck-down", false)),
+            _ => format!("{} up / {} down", pct(util("bottleneck-up", true)), pct(util("bottleneck-down", false))),
         };
         let loaded = if l.received == 0 {
             format!("all {} probes lost", l.sent)
@@ -177,6 +153,96 @@ pub fn render(rows: &[Row]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The lab's printed report: the table, a comparison line, what the columns
+/// mean, and notes (e.g. TCP small queues with a local bottleneck).
+pub fn report(results: &[TestResult]) -> String {
+    let rows: Vec<Row> = results.iter().flat_map(rows).collect();
+    let t = render(&rows);
+    let pi = results.first().map(|r| r.metadata.probe_interval_ms).unwrap_or(0.0);
+    let mut notes = format!(
+        "latency = RTT of UDP probes to the server every {} ms; added = loaded p50 - idle p50; \
+witness added = the same for a third host behind the bottleneck; analytic = queue limit x {} B x 8 / rate \
+(the delay of a full queue); link use = bytes the bottleneck sent / its rate in the goodput's window; \
+max backlog / drops = the bottleneck qdisc during the load",
+        ms(pi),
+        bloatlab_model::FRAME_BYTES
+    );
+    if let Some(c) = compare_line(results) {
+        notes = format!("{c}\n{notes}");
+    }
+    for r in results {
+        if let Some(n) = short_local_queue_note(r) {
+            notes.push_str(&format!("\nnote: {n}"));
+        }
+    }
+    format!("{t}{notes}")
+}
+
+/// For several single-scenario runs: the largest and smallest added latency side by side.
+fn compare_line(results: &[bloatlab_results::TestResult]) -> Option<String> {
+    if results.len() < 2 || results.iter().any(|r| r.scenarios.len() != 1) {
+        return None;
+    }
+    let added = |r: &bloatlab_results::TestResult| r.scenarios[0].summary.added_latency_ms;
+    let label = |r: &bloatlab_results::TestResult| {
+        r.lab.as_ref().map(|l| l.config.queue.clone()).filter(|q| !q.is_empty()).unwrap_or_else(|| "?".into())
+    };
+    let gp = |r: &bloatlab_results::TestResult| {
+        let s = &r.scenarios[0].summary;
+        (s.upload_bps + s.download_bps) / 1e6
+    };
+    let hi = results.iter().filter(|r| added(r).is_some()).max_by(|a, b| added(a).partial_cmp(&added(b)).unwrap())?;
+    let lo = results.iter().filter(|r| added(r).is_some()).min_by(|a, b| added(a).partial_cmp(&added(b)).unwrap())?;
+    let (h, l) = (added(hi)?, added(lo)?);
+    if l <= 0.0 || std::ptr::eq(hi, lo) {
+        return None;
+    }
+    let busy = |r: &bloatlab_results::TestResult| -> String {
+        let p = &r.scenarios[0];
+        let up = p.uploads > 0;
+        let role = if up { "bottleneck-up" } else { "bottleneck-down" };
+        r.lab
+            .as_ref()
+            .and_then(|l| link_use(&l.queues, role, p, if up { l.config.rate_up_bps } else { l.config.rate_down_bps }?))
+            .map(|u| format!("{u:.0}%"))
+            .unwrap_or_else(|| "-".into())
+    };
+    Some(format!(
+        "{} adds {} ms at the median, {} adds {} ms ({:.0}x), with the link {} vs {} busy (goodput {:.2} vs {:.2} Mbit/s)",
+        label(hi),
+        ms(h),
+        label(lo),
+        ms(l),
+        h / l,
+        busy(hi),
+        busy(lo),
+        gp(hi),
+        gp(lo)
+    ))
+}
+
+/// With the bottleneck on the sender's own interface, a TCP sender's queue stays
+/// short because of TCP small queues; say so when it happened.
+fn short_local_queue_note(r: &bloatlab_results::TestResult) -> Option<String> {
+    let lab = r.lab.as_ref()?;
+    if lab.config.placement != "local" {
+        return None;
+    }
+    let spec = lab.config.queue_up_spec.as_ref().or(lab.config.queue_spec.as_ref());
+    let limit = spec?.fifo_packets()? as u64;
+    let mut maxq = 0;
+    for p in r.scenarios.iter().filter(|p| p.uploads + p.downloads > 0) {
+        maxq = maxq.max(queue_in_phase(&lab.queues, "bottleneck", p).1);
+    }
+    (maxq * 4 < limit).then(|| {
+        format!(
+            "the sender's own queue never exceeded {maxq} of its {limit} packets: TCP small queues (Linux >= 3.6) \
+             limit the bytes a TCP socket keeps in its own host's qdisc to a few packets, so a local txqueuelen \
+             no longer bloats for TCP; the same queue on the router (--bottleneck router) does (docs/lab.md)"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@
 
 mod clock;
 mod goodput;
+pub mod queue;
 mod rates;
 mod responsiveness;
 mod stats;

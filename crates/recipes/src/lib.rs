@@ -9,10 +9,11 @@
 //! * [`rows`], [`tables`], [`plot`] — metrics, seed-style tables, plots.
 //!
 //! User documentation: docs/recipes.md.
-pub mod cli;
+pub mod app;
 pub mod pacing;
 pub mod params;
 pub mod plot;
+pub mod points;
 pub mod recipe;
 pub mod rows;
 pub mod runner;

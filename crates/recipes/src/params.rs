@@ -1,10 +1,14 @@
 //! The parameters a recipe or `bloatlab sweep` can set, where each one goes
-//! (a `bloatlab lab` flag, a `bloatlab test` flag, or the in-process pacing
-//! experiment), and how its values are checked and spelled.
+//! (the lab's [`LabConfig`], the test's [`TestOverrides`], or the in-process
+//! pacing experiment), and how its values are checked and spelled. Values
+//! are parsed once, by the model's parsers, into [`Typed`] values.
 //!
 //! One table serves recipe files and `--set KEY=V1,V2`, so both accept the
-//! same names and reject the same mistakes.
-use crate::units::{fmt_duration_ns, fmt_rate_tc, parse_duration_ns, parse_rate_bps};
+//! same names and reject the same mistakes as `bloatlab lab` and `bloatlab test`.
+use bloatlab_model::units::{fmt_duration_ns, parse_bytes, parse_duration_ns, parse_probability};
+use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Scenario, Shaper, TestOverrides};
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// What kind of experiment a recipe runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,10 +38,10 @@ impl RecipeKind {
 /// Where a parameter ends up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
-    /// `bloatlab lab --FLAG VALUE`
-    Lab(&'static str),
-    /// `bloatlab lab ... -- --FLAG VALUE` (passed through to `bloatlab test`)
-    Test(&'static str),
+    /// A field of the lab's configuration (`bloatlab lab --NAME`).
+    Lab,
+    /// A `bloatlab test` option inside the lab (after `--`).
+    Test,
     /// Consumed by the pacing experiment itself.
     Pacing,
 }
@@ -46,17 +50,21 @@ pub enum Target {
 pub enum ValueKind {
     Rate,
     Queue,
-    Placement,
+    /// Any kernel qdisc, "KIND ARGS".
+    KernelQdisc,
     Duration,
     /// Unsigned integer in [min, max].
     Int(u64, u64),
+    /// Byte size (tc units) in [min, max].
+    Bytes(u64, u64),
     OnOff,
     /// Congestion control name (letters, digits, '_').
     Word,
     Scenarios,
     Timer,
-    /// Free text passed as one argument (non-empty).
-    Text,
+    Probability,
+    /// A file path.
+    Path,
     /// One of a fixed set of words.
     Choice(&'static [&'static str]),
 }
@@ -70,71 +78,52 @@ pub struct ParamSpec {
     pub help: &'static str,
 }
 
+macro_rules! p {
+    ($name:literal, $kind:ident, $target:ident, $value:expr, $help:literal) => {
+        ParamSpec { name: $name, kind: RecipeKind::$kind, target: Target::$target, value: $value, help: $help }
+    };
+}
+
 /// Every parameter a recipe or sweep may set.
 pub const PARAMS: &[ParamSpec] = &[
-    // ---- lab (bloatlab lab flags) ----
-    ParamSpec { name: "rate", kind: RecipeKind::Lab, target: Target::Lab("--rate"), value: ValueKind::Rate,
-        help: "bottleneck rate, e.g. 10mbit, 100mbit, 1gbit" },
-    ParamSpec { name: "queue", kind: RecipeKind::Lab, target: Target::Lab("--queue"), value: ValueKind::Queue,
-        help: "bottleneck queue: fifo:N (packets), bfifo:BYTES, or an AQM the backend offers (codel, fq_codel, pie, ...); a bare number N means fifo:N" },
-    ParamSpec { name: "bottleneck", kind: RecipeKind::Lab, target: Target::Lab("--bottleneck"), value: ValueKind::Placement,
-        help: "where the bottleneck queue sits: router (router egress) or local (the sender's own interface)" },
-    ParamSpec { name: "txqueuelen", kind: RecipeKind::Lab, target: Target::Lab("--txqueuelen"), value: ValueKind::Int(0, 1_000_000),
-        help: "txqueuelen of the lab interfaces" },
-    ParamSpec { name: "cc", kind: RecipeKind::Lab, target: Target::Lab("--cc"), value: ValueKind::Word,
-        help: "TCP congestion control of the load flows: cubic, bbr, reno, ..." },
-    ParamSpec { name: "offloads", kind: RecipeKind::Lab, target: Target::Lab("--offloads"), value: ValueKind::OnOff,
-        help: "TSO/GSO/GRO on the lab interfaces: off (default, a packet is an MTU) or on" },
-    ParamSpec { name: "delay", kind: RecipeKind::Lab, target: Target::Lab("--delay"), value: ValueKind::Duration,
-        help: "added one-way delay (needs the emulator backend, or netem when the kernel has it)" },
-    ParamSpec { name: "backend", kind: RecipeKind::Lab, target: Target::Lab("--backend"), value: ValueKind::Choice(&["auto", "kernel", "emulator"]),
-        help: "lab backend: auto, kernel (qdiscs) or emulator (bloatlab's user-space link)" },
-    ParamSpec { name: "rate_up", kind: RecipeKind::Lab, target: Target::Lab("--rate-up"), value: ValueKind::Rate,
-        help: "upload (client to server) rate; overrides rate" },
-    ParamSpec { name: "rate_down", kind: RecipeKind::Lab, target: Target::Lab("--rate-down"), value: ValueKind::Rate,
-        help: "download (server to client) rate; overrides rate" },
-    ParamSpec { name: "queue_up", kind: RecipeKind::Lab, target: Target::Lab("--queue-up"), value: ValueKind::Queue,
-        help: "upload (client to server) queue; overrides queue for that direction" },
-    ParamSpec { name: "queue_down", kind: RecipeKind::Lab, target: Target::Lab("--queue-down"), value: ValueKind::Queue,
-        help: "download (server to client) queue; overrides queue for that direction" },
-    ParamSpec { name: "qdisc", kind: RecipeKind::Lab, target: Target::Lab("--qdisc"), value: ValueKind::Text,
-        help: "any kernel qdisc as the bottleneck queue, \"KIND ARGS\" (e.g. fq_codel, \"cake bandwidth 10mbit\")" },
-    ParamSpec { name: "shaper", kind: RecipeKind::Lab, target: Target::Lab("--shaper"), value: ValueKind::Choice(&["htb", "tbf"]),
-        help: "rate limiter of the kernel backend: htb or tbf" },
-    ParamSpec { name: "jitter", kind: RecipeKind::Lab, target: Target::Lab("--jitter"), value: ValueKind::Duration,
-        help: "delay variation (with delay)" },
-    ParamSpec { name: "loss", kind: RecipeKind::Lab, target: Target::Lab("--loss"), value: ValueKind::Text,
-        help: "random loss per direction, e.g. 1% or 0.01" },
-    ParamSpec { name: "tcp_mem_max", kind: RecipeKind::Lab, target: Target::Lab("--tcp-mem-max"), value: ValueKind::Text,
-        help: "tcp_wmem/tcp_rmem maximum inside the lab (default 16m)" },
-    ParamSpec { name: "queue_interval", kind: RecipeKind::Lab, target: Target::Lab("--queue-interval"), value: ValueKind::Duration,
-        help: "queue sampling interval (default: the test's sample interval)" },
-    // ---- test (bloatlab test flags, after `--`) ----
-    ParamSpec { name: "scenarios", kind: RecipeKind::Lab, target: Target::Test("--scenarios"), value: ValueKind::Scenarios,
-        help: "load scenarios NuMd (N uploads, M downloads); join several with + in one sweep value: 1u0d+0u1d" },
-    ParamSpec { name: "duration", kind: RecipeKind::Lab, target: Target::Test("--duration"), value: ValueKind::Duration,
-        help: "duration of each load scenario" },
-    ParamSpec { name: "idle", kind: RecipeKind::Lab, target: Target::Test("--idle"), value: ValueKind::Duration,
-        help: "idle baseline before the load (0s = none)" },
-    ParamSpec { name: "probe_interval", kind: RecipeKind::Lab, target: Target::Test("--probe-interval"), value: ValueKind::Duration,
-        help: "interval of the latency probes" },
-    ParamSpec { name: "probe_size", kind: RecipeKind::Lab, target: Target::Test("--probe-size"), value: ValueKind::Int(16, 1400),
-        help: "UDP payload of a latency probe, bytes" },
-    ParamSpec { name: "sample_interval", kind: RecipeKind::Lab, target: Target::Test("--sample-interval"), value: ValueKind::Duration,
-        help: "goodput / TCP_INFO sampling interval" },
-    ParamSpec { name: "socket_buffer", kind: RecipeKind::Lab, target: Target::Test("--socket-buffer"), value: ValueKind::Int(4096, 1 << 30),
-        help: "SO_SNDBUF/SO_RCVBUF of the load flows, bytes (default: kernel autotuning)" },
+    // ---- the lab (LabConfig; `bloatlab lab` flags) ----
+    p!("rate", Lab, Lab, ValueKind::Rate, "bottleneck rate, e.g. 10mbit, 100mbit, 1gbit"),
+    p!("queue", Lab, Lab, ValueKind::Queue, "bottleneck queue: fifo:N (packets), bfifo:BYTES, drophead:N, codel, fq_codel, pie (with parameters); a bare number N means fifo:N"),
+    p!("bottleneck", Lab, Lab, ValueKind::Choice(Placement::WORDS), "where the bottleneck queue sits: router (router egress) or local (the sender's own interface)"),
+    p!("txqueuelen", Lab, Lab, ValueKind::Int(1, 1_000_000), "txqueuelen of the bottleneck interfaces (= queue fifo:N)"),
+    p!("cc", Lab, Lab, ValueKind::Word, "TCP congestion control of the load flows: cubic, bbr, reno, ..."),
+    p!("offloads", Lab, Lab, ValueKind::OnOff, "TSO/GSO/GRO on the lab interfaces: off (default, a packet is an MTU) or on"),
+    p!("ecn", Lab, Lab, ValueKind::OnOff, "ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 or 0; default: the kernel's)"),
+    p!("delay", Lab, Lab, ValueKind::Duration, "added one-way delay (needs the emulator backend, or netem when the kernel has it)"),
+    p!("backend", Lab, Lab, ValueKind::Choice(Backend::WORDS), "lab backend: auto, kernel (qdiscs) or emulator (bloatlab's user-space link)"),
+    p!("rate_up", Lab, Lab, ValueKind::Rate, "upload (client to server) rate; overrides rate"),
+    p!("rate_down", Lab, Lab, ValueKind::Rate, "download (server to client) rate; overrides rate"),
+    p!("queue_up", Lab, Lab, ValueKind::Queue, "upload (client to server) queue; overrides queue for that direction"),
+    p!("queue_down", Lab, Lab, ValueKind::Queue, "download (server to client) queue; overrides queue for that direction"),
+    p!("qdisc", Lab, Lab, ValueKind::KernelQdisc, "any kernel qdisc as the bottleneck queue, \"KIND ARGS\" (e.g. fq_codel, \"cake bandwidth 10mbit\")"),
+    p!("shaper", Lab, Lab, ValueKind::Choice(Shaper::WORDS), "rate limiter of the kernel backend: htb or tbf"),
+    p!("jitter", Lab, Lab, ValueKind::Duration, "delay variation (with delay)"),
+    p!("loss", Lab, Lab, ValueKind::Probability, "random loss per direction, e.g. 1% or 0.01"),
+    p!("trace_up", Lab, Lab, ValueKind::Path, "mahimahi rate trace of the uplink (emulator backend)"),
+    p!("trace_down", Lab, Lab, ValueKind::Path, "mahimahi rate trace of the downlink (emulator backend)"),
+    p!("ipv6", Lab, Lab, ValueKind::OnOff, "run the test over IPv6 (on) or IPv4 (off, default)"),
+    p!("tcp_mem_max", Lab, Lab, ValueKind::Bytes(65536, 1 << 31), "tcp_wmem/tcp_rmem maximum inside the lab (default 16m)"),
+    p!("queue_interval", Lab, Lab, ValueKind::Duration, "queue sampling interval (default: the test's sample interval)"),
+    // ---- the test (TestOverrides; `bloatlab test` options inside the lab) ----
+    p!("scenarios", Lab, Test, ValueKind::Scenarios, "load scenarios NuMd (N uploads, M downloads); join several with + in one sweep value: 1u0d+0u1d"),
+    p!("duration", Lab, Test, ValueKind::Duration, "duration of each load scenario"),
+    p!("idle", Lab, Test, ValueKind::Duration, "idle baseline before the load (0s = none)"),
+    p!("pause", Lab, Test, ValueKind::Duration, "pause between scenarios (default: long enough for a full queue to drain)"),
+    p!("probe_interval", Lab, Test, ValueKind::Duration, "interval of the latency probes"),
+    p!("probe_size", Lab, Test, ValueKind::Int(48, 1472), "UDP payload of a latency probe, bytes"),
+    p!("sample_interval", Lab, Test, ValueKind::Duration, "goodput / TCP_INFO sampling interval"),
+    p!("socket_buffer", Lab, Test, ValueKind::Bytes(4096, 1 << 30), "SO_SNDBUF/SO_RCVBUF of the load flows, bytes (default: kernel autotuning)"),
     // ---- pacing ----
-    ParamSpec { name: "ipi", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Duration,
-        help: "inter-packet interval t_ipi, e.g. 50us .. 50ms" },
-    ParamSpec { name: "timer", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Timer,
-        help: "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)" },
-    ParamSpec { name: "payload", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Int(32, 65000),
-        help: "UDP payload bytes per packet (seed 004: 1424)" },
-    ParamSpec { name: "duration", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Duration,
-        help: "length of each paced run" },
-    ParamSpec { name: "line_rate", kind: RecipeKind::Pacing, target: Target::Pacing, value: ValueKind::Rate,
-        help: "NIC speed of the emulated senders (tick, ccid3): no packet leaves before the previous one has serialized" },
+    p!("ipi", Pacing, Pacing, ValueKind::Duration, "inter-packet interval t_ipi, e.g. 50us .. 50ms"),
+    p!("timer", Pacing, Pacing, ValueKind::Timer, "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)"),
+    p!("payload", Pacing, Pacing, ValueKind::Int(32, 65000), "UDP payload bytes per packet (seed 004: 1424)"),
+    p!("duration", Pacing, Pacing, ValueKind::Duration, "length of each paced run"),
+    p!("line_rate", Pacing, Pacing, ValueKind::Rate, "NIC speed of the emulated senders (tick, ccid3): no packet leaves before the previous one has serialized"),
 ];
 
 pub fn spec(kind: RecipeKind, name: &str) -> Option<&'static ParamSpec> {
@@ -175,67 +164,30 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// A checked parameter value: the spelling passed on (`text`) and, where it
-/// has one, its number in base units (bit/s, ns, packets, bytes).
+/// A parsed parameter value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Typed {
+    Rate(Rate),
+    Queue(QueueSpec),
+    Duration(Duration),
+    Int(u64),
+    OnOff(OnOff),
+    Word(String),
+    Scenarios(Vec<Scenario>),
+    Timer(TimerSpec),
+    Probability(f64),
+    Path(PathBuf),
+    Choice(String),
+}
+
+/// A checked parameter value: its canonical spelling (`text`, in tables,
+/// file names and the recipe written back), its number in base units where
+/// it has one (bit/s, ns, packets, bytes; for plot axes), and the parsed value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Value {
     pub text: String,
     pub num: Option<f64>,
-}
-
-/// Parsed form of a `queue` value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueueSpec {
-    pub discipline: String,
-    /// Packet limit (fifo/pfifo) or byte limit (bfifo).
-    pub limit: Option<u64>,
-    pub limit_in_bytes: bool,
-}
-
-pub fn parse_queue(s: &str) -> Result<QueueSpec, String> {
-    let t = s.trim().to_ascii_lowercase();
-    if let Ok(n) = t.parse::<u64>() {
-        return check_fifo(n, false).map(|_| QueueSpec { discipline: "fifo".into(), limit: Some(n), limit_in_bytes: false });
-    }
-    let (name, arg) = match t.split_once(':') {
-        Some((n, a)) => (n.to_string(), Some(a.to_string())),
-        None => (t.clone(), None),
-    };
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(format!("\"{s}\" is not a queue (examples: fifo:100, bfifo:150000, codel)"));
-    }
-    match name.as_str() {
-        "fifo" | "pfifo" | "drophead" | "bfifo" => {
-            let bytes = name == "bfifo";
-            let name = if name == "pfifo" { "fifo".to_string() } else { name };
-            let a = arg.ok_or_else(|| format!("\"{s}\": {name} needs a limit, e.g. {name}:{}", if bytes { "150000" } else { "100" }))?;
-            let n: u64 = if bytes {
-bloatlab_units::parse_bytes(&a).map_err(|e| format!("\"{s}\": the bfifo limit must be a byte count: {e}"))?
-            } else {
-                a.parse().map_err(|_| format!("\"{s}\": the {name} limit must be a whole number of packets"))?
-            };
-            check_fifo(n, bytes)?;
-            Ok(QueueSpec { discipline: name, limit: Some(n), limit_in_bytes: bytes })
-        }
-        // AQMs of the emulator, optionally with its parameters (codel:target=5ms,interval=100ms)
-        "codel" | "fq_codel" | "fq-codel" | "pie" => {
-            Ok(QueueSpec { discipline: name.replace('-', "_"), limit: None, limit_in_bytes: false })
-        }
-        _ => Err(format!(
-            "unknown queue \"{s}\" (fifo:N, bfifo:BYTES, drophead:N, codel, fq_codel, pie; other kernel qdiscs go in the qdisc parameter)"
-        )),
-    }
-}
-
-fn check_fifo(n: u64, bytes: bool) -> Result<(), String> {
-    if bytes {
-        if !(64..=1 << 31).contains(&n) {
-            return Err(format!("byte limit {n} out of range (64 .. 2^31)"));
-        }
-    } else if !(1..=1_000_000).contains(&n) {
-        return Err(format!("packet limit {n} out of range (1 .. 1000000)"));
-    }
-    Ok(())
+    pub typed: Typed,
 }
 
 /// Parsed `timer` value of the pacing experiment.
@@ -314,47 +266,36 @@ impl TimerSpec {
     }
 }
 
-/// Parse one scenario name "NuMd".
-pub fn parse_scenario(s: &str) -> Result<(u32, u32), String> {
-    let t = s.trim().to_ascii_lowercase();
-    let bad = || format!("\"{s}\" is not a scenario (NuMd: N uploads, M downloads, e.g. 1u0d, 4u4d)");
-    let (u, rest) = t.split_once('u').ok_or_else(bad)?;
-    let d = rest.strip_suffix('d').ok_or_else(bad)?;
-    let u: u32 = u.parse().map_err(|_| bad())?;
-    let d: u32 = d.parse().map_err(|_| bad())?;
-    if u > 64 || d > 64 {
-        return Err(format!("\"{s}\": at most 64 flows per direction"));
-    }
-    if u == 0 && d == 0 {
-        return Err(format!("\"{s}\": a scenario needs at least one flow (the idle baseline is the `idle` parameter)"));
-    }
-    Ok((u, d))
-}
-
-/// Check and normalize a value for parameter `p`.
+/// Check and parse a value for parameter `p` with the model's parsers.
 pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err(format!("{}: empty value", p.name));
     }
+    let v = |text: String, num: Option<f64>, typed: Typed| Value { text, num, typed };
     let r = match p.value {
-        ValueKind::Rate => parse_rate_bps(raw).map(|b| Value { text: fmt_rate_tc(b), num: Some(b) }),
-        ValueKind::Queue => parse_queue(raw).map(|q| Value {
-            text: match q.limit {
-                Some(n) => format!("{}:{n}", q.discipline),
-                None => raw.to_ascii_lowercase(),
-            },
-            num: q.limit.map(|n| n as f64),
+        ValueKind::Rate => Rate::parse(raw).map(|r| v(bloatlab_model::units::fmt_rate_tc(r.bps), Some(r.bps as f64), Typed::Rate(r))),
+        ValueKind::Queue => QueueSpec::parse(raw).map(|q| {
+            let n = q.fifo_packets().map(f64::from).or(match q {
+                QueueSpec::Bfifo { bytes } => Some(bytes as f64),
+                _ => None,
+            });
+            v(q.label(), n, Typed::Queue(q))
         }),
-        ValueKind::Placement => match raw {
-            "router" | "local" => Ok(Value { text: raw.into(), num: None }),
-            o => Err(format!("\"{o}\" is not a bottleneck placement (router or local)")),
-        },
-        ValueKind::Duration => parse_duration_ns(raw).and_then(|ns| {
-            if ns == 0 && !matches!(p.name, "idle" | "delay" | "jitter") {
-                Err("must be greater than zero".into())
+        ValueKind::KernelQdisc => {
+            if raw.contains(',') {
+                Err(format!("\"{raw}\": no commas allowed"))
             } else {
-                Ok(Value { text: fmt_duration_ns(ns), num: Some(ns as f64) })
+                QueueSpec::kernel(raw).map(|q| v(q.label(), None, Typed::Queue(q)))
+            }
+        }
+        ValueKind::Duration => parse_duration_ns(raw).and_then(|ns| {
+            if ns == 0 && !matches!(p.name, "idle" | "delay" | "jitter" | "pause") {
+                Err("must be greater than zero".into())
+            } else if ns > 1_000_000_000_000_000 {
+                Err(format!("\"{raw}\" is out of range (at most 11 days)"))
+            } else {
+                Ok(v(fmt_duration_ns(ns), Some(ns as f64), Typed::Duration(Duration::from_nanos(ns))))
             }
         }),
         ValueKind::Int(lo, hi) => raw
@@ -364,48 +305,140 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
                 if n < lo || n > hi {
                     Err(format!("{n} is out of range ({lo} .. {hi})"))
                 } else {
-                    Ok(Value { text: n.to_string(), num: Some(n as f64) })
+                    Ok(v(n.to_string(), Some(n as f64), Typed::Int(n)))
                 }
             }),
-        ValueKind::OnOff => match raw {
-            "on" | "true" => Ok(Value { text: "on".into(), num: None }),
-            "off" | "false" => Ok(Value { text: "off".into(), num: None }),
+        ValueKind::Bytes(lo, hi) => parse_bytes(raw).and_then(|n| {
+            if n < lo || n > hi {
+                Err(format!("{n} bytes is out of range ({lo} .. {hi})"))
+            } else {
+                Ok(v(n.to_string(), Some(n as f64), Typed::Int(n)))
+            }
+        }),
+        ValueKind::OnOff => match raw.to_ascii_lowercase().as_str() {
+            "on" | "true" => Ok(v("on".into(), None, Typed::OnOff(OnOff::On))),
+            "off" | "false" => Ok(v("off".into(), None, Typed::OnOff(OnOff::Off))),
             o => Err(format!("\"{o}\": expected on or off")),
         },
-        ValueKind::Word => {
-            if raw.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                Ok(Value { text: raw.into(), num: None })
-            } else {
-                Err(format!("\"{raw}\" is not a congestion control name"))
-            }
-        }
-        ValueKind::Scenarios => {
-            let parts: Vec<&str> = raw.split(['+', ',']).collect();
-            let mut out = vec![];
-            for s in parts {
-                parse_scenario(s)?;
-                out.push(s.trim().to_ascii_lowercase());
-            }
-            Ok(Value { text: out.join(","), num: None })
-        }
-        ValueKind::Timer => TimerSpec::parse(raw).map(|t| Value { text: t.name(), num: None }),
-        ValueKind::Text => {
+        ValueKind::Word => bloatlab_model::config::check_cc(raw).map(|_| v(raw.into(), None, Typed::Word(raw.into()))),
+        ValueKind::Scenarios => Scenario::parse_list(raw).map(|s| v(bloatlab_model::scenario::list_name(&s), None, Typed::Scenarios(s))),
+        ValueKind::Timer => TimerSpec::parse(raw).map(|t| v(t.name(), None, Typed::Timer(t))),
+        ValueKind::Probability => parse_probability(raw).map(|x| v(raw.into(), Some(x), Typed::Probability(x))),
+        ValueKind::Path => {
             if raw.contains(',') {
                 Err(format!("\"{raw}\": no commas allowed"))
             } else {
-                Ok(Value { text: raw.into(), num: None })
+                Ok(v(raw.into(), None, Typed::Path(PathBuf::from(raw))))
             }
         }
         ValueKind::Choice(words) => {
             let t = raw.to_ascii_lowercase();
             if words.contains(&t.as_str()) {
-                Ok(Value { text: t, num: None })
+                Ok(v(t.clone(), None, Typed::Choice(t)))
             } else {
                 Err(format!("\"{raw}\": expected one of {}", words.join(", ")))
             }
         }
     };
     r.map_err(|e| format!("{}: {e}", p.name))
+}
+
+/// Where a lab point's parameters go.
+#[derive(Debug, Clone, Default)]
+pub struct LabPoint {
+    pub lab: LabConfig,
+    pub test: TestOverrides,
+    pub queue_interval: Option<Duration>,
+}
+
+/// Build a lab point from the lab's defaults and the point's parameter values.
+pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
+    let mut pt = LabPoint::default();
+    let (c, t) = (&mut pt.lab, &mut pt.test);
+    let mut rate = None;
+    for (k, v) in vals {
+        let bad = || format!("{k}: value {:?} does not fit this parameter", v.text);
+        match (k.as_str(), &v.typed) {
+            ("rate", Typed::Rate(r)) => rate = Some(*r),
+            ("rate_up", Typed::Rate(r)) => c.rate_up = Some(*r),
+            ("rate_down", Typed::Rate(r)) => c.rate_down = Some(*r),
+            ("queue" | "qdisc", Typed::Queue(q)) => c.queue = q.clone(),
+            ("queue_up", Typed::Queue(q)) => c.queue_up = Some(q.clone()),
+            ("queue_down", Typed::Queue(q)) => c.queue_down = Some(q.clone()),
+            ("bottleneck", Typed::Choice(w)) => c.placement = w.parse()?,
+            ("backend", Typed::Choice(w)) => c.backend = w.parse()?,
+            ("shaper", Typed::Choice(w)) => c.shaper = w.parse()?,
+            ("txqueuelen", Typed::Int(n)) => {
+                c.txqueuelen = Some(*n as u32);
+                c.queue = QueueSpec::Fifo { packets: *n as u32 };
+            }
+            ("cc", Typed::Word(w)) => c.cc = w.clone(),
+            ("offloads", Typed::OnOff(o)) => c.offloads = *o,
+            ("ecn", Typed::OnOff(o)) => c.ecn = Some(*o),
+            ("ipv6", Typed::OnOff(o)) => c.ipv6 = *o == OnOff::On,
+            ("delay", Typed::Duration(d)) => c.delay = Some(*d),
+            ("jitter", Typed::Duration(d)) => c.jitter = Some(*d),
+            ("loss", Typed::Probability(p)) => c.loss = Some(*p),
+            ("trace_up", Typed::Path(p)) => c.trace_up = Some(p.clone()),
+            ("trace_down", Typed::Path(p)) => c.trace_down = Some(p.clone()),
+            ("tcp_mem_max", Typed::Int(n)) => c.tcp_mem_max = *n,
+            ("queue_interval", Typed::Duration(d)) => pt.queue_interval = Some(*d),
+            ("scenarios", Typed::Scenarios(s)) => t.scenarios = Some(s.clone()),
+            ("duration", Typed::Duration(d)) => t.duration = Some(*d),
+            ("idle", Typed::Duration(d)) => t.idle = Some(*d),
+            ("pause", Typed::Duration(d)) => t.pause = Some(*d),
+            ("probe_interval", Typed::Duration(d)) => t.probe_interval = Some(*d),
+            ("probe_size", Typed::Int(n)) => t.probe_size = Some(*n as usize),
+            ("sample_interval", Typed::Duration(d)) => t.sample_interval = Some(*d),
+            ("socket_buffer", Typed::Int(n)) => t.socket_buffer = Some(*n as u32),
+            _ => return Err(bad()),
+        }
+    }
+    if let Some(r) = rate {
+        // rate sets both directions unless rate_up/rate_down say otherwise
+        let has = |n: &str| vals.iter().any(|(k, _)| k == n);
+        if !has("rate_up") {
+            c.rate_up = Some(r);
+        }
+        if !has("rate_down") {
+            c.rate_down = Some(r);
+        }
+    }
+    Ok(pt)
+}
+
+/// The test options a sweep got after `--`, as parameter values (they are
+/// written into the sweep's recipe as settings).
+pub fn overrides_as_values(o: &TestOverrides) -> Vec<(String, Value)> {
+    let mut out = vec![];
+    let mut push = |name: &str, raw: String| {
+        let p = spec(RecipeKind::Lab, name).expect("test parameter");
+        out.push((name.to_string(), check_value(p, &raw).expect("a typed value spells itself")));
+    };
+    if let Some(s) = &o.scenarios {
+        push("scenarios", bloatlab_model::scenario::list_name(s));
+    }
+    for (name, d) in [
+        ("duration", o.duration),
+        ("idle", o.idle),
+        ("pause", o.pause),
+        ("probe_interval", o.probe_interval),
+        ("sample_interval", o.sample_interval),
+    ] {
+        if let Some(d) = d {
+            push(name, fmt_duration_ns(d.as_nanos() as u64));
+        }
+    }
+    if let Some(n) = o.probe_size {
+        push("probe_size", n.to_string());
+    }
+    if let Some(n) = o.socket_buffer {
+        push("socket_buffer", n.to_string());
+    }
+    if let Some(cc) = &o.cc {
+        push("cc", cc.clone());
+    }
+    out
 }
 
 /// Render a TOML value as the raw text `check_value` expects.
@@ -444,13 +477,14 @@ mod tests {
         assert_eq!(check_value(p, "pfifo:5").unwrap().text, "fifo:5");
         assert_eq!(check_value(p, "bfifo:64k").unwrap().text, "bfifo:65536");
         assert!(check_value(p, "cake").is_err());
-        assert_eq!(check_value(p, "codel:target=5ms,interval=100ms").unwrap().text, "codel:target=5ms,interval=100ms");
+        assert_eq!(check_value(p, "codel:target=10ms,interval=100ms").unwrap().text, "codel:target=10ms");
         let b = spec(RecipeKind::Lab, "backend").unwrap();
         assert!(check_value(b, "emu").is_err());
-        assert!(check_value(p, "fifo:0").is_err());
-        assert!(check_value(p, "fifo:ten").is_err());
-        assert!(check_value(p, "fifo").is_err());
-        assert!(check_value(p, "fi fo").is_err());
+        for bad in ["fifo:0", "fifo:ten", "fifo", "fi fo"] {
+            assert!(check_value(p, bad).is_err(), "{bad}");
+        }
+        let q = spec(RecipeKind::Lab, "qdisc").unwrap();
+        assert_eq!(check_value(q, "cake bandwidth 10mbit").unwrap().typed, Typed::Queue(QueueSpec::kernel("cake bandwidth 10mbit").unwrap()));
     }
 
     #[test]
@@ -459,6 +493,7 @@ mod tests {
         assert_eq!(check_value(s, "1u0d+0U1D").unwrap().text, "1u0d,0u1d");
         assert!(check_value(s, "0u0d").is_err());
         assert!(check_value(s, "1up").is_err());
+        assert!(check_value(s, "40u0d").unwrap_err().contains("at most 32"));
         let b = spec(RecipeKind::Lab, "bottleneck").unwrap();
         assert!(check_value(b, "sender").is_err());
         let t = spec(RecipeKind::Pacing, "timer").unwrap();
@@ -469,5 +504,30 @@ mod tests {
         assert_eq!(check_value(t, "ccid3:250:0.3").unwrap().text, "ccid3:250:0.3");
         assert!(check_value(t, "ccid3:250:1.5").is_err());
         assert!(unknown_param(RecipeKind::Lab, "qeue").contains("did you mean \"queue\""));
+    }
+
+    #[test]
+    fn points_become_typed_configurations() {
+        let val = |k: &str, raw: &str| (k.to_string(), check_value(spec(RecipeKind::Lab, k).unwrap(), raw).unwrap());
+        let pt = lab_point(&[
+            val("rate", "100mbit"),
+            val("rate_down", "20mbit"),
+            val("queue", "fifo:100"),
+            val("cc", "bbr"),
+            val("scenarios", "1u0d+0u1d"),
+            val("duration", "10"),
+            val("tcp_mem_max", "32m"),
+        ])
+        .unwrap();
+        assert_eq!(pt.lab.rate_up, Some(Rate::mbit(100.0)));
+        assert_eq!(pt.lab.rate_down, Some(Rate::mbit(20.0)));
+        assert_eq!(pt.lab.queue, QueueSpec::Fifo { packets: 100 });
+        assert_eq!((pt.lab.cc.as_str(), pt.lab.tcp_mem_max), ("bbr", 32 << 20));
+        assert_eq!(pt.test.scenarios.as_ref().unwrap().len(), 2);
+        assert_eq!(pt.test.duration, Some(Duration::from_secs(10)));
+        let o = TestOverrides { scenarios: Some(vec![Scenario::new(1, 0)]), idle: Some(Duration::ZERO), ..Default::default() };
+        let vals = overrides_as_values(&o);
+        assert_eq!(vals.iter().map(|(k, v)| format!("{k}={}", v.text)).collect::<Vec<_>>(), vec!["scenarios=1u0d", "idle=0s"]);
+        assert_eq!(lab_point(&vals).unwrap().test, o);
     }
 }

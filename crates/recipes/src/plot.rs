@@ -1,7 +1,7 @@
 //! Plots of a run, drawn with the report crate's `sweep_plot` (SVG).
 use crate::params::RecipeKind;
 use crate::recipe::Recipe;
-use crate::runner::PointOutcome;
+use crate::points::PointOutcome;
 use anyhow::Result;
 use bloatlab_report::{sweep_plot, write_report, Format, Run, SweepAxes};
 use std::path::{Path, PathBuf};
@@ -185,7 +185,7 @@ pub fn write_html(outs: &[PointOutcome], dir: &Path) -> Result<Option<PathBuf>> 
 mod tests {
     use super::*;
     use crate::rows::{Row, LAB_METRICS};
-    use crate::runner::Point;
+    use crate::points::Point;
 
     /// A parsed lab recipe sweeping queue over 20..50 packets, with `logy`
     /// as given, and one outcome per point whose latency_avg_ms is 1, 10,

@@ -153,8 +153,6 @@ pub struct Recipe {
     pub shuffle_seed: Option<u64>,
     pub settings: Vec<(String, Value)>,
     pub grid: Vec<Axis>,
-    pub lab_args: Vec<String>,
-    pub test_args: Vec<String>,
     pub report: ReportSpec,
     /// Whether `--full` overrides were applied.
     pub full: bool,
@@ -269,19 +267,13 @@ impl Recipe {
             }
         }
 
-        let lab_args = raw.lab_args.unwrap_or_else(|| Spanned::new(0..0, vec![]));
-        let test_args = raw.test_args.unwrap_or_else(|| Spanned::new(0..0, vec![]));
-        if !lab_args.get_ref().is_empty() && kind != RecipeKind::Lab {
-            return Err(cx.err(lab_args.span(), "lab_args only apply to kind = \"lab\""));
-        }
-        if !test_args.get_ref().is_empty() && kind != RecipeKind::Lab {
-            return Err(cx.err(test_args.span(), "test_args only apply to kind = \"lab\""));
-        }
-        for (list, what) in [(&lab_args, "lab_args"), (&test_args, "test_args")] {
-            for a in list.get_ref() {
-                if a == "--json" || a == "--quiet" || a.starts_with("--json=") {
-                    return Err(cx.err(list.span(), format!("{what}: {a} is set by the recipe runner itself")));
-                }
+        // Recipes set typed parameters only: argument lists are not parsed here.
+        for (list, what) in [(&raw.lab_args, "lab_args"), (&raw.test_args, "test_args")] {
+            if let Some(l) = list {
+                return Err(cx.err(l.span(), format!(
+                    "{what} is not supported: set the options as parameters in [settings] or [grid] \
+                     (`bloatlab sweep --list-params` lists them: e.g. shaper = \"tbf\", socket_buffer = \"4m\")"
+                )));
             }
         }
 
@@ -351,8 +343,6 @@ impl Recipe {
             shuffle_seed: raw.shuffle_seed,
             settings,
             grid,
-            lab_args: lab_args.into_inner(),
-            test_args: test_args.into_inner(),
             report,
             full: full && has_full,
             full_note: if has_full { full_note } else { None },
@@ -541,8 +531,8 @@ mod tests {
         let e = err("name = \"x\"\nkind = \"pacing\"\n[settings]\nrate = \"10mbit\"\n");
         assert_eq!(e.line, 4);
 
-        let e = err("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--json\", \"x\"]\n");
-        assert!(e.msg.contains("runner"), "{e}");
+        let e = err("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--cc\", \"x\"]\n");
+        assert!(e.msg.contains("not supported") && e.msg.contains("list-params"), "{e}");
 
         let e = err("name = \"x\"\nkind = \"lab\"\n[settings\n");
         assert_eq!(e.line, 3);

@@ -109,23 +109,13 @@ fn lat(l: &LatencyStats) -> [Option<f64>; 9] {
     ]
 }
 
-/// Change of a cumulative queue counter over a phase, and the largest backlog seen.
+/// Drops and the largest backlog (packets) of the picked queues over a phase
+/// (`metrics::queue::queue_in_phase`).
 fn queue_stats(r: &TestResult, ph: &Phase, pick: impl Fn(&QueueSeries) -> bool) -> (Option<f64>, Option<f64>) {
     let Some(lab) = &r.lab else { return (None, None) };
-    let (mut drops, mut backlog, mut any) = (0u64, 0u64, false);
-    for q in lab.queues.iter().filter(|q| pick(q)) {
-        let before = q.samples.iter().rev().find(|s| s.t_ns <= ph.start_ns);
-        let inside: Vec<_> = q.samples.iter().filter(|s| s.t_ns > ph.start_ns && s.t_ns <= ph.end_ns).collect();
-        let Some(last) = inside.last() else { continue };
-        any = true;
-        let base = before.map(|s| s.drops).unwrap_or(inside[0].drops);
-        drops += last.drops.saturating_sub(base);
-        backlog = backlog.max(inside.iter().map(|s| s.backlog_packets).max().unwrap_or(0));
-    }
-    if any {
-        (Some(drops as f64), Some(backlog as f64))
-    } else {
-        (None, None)
+    match bloatlab_metrics::queue::queue_in_phase(lab.queues.iter().filter(|q| pick(q)), ph.start_ns, ph.end_ns) {
+        Some(s) => (Some(s.drops as f64), Some(s.max_backlog_packets as f64)),
+        None => (None, None),
     }
 }
 

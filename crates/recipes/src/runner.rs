@@ -1,40 +1,31 @@
-//! Running a recipe: expand the grid into points, run each (a `bloatlab lab`
-//! subprocess, or an in-process pacing run), and write the results folder:
+//! Running a recipe: expand the grid into points, run each (a lab run through
+//! the lab's typed configuration and [`bloatlab_lab::Session`], which keeps
+//! the lab up while only the queue changes; or an in-process pacing run),
+//! and write the results folder:
 //!
 //! ```text
 //! <out>/<name>-<UTC stamp>/
 //!   recipe.toml        the recipe as run (re-runnable)
 //!   points/NNN-<k=v>.json   one result per point (bloatlab-result / bloatlab-pacing)
-//!   points/NNN-<k=v>.log    stderr of the lab run
+//!   points/NNN-<k=v>.log    the point's lab and test configuration, and what went wrong
 //!   index.json         points, parameters, status, files, timings
 //!   results.csv        one row per point and phase, every metric
 //!   table.md           the printed table(s)
 //!   *.svg              plots
 //! ```
 use crate::pacing::{self, PacingConfig, PacingResult};
-use crate::params::{self, RecipeKind, Target, TimerSpec, Value};
+use crate::params::{self, RecipeKind, TimerSpec, Typed, Value};
 use crate::recipe::Recipe;
-use crate::rows::{self, Row};
-use crate::units::{fmt_hms, parse_duration_ns, parse_rate_bps, utc_now_strings};
+use crate::rows;
+use crate::units::{fmt_hms, utc_now_strings};
+use bloatlab_lab::{signals, Session};
 use bloatlab_results::TestResult;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// One run of one grid combination.
-#[derive(Debug, Clone, Serialize)]
-pub struct Point {
-    /// 1-based position in run order.
-    pub index: usize,
-    /// 0-based index of the grid combination (same for all repetitions).
-    pub combo: usize,
-    /// 1-based repetition number.
-    pub rep: u32,
-    /// Swept parameters of this point, grid order.
-    pub params: Vec<(String, String)>,
-}
+pub use crate::points::{Point, PointOutcome};
 
 /// Expand the grid (first axis outermost) into points, repetitions
 /// interleaved (all combinations once, then again), optionally shuffled.
@@ -92,32 +83,27 @@ fn get<'a>(vals: &'a [(String, Value)], k: &str) -> Option<&'a Value> {
     vals.iter().find(|(n, _)| n == k).map(|(_, v)| v)
 }
 
-/// The `bloatlab lab ...` argument vector for a point (without the binary).
-pub fn lab_argv(r: &Recipe, vals: &[(String, Value)], json: &Path, extra_test: &[String]) -> Vec<String> {
-    let mut lab = vec!["lab".to_string()];
-    let mut test = vec![];
-    for (k, v) in vals {
-        match params::spec(RecipeKind::Lab, k).map(|p| p.target) {
-            Some(Target::Lab(flag)) => {
-                lab.push(flag.into());
-                lab.push(v.text.clone());
-            }
-            Some(Target::Test(flag)) => {
-                test.push(flag.into());
-                test.push(v.text.clone());
-            }
-            _ => {}
-        }
-    }
-    lab.extend(r.lab_args.iter().cloned());
-    lab.push("--json".into());
-    lab.push(json.display().to_string());
-    lab.push("--quiet".into());
-    lab.push("--".into());
-    lab.extend(test);
-    lab.extend(r.test_args.iter().cloned());
-    lab.extend(extra_test.iter().cloned());
-    lab
+/// What a lab point runs, in one line: the lab's link and the test's options.
+pub fn describe_lab_point(pt: &params::LabPoint) -> String {
+    let c = &pt.lab;
+    let mut t = bloatlab_lab::lab_test_defaults(c);
+    pt.test.apply(&mut t);
+    let rate = if c.rate_desc(true).0 == c.rate_desc(false).0 {
+        c.rate_desc(true).0
+    } else {
+        format!("{} up / {} down", c.rate_desc(true).0, c.rate_desc(false).0)
+    };
+    format!(
+        "lab {rate} {} ({}, {:?}), cc {}; test {} x {}, idle {}, probes every {}",
+        c.queue_label(),
+        c.placement,
+        c.effective_backend(),
+        t.cc,
+        bloatlab_model::scenario::list_name(&t.scenarios),
+        bloatlab_model::units::fmt_duration(t.duration),
+        bloatlab_model::units::fmt_duration(t.idle),
+        bloatlab_model::units::fmt_duration(t.probe_interval),
+    )
 }
 
 /// Expected wall time of a point, seconds.
@@ -132,65 +118,23 @@ fn estimate_s(r: &Recipe, vals: &[(String, Value)]) -> f64 {
         RecipeKind::Pacing => secs("duration", 2.0) + 0.2,
         RecipeKind::Lab => {
             let n = get(vals, "scenarios").map(|v| v.text.split(',').count()).unwrap_or(1) as f64;
-            secs("idle", 2.0) + n * (secs("duration", 5.0) + 1.0) + 4.0
+            secs("idle", 2.0) + n * (secs("duration", 18.0) + 1.0) + 4.0
         }
     }
 }
 
-/// N * MTU * 8 / rate from the point's parameters, ms (fifo queues only).
+/// The analytic delay of the point's full upload queue, ms (the model's one rule).
 pub fn analytic_delay_ms(vals: &[(String, Value)]) -> Option<f64> {
-    let rate = get(vals, "rate")?.num?;
-    let q = params::parse_queue(&get(vals, "queue")?.text).ok()?;
-    let limit = q.limit? as f64;
-    let bytes = if q.limit_in_bytes { limit } else { limit * 1500.0 };
-    Some(bytes * 8.0 / rate * 1000.0)
+    params::lab_point(vals).ok()?.lab.analytic_queue_delay_ms(true)
 }
 
 pub struct RunOptions {
-    /// The bloatlab binary used for lab points.
-    pub bin: PathBuf,
     /// Parent folder for the results folder.
     pub out_root: PathBuf,
     pub shuffle: bool,
     pub seed: u64,
-    /// Extra `bloatlab test` arguments (sweep's `-- ARGS`).
-    pub extra_test_args: Vec<String>,
     pub dry_run: bool,
     pub version: String,
-}
-
-/// Outcome of one point.
-#[derive(Debug, Clone)]
-pub struct PointOutcome {
-    pub point: Point,
-    pub values: Vec<(String, Value)>,
-    pub status: String,
-    pub ok: bool,
-    pub file: Option<String>,
-    pub elapsed_s: f64,
-    pub rows: Vec<Row>,
-    pub lab: Option<TestResult>,
-    pub pacing: Option<PacingResult>,
-    /// Extra words for the progress line.
-    pub detail: String,
-}
-
-impl PointOutcome {
-    /// A point not run yet: no status, no rows, no result.
-    pub fn new(point: Point, values: Vec<(String, Value)>) -> PointOutcome {
-        PointOutcome {
-            point,
-            values,
-            status: String::new(),
-            ok: false,
-            file: None,
-            elapsed_s: 0.0,
-            rows: vec![],
-            lab: None,
-            pacing: None,
-            detail: String::new(),
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -204,30 +148,8 @@ struct IndexEntry<'a> {
     elapsed_s: f64,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// The running `bloatlab lab` child, so a SIGTERM sent to the runner alone
-/// reaches it too (Ctrl-C reaches the whole process group by itself).
-static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-    let child = CHILD.load(Ordering::SeqCst);
-    if child > 0 && sig == libc::SIGTERM {
-        // SAFETY: kill is async-signal-safe.
-        unsafe { libc::kill(child, libc::SIGTERM) };
-    }
-}
-
-fn install_signal_handlers() {
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-}
-
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    signals::pending() != 0
 }
 
 fn slug(p: &Point) -> String {
@@ -278,10 +200,13 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
         for p in &points {
             let vals = point_values(r, p);
             lines.push(match r.kind {
-                RecipeKind::Lab => {
-                    let argv = lab_argv(r, &vals, Path::new("POINT.json"), &opts.extra_test_args);
-                    format!("[{}/{}] bloatlab {}", p.index, total, argv.join(" "))
-                }
+                RecipeKind::Lab => format!(
+                    "[{}/{}] {}: {}",
+                    p.index,
+                    total,
+                    describe(p),
+                    params::lab_point(&vals).map(|pt| describe_lab_point(&pt)).unwrap_or_else(|e| format!("invalid: {e}"))
+                ),
                 RecipeKind::Pacing => format!(
                     "[{}/{}] pacing {}",
                     p.index,
@@ -309,7 +234,8 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     }
     std::fs::create_dir_all(dir.join("points"))?;
     std::fs::write(dir.join("recipe.toml"), &r.source)?;
-    install_signal_handlers();
+    signals::install();
+    let mut session = Session::new();
     eprintln!(
         "bloatlab recipe {}: {} point(s){}, about {}; results in {}",
         r.name,
@@ -347,23 +273,26 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
         let t = Instant::now();
         let name = slug(p);
         let out = match r.kind {
-            RecipeKind::Lab => run_lab_point(r, p, &vals, &dir, &name, opts),
+            RecipeKind::Lab => run_lab_point(&mut session, p, &vals, &dir, &name),
             RecipeKind::Pacing => run_pacing_point(p, &vals, &dir, &name, opts),
         };
         let mut o = out;
         o.elapsed_s = t.elapsed().as_secs_f64();
         eprintln!("      {}{} in {:.1}s", o.status, o.detail, o.elapsed_s);
-        let fatal = o.status.starts_with("usage error");
+        let fatal = o.status.starts_with("invalid");
         outcomes.push(o);
         write_index(&dir, r, &outcomes)?;
         if fatal {
-            eprintln!("bloatlab: stopping: the lab rejected its arguments (see the .log file above)");
+            eprintln!("bloatlab: stopping: the lab refused this point's configuration (see the .log file above)");
             break;
         }
         if interrupted() {
             was_interrupted = true;
             break;
         }
+    }
+    if let Err(e) = session.finish() {
+        eprintln!("bloatlab: {e:#}");
     }
     let table = crate::tables::render(r, &outcomes);
     std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
@@ -383,91 +312,94 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     Ok(RunReport { dir, outcomes, interrupted: was_interrupted, table })
 }
 
-fn run_lab_point(r: &Recipe, p: &Point, vals: &[(String, Value)], dir: &Path, name: &str, opts: &RunOptions) -> PointOutcome {
+fn run_lab_point(session: &mut Session, p: &Point, vals: &[(String, Value)], dir: &Path, name: &str) -> PointOutcome {
     let json = dir.join("points").join(format!("{name}.json"));
     let log = dir.join("points").join(format!("{name}.log"));
-    let argv = lab_argv(r, vals, &json, &opts.extra_test_args);
     let mut o = PointOutcome::new(p.clone(), vals.to_vec());
-    let logf = match std::fs::File::create(&log) {
+    let mut logf = match std::fs::File::create(&log) {
         Ok(f) => f,
         Err(e) => {
             o.status = format!("failed: cannot create {}: {e}", log.display());
             return o;
         }
     };
-    let mut lf = logf.try_clone().ok();
-    if let Some(f) = lf.as_mut() {
-        let _ = writeln!(f, "$ {} {}", opts.bin.display(), argv.join(" "));
-    }
-    let status = std::process::Command::new(&opts.bin)
-        .args(&argv)
-        .stdin(std::process::Stdio::null())
-        .stdout(logf.try_clone().map(std::process::Stdio::from).unwrap_or(std::process::Stdio::null()))
-        .stderr(std::process::Stdio::from(logf))
-        .spawn()
-        .and_then(|mut child| {
-            CHILD.store(child.id() as i32, Ordering::SeqCst);
-            let st = child.wait();
-            CHILD.store(0, Ordering::SeqCst);
-            st
-        });
-    let code = match status {
-        Ok(s) => s.code().unwrap_or(128 + 2),
+    let pt = match params::lab_point(vals).and_then(|pt| bloatlab_lab::validate(&pt.lab).map(|_| pt).map_err(|e| format!("{e:#}"))) {
+        Ok(pt) => pt,
         Err(e) => {
-            o.status = format!("failed: cannot start {}: {e}", opts.bin.display());
+            let _ = writeln!(logf, "invalid point: {e}");
+            o.status = format!("invalid: {e}");
             return o;
         }
     };
-    let last_line = std::fs::read_to_string(&log)
-        .ok()
-        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()))
-        .unwrap_or_default();
-    if json.is_file() {
-        match TestResult::read_file(&json) {
-            Ok(res) => {
-                o.rows = rows::lab_rows(&res, analytic_delay_ms(vals));
-                o.file = Some(format!("points/{name}.json"));
-                o.ok = code == 0 && res.complete;
-                o.status = if o.ok {
-                    "ok".into()
-                } else if code == 130 {
-                    "interrupted (partial result kept)".into()
-                } else {
-                    format!("incomplete (exit {code}): {}", res.incomplete_reason.clone().unwrap_or(last_line.clone()))
-                };
-                o.lab = Some(res);
-            }
-            Err(e) => o.status = format!("failed: unreadable result: {e}"),
+    let _ = writeln!(logf, "{}", describe_lab_point(&pt));
+    let _ = writeln!(logf, "lab: {}", serde_json::to_string(&pt.lab).unwrap_or_default());
+    let _ = writeln!(logf, "test overrides: {}", serde_json::to_string(&pt.test).unwrap_or_default());
+    let run = bloatlab_lab::RunOptions {
+        test: pt.test.clone(),
+        queue_interval: pt.queue_interval,
+        command: std::env::args().collect(),
+        ..Default::default()
+    };
+    let out = match session.run(&pt.lab, &run) {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = writeln!(logf, "error: {e:#}");
+            o.status = format!("failed: {e:#}");
+            return o;
         }
-    } else if code == 2 {
-        o.status = format!("usage error: {last_line}");
+    };
+    let res = out.result;
+    match serde_json::to_string_pretty(&res).map_err(anyhow::Error::from).and_then(|t| std::fs::write(&json, t + "\n").map_err(Into::into)) {
+        Ok(()) => o.file = Some(format!("points/{name}.json")),
+        Err(e) => {
+            let _ = writeln!(logf, "cannot write {}: {e}", json.display());
+        }
+    }
+    o.rows = rows::lab_rows(&res, pt.lab.analytic_queue_delay_ms(true));
+    o.ok = out.failure.is_none() && out.interrupted_by == 0 && res.complete;
+    o.status = if o.ok {
+        "ok".into()
+    } else if out.interrupted_by != 0 {
+        "interrupted (partial result kept)".into()
     } else {
-        o.status = format!("failed (exit {code}): {last_line}");
-    }
-    if code == 130 {
-        INTERRUPTED.store(true, Ordering::SeqCst);
-    }
+        format!("incomplete: {}", out.failure.clone().or(res.incomplete_reason.clone()).unwrap_or_default())
+    };
+    let _ = writeln!(logf, "status: {}", o.status);
+    o.lab = Some(res);
     o
 }
 
 /// The pacing configuration of a point.
 pub fn pacing_config(vals: &[(String, Value)]) -> anyhow::Result<PacingConfig> {
-    let text = |k: &str| get(vals, k).map(|v| v.text.clone());
+    let typed = |k: &str| get(vals, k).map(|v| &v.typed);
+    let ns = |k: &str, d: u64| match typed(k) {
+        Some(Typed::Duration(x)) => x.as_nanos() as u64,
+        _ => d,
+    };
     Ok(PacingConfig {
-        ipi_ns: parse_duration_ns(&text("ipi").ok_or_else(|| anyhow::anyhow!("ipi is not set"))?).map_err(anyhow::Error::msg)?,
-        timer: TimerSpec::parse(&text("timer").unwrap_or_else(|| "precise".into())).map_err(anyhow::Error::msg)?,
-        payload: text("payload").map(|t| t.parse()).transpose()?.unwrap_or(1424),
-        duration_ns: parse_duration_ns(&text("duration").unwrap_or_else(|| "2s".into())).map_err(anyhow::Error::msg)?,
-        line_rate_bps: match text("line_rate") {
-            Some(t) => parse_rate_bps(&t).map_err(anyhow::Error::msg)?,
-            None => 100e6,
+        ipi_ns: match typed("ipi") {
+            Some(Typed::Duration(x)) => x.as_nanos() as u64,
+            _ => anyhow::bail!("ipi is not set"),
+        },
+        timer: match typed("timer") {
+            Some(Typed::Timer(t)) => *t,
+            _ => TimerSpec::Precise,
+        },
+        payload: match typed("payload") {
+            Some(Typed::Int(n)) => *n as usize,
+            _ => 1424,
+        },
+        duration_ns: ns("duration", 2_000_000_000),
+        line_rate_bps: match typed("line_rate") {
+            Some(Typed::Rate(r)) => r.bps as f64,
+            _ => 100e6,
         },
     })
 }
 
 fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str, opts: &RunOptions) -> PointOutcome {
     let mut o = PointOutcome::new(p.clone(), vals.to_vec());
-    let res = pacing_config(vals).and_then(|c| pacing::run_steady(&c, &opts.version, &INTERRUPTED, 3));
+    let res = pacing_config(vals).and_then(|c| pacing::run_steady(&c, &opts.version, signals::flag(), 3));
     match res {
         Ok(pr) => {
             let file = dir.join("points").join(format!("{name}.json"));
@@ -582,8 +514,6 @@ fn write_index(dir: &Path, r: &Recipe, outs: &[PointOutcome]) -> anyhow::Result<
         "repeat": r.repeat,
         "settings": r.settings.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.text.clone()))).collect::<serde_json::Map<_, _>>(),
         "grid": r.grid.iter().map(|a| serde_json::json!({"name": a.name, "values": a.values.iter().map(|v| v.text.clone()).collect::<Vec<_>>()})).collect::<Vec<_>>(),
-        "lab_args": r.lab_args,
-        "test_args": r.test_args,
         "points": idx,
     });
     std::fs::write(dir.join("index.json"), serde_json::to_string_pretty(&doc)?)?;
@@ -687,15 +617,16 @@ mod tests {
     }
 
     #[test]
-    fn lab_arguments() {
-        let r = recipe("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--cc\", \"reno\"]\n[settings]\nrate = \"10Mbit\"\nduration = \"10\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
+    fn lab_points() {
+        let r = recipe("name = \"x\"\nkind = \"lab\"\n[settings]\nrate = \"10Mbit\"\nduration = \"10\"\ncc = \"reno\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
         let p = &plan(&r, false, 0)[0];
         let vals = point_values(&r, p);
-        let a = lab_argv(&r, &vals, Path::new("/tmp/p.json"), &["--idle".into(), "1s".into()]);
+        let pt = params::lab_point(&vals).unwrap();
         assert_eq!(
-            a.join(" "),
-            "lab --rate 10mbit --queue fifo:100 --json /tmp/p.json --quiet -- --duration 10s --scenarios 1u0d,0u1d --cc reno --idle 1s"
+            describe_lab_point(&pt),
+            "lab 10mbit fifo:100 (router, Kernel), cc reno; test 1u0d,0u1d x 10s, idle 2s, probes every 50ms"
         );
-        assert!((analytic_delay_ms(&vals).unwrap() - 120.0).abs() < 1e-9);
+        // 100 full frames (1514 B) at 10 Mbit/s
+        assert!((analytic_delay_ms(&vals).unwrap() - 121.12).abs() < 1e-9);
     }
 }

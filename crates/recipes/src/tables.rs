@@ -4,7 +4,7 @@
 use crate::params::{RecipeKind, TimerSpec};
 use crate::recipe::Recipe;
 use crate::rows::Row;
-use crate::runner::PointOutcome;
+use crate::points::PointOutcome;
 use crate::units::{fmt_duration_ns, fmt_duration_sig3, fmt_rate_human, sig3};
 use bloatlab_results::{LatencyStats, TestResult};
 
@@ -596,7 +596,7 @@ mod tests {
             status: "ok".into(),
             ok: true,
             pacing: Some(r),
-            ..PointOutcome::new(crate::runner::Point { index: 1, combo: 0, rep: 1, params: vec![] }, vec![])
+            ..PointOutcome::new(crate::points::Point { index: 1, combo: 0, rep: 1, params: vec![] }, vec![])
         }
     }
 

@@ -1,20 +1,7 @@
-//! Parsing and formatting of the units recipes and sweeps speak:
-//! durations ("10s", "500ms", "50us", "2m", bare seconds), rates ("10mbit",
-//! "1gbit", "500kbit", "10M"), and human-friendly output. The parsers are
-//! crates/units' (one for the whole workspace); this module adds the recipes'
-//! ranges and table formatting.
+//! Table formatting for recipes and sweeps (three significant digits, human
+//! rates, elapsed times). Parsing is the model's (`bloatlab_model::units`).
 
-/// Parse a duration: "50us", "1.5ms", "10s", "2m", "1h", or bare seconds ("10", "0.5"); at most 1e15 ns (11.6 days).
-pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
-    let ns = bloatlab_units::parse_duration_ns(s)?;
-    if ns > 1_000_000_000_000_000 {
-        return Err(format!("\"{s}\" is out of range (at most 11 days)"));
-    }
-    Ok(ns)
-}
-
-/// Format nanoseconds compactly and exactly: 50us, 1.5ms, 10s, 2m.
-pub use bloatlab_units::fmt_duration_ns;
+pub use bloatlab_model::units::fmt_duration_ns;
 
 /// A duration with three significant digits for tables: "49.9us", "1.02ms", "50.0ms".
 pub fn fmt_duration_sig3(ns: u64) -> String {
@@ -29,22 +16,6 @@ pub fn fmt_duration_sig3(ns: u64) -> String {
     } else {
         format!("{ns}ns")
     }
-}
-
-/// Parse a rate in bits per second: "10mbit", "100Mbit/s", "1gbit", "500kbit", "10M", "2.5G", "9600" (bit/s);
-/// 1kbit ..= 1000gbit. The same units as the lab and tc (bloatlab-units); "10mbps" and "10mb" are
-/// refused as ambiguous, since tc reads "mbps" as megaBYTES per second.
-pub fn parse_rate_bps(s: &str) -> Result<f64, String> {
-    let bps = bloatlab_units::parse_rate_bps(s)? as f64;
-    if !(1000.0..=1e12).contains(&bps) {
-        return Err(format!("\"{s}\": rate must be between 1kbit and 1000gbit"));
-    }
-    Ok(bps)
-}
-
-/// tc-style spelling of a rate: 10mbit, 1gbit, 1500kbit.
-pub fn fmt_rate_tc(bps: f64) -> String {
-    bloatlab_units::fmt_rate_tc(bps.round() as u64)
 }
 
 /// Human rate with three significant digits: "9.41 Mbit/s".
@@ -107,51 +78,20 @@ pub fn utc_now_strings() -> (String, String) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let t = bloatlab_units::UtcTime::from_unix_secs(now.as_secs() as i64);
+    let t = bloatlab_model::units::UtcTime::from_unix_secs(now.as_secs() as i64);
     (t.compact(), t.rfc3339_secs())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bloatlab_units::civil_from_days;
+    use bloatlab_model::units::civil_from_days;
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ns("50us").unwrap(), 50_000);
-        assert_eq!(parse_duration_ns("1.5ms").unwrap(), 1_500_000);
-        assert_eq!(parse_duration_ns("10").unwrap(), 10_000_000_000);
-        assert_eq!(parse_duration_ns("2m").unwrap(), 120_000_000_000);
-        assert!(parse_duration_ns("10 parsecs").is_err());
-        assert!(parse_duration_ns("").is_err());
-        assert_eq!(fmt_duration_ns(50_000), "50us");
-        assert_eq!(fmt_duration_ns(1_500_000), "1.5ms");
-        assert_eq!(fmt_duration_ns(120_000_000_000), "2m");
-        assert_eq!(fmt_duration_ns(15_000_000_000), "15s");
+    fn formats() {
         assert_eq!(fmt_duration_sig3(999_970), "1.00ms");
         assert_eq!(fmt_duration_sig3(49_987), "50.0us");
         assert_eq!(fmt_duration_sig3(50_001_875), "50.0ms");
-    }
-
-    #[test]
-    fn rates() {
-        assert_eq!(parse_rate_bps("10mbit").unwrap(), 10e6);
-        assert_eq!(parse_rate_bps("100Mbit/s").unwrap(), 100e6);
-        assert_eq!(parse_rate_bps("1G").unwrap(), 1e9);
-        assert_eq!(parse_rate_bps("1500kbit").unwrap(), 1.5e6);
-        assert!(parse_rate_bps("fast").is_err());
-        assert!(parse_rate_bps("10mbyte").is_err());
-        // ambiguous spellings (tc reads "mbps" as megabytes/s) are refused, as in the lab
-        for amb in ["10mbps", "10Mb", "500kbps", "1gb/s"] {
-            assert!(parse_rate_bps(amb).is_err(), "{amb}");
-        }
-        assert!(parse_rate_bps("999bit").unwrap_err().contains("between 1kbit and 1000gbit"));
-        assert!(parse_rate_bps("2tbit").is_err());
-        assert!(parse_rate_bps("fast").unwrap_err().contains("not a rate"));
-        assert!(parse_duration_ns("12d").is_err());
-        assert!(parse_duration_ns("300h").unwrap_err().contains("out of range"));
-        assert_eq!(fmt_rate_tc(10e6), "10mbit");
-        assert_eq!(fmt_rate_tc(1.5e6), "1500kbit");
         assert_eq!(fmt_rate_human(9.412e6), "9.41 Mbit/s");
         assert_eq!(sig3(1234.0), "1234");
         assert_eq!(sig3(12.345), "12.3");
@@ -159,6 +99,7 @@ mod tests {
         assert_eq!(sig3(0.99997), "1.00");
         assert_eq!(sig3(-0.00326), "-0.00326");
         assert_eq!(sig3(99.97), "100");
+        assert_eq!(fmt_hms(3723.0), "1h02m03s");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //!
 //! User documentation: `docs/report.md`.
 
-pub mod cli;
+pub mod app;
 mod export;
 mod fmt;
 mod html;
@@ -17,7 +17,9 @@ pub mod series;
 mod table;
 mod verdict;
 
-pub use export::{csv_string, export_csv, export_flent, flent_document, CSV_COLUMNS};
+pub use export::csv::{csv_string, CSV_COLUMNS};
+pub use export::flent::flent_document;
+pub use export::{export, export_csv, export_flent, ExportFormat, Exporter};
 pub use html::{render_html, write_html, write_report, ReportFiles};
 pub use plot::{
     plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format, PlotKind, SweepAxes,

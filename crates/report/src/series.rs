@@ -138,16 +138,10 @@ pub fn probe_owd(probes: &[Probe]) -> (Points, Points) {
     (up, down)
 }
 
-/// Quantile of sorted data, linear interpolation between closest ranks (q in 0..=1).
+/// Quantile of sorted data (q in 0..=1): `metrics::percentile_sorted`
+/// (linear interpolation between closest ranks), NaN for no data.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let f = pos - lo as f64;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * f
+    bloatlab_metrics::percentile_sorted(sorted, q.clamp(0.0, 1.0) * 100.0).unwrap_or(f64::NAN)
 }
 
 pub fn sorted(mut v: Vec<f64>) -> Vec<f64> {

@@ -10,10 +10,11 @@
 //!   **client's** clock (`t_ns`), unless the field name says otherwise;
 //! * durations / latencies of raw samples are integer nanoseconds (`*_ns`);
 //! * summary numbers are floats in the unit their name says (`*_ms`, `*_bps`, `*_hz`).
+pub use bloatlab_model::QueueSpec;
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA_NAME: &str = "bloatlab-result";
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TestResult {
@@ -313,8 +314,8 @@ pub struct Headline {
 pub struct LabInfo {
     /// "kernel" or "emulator".
     pub backend: String,
-    /// The full lab configuration as the user gave it, resolved (rate, queue, placement, delay, ...).
-    pub config: serde_json::Value,
+    /// The full lab configuration, resolved (rate, queue, placement, delay, ...).
+    pub config: LabRecord,
     /// Kernel release of the machine running the lab.
     pub kernel: String,
     /// Queue disciplines this kernel offers / lacks, as probed.
@@ -334,6 +335,89 @@ pub struct LabInfo {
     pub analytic_queue_delay_up_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analytic_queue_delay_down_ms: Option<f64>,
+}
+
+/// The resolved configuration a lab result was measured with (`lab.config`).
+/// Every field has a default, so results of earlier versions still read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct LabRecord {
+    /// The lab's id (6 hex digits, in its namespace names).
+    pub id: String,
+    /// "kernel" or "emulator".
+    pub backend: String,
+    /// "router" or "local".
+    pub placement: String,
+    /// Rates as tables show them ("10mbit", "none", "trace NAME (12mbit mean)") and in bit/s (a trace's mean).
+    pub rate_up: String,
+    pub rate_down: String,
+    pub rate_up_bps: Option<f64>,
+    pub rate_down_bps: Option<f64>,
+    pub trace_up: Option<std::path::PathBuf>,
+    pub trace_down: Option<std::path::PathBuf>,
+    /// The bottleneck queue's label (`fifo:100`, `up-fifo:100+down-fifo:10`, a --qdisc's text).
+    pub queue: String,
+    /// The queue of both directions (`queue` unless overridden), typed; null with a kernel --qdisc.
+    #[serde(deserialize_with = "lenient")]
+    pub queue_spec: Option<QueueSpec>,
+    pub queue_up: Option<String>,
+    pub queue_down: Option<String>,
+    #[serde(deserialize_with = "lenient")]
+    pub queue_up_spec: Option<QueueSpec>,
+    #[serde(deserialize_with = "lenient")]
+    pub queue_down_spec: Option<QueueSpec>,
+    /// A kernel qdisc given with --qdisc, "KIND ARGS".
+    pub qdisc: Option<String>,
+    /// "htb" or "tbf".
+    pub shaper: String,
+    pub txqueuelen: Option<u32>,
+    /// The bottleneck devices, "namespace/interface".
+    pub bottleneck_up: Option<String>,
+    pub bottleneck_down: Option<String>,
+    /// "off" or "on".
+    pub offloads: String,
+    /// The congestion control the test's flows used.
+    pub cc: String,
+    pub tcp_mem_max: u64,
+    pub ecn: Option<String>,
+    pub delay_ms: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub loss: Option<f64>,
+    pub ip_version: u8,
+    pub port: u16,
+    /// The `bloatlab test` options given after `--`, as written.
+    pub engine_args: Vec<String>,
+    pub lab_command: Vec<String>,
+    /// Settings the lab applied (sysctls per namespace, offloads per interface, ...).
+    pub applied: serde_json::Value,
+    /// Why a local bottleneck stays short for TCP (empty on the router).
+    pub tsq_note: String,
+    /// CPU the hypervisor took during the run, percent.
+    pub cpu_steal_pct: Option<f64>,
+    pub queue_sampler: Option<QueueSampler>,
+    /// The emulator's configuration (backend "emulator").
+    pub emulator: Option<EmulatorRecord>,
+}
+
+/// How the lab sampled its kernel queues.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct QueueSampler {
+    pub method: String,
+    pub interval_ms: f64,
+}
+
+/// The emulator's configuration as JSON and in words.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct EmulatorRecord {
+    pub config: serde_json::Value,
+    pub describe: String,
+}
+
+/// A queue spec, or None when the document holds one this version cannot
+/// read (results written before the one queue model).
+fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<QueueSpec>, D::Error> {
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(v.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

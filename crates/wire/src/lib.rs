@@ -16,7 +16,7 @@ pub const HANDSHAKE_LEN: usize = 12;
 pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
 /// Largest control frame body a client accepts from a server (scenario reports carry samples).
 pub const MAX_SERVER_FRAME: usize = 32 * 1024 * 1024;
-pub const DEFAULT_PORT: u16 = 9770;
+pub const DEFAULT_PORT: u16 = bloatlab_model::DEFAULT_PORT;
 pub const RR_SIZE: usize = 16;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -199,9 +199,9 @@ pub fn frame_len(header: [u8; 4], max: usize) -> Result<usize, WireError> {
 
 pub const PROBE_MAGIC: [u8; 4] = *b"BLPR";
 pub const PROBE_VERSION: u8 = 1;
-pub const PROBE_HEADER: usize = 48;
+pub const PROBE_HEADER: usize = bloatlab_model::config::PROBE_MIN_BYTES;
 /// Largest probe the server answers (one UDP datagram on a 1500-byte IPv4 link).
-pub const PROBE_MAX: usize = 1472;
+pub const PROBE_MAX: usize = bloatlab_model::config::PROBE_MAX_BYTES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeKind {
@@ -309,18 +309,10 @@ pub fn decode_rr(b: &[u8; RR_SIZE]) -> Result<u32, WireError> {
     Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
 }
 
-/// Parse a scenario name like "4u2d" into (uploads, downloads), 0..=32 each, not both 0.
+/// Parse a scenario name like "4u2d" into (uploads, downloads): the model's
+/// one grammar ([`bloatlab_model::Scenario`]).
 pub fn parse_scenario(s: &str) -> Result<(u32, u32), String> {
-    let err = || format!("bad scenario \"{s}\": expected NuMd, e.g. 1u0d or 4u4d (0..32 each, not both 0)");
-    let t = s.trim().to_ascii_lowercase();
-    let (u, rest) = t.split_once('u').ok_or_else(err)?;
-    let d = rest.strip_suffix('d').ok_or_else(err)?;
-    let u: u32 = u.parse().map_err(|_| err())?;
-    let d: u32 = d.parse().map_err(|_| err())?;
-    if u > 32 || d > 32 || (u == 0 && d == 0) {
-        return Err(err());
-    }
-    Ok((u, d))
+    bloatlab_model::Scenario::parse(s).map(|x| (x.uploads, x.downloads))
 }
 
 #[cfg(test)]

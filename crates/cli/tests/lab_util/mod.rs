@@ -146,15 +146,16 @@ pub fn backlogged_rate(r: &bloatlab_results::TestResult, role: &str, phase: usiz
     (rate, busy_ns as f64 / all_ns.max(1) as f64)
 }
 
-/// Wait until `bloatlab test` runs in lab `id`'s client namespace (other
-/// short-lived helpers such as tc or ethtool also show up there).
+/// Wait until the lab's test (`bloatlab job .../test-N.job.json`) runs in lab
+/// `id`'s client namespace (other short-lived helpers such as tc or ethtool
+/// also show up there).
 pub fn wait_for_test_client(id: &str) {
     let cns = format!("blab-{id}-client");
     wait_for("the lab's bloatlab test", Duration::from_secs(30), || {
         netns_pids(&cns).iter().any(|p| {
             let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
             let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
-            args.len() > 1 && args[1] == b"test"
+            args.len() > 2 && args[1] == b"job" && String::from_utf8_lossy(args[2]).contains("/test-")
         })
     });
 }

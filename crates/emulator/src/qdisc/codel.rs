@@ -10,20 +10,7 @@
 use super::{Counters, DropReason, PacketQueue, Qdisc};
 use crate::packet::Packet;
 
-/// CoDel parameters (RFC 8289 defaults: target 5 ms, interval 100 ms).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct CodelParams {
-    pub target_ns: u64,
-    pub interval_ns: u64,
-    /// Mark ECN-capable packets instead of dropping them.
-    pub ecn: bool,
-}
-
-impl Default for CodelParams {
-    fn default() -> Self {
-        CodelParams { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true }
-    }
-}
+pub use bloatlab_model::CodelParams;
 
 /// RFC 8289 `control_law`: `t + interval / sqrt(count)`.
 pub fn control_law(t: u64, interval_ns: u64, count: u32) -> u64 {

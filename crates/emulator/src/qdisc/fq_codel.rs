@@ -6,27 +6,13 @@
 //! exceeds `limit` (default 10240), the head packet of the queue holding the
 //! most bytes is dropped.
 
-use super::codel::{CodelParams, CodelSink, CodelVars};
+use super::codel::{CodelSink, CodelVars};
 use super::{Counters, DropReason, PacketQueue, Qdisc};
 use crate::packet::{FlowKey, Packet};
 use serde::Serialize;
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct FqCodelParams {
-    pub codel: CodelParams,
-    pub flows: usize,
-    pub quantum: u32,
-    pub limit: usize,
-    /// Hash perturbation (0 = none).
-    pub seed: u64,
-}
-
-impl Default for FqCodelParams {
-    fn default() -> Self {
-        FqCodelParams { codel: CodelParams::default(), flows: 1024, quantum: 1514, limit: 10240, seed: 0 }
-    }
-}
+pub use bloatlab_model::FqCodelParams;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum List {
@@ -268,6 +254,7 @@ impl Qdisc for FqCodel {
 mod tests {
     use super::super::testutil::*;
     use super::*;
+    use bloatlab_model::CodelParams;
 
     fn fq() -> FqCodel {
         FqCodel::new(FqCodelParams { codel: CodelParams { ecn: false, ..Default::default() }, ..Default::default() })

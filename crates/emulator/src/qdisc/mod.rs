@@ -140,6 +140,32 @@ impl PacketQueue {
     }
 }
 
+/// Build the discipline a [`bloatlab_model::QueueSpec`] names. `seed`
+/// perturbs FQ hashing and PIE's random drops. Kernel qdiscs are refused
+/// (the emulator only runs its own).
+pub fn build(q: &bloatlab_model::QueueSpec, seed: u64) -> Result<Box<dyn Qdisc>, String> {
+    use bloatlab_model::QueueSpec as Q;
+    Ok(match q {
+        Q::Fifo { packets } => Box::new(fifo::Fifo::new(*packets as usize)),
+        Q::Bfifo { bytes } => Box::new(fifo::Fifo::bytes(*bytes)),
+        Q::Drophead { packets } => Box::new(fifo::Fifo::drophead(*packets as usize)),
+        Q::Codel { params, limit } => Box::new(codel::Codel::new(params.clone(), *limit as usize)),
+        Q::FqCodel { params } => {
+            let mut p = params.clone();
+            if p.seed == 0 {
+                p.seed = seed;
+            }
+            Box::new(fq_codel::FqCodel::new(p))
+        }
+        Q::Pie { params } => {
+            let mut p = params.clone();
+            p.seed ^= seed;
+            Box::new(pie::Pie::new(p))
+        }
+        Q::Kernel { qdisc, .. } => return Err(format!("`{qdisc}` is a kernel qdisc, not one of the emulator's")),
+    })
+}
+
 #[cfg(test)]
 pub(crate) mod testutil {
     use crate::packet::{build, Packet};
@@ -154,3 +180,4 @@ pub(crate) mod testutil {
     }
     pub const MS: u64 = 1_000_000;
 }
+

@@ -11,42 +11,7 @@ use super::{Counters, DropReason, PacketQueue, Qdisc};
 use crate::packet::Packet;
 use crate::rng::Rng;
 
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PieParams {
-    /// QDELAY_REF, latency target (default 15 ms).
-    pub target_ns: u64,
-    /// T_UPDATE (default 15 ms).
-    pub tupdate_ns: u64,
-    /// alpha and beta, in 1/s (defaults 0.125 and 1.25).
-    pub alpha: f64,
-    pub beta: f64,
-    /// MAX_BURST (default 150 ms).
-    pub max_burst_ns: u64,
-    /// Queue limit in packets (default 1000, as Linux).
-    pub limit: usize,
-    /// Mark ECN-capable packets instead of dropping while drop_prob <= 10%.
-    pub ecn: bool,
-    /// Apply section 5.1 de-randomisation.
-    pub derandomize: bool,
-    /// RNG seed for the random drops.
-    pub seed: u64,
-}
-
-impl Default for PieParams {
-    fn default() -> Self {
-        PieParams {
-            target_ns: 15_000_000,
-            tupdate_ns: 15_000_000,
-            alpha: 0.125,
-            beta: 1.25,
-            max_burst_ns: 150_000_000,
-            limit: 1000,
-            ecn: true,
-            derandomize: true,
-            seed: 1,
-        }
-    }
-}
+pub use bloatlab_model::PieParams;
 
 /// The RFC 8033 section 4.2 auto-tuning: the raw adjustment is scaled down
 /// while the drop probability is small.

@@ -312,7 +312,14 @@ pub fn build(spec: &Spec) -> TestResult {
     };
     let lab = spec.lab.then(|| LabInfo {
         backend: "kernel".into(),
-        config: serde_json::json!({"rate_up": "10mbit", "rate_down": "20mbit", "queue": {"kind": "pfifo", "limit": 1000}, "delay": "none", "placement": "router"}),
+        config: bloatlab_results::LabRecord {
+            rate_up: "10mbit".into(),
+            rate_down: "20mbit".into(),
+            queue: "fifo:1000".into(),
+            queue_spec: Some(bloatlab_results::QueueSpec::Fifo { packets: 1000 }),
+            placement: "router".into(),
+            ..Default::default()
+        },
         kernel: "6.1.0-test".into(),
         qdiscs_available: vec!["pfifo".into(), "bfifo".into(), "htb".into(), "tbf".into()],
         qdiscs_missing: vec!["fq_codel".into(), "cake".into(), "netem".into()],

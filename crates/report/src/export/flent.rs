@@ -1,190 +1,32 @@
-//! Export: CSV (one row per raw sample) and flent's data format
-//! (`.flent.gz`, gzip-compressed JSON, file format version 4).
+//! flent's data file: `.flent.gz`, gzip JSON in flent's format version 4,
+//! openable with `flent -i FILE` (see docs/report.md).
+use super::Exporter;
+use bloatlab_metrics::mean;
 use crate::series::{self, secs};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use bloatlab_results::{Direction, Phase, TestResult};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde_json::{json, Map, Value};
 use std::io::Write;
-use std::path::Path;
 
-/// CSV columns, in order. Documented in docs/report.md.
-pub const CSV_COLUMNS: [&str; 16] = [
-    "phase", "kind", "t_s", "id", "direction", "rtt_ms", "lost", "owd_up_ms", "owd_down_ms", "bytes",
-    "rate_mbps", "cwnd", "retrans", "backlog_packets", "drops", "queue",
-];
+/// The flent exporter.
+pub struct Flent;
 
-fn f(v: f64, decimals: usize) -> String {
-    if v.is_finite() {
-        format!("{v:.decimals$}")
-    } else {
-        String::new()
+impl Exporter for Flent {
+    fn extension(&self) -> &'static str {
+        "flent.gz"
     }
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+    fn to_stdout(&self) -> bool {
+        false
     }
-}
-
-fn dir(d: Direction) -> &'static str {
-    match d {
-        Direction::Up => "up",
-        Direction::Down => "down",
+    fn render(&self, r: &TestResult, file_name: &str) -> Result<Vec<u8>> {
+        let mut doc = flent_document(r);
+        doc["metadata"]["DATA_FILENAME"] = Value::String(file_name.to_string());
+        let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+        gz.write_all(&serde_json::to_vec(&doc)?)?;
+        Ok(gz.finish()?)
     }
-}
-
-/// Name of the phase containing `t_ns` ("" outside every phase).
-fn phase_at<'a>(phases: &[&'a Phase], t_ns: u64) -> &'a str {
-    phases.iter().find(|p| t_ns >= p.start_ns && t_ns < p.end_ns).map(|p| p.name.as_str()).unwrap_or("")
-}
-
-/// The CSV text: a header line with [`CSV_COLUMNS`], then one row per raw
-/// sample, phase by phase: probes, witness probes, request/response
-/// exchanges, goodput samples, TCP_INFO samples; then lab queue samples.
-pub fn csv_string(r: &TestResult) -> String {
-    let mut out = String::new();
-    out.push_str(&CSV_COLUMNS.join(","));
-    out.push('\n');
-    let mut row = |cells: [String; 16]| {
-        let line: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
-        out.push_str(&line.join(","));
-        out.push('\n');
-    };
-    let e = String::new;
-    let phases = series::phases(r);
-    for p in &phases {
-        let name = p.name.clone();
-        for (kind, probes) in [("probe", &p.probes), ("witness_probe", &p.witness_probes)] {
-            for pr in probes.iter() {
-                row([
-                    name.clone(),
-                    kind.into(),
-                    f(secs(pr.t_ns), 6),
-                    pr.seq.to_string(),
-                    e(),
-                    pr.rtt_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
-                    if pr.rtt_ns.is_some() { "0".into() } else { "1".into() },
-                    pr.owd_up_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
-                    pr.owd_down_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                ]);
-            }
-        }
-        for s in &p.rr {
-            row([
-                name.clone(),
-                "rr".into(),
-                f(secs(s.t_ns), 6),
-                s.seq.to_string(),
-                e(),
-                f(s.rtt_ns as f64 / 1e6, 3),
-                if s.completed { "0".into() } else { "1".into() },
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-            ]);
-        }
-        for fl in &p.flows {
-            let mut prev: Option<(u64, u64)> = None;
-            for g in &fl.goodput {
-                let rate = match prev {
-                    Some((t0, b0)) if g.t_ns > t0 => f(g.bytes.saturating_sub(b0) as f64 * 8.0 / ((g.t_ns - t0) as f64 / 1e9) / 1e6, 3),
-                    _ => String::new(),
-                };
-                prev = Some((g.t_ns, g.bytes));
-                row([
-                    name.clone(),
-                    "goodput".into(),
-                    f(secs(g.t_ns), 6),
-                    fl.id.to_string(),
-                    dir(fl.direction).into(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    g.bytes.to_string(),
-                    rate,
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                ]);
-            }
-            for t in &fl.tcp_info {
-                row([
-                    name.clone(),
-                    "tcp_info".into(),
-                    f(secs(t.t_ns), 6),
-                    fl.id.to_string(),
-                    dir(fl.direction).into(),
-                    f(t.srtt_us as f64 / 1000.0, 3),
-                    e(),
-                    e(),
-                    e(),
-                    t.bytes_acked.to_string(),
-                    f(t.delivery_rate_bps as f64 / 1e6, 3),
-                    t.cwnd.to_string(),
-                    t.total_retrans.to_string(),
-                    e(),
-                    e(),
-                    e(),
-                ]);
-            }
-        }
-    }
-    if let Some(lab) = &r.lab {
-        for q in &lab.queues {
-            for s in &q.samples {
-                row([
-                    phase_at(&phases, s.t_ns).to_string(),
-                    "queue".into(),
-                    f(secs(s.t_ns), 6),
-                    q.role.clone(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    s.backlog_bytes.to_string(),
-                    e(),
-                    e(),
-                    e(),
-                    s.backlog_packets.to_string(),
-                    s.drops.to_string(),
-                    format!("{} {}", q.qdisc, q.location).trim().to_string(),
-                ]);
-            }
-        }
-    }
-    out
-}
-
-/// Write the CSV to `path` ("-" = stdout).
-pub fn export_csv(r: &TestResult, path: &Path) -> Result<()> {
-    let s = csv_string(r);
-    if path.as_os_str() == "-" {
-        std::io::stdout().write_all(s.as_bytes())?;
-        return Ok(());
-    }
-    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
 }
 
 /// flent's name for the test whose series layout we follow. Its plots
@@ -194,34 +36,23 @@ pub const FLENT_TEST_NAME: &str = "rrul_be_nflows";
 
 /// Unix ns -> "YYYY-MM-DDTHH:MM:SS.ffffffZ" (UTC), the form flent parses.
 pub(crate) fn flent_time(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let micros = (unix_ns % 1_000_000_000) / 1000;
-    let days = (secs / 86_400) as i64;
-    let sod = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+    let t = bloatlab_model::units::UtcTime::from_unix_ns(unix_ns);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        t.year,
+        t.month,
+        t.day,
+        t.hour,
+        t.minute,
+        t.second,
+        t.nanos / 1000
+    )
 }
 
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        None
-    } else {
-        Some(v.iter().sum::<f64>() / v.len() as f64)
-    }
-}
 
 /// One flow slot's series for the flent document: its direction, slot index,
 /// mean rate per bin (Mbit/s, `None` where the bin had no sample) and raw values.
@@ -411,19 +242,6 @@ pub fn flent_document(r: &TestResult) -> Value {
     })
 }
 
-/// Write flent's `.flent.gz` (gzip JSON). `flent -i FILE -p totals -o x.png`
-/// plots it; see docs/report.md.
-pub fn export_flent(r: &TestResult, path: &Path) -> Result<()> {
-    let mut doc = flent_document(r);
-    let fname = path.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-    doc["metadata"]["DATA_FILENAME"] = Value::String(fname);
-    let text = serde_json::to_vec(&doc)?;
-    let file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut gz = GzEncoder::new(file, Compression::default());
-    gz.write_all(&text)?;
-    gz.finish().with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

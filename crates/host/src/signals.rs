@@ -1,14 +1,18 @@
-//! Ctrl-C / SIGTERM handling: the handler only records the signal; the lab
-//! polls [`pending`] between steps and while waiting for its children, then
-//! forwards the signal to them and tears down.
-use std::sync::atomic::{AtomicI32, Ordering};
+//! Ctrl-C / SIGTERM / SIGHUP handling for every bloatlab process: the handler
+//! only records the signal; the engine, the lab, the emulator and the recipe
+//! runner poll [`pending`] (or [`flag`]) between steps and while waiting,
+//! then forward the signal to their children, write what they have and tear
+//! down.
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Once;
 
 static PENDING: AtomicI32 = AtomicI32::new(0);
+static FLAG: AtomicBool = AtomicBool::new(false);
 static INSTALL: Once = Once::new();
 
 extern "C" fn on_signal(sig: libc::c_int) {
     PENDING.store(sig, Ordering::SeqCst);
+    FLAG.store(true, Ordering::SeqCst);
 }
 
 /// Install handlers for SIGINT, SIGTERM and SIGHUP (once per process).
@@ -30,6 +34,11 @@ pub fn install() {
 /// The signal received, if any (0 = none).
 pub fn pending() -> i32 {
     PENDING.load(Ordering::SeqCst)
+}
+
+/// True once a signal arrived: for loops that poll an `&AtomicBool`.
+pub fn flag() -> &'static AtomicBool {
+    &FLAG
 }
 
 /// Name for messages.

@@ -1,115 +1,40 @@
-//! `bloatlab recipe ...` and `bloatlab sweep ...`.
+//! What `bloatlab recipe ...` and `bloatlab sweep ...` do, on typed
+//! requests (the command line is parsed in crates/cli).
 use crate::params::{self, check_value, RecipeKind};
 use crate::recipe::{self, Axis, Recipe, BUILTIN};
 use crate::runner::{self, RunOptions};
 use crate::units::fmt_hms;
 use anyhow::{anyhow, bail, Result};
-use clap::{Args, Subcommand, ValueEnum};
-use std::path::PathBuf;
+use bloatlab_model::TestOverrides;
+use std::path::{Path, PathBuf};
 
-#[derive(Args, Debug)]
-#[command(after_help = "Recipes are the seed experiments as TOML files (docs/recipes.md). Copy one with \
-`bloatlab recipe show txqueuelen > my.toml`, edit it, run it with `bloatlab recipe run my.toml`.")]
-pub struct RecipeArgs {
-    #[command(subcommand)]
-    pub cmd: RecipeCmd,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum RecipeCmd {
-    /// List the built-in recipes.
-    List,
-    /// Print a recipe (built-in name or file) to stdout, ready to copy and edit.
-    Show {
-        /// Built-in recipe name (see `recipe list`) or a recipe file.
-        recipe: String,
-    },
-    /// Check recipe files (or built-in names) without running anything.
-    Check {
-        #[arg(required = true)]
-        recipes: Vec<String>,
-    },
-    /// Run a recipe and write a results folder.
-    Run(RunArgs),
-    /// Print the table of a results folder again (and redraw its CSV, table.md and plots).
-    Table {
-        /// A results folder written by `recipe run` or `sweep`.
-        dir: PathBuf,
-    },
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct CommonRunArgs {
+/// How to run a recipe or sweep.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
     /// Parent folder of the results folder (NAME-UTCSTAMP is created inside).
-    #[arg(long, default_value = "bloatlab-results", value_name = "DIR")]
     pub out: PathBuf,
-    /// Run every point N times (repetitions interleaved: all points, then again).
-    #[arg(long, value_name = "N")]
+    /// Run every point N times (repetitions interleaved).
     pub repeat: Option<u32>,
-    /// Run the points in a random order (reproducible with --seed).
-    #[arg(long)]
     pub shuffle: bool,
-    /// Seed of the shuffled order.
-    #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Print the points (and the lab command lines) without running them.
-    #[arg(long)]
+    /// Print the points without running them.
     pub dry_run: bool,
     /// Do not print the table at the end (it is still written to table.md).
-    #[arg(long)]
     pub quiet: bool,
-    /// The bloatlab binary to run lab points with [default: this one].
-    #[arg(long, value_name = "PATH", hide = true)]
-    pub bloatlab_bin: Option<PathBuf>,
 }
 
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// Built-in recipe name or recipe file.
-    pub recipe: String,
-    /// The complete run the recipe describes in [full] (longer runs, bigger grid).
-    #[arg(long)]
-    pub full: bool,
-    /// Override a parameter: KEY=VALUE fixes it, KEY=V1,V2,... sweeps it (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUES")]
-    pub set: Vec<String>,
-    #[command(flatten)]
-    pub common: CommonRunArgs,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum SweepKind {
-    /// Lab runs (`bloatlab lab`, needs root).
-    Lab,
-    /// The pacing experiment (loopback, no root).
-    Pacing,
-}
-
-#[derive(Args, Debug)]
-#[command(after_help = "Example: bloatlab sweep --set queue=fifo:1,fifo:10,fifo:100,fifo:1000 --set cc=cubic,bbr -- --scenarios 1u0d\n\
-Values are separated by commas; join several scenarios of one value with +: --set scenarios=1u0d+0u1d,4u4d.\n\
-Parameters: see docs/recipes.md or `bloatlab sweep --list-params`.")]
-pub struct SweepArgs {
-    /// KEY=V1,V2,... : sweep KEY over the values (cross product over all --set); KEY=V fixes it.
-    #[arg(long = "set", value_name = "KEY=VALUES")]
-    pub set: Vec<String>,
-    /// What each point runs.
-    #[arg(long, value_enum, default_value = "lab")]
-    pub kind: SweepKind,
-    /// Name of the results folder (and of the recipe written into it).
-    #[arg(long, default_value = "sweep")]
+/// A `bloatlab sweep`.
+#[derive(Debug, Clone)]
+pub struct SweepRequest {
+    /// `KEY=V1,V2,...`: sweep KEY over the values; `KEY=V` fixes it.
+    pub sets: Vec<String>,
+    pub kind: RecipeKind,
+    /// Name of the results folder and of the recipe written into it.
     pub name: String,
-    /// List the parameters a sweep can set and exit.
-    #[arg(long)]
-    pub list_params: bool,
-    /// Draw the plots with a log y axis (points with y <= 0 are left out, and the plot says how many).
-    #[arg(long)]
     pub logy: bool,
-    #[command(flatten)]
-    pub common: CommonRunArgs,
-    /// Options for `bloatlab test` in every point (after `--`), e.g. -- --scenarios 1u0d --duration 10s.
-    #[arg(last = true, value_name = "TEST_OPTIONS")]
-    pub test_args: Vec<String>,
+    /// The test options given after `--` (become settings of the sweep's recipe).
+    pub test: TestOverrides,
+    pub run: RunSettings,
 }
 
 /// Print to stdout; a closed pipe (`| head`) ends the output quietly.
@@ -119,9 +44,10 @@ fn out(s: &str) {
     let _ = o.write_all(s.as_bytes()).and_then(|_| o.flush());
 }
 
-pub fn run_recipe(a: RecipeArgs) -> Result<i32> {
-    match a.cmd {
-        RecipeCmd::List => {
+/// `bloatlab recipe list`.
+pub fn list() -> Result<i32> {
+    {
+        {
             let mut rows = vec![];
             for (name, text) in BUILTIN {
                 let short = Recipe::parse(text, name, false).map_err(|e| anyhow!("{e}"))?;
@@ -146,12 +72,18 @@ pub fn run_recipe(a: RecipeArgs) -> Result<i32> {
             ));
             Ok(0)
         }
-        RecipeCmd::Show { recipe: name } => {
-            if let Some(t) = recipe::builtin_text(&name) {
+    }
+}
+
+/// `bloatlab recipe show NAME|FILE`.
+pub fn show(name: &str) -> Result<i32> {
+    {
+        {
+            if let Some(t) = recipe::builtin_text(name) {
                 out(t);
                 return Ok(0);
             }
-            let text = std::fs::read_to_string(&name).map_err(|_| {
+            let text = std::fs::read_to_string(name).map_err(|_| {
                 anyhow!(
                     "no recipe named \"{name}\" and no such file (built-in recipes: {})",
                     BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
@@ -160,9 +92,15 @@ pub fn run_recipe(a: RecipeArgs) -> Result<i32> {
             out(&text);
             Ok(0)
         }
-        RecipeCmd::Check { recipes } => {
+    }
+}
+
+/// `bloatlab recipe check NAME|FILE...`.
+pub fn check(recipes: &[String]) -> Result<i32> {
+    {
+        {
             let mut bad = 0;
-            for r in &recipes {
+            for r in recipes {
                 for full in [false, true] {
                     match recipe::load(r, full) {
                         Ok(x) => {
@@ -180,15 +118,27 @@ pub fn run_recipe(a: RecipeArgs) -> Result<i32> {
             }
             Ok(if bad > 0 { 1 } else { 0 })
         }
-        RecipeCmd::Table { dir } => {
-            let t = runner::retabulate(&dir)?;
+    }
+}
+
+/// `bloatlab recipe table DIR`.
+pub fn table(dir: &Path) -> Result<i32> {
+    {
+        {
+            let t = runner::retabulate(dir)?;
             out(&format!("{t}\n"));
             Ok(0)
         }
-        RecipeCmd::Run(a) => {
-            let mut r = recipe::load(&a.recipe, a.full)?;
-            apply_sets(&mut r, &a.set)?;
-            execute(&r, &a.common, vec![])
+    }
+}
+
+/// `bloatlab recipe run NAME|FILE [--full] [--set K=V,...]`.
+pub fn run(name: &str, full: bool, sets: &[String], settings: &RunSettings) -> Result<i32> {
+    {
+        {
+            let mut r = recipe::load(name, full)?;
+            apply_sets(&mut r, sets)?;
+            execute(&r, settings)
         }
     }
 }
@@ -258,12 +208,6 @@ pub fn recipe_text(r: &Recipe) -> String {
         t.push_str(&format!("shuffle_seed = {s}\n"));
     }
     let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
-    if !r.lab_args.is_empty() {
-        t.push_str(&format!("lab_args = [{}]\n", list(&r.lab_args)));
-    }
-    if !r.test_args.is_empty() {
-        t.push_str(&format!("test_args = [{}]\n", list(&r.test_args)));
-    }
     t.push_str("\n[settings]\n");
     for (k, v) in &r.settings {
         t.push_str(&format!("{k} = {}\n", q(&v.text.replace(',', "+"))));
@@ -293,24 +237,24 @@ pub fn recipe_text(r: &Recipe) -> String {
     t
 }
 
-pub fn run_sweep(a: SweepArgs) -> Result<i32> {
-    let kind = match a.kind {
-        SweepKind::Lab => RecipeKind::Lab,
-        SweepKind::Pacing => RecipeKind::Pacing,
-    };
-    if a.list_params {
-        for k in [RecipeKind::Lab, RecipeKind::Pacing] {
-            println!("{} parameters (--kind {}):", k.name(), k.name());
-            for p in params::PARAMS.iter().filter(|p| p.kind == k) {
-                println!("  {:<16} {}", p.name, p.help);
-            }
+/// `bloatlab sweep --list-params`.
+pub fn list_params() -> Result<i32> {
+    for k in [RecipeKind::Lab, RecipeKind::Pacing] {
+        println!("{} parameters (--kind {}):", k.name(), k.name());
+        for p in params::PARAMS.iter().filter(|p| p.kind == k) {
+            println!("  {:<16} {}", p.name, p.help);
         }
-        return Ok(0);
     }
-    if a.set.is_empty() {
+    Ok(0)
+}
+
+/// `bloatlab sweep`: a recipe made of `--set` values, run like one.
+pub fn sweep(a: &SweepRequest) -> Result<i32> {
+    let kind = a.kind;
+    if a.sets.is_empty() {
         bail!("nothing to sweep: give at least one --set KEY=V1,V2,... (see --list-params)");
     }
-    if kind == RecipeKind::Pacing && !a.test_args.is_empty() {
+    if kind == RecipeKind::Pacing && a.test != TestOverrides::default() {
         bail!("options after -- go to `bloatlab test`; a pacing sweep has none");
     }
     if a.name.is_empty() || !a.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
@@ -318,7 +262,7 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
     }
     let mut settings = vec![];
     let mut grid: Vec<Axis> = vec![];
-    for s in &a.set {
+    for s in &a.sets {
         let (k, vals) = parse_set(kind, s)?;
         if settings.iter().any(|(n, _): &(String, _)| *n == k) || grid.iter().any(|x| x.name == k) {
             bail!("--set {s}: {k} is set twice");
@@ -328,6 +272,12 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
         } else {
             grid.push(Axis { name: k, values: vals });
         }
+    }
+    for (k, v) in params::overrides_as_values(&a.test) {
+        if settings.iter().any(|(n, _): &(String, _)| *n == k) || grid.iter().any(|x| x.name == k) {
+            bail!("{k} is set both with --set and after --; keep one");
+        }
+        settings.push((k, v));
     }
     let x = grid.iter().find(|a| a.values.iter().all(|v| v.num.is_some())).map(|a| a.name.clone());
     let logx = x.as_ref().map(|x| {
@@ -353,8 +303,6 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
         shuffle_seed: None,
         settings,
         grid,
-        lab_args: vec![],
-        test_args: a.test_args.clone(),
         report: recipe::ReportSpec {
             table: if kind == RecipeKind::Pacing { "pacing".into() } else { "generic".into() },
             title: String::new(),
@@ -373,16 +321,16 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
         source: String::new(),
         origin: "sweep".into(),
     };
-    if let Some(n) = a.common.repeat {
+    if let Some(n) = a.run.repeat {
         r.repeat = n;
     }
     r.source = recipe_text(&r);
     // the written recipe must parse back: catches any divergence early
     Recipe::parse(&r.source, "<sweep>", false).map_err(|e| anyhow!("internal: generated recipe does not parse: {e}\n{}", r.source))?;
-    execute(&r, &a.common, vec![])
+    execute(&r, &a.run)
 }
 
-fn execute(r: &Recipe, c: &CommonRunArgs, extra_test: Vec<String>) -> Result<i32> {
+fn execute(r: &Recipe, c: &RunSettings) -> Result<i32> {
     let mut r = r.clone();
     if let Some(n) = c.repeat {
         if !(1..=1000).contains(&n) {
@@ -397,10 +345,6 @@ fn execute(r: &Recipe, c: &CommonRunArgs, extra_test: Vec<String>) -> Result<i32
     if shuffle {
         eprintln!("shuffled order, seed {seed} (repeat the order with --seed {seed})");
     }
-    let bin = match &c.bloatlab_bin {
-        Some(b) => b.clone(),
-        None => std::env::current_exe().map_err(|e| anyhow!("cannot find the bloatlab binary: {e}"))?,
-    };
     if r.kind == RecipeKind::Lab && !c.dry_run {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -408,11 +352,9 @@ fn execute(r: &Recipe, c: &CommonRunArgs, extra_test: Vec<String>) -> Result<i32
         }
     }
     let opts = RunOptions {
-        bin,
         out_root: c.out.clone(),
         shuffle,
         seed,
-        extra_test_args: extra_test,
         dry_run: c.dry_run,
         version: env!("CARGO_PKG_VERSION").into(),
     };

@@ -1,78 +1,57 @@
-//! `bloatlab report`, `bloatlab plot`, `bloatlab export`, `bloatlab compare`.
+//! What `bloatlab report`, `plot`, `export` and `compare` do, on typed
+//! requests (the command line is parsed in crates/cli).
 use crate::plot::{Format, PlotKind};
 use crate::{read_result, Run};
 use anyhow::{bail, Context, Result};
 use bloatlab_results::TestResult;
-use clap::{Args, ValueEnum};
 use std::path::{Path, PathBuf};
 
 /// Write an HTML report (plus PNG plots) for one result, or a comparison for several.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
+#[derive(Debug, Clone)]
+pub struct ReportRequest {
     /// Result JSON file(s) written by `bloatlab test --json` (or a lab/recipe run).
-    #[arg(required = true, value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
     /// Output directory (default: the directory of the first result).
-    #[arg(long, short = 'o', value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Base name of the files written (default: the result's file name
     /// without .json; "compare" for several results).
-    #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Image format of the plot files written next to the HTML.
-    #[arg(long, value_enum, default_value = "png")]
     pub image_format: Format,
     /// Write only the HTML file (it embeds its plots as SVG anyway).
-    #[arg(long)]
     pub no_images: bool,
     /// Do not print the summary table / comparison to stdout.
-    #[arg(long, short = 'q')]
     pub quiet: bool,
 }
 
 /// Draw one plot of one or more results.
-#[derive(Debug, Args)]
-pub struct PlotArgs {
-    #[arg(required = true, value_name = "RESULT.json")]
+#[derive(Debug, Clone)]
+pub struct PlotRequest {
     pub results: Vec<PathBuf>,
     /// What to draw. cdf and box overlay several results; the others take one.
-    #[arg(long, short = 'k', value_enum, default_value = "timeseries")]
     pub kind: PlotKind,
     /// Image format (default: from the -o extension, else png).
-    #[arg(long, short = 'f', value_enum)]
     pub format: Option<Format>,
     /// Output file (default: RESULT.KIND.FORMAT next to the first result).
-    #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    /// One row per raw sample (columns in docs/report.md).
-    Csv,
-    /// flent's data file (.flent.gz, format version 4), openable with `flent -i`.
-    Flent,
-}
+pub use crate::export::ExportFormat;
 
 /// Export a result's raw samples as CSV or as a flent data file.
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    #[arg(value_name = "RESULT.json")]
+#[derive(Debug, Clone)]
+pub struct ExportRequest {
     pub result: PathBuf,
-    #[arg(long, short = 'f', value_enum)]
     pub format: ExportFormat,
     /// Output file (default: RESULT.csv / RESULT.flent.gz next to the result; "-" = stdout for csv).
-    #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
 /// Print several results side by side with their differences.
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    #[arg(required = true, num_args = 2.., value_name = "RESULT.json")]
+#[derive(Debug, Clone)]
+pub struct CompareRequest {
     pub results: Vec<PathBuf>,
     /// Also write the comparison as a self-contained HTML file.
-    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 
@@ -112,7 +91,7 @@ fn parent_dir(p: &Path) -> PathBuf {
     }
 }
 
-pub fn run_report(a: ReportArgs) -> Result<i32> {
+pub fn run_report(a: ReportRequest) -> Result<i32> {
     let (labels, results) = load_all(&a.results)?;
     let rs = runs(&labels, &results);
     let dir = a.out.clone().unwrap_or_else(|| parent_dir(&a.results[0]));
@@ -153,7 +132,7 @@ pub fn report_after_test(result_path: &Path) -> Result<crate::ReportFiles> {
     crate::write_report(&rs, &parent_dir(result_path), &label, Format::Png)
 }
 
-pub fn run_plot(a: PlotArgs) -> Result<i32> {
+pub fn run_plot(a: PlotRequest) -> Result<i32> {
     let (labels, results) = load_all(&a.results)?;
     let rs = runs(&labels, &results);
     let from_ext = a.output.as_deref().and_then(Format::from_path);
@@ -171,31 +150,18 @@ pub fn run_plot(a: PlotArgs) -> Result<i32> {
     Ok(0)
 }
 
-pub fn run_export(a: ExportArgs) -> Result<i32> {
+pub fn run_export(a: ExportRequest) -> Result<i32> {
     let r = read_result(&a.result)?;
     let stem = stem_of(&a.result);
-    let out = a.output.clone().unwrap_or_else(|| {
-        parent_dir(&a.result).join(match a.format {
-            ExportFormat::Csv => format!("{stem}.csv"),
-            ExportFormat::Flent => format!("{stem}.flent.gz"),
-        })
-    });
-    match a.format {
-        ExportFormat::Csv => crate::export_csv(&r, &out)?,
-        ExportFormat::Flent => {
-            if out.as_os_str() == "-" {
-                bail!("flent export writes a gzip file; give -o FILE.flent.gz");
-            }
-            crate::export_flent(&r, &out)?
-        }
-    }
+    let out = a.output.clone().unwrap_or_else(|| parent_dir(&a.result).join(format!("{stem}.{}", a.format.exporter().extension())));
+    crate::export::export(&r, a.format, &out)?;
     if out.as_os_str() != "-" {
         eprintln!("wrote {}", out.display());
     }
     Ok(0)
 }
 
-pub fn run_compare(a: CompareArgs) -> Result<i32> {
+pub fn run_compare(a: CompareRequest) -> Result<i32> {
     let (labels, results) = load_all(&a.results)?;
     let pairs: Vec<(&str, &TestResult)> = labels.iter().map(String::as_str).zip(results.iter()).collect();
     print!("{}", crate::compare_table_labeled(&pairs));

@@ -34,8 +34,6 @@ pub fn sleep_until_ns(deadline: u64) {
     }
 }
 
-/// RFC 3339 UTC rendering of Unix nanoseconds (second precision plus millis).
-pub use bloatlab_units::rfc3339;
 
 /// Convert a kernel CLOCK_REALTIME stamp (e.g. SO_TIMESTAMPNS) to this
 /// process's clock: the two differ by however far NTP slewed realtime since
@@ -46,16 +44,53 @@ pub fn from_realtime(realtime_ns: u64) -> u64 {
     (realtime_ns as i128 + now as i128 - now_rt as i128).max(0) as u64
 }
 
+/// CLOCK_MONOTONIC nanoseconds: for the emulator's release times, where a
+/// raw monotonic read is all that is needed.
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills a caller-provided timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_REALTIME nanoseconds, read now (for file names and records, not intervals).
+pub fn realtime_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// Converts [`mono_ns`] stamps to Unix ns with one offset taken at creation.
+#[derive(Debug, Clone, Copy)]
+pub struct MonoToUnix {
+    offset: i128,
+}
+
+impl MonoToUnix {
+    pub fn new() -> MonoToUnix {
+        let m = mono_ns();
+        let u = realtime_ns();
+        MonoToUnix { offset: u as i128 - m as i128 }
+    }
+    pub fn to_unix(&self, mono: u64) -> u64 {
+        (mono as i128 + self.offset).max(0) as u64
+    }
+}
+
+impl Default for MonoToUnix {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     #[test]
-    fn rfc3339_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        // 2026-11-22T05:58:16.250Z = 1795154296 s
-        assert_eq!(rfc3339(1_795_327_096_250_000_000), "2026-11-22T05:58:16.250Z");
-        // leap day 2024-02-29T12:00:00Z = 1709208000
-        assert_eq!(rfc3339(1_709_208_000_000_000_000), "2024-02-29T12:00:00.000Z");
+    fn clocks_agree() {
+        let c = MonoToUnix::new();
+        let (u, n) = (c.to_unix(mono_ns()), now_ns());
+        assert!(u.abs_diff(n) < 1_000_000_000, "{u} vs {n}");
+        assert!(realtime_ns().abs_diff(n) < 1_000_000_000);
+        assert!(from_realtime(realtime_ns()).abs_diff(now_ns()) < 100_000_000);
     }
     #[test]
     fn monotonic() {

@@ -1,26 +1,40 @@
-//! Command-line interface: [`LinkArgs`] (the link options, reusable by
-//! `bloatlab lab` with `#[command(flatten)]`) and the hidden `bloatlab emulate`
-//! subcommand that the lab starts inside the router namespace.
+//! The hidden `bloatlab emulate` subcommand: the lab starts it inside the
+//! router namespace with `--spec FILE` (a serialized [`RunSpec`]); by hand it
+//! takes the link options ([`LinkArgs`]), parsed here into the emulator's
+//! typed [`EmulatorConfig`].
 
-use crate::config::*;
-use crate::run::{run, RunSpec};
 use anyhow::{anyhow, bail, Context, Result};
+use bloatlab_emulator::{run, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RateSpec, RunSpec, TimerMode};
+use bloatlab_model::units::{parse_duration_ns_unit_required, parse_rate_bps};
+use bloatlab_model::Rate;
 use clap::Args;
 use std::path::PathBuf;
+
+fn parse_ns(s: &str) -> Result<u64, String> {
+    parse_duration_ns_unit_required(s)
+}
+
+/// A rate of at least 1 bit/s (the emulator shapes below the lab's 1 kbit minimum too).
+fn parse_link_rate(s: &str) -> Result<Rate, String> {
+    match parse_rate_bps(s)? {
+        0 => Err(format!("rate \"{s}\" must be at least 1 bit/s")),
+        bps => Ok(Rate { bps }),
+    }
+}
 
 /// Link emulation options. Values given without -up/-down apply to both directions;
 /// the -up/-down variants override them. Delay is one-way (RTT = delay up + delay down).
 #[derive(Debug, Clone, Args, Default)]
 pub struct LinkArgs {
     /// Link rate, both directions (e.g. 10mbit, 1gbit); default unlimited.
-    #[arg(long, value_name = "RATE")]
-    pub rate: Option<String>,
+    #[arg(long, value_name = "RATE", value_parser = parse_link_rate)]
+    pub rate: Option<Rate>,
     /// Rate client -> server.
-    #[arg(long, value_name = "RATE")]
-    pub rate_up: Option<String>,
+    #[arg(long, value_name = "RATE", value_parser = parse_link_rate)]
+    pub rate_up: Option<Rate>,
     /// Rate server -> client.
-    #[arg(long, value_name = "RATE")]
-    pub rate_down: Option<String>,
+    #[arg(long, value_name = "RATE", value_parser = parse_link_rate)]
+    pub rate_down: Option<Rate>,
     /// Mahimahi trace for client -> server (one 1500-byte delivery opportunity per line, ms).
     #[arg(long, value_name = "FILE")]
     pub trace_up: Option<PathBuf>,
@@ -28,12 +42,14 @@ pub struct LinkArgs {
     #[arg(long, value_name = "FILE")]
     pub trace_down: Option<PathBuf>,
     /// One-way propagation delay, each direction (e.g. 20ms gives a 40 ms RTT).
-    #[arg(long, value_name = "DELAY")]
-    pub delay: Option<String>,
-    #[arg(long, value_name = "DELAY")]
-    pub delay_up: Option<String>,
-    #[arg(long, value_name = "DELAY")]
-    pub delay_down: Option<String>,
+    #[arg(long, value_name = "DELAY", value_parser = parse_ns)]
+    pub delay: Option<u64>,
+    /// One-way delay client -> server.
+    #[arg(long, value_name = "DELAY", value_parser = parse_ns)]
+    pub delay_up: Option<u64>,
+    /// One-way delay server -> client.
+    #[arg(long, value_name = "DELAY", value_parser = parse_ns)]
+    pub delay_down: Option<u64>,
     /// Delay variation, each direction: 5ms (uniform +/-5 ms) or normal:5ms (std dev).
     #[arg(long, value_name = "JITTER")]
     pub jitter: Option<String>,
@@ -41,19 +57,23 @@ pub struct LinkArgs {
     #[arg(long)]
     pub reorder: bool,
     /// Random loss, each direction: 1% (Bernoulli) or ge:p=1%,r=25%[,good=0%,bad=100%] (Gilbert-Elliott).
-    #[arg(long, value_name = "LOSS")]
-    pub loss: Option<String>,
-    #[arg(long, value_name = "LOSS")]
-    pub loss_up: Option<String>,
-    #[arg(long, value_name = "LOSS")]
-    pub loss_down: Option<String>,
+    #[arg(long, value_name = "LOSS", value_parser = str::parse::<LossSpec>)]
+    pub loss: Option<LossSpec>,
+    /// Loss client -> server.
+    #[arg(long, value_name = "LOSS", value_parser = str::parse::<LossSpec>)]
+    pub loss_up: Option<LossSpec>,
+    /// Loss server -> client.
+    #[arg(long, value_name = "LOSS", value_parser = str::parse::<LossSpec>)]
+    pub loss_down: Option<LossSpec>,
     /// Queue discipline, both directions: fifo:N, bfifo:BYTES, drophead:N, codel, fq_codel, pie (with :key=value options).
-    #[arg(long, value_name = "QUEUE")]
-    pub queue: Option<String>,
-    #[arg(long, value_name = "QUEUE")]
-    pub queue_up: Option<String>,
-    #[arg(long, value_name = "QUEUE")]
-    pub queue_down: Option<String>,
+    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
+    pub queue: Option<QueueSpec>,
+    /// Queue client -> server.
+    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
+    pub queue_up: Option<QueueSpec>,
+    /// Queue server -> client.
+    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
+    pub queue_down: Option<QueueSpec>,
     /// Per-packet link overhead in bytes added when computing time on the wire (default 0).
     #[arg(long, value_name = "BYTES")]
     pub overhead: Option<u32>,
@@ -61,11 +81,11 @@ pub struct LinkArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Release timer: sleep-spin (default), sleep, spin.
-    #[arg(long, value_name = "MODE")]
-    pub timer: Option<String>,
+    #[arg(long, value_name = "MODE", value_parser = str::parse::<TimerMode>)]
+    pub timer: Option<TimerMode>,
     /// Spin window before each deadline for sleep-spin (default 30us).
-    #[arg(long, value_name = "DURATION")]
-    pub spin: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_ns)]
+    pub spin: Option<u64>,
     /// SCHED_FIFO priority of the emulator threads, 0 = normal scheduling (default 10).
     #[arg(long, value_name = "N")]
     pub rt_priority: Option<u32>,
@@ -74,46 +94,35 @@ pub struct LinkArgs {
     pub no_offload: bool,
 }
 
-impl LinkArgs {
-    /// True when any emulator-only option (delay, jitter, loss, trace, an AQM queue) is set.
-    pub fn needs_emulator(&self) -> bool {
-        self.delay.is_some()
-            || self.delay_up.is_some()
-            || self.delay_down.is_some()
-            || self.jitter.is_some()
-            || self.loss.is_some()
-            || self.loss_up.is_some()
-            || self.loss_down.is_some()
-            || self.trace_up.is_some()
-            || self.trace_down.is_some()
-    }
+/// One direction's value: its own option, else the both-ways one.
+fn pick<T: Clone>(up: bool, both: &Option<T>, u: &Option<T>, d: &Option<T>) -> Option<T> {
+    if up { u.clone() } else { d.clone() }.or_else(|| both.clone())
+}
 
+impl LinkArgs {
     /// Build the emulator configuration.
     pub fn to_config(&self) -> Result<EmulatorConfig> {
         let mut cfg = EmulatorConfig::default();
-        let pick = |both: &Option<String>, one: &Option<String>| one.clone().or_else(|| both.clone());
-        for (dir, d) in [("up", &mut cfg.up), ("down", &mut cfg.down)] {
-            let (rate, trace, delay, loss, queue) = if dir == "up" {
-                (pick(&self.rate, &self.rate_up), &self.trace_up, pick(&self.delay, &self.delay_up), pick(&self.loss, &self.loss_up), pick(&self.queue, &self.queue_up))
-            } else {
-                (pick(&self.rate, &self.rate_down), &self.trace_down, pick(&self.delay, &self.delay_down), pick(&self.loss, &self.loss_down), pick(&self.queue, &self.queue_down))
-            };
-            d.rate = match (trace, &rate) {
-                (Some(_), Some(_)) if (dir == "up" && self.rate_up.is_some()) || (dir == "down" && self.rate_down.is_some()) => {
-                    bail!("--rate-{dir} and --trace-{dir} cannot both be given")
-                }
+        for up in [true, false] {
+            let dir = if up { "up" } else { "down" };
+            let rate: Option<Rate> = pick(up, &self.rate, &self.rate_up, &self.rate_down);
+            let one_rate = if up { self.rate_up.is_some() } else { self.rate_down.is_some() };
+            let trace = if up { &self.trace_up } else { &self.trace_down };
+            let d = if up { &mut cfg.up } else { &mut cfg.down };
+            d.rate = match (trace, rate) {
+                (Some(_), Some(_)) if one_rate => bail!("--rate-{dir} and --trace-{dir} cannot both be given"),
                 (Some(t), _) => RateSpec::trace(t).map_err(|e| anyhow!("--trace-{dir}: {e}"))?,
-                (None, Some(r)) => RateSpec::Fixed { bps: parse_rate_bps(r).map_err(|e| anyhow!("--rate: {e}"))? },
+                (None, Some(r)) => RateSpec::Fixed { bps: r.bps },
                 (None, None) => RateSpec::Unlimited,
             };
-            if let Some(x) = delay {
-                d.delay_ns = parse_duration_ns(&x).map_err(|e| anyhow!("--delay: {e}"))?;
+            if let Some(x) = pick(up, &self.delay, &self.delay_up, &self.delay_down) {
+                d.delay_ns = x;
             }
-            if let Some(x) = loss {
-                d.loss = x.parse().map_err(|e: ParseError| anyhow!("--loss: {e}"))?;
+            if let Some(x) = pick(up, &self.loss, &self.loss_up, &self.loss_down) {
+                d.loss = x;
             }
-            if let Some(x) = queue {
-                d.queue = x.parse().map_err(|e: ParseError| anyhow!("--queue: {e}"))?;
+            if let Some(x) = pick(up, &self.queue, &self.queue_up, &self.queue_down) {
+                d.queue = x;
             }
             if let Some(j) = &self.jitter {
                 d.jitter = Some(JitterSpec::parse(j, self.reorder).map_err(|e| anyhow!("--jitter: {e}"))?);
@@ -124,11 +133,11 @@ impl LinkArgs {
             bail!("--reorder needs --jitter (packets are only reordered by jitter)");
         }
         cfg.seed = self.seed;
-        if let Some(t) = &self.timer {
-            cfg.timer = t.parse().map_err(|e: ParseError| anyhow!("--timer: {e}"))?;
+        if let Some(t) = self.timer {
+            cfg.timer = t;
         }
-        if let Some(s) = &self.spin {
-            cfg.spin_ns = parse_duration_ns(s).map_err(|e| anyhow!("--spin: {e}"))?;
+        if let Some(s) = self.spin {
+            cfg.spin_ns = s;
         }
         if let Some(p) = self.rt_priority {
             cfg.rt_priority = p;
@@ -143,14 +152,17 @@ impl LinkArgs {
 /// namespace (started by `bloatlab lab`; usable by hand).
 #[derive(Debug, Clone, Args)]
 pub struct EmulateArgs {
+    /// Everything as one JSON file (a RunSpec, as the lab writes it); no other option then.
+    #[arg(long, value_name = "FILE", exclusive = true)]
+    pub spec: Option<PathBuf>,
     /// Network namespace to run in (name under /run/netns); default: the current one.
     #[arg(long)]
     pub netns: Option<String>,
     /// Interface(s) facing the client: traffic arriving there goes through the "up" direction.
-    #[arg(long = "client-if", value_name = "IF", required = true)]
+    #[arg(long = "client-if", value_name = "IF", required_unless_present_any = ["spec", "print_config"])]
     pub client_if: Vec<String>,
     /// Interface(s) facing the server: traffic arriving there goes through the "down" direction.
-    #[arg(long = "server-if", value_name = "IF", required = true)]
+    #[arg(long = "server-if", value_name = "IF", required_unless_present_any = ["spec", "print_config"])]
     pub server_if: Vec<String>,
     /// Configuration as JSON (an EmulatorConfig); replaces the link options.
     #[arg(long, value_name = "FILE")]
@@ -167,11 +179,14 @@ pub struct EmulateArgs {
     #[arg(long, default_value_t = 7702)]
     pub table_down: u32,
     /// Stop after this long (e.g. 30s); default: run until SIGTERM / Ctrl-C.
-    #[arg(long)]
-    pub duration: Option<String>,
+    #[arg(long, value_parser = parse_ns)]
+    pub duration: Option<u64>,
     /// Queue time-series sampling interval (default 100ms).
+    #[arg(long, value_parser = parse_ns)]
+    pub sample_interval: Option<u64>,
+    /// Print the configuration the link options make (JSON) and exit.
     #[arg(long)]
-    pub sample_interval: Option<String>,
+    pub print_config: bool,
     /// Print a summary to stderr.
     #[arg(long, short)]
     pub verbose: bool,
@@ -181,6 +196,12 @@ pub struct EmulateArgs {
 
 /// Run `bloatlab emulate`.
 pub fn run_emulate(a: EmulateArgs) -> Result<i32> {
+    if let Some(p) = &a.spec {
+        let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let spec: RunSpec = serde_json::from_str(&text).with_context(|| format!("{} is not an emulator run spec", p.display()))?;
+        spec.cfg.validate().map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        return run(spec);
+    }
     let mut cfg = match &a.config {
         Some(p) => {
             let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
@@ -188,13 +209,15 @@ pub fn run_emulate(a: EmulateArgs) -> Result<i32> {
         }
         None => a.link.to_config()?,
     };
-    if let Some(s) = &a.sample_interval {
-        cfg.sample_interval_ns = parse_duration_ns(s).map_err(|e| anyhow!("--sample-interval: {e}"))?;
+    if let Some(s) = a.sample_interval {
+        cfg.sample_interval_ns = s;
     }
-    let duration = match &a.duration {
-        Some(d) => Some(std::time::Duration::from_nanos(parse_duration_ns(d).map_err(|e| anyhow!("--duration: {e}"))?)),
-        None => None,
-    };
+    cfg.validate().map_err(|e| anyhow!(e))?;
+    if a.print_config {
+        println!("{}", serde_json::to_string_pretty(&cfg)?);
+        return Ok(0);
+    }
+    let duration = a.duration.map(std::time::Duration::from_nanos);
     run(RunSpec {
         netns: a.netns,
         client_side_ifs: a.client_if,
@@ -232,7 +255,7 @@ mod tests {
         let c = cfg(&["--rate", "10mbit", "--delay", "20ms", "--queue", "fifo:1000"]).unwrap();
         assert_eq!(c.up.rate, RateSpec::Fixed { bps: 10_000_000 });
         assert_eq!(c.down.delay_ns, 20_000_000);
-        assert_eq!(c.down.queue, QueueSpec::Pfifo { limit: 1000 });
+        assert_eq!(c.down.queue, QueueSpec::Fifo { packets: 1000 });
         let c = cfg(&["--rate-up", "1mbit", "--rate-down", "20mbit", "--delay", "30ms", "--queue", "fq_codel"]).unwrap();
         assert_eq!(c.up.rate, RateSpec::Fixed { bps: 1_000_000 });
         assert_eq!(c.down.rate, RateSpec::Fixed { bps: 20_000_000 });
@@ -258,6 +281,8 @@ mod tests {
         assert!(e.contains("unknown queue"), "{e}");
         let e = cfg(&["--trace-up", "/nonexistent/x.trace"]).unwrap_err().to_string();
         assert!(e.contains("cannot read trace"), "{e}");
+        let e = cfg(&["--queue", "fifo"]).unwrap_err().to_string();
+        assert!(e.contains("needs a packet limit"), "{e}");
         let e = cfg(&["--reorder"]).unwrap_err().to_string();
         assert!(e.contains("--jitter"), "{e}");
         let e = cfg(&["--delay", "20"]).unwrap_err().to_string();

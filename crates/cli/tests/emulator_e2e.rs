@@ -3,14 +3,14 @@
 //! analytic truth: RTT = 2 x delay, goodput = rate x payload/packet,
 //! fifo:1000 at 10 Mbit/s = 1.2 s of queue, fq_codel ~ target.
 
-mod common;
+mod emu_util;
 use bloatlab_emulator::*;
-use common::*;
+use emu_util::*;
 use std::path::Path;
 use std::time::Duration;
 
 fn exe() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_bloatlab-emulator"))
+    Path::new(env!("CARGO_BIN_EXE_bloatlab"))
 }
 
 macro_rules! need_root {
@@ -22,16 +22,11 @@ macro_rules! need_root {
     };
 }
 
+/// The emulator configuration `bloatlab emulate` builds from these link options.
 fn cfg(args: &[&str]) -> EmulatorConfig {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        link: cli::LinkArgs,
-    }
-    let mut v = vec!["t"];
-    v.extend_from_slice(args);
-    T::try_parse_from(v).unwrap().link.to_config().unwrap()
+    let out = std::process::Command::new(exe()).arg("emulate").arg("--print-config").args(args).output().expect("run bloatlab emulate");
+    assert!(out.status.success(), "bloatlab emulate {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("an emulator configuration")
 }
 
 fn start(t: &Topo, c: &EmulatorConfig) -> EmulatorHandle {

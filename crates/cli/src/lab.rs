@@ -1,0 +1,373 @@
+//! `bloatlab lab` command line: parsed here into the model's [`LabConfig`]
+//! (plus the queues to run and the test options after `--`), then run by
+//! the lab crate.
+use crate::choice;
+use anyhow::{anyhow, bail, Result};
+use bloatlab_lab::app::{self, LabRun};
+use bloatlab_lab::RunOptions;
+use bloatlab_model::units::{parse_bytes, parse_duration, parse_duration_ns_unit_required, parse_probability};
+use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `bloatlab lab`: a bufferbloat testbed in network namespaces.
+#[derive(Args, Debug)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "With no options: the default demo (10 Mbit/s, one cubic upload through a 1000-packet FIFO, \
+then a 10-packet FIFO; < 60 s). Options after `--` go to `bloatlab test`, e.g. \
+`bloatlab lab --queue fifo:100 -- --scenarios 1u0d,1u1d --duration 5s`. Needs root. See docs/lab.md."
+)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub cmd: Option<LabCmd>,
+    #[command(flatten)]
+    pub run: LabRunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabCmd {
+    /// Remove namespaces and processes left behind by killed or --keep labs.
+    Cleanup(CleanupArgs),
+    /// List the queue disciplines this kernel offers (probed in a scratch namespace).
+    Qdiscs(QdiscsArgs),
+    /// List labs on this machine: running, kept (--keep) or left over by a killed run.
+    List(ListArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CleanupArgs {
+    /// Only this lab (6 hex digits, as in the namespace names blab-ID-ROLE); repeatable.
+    #[arg(long = "id")]
+    pub ids: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct QdiscsArgs {
+    /// Print JSON {"kernel","available","missing"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LabRunArgs {
+    /// Bottleneck rate both ways: 10mbit, 1.5mbit, 100kbit, 1gbit, or none.
+    #[arg(long, default_value = "10mbit", value_name = "RATE", value_parser = parse_limit)]
+    pub rate: RateLimit,
+    /// Upload (client→server) rate; overrides --rate.
+    #[arg(long, value_name = "RATE", value_parser = parse_limit)]
+    pub rate_up: Option<RateLimit>,
+    /// Download (server→client) rate; overrides --rate.
+    #[arg(long, value_name = "RATE", value_parser = parse_limit)]
+    pub rate_down: Option<RateLimit>,
+    /// Bottleneck queue: fifo:N (packets), bfifo:BYTES (64k = 65536), or with the emulator codel,
+    /// fq_codel, pie (e.g. codel:target=5ms), drophead:N; a comma list runs one test per queue
+    /// [default: fifo:1000,fifo:10].
+    #[arg(long, value_name = "QUEUE[,QUEUE...]", value_delimiter = ',', value_parser = QueueSpec::parse)]
+    pub queue: Vec<QueueSpec>,
+    /// Upload (client→server) queue instead of --queue's, e.g. a modem's deep upstream buffer:
+    /// --queue-up fifo:500 --queue-down fifo:50. With only one of the two, a --queue list varies the other direction.
+    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
+    pub queue_up: Option<QueueSpec>,
+    /// Download (server→client) queue instead of --queue's.
+    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
+    pub queue_down: Option<QueueSpec>,
+    /// Any kernel qdisc as the bottleneck queue, "KIND [ARGS]" (e.g. fq_codel, "cake", "netem delay 20ms").
+    #[arg(long, value_name = "\"KIND ARGS\"", value_parser = QueueSpec::kernel)]
+    pub qdisc: Option<QueueSpec>,
+    /// Where the bottleneck sits: the router's egress, or the sender's own interface.
+    #[arg(long, default_value = "router", value_parser = choice::<Placement>(Placement::WORDS))]
+    pub bottleneck: Placement,
+    /// Queue length of the bottleneck interface in packets (= --queue fifo:N, and `ip link set txqueuelen N`).
+    #[arg(long, value_name = "N")]
+    pub txqueuelen: Option<u32>,
+    /// Rate limiter of the kernel backend.
+    #[arg(long, default_value = "htb", value_parser = choice::<Shaper>(Shaper::WORDS))]
+    pub shaper: Shaper,
+    /// Segmentation offloads (TSO/GSO/GRO) on the lab's interfaces.
+    #[arg(long, default_value = "off", value_parser = choice::<OnOff>(OnOff::WORDS))]
+    pub offloads: OnOff,
+    /// TCP congestion control for the load flows (and the namespaces' default).
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues.
+    #[arg(long, default_value = "16m", value_name = "SIZE", value_parser = parse_bytes)]
+    pub tcp_mem_max: u64,
+    /// ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 / 0) [default: the kernel's, 2 = accept only].
+    #[arg(long, value_name = "on|off", value_parser = choice::<OnOff>(OnOff::WORDS))]
+    pub ecn: Option<OnOff>,
+    /// One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with --backend kernel).
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
+    pub delay: Option<Duration>,
+    /// Per-direction delay variation, uniform +/- (with --delay).
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
+    pub jitter: Option<Duration>,
+    /// Random loss per direction, e.g. 1% or 0.01.
+    #[arg(long, value_name = "PROB", value_parser = parse_probability)]
+    pub loss: Option<f64>,
+    /// kernel (qdiscs), emulator (bloatlab's user-space link), or auto: the emulator
+    /// when --queue codel|fq_codel|pie|drophead, a trace, --delay, --jitter or --loss asks for it.
+    #[arg(long, default_value = "auto", value_parser = choice::<Backend>(Backend::WORDS))]
+    pub backend: Backend,
+    /// Rate trace for the uplink (mahimahi format; emulator backend).
+    #[arg(long, value_name = "FILE")]
+    pub trace_up: Option<PathBuf>,
+    /// Rate trace for the downlink (mahimahi format; emulator backend).
+    #[arg(long, value_name = "FILE")]
+    pub trace_down: Option<PathBuf>,
+    /// Run the test over IPv6 (the lab's ULA addresses).
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Port of the bloatlab servers inside the lab.
+    #[arg(long, default_value_t = bloatlab_model::DEFAULT_PORT)]
+    pub port: u16,
+    /// Write the result JSON (with the lab section) here; several queues: FILE's stem + ".QUEUE.json" each.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Leave the lab up afterwards and print how to enter each namespace.
+    #[arg(long)]
+    pub keep: bool,
+    /// Build the lab and start the servers, run no test (implies --keep).
+    #[arg(long)]
+    pub no_run: bool,
+    /// Lab id (6 hex digits) instead of a random one.
+    #[arg(long, value_name = "HEX")]
+    pub id: Option<String>,
+    /// Queue sampling interval [default: the engine's --sample-interval, 100ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub queue_interval: Option<Duration>,
+    /// Show bloatlab test's own output too.
+    #[arg(long)]
+    pub engine_output: bool,
+    /// No progress lines and no table (errors only).
+    #[arg(long)]
+    pub quiet: bool,
+    /// Options passed to `bloatlab test` (after `--`).
+    #[arg(last = true, value_name = "TEST_OPTIONS")]
+    pub engine_args: Vec<String>,
+}
+
+/// A rate, or `none` for no limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit(pub Option<Rate>);
+
+fn parse_limit(s: &str) -> Result<RateLimit, String> {
+    Rate::parse_limit(s).map(RateLimit)
+}
+
+/// A delay or jitter: a unit is required (`20` could mean 20 ms or 20 s).
+fn parse_delay(s: &str) -> Result<Duration, String> {
+    parse_duration_ns_unit_required(s).map(Duration::from_nanos)
+}
+
+/// Resolve the command line into the lab run it asks for, checked before
+/// anything is built.
+pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
+    let rate_up = a.rate_up.unwrap_or(a.rate).0;
+    let rate_down = a.rate_down.unwrap_or(a.rate).0;
+    let mut queues = a.queue.clone();
+    if let Some(t) = a.txqueuelen {
+        if t == 0 {
+            bail!("--txqueuelen must be at least 1 packet");
+        }
+        if !queues.is_empty() && queues != vec![QueueSpec::Fifo { packets: t }] {
+            bail!("--txqueuelen {t} sets the queue to fifo:{t}; do not combine it with a different --queue");
+        }
+        queues = vec![QueueSpec::Fifo { packets: t }];
+    }
+    let (queue_up, queue_down) = (a.queue_up.clone(), a.queue_down.clone());
+    if let (Some(u), Some(_)) = (&queue_up, &queue_down) {
+        if !a.queue.is_empty() {
+            bail!("--queue-up and --queue-down set both directions; --queue has nothing left to set (drop it)");
+        }
+        queues = vec![u.clone()];
+    }
+    if let (Some(t), true) = (a.txqueuelen, queue_up.is_some() || queue_down.is_some()) {
+        bail!("--txqueuelen {t} sets both directions' queue to fifo:{t}; do not combine it with --queue-up/--queue-down");
+    }
+    if let Some(q) = &a.qdisc {
+        if !a.queue.is_empty() || queue_up.is_some() || queue_down.is_some() {
+            bail!("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down");
+        }
+        queues = vec![q.clone()];
+    }
+    if queues.is_empty() {
+        queues = vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }];
+    }
+    let cfg = LabConfig {
+        id: a.id.clone(),
+        backend: a.backend,
+        placement: a.bottleneck,
+        rate_up,
+        rate_down,
+        queue: queues[0].clone(),
+        queue_up,
+        queue_down,
+        txqueuelen: a.txqueuelen,
+        shaper: a.shaper,
+        offloads: a.offloads,
+        cc: a.cc.clone(),
+        tcp_mem_max: a.tcp_mem_max,
+        ecn: a.ecn,
+        delay: a.delay,
+        jitter: a.jitter,
+        loss: a.loss,
+        trace_up: a.trace_up.clone(),
+        trace_down: a.trace_down.clone(),
+        ipv6: a.ipv6,
+        port: a.port,
+        exe: None,
+    };
+    let test = crate::test::parse_pass_through(&a.engine_args, "bloatlab lab")?;
+    for q in &queues {
+        let c = LabConfig { queue: q.clone(), ..cfg.clone() };
+        bloatlab_lab::validate(&c)?;
+        let mut t = bloatlab_lab::lab_test_defaults(&c);
+        test.apply(&mut t);
+        t.validate().map_err(|e| anyhow!("after `--`: {e}"))?;
+    }
+    if a.json.as_deref() == Some(std::path::Path::new("-")) && queues.len() > 1 {
+        bail!("--json - writes one result; with several queues give a file name (one file per queue)");
+    }
+    Ok(LabRun {
+        cfg,
+        queues,
+        run: RunOptions {
+            test,
+            engine_args: a.engine_args.clone(),
+            show_engine_output: a.engine_output,
+            queue_interval: a.queue_interval,
+            command: std::env::args().collect(),
+        },
+        json: a.json.clone(),
+        keep: a.keep,
+        no_run: a.no_run,
+        quiet: a.quiet,
+    })
+}
+
+pub fn run_lab(args: LabArgs) -> Result<i32> {
+    match args.cmd {
+        Some(LabCmd::Cleanup(c)) => app::run_cleanup(&c.ids),
+        Some(LabCmd::Qdiscs(q)) => app::run_qdiscs(q.json),
+        Some(LabCmd::List(l)) => app::run_list(l.json),
+        None => app::run_lab(&resolve(&args.run)?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: LabArgs,
+    }
+
+    fn parse(v: &[&str]) -> Result<(LabConfig, Vec<QueueSpec>)> {
+        let mut argv = vec!["lab"];
+        argv.extend_from_slice(v);
+        let t = T::try_parse_from(argv).map_err(|e| anyhow!("{e}"))?;
+        resolve(&t.a.run).map(|r| (r.cfg, r.queues))
+    }
+
+    #[test]
+    fn defaults_are_the_demo() {
+        let (c, q) = parse(&[]).unwrap();
+        assert_eq!(q, vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }]);
+        assert_eq!(c.rate_up, Some(Rate::mbit(10.0)));
+        assert_eq!(c.placement, Placement::Router);
+        assert_eq!(c.offloads, OnOff::Off);
+        assert_eq!(c.cc, "cubic");
+        assert_eq!(c.analytic_queue_delay_ms(true).map(|x| (x * 10.0).round() / 10.0), Some(1211.2));
+    }
+
+    #[test]
+    fn issue_examples_parse() {
+        let (_, q) = parse(&["--rate", "10mbit", "--queue", "fifo:1000", "--", "--scenarios", "1u0d,1u1d"]).unwrap();
+        assert_eq!(q.len(), 1);
+        let (c, q) = parse(&["--rate-up", "1mbit", "--rate-down", "20mbit", "--queue", "bfifo:64k", "--bottleneck", "router"]).unwrap();
+        assert_eq!(c.rate_up.unwrap().bps, 1_000_000);
+        assert_eq!(c.rate_down.unwrap().bps, 20_000_000);
+        assert_eq!(q, vec![QueueSpec::Bfifo { bytes: 65536 }]);
+        let (c, q) = parse(&["--bottleneck", "local", "--txqueuelen", "100"]).unwrap();
+        assert_eq!(c.placement, Placement::Local);
+        assert_eq!(q, vec![QueueSpec::Fifo { packets: 100 }]);
+        let (c, _) = parse(&["--qdisc", "fq_codel limit 100"]).unwrap();
+        assert_eq!(c.kernel_qdisc().map(|q| q.label()).as_deref(), Some("fq_codel limit 100"));
+        assert!(parse(&["--keep"]).is_ok());
+        let (c, q) = parse(&["--queue", "fq_codel,codel:target=5ms", "--delay", "40ms"]).unwrap();
+        assert_eq!(c.effective_backend(), Backend::Emulator);
+        assert_eq!(q.len(), 2);
+        let (c, _) = parse(&["--queue", "fifo:10"]).unwrap();
+        assert_eq!(c.effective_backend(), Backend::Kernel);
+        let t = T::try_parse_from(["lab", "cleanup", "--id", "1a2b3c"]).unwrap();
+        assert!(matches!(t.a.cmd, Some(LabCmd::Cleanup(_))));
+    }
+
+    #[test]
+    fn queues_per_direction() {
+        let (c, q) = parse(&["--queue-up", "fifo:500", "--queue-down", "bfifo:64k"]).unwrap();
+        // both directions set: one run (the default list has nothing left to vary)
+        assert_eq!(q.len(), 1);
+        assert_eq!(c.queue_of(true), &QueueSpec::Fifo { packets: 500 });
+        assert_eq!(c.queue_of(false), &QueueSpec::Bfifo { bytes: 65536 });
+        assert_eq!(c.queue_label(), "up-fifo:500+down-bfifo:65536");
+        assert_eq!(c.analytic_queue_delay_ms(true).map(|x| x.round()), Some(606.0));
+        assert_eq!(c.analytic_queue_delay_ms(false).map(|x| (x * 10.0).round() / 10.0), Some(52.4));
+        assert_eq!(c.effective_backend(), Backend::Kernel);
+        // one direction overridden: the other keeps --queue
+        let (c, _) = parse(&["--queue", "fifo:100", "--queue-down", "fifo:10"]).unwrap();
+        assert_eq!((c.queue_of(true), c.queue_of(false)), (&QueueSpec::Fifo { packets: 100 }, &QueueSpec::Fifo { packets: 10 }));
+        // one direction set: the --queue list (here the default) varies the other
+        let (c, q) = parse(&["--queue-down", "fifo:10"]).unwrap();
+        assert_eq!((q.len(), c.queue_of(false)), (2, &QueueSpec::Fifo { packets: 10 }));
+        // the same queue both ways is labelled as one
+        let (c, _) = parse(&["--queue", "fifo:100", "--queue-down", "fifo:100"]).unwrap();
+        assert_eq!(c.queue_label(), "fifo:100");
+        // an AQM in one direction moves the lab to the emulator, which gets each direction's queue
+        let (c, _) = parse(&["--queue", "fifo:100", "--queue-up", "codel"]).unwrap();
+        assert_eq!(c.effective_backend(), Backend::Emulator);
+        let e = bloatlab_lab::emulator_config(&c).unwrap();
+        assert_eq!(e.up.queue.kind(), "codel");
+        assert_eq!(e.down.queue.kind(), "fifo");
+    }
+
+    #[test]
+    fn bad_input_is_explained() {
+        let e = |v: &[&str]| format!("{:#}", parse(v).unwrap_err());
+        assert!(e(&["--queue-up", "red"]).contains("--queue-up"));
+        assert!(e(&["--queue-up", "fifo:1", "--queue-down", "fifo:2", "--queue", "fifo:3"]).contains("nothing left"));
+        assert!(e(&["--queue-down", "fq_codel", "--backend", "kernel"]).contains("--queue-down fq_codel"));
+        assert!(e(&["--queue-up", "fifo:10", "--txqueuelen", "10"]).contains("--queue-up"));
+        assert!(e(&["--queue-up", "fifo:10", "--qdisc", "sfq"]).contains("--qdisc"));
+        assert!(e(&["--rate", "fast"]).contains("accepted forms"));
+        assert!(e(&["--queue", "red"]).contains("accepted forms"));
+        assert!(e(&["--queue", "fq_codel", "--backend", "kernel"]).contains("emulator"));
+        assert!(e(&["--queue", "fq_codel", "--bottleneck", "local"]).contains("kernel backend"));
+        assert!(e(&["--delay", "20ms", "--qdisc", "sfq", "--backend", "emulator"]).contains("--qdisc"));
+        assert!(e(&["--txqueuelen", "5", "--queue", "fifo:10"]).contains("txqueuelen"));
+        assert!(e(&["--qdisc", "sfq", "--queue", "fifo:10"]).contains("--qdisc"));
+        assert!(e(&["--", "--json", "x"]).contains("--json"));
+        assert!(e(&["--id", "xyz"]).contains("hex"));
+        assert!(e(&["--rate", "none"]).contains("no bottleneck"));
+        assert!(e(&["--jitter", "5ms"]).contains("--delay"));
+        assert!(e(&["--json", "-"]).contains("one result"));
+        // every mistake is caught before anything is built
+        assert!(e(&["--delay", "20"]).contains("needs a unit"));
+        assert!(e(&["--", "--duration", "10ms"]).contains("--duration"));
+        assert!(e(&["--", "--scenarios", "40u0d"]).contains("at most 32"));
+        assert!(e(&["--rate", "10mbps"]).contains("ambiguous"));
+    }
+
+}

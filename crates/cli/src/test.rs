@@ -1,0 +1,381 @@
+//! `bloatlab server`, `bloatlab test`, and the hidden `bloatlab job FILE`
+//! the lab runs inside its namespaces: command lines become the model's
+//! [`ServerConfig`] and [`TestConfig`] here, and nowhere else.
+use anyhow::{anyhow, bail, Context, Result};
+use bloatlab_engine::client::{self, Live};
+use bloatlab_engine::server::Server;
+use bloatlab_host::signals;
+use bloatlab_model::units::{parse_bytes, parse_duration};
+use bloatlab_model::{Family, Job, Scenario, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
+use bloatlab_results::TestResult;
+use clap::{Args, Parser};
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+/// A comma-separated scenario list, parsed by the model's one grammar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenarios(pub Vec<Scenario>);
+
+fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
+    Scenario::parse_list(s).map(Scenarios)
+}
+
+fn parse_socket_buffer(s: &str) -> Result<u32, String> {
+    let b = parse_bytes(s)?;
+    if b > (i32::MAX / 2) as u64 {
+        return Err(format!("`{s}` is too large (at most 1 GiB)"));
+    }
+    Ok(b as u32)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Address to listen on (repeatable); default [::] dual-stack, 0.0.0.0 if IPv6 is off.
+    #[arg(long = "bind", value_name = "ADDR")]
+    pub bind: Vec<String>,
+    /// TCP and UDP port.
+    #[arg(long, short, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Longest test a client may run.
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    pub max_duration: Duration,
+    /// Most flows in one scenario of one test.
+    #[arg(long, default_value_t = 64)]
+    pub max_flows: u32,
+    /// Most tests running at once.
+    #[arg(long, default_value_t = 8)]
+    pub max_tests: u32,
+    /// How long a client may stay silent before its test is dropped.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// No per-test log lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl ServerArgs {
+    pub fn config(&self) -> Result<ServerConfig> {
+        let mut binds = vec![];
+        for b in &self.bind {
+            let addr: SocketAddr = if let Ok(ip) = b.parse::<std::net::IpAddr>() {
+                SocketAddr::new(ip, self.port)
+            } else {
+                b.parse().map_err(|_| anyhow!("--bind {b}: not an IP address (examples: 127.0.0.1, ::1, [::1]:9770)"))?
+            };
+            binds.push(addr);
+        }
+        if binds.is_empty() {
+            binds.push(SocketAddr::from(([0u16; 8], self.port)));
+        }
+        let cfg = ServerConfig {
+            binds,
+            max_duration: self.max_duration,
+            max_flows: self.max_flows,
+            max_tests: self.max_tests,
+            idle_timeout: self.idle_timeout,
+            quiet: self.quiet,
+        };
+        cfg.validate().map_err(|e| anyhow!(e))?;
+        Ok(cfg)
+    }
+}
+
+/// The load and probe options: `bloatlab test`'s, and those after
+/// `bloatlab lab --` and `bloatlab sweep --` (whose defaults differ: shown
+/// as "lab:").
+#[derive(Args, Debug, Clone, Default)]
+pub struct LoadArgs {
+    /// Scenarios NuMd (N uploads, M downloads, 0..32 each), comma separated
+    /// [default: 0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d; lab: 1u0d].
+    #[arg(long, short, value_name = "NuMd,...", value_parser = parse_scenarios)]
+    pub scenarios: Option<Scenarios>,
+    /// Length of each scenario [default: 5s; lab: 18s].
+    #[arg(long, short, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Idle baseline before the first scenario (0 = none; added latency then unavailable) [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub idle: Option<Duration>,
+    /// Pause between scenarios so queues drain [default: 1s; lab: 1.5 x the full queue's delay + 0.5 s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub pause: Option<Duration>,
+    /// UDP probe interval (isochronous); also paces the TCP request/response probe [default: 10ms; lab: 50ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub probe_interval: Option<Duration>,
+    /// UDP probe payload size, bytes (48..1472) [default: 64].
+    #[arg(long, value_name = "BYTES")]
+    pub probe_size: Option<usize>,
+    /// Goodput and TCP_INFO sampling interval (10ms..1s) [default: 100ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub sample_interval: Option<Duration>,
+    /// Congestion control of the load flows on both ends (e.g. cubic, bbr, reno) [default: each host's; lab: --cc].
+    #[arg(long, value_name = "NAME")]
+    pub cc: Option<String>,
+    /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends (e.g. 4M) [default: kernel autotuning].
+    #[arg(long, value_name = "SIZE", value_parser = parse_socket_buffer)]
+    pub socket_buffer: Option<u32>,
+}
+
+impl LoadArgs {
+    pub fn overrides(&self) -> TestOverrides {
+        TestOverrides {
+            scenarios: self.scenarios.clone().map(|s| s.0),
+            duration: self.duration,
+            idle: self.idle,
+            pause: self.pause,
+            probe_interval: self.probe_interval,
+            probe_size: self.probe_size,
+            sample_interval: self.sample_interval,
+            cc: self.cc.clone(),
+            socket_buffer: self.socket_buffer,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct TestArgs {
+    /// Server: host, host:port, [v6addr]:port.
+    pub host: String,
+    /// The server's TCP and UDP port (when HOST has none).
+    #[arg(long, short, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// A second bloatlab server that only receives UDP probes (the "witness" whose latency the load harms).
+    #[arg(long, value_name = "HOST")]
+    pub witness: Option<String>,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Write the full result (every raw sample) as JSON to FILE, or - for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+    /// No progress display (the summary table is still printed; use --json - to get only JSON on stdout).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// After the test, write an HTML report (next to --json, or bloatlab-<time>.html).
+    #[arg(long)]
+    pub report: bool,
+}
+
+impl TestArgs {
+    /// The test this command line asks for, checked.
+    pub fn config(&self) -> Result<TestConfig> {
+        let mut cfg = TestConfig {
+            server: self.host.clone(),
+            port: self.port,
+            family: if self.ipv4 {
+                Family::V4
+            } else if self.ipv6 {
+                Family::V6
+            } else {
+                Family::Any
+            },
+            witness: self.witness.clone(),
+            command: std::env::args().collect(),
+            ..Default::default()
+        };
+        self.load.overrides().apply(&mut cfg);
+        cfg.validate().map_err(|e| anyhow!(e))?;
+        Ok(cfg)
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(no_binary_name = true)]
+struct PassThrough {
+    #[command(flatten)]
+    test: TestArgs,
+}
+
+/// Parse the `bloatlab test` options given after `--` to `bloatlab lab` or
+/// `bloatlab sweep`: the load and probe options only (the lab sets the
+/// server, witness, port, address family and output itself).
+pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
+    if let Some(first) = args.first().filter(|a| !a.starts_with('-')) {
+        bail!("after `--` come `bloatlab test` options (e.g. -- --scenarios 1u1d --duration 5s); the server address `{first}` is chosen by {who}");
+    }
+    let mut v = vec!["LAB-SERVER".to_string()];
+    v.extend(args.iter().cloned());
+    let p = PassThrough::try_parse_from(&v).map_err(|e| anyhow!("options after `--`: {}", e.to_string().trim_end()))?;
+    let t = p.test;
+    let owned = [
+        (t.json.is_some(), "--json", "use the lab's own --json FILE"),
+        (t.witness.is_some(), "--witness", "the lab's witness host is probed already"),
+        (t.port != DEFAULT_PORT, "--port", "use the lab's own --port N"),
+        (t.ipv4 || t.ipv6, "-4/-6", "use the lab's --ipv6"),
+        (t.report, "--report", "write a report from the result JSON with `bloatlab report`"),
+    ];
+    for (given, flag, instead) in owned {
+        if given {
+            bail!("`{flag}` after `--` is set by {who} itself; {instead}");
+        }
+    }
+    Ok(t.load.overrides())
+}
+
+pub fn run_server(a: ServerArgs) -> Result<i32> {
+    serve(a.config()?)
+}
+
+fn serve(cfg: ServerConfig) -> Result<i32> {
+    let quiet = cfg.quiet;
+    let srv = Server::start(cfg).map_err(|e| anyhow!(e))?;
+    let list: Vec<String> = srv.addrs.iter().map(|a| a.to_string()).collect();
+    println!("bloatlab server listening on {} (tcp+udp)", list.join(", "));
+    std::io::stdout().flush().ok();
+    signals::install();
+    while signals::pending() == 0 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !quiet {
+        eprintln!("bloatlab server: stopping after {} tests", srv.tests_served());
+    }
+    Ok(0)
+}
+
+/// How the binary renders what the engine measured (the report crate supplies it).
+pub type Render = dyn Fn(&TestResult) -> String;
+
+/// Run one test: measure (with a progress bar on a terminal unless quiet),
+/// print the summary, write the JSON. Returns the exit code and the result.
+pub fn run_test(cfg: &TestConfig, json: Option<&str>, quiet: bool, table: &Render) -> Result<(i32, Option<TestResult>)> {
+    // Check the output file is writable before spending a minute measuring.
+    if let Some(p) = json.filter(|p| *p != "-") {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+            .with_context(|| format!("cannot write --json {p}"))?;
+    }
+    signals::install();
+    let show = !quiet && std::io::stderr().is_terminal();
+    let bar = show.then(|| {
+        let b = indicatif::ProgressBar::new(1000);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{prefix:>8} [{bar:30}] {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        b
+    });
+    let mut live = |l: &Live| {
+        if let Some(b) = &bar {
+            b.set_prefix(l.phase.clone());
+            let frac = (l.phase_index as f64 + (l.elapsed_s / l.phase_len_s.max(1e-9)).min(1.0)) / l.phases.max(1) as f64;
+            b.set_position((frac * 1000.0) as u64);
+            b.set_message(format!(
+                "{}/{}  up {:8.2} Mbit/s  down {:8.2} Mbit/s  rtt {:8.2} ms",
+                l.phase_index + 1,
+                l.phases,
+                l.up_bps / 1e6,
+                l.down_bps / 1e6,
+                l.rtt_ms
+            ));
+        }
+    };
+    let out = client::run(cfg, signals::flag(), &mut live);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let Some(result) = out.result else {
+        bail!("{}", out.error.unwrap_or_else(|| "test failed".into()));
+    };
+    let text = serde_json::to_string_pretty(&result)?;
+    if json == Some("-") {
+        println!("{text}");
+        eprint!("{}", table(&result));
+    } else {
+        print!("{}", table(&result));
+        if let Some(p) = json {
+            std::fs::write(p, &text).with_context(|| format!("cannot write {p}"))?;
+        }
+    }
+    let code = if out.interrupted {
+        eprintln!("bloatlab: interrupted: wrote what was measured so far (marked incomplete)");
+        130
+    } else if let Some(e) = out.error {
+        eprintln!("bloatlab: error: {e}");
+        1
+    } else {
+        0
+    };
+    Ok((code, Some(result)))
+}
+
+/// `bloatlab job FILE`: run the [`Job`] a lab wrote for this process.
+pub fn run_job(file: &Path, table: &Render) -> Result<i32> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read job {}", file.display()))?;
+    let job: Job = serde_json::from_str(&text).with_context(|| format!("{} is not a bloatlab job", file.display()))?;
+    match job {
+        Job::Server { config } => {
+            config.validate().map_err(|e| anyhow!(e))?;
+            serve(config)
+        }
+        Job::Test { config, json, quiet } => {
+            let path = json.to_str().ok_or_else(|| anyhow!("job result path is not UTF-8"))?;
+            run_test(&config, Some(path), quiet, table).map(|(code, _)| code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        t: TestArgs,
+    }
+
+    fn cfg(v: &[&str]) -> Result<TestConfig> {
+        let mut a = vec!["test"];
+        a.extend_from_slice(v);
+        T::try_parse_from(a).map_err(|e| anyhow!("{e}"))?.t.config()
+    }
+
+    #[test]
+    fn test_command_lines() {
+        let c = cfg(&["h"]).unwrap();
+        assert_eq!(c, TestConfig { server: "h".into(), command: c.command.clone(), ..Default::default() });
+        let c = cfg(&["h", "-s", "1u0d, 4u4d", "-d", "1.5", "--cc", "bbr", "--socket-buffer", "4M", "-6"]).unwrap();
+        assert_eq!(c.scenarios, vec![Scenario::new(1, 0), Scenario::new(4, 4)]);
+        assert_eq!((c.duration, c.cc.as_str(), c.socket_buffer, c.family), (Duration::from_millis(1500), "bbr", 4 << 20, Family::V6));
+        for (bad, why) in [
+            (&["h", "-s", "1u0d,40u0d"][..], "at most 32"),
+            (&["h", "-s", ""], "no scenarios"),
+            (&["h", "-d", "fast"], "not a duration"),
+            (&["h", "-d", "10ms"], "at least 200ms"),
+            (&["h", "--probe-size", "20"], "--probe-size"),
+            (&["h", "--socket-buffer", "lots"], "byte size"),
+        ] {
+            let e = format!("{:#}", cfg(bad).unwrap_err());
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn pass_through_options() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let o = parse_pass_through(&s(&["--scenarios", "1u1d", "--duration=5s", "--cc", "bbr"]), "bloatlab lab").unwrap();
+        assert_eq!(o.scenarios, Some(vec![Scenario::new(1, 1)]));
+        assert_eq!((o.duration, o.cc.as_deref(), o.idle), (Some(Duration::from_secs(5)), Some("bbr"), None));
+        for (bad, why) in [
+            (&["--json", "x"][..], "--json"),
+            (&["--witness=1.2.3.4"], "--witness"),
+            (&["--port", "1"], "--port"),
+            (&["-6"], "--ipv6"),
+            (&["10.0.0.1"], "chosen by bloatlab lab"),
+            (&["--scenarios", "0u0d"], "at least one flow"),
+            (&["--colour"], "unexpected argument"),
+        ] {
+            let e = parse_pass_through(&s(bad), "bloatlab lab").unwrap_err().to_string();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! The configurations processes exchange: what `bloatlab test` runs
+//! ([`TestConfig`], with [`TestOverrides`] for the options a lab or sweep
+//! leaves to the user), what `bloatlab server` serves ([`ServerConfig`]), and
+//! the [`Job`] a lab hands a child process in its namespace. All serde; each
+//! checks itself with `validate` before anything runs.
+use crate::scenario::Scenario;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The TCP and UDP port of a bloatlab server.
+pub const DEFAULT_PORT: u16 = 9770;
+/// UDP probe sizes: the 48-byte header at least, one unfragmented datagram at most.
+pub const PROBE_MIN_BYTES: usize = 48;
+pub const PROBE_MAX_BYTES: usize = 1472;
+/// `bloatlab test`'s default scenario matrix.
+pub const DEFAULT_SCENARIOS: &str = "0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    #[default]
+    Any,
+    V4,
+    V6,
+}
+
+/// Everything one `bloatlab test` run does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestConfig {
+    /// "host", "host:port", "[v6]:port" or "v6".
+    pub server: String,
+    pub port: u16,
+    pub family: Family,
+    pub scenarios: Vec<Scenario>,
+    pub duration: Duration,
+    pub idle: Duration,
+    /// Pause between scenarios so the bottleneck queue drains.
+    pub pause: Duration,
+    pub probe_interval: Duration,
+    pub probe_size: usize,
+    pub sample_interval: Duration,
+    /// Congestion control of the load flows on both ends; empty = each host's default.
+    pub cc: String,
+    /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends, bytes; 0 = autotuning.
+    pub socket_buffer: u32,
+    pub witness: Option<String>,
+    /// The command line, recorded in the result.
+    pub command: Vec<String>,
+    pub connect_timeout: Duration,
+}
+
+impl Default for TestConfig {
+    fn default() -> Self {
+        TestConfig {
+            server: "127.0.0.1".into(),
+            port: DEFAULT_PORT,
+            family: Family::Any,
+            scenarios: Scenario::parse_list(DEFAULT_SCENARIOS).expect("default scenarios parse"),
+            duration: Duration::from_secs(5),
+            idle: Duration::from_secs(2),
+            pause: Duration::from_millis(1000),
+            probe_interval: Duration::from_millis(10),
+            probe_size: 64,
+            sample_interval: Duration::from_millis(100),
+            cc: String::new(),
+            socket_buffer: 0,
+            witness: None,
+            command: vec![],
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A congestion control name as the kernel spells them (letters, digits, `_`); empty = default.
+pub fn check_cc(cc: &str) -> Result<(), String> {
+    if !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("`{cc}` is not a congestion control name (e.g. cubic, bbr, reno)"));
+    }
+    Ok(())
+}
+
+impl TestConfig {
+    /// Check every value before anything is connected or written. Messages
+    /// name the command-line option.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.scenarios.is_empty() {
+            return Err("--scenarios: no scenarios given".into());
+        }
+        if self.duration < Duration::from_millis(200) {
+            return Err("--duration must be at least 200ms".into());
+        }
+        if self.duration > Duration::from_secs(86_400) || self.idle > Duration::from_secs(86_400) || self.pause > Duration::from_secs(3600) {
+            return Err("--duration and --idle must be at most 1 day, --pause at most 1 hour".into());
+        }
+        if self.probe_interval < Duration::from_micros(100) || self.probe_interval > Duration::from_secs(10) {
+            return Err("--probe-interval must be between 100us and 10s".into());
+        }
+        if self.sample_interval < Duration::from_millis(10) || self.sample_interval > Duration::from_secs(1) {
+            return Err("--sample-interval must be between 10ms and 1s".into());
+        }
+        if !(PROBE_MIN_BYTES..=PROBE_MAX_BYTES).contains(&self.probe_size) {
+            return Err(format!("--probe-size must be {PROBE_MIN_BYTES}..{PROBE_MAX_BYTES} bytes"));
+        }
+        if self.socket_buffer > i32::MAX as u32 / 2 {
+            return Err("--socket-buffer is too large (at most 1 GiB)".into());
+        }
+        check_cc(&self.cc).map_err(|e| format!("--cc: {e}"))?;
+        if self.server.trim().is_empty() {
+            return Err("no server given".into());
+        }
+        Ok(())
+    }
+
+    /// Longest scenario, in flows.
+    pub fn max_flows(&self) -> u32 {
+        self.scenarios.iter().map(Scenario::flows).max().unwrap_or(0)
+    }
+}
+
+/// The load and probe options a user may set on top of a default
+/// configuration (the lab's, a sweep's): `None` keeps the default.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TestOverrides {
+    pub scenarios: Option<Vec<Scenario>>,
+    pub duration: Option<Duration>,
+    pub idle: Option<Duration>,
+    pub pause: Option<Duration>,
+    pub probe_interval: Option<Duration>,
+    pub probe_size: Option<usize>,
+    pub sample_interval: Option<Duration>,
+    pub cc: Option<String>,
+    pub socket_buffer: Option<u32>,
+}
+
+impl TestOverrides {
+    /// Set every given option in `t`.
+    pub fn apply(&self, t: &mut TestConfig) {
+        if let Some(v) = &self.scenarios {
+            t.scenarios = v.clone();
+        }
+        if let Some(v) = self.duration {
+            t.duration = v;
+        }
+        if let Some(v) = self.idle {
+            t.idle = v;
+        }
+        if let Some(v) = self.pause {
+            t.pause = v;
+        }
+        if let Some(v) = self.probe_interval {
+            t.probe_interval = v;
+        }
+        if let Some(v) = self.probe_size {
+            t.probe_size = v;
+        }
+        if let Some(v) = self.sample_interval {
+            t.sample_interval = v;
+        }
+        if let Some(v) = &self.cc {
+            t.cc = v.clone();
+        }
+        if let Some(v) = self.socket_buffer {
+            t.socket_buffer = v;
+        }
+    }
+
+    /// Options set in `other` win over ours.
+    pub fn merge(&mut self, other: &TestOverrides) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
+        }
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer);
+    }
+}
+
+/// What `bloatlab server` serves, and its limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// Addresses to bind (port 0 = pick one; TCP and UDP share it); empty = `[::]:9770`.
+    pub binds: Vec<SocketAddr>,
+    pub max_duration: Duration,
+    pub max_flows: u32,
+    pub max_tests: u32,
+    /// How long a control connection may stay silent beyond the scenario it runs.
+    pub idle_timeout: Duration,
+    pub quiet: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            binds: vec![],
+            max_duration: Duration::from_secs(300),
+            max_flows: 64,
+            max_tests: 8,
+            idle_timeout: Duration::from_secs(15),
+            quiet: false,
+        }
+    }
+}
+
+impl ServerConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_flows == 0 || self.max_tests == 0 {
+            return Err("--max-flows and --max-tests must be at least 1".into());
+        }
+        if self.max_duration.is_zero() || self.idle_timeout.is_zero() {
+            return Err("--max-duration and --idle-timeout must be greater than 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// Work a lab hands a `bloatlab` child process inside one of its namespaces,
+/// as a JSON file (`bloatlab job FILE`): a typed configuration, never an
+/// argument list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum Job {
+    /// Serve tests; print the "listening" line on stdout once bound.
+    Server { config: ServerConfig },
+    /// Run one test and write its result JSON to `json` (also when it ends early).
+    Test { config: TestConfig, json: PathBuf, quiet: bool },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_overrides_apply() {
+        let mut t = TestConfig::default();
+        t.validate().unwrap();
+        assert_eq!(t.scenarios.len(), 7);
+        assert_eq!(t.max_flows(), 32);
+        let o = TestOverrides { duration: Some(Duration::from_secs(9)), cc: Some("reno".into()), ..Default::default() };
+        o.apply(&mut t);
+        assert_eq!((t.duration, t.cc.as_str(), t.idle), (Duration::from_secs(9), "reno", Duration::from_secs(2)));
+        let mut a = TestOverrides { duration: Some(Duration::from_secs(1)), idle: Some(Duration::ZERO), ..Default::default() };
+        a.merge(&o);
+        assert_eq!((a.duration, a.idle, a.cc.as_deref()), (Some(Duration::from_secs(9)), Some(Duration::ZERO), Some("reno")));
+    }
+
+    #[test]
+    fn bad_values_name_their_option() {
+        let bad = |f: &dyn Fn(&mut TestConfig)| {
+            let mut t = TestConfig::default();
+            f(&mut t);
+            t.validate().unwrap_err()
+        };
+        assert!(bad(&|t| t.duration = Duration::from_millis(10)).contains("--duration"));
+        assert!(bad(&|t| t.probe_interval = Duration::from_secs(60)).contains("--probe-interval"));
+        assert!(bad(&|t| t.sample_interval = Duration::from_millis(1)).contains("--sample-interval"));
+        assert!(bad(&|t| t.probe_size = 20).contains("--probe-size"));
+        assert!(bad(&|t| t.cc = "cu bic".into()).contains("--cc"));
+        assert!(bad(&|t| t.scenarios.clear()).contains("--scenarios"));
+        assert!(ServerConfig { max_tests: 0, ..Default::default() }.validate().is_err());
+    }
+
+    #[test]
+    fn jobs_round_trip() {
+        let j = Job::Test { config: TestConfig::default(), json: "/tmp/r.json".into(), quiet: true };
+        let s = serde_json::to_string(&j).unwrap();
+        assert!(s.starts_with("{\"job\":\"test\""), "{s}");
+        assert_eq!(serde_json::from_str::<Job>(&s).unwrap(), j);
+        let j = Job::Server { config: ServerConfig { binds: vec!["[::]:9770".parse().unwrap()], ..Default::default() } };
+        assert_eq!(serde_json::from_str::<Job>(&serde_json::to_string(&j).unwrap()).unwrap(), j);
+    }
+}

@@ -1,0 +1,27 @@
+//! bloatlab's one typed model: the values every layer shares, each with one
+//! definition and one parser, parsed once at the edge (the command line, a
+//! recipe file) and passed typed everywhere inside.
+//!
+//! * [`units`]: durations, tc rates, byte sizes, probabilities, RFC 3339 times.
+//! * [`rate`]: a link [`Rate`] and a direction's [`RateSpec`] (fixed, unlimited, mahimahi trace).
+//! * [`queue`]: the bottleneck [`QueueSpec`] (fifo/bfifo/drophead, CoDel,
+//!   FQ-CoDel, PIE with parameters, any kernel qdisc) and the analytic delay
+//!   of a full queue ([`analytic_queue_delay_ms`], one frame-size rule).
+//! * [`scenario`]: load scenarios `NuMd` ([`Scenario`], one grammar, one limit).
+//! * [`config`]: [`TestConfig`], [`TestOverrides`], [`ServerConfig`] and the
+//!   [`Job`] a lab hands a child process.
+//! * [`lab`]: [`LabConfig`] and its enums.
+//!
+//! Pure: no I/O except reading a trace file a configuration names.
+pub mod config;
+pub mod lab;
+pub mod queue;
+pub mod rate;
+pub mod scenario;
+pub mod units;
+
+pub use config::{Family, Job, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
+pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
+pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
+pub use rate::{Rate, RateSpec};
+pub use scenario::Scenario;

@@ -1,0 +1,103 @@
+//! `latency`: RTT and one-way delays over time, lost probes marked.
+use super::*;
+
+pub(super) fn draw_latency_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, r: &TestResult, x_desc: bool) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let span = series::test_span_s(r);
+    struct PhaseSeries {
+        rtt: Vec<(f64, f64)>,
+        lost: Vec<f64>,
+        up: Vec<(f64, f64)>,
+        down: Vec<(f64, f64)>,
+        rr: Vec<(f64, f64)>,
+        wit: Vec<(f64, f64)>,
+        wit_lost: Vec<f64>,
+    }
+    let mut all = Vec::new();
+    let mut ymax: f64 = 0.0;
+    for p in series::phases(r) {
+        let (rtt, lost) = series::probe_rtt(&p.probes);
+        let (up, down) = series::probe_owd(&p.probes);
+        let rr: Vec<(f64, f64)> = p.rr.iter().map(|s| (secs(s.t_ns), s.rtt_ns as f64 / 1e6)).collect();
+        let (wit, wit_lost) = series::probe_rtt(&p.witness_probes);
+        for v in [&rtt, &up, &down, &rr, &wit] {
+            ymax = v.iter().fold(ymax, |m, p| m.max(p.1));
+        }
+        all.push(PhaseSeries { rtt, lost, up, down, rr, wit, wit_lost });
+    }
+    let ymax = nice_max(ymax) * 1.5;
+    let lowest = all.iter().flat_map(|ps| ps.up.iter().chain(ps.down.iter())).map(|p| p.1).fold(0.0, f64::min);
+    let ymin = if lowest < 0.0 { lowest - 0.05 * ymax } else { 0.0 };
+    let mut chart = time_chart_from(area, Some("Latency (UDP probes; one-way delays from the clock-offset estimate)"), span, ymin, ymax, "ms", x_desc)?;
+    shade_phases(&mut chart, r, ymax, false)?;
+    let mut done = [false; 7];
+    fn lab<'a, DB: DrawingBackend + 'a>(
+        s: &mut plotters::chart::SeriesAnno<'a, DB>,
+        done: &mut bool,
+        name: &str,
+        c: RGBColor,
+        w: u32,
+        dot: bool,
+    ) {
+        if *done {
+            return;
+        }
+        *done = true;
+        if dot {
+            s.label(name).legend(move |(x, y)| Circle::new((x + 9, y), 3, c.filled()));
+        } else {
+            s.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(w + 1)));
+        }
+    }
+    for ps in &all {
+        if !ps.up.is_empty() {
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.up, MAX_POINTS), OWD_UP.stroke_width(1)))?;
+            lab(s, &mut done[0], "one-way up", OWD_UP, 1, false);
+        }
+        if !ps.down.is_empty() {
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.down, MAX_POINTS), OWD_DOWN.stroke_width(1)))?;
+            lab(s, &mut done[1], "one-way down", OWD_DOWN, 1, false);
+        }
+        if !ps.rtt.is_empty() {
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.rtt, MAX_POINTS), RTT.stroke_width(1)))?;
+            lab(s, &mut done[2], "round trip", RTT, 1, false);
+        }
+        if !ps.rr.is_empty() {
+            let pts = series::thin_minmax(&ps.rr, MAX_POINTS);
+            let s = chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, RR.filled())))?;
+            lab(s, &mut done[3], "TCP request/response", RR, 1, true);
+        }
+        if !ps.wit.is_empty() {
+            let pts = series::thin_minmax(&ps.wit, MAX_POINTS);
+            let s = chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
+            lab(s, &mut done[4], "witness host RTT", WITNESS, 1, false);
+        }
+        if !ps.lost.is_empty() {
+            let (y0, y1) = (ymax * 0.97, ymax);
+            let s = chart.draw_series(
+                series::thin_xs(&ps.lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], LOST.stroke_width(1))),
+            )?;
+            lab(s, &mut done[5], "lost probe", LOST, 1, false);
+        }
+        if !ps.wit_lost.is_empty() {
+            let (y0, y1) = (ymax * 0.93, ymax * 0.96);
+            let s = chart.draw_series(
+                series::thin_xs(&ps.wit_lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], WITNESS.stroke_width(1))),
+            )?;
+            lab(s, &mut done[6], "lost witness probe", WITNESS, 1, false);
+        }
+    }
+    if done.iter().any(|d| *d) {
+        let mut v: Vec<&[(f64, f64)]> = vec![];
+        let mut marks: Vec<(f64, f64)> = vec![];
+        for ps in &all {
+            v.extend([ps.rtt.as_slice(), ps.up.as_slice(), ps.down.as_slice(), ps.rr.as_slice(), ps.wit.as_slice()]);
+            marks.extend(ps.lost.iter().chain(ps.wit_lost.iter()).map(|x| (*x, ymax)));
+        }
+        v.push(&marks);
+        legend(&mut chart, left_is_quieter(v, span))?;
+    }
+    Ok(())
+}
