@@ -75,7 +75,7 @@ fn sweep_dry_run_is_a_cross_product() {
     let (out, _) = text(&o);
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 8, "{out}");
-    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab 10mbit fifo:1 (router, Kernel), cc cubic; test 1u0d x 18s"), "{}", lines[0]);
+    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab 10mbit fifo:1 (router, kernel), cc cubic; test 1u0d x 18s"), "{}", lines[0]);
     assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab 10mbit fifo:1000") && lines[7].contains("cc bbr"), "{}", lines[7]);
     // the options after `--` are checked like `bloatlab test`'s
     let (_, err) = text(&run(&["sweep", "--set", "queue=1,2", "--dry-run", "--", "--scenarios", "40u0d"]));

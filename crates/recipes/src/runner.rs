@@ -94,7 +94,7 @@ pub fn describe_lab_point(pt: &params::LabPoint) -> String {
         format!("{} up / {} down", c.rate_desc(true).0, c.rate_desc(false).0)
     };
     format!(
-        "lab {rate} {} ({}, {:?}), cc {}; test {} x {}, idle {}, probes every {}",
+        "lab {rate} {} ({}, {}), cc {}; test {} x {}, idle {}, probes every {}",
         c.queue_label(),
         c.placement,
         c.effective_backend(),
@@ -624,7 +624,7 @@ mod tests {
         let pt = params::lab_point(&vals).unwrap();
         assert_eq!(
             describe_lab_point(&pt),
-            "lab 10mbit fifo:100 (router, Kernel), cc reno; test 1u0d,0u1d x 10s, idle 2s, probes every 50ms"
+            "lab 10mbit fifo:100 (router, kernel), cc reno; test 1u0d,0u1d x 10s, idle 2s, probes every 50ms"
         );
         // 100 full frames (1514 B) at 10 Mbit/s
         assert!((analytic_delay_ms(&vals).unwrap() - 121.12).abs() < 1e-9);
