@@ -58,15 +58,7 @@ fn lab_teardown_after_sigterm_keeps_partial_result() {
     let before = root_links();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("partial.json");
-    let child = Command::new(EXE)
-        .args(["lab", "--queue", "fifo:20", "--id", &id, "--json"])
-        .arg(&json)
-        .args(["--", "--duration", "20s", "--idle", "1s"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_test_client(&id);
+    let child = long_lab(&id, &json, false);
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
@@ -83,22 +75,12 @@ fn lab_teardown_after_ctrl_c() {
     if skip("lab_teardown_after_ctrl_c") {
         return;
     }
-    use std::os::unix::process::CommandExt;
     let id = unique_id();
     let before = root_links();
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("ctrlc.json");
     // A terminal's Ctrl-C: SIGINT to the whole foreground process group.
-    let child = Command::new(EXE)
-        .args(["lab", "--queue", "fifo:20", "--id", &id, "--json"])
-        .arg(&json)
-        .args(["--", "--duration", "20s", "--idle", "1s"])
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_test_client(&id);
+    let child = long_lab(&id, &json, true);
     std::thread::sleep(Duration::from_secs(3));
     // SAFETY: the process group of our own child.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
@@ -180,4 +162,22 @@ fn lab_without_root_says_so_in_one_sentence() {
             assert!(String::from_utf8_lossy(&o.stderr).contains(MSG));
         }
     }
+}
+
+/// A 20 s lab run writing `json`, in its own process group when `group`
+/// (as a terminal's foreground job); returns once its test runs.
+fn long_lab(id: &str, json: &std::path::Path, group: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(EXE);
+    cmd.args(["lab", "--queue", "fifo:20", "--id", id, "--json"])
+        .arg(json)
+        .args(["--", "--duration", "20s", "--idle", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if group {
+        cmd.process_group(0);
+    }
+    let child = cmd.spawn().unwrap();
+    wait_for_test_client(id);
+    child
 }

@@ -244,12 +244,7 @@ pub fn simulate_with(cfg: &PacingConfig, send_cost: u64, start: u64, mut oversle
     out
 }
 
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid pointer to a timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use bloatlab_host::clock::mono_ns;
 
 fn sleep_until_abs(t_abs: u64) {
     let ts = libc::timespec { tv_sec: (t_abs / 1_000_000_000) as _, tv_nsec: (t_abs % 1_000_000_000) as _ };

@@ -114,11 +114,9 @@ fn rand_tag() -> u64 {
 
 /// Run `f` in a thread that has entered network namespace `ns`.
 pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = format!("/run/netns/{ns}");
+    let ns = ns.to_string();
     std::thread::spawn(move || {
-        let fd = std::fs::File::open(&path).expect("open netns");
-        let r = unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns");
+        bloatlab_host::netns::enter(&ns).expect("enter the namespace");
         f()
     })
     .join()
