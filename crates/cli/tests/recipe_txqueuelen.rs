@@ -48,6 +48,10 @@ fn txqueuelen_short_run_orders_latency_by_queue() {
         pts.sort();
         assert_eq!(pts.len(), 2);
         let res: Vec<bloatlab_results::TestResult> = pts.iter().map(|p| bloatlab_results::TestResult::read_file(p).unwrap()).collect();
+        // points that differ only in their queue share one lab (the bottleneck is swapped)
+        let ids: Vec<&str> = res.iter().map(|r| r.lab.as_ref().unwrap().config.id.as_str()).collect();
+        assert!(ids[0].len() == 6 && ids[0] == ids[1], "lab ids {ids:?}");
+        assert_eq!(res[1].lab.as_ref().unwrap().config.queue, "fifo:100");
         let (small, big) = (&res[0].scenarios[0].summary, &res[1].scenarios[0].summary);
         eprintln!(
             "fifo:10: avg {:.1} ms, {:.2} Mbit/s; fifo:100: avg {:.1} ms, {:.2} Mbit/s",

@@ -116,7 +116,7 @@ pub fn run_lab(a: &LabRun) -> Result<i32> {
         }
     };
     let t0 = Instant::now();
-    let mut session = Session::new();
+    let mut session = if a.keep { Session::keeping_failed() } else { Session::new() };
     let first = LabConfig { queue: a.queues.first().cloned().unwrap_or_else(|| a.cfg.queue.clone()), ..a.cfg.clone() };
     if let Err(e) = session.prepare(&first) {
         let sig = signals::pending();

@@ -12,11 +12,18 @@ use bloatlab_model::LabConfig;
 #[derive(Default)]
 pub struct Session {
     lab: Option<Lab>,
+    /// Keep a lab whose run failed (for `--keep`: the user inspects it).
+    keep_failed: bool,
 }
 
 impl Session {
     pub fn new() -> Session {
         Session::default()
+    }
+
+    /// A session that keeps the lab of a failed run instead of rebuilding.
+    pub fn keeping_failed() -> Session {
+        Session { lab: None, keep_failed: true }
     }
 
     /// Make the current lab match `cfg`: swap its bottleneck when only the
@@ -40,9 +47,20 @@ impl Session {
         Ok(self.lab.as_mut().expect("just set"))
     }
 
-    /// Run one test on a lab configured as `cfg`.
+    /// Run one test on a lab configured as `cfg`. A run that failed or was
+    /// interrupted leaves no lab behind for the next one to trust: it is torn
+    /// down, and the next run builds anew.
     pub fn run(&mut self, cfg: &LabConfig, opts: &RunOptions) -> Result<RunOutcome> {
-        self.prepare(cfg)?.run_test(opts)
+        let out = self.prepare(cfg).and_then(|lab| lab.run_test(opts));
+        let healthy = matches!(&out, Ok(o) if o.failure.is_none() && o.interrupted_by == 0);
+        if !healthy && !self.keep_failed {
+            if let Some(mut l) = self.lab.take() {
+                if let Err(e) = l.teardown() {
+                    eprintln!("bloatlab lab: {e:#}");
+                }
+            }
+        }
+        out
     }
 
     /// The lab built last, if any.
