@@ -244,13 +244,18 @@ pub type Render = dyn Fn(&TestResult) -> String;
 /// Run one test: measure (with a progress bar on a terminal unless quiet),
 /// print the summary, write the JSON. Returns the exit code and the result.
 pub fn run_test(cfg: &TestConfig, json: Option<&str>, quiet: bool, table: &Render) -> Result<(i32, Option<TestResult>)> {
-    // Check the output file is writable before spending a minute measuring.
+    // Check the output file is writable before spending a minute measuring,
+    // without leaving an empty file behind if the test then fails.
     if let Some(p) = json.filter(|p| *p != "-") {
+        let existed = Path::new(p).exists();
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(p)
             .with_context(|| format!("cannot write --json {p}"))?;
+        if !existed {
+            let _ = std::fs::remove_file(p);
+        }
     }
     signals::install();
     let show = !quiet && std::io::stderr().is_terminal();

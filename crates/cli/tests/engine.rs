@@ -157,11 +157,19 @@ fn clear_errors_for_refused_unknown_and_foreign_servers() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     drop(l);
-    let out = run(&["test", &format!("127.0.0.1:{port}"), "--quiet"]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("never.json");
+    let out = run(&["test", &format!("127.0.0.1:{port}"), "--quiet", "--json", json.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("connection refused"), "{err}");
     assert_eq!(err.lines().count(), 1, "one-line reason: {err}");
+    assert!(!json.exists(), "a test that never ran left {}", json.display());
+    // A port out of range is said to be one, before anything is resolved or written.
+    let out = run(&["test", "127.0.0.1:70000", "--json", json.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("port 70000 is out of range (1..65535)"), "{err}");
+    assert!(!json.exists());
     // Unknown host.
     let out = run(&["test", "no-such-host.invalid", "--quiet"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot resolve"), "{}", String::from_utf8_lossy(&out.stderr));

@@ -38,16 +38,8 @@ pub struct Outcome {
 
 /// Resolve "host[:port]" into addresses of the wanted family.
 pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAddr, String> {
-    let with_port = if spec.parse::<std::net::Ipv6Addr>().is_ok() {
-        format!("[{spec}]:{default_port}")
-    } else if spec.starts_with('[') && spec.ends_with(']') {
-        format!("{spec}:{default_port}")
-    } else if spec.rsplit_once(':').map(|(_, p)| p.parse::<u16>().is_ok()).unwrap_or(false) {
-        spec.to_string()
-    } else {
-        format!("{spec}:{default_port}")
-    };
-    let addrs: Vec<SocketAddr> = with_port
+    let (host, port) = bloatlab_model::config::split_host_port(spec, default_port)?;
+    let addrs: Vec<SocketAddr> = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| format!("cannot resolve \"{spec}\": {e}"))?
         .collect();

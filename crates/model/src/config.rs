@@ -81,6 +81,41 @@ pub fn check_cc(cc: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Split a server spelling into host and port: `host`, `host:port`, an IPv6
+/// address, `[v6]`, `[v6]:port`. A port must be 1..65535.
+pub fn split_host_port(spec: &str, default_port: u16) -> Result<(String, u16), String> {
+    let s = spec.trim();
+    if s.is_empty() {
+        return Err("empty host name".into());
+    }
+    let port = |p: &str| -> Result<u16, String> {
+        match p.parse::<u64>() {
+            Ok(n) if (1..=65535).contains(&n) => Ok(n as u16),
+            Ok(n) => Err(format!("\"{spec}\": port {n} is out of range (1..65535)")),
+            Err(_) => Err(format!("\"{spec}\": `{p}` is not a port number")),
+        }
+    };
+    if s.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Ok((s.to_string(), default_port));
+    }
+    if let Some(rest) = s.strip_prefix('[') {
+        let (addr, after) = rest.split_once(']').ok_or_else(|| format!("\"{spec}\": `[` without `]`"))?;
+        if addr.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("\"{spec}\": `{addr}` is not an IPv6 address"));
+        }
+        return match after.strip_prefix(':') {
+            Some(p) => Ok((addr.to_string(), port(p)?)),
+            None if after.is_empty() => Ok((addr.to_string(), default_port)),
+            None => Err(format!("\"{spec}\": unexpected `{after}` after the address")),
+        };
+    }
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() && !h.contains(':') => Ok((h.to_string(), port(p)?)),
+        Some(_) => Err(format!("\"{spec}\" is neither host[:port] nor an IPv6 address")),
+        None => Ok((s.to_string(), default_port)),
+    }
+}
+
 impl TestConfig {
     /// Check every value before anything is connected or written. Messages
     /// name the command-line option.
@@ -107,8 +142,9 @@ impl TestConfig {
             return Err("--socket-buffer is too large (at most 1 GiB)".into());
         }
         check_cc(&self.cc).map_err(|e| format!("--cc: {e}"))?;
-        if self.server.trim().is_empty() {
-            return Err("no server given".into());
+        split_host_port(&self.server, self.port)?;
+        if let Some(w) = &self.witness {
+            split_host_port(w, self.port).map_err(|e| format!("--witness: {e}"))?;
         }
         Ok(())
     }
@@ -257,6 +293,26 @@ mod tests {
         assert!(bad(&|t| t.cc = "cu bic".into()).contains("--cc"));
         assert!(bad(&|t| t.scenarios.clear()).contains("--scenarios"));
         assert!(ServerConfig { max_tests: 0, ..Default::default() }.validate().is_err());
+    }
+
+    #[test]
+    fn hosts_and_ports() {
+        let ok = |s: &str| split_host_port(s, 9770).unwrap();
+        assert_eq!(ok("example.net"), ("example.net".into(), 9770));
+        assert_eq!(ok("127.0.0.1:80"), ("127.0.0.1".into(), 80));
+        assert_eq!(ok("::1"), ("::1".into(), 9770));
+        assert_eq!(ok("[::1]"), ("::1".into(), 9770));
+        assert_eq!(ok("[fd00::2]:9000"), ("fd00::2".into(), 9000));
+        let bad = |s: &str| split_host_port(s, 9770).unwrap_err();
+        assert!(bad("127.0.0.1:70000").contains("port 70000 is out of range"), "{}", bad("127.0.0.1:70000"));
+        assert!(bad("h:0").contains("out of range"));
+        assert!(bad("h:http").contains("not a port number"));
+        assert!(bad("[::1]:99999").contains("out of range"));
+        assert!(bad("[::1").contains("without"));
+        assert!(bad("[x]:1").contains("not an IPv6 address"));
+        assert!(bad("").contains("empty"));
+        let t = TestConfig { server: "127.0.0.1:70000".into(), ..Default::default() };
+        assert!(t.validate().unwrap_err().contains("out of range"));
     }
 
     #[test]
