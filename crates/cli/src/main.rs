@@ -2,6 +2,7 @@
 //! subcommand's flags live in a module here and become the model's typed
 //! configurations (or a library crate's typed request), which the library
 //! crates run.
+mod docs;
 mod emulate;
 mod lab;
 mod recipe;
@@ -13,13 +14,13 @@ use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(name = "bloatlab", version, about = "Measure, reproduce and explain bufferbloat")]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 #[derive(Subcommand)]
-enum Cmd {
+pub(crate) enum Cmd {
     /// Serve latency-under-load tests (TCP and UDP on one port).
     Server(test::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
@@ -38,6 +39,10 @@ enum Cmd {
     Recipe(recipe::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
     Sweep(recipe::SweepArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(docs::CompletionsArgs),
+    /// Write the man pages (bloatlab(1), bloatlab-lab(1), ...).
+    Man(docs::ManArgs),
     /// Internal: the user-space link emulator the lab runs in its router namespace.
     #[command(hide = true)]
     Emulate(Box<emulate::EmulateArgs>),
@@ -84,6 +89,8 @@ fn main() {
         Cmd::Recipe(a) => recipe::run_recipe(a),
         Cmd::Sweep(a) => recipe::run_sweep(a),
         Cmd::Job { file } => test::run_job(&file, &bloatlab_report::summary_table),
+        Cmd::Completions(a) => docs::run_completions(a),
+        Cmd::Man(a) => docs::run_man(a),
     };
     match res {
         Ok(code) => std::process::exit(code),
