@@ -37,8 +37,8 @@ pub use goodput::{
     DEFAULT_TRIM_END, DEFAULT_TRIM_START, MIN_WINDOW_SAMPLES, TRIMMING_RULE,
 };
 pub use rates::{
-    gb_per_month, hz_from_ms, rpm_from_ms, rpm_from_rtts_ms, rpm_from_rtts_ns,
-    trimmed_mean_single_sided, RPM_KEEP_FRACTION, SECONDS_PER_MONTH,
+    gb_per_month, goodput_share, hz_from_ms, rpm_from_ms, rpm_from_rtts_ms, rpm_from_rtts_ns,
+    trimmed_mean_single_sided, RPM_KEEP_FRACTION, SECONDS_PER_MONTH, TCP_PAYLOAD_PER_FRAME,
 };
 pub use responsiveness::{responsiveness, smoothness, GapTracker};
 pub use stats::{

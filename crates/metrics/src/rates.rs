@@ -6,6 +6,17 @@ pub const SECONDS_PER_MONTH: f64 = 30.0 * 86_400.0;
 /// Fraction of RTT samples the RPM aggregation keeps (the IETF draft's 95%).
 pub const RPM_KEEP_FRACTION: f64 = 0.95;
 
+/// TCP payload per full frame: 1448 B of a 1514 B frame (MTU 1500 - IPv4 20 -
+/// TCP 20 - timestamps 12; + Ethernet 14), the most goodput a link can carry.
+pub const TCP_PAYLOAD_PER_FRAME: f64 = 1448.0 / 1514.0;
+
+/// Share of the most goodput a link of `link_bps` (on-wire frame bits, as
+/// htb and the emulator count them) can carry that `goodput_bps` reached;
+/// None without a link rate.
+pub fn goodput_share(goodput_bps: f64, link_bps: f64) -> Option<f64> {
+    (link_bps > 0.0 && goodput_bps.is_finite()).then(|| goodput_bps / (link_bps * TCP_PAYLOAD_PER_FRAME))
+}
+
 /// Rate in Hz of something that takes `ms` milliseconds: `1000 / ms`.
 /// `None` when `ms <= 0` or not finite.
 pub fn hz_from_ms(ms: f64) -> Option<f64> {
@@ -67,6 +78,14 @@ pub fn gb_per_month(bps: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn goodput_share_of_a_link() {
+        // 10 Mbit/s of 1514 B frames carries at most 9.5640 Mbit/s of TCP payload
+        assert!((goodput_share(9.564e6, 10e6).unwrap() - 1.0).abs() < 1e-4);
+        assert!((goodput_share(3.05e6, 10e6).unwrap() - 0.3189).abs() < 1e-3);
+        assert_eq!(goodput_share(1e6, 0.0), None);
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

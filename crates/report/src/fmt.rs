@@ -95,7 +95,8 @@ pub fn human_ms(v: f64) -> String {
     } else if v >= 10.0 {
         format!("{v:.0} ms")
     } else {
-        format!("{v:.1} ms")
+        // the same digits as the headline's `signed`: 0.007 ms, not 0.0 ms
+        format!("{} ms", sig3(v))
     }
 }
 

@@ -32,7 +32,8 @@ h2 { font-size: 19px; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1
 .cards { display:grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; margin: 16px 0; }
 .card { border:1px solid var(--line); border-radius: 10px; padding: 10px 14px; }
 .card .k { color: var(--muted); font-size: 12.5px; text-transform: uppercase; letter-spacing: .03em; }
-.card .v { white-space: nowrap; font-size: 21px; font-weight: 650; }
+.card { min-width: 0; }
+.card .v { font-size: 21px; font-weight: 650; overflow-wrap: anywhere; }
 .card .u { font-size: 14px; color: var(--muted); font-weight: 400; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
 th, td { padding: 5px 7px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
@@ -118,14 +119,19 @@ fn verdict_block(r: &TestResult) -> String {
 fn cards(r: &TestResult) -> String {
     let h = &r.headline;
     let card = |k: &str, v: String, u: &str, title: &str| {
-        format!("<div class=\"card\" title=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{} <span class=\"u\">{}</span></div></div>", esc(title), esc(k), esc(&v), esc(u))
+        // value and unit stay on one line together (a no-break space), the card wraps between values
+        format!("<div class=\"card\" title=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}&nbsp;<span class=\"u\">{}</span></div></div>", esc(title), esc(k), esc(&v), esc(u))
     };
     let mut s = String::from("<section class=\"cards\">");
-    s.push_str(&card("Upload capacity", mbps(h.upload_capacity_bps), "Mbit/s", "highest upload goodput over scenarios"));
-    s.push_str(&card("Download capacity", mbps(h.download_capacity_bps), "Mbit/s", "highest download goodput over scenarios"));
+    let (up, down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
+    let cap = |measured: bool, bps: f64| if measured { (mbps(bps), "Mbit/s") } else { ("not measured".to_string(), "") };
+    let (v, u) = cap(up, h.upload_capacity_bps);
+    s.push_str(&card("Upload capacity", v, u, "highest upload goodput over scenarios (not measured when no scenario uploads)"));
+    let (v, u) = cap(down, h.download_capacity_bps);
+    s.push_str(&card("Download capacity", v, u, "highest download goodput over scenarios (not measured when no scenario downloads)"));
     s.push_str(&card("Link responsiveness", opt_sig3(h.link_responsiveness_hz), "Hz", "1 / worst TCP request-response round trip under load"));
     s.push_str(&card("Flow smoothness", opt_sig3(h.flow_smoothness_hz), "Hz", "1 / longest gap between data arrivals in a bulk flow"));
-    s.push_str(&card("Latency idle → loaded", format!("{} → {}", opt_sig3(h.idle_latency_ms), opt_sig3(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
+    s.push_str(&card("Latency idle → loaded", format!("{}\u{a0}→ {}", opt_sig3(h.idle_latency_ms), opt_sig3(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
     s.push_str(&card("Responsiveness", h.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), "RPM", "round trips per minute under load (IETF responsiveness draft)"));
     s.push_str("</section>\n");
     s

@@ -17,12 +17,12 @@ fn opt_rate(bps: f64, present: bool) -> String {
 pub(crate) fn context_line(r: &TestResult) -> String {
     let m = &r.metadata;
     let mut s = format!(
-        "bloatlab {} test to {} at {}; cc {}; {} scenario(s) x {} s, idle {} s; probes every {} ms",
+        "bloatlab {} test to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms",
         m.bloatlab_version,
         if m.server_address.is_empty() { "?" } else { &m.server_address },
         if m.start_time.is_empty() { "?" } else { &m.start_time },
         if m.cc.is_empty() { "default" } else { &m.cc },
-        r.scenarios.len(),
+        scenario_count(r),
         trim_num(m.scenario_duration_s),
         trim_num(m.idle_duration_s),
         trim_num(m.probe_interval_ms),
@@ -31,6 +31,25 @@ pub(crate) fn context_line(r: &TestResult) -> String {
         s.push_str(&format!("; lab backend {}, offloads {}", lab.backend, lab.offloads));
     }
     s
+}
+
+/// "2 scenario(s)", or "1 of 2 scenario(s) run" when a run ended early.
+pub(crate) fn scenario_count(r: &TestResult) -> String {
+    let (ran, asked) = (r.scenarios.len(), r.metadata.scenario_definitions.len());
+    if asked > ran {
+        format!("{ran} of {asked} scenario(s) run")
+    } else {
+        format!("{ran} scenario(s)")
+    }
+}
+
+/// A capacity, or "not measured" when no scenario loaded that direction.
+pub(crate) fn capacity(bps: f64, measured: bool) -> String {
+    if measured {
+        format!("{} Mbit/s", mbps(bps))
+    } else {
+        "not measured (no scenario loaded this direction)".into()
+    }
 }
 
 fn phase_row(p: &Phase) -> Vec<String> {
@@ -98,8 +117,9 @@ pub fn summary_table(r: &TestResult) -> String {
 
     let h = &r.headline;
     out.push('\n');
-    out.push_str(&format!("    Upload Capacity: {} Mbit/s\n", mbps(h.upload_capacity_bps)));
-    out.push_str(&format!("  Download Capacity: {} Mbit/s\n", mbps(h.download_capacity_bps)));
+    let (any_up, any_down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
+    out.push_str(&format!("    Upload Capacity: {}\n", capacity(h.upload_capacity_bps, any_up)));
+    out.push_str(&format!("  Download Capacity: {}\n", capacity(h.download_capacity_bps, any_down)));
     let worst_rr = r.scenarios.iter().filter_map(|p| p.summary.responsiveness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
     let worst_gap = r.scenarios.iter().filter_map(|p| p.summary.smoothness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
     out.push_str(&format!(
@@ -122,7 +142,8 @@ pub fn summary_table(r: &TestResult) -> String {
     out.push_str(&lat);
     out.push('\n');
     if !r.metadata.trimming_rule.is_empty() {
-        out.push_str(&format!("            Goodput: {}\n", r.metadata.trimming_rule));
+        // the rule itself is in the JSON (metadata.trimming_rule) and docs/metrics.md
+        out.push_str("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule)\n");
     }
     let c = &r.metadata.clock_offset;
     if !c.method.is_empty() {
@@ -134,12 +155,12 @@ pub fn summary_table(r: &TestResult) -> String {
         if !owd.is_empty() {
             out.push_str(&format!("      One-way delay: p50 up / down: {}\n", owd.join(", ")));
         }
+        // how it was estimated is in metadata.clock_offset.method and docs/metrics.md
         out.push_str(&format!(
-            "       Clock offset: server - client {} ms +/- {} ms, drift {:.2} ppm; {}\n",
+            "       Clock offset: server - client {} ms +/- {} ms, drift {:.2} ppm\n",
             ms(c.offset_ns as f64 / 1e6),
             ms(c.uncertainty_ns as f64 / 1e6),
             c.drift_ppm,
-            c.method
         ));
     }
     out.push_str(&verdict(r).line());

@@ -7,10 +7,22 @@
 //! test: A+ < 5, A < 30, B < 60, C < 200, D < 400, F >= 400. bloatlab grades
 //! the *worst* loaded scenario (DSLReports averages the download and upload
 //! increases), so a path bloated in one direction cannot hide behind the other.
+//!
+//! A short queue can buy low latency by losing throughput and packets, so
+//! the grade is also capped by what the load lost: by the goodput's share of
+//! what the bottleneck can carry, where a lab knows its rate (below 90% at
+//! most B, 75% C, 50% D, 25% F), and by the latency probes lost under load
+//! (5% or more at most A, 10% B, 20% C, 40% D). The sentence says which
+//! cap applied.
 use crate::fmt::{human_bytes, human_ms, mbps, sig3};
 use crate::series::{queue_peak, QueuePeak};
 use bloatlab_results::{Phase, TestResult};
 use std::fmt;
+
+/// Goodput share of the link below which the grade is at most the given one.
+pub const GOODPUT_CAPS: [(f64, Grade); 4] = [(0.25, Grade::F), (0.5, Grade::D), (0.75, Grade::C), (0.9, Grade::B)];
+/// Probe loss (percent) from which the grade is at most the given one.
+pub const LOSS_CAPS: [(f64, Grade); 4] = [(40.0, Grade::D), (20.0, Grade::C), (10.0, Grade::B), (5.0, Grade::A)];
 
 /// Upper bounds (exclusive) of added latency in ms for A+, A, B, C, D; F above.
 pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] =
@@ -123,6 +135,27 @@ fn worst_queue(r: &TestResult) -> Option<QueuePeak> {
         })
 }
 
+/// The lowest goodput share of the bottleneck over loaded scenarios, where a
+/// lab recorded its rates: (share, scenario name, direction words, link bps).
+fn worst_goodput_share(r: &TestResult) -> Option<(f64, String, &'static str, f64)> {
+    let cfg = &r.lab.as_ref()?.config;
+    let mut worst: Option<(f64, String, &'static str, f64)> = None;
+    for p in &r.scenarios {
+        for (n, bps, rate, words) in [
+            (p.uploads, p.summary.upload_bps, cfg.rate_up_bps, "upload"),
+            (p.downloads, p.summary.download_bps, cfg.rate_down_bps, "download"),
+        ] {
+            let (Some(rate), true) = (rate, n > 0) else { continue };
+            if let Some(s) = bloatlab_metrics::goodput_share(bps, rate) {
+                if worst.as_ref().is_none_or(|w| s < w.0) {
+                    worst = Some((s, p.name.clone(), words, rate));
+                }
+            }
+        }
+    }
+    worst
+}
+
 fn has(list: &[String], name: &str) -> bool {
     list.iter().any(|q| q == name)
 }
@@ -134,7 +167,32 @@ pub fn verdict(r: &TestResult) -> Verdict {
         .headline
         .max_added_latency_ms
         .or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
-    let grade = added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown);
+    let latency_grade = added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown);
+    let mut grade = latency_grade;
+    let mut caps: Vec<String> = vec![];
+    if grade != Grade::Unknown {
+        if let Some((share, name, dir, rate)) = worst_goodput_share(r) {
+            if let Some((_, g)) = GOODPUT_CAPS.iter().find(|(lim, _)| share < *lim) {
+                if *g > grade {
+                    grade = *g;
+                }
+                caps.push(format!(
+                    "the {dir} in {name} reached only {:.0}% of what the {} Mbit/s link carries",
+                    share * 100.0,
+                    mbps(rate)
+                ));
+            }
+        }
+        let loss = r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| (p.summary.latency.loss_pct, p.name.clone())).max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((loss, name)) = loss {
+            if let Some((_, g)) = LOSS_CAPS.iter().find(|(lim, _)| loss >= *lim) {
+                if *g > grade {
+                    grade = *g;
+                }
+                caps.push(format!("{}% of the latency probes were lost in {name}", sig3(loss)));
+            }
+        }
+    }
     let mut s = String::new();
     if !r.complete {
         s.push_str("Incomplete run");
@@ -157,7 +215,7 @@ pub fn verdict(r: &TestResult) -> Verdict {
     let wp = worst.filter(|p| p.summary.added_latency_ms.is_some());
     let scen = wp.map(|p| format!(" {} ({})", direction_words(p), p.name)).unwrap_or_default();
     let queue = worst_queue(r);
-    match grade {
+    match latency_grade {
         Grade::APlus | Grade::A => {
             s.push_str(&format!(
                 "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
@@ -175,11 +233,13 @@ pub fn verdict(r: &TestResult) -> Verdict {
             s.push_str(&advice(r, wp, queue.as_ref(), added));
         }
     }
-    if let Some(p) = wp {
-        let loss = p.summary.latency.loss_pct;
-        if loss >= 5.0 {
-            s.push_str(&format!(" {}% of latency probes were lost under load as well.", sig3(loss)));
-        }
+    if grade != latency_grade {
+        s.push_str(&format!(
+            " Graded {grade}, not {latency_grade}, because {}: short queues that keep latency low by losing throughput and packets are no cure.",
+            caps.join(" and ")
+        ));
+    } else if !caps.is_empty() {
+        s.push_str(&format!(" Note: {}.", caps.join(" and ")));
     }
     Verdict {
         grade,

@@ -71,6 +71,55 @@ fn seed003_lines_golden() {
     assert!(s.lines().nth(2).unwrap().contains(" KiB/s up, ") && s.lines().nth(2).unwrap().contains(" KiB/s down, "));
 }
 
+/// A direction no scenario loaded is "not measured", not 0; an interrupted
+/// run says how many of the scenarios asked for ran.
+#[test]
+fn summary_says_what_was_not_measured() {
+    let mut r = common::small();
+    r.metadata.scenario_definitions = r.scenarios.iter().map(|p| p.name.clone()).collect();
+    r.scenarios.retain(|p| p.downloads == 0);
+    r.complete = false;
+    let t = summary_table(&r);
+    assert!(t.contains("Download Capacity: not measured"), "{t}");
+    assert!(!t.contains("Upload Capacity: not measured"), "{t}");
+    assert!(t.contains(&format!("{} of {} scenario(s) run", r.scenarios.len(), r.metadata.scenario_definitions.len())), "{t}");
+    assert!(t.lines().filter(|l| !l.starts_with("Verdict:")).all(|l| l.chars().count() < 200), "a line over 200 characters: {t}");
+}
+
+/// A short queue that loses throughput and probes does not grade A+.
+#[test]
+fn verdict_weighs_lost_goodput_and_probe_loss() {
+    let mut r = common::small();
+    for p in &mut r.scenarios {
+        p.summary.added_latency_ms = Some(1.0);
+        p.summary.latency.loss_pct = 0.0;
+    }
+    r.headline.max_added_latency_ms = Some(1.0);
+    let lab = r.lab.as_mut().unwrap();
+    // a link the load could fill: no cap
+    lab.config.rate_up_bps = Some(1.0);
+    lab.config.rate_down_bps = Some(1.0);
+    assert_eq!(verdict(&r).grade, Grade::APlus, "{}", verdict(&r).sentence);
+    // the link could carry ~3x what the worst scenario reached: lost goodput caps the grade
+    let worst_up = r.scenarios.iter().filter(|p| p.uploads > 0).map(|p| p.summary.upload_bps).fold(f64::MAX, f64::min);
+    r.lab.as_mut().unwrap().config.rate_up_bps = Some(worst_up / 0.32 / (1448.0 / 1514.0));
+    let v = verdict(&r);
+    assert_eq!(v.grade, Grade::D, "{}", v.sentence);
+    assert!(v.sentence.contains("Graded D, not A+") && v.sentence.contains("reached only 32%"), "{}", v.sentence);
+    // probe loss under load caps it too
+    r.lab.as_mut().unwrap().config.rate_up_bps = Some(1.0);
+    r.scenarios[0].summary.latency.loss_pct = 12.0;
+    let v = verdict(&r);
+    assert_eq!(v.grade, Grade::B, "{}", v.sentence);
+    assert!(v.sentence.contains("12.0% of the latency probes were lost"), "{}", v.sentence);
+    r.scenarios[0].summary.latency.loss_pct = 3.0;
+    assert_eq!(verdict(&r).grade, Grade::APlus);
+    // the sentence's number has the headline's digits
+    r.headline.max_added_latency_ms = Some(0.007);
+    let v = verdict(&r);
+    assert!(v.sentence.contains("only 0.007 ms"), "{}", v.sentence);
+}
+
 #[test]
 fn verdict_uses_queue_data() {
     let r = common::small();
