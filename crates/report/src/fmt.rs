@@ -80,6 +80,13 @@ pub fn pct_change(base: f64, new: f64) -> String {
         return "-".into();
     }
     let p = (new - base) / base.abs() * 100.0;
+    if p.abs() >= 1000.0 {
+        // a change of 10x or more reads better as a factor; past 1000x (a
+        // near-zero base, e.g. loopback latency) a ratio means nothing and
+        // the absolute difference beside it says it all
+        let ratio = new / base;
+        return if ratio > 0.0 && ratio < 1000.0 { format!("{ratio:.0}x") } else { "-".into() };
+    }
     let s = if p.abs() >= 100.0 { format!("{p:+.0}%") } else { format!("{p:+.1}%") };
     if s == "+0.0%" || s == "-0.0%" {
         "0%".into()
@@ -92,10 +99,8 @@ pub fn pct_change(base: f64, new: f64) -> String {
 pub fn human_ms(v: f64) -> String {
     if v >= 1000.0 {
         format!("{:.1} s", v / 1000.0)
-    } else if v >= 10.0 {
-        format!("{v:.0} ms")
     } else {
-        // the same digits as the headline's `signed`: 0.007 ms, not 0.0 ms
+        // the same digits as the headline's `signed`: 27.6 ms, 0.007 ms
         format!("{} ms", sig3(v))
     }
 }
@@ -183,6 +188,10 @@ mod tests {
         assert_eq!(signed(-0.52), "-0.520");
         assert_eq!(pct_change(10.0, 11.0), "+10.0%");
         assert_eq!(pct_change(0.0, 11.0), "-");
+        assert_eq!(pct_change(10.0, 250.0), "25x");
+        assert_eq!(pct_change(0.004, 95.0), "-", "a ratio of a near-zero base means nothing");
+        assert_eq!(pct_change(10.0, -250.0), "-");
+        assert_eq!(pct_change(10.0, 100.0), "+900%");
         assert_eq!(human_ms(1234.0), "1.2 s");
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
     }

@@ -308,7 +308,13 @@ fn single_body(run: Run) -> Result<String> {
     }
     if !series::phases(r).is_empty() {
         b.push_str("<h2>Over time</h2>\n");
-        b.push_str(&figure(&runs, PlotKind::Timeseries, "Goodput (top) and latency (middle) on one time axis; shaded bands are the test phases. Lost probes are red ticks at the top of the latency panel. Long series are thinned for display only (min/max per pixel bucket); all statistics use every sample.")?);
+        let panels = if r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty())) {
+            "Goodput (top), latency (middle) and the bottleneck queues (bottom)"
+        } else {
+            "Goodput (top) and latency (bottom)"
+        };
+        let caption = format!("{panels} on one time axis; shaded bands are the test phases. Lost probes are red ticks at the top of the latency panel. Long series are thinned for display only (min/max per pixel bucket); all statistics use every sample.");
+        b.push_str(&figure(&runs, PlotKind::Timeseries, &caption)?);
         b.push_str("<h2>Latency distribution</h2>\n<div class=\"grid2\">");
         b.push_str(&figure(&runs, PlotKind::Cdf, "CDF over all probes sent: lost probes count as infinitely late, so a curve tops out at 1 - loss.")?);
         b.push_str(&figure(&runs, PlotKind::Box, "RTT per phase.")?);

@@ -14,7 +14,7 @@
 //! most B, 75% C, 50% D, 25% F), and by the latency probes lost under load
 //! (5% or more at most A, 10% B, 20% C, 40% D). The sentence says which
 //! cap applied.
-use crate::fmt::{human_bytes, human_ms, mbps, sig3};
+use crate::fmt::{human_bytes, human_ms, mbps, sig3, signed};
 use crate::series::{queue_peak, QueuePeak};
 use bloatlab_results::{Phase, TestResult};
 use std::fmt;
@@ -97,7 +97,7 @@ impl Verdict {
     /// "Verdict: C (+142 ms under load) — ..." as printed under tables.
     pub fn line(&self) -> String {
         match self.added_latency_ms {
-            Some(a) => format!("Verdict: {} (+{} added latency under load) — {}", self.grade, human_ms(a.max(0.0)), self.sentence),
+            Some(a) => format!("Verdict: {} ({} ms added latency under load) — {}", self.grade, signed(a), self.sentence),
             None => format!("Verdict: {} — {}", self.grade, self.sentence),
         }
     }
@@ -217,10 +217,17 @@ pub fn verdict(r: &TestResult) -> Verdict {
     let queue = worst_queue(r);
     match latency_grade {
         Grade::APlus | Grade::A => {
-            s.push_str(&format!(
-                "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
-                human_ms(added.max(0.0))
-            ));
+            if added > 0.0 {
+                s.push_str(&format!(
+                    "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
+                    human_ms(added)
+                ));
+            } else {
+                s.push_str(&format!(
+                    "Latency did not rise under load (the loaded median was {} ms from the idle one{scen}): this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
+                    signed(added)
+                ));
+            }
         }
         _ => {
             let impact = match grade {

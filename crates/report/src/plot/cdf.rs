@@ -52,7 +52,9 @@ where
     let log = xmin.is_finite() && xmin > 0.0 && xmax / xmin > 20.0;
     let area = root.titled(&title, font(20.0))?;
     let x_desc = if log { "round-trip time (ms, log scale)" } else { "round-trip time (ms)" };
-    let tk = |v: &f64| tick(*v);
+    // On a log axis plotters proposes every 1..9 x 10^k; labelling only the
+    // 1-2-5 ones keeps neighbours ("0.08", "0.09", "0.1") from overlapping.
+    let tk = |v: &f64| if !log || is_125(*v) { tick(*v) } else { String::new() };
     let pct = |v: &f64| format!("{:.0}%", v * 100.0);
     macro_rules! body {
         ($chart:ident) => {{

@@ -16,21 +16,42 @@ where
         wit_lost: Vec<f64>,
     }
     let mut all = Vec::new();
-    let mut ymax: f64 = 0.0;
+    let (mut udp, mut rr_max): (Vec<f64>, f64) = (vec![], 0.0);
     for p in series::phases(r) {
         let (rtt, lost) = series::probe_rtt(&p.probes);
         let (up, down) = series::probe_owd(&p.probes);
         let rr: Vec<(f64, f64)> = p.rr.iter().map(|s| (secs(s.t_ns), s.rtt_ns as f64 / 1e6)).collect();
         let (wit, wit_lost) = series::probe_rtt(&p.witness_probes);
-        for v in [&rtt, &up, &down, &rr, &wit] {
-            ymax = v.iter().fold(ymax, |m, p| m.max(p.1));
+        for v in [&rtt, &up, &down, &wit] {
+            udp.extend(v.iter().map(|p| p.1));
         }
+        rr_max = rr.iter().fold(rr_max, |m, p| m.max(p.1));
         all.push(PhaseSeries { rtt, lost, up, down, rr, wit, wit_lost });
     }
-    let ymax = nice_max(ymax) * 1.5;
+    // Scale to the UDP probes (the latency this panel is about); a TCP
+    // request/response outlier far above them (a loss recovery, a loopback
+    // scheduling hiccup) is drawn at the top edge rather than flattening them.
+    let udp_max = udp.iter().copied().fold(0.0, f64::max);
+    let rr_clipped = udp_max > 0.0 && rr_max > 3.0 * udp_max;
+    let ymax = nice_max(if rr_clipped { udp_max } else { udp_max.max(rr_max) }) * 1.5;
+    let clipped = if rr_clipped { all.iter().map(|ps| ps.rr.iter().filter(|p| p.1 > ymax * 0.9).count()).sum::<usize>() } else { 0 };
+    for ps in &mut all {
+        for p in &mut ps.rr {
+            p.1 = p.1.min(ymax * 0.9);
+        }
+    }
     let lowest = all.iter().flat_map(|ps| ps.up.iter().chain(ps.down.iter())).map(|p| p.1).fold(0.0, f64::min);
     let ymin = if lowest < 0.0 { lowest - 0.05 * ymax } else { 0.0 };
-    let mut chart = time_chart_from(area, Some("Latency (UDP probes; one-way delays from the clock-offset estimate)"), span, ymin, ymax, "ms", x_desc)?;
+    let caption = if clipped > 0 {
+        format!(
+            "Latency (UDP probes; one-way delays from the clock-offset estimate; {clipped} TCP request/response point(s) up to {} ms drawn at {} ms)",
+            sig3(rr_max),
+            sig3(ymax * 0.9)
+        )
+    } else {
+        "Latency (UDP probes; one-way delays from the clock-offset estimate)".to_string()
+    };
+    let mut chart = time_chart_from(area, Some(&caption), span, ymin, ymax, "ms", x_desc)?;
     shade_phases(&mut chart, r, ymax, false)?;
     let mut done = [false; 7];
     fn lab<'a, DB: DrawingBackend + 'a>(

@@ -65,6 +65,15 @@ pub(super) fn tick(v: f64) -> String {
 
 /// Tick label on a log axis: like [`tick`], and values below 0.001 (which
 /// [`tick`] rounds to "0") in scientific notation.
+/// Whether `v` is 1, 2 or 5 times a power of ten (within rounding).
+pub(super) fn is_125(v: f64) -> bool {
+    if v.is_nan() || v <= 0.0 {
+        return false;
+    }
+    let m = v / 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6 * k)
+}
+
 pub(super) fn tick_log(v: f64) -> String {
     if v != 0.0 && v.abs() < 1e-3 {
         format!("{v:.0e}")
