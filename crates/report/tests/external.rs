@@ -222,3 +222,59 @@ fn chromium_renders_html_report() {
     assert!(dom.contains("Verdict") || dom.contains("added latency under load"));
     assert!(dom.matches("<svg").count() >= 5, "inline plots missing from DOM");
 }
+
+/// Rendered in Chromium, nothing spills out of its card and no two axis
+/// labels of an inline plot overlap, even with loopback-sized numbers.
+#[test]
+fn chromium_layout_has_no_overflow_or_overlapping_labels() {
+    let Some(bin) = chromium() else {
+        eprintln!("SKIP layout test: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let mut r = common::small();
+    // loopback-sized numbers make the widest cards
+    r.headline.upload_capacity_bps = 26_586e6;
+    r.headline.download_capacity_bps = 26_312e6;
+    r.headline.rpm = Some(3_886_500.0);
+    r.headline.idle_latency_ms = Some(0.017);
+    r.headline.loaded_latency_ms = Some(0.015);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("layout.html");
+    bloatlab_report::write_html(&[Run { label: "small", result: &r }], &html).unwrap();
+    // A script measures the laid-out page and writes what it found into the DOM.
+    let check = r#"<script>
+window.addEventListener('load', () => {
+  const bad = [];
+  for (const c of document.querySelectorAll('.card')) {
+    const box = c.getBoundingClientRect();
+    for (const e of c.querySelectorAll('*')) {
+      const r = e.getBoundingClientRect();
+      if (r.right > box.right + 0.5 || r.bottom > box.bottom + 0.5) bad.push('card overflow: ' + c.textContent.trim());
+    }
+  }
+  const overlaps = [];
+  for (const svg of document.querySelectorAll('svg')) {
+    const texts = [...svg.querySelectorAll('text')].map(t => ({s: t.textContent, r: t.getBoundingClientRect()})).filter(t => t.s.trim() && t.r.width > 0);
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i].r, b = texts[j].r;
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 2 && h > 2) overlaps.push(texts[i].s + ' / ' + texts[j].s);
+    }
+  }
+  const pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = 'overflow=' + bad.length + ' overlaps=' + overlaps.length + '\n' + bad.concat(overlaps).slice(0, 20).join('\n');
+  document.body.appendChild(pre);
+});
+</script></body>"#;
+    let page = std::fs::read_to_string(&html).unwrap().replace("</body>", check);
+    std::fs::write(&html, page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = chromium_cmd(&bin, profile.path());
+    c.arg("--window-size=1280,2000").arg("--virtual-time-budget=5000").arg("--dump-dom").arg(format!("file://{}", html.display()));
+    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    assert!(ok, "chromium --dump-dom failed: {err}");
+    let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
+    eprintln!("layout check: {found}");
+    assert!(found.starts_with("overflow=0 overlaps=0"), "{found}");
+}
