@@ -67,7 +67,7 @@ where
 /// `bloatlab test`: measure, print the summary table, optionally write the HTML report.
 fn run_test(a: test::TestArgs) -> anyhow::Result<i32> {
     let cfg = a.config()?;
-    let (code, result) = test::run_test(&cfg, a.json.as_deref(), a.quiet, &bloatlab_report::summary_table)?;
+    let (code, result) = test::run_test(&cfg, a.json.as_deref(), &a.text_options(), &bloatlab_report::summary_table)?;
     if let (true, Some(r)) = (a.report, result) {
         let files = bloatlab_report::app::write_test_report(&r, a.json.as_deref().map(std::path::Path::new))?;
         eprintln!("bloatlab: report written to {} ({} plots)", files.html.display(), files.images.len());

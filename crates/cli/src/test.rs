@@ -160,6 +160,13 @@ pub struct TestArgs {
     /// After the test, write an HTML report (next to --json, or bloatlab-<time>.html).
     #[arg(long)]
     pub report: bool,
+    /// Print a line per direction every DURATION (iperf3 style) [default: 1s when
+    /// stdout is not a terminal, none on a terminal; 0 = none].
+    #[arg(long, short = 'i', value_name = "DURATION", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+    /// Write the text output (interval lines, summary table) to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
 }
 
 impl TestArgs {
@@ -238,12 +245,120 @@ fn serve(cfg: ServerConfig) -> Result<i32> {
     Ok(0)
 }
 
+/// iperf3-style interval lines: per loaded direction, the bytes carried and
+/// the rate over each interval of a scenario.
+pub struct IntervalLog {
+    every_s: f64,
+    phase: String,
+    /// (interval start s, up bytes, down bytes) at the last line.
+    last: (f64, u64, u64),
+}
+
+impl IntervalLog {
+    pub fn new(every: Duration) -> IntervalLog {
+        IntervalLog { every_s: every.as_secs_f64(), phase: String::new(), last: (0.0, 0, 0) }
+    }
+
+    /// Lines due at this live update (none during the idle baseline).
+    pub fn lines(&mut self, l: &Live) -> Vec<String> {
+        let Ok(sc) = Scenario::parse(&l.phase) else { return vec![] };
+        if l.phase != self.phase {
+            self.phase = l.phase.clone();
+            self.last = (0.0, 0, 0);
+        }
+        let (t0, up0, down0) = self.last;
+        if l.elapsed_s < t0 + self.every_s {
+            return vec![];
+        }
+        let t1 = l.elapsed_s;
+        let dt = (t1 - t0).max(1e-9);
+        let mut out = vec![];
+        for (n, dir, bytes) in [(sc.uploads, "up", l.up_bytes.saturating_sub(up0)), (sc.downloads, "down", l.down_bytes.saturating_sub(down0))] {
+            if n > 0 {
+                out.push(format!(
+                    "[{:>6} {:<4}] {:>13} s  {:>13}  {:>9.2} Mbit/s  rtt {:.2} ms",
+                    sc.name(),
+                    dir,
+                    format!("{t0:.2}-{t1:.2}"),
+                    human_bytes(bytes),
+                    bytes as f64 * 8.0 / dt / 1e6,
+                    l.rtt_ms
+                ));
+            }
+        }
+        self.last = (t1, l.up_bytes, l.down_bytes);
+        out
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2} GBytes", b / 1024.0 / 1024.0 / 1024.0)
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.2} MBytes", b / 1024.0 / 1024.0)
+    } else {
+        format!("{:.1} KBytes", b / 1024.0)
+    }
+}
+
+/// Where `bloatlab test` writes its text: stdout, stderr (when stdout
+/// carries JSON) or a log file.
+pub struct TextOut(Box<dyn Write>);
+
+impl TextOut {
+    pub fn open(logfile: Option<&Path>, json_on_stdout: bool) -> Result<TextOut> {
+        Ok(TextOut(match logfile {
+            Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("cannot write --logfile {}", p.display()))?),
+            None if json_on_stdout => Box::new(std::io::stderr()),
+            None => Box::new(std::io::stdout()),
+        }))
+    }
+    pub fn line(&mut self, s: &str) {
+        let _ = writeln!(self.0, "{s}").and_then(|_| self.0.flush());
+    }
+    pub fn text(&mut self, s: &str) {
+        let _ = self.0.write_all(s.as_bytes()).and_then(|_| self.0.flush());
+    }
+}
+
 /// How the binary renders what the engine measured (the report crate supplies it).
 pub type Render = dyn Fn(&TestResult) -> String;
 
-/// Run one test: measure (with a progress bar on a terminal unless quiet),
-/// print the summary, write the JSON. Returns the exit code and the result.
-pub fn run_test(cfg: &TestConfig, json: Option<&str>, quiet: bool, table: &Render) -> Result<(i32, Option<TestResult>)> {
+/// Where and how `run_test` writes its text.
+#[derive(Debug, Clone, Default)]
+pub struct TextOptions {
+    pub quiet: bool,
+    /// Interval lines every this long (None = none).
+    pub interval: Option<Duration>,
+    pub logfile: Option<std::path::PathBuf>,
+}
+
+impl TestArgs {
+    /// The text options: interval lines by default when stdout is not a terminal.
+    pub fn text_options(&self) -> TextOptions {
+        let interval = match self.interval {
+            Some(d) if d.is_zero() => None,
+            Some(d) => Some(d),
+            None if !std::io::stdout().is_terminal() || self.logfile.is_some() => Some(Duration::from_secs(1)),
+            None => None,
+        };
+        TextOptions { quiet: self.quiet, interval, logfile: self.logfile.clone() }
+    }
+}
+
+/// Run one test: measure (with a progress bar on a terminal unless quiet;
+/// interval lines when asked), print the summary, write the JSON. Returns
+/// the exit code and the result.
+pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table: &Render) -> Result<(i32, Option<TestResult>)> {
+    let quiet = text.quiet;
+    if let Some(d) = text.interval {
+        if d < Duration::from_millis(100) {
+            bail!("--interval must be at least 100ms (or 0 for none)");
+        }
+    }
+    let mut textout = TextOut::open(text.logfile.as_deref(), json == Some("-"))?;
+    let mut intervals = text.interval.map(IntervalLog::new);
     // Check the output file is writable before spending a minute measuring,
     // without leaving an empty file behind if the test then fails.
     if let Some(p) = json.filter(|p| *p != "-") {
@@ -269,6 +384,14 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, quiet: bool, table: &Rende
         b
     });
     let mut live = |l: &Live| {
+        if let Some(iv) = intervals.as_mut() {
+            for line in iv.lines(l) {
+                match &bar {
+                    Some(b) => b.suspend(|| textout.line(&line)),
+                    None => textout.line(&line),
+                }
+            }
+        }
         if let Some(b) = &bar {
             b.set_prefix(l.phase.clone());
             let frac = (l.phase_index as f64 + (l.elapsed_s / l.phase_len_s.max(1e-9)).min(1.0)) / l.phases.max(1) as f64;
@@ -290,16 +413,13 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, quiet: bool, table: &Rende
     let Some(result) = out.result else {
         bail!("{}", out.error.unwrap_or_else(|| "test failed".into()));
     };
-    let text = serde_json::to_string_pretty(&result)?;
+    let doc = serde_json::to_string_pretty(&result)?;
     if json == Some("-") {
-        println!("{text}");
-        eprint!("{}", table(&result));
-    } else {
-        print!("{}", table(&result));
-        if let Some(p) = json {
-            std::fs::write(p, &text).with_context(|| format!("cannot write {p}"))?;
-        }
+        println!("{doc}");
+    } else if let Some(p) = json {
+        std::fs::write(p, &doc).with_context(|| format!("cannot write {p}"))?;
     }
+    textout.text(&table(&result));
     let code = if out.interrupted {
         eprintln!("bloatlab: interrupted: wrote what was measured so far (marked incomplete)");
         130
@@ -323,7 +443,7 @@ pub fn run_job(file: &Path, table: &Render) -> Result<i32> {
         }
         Job::Test { config, json, quiet } => {
             let path = json.to_str().ok_or_else(|| anyhow!("job result path is not UTF-8"))?;
-            run_test(&config, Some(path), quiet, table).map(|(code, _)| code)
+            run_test(&config, Some(path), &TextOptions { quiet, ..Default::default() }, table).map(|(code, _)| code)
         }
     }
 }

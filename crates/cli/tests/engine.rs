@@ -353,3 +353,40 @@ fn test_with_report_writes_html_next_to_json() {
     assert!(html.contains("bloatlab report") && html.contains("<svg"));
     assert!(dir.path().join("run.timeseries.png").exists());
 }
+
+/// iperf3-style interval lines: one per loaded direction per interval, on
+/// stdout when it is not a terminal (here: a pipe), or in --logfile.
+#[test]
+fn interval_lines_and_logfile() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    let out = run(&["test", &srv.addr(), "--scenarios", "1u1d,0u1d", "--duration", "1.2s", "--idle", "0.3s", "--pause", "0.3s", "--interval", "400ms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+    let count = |tag: &str| lines.iter().filter(|l| l.contains(tag)).count();
+    // 1.2 s in 400 ms intervals: 3 per direction (a 4th when the last update falls past 1.2 s)
+    assert!((3..=4).contains(&count("1u1d up")) && (3..=4).contains(&count("1u1d down")), "{text}");
+    assert!((3..=4).contains(&count("0u1d down")) && count("0u1d up") == 0, "{text}");
+    for l in &lines {
+        assert!(l.contains(" s ") && l.contains("Mbit/s") && l.contains("rtt "), "{l}");
+        let mbit: f64 = l.split("Mbit/s").next().unwrap().split_whitespace().last().unwrap().parse().unwrap();
+        assert!(mbit > 10.0, "loopback interval at {mbit} Mbit/s: {l}");
+    }
+    assert!(lines[0].contains("0.00-0.4"), "intervals start at the scenario's start: {}", lines[0]);
+    // default when stdout is a pipe: one line per second
+    let out = run(&["test", &srv.addr(), "--scenarios", "0u1d", "--duration", "2.2s", "--idle", "0"]);
+    let n = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("[  0u1d down]")).count();
+    assert!((2..=3).contains(&n), "{n} default interval lines");
+    // --interval 0: none; --logfile: the text goes to the file, nothing to stdout
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.log");
+    let out = run(&["test", &srv.addr(), "--scenarios", "1u0d", "--duration", "1s", "--idle", "0", "--logfile", log.to_str().unwrap()]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("[  1u0d up  ]") && logged.contains("Upload Capacity"), "{logged}");
+    let out = run(&["test", &srv.addr(), "--scenarios", "1u0d", "--duration", "0.5s", "--idle", "0", "--interval", "0"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with('[')));
+    let out = run(&["test", &srv.addr(), "--interval", "10ms"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 100ms"));
+}

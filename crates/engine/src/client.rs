@@ -26,6 +26,10 @@ pub struct Live {
     pub up_bps: f64,
     pub down_bps: f64,
     pub rtt_ms: f64,
+    /// Bytes carried so far in this phase (upload: acknowledged by the
+    /// server; download: received), for interval reports.
+    pub up_bytes: u64,
+    pub down_bytes: u64,
 }
 
 pub struct Outcome {
@@ -416,6 +420,8 @@ fn run_scenario(
             up_bps: rates.0,
             down_bps: rates.1,
             rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
+            up_bytes: up,
+            down_bytes: down,
         });
     }
     let end = clock::now_ns();
