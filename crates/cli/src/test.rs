@@ -6,7 +6,7 @@ use bloatlab_engine::client::{self, Live};
 use bloatlab_engine::server::Server;
 use bloatlab_host::signals;
 use bloatlab_model::units::{parse_bytes, parse_duration};
-use bloatlab_model::{Family, Job, Scenario, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
+use bloatlab_model::{Dscp, Family, Job, Scenario, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
 use bloatlab_results::TestResult;
 use clap::{Args, Parser};
 use std::io::{IsTerminal, Write};
@@ -115,6 +115,18 @@ pub struct LoadArgs {
     /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends (e.g. 4M) [default: kernel autotuning].
     #[arg(long, value_name = "SIZE", value_parser = parse_socket_buffer)]
     pub socket_buffer: Option<u32>,
+    /// DSCP classes of the load flows, taken in turn by each direction's flows
+    /// (e.g. BE,BK,CS5,EF as flent's RRUL; names or 0..63) [default: unmarked].
+    #[arg(long, value_name = "CLASS[,CLASS...]", value_parser = parse_dscp)]
+    pub dscp: Option<DscpList>,
+}
+
+/// A comma-separated DSCP list, parsed by the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DscpList(pub Vec<Dscp>);
+
+fn parse_dscp(s: &str) -> Result<DscpList, String> {
+    Dscp::parse_list(s).map(DscpList)
 }
 
 impl LoadArgs {
@@ -129,6 +141,7 @@ impl LoadArgs {
             sample_interval: self.sample_interval,
             cc: self.cc.clone(),
             socket_buffer: self.socket_buffer,
+            dscp: self.dscp.clone().map(|d| d.0),
         }
     }
 }

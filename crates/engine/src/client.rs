@@ -319,11 +319,12 @@ fn run_scenario(
     socket_info: &mut SocketInfo,
 ) -> Result<(RawPhase, bool), String> {
     let mut specs = vec![];
+    let mark = |i: u32| bloatlab_model::Dscp::for_flow(&cfg.dscp, i as usize).0;
     for i in 0..sc.uploads {
-        specs.push(FlowSpec { id: i, direction: Direction::Up });
+        specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i) });
     }
     for i in 0..sc.downloads {
-        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down });
+        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down, dscp: mark(i) });
     }
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(30)));
     conn::send(&mut sess.ctl, &ClientMsg::StartScenario {
@@ -357,6 +358,9 @@ fn run_scenario(
     let mut sampled = vec![];
     let mut threads = vec![];
     for (spec, s) in specs.iter().zip(socks) {
+        if spec.dscp > 0 {
+            sys::set_dscp(&s, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
+        }
         let _ = s.set_nodelay(false);
         let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
         let _ = s.set_write_timeout(Some(Duration::from_millis(200)));

@@ -40,6 +40,8 @@ struct TestState {
 
 struct Scenario {
     expected: HashMap<u32, Direction>,
+    /// DSCP of each flow (absent = unmarked).
+    marks: HashMap<u32, u8>,
     joined: Mutex<HashMap<u32, Joined>>,
     gate: Gate,
     stop: AtomicBool,
@@ -375,8 +377,14 @@ fn run_control(
                     stop_scenario(&old);
                 }
                 let expected: HashMap<u32, Direction> = flows.iter().map(|f: &FlowSpec| (f.id, f.direction)).collect();
+                let marks: HashMap<u32, u8> = flows.iter().filter(|f| f.dscp > 0).map(|f| (f.id, f.dscp)).collect();
+                if let Some(f) = flows.iter().find(|f| f.dscp > 63) {
+                    let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: DSCP {} is out of range (0..63)", f.id, f.dscp) });
+                    return Err("DSCP out of range".into());
+                }
                 *test.scenario.lock().unwrap() = Some(Arc::new(Scenario {
                     expected,
+                    marks,
                     joined: Mutex::new(HashMap::new()),
                     gate: Gate::default(),
                     stop: AtomicBool::new(false),
@@ -490,6 +498,12 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         return;
     }
     let _ = s.set_nodelay(false);
+    if let Some(d) = sc.marks.get(&id) {
+        if let Err(e) = sys::set_dscp(&s, *d) {
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: cannot mark flow {id} with DSCP {d}: {e}") });
+            return;
+        }
+    }
     if let Err(e) = sys::set_cc(&s, &test.cc) {
         let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: {e}") });
         return;

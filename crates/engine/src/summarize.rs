@@ -224,7 +224,7 @@ pub fn build_result(
                         None => (vec![], 0, 0, 0, smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect()),
                     },
                 };
-            flows.push(Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at });
+            flows.push(Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at, dscp: spec.dscp });
         }
         phases.push(Phase {
             name: r.name.clone(),

@@ -3,6 +3,7 @@
 //! leaves to the user), what `bloatlab server` serves ([`ServerConfig`]), and
 //! the [`Job`] a lab hands a child process in its namespace. All serde; each
 //! checks itself with `validate` before anything runs.
+use crate::dscp::Dscp;
 use crate::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -46,6 +47,10 @@ pub struct TestConfig {
     /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends, bytes; 0 = autotuning.
     pub socket_buffer: u32,
     pub witness: Option<String>,
+    /// DSCP classes of the load flows: each direction's flows take them in
+    /// turn (flow i gets `dscp[i % n]`); empty = unmarked.
+    #[serde(default)]
+    pub dscp: Vec<Dscp>,
     /// The command line, recorded in the result.
     pub command: Vec<String>,
     pub connect_timeout: Duration,
@@ -67,6 +72,7 @@ impl Default for TestConfig {
             cc: String::new(),
             socket_buffer: 0,
             witness: None,
+            dscp: vec![],
             command: vec![],
             connect_timeout: Duration::from_secs(5),
         }
@@ -168,6 +174,8 @@ pub struct TestOverrides {
     pub sample_interval: Option<Duration>,
     pub cc: Option<String>,
     pub socket_buffer: Option<u32>,
+    #[serde(default)]
+    pub dscp: Option<Vec<Dscp>>,
 }
 
 impl TestOverrides {
@@ -200,6 +208,9 @@ impl TestOverrides {
         if let Some(v) = self.socket_buffer {
             t.socket_buffer = v;
         }
+        if let Some(v) = &self.dscp {
+            t.dscp = v.clone();
+        }
     }
 
     /// Options set in `other` win over ours.
@@ -207,7 +218,7 @@ impl TestOverrides {
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
         }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer);
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp);
     }
 }
 

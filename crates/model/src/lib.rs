@@ -14,12 +14,14 @@
 //!
 //! Pure: no I/O except reading a trace file a configuration names.
 pub mod config;
+pub mod dscp;
 pub mod lab;
 pub mod queue;
 pub mod rate;
 pub mod scenario;
 pub mod units;
 
+pub use dscp::Dscp;
 pub use config::{Family, Job, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
 pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};

@@ -61,6 +61,8 @@ pub enum ValueKind {
     /// Congestion control name (letters, digits, '_').
     Word,
     Scenarios,
+    /// DSCP classes, joined with + (or , in a recipe file).
+    Dscp,
     Timer,
     Probability,
     /// A file path.
@@ -118,6 +120,7 @@ pub const PARAMS: &[ParamSpec] = &[
     p!("probe_size", Lab, Test, ValueKind::Int(48, 1472), "UDP payload of a latency probe, bytes"),
     p!("sample_interval", Lab, Test, ValueKind::Duration, "goodput / TCP_INFO sampling interval"),
     p!("socket_buffer", Lab, Test, ValueKind::Bytes(4096, 1 << 30), "SO_SNDBUF/SO_RCVBUF of the load flows, bytes (default: kernel autotuning)"),
+    p!("dscp", Lab, Test, ValueKind::Dscp, "DSCP classes of the load flows, taken in turn; join several with +: BE+BK+CS5+EF"),
     // ---- pacing ----
     p!("ipi", Pacing, Pacing, ValueKind::Duration, "inter-packet interval t_ipi, e.g. 50us .. 50ms"),
     p!("timer", Pacing, Pacing, ValueKind::Timer, "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)"),
@@ -174,6 +177,7 @@ pub enum Typed {
     OnOff(OnOff),
     Word(String),
     Scenarios(Vec<Scenario>),
+    Dscp(Vec<bloatlab_model::Dscp>),
     Timer(TimerSpec),
     Probability(f64),
     Path(PathBuf),
@@ -322,6 +326,8 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
         },
         ValueKind::Word => bloatlab_model::config::check_cc(raw).map(|_| v(raw.into(), None, Typed::Word(raw.into()))),
         ValueKind::Scenarios => Scenario::parse_list(raw).map(|s| v(bloatlab_model::scenario::list_name(&s), None, Typed::Scenarios(s))),
+        ValueKind::Dscp => bloatlab_model::Dscp::parse_list(&raw.replace('+', ","))
+            .map(|d| v(d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("+"), None, Typed::Dscp(d))),
         ValueKind::Timer => TimerSpec::parse(raw).map(|t| v(t.name(), None, Typed::Timer(t))),
         ValueKind::Probability => parse_probability(raw).map(|x| v(raw.into(), Some(x), Typed::Probability(x))),
         ValueKind::Path => {
@@ -391,6 +397,7 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
             ("probe_size", Typed::Int(n)) => t.probe_size = Some(*n as usize),
             ("sample_interval", Typed::Duration(d)) => t.sample_interval = Some(*d),
             ("socket_buffer", Typed::Int(n)) => t.socket_buffer = Some(*n as u32),
+            ("dscp", Typed::Dscp(d)) => t.dscp = Some(d.clone()),
             _ => return Err(bad()),
         }
     }
@@ -437,6 +444,9 @@ pub fn overrides_as_values(o: &TestOverrides) -> Vec<(String, Value)> {
     }
     if let Some(cc) = &o.cc {
         push("cc", cc.clone());
+    }
+    if let Some(d) = &o.dscp {
+        push("dscp", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("+"));
     }
     out
 }

@@ -266,6 +266,7 @@ mod tests {
                 bytes: 0,
                 max_gap_ns: 0,
                 max_gap_at_ns: 0,
+                dscp: 0,
             }],
             ..Default::default()
         }

@@ -331,6 +331,7 @@ mod tests {
             bytes: pts.last().map(|p| p.1).unwrap_or(0),
             max_gap_ns: 0,
             max_gap_at_ns: 0,
+            dscp: 0,
         }
     }
 

@@ -164,6 +164,13 @@ pub struct Flow {
     pub max_gap_ns: u64,
     /// When the longest gap ended, test clock ns.
     pub max_gap_at_ns: u64,
+    /// DSCP the flow's packets carried (`--dscp`); absent = unmarked.
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub dscp: u8,
+}
+
+fn is_zero_u8(v: &u8) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -119,6 +119,13 @@ pub enum ClientMsg {
 pub struct FlowSpec {
     pub id: u32,
     pub direction: Direction,
+    /// DSCP the flow's packets carry (both ends mark their sockets); 0 = unmarked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dscp: u8,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -1,0 +1,83 @@
+//! DSCP marking seen by the lab's router: `-- --dscp BE,BK,CS5,EF` marks each
+//! direction's flows in turn (flent's RRUL classes), and the packets crossing
+//! the router carry those marks both ways (captured with a packet socket in
+//! the router's namespace).
+mod lab_util;
+use lab_util::*;
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Count (dscp, direction) of TCP data packets on the lab's port seen in
+/// namespace `ns` for `dur`; direction "up" = to the server port.
+fn capture(ns: &str, port: u16, dur: Duration) -> HashMap<(u8, &'static str), u64> {
+    let ns = ns.to_string();
+    std::thread::spawn(move || {
+        bloatlab_host::netns::enter(&ns).expect("enter the router namespace");
+        // SAFETY: plain socket calls on a descriptor this thread owns.
+        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM, (libc::ETH_P_IP as u16).to_be() as i32) };
+        assert!(fd >= 0, "packet socket: {}", std::io::Error::last_os_error());
+        let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
+        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32) };
+        let mut counts = HashMap::new();
+        let mut b = vec![0u8; 65536];
+        let t = Instant::now();
+        while t.elapsed() < dur {
+            let n = unsafe { libc::recv(fd, b.as_mut_ptr() as *mut libc::c_void, b.len(), 0) };
+            if n < 40 || b[0] >> 4 != 4 || b[9] != 6 {
+                continue;
+            }
+            let ihl = usize::from(b[0] & 0xf) * 4;
+            let total = usize::from(u16::from_be_bytes([b[2], b[3]]));
+            let (sport, dport) = (u16::from_be_bytes([b[ihl], b[ihl + 1]]), u16::from_be_bytes([b[ihl + 2], b[ihl + 3]]));
+            let tcp_hdr = usize::from(b[ihl + 12] >> 4) * 4;
+            if total <= ihl + tcp_hdr {
+                continue; // no payload: an ACK
+            }
+            let dir = if dport == port { "up" } else if sport == port { "down" } else { continue };
+            *counts.entry((b[1] >> 2, dir)).or_insert(0) += 1;
+        }
+        unsafe { libc::close(fd) };
+        counts
+    })
+    .join()
+    .unwrap()
+}
+
+#[test]
+fn router_sees_the_dscp_marks_of_every_class_both_ways() {
+    if skip("router_sees_the_dscp_marks_of_every_class_both_ways") {
+        return;
+    }
+    let id = unique_id();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("dscp.json");
+    let child = Command::new(EXE)
+        .args(["lab", "--rate", "20mbit", "--queue", "fifo:100", "--id", &id, "--quiet", "--json"])
+        .arg(&json)
+        .args(["--", "--scenarios", "4u4d", "--dscp", "BE,BK,CS5,EF", "--duration", "6s", "--idle", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_test_client(&id);
+    std::thread::sleep(Duration::from_millis(2500)); // idle baseline and flow setup
+    let counts = capture(&format!("blab-{id}-router"), 9770, Duration::from_secs(2));
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!("data packets by (dscp, direction) at the router: {counts:?}");
+    for dscp in [0u8, 8, 40, 46] {
+        for d in ["up", "down"] {
+            let n = counts.get(&(dscp, d)).copied().unwrap_or(0);
+            assert!(n >= 20, "only {n} {d} data packets with DSCP {dscp} crossed the router: {counts:?}");
+        }
+    }
+    assert!(counts.keys().all(|(d, _)| [0, 8, 40, 46].contains(d)), "unexpected marks: {counts:?}");
+    // the result records each flow's class
+    let r = bloatlab_results::TestResult::read_file(&json).unwrap();
+    let flows = &r.scenarios[0].flows;
+    let mut marks: Vec<(String, u8)> = flows.iter().map(|f| (format!("{:?}", f.direction), f.dscp)).collect();
+    marks.sort();
+    assert_eq!(marks.iter().filter(|(_, d)| *d == 46).count(), 2, "{marks:?}");
+    assert_eq!(marks.iter().filter(|(_, d)| *d == 0).count(), 2, "{marks:?}");
+}
