@@ -179,7 +179,7 @@ impl Lab {
         let cc = test.cc.clone();
         let interval = opts.queue_interval.unwrap_or(test.sample_interval);
         let job = self.run_dir.join(format!("test-{n}.job.json"));
-        write_job(&job, &Job::Test { config: test, json: json.clone(), quiet: !opts.show_engine_output })?;
+        write_job(&job, &Job::Test { config: Box::new(test), json: json.clone(), quiet: !opts.show_engine_output })?;
         let errf = self.run_dir.join(format!("client-{n}.stderr"));
         let err = std::fs::File::create(&errf)?;
         let interval = interval.max(Duration::from_millis(5));

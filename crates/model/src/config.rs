@@ -269,7 +269,7 @@ pub enum Job {
     /// Serve tests; print the "listening" line on stdout once bound.
     Server { config: ServerConfig },
     /// Run one test and write its result JSON to `json` (also when it ends early).
-    Test { config: TestConfig, json: PathBuf, quiet: bool },
+    Test { config: Box<TestConfig>, json: PathBuf, quiet: bool },
 }
 
 #[cfg(test)]
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn jobs_round_trip() {
-        let j = Job::Test { config: TestConfig::default(), json: "/tmp/r.json".into(), quiet: true };
+        let j = Job::Test { config: Box::default(), json: "/tmp/r.json".into(), quiet: true };
         let s = serde_json::to_string(&j).unwrap();
         assert!(s.starts_with("{\"job\":\"test\""), "{s}");
         assert_eq!(serde_json::from_str::<Job>(&s).unwrap(), j);
