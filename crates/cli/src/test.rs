@@ -119,6 +119,17 @@ pub struct LoadArgs {
     /// (e.g. BE,BK,CS5,EF as flent's RRUL; names or 0..63) [default: unmarked].
     #[arg(long, value_name = "CLASS[,CLASS...]", value_parser = parse_dscp)]
     pub dscp: Option<DscpList>,
+    /// UDP load instead of bulk TCP: every load flow sends datagrams at RATE
+    /// (iperf3's -u -b); loss, reordering and jitter are reported per flow.
+    #[arg(long, value_name = "RATE", value_parser = parse_udp_rate)]
+    pub udp: Option<u64>,
+    /// UDP payload of each load datagram, bytes (64..1472) [default: 1400].
+    #[arg(long, value_name = "BYTES", requires = "udp")]
+    pub udp_size: Option<u32>,
+}
+
+fn parse_udp_rate(s: &str) -> Result<u64, String> {
+    bloatlab_model::Rate::parse(s).map(|r| r.bps)
 }
 
 /// A comma-separated DSCP list, parsed by the model.
@@ -142,6 +153,10 @@ impl LoadArgs {
             cc: self.cc.clone(),
             socket_buffer: self.socket_buffer,
             dscp: self.dscp.clone().map(|d| d.0),
+            udp: self.udp.map(|rate_bps| bloatlab_model::UdpLoad {
+                rate_bps,
+                payload: self.udp_size.unwrap_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT),
+            }),
         }
     }
 }

@@ -390,3 +390,37 @@ fn interval_lines_and_logfile() {
     let out = run(&["test", &srv.addr(), "--interval", "10ms"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("at least 100ms"));
 }
+
+/// UDP load on loopback: every flow records what it sent and what arrived,
+/// the table shows it, and the delivered rate is the target.
+#[test]
+fn udp_load_flows_report_loss_and_jitter() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("udp.json");
+    let out = run(&[
+        "test", &srv.addr(), "--scenarios", "1u1d,2u0d", "--duration", "1.5s", "--idle", "0.3s", "--pause", "0.3s",
+        "--udp", "20mbit", "--udp-size", "1000", "--dscp", "EF", "--interval", "0", "--json", json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("UDP load") && table.contains("Jitter ms"), "{table}");
+    let r = TestResult::read_file(&json).unwrap();
+    for p in &r.scenarios {
+        for f in &p.flows {
+            let u = f.udp.unwrap_or_else(|| panic!("{} flow {} has no UDP record", p.name, f.id));
+            assert_eq!((u.target_bps, u.payload_bytes, f.dscp), (20e6, 1000, 46));
+            // 1.5 s at 2500 datagrams/s
+            assert!(u.sent > 3000 && u.sent < 4500, "{u:?}");
+            assert!(u.loss_pct < 2.0 && u.received <= u.sent, "{u:?}");
+            assert!(u.jitter_ms >= 0.0 && u.jitter_ms < 5.0, "{u:?}");
+            assert_eq!(f.bytes, u.received * 1000, "payload bytes counted");
+        }
+        let per_flow = if p.uploads > 0 { p.summary.upload_bps / p.uploads as f64 } else { p.summary.download_bps };
+        assert!((per_flow / 20e6 - 1.0).abs() < 0.1, "{}: {per_flow}", p.name);
+    }
+    // a bad datagram size is refused before anything runs
+    let out = run(&["test", &srv.addr(), "--udp", "1mbit", "--udp-size", "20"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--udp-size"));
+}

@@ -135,10 +135,16 @@ fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: 
 }
 
 fn join(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<TcpStream, String> {
+    join_flow(addr, cfg, cc, msg).map(|(s, _)| s)
+}
+
+/// Join a flow; a UDP flow's answer carries the server's UDP port for it.
+fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<(TcpStream, Option<u16>), String> {
     let mut s = connect(addr, cfg, cc)?;
     conn::send(&mut s, &msg).map_err(|e| e.to_string())?;
     match expect(&mut s, "the flow acceptance")? {
-        ServerMsg::FlowAccepted | ServerMsg::RrAccepted => Ok(s),
+        ServerMsg::FlowAccepted | ServerMsg::RrAccepted => Ok((s, None)),
+        ServerMsg::UdpFlowAccepted { port } => Ok((s, Some(port))),
         other => Err(format!("unexpected answer from the server: {other:?}")),
     }
 }
@@ -320,11 +326,12 @@ fn run_scenario(
 ) -> Result<(RawPhase, bool), String> {
     let mut specs = vec![];
     let mark = |i: u32| bloatlab_model::Dscp::for_flow(&cfg.dscp, i as usize).0;
+    let udp = cfg.udp.map(|u| wire::UdpParams { rate_bps: u.rate_bps, payload: u.payload });
     for i in 0..sc.uploads {
-        specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i) });
+        specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i), udp });
     }
     for i in 0..sc.downloads {
-        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down, dscp: mark(i) });
+        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down, dscp: mark(i), udp });
     }
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(30)));
     conn::send(&mut sess.ctl, &ClientMsg::StartScenario {
@@ -343,21 +350,34 @@ fn run_scenario(
         .iter()
         .map(|f| {
             let (cfg, cc, token, f) = (cfg.clone(), sess.cc.clone(), sess.token, *f);
-            thread::spawn(move || join(addr, &cfg, &cc, ClientMsg::JoinFlow { token, flow_id: f.id, direction: f.direction }))
+            thread::spawn(move || join_flow(addr, &cfg, &cc, ClientMsg::JoinFlow { token, flow_id: f.id, direction: f.direction }))
         })
         .collect();
     let mut socks = vec![];
     for h in handles {
         socks.push(h.join().map_err(|_| "flow setup thread panicked".to_string())??);
     }
-    if let Some(s) = socks.first() {
+    if let Some((s, _)) = socks.first() {
         *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0 };
     }
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(Gate::default());
     let mut sampled = vec![];
     let mut threads = vec![];
-    for (spec, s) in specs.iter().zip(socks) {
+    for (spec, (s, udp_port)) in specs.iter().zip(socks) {
+        // A UDP flow: its datagrams go between our socket and the server's port for it.
+        let usock = match (spec.udp, udp_port) {
+            (Some(_), Some(port)) => {
+                let u = crate::udpflow::bind_near(addr, false).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
+                u.connect(SocketAddr::new(addr.ip(), port)).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
+                if spec.dscp > 0 {
+                    sys::set_dscp(&u, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
+                }
+                Some(u)
+            }
+            (Some(_), None) => return Err(format!("the server did not open a UDP port for flow {} (an older server?)", spec.id)),
+            _ => None,
+        };
         if spec.dscp > 0 {
             sys::set_dscp(&s, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
         }
@@ -369,11 +389,30 @@ fn run_scenario(
             id: spec.id,
             direction: spec.direction,
             receiving: spec.direction == Direction::Down,
+            tcp: usock.is_none(),
             sock: s.try_clone().map_err(|e| e.to_string())?,
             counter: counter.clone(),
         });
         let (st, g) = (stop.clone(), gate.clone());
         let dir = spec.direction;
+        let (id, params) = (spec.id, spec.udp);
+        if let (Some(u), Some(p)) = (usock, params) {
+            threads.push(thread::spawn(move || {
+                let _keep = s; // the flow's TCP connection stays open for its life
+                let stats = match dir {
+                    Direction::Up => {
+                        if !g.wait(&st, Duration::from_secs(60)) {
+                            return RecvOutcome::default();
+                        }
+                        let sent = crate::udpflow::send_paced(&u, id, p, &st);
+                        bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
+                    }
+                    Direction::Down => crate::udpflow::receive(&u, id, &counter, &st, true).stats(None, p.rate_bps as f64, p.payload),
+                };
+                RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() }
+            }));
+            continue;
+        }
         threads.push(thread::spawn(move || {
             if !g.wait(&st, Duration::from_secs(60)) {
                 return RecvOutcome::default();

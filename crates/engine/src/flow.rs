@@ -17,6 +17,8 @@ pub struct RecvOutcome {
     pub bytes: u64,
     pub max_gap_ns: u64,
     pub max_gap_at_ns: u64,
+    /// A UDP flow: what this end received (receiver) or sent (sender: `sent` only).
+    pub udp: Option<bloatlab_results::UdpStats>,
 }
 
 /// A start signal every sender of a scenario waits on.
@@ -71,7 +73,7 @@ pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> Recv
         }
     }
     gaps.finish(clock::now_ns());
-    RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns() }
+    RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns(), udp: None }
 }
 
 /// Write until stop or error.
@@ -100,6 +102,8 @@ pub struct Sampled {
     pub direction: Direction,
     /// True when this end receives (count bytes), false when it sends (TCP_INFO).
     pub receiving: bool,
+    /// A TCP flow (a UDP flow's sender has no TCP_INFO worth sampling).
+    pub tcp: bool,
     pub sock: TcpStream,
     pub counter: Arc<AtomicU64>,
 }
@@ -121,6 +125,8 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &AtomicBool, sid
         for (i, f) in flows.iter().enumerate() {
             if f.receiving {
                 out[i].goodput.push((t, f.counter.load(Ordering::Relaxed)));
+            } else if !f.tcp {
+                // a UDP flow's sender: nothing to sample
             } else if let Some(info) = sys::tcp_info(&f.sock, t, side) {
                 out[i].tcp_info.push(info);
             }

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod conn;
 pub mod flow;
+pub mod udpflow;
 pub mod probe;
 pub mod server;
 pub mod summarize;

@@ -42,6 +42,8 @@ struct Scenario {
     expected: HashMap<u32, Direction>,
     /// DSCP of each flow (absent = unmarked).
     marks: HashMap<u32, u8>,
+    /// UDP flows' rates and datagram sizes.
+    udp: HashMap<u32, wire::UdpParams>,
     joined: Mutex<HashMap<u32, Joined>>,
     gate: Gate,
     stop: AtomicBool,
@@ -49,6 +51,8 @@ struct Scenario {
 
 struct Joined {
     direction: Direction,
+    /// A TCP flow (false: a UDP flow, whose TCP connection only controls it).
+    tcp: bool,
     sock: TcpStream,
     counter: Arc<AtomicU64>,
     done: mpsc::Receiver<RecvOutcome>,
@@ -378,6 +382,11 @@ fn run_control(
                 }
                 let expected: HashMap<u32, Direction> = flows.iter().map(|f: &FlowSpec| (f.id, f.direction)).collect();
                 let marks: HashMap<u32, u8> = flows.iter().filter(|f| f.dscp > 0).map(|f| (f.id, f.dscp)).collect();
+                let udp: HashMap<u32, wire::UdpParams> = flows.iter().filter_map(|f| Some((f.id, f.udp?))).collect();
+                if let Some(f) = flows.iter().find(|f| f.udp.is_some_and(|u| u.payload < wire::UDP_HEADER as u32 || u.payload > 65_000 || u.rate_bps == 0)) {
+                    let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: bad UDP rate or datagram size", f.id) });
+                    return Err("bad UDP flow".into());
+                }
                 if let Some(f) = flows.iter().find(|f| f.dscp > 63) {
                     let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: DSCP {} is out of range (0..63)", f.id, f.dscp) });
                     return Err("DSCP out of range".into());
@@ -385,6 +394,7 @@ fn run_control(
                 *test.scenario.lock().unwrap() = Some(Arc::new(Scenario {
                     expected,
                     marks,
+                    udp,
                     joined: Mutex::new(HashMap::new()),
                     gate: Gate::default(),
                     stop: AtomicBool::new(false),
@@ -409,6 +419,7 @@ fn run_control(
                         id: *id,
                         direction: j.direction,
                         receiving: j.direction == Direction::Up,
+                        tcp: j.tcp,
                         sock: j.sock.try_clone().map_err(|e| e.to_string())?,
                         counter: j.counter.clone(),
                     });
@@ -444,6 +455,7 @@ fn run_control(
                         max_gap_ns: o.max_gap_ns,
                         max_gap_at_unix_ns: o.max_gap_at_ns,
                         tcp_info: smp.tcp_info,
+                        udp: o.udp,
                     });
                 }
                 reports.sort_by_key(|r| r.id);
@@ -521,8 +533,43 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         Ok(c) => c,
         Err(_) => return,
     };
-    sc.joined.lock().unwrap().insert(id, Joined { direction: dir, sock: clone, counter: counter.clone(), done: rx });
-    if conn::send(&mut s, &ServerMsg::FlowAccepted).is_err() {
+    // A UDP flow: a UDP socket of its own on the address the client reached us at.
+    let udp = match sc.udp.get(&id) {
+        Some(p) => {
+            let sock = s.local_addr().and_then(|a| crate::udpflow::bind_near(a, true));
+            let sock = match sock {
+                Ok(u) => u,
+                Err(e) => {
+                    let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: cannot open a UDP socket for flow {id}: {e}") });
+                    return;
+                }
+            };
+            if let Some(d) = sc.marks.get(&id) {
+                let _ = sys::set_dscp(&sock, *d);
+            }
+            Some((sock, *p))
+        }
+        None => None,
+    };
+    sc.joined.lock().unwrap().insert(id, Joined { direction: dir, tcp: udp.is_none(), sock: clone, counter: counter.clone(), done: rx });
+    let accepted = match &udp {
+        Some((u, _)) => ServerMsg::UdpFlowAccepted { port: u.local_addr().map(|a| a.port()).unwrap_or(0) },
+        None => ServerMsg::FlowAccepted,
+    };
+    if conn::send(&mut s, &accepted).is_err() {
+        return;
+    }
+    if let Some((u, p)) = udp {
+        let _keep = s; // the TCP connection controls the flow for its life
+        let stats = match dir {
+            Direction::Up => crate::udpflow::receive(&u, id, &counter, &sc.stop, false).stats(None, p.rate_bps as f64, p.payload),
+            Direction::Down => {
+                let limit = sh.cfg.idle_timeout + Duration::from_secs(30);
+                let sent = crate::udpflow::serve_download(&u, id, p, &sc.gate, &sc.stop, limit);
+                bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
+            }
+        };
+        let _ = tx.send(RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() });
         return;
     }
     match dir {

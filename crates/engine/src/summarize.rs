@@ -224,7 +224,19 @@ pub fn build_result(
                         None => (vec![], 0, 0, 0, smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect()),
                     },
                 };
-            flows.push(Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at, dscp: spec.dscp });
+            // A UDP flow: the receiver's statistics. An upload's sender (this
+            // client) stopped at the phase end, so its count completes them; a
+            // download's sender (the server) sends until it hears the stop,
+            // after this receiver stopped, so the receiver's own view (highest
+            // sequence + 1) counts its losses.
+            let udp = match spec.direction {
+                Direction::Up => match (srv.and_then(|s| s.udp), out.udp) {
+                    (Some(r), Some(s)) => Some(m::udp::with_sent(r, s.sent)),
+                    (r, s) => r.or(s),
+                },
+                Direction::Down => out.udp,
+            };
+            flows.push(Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at, dscp: spec.dscp, udp });
         }
         phases.push(Phase {
             name: r.name.clone(),

@@ -29,12 +29,12 @@ pub fn host_info() -> HostInfo {
     }
 }
 
-/// Mark a TCP socket's packets with a DSCP (IPv4 TOS or IPv6 traffic class,
+/// Mark a socket's packets with a DSCP (IPv4 TOS or IPv6 traffic class,
 /// ECN bits left 0), for a flow of a priority class.
-pub fn set_dscp(sock: &std::net::TcpStream, dscp: u8) -> std::io::Result<()> {
+pub fn set_dscp<S: std::os::fd::AsFd>(sock: &S, dscp: u8) -> std::io::Result<()> {
     let s = socket2::SockRef::from(sock);
     let tos = u32::from(dscp) << 2;
-    match sock.local_addr()? {
+    match s.local_addr()?.as_socket().ok_or_else(|| std::io::Error::other("not an IP socket"))? {
         std::net::SocketAddr::V4(_) => s.set_tos_v4(tos),
         std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_some() => s.set_tos_v4(tos),
         std::net::SocketAddr::V6(_) => s.set_tclass_v6(tos),

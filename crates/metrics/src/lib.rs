@@ -24,6 +24,7 @@
 mod clock;
 mod goodput;
 pub mod queue;
+pub mod udp;
 mod rates;
 mod responsiveness;
 mod stats;

@@ -51,6 +51,10 @@ pub struct TestConfig {
     /// turn (flow i gets `dscp[i % n]`); empty = unmarked.
     #[serde(default)]
     pub dscp: Vec<Dscp>,
+    /// UDP load instead of bulk TCP: every load flow sends datagrams at a
+    /// target rate (iperf3's `-u -b`).
+    #[serde(default)]
+    pub udp: Option<UdpLoad>,
     /// The command line, recorded in the result.
     pub command: Vec<String>,
     pub connect_timeout: Duration,
@@ -73,6 +77,7 @@ impl Default for TestConfig {
             socket_buffer: 0,
             witness: None,
             dscp: vec![],
+            udp: None,
             command: vec![],
             connect_timeout: Duration::from_secs(5),
         }
@@ -85,6 +90,39 @@ pub fn check_cc(cc: &str) -> Result<(), String> {
         return Err(format!("`{cc}` is not a congestion control name (e.g. cubic, bbr, reno)"));
     }
     Ok(())
+}
+
+/// UDP load: each flow sends `payload`-byte datagrams at `rate_bps` (payload bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UdpLoad {
+    pub rate_bps: u64,
+    pub payload: u32,
+}
+
+/// Datagram payloads a UDP flow may use: the 24-byte header at least, one
+/// unfragmented IPv4 datagram at most.
+pub const UDP_PAYLOAD_MIN: u32 = 64;
+pub const UDP_PAYLOAD_MAX: u32 = 1472;
+pub const UDP_PAYLOAD_DEFAULT: u32 = 1400;
+
+impl UdpLoad {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(UDP_PAYLOAD_MIN..=UDP_PAYLOAD_MAX).contains(&self.payload) {
+            return Err(format!("--udp-size must be {UDP_PAYLOAD_MIN}..{UDP_PAYLOAD_MAX} bytes"));
+        }
+        if self.rate_bps < 8 * self.payload as u64 {
+            return Err("--udp rate is below one datagram per second".into());
+        }
+        if self.rate_bps > 100_000_000_000 {
+            return Err("--udp rate is above 100gbit per flow".into());
+        }
+        Ok(())
+    }
+
+    /// Nanoseconds between datagrams.
+    pub fn interval_ns(&self) -> u64 {
+        (self.payload as u64 * 8 * 1_000_000_000 / self.rate_bps).max(1)
+    }
 }
 
 /// Split a server spelling into host and port: `host`, `host:port`, an IPv6
@@ -148,6 +186,9 @@ impl TestConfig {
             return Err("--socket-buffer is too large (at most 1 GiB)".into());
         }
         check_cc(&self.cc).map_err(|e| format!("--cc: {e}"))?;
+        if let Some(u) = &self.udp {
+            u.validate()?;
+        }
         split_host_port(&self.server, self.port)?;
         if let Some(w) = &self.witness {
             split_host_port(w, self.port).map_err(|e| format!("--witness: {e}"))?;
@@ -176,6 +217,8 @@ pub struct TestOverrides {
     pub socket_buffer: Option<u32>,
     #[serde(default)]
     pub dscp: Option<Vec<Dscp>>,
+    #[serde(default)]
+    pub udp: Option<UdpLoad>,
 }
 
 impl TestOverrides {
@@ -211,6 +254,9 @@ impl TestOverrides {
         if let Some(v) = &self.dscp {
             t.dscp = v.clone();
         }
+        if let Some(v) = self.udp {
+            t.udp = Some(v);
+        }
     }
 
     /// Options set in `other` win over ours.
@@ -218,7 +264,7 @@ impl TestOverrides {
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
         }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp);
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp);
     }
 }
 

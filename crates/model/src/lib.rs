@@ -22,7 +22,7 @@ pub mod scenario;
 pub mod units;
 
 pub use dscp::Dscp;
-pub use config::{Family, Job, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
+pub use config::{Family, Job, ServerConfig, TestConfig, TestOverrides, UdpLoad, DEFAULT_PORT};
 pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use rate::{Rate, RateSpec};

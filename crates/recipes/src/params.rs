@@ -121,6 +121,8 @@ pub const PARAMS: &[ParamSpec] = &[
     p!("sample_interval", Lab, Test, ValueKind::Duration, "goodput / TCP_INFO sampling interval"),
     p!("socket_buffer", Lab, Test, ValueKind::Bytes(4096, 1 << 30), "SO_SNDBUF/SO_RCVBUF of the load flows, bytes (default: kernel autotuning)"),
     p!("dscp", Lab, Test, ValueKind::Dscp, "DSCP classes of the load flows, taken in turn; join several with +: BE+BK+CS5+EF"),
+    p!("udp", Lab, Test, ValueKind::Rate, "UDP load instead of TCP: each load flow sends datagrams at this rate (iperf3 -u -b)"),
+    p!("udp_size", Lab, Test, ValueKind::Int(64, 1472), "UDP payload of each load datagram, bytes (default 1400; with udp)"),
     // ---- pacing ----
     p!("ipi", Pacing, Pacing, ValueKind::Duration, "inter-packet interval t_ipi, e.g. 50us .. 50ms"),
     p!("timer", Pacing, Pacing, ValueKind::Timer, "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)"),
@@ -362,6 +364,7 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
     let mut pt = LabPoint::default();
     let (c, t) = (&mut pt.lab, &mut pt.test);
     let mut rate = None;
+    let mut udp_size = None;
     for (k, v) in vals {
         let bad = || format!("{k}: value {:?} does not fit this parameter", v.text);
         match (k.as_str(), &v.typed) {
@@ -398,8 +401,18 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
             ("sample_interval", Typed::Duration(d)) => t.sample_interval = Some(*d),
             ("socket_buffer", Typed::Int(n)) => t.socket_buffer = Some(*n as u32),
             ("dscp", Typed::Dscp(d)) => t.dscp = Some(d.clone()),
+            ("udp", Typed::Rate(r)) => {
+                let payload = t.udp.map_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT, |u| u.payload);
+                t.udp = Some(bloatlab_model::UdpLoad { rate_bps: r.bps, payload });
+            }
+            ("udp_size", Typed::Int(n)) => udp_size = Some(*n as u32),
             _ => return Err(bad()),
         }
+    }
+    match (&mut t.udp, udp_size) {
+        (Some(u), Some(n)) => u.payload = n,
+        (None, Some(_)) => return Err("udp_size: needs udp (the rate of the UDP load)".into()),
+        _ => {}
     }
     if let Some(r) = rate {
         // rate sets both directions unless rate_up/rate_down say otherwise
@@ -447,6 +460,10 @@ pub fn overrides_as_values(o: &TestOverrides) -> Vec<(String, Value)> {
     }
     if let Some(d) = &o.dscp {
         push("dscp", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("+"));
+    }
+    if let Some(u) = &o.udp {
+        push("udp", bloatlab_model::units::fmt_rate_tc(u.rate_bps));
+        push("udp_size", u.payload.to_string());
     }
     out
 }

@@ -267,6 +267,7 @@ mod tests {
                 max_gap_ns: 0,
                 max_gap_at_ns: 0,
                 dscp: 0,
+                udp: None,
             }],
             ..Default::default()
         }

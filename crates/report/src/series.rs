@@ -332,6 +332,7 @@ mod tests {
             max_gap_ns: 0,
             max_gap_at_ns: 0,
             dscp: 0,
+            udp: None,
         }
     }
 

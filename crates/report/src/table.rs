@@ -69,6 +69,41 @@ fn phase_row(p: &Phase) -> Vec<String> {
     ]
 }
 
+/// UDP load flows (`--udp`): per phase and direction, the target and
+/// delivered rates, loss, reordering and jitter (empty without UDP flows).
+pub(crate) fn udp_table(r: &TestResult) -> String {
+    let mut rows = vec![["Phase", "Dir", "Flows", "Target Mbit/s", "Got Mbit/s", "Sent", "Lost", "Loss %", "Reordered", "Jitter ms"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+    for p in &r.scenarios {
+        for dir in [bloatlab_results::Direction::Up, bloatlab_results::Direction::Down] {
+            let fl: Vec<_> = p.flows.iter().filter(|f| f.direction == dir).filter_map(|f| f.udp).collect();
+            if fl.is_empty() {
+                continue;
+            }
+            let (sent, lost) = (fl.iter().map(|u| u.sent).sum::<u64>(), fl.iter().map(|u| u.lost).sum::<u64>());
+            let got = if dir == bloatlab_results::Direction::Up { p.summary.upload_bps } else { p.summary.download_bps };
+            rows.push(vec![
+                p.name.clone(),
+                if dir == bloatlab_results::Direction::Up { "up".into() } else { "down".into() },
+                fl.len().to_string(),
+                mbps(fl.iter().map(|u| u.target_bps).sum::<f64>()),
+                mbps(got),
+                sent.to_string(),
+                lost.to_string(),
+                format!("{:.2}", if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 }),
+                fl.iter().map(|u| u.out_of_order).sum::<u64>().to_string(),
+                ms(fl.iter().map(|u| u.jitter_ms).fold(0.0, f64::max)),
+            ]);
+        }
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    format!("\nUDP load (datagrams at a target rate; jitter: RFC 3550, the largest flow's):\n{}", text_table(&rows))
+}
+
 /// The terminal summary printed after a test: per-phase table, seed 003's
 /// headline four, and the verdict line.
 pub fn summary_table(r: &TestResult) -> String {
@@ -114,6 +149,8 @@ pub fn summary_table(r: &TestResult) -> String {
         }
         out.push_str(&text_table(&rows));
     }
+
+    out.push_str(&udp_table(r));
 
     let h = &r.headline;
     out.push('\n');

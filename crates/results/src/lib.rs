@@ -167,6 +167,29 @@ pub struct Flow {
     /// DSCP the flow's packets carried (`--dscp`); absent = unmarked.
     #[serde(default, skip_serializing_if = "is_zero_u8")]
     pub dscp: u8,
+    /// A UDP flow at a target rate (`--udp`): what was sent and what arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpStats>,
+}
+
+/// A UDP load flow's delivery: sequence-numbered datagrams at a target rate.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct UdpStats {
+    /// The sender's target rate (datagram payload bits per second).
+    pub target_bps: f64,
+    /// UDP payload of each datagram, bytes.
+    pub payload_bytes: u32,
+    /// Datagrams the sender sent, and the receiver received (distinct sequence numbers).
+    pub sent: u64,
+    pub received: u64,
+    /// sent - received (never negative).
+    pub lost: u64,
+    /// lost / sent x 100.
+    pub loss_pct: f64,
+    /// Datagrams that arrived after a later one.
+    pub out_of_order: u64,
+    /// RFC 3550 interarrival jitter at the end of the flow, ms.
+    pub jitter_ms: f64,
 }
 
 fn is_zero_u8(v: &u8) -> bool {

@@ -122,6 +122,17 @@ pub struct FlowSpec {
     /// DSCP the flow's packets carry (both ends mark their sockets); 0 = unmarked.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dscp: u8,
+    /// A UDP flow at a target rate: the server opens a UDP socket for it and
+    /// answers `udp_flow_accepted` with its port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpParams>,
+}
+
+/// A UDP flow's rate (payload bits per second) and datagram payload.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UdpParams {
+    pub rate_bps: u64,
+    pub payload: u32,
 }
 
 fn is_zero(v: &u8) -> bool {
@@ -137,6 +148,9 @@ pub enum ServerMsg {
     /// A protocol error; the server closes the connection after sending it.
     Error { message: String },
     FlowAccepted,
+    /// A UDP flow joined: its datagrams go to (upload) or come from
+    /// (download) this UDP port on the server's address.
+    UdpFlowAccepted { port: u16 },
     RrAccepted,
     ScenarioReady,
     /// Sent after StopScenario: the server's measurements of the scenario.
@@ -163,6 +177,9 @@ pub struct ServerFlowReport {
     pub max_gap_at_unix_ns: u64,
     /// TCP_INFO of the server's socket; `t_ns` is server unix ns.
     pub tcp_info: Vec<TcpInfoSample>,
+    /// UDP flows: what the server received (upload) or sent (download).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<bloatlab_results::UdpStats>,
 }
 
 /// Encode a control frame.
@@ -202,6 +219,46 @@ pub fn frame_len(header: [u8; 4], max: usize) -> Result<usize, WireError> {
         return Err(WireError::Oversized { len, max });
     }
     Ok(len)
+}
+
+/// A UDP load datagram: magic, flow id, sequence number, send time (sender
+/// clock, Unix ns), then padding to the flow's payload size.
+pub const UDP_MAGIC: [u8; 4] = *b"BLUD";
+pub const UDP_HEADER: usize = 24;
+/// The sequence number a download flow's receiver sends to tell the server where to send.
+pub const UDP_HELLO_SEQ: u64 = u64::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpDatagram {
+    pub flow_id: u32,
+    pub seq: u64,
+    pub send_ns: u64,
+}
+
+impl UdpDatagram {
+    /// Write the header into `buf` (whose length is the datagram size, >= UDP_HEADER).
+    pub fn encode(&self, buf: &mut [u8]) -> Result<(), WireError> {
+        if buf.len() < UDP_HEADER {
+            return Err(WireError::Truncated { needed: UDP_HEADER, have: buf.len() });
+        }
+        buf[..4].copy_from_slice(&UDP_MAGIC);
+        buf[4..8].copy_from_slice(&self.flow_id.to_be_bytes());
+        buf[8..16].copy_from_slice(&self.seq.to_be_bytes());
+        buf[16..24].copy_from_slice(&self.send_ns.to_be_bytes());
+        Ok(())
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<UdpDatagram, WireError> {
+        if buf.len() < UDP_HEADER {
+            return Err(WireError::Truncated { needed: UDP_HEADER, have: buf.len() });
+        }
+        if buf[..4] != UDP_MAGIC {
+            return Err(WireError::BadMagic(buf[..4].to_vec()));
+        }
+        let u32_at = |i: usize| u32::from_be_bytes(buf[i..i + 4].try_into().expect("4 bytes"));
+        let u64_at = |i: usize| u64::from_be_bytes(buf[i..i + 8].try_into().expect("8 bytes"));
+        Ok(UdpDatagram { flow_id: u32_at(4), seq: u64_at(8), send_ns: u64_at(16) })
+    }
 }
 
 pub const PROBE_MAGIC: [u8; 4] = *b"BLPR";
@@ -393,6 +450,27 @@ mod tests {
         assert!(answer_probe_in_place(&mut buf[..40].to_vec(), 1, 2, |_| true).is_none());
         assert!(answer_probe_in_place(&mut [0x55; 100], 1, 2, |_| true).is_none());
         assert!(answer_probe_in_place(&mut vec![0u8; 2000], 1, 2, |_| true).is_none());
+    }
+
+    #[test]
+    fn udp_datagrams_round_trip() {
+        let d = UdpDatagram { flow_id: 7, seq: 123_456_789_012, send_ns: 1_795_327_096_250_000_000 };
+        let mut b = vec![0u8; 1400];
+        d.encode(&mut b).unwrap();
+        assert_eq!(&b[..4], b"BLUD");
+        assert_eq!(UdpDatagram::decode(&b).unwrap(), d);
+        assert_eq!(UdpDatagram::decode(&b[..24]).unwrap(), d);
+        assert!(matches!(UdpDatagram::decode(&b[..23]), Err(WireError::Truncated { .. })));
+        b[0] = b'X';
+        assert!(matches!(UdpDatagram::decode(&b), Err(WireError::BadMagic(_))));
+        assert!(d.encode(&mut [0u8; 10]).is_err());
+        // random input never panics
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for n in 0..5000 {
+            let len = n % 64;
+            let buf: Vec<u8> = (0..len).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
+            let _ = UdpDatagram::decode(&buf);
+        }
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn build(spec: &Spec) -> TestResult {
                     max_gap = 40 * ms + 10 * ms * k as u64;
                     max_gap_at = start + 1_000 * ms;
                 }
-                flows.push(Flow { id: flow_id, direction: dir, goodput: g, tcp_info: info, bytes: bytes as u64, max_gap_ns: max_gap, max_gap_at_ns: max_gap_at, dscp: 0 });
+                flows.push(Flow { id: flow_id, direction: dir, goodput: g, tcp_info: info, bytes: bytes as u64, max_gap_ns: max_gap, max_gap_at_ns: max_gap_at, dscp: 0, udp: None });
                 flow_id += 1;
             }
         }
