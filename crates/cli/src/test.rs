@@ -36,19 +36,19 @@ pub struct ServerArgs {
     #[arg(long = "bind", value_name = "ADDR")]
     pub bind: Vec<String>,
     /// TCP and UDP port.
-    #[arg(long, short, default_value_t = DEFAULT_PORT)]
+    #[arg(long, short, default_value_t = DEFAULT_PORT, value_name = "PORT")]
     pub port: u16,
     /// Longest test a client may run.
-    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    #[arg(long, default_value = "300s", value_name = "DURATION", value_parser = parse_duration)]
     pub max_duration: Duration,
     /// Most flows in one scenario of one test.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_flows: u32,
     /// Most tests running at once.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_name = "N")]
     pub max_tests: u32,
     /// How long a client may stay silent before its test is dropped.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
     pub idle_timeout: Duration,
     /// No per-test log lines.
     #[arg(long, short)]
@@ -280,24 +280,42 @@ pub struct IntervalLog {
     phase: String,
     /// (interval start s, up bytes, down bytes) at the last line.
     last: (f64, u64, u64),
+    /// The newest update of the current phase, for its final partial interval.
+    newest: Option<Live>,
 }
 
 impl IntervalLog {
     pub fn new(every: Duration) -> IntervalLog {
-        IntervalLog { every_s: every.as_secs_f64(), phase: String::new(), last: (0.0, 0, 0) }
+        IntervalLog { every_s: every.as_secs_f64(), phase: String::new(), last: (0.0, 0, 0), newest: None }
     }
 
-    /// Lines due at this live update (none during the idle baseline).
+    /// Lines due at this live update (none during the idle baseline); a new
+    /// phase first closes the previous one's partial interval.
     pub fn lines(&mut self, l: &Live) -> Vec<String> {
-        let Ok(sc) = Scenario::parse(&l.phase) else { return vec![] };
+        let mut out = vec![];
         if l.phase != self.phase {
+            out = self.flush();
             self.phase = l.phase.clone();
             self.last = (0.0, 0, 0);
         }
-        let (t0, up0, down0) = self.last;
-        if l.elapsed_s < t0 + self.every_s {
-            return vec![];
+        let Ok(sc) = Scenario::parse(&l.phase) else { return out };
+        self.newest = Some(l.clone());
+        if l.elapsed_s >= self.last.0 + self.every_s {
+            out.extend(self.emit(&sc, l));
         }
+        out
+    }
+
+    /// The current phase's last, partial interval (at the end of a phase or the test).
+    pub fn flush(&mut self) -> Vec<String> {
+        match (self.newest.take(), Scenario::parse(&self.phase)) {
+            (Some(l), Ok(sc)) if l.elapsed_s > self.last.0 + 0.05 => self.emit(&sc, &l),
+            _ => vec![],
+        }
+    }
+
+    fn emit(&mut self, sc: &Scenario, l: &Live) -> Vec<String> {
+        let (t0, up0, down0) = self.last;
         let t1 = l.elapsed_s;
         let dt = (t1 - t0).max(1e-9);
         let mut out = vec![];
@@ -438,6 +456,11 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
+    if let Some(iv) = intervals.as_mut() {
+        for line in iv.flush() {
+            textout.line(&line);
+        }
+    }
     let Some(result) = out.result else {
         bail!("{}", out.error.unwrap_or_else(|| "test failed".into()));
     };
@@ -510,6 +533,33 @@ mod tests {
             let e = format!("{:#}", cfg(bad).unwrap_err());
             assert!(e.contains(why), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn interval_lines_per_direction_with_the_final_partial_one() {
+        let mut iv = IntervalLog::new(Duration::from_secs(1));
+        let live = |phase: &str, t: f64, up: u64, down: u64| Live {
+            phase: phase.into(),
+            elapsed_s: t,
+            up_bytes: up,
+            down_bytes: down,
+            rtt_ms: 12.5,
+            ..Default::default()
+        };
+        assert!(iv.lines(&live("idle", 0.5, 0, 0)).is_empty());
+        assert!(iv.lines(&live("1u1d", 0.5, 500_000, 0)).is_empty());
+        // 1.25 MB up and 2.5 MB down in the first second: 10 and 20 Mbit/s
+        let l = iv.lines(&live("1u1d", 1.0, 1_250_000, 2_500_000));
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].contains("1u1d up") && l[0].contains("0.00-1.00 s") && l[0].contains("10.00 Mbit/s") && l[0].contains("rtt 12.50 ms"), "{}", l[0]);
+        assert!(l[1].contains("1u1d down") && l[1].contains("20.00 Mbit/s"), "{}", l[1]);
+        assert!(iv.lines(&live("1u1d", 1.5, 1_875_000, 2_500_000)).is_empty());
+        // the next phase closes the previous one's last half second
+        let l = iv.lines(&live("0u1d", 0.05, 0, 0));
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].contains("1.00-1.50 s") && l[0].contains("10.00 Mbit/s"), "{}", l[0]);
+        let l = iv.flush();
+        assert!(l.is_empty(), "a 50 ms remainder is not an interval: {l:?}");
     }
 
     #[test]

@@ -67,6 +67,9 @@ pub fn signed(v: f64) -> String {
         return "-".into();
     }
     let s = sig3(v);
+    if s.parse::<f64>().is_ok_and(|x| x == 0.0) {
+        return "0".into(); // "-0.000" rounds to nothing: no sign
+    }
     if v > 0.0 && !s.starts_with('+') && s != "0" && s != "0.000" {
         format!("+{s}")
     } else {
