@@ -44,10 +44,18 @@ pub struct ListArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = "Without --id or --all, removes only labs left over by a bloatlab lab that died; \
+labs kept with --keep stay until named. A lab whose bloatlab lab still runs is never touched.")]
 pub struct CleanupArgs {
-    /// Only this lab (6 hex digits, as in the namespace names blab-ID-ROLE); repeatable.
+    /// Only this lab (6 hex digits, as in the namespace names blab-ID-ROLE), kept or not; repeatable.
     #[arg(long = "id")]
     pub ids: Vec<String>,
+    /// Every lab whose bloatlab lab is gone, including the ones kept with --keep.
+    #[arg(long, conflicts_with = "ids")]
+    pub all: bool,
+    /// List what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Args, Debug)]
@@ -256,7 +264,9 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
 
 pub fn run_lab(args: LabArgs) -> Result<i32> {
     match args.cmd {
-        Some(LabCmd::Cleanup(c)) => app::run_cleanup(&c.ids),
+        Some(LabCmd::Cleanup(c)) => {
+            app::run_cleanup(&bloatlab_lab::state::CleanupSelection { ids: c.ids, all: c.all, dry_run: c.dry_run })
+        }
         Some(LabCmd::Qdiscs(q)) => app::run_qdiscs(q.json),
         Some(LabCmd::List(l)) => app::run_list(l.json),
         None => app::run_lab(&resolve(&args.run)?),

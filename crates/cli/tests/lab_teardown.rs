@@ -181,3 +181,31 @@ fn long_lab(id: &str, json: &std::path::Path, group: bool) -> std::process::Chil
     wait_for_test_client(id);
     child
 }
+
+/// `cleanup` removes only what nobody owns: a kept lab stays until named
+/// (`--id`) or `--all`; `--dry-run` only says what would go.
+#[test]
+fn cleanup_leaves_kept_labs_until_named() {
+    if skip("cleanup_leaves_kept_labs_until_named") {
+        return;
+    }
+    let id = unique_id();
+    let before = root_links();
+    let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--quiet"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lab_namespaces(&id).len(), 4);
+    let text = |args: &[&str]| {
+        let o = Command::new(EXE).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let t = text(&["lab", "cleanup"]);
+    assert!(t.contains(&format!("lab {id}: kept with --keep")) && t.contains(&format!("--id {id}")), "{t}");
+    assert_eq!(lab_namespaces(&id).len(), 4, "a bare cleanup removed a kept lab");
+    let t = text(&["lab", "cleanup", "--all", "--dry-run"]);
+    assert!(t.contains(&format!("lab {id}: would remove 4 namespaces (kept with --keep)")), "{t}");
+    assert_eq!(lab_namespaces(&id).len(), 4, "--dry-run removed something");
+    let t = text(&["lab", "cleanup", "--id", &id]);
+    assert!(t.contains(&format!("lab {id}: removed 4 namespaces")), "{t}");
+    assert_gone(&id, &before);
+}

@@ -40,15 +40,15 @@ pub fn json_path(base: &Path, label: &str, n: usize) -> PathBuf {
     base.with_file_name(format!("{stem}.{safe}.{ext}"))
 }
 
-/// `bloatlab lab cleanup [--id ID ...]`.
-pub fn run_cleanup(ids: &[String]) -> Result<i32> {
-    for id in ids {
+/// `bloatlab lab cleanup [--id ID ...] [--all] [--dry-run]`.
+pub fn run_cleanup(sel: &state::CleanupSelection) -> Result<i32> {
+    for id in &sel.ids {
         if !state::valid_id(id) {
             bail!("--id `{id}` is not a lab id (6 hex digits, as in blab-1a2b3c-client)");
         }
     }
     sys::require_privileges()?;
-    let rep = state::cleanup(ids)?;
+    let rep = state::cleanup(sel)?;
     if rep.lines.is_empty() {
         println!("nothing to clean up (no blab-* namespaces or lab records)");
     }

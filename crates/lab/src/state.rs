@@ -132,6 +132,7 @@ pub fn valid_id(id: &str) -> bool {
 pub struct CleanupReport {
     pub removed: Vec<String>,
     pub skipped_in_use: Vec<String>,
+    pub skipped_kept: Vec<String>,
     pub lines: Vec<String>,
 }
 
@@ -157,12 +158,25 @@ fn discover() -> Result<std::collections::BTreeMap<String, Vec<String>>> {
     Ok(found)
 }
 
-/// Remove left-over labs (all, or only `ids`). Labs whose owner still runs are skipped.
-pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
+/// Which labs `cleanup` may remove.
+#[derive(Debug, Clone, Default)]
+pub struct CleanupSelection {
+    /// Only these labs (kept ones included).
+    pub ids: Vec<String>,
+    /// Every lab whose owner is gone, kept ones included.
+    pub all: bool,
+    /// Say what would be removed, remove nothing.
+    pub dry_run: bool,
+}
+
+/// Remove labs whose owning process is gone: left-overs of killed runs, and
+/// labs kept with `--keep` only when named (`ids`) or with `all`. A lab whose
+/// owner still runs is never touched.
+pub fn cleanup(sel: &CleanupSelection) -> Result<CleanupReport> {
     let mut rep = CleanupReport::default();
     let found = discover()?;
     for (id, nss) in found {
-        if !ids.is_empty() && !ids.contains(&id) {
+        if !sel.ids.is_empty() && !sel.ids.contains(&id) {
             continue;
         }
         let lock = open_lock(&id)?;
@@ -175,6 +189,24 @@ pub fn cleanup(ids: &[String]) -> Result<CleanupReport> {
             continue;
         }
         let rec = read_record(&id);
+        let kept = rec.as_ref().is_some_and(|r| r.keep);
+        if kept && sel.ids.is_empty() && !sel.all {
+            rep.lines.push(format!(
+                "lab {id}: kept with --keep ({} namespaces); left alone (remove it with --id {id}, or every lab with --all)",
+                nss.len()
+            ));
+            rep.skipped_kept.push(id);
+            continue;
+        }
+        if sel.dry_run {
+            rep.lines.push(format!(
+                "lab {id}: would remove {} namespace{}{}",
+                nss.len(),
+                if nss.len() == 1 { "" } else { "s" },
+                if kept { " (kept with --keep)" } else { " (left over: its bloatlab lab is gone)" }
+            ));
+            continue;
+        }
         let mut killed = 0;
         if let Some(r) = &rec {
             killed = stop_children(&r.children);
