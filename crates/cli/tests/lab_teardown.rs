@@ -194,6 +194,18 @@ fn cleanup_leaves_kept_labs_until_named() {
     let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--quiet"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lab_namespaces(&id).len(), 4);
+    // the printed test command works as printed (binary by path, the lab's --cc)
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    let cmd = printed.lines().find(|l| l.trim_start().starts_with("sudo ip netns exec")).unwrap_or_else(|| panic!("{printed}"));
+    assert!(cmd.contains(" --cc cubic") && cmd.contains(EXE), "{cmd}");
+    let words: Vec<&str> = cmd.split_whitespace().skip(1).collect(); // we are root: no sudo
+    let o = Command::new(words[0])
+        .args(&words[1..])
+        .args(["--scenarios", "1u0d", "--duration", "1s", "--idle", "0.5s", "--interval", "0", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1u0d"));
     let text = |args: &[&str]| {
         let o = Command::new(EXE).args(args).output().unwrap();
         assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));

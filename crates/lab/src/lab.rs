@@ -573,13 +573,17 @@ impl Lab {
             ));
         }
         if !self.servers.is_empty() {
+            // the binary by its path (it need not be on root's PATH), and the
+            // lab's congestion control (the namespace default may differ)
+            let exe = exe_display();
+            let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT { String::new() } else { format!(":{}", self.cfg.port) };
             s.push_str(&format!(
-                "  bloatlab servers listen on {}:{} and {}:{}; e.g. sudo ip netns exec {} bloatlab test {} --witness {}\n",
-                self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4
+                "  bloatlab servers listen on {}:{} and {}:{}; e.g.\n    sudo ip netns exec {} {exe} test {}{port} --witness {}{port} --cc {}\n",
+                self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4, self.cfg.cc
             ));
         }
         s.push_str(&format!("  logs: {}\n", self.run_dir.display()));
-        s.push_str(&format!("  remove it with: sudo bloatlab lab cleanup --id {}\n", self.id));
+        s.push_str(&format!("  remove it with: sudo {} lab cleanup --id {}\n", exe_display(), self.id));
         s
     }
 
@@ -641,6 +645,13 @@ impl Drop for Lab {
             eprintln!("bloatlab lab: {e:#}; run `bloatlab lab cleanup --id {}`", self.id);
         }
     }
+}
+
+/// This bloatlab binary's path as a command to print (it need not be on root's PATH).
+fn exe_display() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string().trim_end_matches(" (deleted)").to_string())
+        .unwrap_or_else(|_| "bloatlab".into())
 }
 
 /// netem arguments for the kernel backend's delay/jitter/loss (one direction
