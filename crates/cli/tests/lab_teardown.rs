@@ -191,9 +191,15 @@ fn cleanup_leaves_kept_labs_until_named() {
     }
     let id = unique_id();
     let before = root_links();
+    let allowed_before = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
     let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--quiet"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lab_namespaces(&id).len(), 4);
+    // the banner's cc is the namespaces' default, for any tool run in the lab
+    for role in ["client", "server", "witness"] {
+        let o = Command::new("ip").args(["netns", "exec", &format!("blab-{id}-{role}"), "cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "cubic", "{role}'s default congestion control");
+    }
     // the printed test command works as printed (binary by path, the lab's --cc)
     let printed = String::from_utf8_lossy(&out.stdout).to_string();
     let cmd = printed.lines().find(|l| l.trim_start().starts_with("sudo ip netns exec")).unwrap_or_else(|| panic!("{printed}"));
@@ -220,4 +226,9 @@ fn cleanup_leaves_kept_labs_until_named() {
     let t = text(&["lab", "cleanup", "--id", &id]);
     assert!(t.contains(&format!("lab {id}: removed 4 namespaces")), "{t}");
     assert_gone(&id, &before);
+    // the host's allowed list is as it was (unless another lab on the host added the same cc)
+    let allowed_after = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
+    if !std::fs::read_dir("/run/bloatlab").map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".json"))).unwrap_or(false) {
+        assert_eq!(allowed_after, allowed_before, "the allowed congestion controls were not restored");
+    }
 }

@@ -283,9 +283,20 @@ impl Lab {
             }
             sys::set_sysctls(ns, &kv)?;
             ecn_state.insert(ns.clone(), sys::get_sysctl(ns, "net/ipv4/tcp_ecn").unwrap_or_default().into());
-            // The engine sets the CC per socket (--cc); making it the namespace
-            // default too only works for CCs in tcp_allowed_congestion_control.
-            let _ = sys::set_sysctls(ns, &[("net/ipv4/tcp_congestion_control", self.cfg.cc.clone())]);
+            // The engine sets the CC per socket (--cc); the namespace default
+            // (what any other tool run in the lab gets) can only be a CC in the
+            // host's tcp_allowed_congestion_control: add it there for the lab's
+            // lifetime (recorded first, so a killed lab's cleanup restores it).
+            if self.own.rec.allowed_cc_added.is_none() && !crate::state::allowed_cc().contains(&self.cfg.cc) {
+                self.own.rec.allowed_cc_added = Some(self.cfg.cc.clone());
+                self.own.save()?;
+                if !crate::state::allow_cc(&self.cfg.cc)? {
+                    self.own.rec.allowed_cc_added = None;
+                    self.own.save()?;
+                }
+            }
+            sys::set_sysctls(ns, &[("net/ipv4/tcp_congestion_control", self.cfg.cc.clone())])
+                .with_context(|| format!("making {} the default congestion control of {ns}", self.cfg.cc))?;
             ns_default_cc.insert(
                 ns.clone(),
                 sys::get_sysctl(ns, "net/ipv4/tcp_congestion_control").unwrap_or_default().into(),
@@ -618,6 +629,9 @@ impl Lab {
             }
         }
         self.servers.clear();
+        if let Some(cc) = self.own.rec.allowed_cc_added.clone() {
+            crate::state::release_cc(&self.id, &cc);
+        }
         let mut errs = Vec::new();
         for ns in self.own.rec.namespaces.clone().iter().rev() {
             if !std::path::Path::new(&format!("/run/netns/{ns}")).exists() {

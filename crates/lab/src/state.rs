@@ -35,6 +35,48 @@ pub struct LabRecord {
     /// The lab's temporary directory (logs), removed by cleanup.
     #[serde(default)]
     pub run_dir: Option<String>,
+    /// A congestion control this lab added to the host's
+    /// net.ipv4.tcp_allowed_congestion_control (so its namespaces could default
+    /// to it); taken out again when the last lab that added it goes.
+    #[serde(default)]
+    pub allowed_cc_added: Option<String>,
+}
+
+const ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+/// The host's allowed congestion controls (what a non-initial namespace may default to).
+pub fn allowed_cc() -> Vec<String> {
+    std::fs::read_to_string(ALLOWED_CC).unwrap_or_default().split_whitespace().map(String::from).collect()
+}
+
+/// Make `cc` allowed as a namespace default; true when this call added it.
+pub fn allow_cc(cc: &str) -> Result<bool> {
+    let mut v = allowed_cc();
+    if v.iter().any(|x| x == cc) {
+        return Ok(false);
+    }
+    v.push(cc.to_string());
+    std::fs::write(ALLOWED_CC, v.join(" ")).with_context(|| format!("add {cc} to net.ipv4.tcp_allowed_congestion_control"))?;
+    Ok(true)
+}
+
+/// Take `cc` out of the allowed list again when lab `id` added it and no
+/// other lab on the machine (running or kept) did.
+pub fn release_cc(id: &str, cc: &str) {
+    let others = std::fs::read_dir(STATE_DIR)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("lab-")?.strip_suffix(".json").map(String::from))
+        .filter(|other| other != id)
+        .filter_map(|other| read_record(&other))
+        .any(|r| r.allowed_cc_added.as_deref() == Some(cc));
+    if !others {
+        let v: Vec<String> = allowed_cc().into_iter().filter(|x| x != cc).collect();
+        if !v.is_empty() {
+            let _ = std::fs::write(ALLOWED_CC, v.join(" "));
+        }
+    }
 }
 
 /// The owner's handle: the held lock and the record it keeps up to date.
@@ -210,6 +252,9 @@ pub fn cleanup(sel: &CleanupSelection) -> Result<CleanupReport> {
         let mut killed = 0;
         if let Some(r) = &rec {
             killed = stop_children(&r.children);
+            if let Some(cc) = &r.allowed_cc_added {
+                release_cc(&id, cc);
+            }
         }
         let mut others = Vec::new();
         for ns in &nss {
