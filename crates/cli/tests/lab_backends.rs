@@ -160,3 +160,42 @@ fn lab_queue_per_direction() {
         assert!(added(0) > 4.0 * added(1), "upload adds {:.1} ms, download {:.1} ms", added(0), added(1));
     });
 }
+
+/// A kept lab (`--no-run`) with the emulator carries its link: ping through
+/// it sees 2 x the delay; `lab list` shows its emulator running and
+/// `cleanup` stops it.
+#[test]
+fn kept_emulator_lab_keeps_its_link() {
+    if skip("kept_emulator_lab_keeps_its_link") {
+        return;
+    }
+    let id = unique_id();
+    let out = Command::new(EXE)
+        .args(["lab", "--no-run", "--backend", "emulator", "--delay", "20ms", "--queue", "fq_codel", "--id", &id])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list = String::from_utf8_lossy(&Command::new(EXE).args(["lab", "list"]).output().unwrap().stdout).to_string();
+    let emu = list.lines().find(|l| l.contains(&format!("emulator in blab-{id}-router"))).unwrap_or_else(|| panic!("{list}"));
+    assert!(emu.trim_start().starts_with("running"), "{emu}");
+    let pid: u32 = emu.split_whitespace().nth(1).unwrap().trim_end_matches(':').parse().unwrap();
+    let server = String::from_utf8_lossy(&Command::new("ip").args(["-n", &format!("blab-{id}-server"), "-4", "-o", "addr", "show", "eth0"]).output().unwrap().stdout)
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let steal = StealMeter::start();
+    let ping = Command::new("ip").args(["netns", "exec", &format!("blab-{id}-client"), "ping", "-c", "10", "-i", "0.2", "-q", &server]).output().unwrap();
+    let text = String::from_utf8_lossy(&ping.stdout).to_string();
+    let avg: f64 = text.lines().find(|l| l.contains("min/avg/max")).and_then(|l| l.split('=').nth(1)).and_then(|v| v.trim().split('/').nth(1)).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{text}"));
+    eprintln!("ping through the kept emulator lab: avg {avg} ms");
+    assert!((avg - 40.0).abs() < 1.0 + steal.tol(0.0) * 40.0, "ping avg {avg} ms, want 2 x 20 ms");
+    let out = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("stopped 3 bloatlab process(es)"), "{}", String::from_utf8_lossy(&out.stdout));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(stat.is_empty() || stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')), "the kept emulator {pid} still runs");
+}

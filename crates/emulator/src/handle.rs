@@ -69,6 +69,10 @@ pub struct StartOptions {
     pub spec: RunSpec,
     /// How long to wait for the emulator to come up.
     pub ready_timeout: Duration,
+    /// Stop the emulator when the process that started it dies (a lab run);
+    /// false for a kept lab's emulator, which outlives `bloatlab lab` (in its
+    /// own process group) until `bloatlab lab cleanup` stops it.
+    pub die_with_parent: bool,
 }
 
 impl StartOptions {
@@ -89,6 +93,7 @@ impl StartOptions {
                 verbose: false,
             },
             ready_timeout: Duration::from_secs(10),
+            die_with_parent: true,
         }
     }
 }
@@ -126,12 +131,17 @@ pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
     let mut cmd = Command::new(&o.exe);
     cmd.arg("emulate").arg("--spec").arg(&spec_path);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::from(log));
-    unsafe {
-        cmd.pre_exec(|| {
-            // die with the lab: SIGTERM when the parent (thread) goes away
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
-            Ok(())
-        });
+    if o.die_with_parent {
+        // SAFETY: prctl in the child before exec, async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                // die with the lab: SIGTERM when the parent (thread) goes away
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
+                Ok(())
+            });
+        }
+    } else {
+        cmd.process_group(0);
     }
     let mut child = cmd.spawn().with_context(|| format!("cannot start the emulator ({})", o.exe.display()))?;
     let stdout = child.stdout.take().expect("piped");
@@ -173,6 +183,12 @@ pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
 impl EmulatorHandle {
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Let the emulator run on without this handle (a kept lab's link):
+    /// returns its pid; dropping the handle then no longer stops it.
+    pub fn detach(mut self) -> Option<u32> {
+        self.child.take().map(|c| c.id())
     }
 
     /// True while the emulator process runs.

@@ -79,6 +79,11 @@ pub fn run_list(json: bool) -> Result<i32> {
                 _ => format!("  (remove: bloatlab lab cleanup --id {})", l.id),
             }
         );
+        if l.state == "kept" {
+            for p in &l.processes {
+                println!("        {} {}: {}", if p.running { "running" } else { "gone   " }, p.pid, p.what);
+            }
+        }
     }
     Ok(0)
 }
@@ -130,6 +135,7 @@ pub fn run_lab(a: &LabRun) -> Result<i32> {
     if a.no_run {
         let lab = session.lab().expect("prepared");
         lab.start_servers()?;
+        lab.start_kept_emulator()?;
         print!("{}", lab.keep());
         return Ok(0);
     }
@@ -199,6 +205,7 @@ pub fn run_lab(a: &LabRun) -> Result<i32> {
     }
     if a.keep {
         if let Some(lab) = session.lab() {
+            lab.start_kept_emulator()?;
             let s = lab.keep();
             if !a.quiet {
                 eprint!("{s}");

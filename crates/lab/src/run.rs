@@ -296,6 +296,24 @@ impl Lab {
         Ok(RunOutcome { result, interrupted_by, failure })
     }
 
+    /// Start the emulator of a lab that is kept (`--keep`, `--no-run`) with
+    /// the emulator backend: it outlives this process, is recorded as one of
+    /// the lab's children (`lab list` shows it, `cleanup` stops it).
+    pub fn start_kept_emulator(&mut self) -> Result<()> {
+        if self.cfg.effective_backend() != Backend::Emulator {
+            return Ok(());
+        }
+        let ecfg = crate::lab::emulator_config(&self.cfg)?;
+        let stats = self.run_dir.join("emulator-kept.json");
+        let mut o = bloatlab_emulator::StartOptions::new(&self.exe()?, &self.router.netns, &ecfg, &["lan"], &["wan"], &stats);
+        o.die_with_parent = false;
+        let h = bloatlab_emulator::start_with(o).context("starting the kept lab's emulator in the router namespace")?;
+        if let Some(pid) = h.detach() {
+            self.record_child(pid, &format!("emulator in {} (kept: {})", self.router.netns, ecfg.describe()));
+        }
+        Ok(())
+    }
+
     /// The `lab` section of a result.
     pub fn lab_info(&self, queues: Vec<bloatlab_results::QueueSeries>, opts: &RunOptions) -> LabInfo {
         let c = &self.cfg;

@@ -312,6 +312,15 @@ pub struct LabStatus {
     pub owner_pid: Option<u32>,
     pub namespaces: Vec<String>,
     pub run_dir: Option<String>,
+    /// The processes the lab started that still run (a kept lab's servers and emulator).
+    pub processes: Vec<ProcessStatus>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessStatus {
+    pub pid: u32,
+    pub what: String,
+    pub running: bool,
 }
 
 /// Every lab on this machine: namespaces named blab-<id>-<role> or a record in /run/bloatlab.
@@ -341,12 +350,26 @@ pub fn list() -> Result<Vec<LabStatus>> {
         } else {
             "leftover"
         };
+        let processes = rec
+            .as_ref()
+            .map(|r| {
+                r.children
+                    .iter()
+                    .map(|c| ProcessStatus {
+                        pid: c.pid,
+                        what: c.what.clone(),
+                        running: c.start.is_some() && sys::proc_start_time(c.pid) == c.start,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         out.push(LabStatus {
             id,
             state: state.into(),
             owner_pid: rec.as_ref().map(|r| r.owner_pid),
             namespaces: nss,
             run_dir: rec.and_then(|r| r.run_dir),
+            processes,
         });
     }
     Ok(out)
