@@ -254,6 +254,7 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
             show_engine_output: a.engine_output,
             queue_interval: a.queue_interval,
             command: std::env::args().collect(),
+            progress: None,
         },
         json: a.json.clone(),
         keep: a.keep,

@@ -378,6 +378,8 @@ pub struct TextOptions {
     /// Interval lines every this long (None = none).
     pub interval: Option<Duration>,
     pub logfile: Option<std::path::PathBuf>,
+    /// Keep the live status in this file (JSON, replaced a few times a second): a lab's progress display reads it.
+    pub progress: Option<std::path::PathBuf>,
 }
 
 impl TestArgs {
@@ -389,7 +391,7 @@ impl TestArgs {
             None if !std::io::stdout().is_terminal() || self.logfile.is_some() => Some(Duration::from_secs(1)),
             None => None,
         };
-        TextOptions { quiet: self.quiet, interval, logfile: self.logfile.clone() }
+        TextOptions { quiet: self.quiet, interval, logfile: self.logfile.clone(), progress: None }
     }
 }
 
@@ -405,6 +407,7 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
     }
     let mut textout = TextOut::open(text.logfile.as_deref(), json == Some("-"))?;
     let mut intervals = text.interval.map(IntervalLog::new);
+    let mut last_status = std::time::Instant::now() - Duration::from_secs(1);
     // Check the output file is writable before spending a minute measuring,
     // without leaving an empty file behind if the test then fails.
     if let Some(p) = json.filter(|p| *p != "-") {
@@ -430,6 +433,16 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
         b
     });
     let mut live = |l: &Live| {
+        if let Some(p) = &text.progress {
+            if last_status.elapsed() >= Duration::from_millis(200) {
+                last_status = std::time::Instant::now();
+                // replace atomically: the reader never sees half a document
+                let tmp = p.with_extension("tmp");
+                if serde_json::to_vec(l).is_ok_and(|b| std::fs::write(&tmp, b).is_ok()) {
+                    let _ = std::fs::rename(&tmp, p);
+                }
+            }
+        }
         if let Some(iv) = intervals.as_mut() {
             for line in iv.lines(l) {
                 match &bar {
@@ -492,9 +505,9 @@ pub fn run_job(file: &Path, table: &Render) -> Result<i32> {
             config.validate().map_err(|e| anyhow!(e))?;
             serve(config)
         }
-        Job::Test { config, json, quiet } => {
+        Job::Test { config, json, quiet, progress } => {
             let path = json.to_str().ok_or_else(|| anyhow!("job result path is not UTF-8"))?;
-            run_test(&config, Some(path), &TextOptions { quiet, ..Default::default() }, table).map(|(code, _)| code)
+            run_test(&config, Some(path), &TextOptions { quiet, progress, ..Default::default() }, table).map(|(code, _)| code)
         }
     }
 }

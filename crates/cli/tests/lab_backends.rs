@@ -199,3 +199,19 @@ fn kept_emulator_lab_keeps_its_link() {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     assert!(stat.is_empty() || stat.rsplit(')').next().is_some_and(|s| s.trim_start().starts_with('Z')), "the kept emulator {pid} still runs");
 }
+
+/// Live progress when stderr is not a terminal: a plain line every 5 s with
+/// the phase, time, goodput, latency and the bottleneck's backlog.
+#[test]
+fn lab_progress_lines_when_not_a_terminal() {
+    if skip("lab_progress_lines_when_not_a_terminal") {
+        return;
+    }
+    let out = Command::new(EXE).args(["lab", "--queue", "fifo:100", "--", "--scenarios", "1u0d", "--duration", "12s", "--idle", "1s"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("  run 1/1 fifo:100: ")).collect();
+    assert!(lines.len() >= 2, "{err}");
+    let l = lines.iter().find(|l| l.contains("1u0d")).unwrap_or_else(|| panic!("{err}"));
+    assert!(l.contains(" s  up ") && l.contains("Mbit/s") && l.contains("rtt ") && l.contains("backlog "), "{l}");
+}

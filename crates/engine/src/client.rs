@@ -15,22 +15,8 @@ use std::time::Duration;
 
 pub use bloatlab_model::{Family, Scenario, TestConfig};
 
-/// What the live display shows.
-#[derive(Debug, Clone, Default)]
-pub struct Live {
-    pub phase: String,
-    pub phase_index: usize,
-    pub phases: usize,
-    pub elapsed_s: f64,
-    pub phase_len_s: f64,
-    pub up_bps: f64,
-    pub down_bps: f64,
-    pub rtt_ms: f64,
-    /// Bytes carried so far in this phase (upload: acknowledged by the
-    /// server; download: received), for interval reports.
-    pub up_bytes: u64,
-    pub down_bytes: u64,
-}
+/// What the live display shows (the model's, so a lab can read it back).
+pub use bloatlab_model::config::Live;
 
 pub struct Outcome {
     /// Present once anything was measured.

@@ -28,5 +28,5 @@ pub mod sys;
 pub mod table;
 
 pub use lab::{emulator_config, probe_qdiscs, validate, Host, Lab, QdiscSupport, QueueTarget, PROBED_QDISCS};
-pub use run::{lab_test_defaults, RunOptions, RunOutcome};
+pub use run::{lab_test_defaults, LabProgress, ProgressFn, RunOptions, RunOutcome};
 pub use session::Session;

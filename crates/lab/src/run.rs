@@ -13,6 +13,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// What a lab run is doing: the test's live status and the bottleneck's backlog.
+#[derive(Debug, Clone)]
+pub struct LabProgress {
+    pub live: bloatlab_model::config::Live,
+    /// The largest bottleneck queue backlog in the newest kernel sample
+    /// (None with the emulator, whose queues are read at the end).
+    pub backlog_packets: Option<u64>,
+}
+
+/// A progress display, called a few times a second during a run.
+#[derive(Clone)]
+pub struct ProgressFn(pub std::sync::Arc<dyn Fn(&LabProgress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressFn")
+    }
+}
+
 /// Options of one test run inside a built lab.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
@@ -26,6 +45,8 @@ pub struct RunOptions {
     pub queue_interval: Option<Duration>,
     /// Lab command line, recorded in the lab config.
     pub command: Vec<String>,
+    /// Called with the run's progress a few times a second.
+    pub progress: Option<ProgressFn>,
 }
 
 /// What a run produced.
@@ -179,7 +200,8 @@ impl Lab {
         let cc = test.cc.clone();
         let interval = opts.queue_interval.unwrap_or(test.sample_interval);
         let job = self.run_dir.join(format!("test-{n}.job.json"));
-        write_job(&job, &Job::Test { config: Box::new(test), json: json.clone(), quiet: !opts.show_engine_output })?;
+        let progress = self.run_dir.join(format!("test-{n}.live.json"));
+        write_job(&job, &Job::Test { config: Box::new(test), json: json.clone(), quiet: !opts.show_engine_output, progress: Some(progress.clone()) })?;
         let errf = self.run_dir.join(format!("client-{n}.stderr"));
         let err = std::fs::File::create(&errf)?;
         let interval = interval.max(Duration::from_millis(5));
@@ -206,9 +228,19 @@ impl Lab {
         let mut child = cmd.stderr(err).process_group(0).spawn().context("start bloatlab test in the client namespace")?;
         self.record_child(child.id(), &format!("test in {}", self.client.netns));
         let mut forwarded: Option<(i32, Instant)> = None;
+        let mut shown = Instant::now();
         let status = loop {
             if let Some(st) = child.try_wait()? {
                 break st;
+            }
+            if let Some(show) = &opts.progress {
+                if shown.elapsed() >= Duration::from_millis(200) {
+                    shown = Instant::now();
+                    let live = std::fs::read(&progress).ok().and_then(|b| serde_json::from_slice::<bloatlab_model::config::Live>(&b).ok());
+                    if let Some(live) = live {
+                        (show.0)(&LabProgress { live, backlog_packets: sampler.backlog_packets() });
+                    }
+                }
             }
             let sig = signals::pending();
             match forwarded {

@@ -126,12 +126,16 @@ type Collected = (Vec<(QueueTarget, String, Vec<QueueSample>)>, String);
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Collected>>,
+    /// Largest bottleneck backlog (packets) of the newest sample; u64::MAX = none yet.
+    backlog: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Sampler {
     pub fn start(targets: Vec<QueueTarget>, interval: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
+        let backlog = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
+        let bl = backlog.clone();
         let handle = std::thread::spawn(move || {
             let mut series: Vec<(QueueTarget, String, Vec<QueueSample>)> =
                 targets.iter().map(|t| (t.clone(), String::new(), Vec::new())).collect();
@@ -166,6 +170,14 @@ impl Sampler {
                         }
                     }
                 }
+                let newest = series
+                    .iter()
+                    .filter(|(t, _, _)| t.role.starts_with("bottleneck"))
+                    .filter_map(|(_, _, s)| s.last().map(|q| q.backlog_packets))
+                    .max();
+                if let Some(b) = newest {
+                    bl.store(b, Ordering::Relaxed);
+                }
                 if st.load(Ordering::SeqCst) {
                     break;
                 }
@@ -180,7 +192,12 @@ impl Sampler {
             }
             (series, method)
         });
-        Sampler { stop, handle: Some(handle) }
+        Sampler { stop, handle: Some(handle), backlog }
+    }
+
+    /// The largest bottleneck backlog (packets) in the newest sample, if any.
+    pub fn backlog_packets(&self) -> Option<u64> {
+        Some(self.backlog.load(Ordering::Relaxed)).filter(|b| *b != u64::MAX)
     }
 
     /// Stop (after one last sample) and convert stamps to test time: ns since `start_unix_ns`.

@@ -314,8 +314,33 @@ impl ServerConfig {
 pub enum Job {
     /// Serve tests; print the "listening" line on stdout once bound.
     Server { config: ServerConfig },
-    /// Run one test and write its result JSON to `json` (also when it ends early).
-    Test { config: Box<TestConfig>, json: PathBuf, quiet: bool },
+    /// Run one test and write its result JSON to `json` (also when it ends
+    /// early); with `progress`, keep a [`Live`] status there (JSON, replaced
+    /// a few times a second) for the lab's progress display.
+    Test {
+        config: Box<TestConfig>,
+        json: PathBuf,
+        quiet: bool,
+        #[serde(default)]
+        progress: Option<PathBuf>,
+    },
+}
+
+/// What a running test is doing: for progress displays and interval lines.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Live {
+    pub phase: String,
+    pub phase_index: usize,
+    pub phases: usize,
+    pub elapsed_s: f64,
+    pub phase_len_s: f64,
+    pub up_bps: f64,
+    pub down_bps: f64,
+    pub rtt_ms: f64,
+    /// Bytes carried so far in this phase (upload: acknowledged by the
+    /// server; download: received), for interval reports.
+    pub up_bytes: u64,
+    pub down_bytes: u64,
 }
 
 #[cfg(test)]
@@ -374,7 +399,7 @@ mod tests {
 
     #[test]
     fn jobs_round_trip() {
-        let j = Job::Test { config: Box::default(), json: "/tmp/r.json".into(), quiet: true };
+        let j = Job::Test { config: Box::default(), json: "/tmp/r.json".into(), quiet: true, progress: Some("/tmp/p.json".into()) };
         let s = serde_json::to_string(&j).unwrap();
         assert!(s.starts_with("{\"job\":\"test\""), "{s}");
         assert_eq!(serde_json::from_str::<Job>(&s).unwrap(), j);

@@ -236,6 +236,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     std::fs::write(dir.join("recipe.toml"), &r.source)?;
     signals::install();
     let mut session = Session::new();
+    let progress = bloatlab_lab::app::Progress::new(false);
     eprintln!(
         "bloatlab recipe {}: {} point(s){}, about {}; results in {}",
         r.name,
@@ -273,7 +274,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
         let t = Instant::now();
         let name = slug(p);
         let out = match r.kind {
-            RecipeKind::Lab => run_lab_point(&mut session, p, &vals, &dir, &name),
+            RecipeKind::Lab => run_lab_point(&mut session, &progress, p, &vals, &dir, &name),
             RecipeKind::Pacing => run_pacing_point(p, &vals, &dir, &name, opts),
         };
         let mut o = out;
@@ -312,7 +313,14 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     Ok(RunReport { dir, outcomes, interrupted: was_interrupted, table })
 }
 
-fn run_lab_point(session: &mut Session, p: &Point, vals: &[(String, Value)], dir: &Path, name: &str) -> PointOutcome {
+fn run_lab_point(
+    session: &mut Session,
+    progress: &bloatlab_lab::app::Progress,
+    p: &Point,
+    vals: &[(String, Value)],
+    dir: &Path,
+    name: &str,
+) -> PointOutcome {
     let json = dir.join("points").join(format!("{name}.json"));
     let log = dir.join("points").join(format!("{name}.log"));
     let mut o = PointOutcome::new(p.clone(), vals.to_vec());
@@ -338,9 +346,12 @@ fn run_lab_point(session: &mut Session, p: &Point, vals: &[(String, Value)], dir
         test: pt.test.clone(),
         queue_interval: pt.queue_interval,
         command: std::env::args().collect(),
+        progress: progress.for_run(&format!("point {}", p.index)),
         ..Default::default()
     };
-    let out = match session.run(&pt.lab, &run) {
+    let out = session.run(&pt.lab, &run);
+    progress.clear();
+    let out = match out {
         Ok(out) => out,
         Err(e) => {
             let _ = writeln!(logf, "error: {e:#}");
