@@ -43,6 +43,8 @@ fn txqueuelen_short_run_orders_latency_by_queue() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{out}\n{err}");
         assert!(out.contains("| queue") && out.contains("1 upload, to server") && out.contains("1 upload, to witness"), "{out}");
+        // the seeds' own figures beside ours
+        assert!(out.contains("seed 000 / 002") && out.contains("000 idle: 2.6/3.3/23/2.9 ms") && out.contains("seed 002:"), "{out}");
         let dir = std::fs::read_dir(root.path()).unwrap().next().unwrap().unwrap().path();
         let mut pts: Vec<_> = std::fs::read_dir(dir.join("points")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().map(|e| e == "json").unwrap_or(false)).collect();
         pts.sort();

@@ -17,5 +17,6 @@ pub mod points;
 pub mod recipe;
 pub mod rows;
 pub mod runner;
+pub mod seeds;
 pub mod tables;
 pub mod units;

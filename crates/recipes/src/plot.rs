@@ -116,6 +116,10 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
                 }
                 s.extend(analytic);
             }
+            // seed 000's own measurements (an XO laptop's wifi txqueuelen, avg ping under scp)
+            if r.report.table == "txqueuelen" && x == "queue" && y == "latency_avg_ms" {
+                s.push(("seed 000 (XO-1.5 wifi, scp)".into(), crate::seeds::SEED000_SCP.iter().map(|(q, v)| (*q as f64, v[1])).collect()));
+            }
             if r.kind == RecipeKind::Pacing && y == "achieved_mbps" {
                 let mut ideal: Vec<(f64, f64)> = ok.iter().filter_map(|o| Some((x_value(o, x)? * x_scale(x), o.rows[0].get(r.kind, "ideal_mbps")?))).collect();
                 ideal.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());

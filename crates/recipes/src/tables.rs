@@ -177,12 +177,15 @@ fn txqueuelen(outs: &[PointOutcome]) -> String {
             t.join(" ")
         };
         out.push_str(&format!("### {title}\n\n{}\n\n", lab_context(first)));
-        let headers = ["queue", "test", "latency", "added p50", "goodput", "max queue delay (N*MTU*8/rate)", "queue seen: max backlog / drops"];
+        let headers = ["queue", "test", "latency", "added p50", "goodput", "max queue delay (N*MTU*8/rate)", "queue seen: max backlog / drops", "seed 000 / 002"];
         let mut rows = vec![];
+        let mut notes: Vec<String> = vec![];
         if let Some(idle) = &first.idle {
-            rows.push(vec!["-".into(), "idle network, to server".into(), ping_cell(&idle.summary.latency), "-".into(), "-".into(), "-".into(), "-".into()]);
+            let [mn, avg, mx, md] = crate::seeds::SEED000_IDLE;
+            let seed = format!("000 idle: {mn}/{avg}/{mx}/{md} ms");
+            rows.push(vec!["-".into(), "idle network, to server".into(), ping_cell(&idle.summary.latency), "-".into(), "-".into(), "-".into(), "-".into(), seed]);
             if let Some(w) = &idle.summary.witness_latency {
-                rows.push(vec!["-".into(), "idle network, to witness".into(), ping_cell(w), "-".into(), "-".into(), "-".into(), "-".into()]);
+                rows.push(vec!["-".into(), "idle network, to witness".into(), ping_cell(w), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()]);
             }
         }
         for o in &g {
@@ -205,13 +208,35 @@ fn txqueuelen(outs: &[PointOutcome]) -> String {
                     },
                 };
                 let load = load_name(ph.uploads, ph.downloads);
-                rows.push(vec![queue.clone(), format!("{load}, to server{rep}"), ping_cell(&s.latency), opt(s.added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone()]);
+                let packets = res.lab.as_ref().and_then(|l| l.config.queue_spec.as_ref()).and_then(|q| q.fifo_packets());
+                let rate = res.lab.as_ref().and_then(|l| if ph.uploads > 0 { l.config.rate_up_bps } else { l.config.rate_down_bps });
+                let seed = crate::seeds::txqueuelen_cell(packets, rate);
+                rows.push(vec![queue.clone(), format!("{load}, to server{rep}"), ping_cell(&s.latency), opt(s.added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone(), seed]);
                 if let Some(w) = &s.witness_latency {
-                    rows.push(vec![queue.clone(), format!("{load}, to witness{rep}"), ping_cell(w), opt(s.witness_added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone()]);
+                    rows.push(vec![queue.clone(), format!("{load}, to witness{rep}"), ping_cell(w), opt(s.witness_added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone(), "-".into()]);
+                }
+                // Where ours differs from the seed: a 1-packet FIFO starves one TCP flow here,
+                // while seed 000's scp time did not change.
+                let share = rate.and_then(|r| bloatlab_metrics::goodput_share(s.upload_bps + s.download_bps, r));
+                if let (Some(1), Some(sh)) = (packets, share) {
+                    if sh < 0.8 && !notes.iter().any(|n| n.starts_with("fifo:1 ")) {
+                        notes.push(format!(
+                            "fifo:1 here carries {:.0}% of the link where seed 000 saw scp's time unchanged: seed 000 set the txqueuelen of the sender's own \
+                             wifi interface, whose driver ring and 802.11 MAC queues (not counted by txqueuelen) kept a slow link busy; here the 1-packet FIFO \
+                             is the whole bottleneck queue of a wired router, and one TCP flow cannot keep it filled between its bursts (a queue of at least a \
+                             bandwidth-delay product is needed for a single flow).",
+                            sh * 100.0
+                        ));
+                    }
                 }
             }
         }
         out.push_str(&md_table(&headers, &rows));
+        out.push_str("\nseed 000: an XO-1.5 laptop's own wifi txqueuelen under scp (its table: min/avg/max/mdev of 50 pings); seed 002: the most latency \
+                      a 1000-packet txqueue builds at that rate (\"up to 120 ms ... 10 Mb/s: up to 1.2s\"). Ours: a router's FIFO of N full frames at the lab's rate.\n");
+        for n in notes {
+            out.push_str(&format!("\nnote: {n}\n"));
+        }
         out.push('\n');
     }
     out
@@ -249,7 +274,12 @@ fn sendstalls(outs: &[PointOutcome]) -> String {
             }
         }
         out.push_str(&md_table(&headers, &rows));
-        out.push_str("\ncwnd reductions and CWR entries are counted between TCP_INFO samples (at the sample interval), so they are lower bounds.\n\n");
+        out.push_str("\ncwnd reductions and CWR entries are counted between TCP_INFO samples (at the sample interval), so they are lower bounds.\n");
+        out.push_str(&format!(
+            "\nseed 001 (2003): send stalls vanished from a txqueuelen of about {} packets up. Here they vanish much earlier: TCP Small Queues \
+             (Linux 3.6+) keep only a few packets per socket in the sender's own qdisc, so a local queue of ~20 packets no longer overflows.\n\n",
+            crate::seeds::SEED001_NO_STALLS_FROM
+        ));
     }
     out
 }
@@ -274,7 +304,11 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
         out.push_str(&format!("    Upload Capacity: {}\n", kib(h.upload_capacity_bps)));
         out.push_str(&format!("  Download Capacity: {}\n", kib(h.download_capacity_bps)));
         out.push_str(&format!("Link Responsiveness: {}\n", hz(h.link_responsiveness_hz)));
-        out.push_str(&format!("    Flow Smoothness: {}\n\n", hz(h.flow_smoothness_hz)));
+        out.push_str(&format!("    Flow Smoothness: {}\n", hz(h.flow_smoothness_hz)));
+        let (su, sd, sr, ss) = crate::seeds::SEED003;
+        out.push_str(&format!(
+            "   (seed 003, 100base-TX LAN with standard configurations: {su:.0} KiB/s up, {sd:.0} KiB/s down, {sr} Hz responsiveness, {ss} Hz smoothness)\n\n"
+        ));
         for (i, ph) in res.scenarios.iter().enumerate() {
             let mut parts = vec![];
             if ph.uploads > 0 {
@@ -427,10 +461,18 @@ fn pacing(outs: &[PointOutcome]) -> String {
                         "the model predicts t_ipi / (floor(t_ipi/t_gran) * t_gran)"
                     };
                     out.push_str(&format!(
-                        "\n{lo}: achieved/ideal {} — the rate is set by the line and the CPU, not by t_ipi.\n{hi}: achieved/ideal {} — {model}.\n\n",
+                        "\n{lo}: achieved/ideal {} — the rate is set by the line and the CPU, not by t_ipi.\n{hi}: achieved/ideal {} — {model}.\n",
                         span(&below),
                         span(&above)
                     ));
+                    if is_ccid3 {
+                        out.push_str(&format!(
+                            "seed 004 (Linux 2.6.20, HZ = 1000): out of control below t_gran, a constant factor of about {} above it. \
+                             The factor depends on where the first send falls in a tick (docs/recipes.md), which is why ours varies around it.\n",
+                            crate::seeds::SEED004_FACTOR
+                        ));
+                    }
+                    out.push('\n');
                 }
             }
         }
