@@ -215,3 +215,42 @@ fn lab_progress_lines_when_not_a_terminal() {
     let l = lines.iter().find(|l| l.contains("1u0d")).unwrap_or_else(|| panic!("{err}"));
     assert!(l.contains(" s  up ") && l.contains("Mbit/s") && l.contains("rtt ") && l.contains("backlog "), "{l}");
 }
+
+/// A queue discipline the kernel offers runs in the kernel (here drop-head
+/// FIFO as pfifo_head_drop), one it lacks in the emulator, and the run line
+/// says which and why.
+#[test]
+fn backend_follows_what_the_kernel_has() {
+    if skip("backend_follows_what_the_kernel_has") {
+        return;
+    }
+    let support = String::from_utf8_lossy(&Command::new(EXE).args(["lab", "qdiscs", "--json"]).output().unwrap().stdout).to_string();
+    let v: serde_json::Value = serde_json::from_str(&support).unwrap();
+    let has = |k: &str| v["available"].as_array().unwrap().iter().any(|x| x == k);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("dh.json");
+    let out = Command::new(EXE)
+        .args(["lab", "--queue", "drophead:50", "--json"])
+        .arg(&json)
+        .args(["--", "--duration", "6s", "--idle", "1s"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let r = TestResult::read_file(&json).unwrap();
+    let lab = r.lab.as_ref().unwrap();
+    if has("pfifo_head_drop") {
+        assert!(err.contains("queue drophead:50 (kernel: this kernel has every qdisc the lab needs)"), "{err}");
+        assert_eq!(lab.backend, "kernel");
+        let q = lab.queues.iter().find(|q| q.role == "bottleneck-up").expect("the kernel bottleneck is sampled");
+        assert_eq!(q.qdisc, "pfifo_head_drop");
+        let max = q.samples.iter().map(|s| s.backlog_packets).max().unwrap();
+        assert!((40..=50).contains(&max), "drop-head FIFO of 50 held {max} packets");
+        assert!(q.samples.last().unwrap().drops > 0, "a full drop-head FIFO drops");
+    } else {
+        assert!(err.contains("(emulator: this kernel has no pfifo_head_drop)"), "{err}");
+        assert_eq!(lab.backend, "emulator");
+    }
+    // 50 full frames at 10 Mbit/s
+    assert!((lab.analytic_queue_delay_up_ms.unwrap() - 60.56).abs() < 0.01);
+}

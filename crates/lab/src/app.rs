@@ -150,10 +150,7 @@ pub fn run_lab(a: &LabRun) -> Result<i32> {
         say(format!(
             "run {}/{n}: queue {label} ({}){} ...",
             i + 1,
-            match cfg.effective_backend() {
-                Backend::Emulator => "emulator",
-                _ => "kernel",
-            },
+            crate::lab::backend(&cfg).1,
             match (cfg.analytic_queue_delay_ms(true), cfg.analytic_queue_delay_ms(false)) {
                 (Some(u), Some(d)) if (u - d).abs() > 1e-9 => format!(" (holds {} ms up, {} ms down when full)", table::ms(u), table::ms(d)),
                 (Some(x), _) | (None, Some(x)) => format!(" (holds {} ms when full)", table::ms(x)),
@@ -308,7 +305,7 @@ fn banner(lab: &crate::Lab, t0: Instant) -> String {
         },
         up.map(|(n, d)| format!("up {n}/{d}")).unwrap_or_else(|| "up unlimited".into()),
         down.map(|(n, d)| format!(", down {n}/{d}")).unwrap_or_else(|| ", down unlimited".into()),
-        match (cfg.effective_backend(), cfg.shaper) {
+        match (crate::lab::backend(cfg).0, cfg.shaper) {
             (Backend::Emulator, _) => "emulator",
             (_, Shaper::Htb) => "htb",
             (_, Shaper::Tbf) => "tbf",

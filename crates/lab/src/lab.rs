@@ -42,10 +42,29 @@ pub fn emulator_config(cfg: &LabConfig) -> Result<bloatlab_emulator::EmulatorCon
     Ok(e)
 }
 
-/// [`LabConfig::validate`], and for the emulator backend a configuration the emulator accepts.
+/// The queue disciplines this machine's kernel offers, probed once per
+/// process in a scratch namespace (None without the privileges to probe:
+/// then the lab assumes a kernel without AQMs or netem).
+pub fn kernel_support() -> Option<&'static QdiscSupport> {
+    static SUPPORT: std::sync::OnceLock<Option<QdiscSupport>> = std::sync::OnceLock::new();
+    SUPPORT.get_or_init(|| if sys::have_lab_privileges() { probe_qdiscs().ok() } else { None }).as_ref()
+}
+
+fn kernel_has(kind: &str) -> bool {
+    kernel_support().is_some_and(|s| s.available.iter().any(|a| a == kind))
+}
+
+/// The backend a configuration runs on here, and why: what the kernel
+/// offers runs in the kernel, the rest in the emulator.
+pub fn backend(cfg: &LabConfig) -> (Backend, String) {
+    cfg.choose_backend(&kernel_has)
+}
+
+/// [`LabConfig::validate`] on this machine's kernel, and for the emulator
+/// backend a configuration the emulator accepts.
 pub fn validate(cfg: &LabConfig) -> Result<()> {
-    cfg.validate().map_err(|e| anyhow!(e))?;
-    if cfg.effective_backend() == Backend::Emulator {
+    cfg.validate_on(&kernel_has).map_err(|e| anyhow!(e))?;
+    if backend(cfg).0 == Backend::Emulator {
         emulator_config(cfg)?;
     }
     Ok(())
@@ -93,6 +112,7 @@ pub const PROBED_QDISCS: &[(&str, &str)] = &[
     ("pfifo", ""),
     ("bfifo", ""),
     ("pfifo_fast", ""),
+    ("pfifo_head_drop", ""),
     ("htb", ""),
     ("tbf", "rate 1mbit burst 10k latency 50ms"),
     ("hfsc", ""),
@@ -427,7 +447,7 @@ impl Lab {
         let (up, down) = self.bottleneck_devices();
         let mut v = Vec::new();
         let t = |role: &str, (ns, dev): (String, String)| QueueTarget { role: role.into(), netns: ns, dev };
-        if self.cfg.effective_backend() == Backend::Emulator {
+        if backend(&self.cfg).0 == Backend::Emulator {
             // The bottleneck queues are inside the emulator; it reports them itself.
             v.push(t("sender-local-up", (self.client.netns.clone(), "eth0".into())));
             v.push(t("sender-local-down", (self.server.netns.clone(), "eth0".into())));
@@ -454,7 +474,7 @@ impl Lab {
             Shaper::Htb => "htb",
             Shaper::Tbf => "tbf",
         };
-        let kernel = self.cfg.effective_backend() == Backend::Kernel;
+        let kernel = backend(&self.cfg).0 == Backend::Kernel;
         if kernel && (self.cfg.rate_up.is_some() || self.cfg.rate_down.is_some()) && missing(shaper) {
             bail!("this kernel ({}) has no `{shaper}` qdisc to limit the rate; try --shaper {}", self.kernel,
                 if shaper == "htb" { "tbf" } else { "htb" });
@@ -478,7 +498,7 @@ impl Lab {
                 }
             }
         }
-        if self.cfg.effective_backend() == Backend::Kernel
+        if backend(&self.cfg).0 == Backend::Kernel
             && (self.cfg.delay.is_some() || self.cfg.loss.is_some())
             && missing("netem")
         {
@@ -493,7 +513,7 @@ impl Lab {
 
     /// (Re)install the bottleneck qdiscs for the current `cfg.queue` / `cfg.qdisc`.
     pub fn apply_bottleneck(&mut self) -> Result<()> {
-        if self.cfg.effective_backend() == Backend::Emulator {
+        if backend(&self.cfg).0 == Backend::Emulator {
             // The emulator is started per run (run_test) with the current queue;
             // remove kernel shapers a previous kernel-backend run left.
             validate(&self.cfg)?;
@@ -547,12 +567,8 @@ impl Lab {
             }
         }
         // The leaf is the queue.
-        let leaf: Vec<String> = match queue {
-            QueueSpec::Kernel { qdisc, args } => std::iter::once(qdisc.clone()).chain(args.iter().cloned()).collect(),
-            QueueSpec::Fifo { packets } => vec!["pfifo".into(), "limit".into(), packets.to_string()],
-            QueueSpec::Bfifo { bytes } => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
-            q => bail!("queue {q} needs the user-space emulator"),
-        };
+        // The leaf is the queue: pfifo/bfifo, an AQM this kernel has, or a --qdisc.
+        let leaf = queue.kernel_args();
         let mut a: Vec<&str> = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
         a.extend(leaf.iter().map(|s| s.as_str()));
         tcn(ns, &a)?;

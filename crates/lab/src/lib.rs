@@ -27,6 +27,6 @@ pub mod state;
 pub mod sys;
 pub mod table;
 
-pub use lab::{emulator_config, probe_qdiscs, validate, Host, Lab, QdiscSupport, QueueTarget, PROBED_QDISCS};
+pub use lab::{backend, emulator_config, kernel_support, probe_qdiscs, validate, Host, Lab, QdiscSupport, QueueTarget, PROBED_QDISCS};
 pub use run::{lab_test_defaults, LabProgress, ProgressFn, RunOptions, RunOutcome};
 pub use session::Session;

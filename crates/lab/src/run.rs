@@ -206,7 +206,7 @@ impl Lab {
         let err = std::fs::File::create(&errf)?;
         let interval = interval.max(Duration::from_millis(5));
         let mut emulator = None;
-        if self.cfg.effective_backend() == Backend::Emulator {
+        if crate::lab::backend(&self.cfg).0 == Backend::Emulator {
             let mut ecfg = crate::lab::emulator_config(&self.cfg)?;
             ecfg.sample_interval_ns = interval.as_nanos().max(1_000_000) as u64;
             let stats = self.run_dir.join(format!("emulator-{n}.json"));
@@ -332,7 +332,7 @@ impl Lab {
     /// the emulator backend: it outlives this process, is recorded as one of
     /// the lab's children (`lab list` shows it, `cleanup` stops it).
     pub fn start_kept_emulator(&mut self) -> Result<()> {
-        if self.cfg.effective_backend() != Backend::Emulator {
+        if crate::lab::backend(&self.cfg).0 != Backend::Emulator {
             return Ok(());
         }
         let ecfg = crate::lab::emulator_config(&self.cfg)?;

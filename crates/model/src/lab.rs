@@ -192,23 +192,40 @@ impl LabConfig {
         }
     }
 
-    /// The backend this configuration runs on: `Auto` picks the emulator when
-    /// an emulator-only feature is asked for (AQM queue, rate trace, delay,
-    /// jitter, loss) and the kernel otherwise.
+    /// The backend this configuration runs on, assuming a kernel without
+    /// AQMs or netem (see [`LabConfig::choose_backend`]).
     pub fn effective_backend(&self) -> Backend {
+        self.choose_backend(&|_| false).0
+    }
+
+    /// The backend, and why, on a kernel that has the qdiscs `has` says it
+    /// has: `Auto` runs in the kernel whatever the kernel offers (an AQM's
+    /// qdisc, netem for delay/jitter/loss) and in the emulator what it does
+    /// not (and rate traces, which only the emulator replays).
+    pub fn choose_backend(&self, has: &dyn Fn(&str) -> bool) -> (Backend, String) {
         match self.backend {
             Backend::Auto => {
-                let wants = self.queues().iter().any(|q| q.needs_emulator())
-                    || self.trace_up.is_some()
-                    || self.trace_down.is_some()
-                    || ((self.delay.is_some() || self.jitter.is_some() || self.loss.is_some()) && self.kernel_qdisc().is_none());
-                if wants {
-                    Backend::Emulator
+                let mut missing: Vec<String> = vec![];
+                for q in self.queues() {
+                    let kind = q.kernel_args().first().cloned().unwrap_or_default();
+                    if q.needs_emulator() && !has(&kind) && !missing.contains(&kind) {
+                        missing.push(kind);
+                    }
+                }
+                if (self.delay.is_some() || self.jitter.is_some() || self.loss.is_some()) && !has("netem") && self.kernel_qdisc().is_none() {
+                    missing.push("netem".into());
+                }
+                if self.trace_up.is_some() || self.trace_down.is_some() {
+                    return (Backend::Emulator, "emulator: rate traces are replayed by the emulator".into());
+                }
+                if missing.is_empty() {
+                    (Backend::Kernel, "kernel: this kernel has every qdisc the lab needs".into())
                 } else {
-                    Backend::Kernel
+                    (Backend::Emulator, format!("emulator: this kernel has no {}", missing.join(", ")))
                 }
             }
-            b => b,
+            Backend::Kernel => (Backend::Kernel, "kernel: --backend kernel".into()),
+            Backend::Emulator => (Backend::Emulator, "emulator: --backend emulator".into()),
         }
     }
 
@@ -266,6 +283,11 @@ impl LabConfig {
     /// Check the combination before touching the system. Messages name the
     /// command-line options.
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_on(&|_| false)
+    }
+
+    /// [`LabConfig::validate`] on a kernel that has the qdiscs `has` says it has.
+    pub fn validate_on(&self, has: &dyn Fn(&str) -> bool) -> Result<(), String> {
         if let Some(id) = &self.id {
             if !valid_lab_id(id) {
                 return Err(format!("lab id `{id}` must be 6 lowercase hex digits, e.g. 1a2b3c"));
@@ -282,11 +304,11 @@ impl LabConfig {
                 return Err(format!("{flag} takes a queue (fifo:N, bfifo:BYTES, codel, ...); a kernel qdisc goes in --qdisc"));
             }
         }
-        match self.effective_backend() {
+        match self.choose_backend(has).0 {
             Backend::Kernel => {
                 let mut why = Vec::new();
                 for (q, flag) in [(self.queue_of(true), "--queue-up"), (self.queue_of(false), "--queue-down")] {
-                    if q.needs_emulator() {
+                    if q.needs_emulator() && !has(&q.kernel_args()[0]) {
                         let flag = if self.queue_of(true) == self.queue_of(false) { "--queue" } else { flag };
                         let w = format!("{flag} {}", q.label());
                         if !why.contains(&w) {

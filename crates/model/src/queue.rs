@@ -313,6 +313,60 @@ impl QueueSpec {
         self.to_string()
     }
 
+    /// The kernel qdisc that runs this discipline, and its `tc qdisc add`
+    /// arguments (kind first): pfifo, bfifo, pfifo_head_drop, codel,
+    /// fq_codel, pie with the same parameters (tc's PIE alpha and beta are
+    /// in 1/16 units), or a `--qdisc` as given.
+    pub fn kernel_args(&self) -> Vec<String> {
+        let us = |ns: u64| format!("{}us", ns / 1000);
+        let ecn = |e: bool| if e { "ecn" } else { "noecn" }.to_string();
+        let v: Vec<String> = match self {
+            QueueSpec::Fifo { packets } => vec!["pfifo".into(), "limit".into(), packets.to_string()],
+            QueueSpec::Bfifo { bytes } => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
+            QueueSpec::Drophead { packets } => vec!["pfifo_head_drop".into(), "limit".into(), packets.to_string()],
+            QueueSpec::Codel { params, limit } => vec![
+                "codel".into(),
+                "limit".into(),
+                limit.to_string(),
+                "target".into(),
+                us(params.target_ns),
+                "interval".into(),
+                us(params.interval_ns),
+                ecn(params.ecn),
+            ],
+            QueueSpec::FqCodel { params } => vec![
+                "fq_codel".into(),
+                "limit".into(),
+                params.limit.to_string(),
+                "flows".into(),
+                params.flows.to_string(),
+                "quantum".into(),
+                params.quantum.to_string(),
+                "target".into(),
+                us(params.codel.target_ns),
+                "interval".into(),
+                us(params.codel.interval_ns),
+                ecn(params.codel.ecn),
+            ],
+            QueueSpec::Pie { params } => vec![
+                "pie".into(),
+                "limit".into(),
+                params.limit.to_string(),
+                "target".into(),
+                us(params.target_ns),
+                "tupdate".into(),
+                us(params.tupdate_ns),
+                "alpha".into(),
+                ((params.alpha * 16.0).round() as u32).to_string(),
+                "beta".into(),
+                ((params.beta * 16.0).round() as u32).to_string(),
+                ecn(params.ecn),
+            ],
+            QueueSpec::Kernel { qdisc, args } => std::iter::once(qdisc.clone()).chain(args.iter().cloned()).collect(),
+        };
+        v
+    }
+
     /// Packet limit of a FIFO (`fifo:N`, `drophead:N`), the number a txqueuelen sets.
     pub fn fifo_packets(&self) -> Option<u32> {
         match self {
@@ -508,6 +562,19 @@ mod tests {
             let e = QueueSpec::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn kernel_arguments() {
+        let a = |s: &str| QueueSpec::parse(s).unwrap().kernel_args().join(" ");
+        assert_eq!(a("fifo:100"), "pfifo limit 100");
+        assert_eq!(a("bfifo:64k"), "bfifo limit 65536");
+        assert_eq!(a("drophead:50"), "pfifo_head_drop limit 50");
+        assert_eq!(a("codel"), "codel limit 1000 target 5000us interval 100000us ecn");
+        assert_eq!(a("fq_codel:quantum=300,noecn"), "fq_codel limit 10240 flows 1024 quantum 300 target 5000us interval 100000us noecn");
+        // tc's PIE alpha/beta are in 1/16: RFC 8033's 0.125 and 1.25 are tc's defaults 2 and 20
+        assert_eq!(a("pie"), "pie limit 1000 target 15000us tupdate 15000us alpha 2 beta 20 ecn");
+        assert_eq!(QueueSpec::kernel("cake bandwidth 10mbit").unwrap().kernel_args().join(" "), "cake bandwidth 10mbit");
     }
 
     #[test]

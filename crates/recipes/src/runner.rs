@@ -97,7 +97,7 @@ pub fn describe_lab_point(pt: &params::LabPoint) -> String {
         "lab {rate} {} ({}, {}), cc {}; test {} x {}, idle {}, probes every {}",
         c.queue_label(),
         c.placement,
-        c.effective_backend(),
+        bloatlab_lab::backend(c).0,
         t.cc,
         bloatlab_model::scenario::list_name(&t.scenarios),
         bloatlab_model::units::fmt_duration(t.duration),
