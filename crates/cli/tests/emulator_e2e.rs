@@ -251,10 +251,16 @@ fn loss_and_jitter() {
         assert!((lost - expect).abs() < 4.0 * sd, "lost {lost}");
         // Never early: jitter cannot release a packet before delay - jitter.
         assert!(r.iter().all(|&x| x >= 29.9), "{r:?}");
-        // Never later than delay + jitter, on a quiet machine; a VM that loses its
-        // CPU delays the echo too, so then 90% of round trips must stay within.
+        // Never later than delay + jitter (2 x (20 + 5) ms), up to the echo's own
+        // scheduling: a round trip also waits for two wake-ups of the echo and
+        // probe threads, which a busy 2-core machine delays by a ms now and then;
+        // so 99% within 51 ms and none beyond 55 ms on a quiet machine; a VM
+        // that loses its CPU delays the echo too, so then 90% must stay within.
         let within = r.iter().filter(|&&x| x <= 51.0).count() as f64 / r.len() as f64;
-        assert!(within >= 1.0 - steal.tol_or(0.0, 0.1), "{:.1}% of RTTs above 51 ms: {r:?}", (1.0 - within) * 100.0);
+        assert!(within >= 1.0 - steal.tol_or(0.01, 0.1), "{:.1}% of RTTs above 51 ms: {r:?}", (1.0 - within) * 100.0);
+        if steal.tol_or(0.0, 1.0) == 0.0 {
+            assert!(r.iter().all(|&x| x <= 55.0), "a round trip beyond delay + jitter + 5 ms: {r:?}");
+        }
         let up = &stats.counters["up"];
         assert!(up["link"]["lost"].as_u64().unwrap() > 10);
         assert!(up["link"]["jitter_held_for_order"].as_u64().unwrap() > 0);
