@@ -337,10 +337,45 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
     }
 }
 
-/// A running flow sampler: its stop flag, its thread (which returns one
-/// `FlowSamples` per sampled flow) and the sampled flows' (id, direction),
-/// in the thread's order.
-type RunningSampler = (Arc<AtomicBool>, thread::JoinHandle<Vec<flow::FlowSamples>>, Vec<(u32, Direction)>);
+/// A running flow sampler, owned by its test's control loop: its stop flag,
+/// its thread (which returns one `FlowSamples` per sampled flow, holding
+/// clones of the flows' sockets) and the sampled flows' ids in the thread's
+/// order. Whatever ends the test (stop, a new scenario, disconnect, timeout,
+/// protocol error), dropping it stops and joins the thread, which frees the
+/// sockets and the samples.
+struct RunningSampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<Vec<flow::FlowSamples>>>,
+    ids: Vec<u32>,
+}
+
+impl RunningSampler {
+    fn start(list: Vec<Sampled>, interval: Duration) -> std::io::Result<RunningSampler> {
+        let ids = list.iter().map(|f| f.id).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let thread = thread::Builder::new()
+            .name("sampler".into())
+            .spawn(move || flow::sample_loop(&list, interval, &st, Side::Server))?;
+        Ok(RunningSampler { stop, thread: Some(thread), ids })
+    }
+
+    /// Stop and collect each sampled flow's samples by id.
+    fn finish(mut self) -> HashMap<u32, flow::FlowSamples> {
+        self.stop.store(true, Ordering::SeqCst);
+        let v = self.thread.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        std::mem::take(&mut self.ids).into_iter().zip(v).collect()
+    }
+}
+
+impl Drop for RunningSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
 
 /// The control loop of one test. Ok(summary line) when the client ended it.
 fn run_control(
@@ -377,6 +412,8 @@ fn run_control(
                     let _ = conn::send(s, &ServerMsg::Error { message: "scenario longer than the server's --max-duration".into() });
                     return Err("scenario too long".into());
                 }
+                // A new scenario ends the previous one and its sampler.
+                drop(sampler.take());
                 if let Some(old) = test.scenario.lock().unwrap().take() {
                     stop_scenario(&old);
                 }
@@ -411,10 +448,12 @@ fn run_control(
                     });
                     return Err("go before all flows joined".into());
                 }
+                if sampler.is_some() {
+                    let _ = conn::send(s, &ServerMsg::Error { message: "a second go for the same scenario".into() });
+                    return Err("second go".into());
+                }
                 let mut list = vec![];
-                let mut ids = vec![];
                 for (id, j) in joined.iter() {
-                    ids.push((*id, j.direction));
                     list.push(Sampled {
                         id: *id,
                         direction: j.direction,
@@ -425,23 +464,12 @@ fn run_control(
                     });
                 }
                 drop(joined);
-                let stop = Arc::new(AtomicBool::new(false));
-                let st = stop.clone();
-                let iv = test.sample_interval;
-                let h = thread::spawn(move || flow::sample_loop(&list, iv, &st, Side::Server));
-                sampler = Some((stop, h, ids));
+                sampler = Some(RunningSampler::start(list, test.sample_interval).map_err(|e| format!("cannot start the sampler: {e}"))?);
                 sc.gate.open();
             }
             ClientMsg::StopScenario => {
                 let sc = test.scenario.lock().unwrap().take().ok_or("stop without a scenario")?;
-                let samples = match sampler.take() {
-                    Some((stop, h, ids)) => {
-                        stop.store(true, Ordering::SeqCst);
-                        let v = h.join().unwrap_or_default();
-                        ids.into_iter().zip(v).map(|(k, v)| (k.0, v)).collect::<HashMap<_, _>>()
-                    }
-                    None => HashMap::new(),
-                };
+                let samples = sampler.take().map(RunningSampler::finish).unwrap_or_default();
                 let outcomes = stop_scenario(&sc);
                 let mut reports = vec![];
                 for (id, dir) in sc.expected.iter() {
