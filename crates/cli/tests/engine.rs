@@ -246,6 +246,51 @@ fn vanished_client_is_cleaned_up() {
     }
 }
 
+#[test]
+fn slow_drip_clients_are_dropped_at_the_hello_deadline() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    // Three clients send a valid handshake and first message one byte per
+    // 700 ms: each read arrives well within any per-read timeout, but the
+    // whole hello must be in within 5 s.
+    let mut hello = bloatlab_wire::Handshake::ours().encode().to_vec();
+    hello.extend(bloatlab_wire::encode_frame(&bloatlab_wire::ClientMsg::JoinRr { token: 7 }));
+    let t0 = Instant::now();
+    let drips: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = srv.addr();
+            let hello = hello.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+                for b in hello {
+                    if s.write_all(&[b]).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(700));
+                    let mut buf = [0u8; 256];
+                    match s.read(&mut buf) {
+                        Ok(0) => break, // closed by the server
+                        Ok(_) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+                        Err(_) => break,
+                    }
+                }
+                t0.elapsed()
+            })
+        })
+        .collect();
+    // Meanwhile a real test is served.
+    let dir = tempfile::tempdir().unwrap();
+    let out = short_test(&srv, "1u0d", &dir.path().join("r.json"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for d in drips {
+        let held = d.join().unwrap();
+        assert!(held < Duration::from_millis(6500), "a slow-drip client was held {held:?}; log: {}", srv.log());
+    }
+    assert!(srv.log().contains("within 5 s"), "{}", srv.log());
+}
+
 /// The server's threads and open descriptors, from /proc.
 fn threads_and_fds(pid: u32) -> (usize, usize) {
     let n = |d: String| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);

@@ -3,7 +3,7 @@ use bloatlab_wire::{self as wire, Handshake, WireError, HANDSHAKE_LEN};
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
@@ -30,8 +30,35 @@ impl From<std::io::Error> for ConnError {
     }
 }
 
+/// A TcpStream read against a deadline for a whole message, not per read:
+/// each read may wait only for what is left until `until`, so a peer that
+/// drips one byte at a time cannot hold the connection past it.
+pub struct Deadline<'a> {
+    s: &'a TcpStream,
+    until: Instant,
+}
+
+impl<'a> Deadline<'a> {
+    pub fn new(s: &'a TcpStream, until: Instant) -> Self {
+        Deadline { s, until }
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        // At least 1 ms: a zero read timeout means "block forever".
+        self.s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        let mut s = self.s;
+        s.read(buf)
+    }
+}
+
 /// Read exactly the handshake; returns what the peer sent (magic checked, version not).
-pub fn read_handshake(s: &mut TcpStream) -> Result<Handshake, ConnError> {
+pub fn read_handshake<R: Read>(s: &mut R) -> Result<Handshake, ConnError> {
     let mut buf = [0u8; HANDSHAKE_LEN];
     let mut have = 0;
     while have < HANDSHAKE_LEN {
@@ -62,15 +89,17 @@ pub fn send<T: Serialize>(s: &mut TcpStream, msg: &T) -> Result<(), ConnError> {
     Ok(())
 }
 
-pub fn recv<T: DeserializeOwned>(s: &mut TcpStream, max: usize) -> Result<T, ConnError> {
+/// Read one frame of at most `max` bytes. Memory grows with the bytes that
+/// arrive, not with the length the header announces.
+pub fn recv<T: DeserializeOwned>(s: &mut impl Read, max: usize) -> Result<T, ConnError> {
     let mut hdr = [0u8; 4];
     s.read_exact(&mut hdr)?;
     let len = wire::frame_len(hdr, max)?;
-    let mut body = vec![0u8; len];
-    s.read_exact(&mut body)?;
-    let mut full = Vec::with_capacity(4 + len);
+    let mut full = Vec::with_capacity(4 + len.min(4096));
     full.extend_from_slice(&hdr);
-    full.extend_from_slice(&body);
+    if Read::take(&mut *s, len as u64).read_to_end(&mut full)? < len {
+        return Err(ConnError::Closed);
+    }
     match wire::decode_frame::<T>(&full, max)? {
         Some((m, _)) => Ok(m),
         None => Err(ConnError::Closed),

@@ -16,7 +16,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The handshake and the first message must arrive, whole, within this.
+const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// A control or request/response write may block this long (a peer that
+/// stops reading); flows use the server's --idle-timeout.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub use bloatlab_model::ServerConfig;
 
@@ -187,10 +193,17 @@ fn accept_loop(l: TcpListener, sh: Arc<Shared>) {
 
 fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>) {
     let _ = s.set_nodelay(true);
-    conn::set_timeout(&s, Some(Duration::from_secs(5)));
-    let hs = match conn::read_handshake(&mut s) {
+    // A peer that stops reading cannot pin this thread on a write.
+    let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
+    // The handshake and the first message, whole, within HELLO_DEADLINE.
+    let until = Instant::now() + HELLO_DEADLINE;
+    let hs = match conn::read_handshake(&mut conn::Deadline::new(&s, until)) {
         Ok(h) => h,
         Err(ConnError::Closed) => return, // port scan / health check: nothing to log
+        Err(ConnError::Timeout) => {
+            log(&sh, &format!("rejected {peer}: no complete handshake within {} s", HELLO_DEADLINE.as_secs()));
+            return;
+        }
         Err(e) => {
             log(&sh, &format!("rejected {peer}: {e}"));
             return;
@@ -211,8 +224,14 @@ fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>) {
         ));
         return;
     }
-    let first: ClientMsg = match conn::recv(&mut s, MAX_CLIENT_FRAME) {
+    let first: ClientMsg = match conn::recv(&mut conn::Deadline::new(&s, until), MAX_CLIENT_FRAME) {
         Ok(m) => m,
+        Err(ConnError::Timeout) => {
+            let msg = format!("the handshake and first message must arrive within {} s", HELLO_DEADLINE.as_secs());
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: msg.clone() });
+            log(&sh, &format!("rejected {peer}: {msg}"));
+            return;
+        }
         Err(e) => {
             let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("bad first message: {e}") });
             log(&sh, &format!("rejected {peer}: bad first message: {e}"));
@@ -388,14 +407,21 @@ fn run_control(
     let cfg = &sh.cfg;
     let mut timeout = probe_only_timeout.unwrap_or(cfg.idle_timeout);
     let mut sampler: Option<RunningSampler> = None;
+    let hard_end = started + cfg.max_duration + Duration::from_secs(30);
     loop {
-        conn::set_timeout(s, Some(timeout));
-        if started.elapsed() > cfg.max_duration + Duration::from_secs(30) {
+        if Instant::now() >= hard_end {
             return Err("test exceeded the server's --max-duration; stopped".into());
         }
-        let msg: ClientMsg = match conn::recv(s, MAX_CLIENT_FRAME) {
+        // Each message whole within the timeout, and none after the test's hard end.
+        let until = (Instant::now() + timeout).min(hard_end);
+        let msg: ClientMsg = match conn::recv(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME) {
             Ok(m) => m,
-            Err(ConnError::Timeout) => return Err(format!("client silent for {:.0} s: gave up on it", timeout.as_secs_f64())),
+            Err(ConnError::Timeout) if Instant::now() >= hard_end => {
+                return Err("test exceeded the server's --max-duration; stopped".into())
+            }
+            Err(ConnError::Timeout) => {
+                return Err(format!("client silent for {:.0} s (no complete message): gave up on it", timeout.as_secs_f64()))
+            }
             Err(ConnError::Closed) => return Err("client disconnected mid-test".into()),
             Err(e) => {
                 let _ = conn::send(s, &ServerMsg::Error { message: e.to_string() });
