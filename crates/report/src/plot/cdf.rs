@@ -81,13 +81,7 @@ where
                 .label(label.clone())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width + 1)));
             }
-            $chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .label_font(font(13.0))
-                .draw()?;
+            draw_legend(&mut $chart, SeriesLabelPosition::LowerRight)?;
         }};
     }
     let mut b = ChartBuilder::on(&area);

@@ -105,3 +105,21 @@ pub(super) fn title_of(r: &TestResult) -> String {
     }
     t
 }
+
+/// The legend box of the summary plots (boxplot, CDF, sweep): translucent
+/// white, grey border, 13 px labels, at `pos`.
+pub(super) fn draw_legend<'a, DB, CT>(chart: &mut ChartContext<'a, DB, CT>, pos: SeriesLabelPosition) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font(font(13.0))
+        .draw()?;
+    Ok(())
+}

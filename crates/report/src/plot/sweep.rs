@@ -77,13 +77,7 @@ where
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
                 $chart.draw_series(v.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
             }
-            $chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .label_font(font(13.0))
-                .draw()?;
+            draw_legend(&mut $chart, SeriesLabelPosition::UpperLeft)?;
         }};
     }
     match (s.axes.x_log, y_log) {
