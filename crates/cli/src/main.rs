@@ -24,7 +24,7 @@ pub(crate) enum Cmd {
     /// Serve latency-under-load tests (TCP and UDP on one port).
     Server(test::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
-    Test(test::TestArgs),
+    Test(Box<test::TestArgs>),
     /// Write an HTML report with plots for a result, or a comparison of several.
     Report(report::ReportArgs),
     /// Draw one plot (timeseries, throughput, latency, cdf, box, queue, tcp) as PNG or SVG.
@@ -79,7 +79,7 @@ fn main() {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Server(a) => test::run_server(a),
-        Cmd::Test(a) => run_test(a),
+        Cmd::Test(a) => run_test(*a),
         Cmd::Report(a) => a.run(),
         Cmd::Plot(a) => a.run(),
         Cmd::Export(a) => a.run(),

@@ -50,9 +50,48 @@ pub struct ServerArgs {
     /// How long a client may stay silent before its test is dropped.
     #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
     pub idle_timeout: Duration,
-    /// No per-test log lines.
+    /// Open TCP connections at once, all sources together (checked before a
+    /// connection gets a thread).
+    #[arg(long, default_value_t = ServerConfig::default().max_conns, value_name = "N")]
+    pub max_conns: u32,
+    /// Open TCP connections from one source (an IPv4 address or an IPv6 /64);
+    /// at least --max-flows + 2.
+    #[arg(long, default_value_t = ServerConfig::default().max_conns_per_source, value_name = "N")]
+    pub max_conns_per_source: u32,
+    /// Tests at once from one source, witness sessions included.
+    #[arg(long, default_value_t = ServerConfig::default().max_tests_per_source, value_name = "N")]
+    pub max_tests_per_source: u32,
+    /// Require the shared secret in FILE (at least 16 bytes; surrounding
+    /// whitespace ignored): clients answer an HMAC-SHA256 challenge on every
+    /// connection and sign every probe. Default: an open server.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<std::path::PathBuf>,
+    /// Tell clients this host's name, kernel and OS (by default only the
+    /// bloatlab version and the congestion controls on offer).
+    #[arg(long)]
+    pub disclose_host: bool,
+    /// Congestion controls clients may ask for, comma separated [default: any the kernel allows].
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub allow_cc: Vec<String>,
+    /// Largest socket buffer (--socket-buffer) a client may ask for; 0 = clients may not set buffers.
+    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = parse_server_buffer)]
+    pub max_socket_buffer: u32,
+    /// No log lines (by default one JSON line per test and per refusal on stderr).
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+fn parse_server_buffer(s: &str) -> Result<u32, String> {
+    if s == "0" {
+        return Ok(0);
+    }
+    parse_socket_buffer(s)
+}
+
+/// Read a `--secret-file` once, here at the edge.
+pub fn read_secret(path: &std::path::Path) -> Result<bloatlab_model::Secret> {
+    let bytes = std::fs::read(path).map_err(|e| anyhow!("--secret-file {}: {e}", path.display()))?;
+    bloatlab_model::Secret::from_file_contents(&bytes, &format!("--secret-file {}", path.display())).map_err(|e| anyhow!(e))
 }
 
 impl ServerArgs {
@@ -76,6 +115,13 @@ impl ServerArgs {
             max_tests: self.max_tests,
             idle_timeout: self.idle_timeout,
             quiet: self.quiet,
+            max_conns: self.max_conns,
+            max_conns_per_source: self.max_conns_per_source,
+            max_tests_per_source: self.max_tests_per_source,
+            secret: self.secret_file.as_deref().map(read_secret).transpose()?,
+            disclose_host: self.disclose_host,
+            allowed_cc: self.allow_cc.clone(),
+            max_socket_buffer: self.max_socket_buffer,
         };
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
@@ -195,6 +241,10 @@ pub struct TestArgs {
     /// Write the text output (interval lines, summary table) to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<std::path::PathBuf>,
+    /// The server's shared secret (its --secret-file): answer its challenge
+    /// and sign every probe (probes are then at least 64 bytes).
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<std::path::PathBuf>,
 }
 
 impl TestArgs {
@@ -212,6 +262,7 @@ impl TestArgs {
             },
             witness: self.witness.clone(),
             command: std::env::args().collect(),
+            secret: self.secret_file.as_deref().map(read_secret).transpose()?,
             ..Default::default()
         };
         self.load.overrides().apply(&mut cfg);
@@ -244,6 +295,7 @@ pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
         (t.port != DEFAULT_PORT, "--port", "use the lab's own --port N"),
         (t.ipv4 || t.ipv6, "-4/-6", "use the lab's --ipv6"),
         (t.report, "--report", "write a report from the result JSON with `bloatlab report`"),
+        (t.secret_file.is_some(), "--secret-file", "the lab's own servers are open to its client only"),
     ];
     for (given, flag, instead) in owned {
         if given {

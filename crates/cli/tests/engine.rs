@@ -17,7 +17,7 @@ fn short_test(srv: &TestServer, scenarios: &str, json: &std::path::Path) -> std:
 #[test]
 fn loopback_matrix_measures_both_ways_and_json_is_complete() {
     let _serial = serial();
-    let srv = TestServer::start(&[]);
+    let srv = TestServer::start(&["--disclose-host"]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let out = short_test(&srv, "1u0d,0u1d,2u2d", &json);
@@ -59,9 +59,21 @@ fn loopback_matrix_measures_both_ways_and_json_is_complete() {
     assert!(some_owd > 100);
     assert_eq!(r.metadata.client.kernel, r.metadata.server.kernel);
     assert!(!r.metadata.cc.is_empty() && r.metadata.socket.mss > 0);
-    // The server logged one line for the test.
+    // The server logged one JSON line for the test, with what it carried.
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(srv.log().lines().filter(|l| l.contains(" test ")).count(), 1, "{}", srv.log());
+    let lines: Vec<serde_json::Value> = srv.log().lines().map(|l| serde_json::from_str(l).expect("a JSON log line")).collect();
+    let tests: Vec<_> = lines.iter().filter(|l| l["event"] == "test").collect();
+    assert_eq!(tests.len(), 1, "{}", srv.log());
+    let t = tests[0];
+    assert_eq!(t["outcome"], "complete");
+    assert_eq!(t["scenarios"], serde_json::json!(["1u0d", "0u1d", "2u2d"]));
+    assert!(t["client"].as_str().unwrap().starts_with("127.0.0.1:"));
+    // What the server counted lies within a few percent of what the client measured.
+    let moved = |d: Direction| r.scenarios.iter().flat_map(|p| &p.flows).filter(|f| f.direction == d).map(|f| f.bytes).sum::<u64>() as f64;
+    for (key, d) in [("bytes_up", Direction::Up), ("bytes_down", Direction::Down)] {
+        let server = t[key].as_u64().unwrap() as f64;
+        assert!(server >= moved(d) * 0.95 && server <= moved(d) * 1.3, "{key}: server {server}, client {}", moved(d));
+    }
 }
 
 /// Every key that appears in a real result is documented in docs/results.md.
@@ -111,7 +123,7 @@ fn garbage_oversized_and_bad_tokens_are_rejected_and_others_still_served() {
     // A valid handshake, then an oversized frame length.
     let mut s = TcpStream::connect(srv.addr()).unwrap();
     s.write_all(&bloatlab_wire::Handshake::ours().encode()).unwrap();
-    let mut hs = [0u8; 12];
+    let mut hs = [0u8; bloatlab_wire::SERVER_HELLO_LEN];
     s.read_exact(&mut hs).unwrap();
     s.write_all(&u32::MAX.to_be_bytes()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
@@ -196,7 +208,7 @@ fn clear_errors_for_refused_unknown_and_foreign_servers() {
     });
     let out = run(&["test", &addr.to_string(), "--quiet"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("version 1") && err.contains("version 99"), "{err}");
+    assert!(err.contains(&format!("version {}", bloatlab_wire::PROTOCOL_VERSION)) && err.contains("version 99"), "{err}");
     t.join().unwrap();
     // Bad arguments.
     let out = run(&["test", "127.0.0.1", "--scenarios", "40u0d"]);
@@ -223,7 +235,7 @@ fn vanished_client_is_cleaned_up() {
     let srv = TestServer::start(&["--idle-timeout", "1s"]);
     let mut s = TcpStream::connect(srv.addr()).unwrap();
     s.write_all(&bloatlab_wire::Handshake::ours().encode()).unwrap();
-    let mut hs = [0u8; 12];
+    let mut hs = [0u8; bloatlab_wire::SERVER_HELLO_LEN];
     s.read_exact(&mut hs).unwrap();
     let msg = bloatlab_wire::ClientMsg::NewTest {
         client: Default::default(),

@@ -81,6 +81,18 @@ fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, St
             h.version
         ));
     }
+    let mut nonce = [0u8; wire::NONCE_LEN];
+    std::io::Read::read_exact(&mut s, &mut nonce).map_err(|e| format!("{addr}: the handshake ended early: {e}"))?;
+    if h.status == HandshakeStatus::Busy as u8 {
+        return Err(match conn::recv::<ServerMsg>(&mut s, MAX_SERVER_FRAME) {
+            Ok(ServerMsg::Refused { reason }) => format!("the server at {addr} refused the connection: {reason}"),
+            _ => format!("the server at {addr} is busy and refused the connection"),
+        });
+    }
+    if let Some(k) = &cfg.secret {
+        let answer = wire::auth::answer_challenge(k, &nonce);
+        conn::send(&mut s, &ClientMsg::Auth { answer }).map_err(|e| format!("{addr}: {e}"))?;
+    }
     Ok(s)
 }
 
@@ -100,6 +112,8 @@ struct Session {
     token: u64,
     server: HostInfo,
     cc: String,
+    /// The server requires the shared secret (and signs its probe replies).
+    auth: bool,
 }
 
 fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: u64) -> Result<Session, String> {
@@ -115,7 +129,7 @@ fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: 
     };
     conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
     match expect(&mut ctl, "the test acceptance")? {
-        ServerMsg::TestAccepted { token, server, cc, .. } => Ok(Session { ctl, token, server, cc }),
+        ServerMsg::TestAccepted { token, server, cc, auth, .. } => Ok(Session { ctl, token, server, cc, auth }),
         other => Err(format!("unexpected answer from the server: {other:?}")),
     }
 }
@@ -183,12 +197,12 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
     // 0, witness probes at 1/4 and the request/response probe at 1/2 interval.
     let iv = cfg.probe_interval.as_nanos() as u64;
     let first_due = clock::now_ns() + 1_000_000;
-    let probes = match ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size) {
+    let probes = match ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth) {
         Ok(p) => p,
         Err(e) => return fail(format!("cannot start UDP probes to {addr}: {e}")),
     };
     let wprobes = match &witness {
-        Some((waddr, ws)) => match ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size) {
+        Some((waddr, ws)) => match ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), ws.auth) {
             Ok(p) => Some(p),
             Err(e) => return fail(format!("cannot start UDP probes to the witness {waddr}: {e}")),
         },
@@ -465,10 +479,18 @@ fn run_scenario(
     conn::send(&mut sess.ctl, &ClientMsg::StopScenario).map_err(|e| format!("the server connection failed: {e}"))?;
     // The stop message may queue behind a bloated buffer: allow for it.
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(60)));
-    let report = match expect(&mut sess.ctl, "the scenario report")? {
-        ServerMsg::ScenarioReport { flows } => flows,
-        other => return Err(format!("unexpected answer from the server: {other:?}")),
-    };
+    // The report comes in chunks; parts of one flow are appended by id.
+    let mut report = vec![];
+    loop {
+        match expect(&mut sess.ctl, "the scenario report")? {
+            ServerMsg::ScenarioReportChunk { flows } => flows.into_iter().for_each(|f| wire::merge_report_part(&mut report, f)),
+            ServerMsg::ScenarioReport { flows } => {
+                flows.into_iter().for_each(|f| wire::merge_report_part(&mut report, f));
+                break;
+            }
+            other => return Err(format!("unexpected answer from the server: {other:?}")),
+        }
+    }
     let raw = RawPhase {
         name: sc.name(),
         uploads: sc.uploads,

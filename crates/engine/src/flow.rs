@@ -76,19 +76,21 @@ pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> Recv
     RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns(), udp: None }
 }
 
-/// Write until stop or error.
-pub fn send(mut s: TcpStream, stop: &AtomicBool) {
+/// Write until stop or error; returns the bytes written.
+pub fn send(mut s: TcpStream, stop: &AtomicBool) -> u64 {
     // A fixed non-zero pattern: nothing on the path can compress it to nothing.
     let buf: Vec<u8> = (0..BUF).map(|i| (i as u32).wrapping_mul(2654435761).to_be_bytes()[0]).collect();
+    let mut total = 0u64;
     while !stop.load(Ordering::Relaxed) {
         match s.write(&buf) {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(n) => total += n as u64,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(_) => break,
         }
     }
+    total
 }
 
 /// Stop a flow from another thread: wakes blocked reads and writes.

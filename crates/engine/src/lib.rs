@@ -9,6 +9,7 @@ pub mod conn;
 pub mod flow;
 pub mod udpflow;
 pub mod probe;
+pub mod quota;
 pub mod server;
 pub mod summarize;
 pub mod sys;

@@ -2,6 +2,7 @@
 //! Each runs on its own threads with blocking sockets, so a reply is
 //! timestamped as soon as the kernel hands it over (no async scheduler delay).
 use bloatlab_host::clock;
+use bloatlab_model::Secret;
 use bloatlab_wire::{self as wire, Probe, ProbeKind};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
@@ -43,6 +44,10 @@ pub struct ProbeStream {
 
 impl ProbeStream {
     /// Probe k is due at `first_due_ns + k x interval` (`clock::now_ns()` time base).
+    /// With `secret` every request carries its HMAC; with `verify` too, a
+    /// reply counts only with the server's valid HMAC (an authenticated
+    /// server signs its replies).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         target: SocketAddr,
         token: u64,
@@ -50,7 +55,10 @@ impl ProbeStream {
         first_due_ns: u64,
         interval: Duration,
         size: usize,
+        secret: Option<Secret>,
+        verify: bool,
     ) -> std::io::Result<ProbeStream> {
+        let verify = if verify { secret.clone() } else { None };
         let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
         let sock = UdpSocket::bind(bind)?;
         sock.connect(target)?;
@@ -80,6 +88,9 @@ impl ProbeStream {
                 let t1 = clock::now_ns();
                 let p = Probe { kind: ProbeKind::Request, token, seq, stream, client_send_ns: t1, server_recv_ns: 0, server_send_ns: 0 };
                 p.encode_into(&mut buf).expect("size >= header checked by the caller");
+                if let Some(k) = &secret {
+                    wire::sign_probe(&mut buf, k).expect("size >= 64 checked by the config");
+                }
                 rec.lock().unwrap().push(Exchange { t1, ..Default::default() });
                 // A send error (e.g. ICMP unreachable reported) counts as a lost probe.
                 let _ = sock.send(&buf);
@@ -102,6 +113,9 @@ impl ProbeStream {
                 if kts.is_some() { &ks } else { &us }.fetch_add(1, Ordering::Relaxed);
                 let Ok(p) = Probe::decode(&buf[..n]) else { continue };
                 if p.kind != ProbeKind::Reply || p.token != token || p.stream != stream {
+                    continue;
+                }
+                if verify.as_ref().is_some_and(|k| !wire::probe_signed(&buf[..n], k)) {
                     continue;
                 }
                 let mut r = rec.lock().unwrap();

@@ -1,47 +1,92 @@
 //! `bloatlab server`: one TCP port for control and bulk data, UDP on the same
-//! port number for probes. Blocking threads: a thread per connection and one
-//! per UDP socket (see docs/engine.md for why).
+//! port number for probes. Blocking threads, bounded: a connection gets a
+//! thread only after the admission counters ([`crate::quota`]) took it, so
+//! threads, sockets and memory are capped by the limits in [`ServerConfig`]
+//! (docs/server.md lists them). Every test has one owner, its control
+//! thread, whose exit releases the test's flows, sampler, request/response
+//! connection and probe token whatever ended it.
 use crate::conn::{self, ConnError};
 use crate::flow::{self, Gate, RecvOutcome, Sampled};
+use crate::quota::{self, Full, Permit, Quota};
 use crate::sys;
 use bloatlab_host::clock;
-use bloatlab_results::{Direction, Side};
+use bloatlab_results::{Direction, HostInfo, Side};
 use bloatlab_wire::{
-    self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, Limits, ServerFlowReport, ServerMsg,
-    MAX_CLIENT_FRAME, PROTOCOL_VERSION,
+    self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, Limits, ReplayWindow, ServerFlowReport, ServerMsg,
+    MAX_CLIENT_FRAME, NONCE_LEN, PROTOCOL_VERSION,
 };
-use socket2::{Domain, Protocol, Socket, Type};
-use std::collections::{HashMap, HashSet};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use serde_json::json;
+use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The handshake and the first message must arrive, whole, within this.
-const HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// The handshake, the authentication and the first message must arrive,
+/// whole, within this.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 /// A control or request/response write may block this long (a peer that
 /// stops reading); flows use the server's --idle-timeout.
-const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections still in their handshake, from all sources together (each
+/// holds a thread for at most [`HELLO_DEADLINE`]).
+pub const MAX_HANDSHAKING: u32 = 256;
+/// Connections refused as busy wait here for their refusal to be written;
+/// past this they are closed without one.
+const REFUSAL_QUEUE: usize = 256;
+/// A refused connection stays open this long for the peer to read why, and
+/// at most this many wait at once.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGERING: usize = 256;
+/// Probe streams one test may use (server probes, witness probes, ...).
+const MAX_PROBE_STREAMS: usize = 8;
+/// TCP keepalive: first probe after this much silence, then every
+/// KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES times; TCP_USER_TIMEOUT bounds how
+/// long sent data may stay unacknowledged. A peer that vanished without a
+/// FIN or RST is noticed by the kernel within about 30 s.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+const USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use bloatlab_model::ServerConfig;
 
 struct Shared {
     cfg: ServerConfig,
     tests: Mutex<HashMap<u64, Arc<TestState>>>,
-    live: RwLock<HashSet<u64>>,
-    active: AtomicU32,
+    /// Live probe tokens: the source each is bound to and its replay windows.
+    live: RwLock<HashMap<u64, LiveToken>>,
+    /// Open connections, any kind (total and per source).
+    conns: Arc<Quota>,
+    /// Connections still in their handshake.
+    handshaking: Arc<Quota>,
+    /// Running tests, witness sessions included.
+    tests_quota: Arc<Quota>,
     served: AtomicU64,
+    refusals: mpsc::SyncSender<(TcpStream, SocketAddr, String)>,
+}
+
+struct LiveToken {
+    source: IpAddr,
+    windows: Mutex<Vec<(u32, ReplayWindow)>>,
 }
 
 struct TestState {
+    source: IpAddr,
     sample_interval: Duration,
     socket_buffer: u32,
     cc: String,
+    /// Nothing of this test outlives this instant.
+    hard_end: Instant,
     scenario: Mutex<Option<Arc<Scenario>>>,
-    /// Clones of the RR sockets, shut down when the test ends.
-    rr: Mutex<Vec<TcpStream>>,
+    /// Clone of the request/response socket, shut down when the test ends.
+    rr: Mutex<Option<TcpStream>>,
     ended: AtomicBool,
+    bytes_up: AtomicU64,
+    bytes_down: AtomicU64,
 }
 
 struct Scenario {
@@ -90,13 +135,22 @@ impl Server {
             }
         }
         cfg.binds = binds;
+        let (refusals, refusal_rx) = mpsc::sync_channel(REFUSAL_QUEUE);
         let shared = Arc::new(Shared {
+            conns: Quota::new(cfg.max_conns, cfg.max_conns_per_source),
+            handshaking: Quota::new(MAX_HANDSHAKING, MAX_HANDSHAKING),
+            tests_quota: Quota::new(cfg.max_tests, cfg.max_tests_per_source),
             cfg,
             tests: Mutex::new(HashMap::new()),
-            live: RwLock::new(HashSet::new()),
-            active: AtomicU32::new(0),
+            live: RwLock::new(HashMap::new()),
             served: AtomicU64::new(0),
+            refusals,
         });
+        let sh = shared.clone();
+        thread::Builder::new()
+            .name("refuser".into())
+            .spawn(move || refuser(refusal_rx, sh))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
         let mut addrs = vec![];
         for (tcp, udp) in listeners {
             addrs.push(tcp.local_addr().map_err(|e| e.to_string())?);
@@ -112,7 +166,11 @@ impl Server {
         self.shared.served.load(Ordering::Relaxed)
     }
     pub fn active_tests(&self) -> u32 {
-        self.shared.active.load(Ordering::Relaxed)
+        self.shared.tests_quota.total()
+    }
+    /// Open TCP connections of any kind.
+    pub fn open_connections(&self) -> u32 {
+        self.shared.conns.total()
     }
 }
 
@@ -151,9 +209,21 @@ fn make_socket(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
     Ok(s)
 }
 
-fn log(sh: &Shared, msg: &str) {
+/// One JSON line on stderr per event (docs/server.md): `time`, `event` and
+/// the event's fields.
+fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
     if !sh.cfg.quiet {
-        eprintln!("{} {msg}", bloatlab_model::units::rfc3339(clock::now_ns()));
+        eprintln!("{}", log_line(clock::now_ns(), event, &fields));
+    }
+}
+
+/// `{"time":..,"event":..,<fields>}`: time and event first, for people
+/// reading the log; the fields in name order.
+fn log_line(now_ns: u64, event: &str, fields: &serde_json::Value) -> String {
+    let head = format!("{{\"time\":{},\"event\":{}", json!(bloatlab_model::units::rfc3339(now_ns)), json!(event));
+    match fields.as_object() {
+        Some(m) if !m.is_empty() => format!("{head},{}", &fields.to_string()[1..]),
+        _ => format!("{head}}}"),
     }
 }
 
@@ -170,8 +240,8 @@ fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
         };
         let t_rx = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
         let pkt = &mut buf[..n];
-        let answer = wire::answer_probe_in_place(pkt, t_rx, clock::now_ns(), |tok| {
-            sh.live.read().map(|l| l.contains(&tok)).unwrap_or(false)
+        let answer = wire::answer_probe_in_place(pkt, t_rx, clock::now_ns(), sh.cfg.secret.as_ref(), |p| {
+            admit_probe(&sh, p, from.ip())
         });
         if let Some(len) = answer {
             let _ = sock.send_to(&pkt[..len], from);
@@ -179,69 +249,190 @@ fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
     }
 }
 
+/// A probe is answered once, for a live test, from the source that opened it.
+fn admit_probe(sh: &Shared, p: &wire::Probe, from: IpAddr) -> bool {
+    let live = sh.live.read().unwrap();
+    let Some(t) = live.get(&p.token) else { return false };
+    if quota::source_of(from) != t.source {
+        return false;
+    }
+    let mut w = t.windows.lock().unwrap();
+    if let Some((_, win)) = w.iter_mut().find(|(s, _)| *s == p.stream) {
+        return win.accept(p.seq);
+    }
+    if w.len() >= MAX_PROBE_STREAMS {
+        return false;
+    }
+    let mut win = ReplayWindow::default();
+    win.accept(p.seq);
+    w.push((p.stream, win));
+    true
+}
+
 fn accept_loop(l: TcpListener, sh: Arc<Shared>) {
     loop {
-        match l.accept() {
-            Ok((s, peer)) => {
-                let sh = sh.clone();
-                let _ = thread::Builder::new().name("conn".into()).spawn(move || handle_conn(s, peer, sh));
+        let (s, peer) = match l.accept() {
+            Ok(x) => x,
+            // Out of descriptors or memory: let connections wait in the backlog.
+            Err(_) => {
+                thread::sleep(Duration::from_millis(10));
+                continue;
             }
-            Err(_) => thread::sleep(Duration::from_millis(10)),
+        };
+        // Admission before any thread or buffer is given to the peer.
+        let conn = match sh.conns.take(peer.ip()) {
+            Ok(p) => p,
+            Err(Full::Total { limit }) => {
+                refuse_busy(&sh, s, peer, format!("the server is at its limit of {limit} open connections (server flag --max-conns); try again later"));
+                continue;
+            }
+            Err(Full::Source { limit }) => {
+                refuse_busy(&sh, s, peer, format!("your address already has {limit} open connections to this server, its limit per source (server flag --max-conns-per-source)"));
+                continue;
+            }
+        };
+        let hello = match sh.handshaking.take(peer.ip()) {
+            Ok(p) => p,
+            Err(_) => {
+                refuse_busy(&sh, s, peer, format!("the server has {MAX_HANDSHAKING} connections in their handshake; try again later"));
+                continue;
+            }
+        };
+        let sh2 = sh.clone();
+        if let Err(e) = thread::Builder::new().name("conn".into()).spawn(move || handle_conn(s, peer, sh2, conn, hello)) {
+            log(&sh, "rejected", json!({"client": peer.to_string(), "reason": format!("cannot start a thread: {e}")}));
         }
     }
 }
 
-fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>) {
+/// Hand a connection refused at admission to the refuser thread, which tells
+/// the peer why; when even its queue is full, close it without a word.
+fn refuse_busy(sh: &Shared, s: TcpStream, peer: SocketAddr, reason: String) {
+    let _ = sh.refusals.try_send((s, peer, reason));
+}
+
+/// Write each refused connection its reason (a busy handshake then a
+/// `refused` frame, without blocking: it fits an empty send buffer), close
+/// our side, and keep the socket up to [`LINGER`] so the peer can read the
+/// reason before the close (closing with the peer's unread bytes would send
+/// a reset that may destroy it). One thread; at most [`LINGERING`] sockets
+/// wait, the oldest is closed first; the log gets at most one line a second
+/// with the count.
+fn refuser(rx: mpsc::Receiver<(TcpStream, SocketAddr, String)>, sh: Arc<Shared>) {
+    let mut waiting: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
+    let close = |s: TcpStream| {
+        let mut sink = [0u8; 512];
+        while matches!((&s).read(&mut sink), Ok(n) if n > 0) {}
+    };
+    let mut last_log: Option<Instant> = None;
+    let mut untold = 0u64;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok((s, peer, reason)) => {
+                let hs = Handshake { version: PROTOCOL_VERSION, status: HandshakeStatus::Busy as u8 };
+                let mut out = hs.encode_server(&[0; NONCE_LEN]).to_vec();
+                out.extend(wire::encode_frame(&ServerMsg::Refused { reason: reason.clone() }));
+                if s.set_nonblocking(true).is_ok() && (&s).write_all(&out).is_ok() {
+                    let _ = s.shutdown(std::net::Shutdown::Write);
+                    waiting.push_back((Instant::now(), s));
+                    if waiting.len() > LINGERING {
+                        if let Some((_, old)) = waiting.pop_front() {
+                            close(old);
+                        }
+                    }
+                }
+                untold += 1;
+                if last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+                    log(&sh, "busy", json!({"client": peer.to_string(), "refused": untold, "reason": reason}));
+                    untold = 0;
+                    last_log = Some(Instant::now());
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        while waiting.front().is_some_and(|(t, _)| t.elapsed() >= LINGER) {
+            if let Some((_, s)) = waiting.pop_front() {
+                close(s);
+            }
+        }
+    }
+}
+
+fn tune_accepted(s: &TcpStream) {
     let _ = s.set_nodelay(true);
     // A peer that stops reading cannot pin this thread on a write.
     let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-    // The handshake and the first message, whole, within HELLO_DEADLINE.
+    // A peer that vanished without a FIN is noticed by the kernel.
+    let sr = SockRef::from(s);
+    let ka = TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_INTERVAL).with_retries(KEEPALIVE_RETRIES);
+    let _ = sr.set_tcp_keepalive(&ka);
+    let _ = sr.set_tcp_user_timeout(Some(USER_TIMEOUT));
+}
+
+fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, _conn: Permit, hello: Permit) {
+    tune_accepted(&s);
+    let reject = |reason: String| log(&sh, "rejected", json!({"client": peer.to_string(), "reason": reason}));
+    // The handshake, authentication and first message, whole, within HELLO_DEADLINE.
     let until = Instant::now() + HELLO_DEADLINE;
     let hs = match conn::read_handshake(&mut conn::Deadline::new(&s, until)) {
         Ok(h) => h,
         Err(ConnError::Closed) => return, // port scan / health check: nothing to log
-        Err(ConnError::Timeout) => {
-            log(&sh, &format!("rejected {peer}: no complete handshake within {} s", HELLO_DEADLINE.as_secs()));
-            return;
-        }
-        Err(e) => {
-            log(&sh, &format!("rejected {peer}: {e}"));
-            return;
-        }
+        Err(ConnError::Timeout) => return reject(format!("no complete handshake within {} s", HELLO_DEADLINE.as_secs())),
+        Err(e) => return reject(e.to_string()),
     };
     let ok = hs.version == PROTOCOL_VERSION;
     let reply = Handshake {
         version: PROTOCOL_VERSION,
         status: if ok { HandshakeStatus::Ok as u8 } else { HandshakeStatus::VersionMismatch as u8 },
     };
-    if conn::write_handshake(&mut s, reply).is_err() {
+    let nonce: [u8; NONCE_LEN] = rand::random();
+    if s.write_all(&reply.encode_server(&nonce)).is_err() {
         return;
     }
     if !ok {
-        log(&sh, &format!(
-            "rejected {peer}: protocol version mismatch: client speaks version {}, this server speaks version {PROTOCOL_VERSION}",
+        return reject(format!(
+            "protocol version mismatch: client speaks version {}, this server speaks version {PROTOCOL_VERSION}",
             hs.version
         ));
-        return;
     }
-    let first: ClientMsg = match conn::recv(&mut conn::Deadline::new(&s, until), MAX_CLIENT_FRAME) {
+    let read_first = |s: &TcpStream| conn::recv::<ClientMsg>(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME);
+    let mut first = read_first(&s);
+    let mut authenticated = false;
+    if let Ok(ClientMsg::Auth { answer }) = &first {
+        if let Some(k) = &sh.cfg.secret {
+            if !wire::auth::check_answer(k, &nonce, answer) {
+                let reason = "authentication failed: the client's shared secret (--secret-file) does not match this server's";
+                let _ = conn::send(&mut s, &ServerMsg::Refused { reason: reason.into() });
+                return reject(reason.into());
+            }
+            authenticated = true;
+        }
+        first = read_first(&s);
+    }
+    let first = match first {
         Ok(m) => m,
         Err(ConnError::Timeout) => {
             let msg = format!("the handshake and first message must arrive within {} s", HELLO_DEADLINE.as_secs());
             let _ = conn::send(&mut s, &ServerMsg::Error { message: msg.clone() });
-            log(&sh, &format!("rejected {peer}: {msg}"));
-            return;
+            return reject(msg);
         }
+        Err(ConnError::Closed) => return,
         Err(e) => {
             let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("bad first message: {e}") });
-            log(&sh, &format!("rejected {peer}: bad first message: {e}"));
-            return;
+            return reject(format!("bad first message: {e}"));
         }
     };
+    if sh.cfg.secret.is_some() && !authenticated {
+        let reason = "this server requires a shared secret: run bloatlab test with --secret-file (the server's --secret-file)";
+        let _ = conn::send(&mut s, &ServerMsg::Refused { reason: reason.into() });
+        return reject("no authentication (the server has --secret-file)".into());
+    }
+    drop(hello);
     match first {
         ClientMsg::NewTest { .. } => control_session(s, peer, first, &sh),
         ClientMsg::JoinFlow { token, flow_id, direction } => flow_conn(s, peer, token, flow_id, direction, &sh),
-        ClientMsg::JoinRr { token } => rr_conn(s, token, &sh),
+        ClientMsg::JoinRr { token } => rr_conn(s, peer, token, &sh),
         other => {
             let _ = conn::send(&mut s, &ServerMsg::Error {
                 message: format!("expected new_test, join_flow or join_rr first, got {}", msg_name(&other)),
@@ -252,6 +443,7 @@ fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>) {
 
 fn msg_name(m: &ClientMsg) -> &'static str {
     match m {
+        ClientMsg::Auth { .. } => "auth",
         ClientMsg::NewTest { .. } => "new_test",
         ClientMsg::JoinFlow { .. } => "join_flow",
         ClientMsg::JoinRr { .. } => "join_rr",
@@ -262,13 +454,32 @@ fn msg_name(m: &ClientMsg) -> &'static str {
     }
 }
 
-fn find_test(sh: &Shared, token: u64) -> Option<Arc<TestState>> {
-    sh.tests.lock().unwrap().get(&token).cloned()
+/// The test a join names, if it is live and was opened from the joining source.
+fn find_test(sh: &Shared, token: u64, peer: SocketAddr) -> Result<Arc<TestState>, String> {
+    let t = sh.tests.lock().unwrap().get(&token).cloned().ok_or("unknown or expired session token")?;
+    if t.source != quota::source_of(peer.ip()) {
+        return Err("this session token belongs to another source address".into());
+    }
+    Ok(t)
 }
 
 fn refuse(s: &mut TcpStream, sh: &Shared, peer: SocketAddr, reason: String) {
-    log(sh, &format!("refused test from {peer}: {reason}"));
+    log(sh, "refused", json!({"client": peer.to_string(), "reason": reason}));
     let _ = conn::send(s, &ServerMsg::Refused { reason });
+}
+
+/// What the server tells a client about itself.
+fn disclosed_host_info(cfg: &ServerConfig) -> HostInfo {
+    let mut h = sys::host_info();
+    if !cfg.allowed_cc.is_empty() {
+        h.available_cc.retain(|c| cfg.allowed_cc.contains(c));
+    }
+    if !cfg.disclose_host {
+        h.hostname.clear();
+        h.kernel.clear();
+        h.os.clear();
+    }
+    h
 }
 
 fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Shared) {
@@ -290,45 +501,73 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
             cfg.max_flows
         ));
     }
+    if !cc.is_empty() && !cfg.allowed_cc.is_empty() && !cfg.allowed_cc.contains(&cc) {
+        return refuse(&mut s, sh, peer, format!(
+            "this server does not offer congestion control {cc} (it offers {}; server flag --allow-cc)",
+            cfg.allowed_cc.join(", ")
+        ));
+    }
+    if socket_buffer > cfg.max_socket_buffer {
+        return refuse(&mut s, sh, peer, if cfg.max_socket_buffer == 0 {
+            "this server does not let clients set socket buffers (server flag --max-socket-buffer 0); leave --socket-buffer out".to_string()
+        } else {
+            format!("--socket-buffer {socket_buffer} exceeds this server's limit of {} bytes (server flag --max-socket-buffer)", cfg.max_socket_buffer)
+        });
+    }
     if let Err(e) = sys::set_cc(&s, &cc) {
         return refuse(&mut s, sh, peer, format!("server: {e}"));
     }
-    let prev = sh.active.fetch_add(1, Ordering::SeqCst);
-    if prev >= cfg.max_tests {
-        sh.active.fetch_sub(1, Ordering::SeqCst);
-        return refuse(&mut s, sh, peer, format!(
-            "the server is busy: {prev} tests are running and it allows {} at once (server flag --max-tests); try again later",
-            cfg.max_tests
-        ));
-    }
+    let _slot = match sh.tests_quota.take(peer.ip()) {
+        Ok(p) => p,
+        Err(Full::Total { limit }) => {
+            return refuse(&mut s, sh, peer, format!(
+                "the server is busy: it runs {limit} tests at once, its limit (server flag --max-tests); try again later"
+            ))
+        }
+        Err(Full::Source { limit }) => {
+            return refuse(&mut s, sh, peer, format!(
+                "your address already runs {limit} tests on this server (witness sessions count), its limit per source (server flag --max-tests-per-source)"
+            ))
+        }
+    };
     let token: u64 = loop {
         let t = rand::random::<u64>();
         if t != 0 && !sh.tests.lock().unwrap().contains_key(&t) {
             break t;
         }
     };
+    let started = Instant::now();
+    // Nothing of the test outlives what it announced (within the server's
+    // limit) plus the idle timeout: a timer every blocking wait of the test
+    // observes.
+    let planned = Duration::from_millis(planned_duration_ms).min(cfg.max_duration);
+    let source = quota::source_of(peer.ip());
     let test = Arc::new(TestState {
+        source,
         sample_interval: Duration::from_millis(sample_interval_ms.clamp(10, 1000) as u64),
         socket_buffer,
         cc: if cc.is_empty() { sys::get_cc(&s) } else { cc.clone() },
+        hard_end: started + planned + cfg.idle_timeout,
         scenario: Mutex::new(None),
-        rr: Mutex::new(vec![]),
+        rr: Mutex::new(None),
         ended: AtomicBool::new(false),
+        bytes_up: AtomicU64::new(0),
+        bytes_down: AtomicU64::new(0),
     });
     sh.tests.lock().unwrap().insert(token, test.clone());
-    sh.live.write().unwrap().insert(token);
-    let started = std::time::Instant::now();
+    sh.live.write().unwrap().insert(token, LiveToken { source, windows: Mutex::new(vec![]) });
     // A probe-only session (a witness) stays silent on its control connection
     // for the whole test: it may, up to what it announced.
-    let probe_only_timeout = (max_flows == 0).then(|| Duration::from_millis(planned_duration_ms) + cfg.idle_timeout);
+    let probe_only = max_flows == 0;
     let accepted = ServerMsg::TestAccepted {
         token,
-        server: sys::host_info(),
+        server: disclosed_host_info(cfg),
         limits: Limits { max_duration_ms: cfg.max_duration.as_millis() as u64, max_flows: cfg.max_flows, max_tests: cfg.max_tests },
         cc: test.cc.clone(),
+        auth: cfg.secret.is_some(),
     };
     let outcome = if conn::send(&mut s, &accepted).is_ok() {
-        run_control(&mut s, &test, sh, started, probe_only_timeout)
+        run_control(&mut s, &test, sh, probe_only)
     } else {
         Err("client went away before the test started".to_string())
     };
@@ -337,23 +576,30 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
     sh.live.write().unwrap().remove(&token);
     sh.tests.lock().unwrap().remove(&token);
     if let Some(sc) = test.scenario.lock().unwrap().take() {
-        stop_scenario(&sc);
+        stop_scenario(&sc, &test);
     }
-    for r in test.rr.lock().unwrap().drain(..) {
+    if let Some(r) = test.rr.lock().unwrap().take() {
         flow::kill(&r);
     }
-    sh.active.fetch_sub(1, Ordering::SeqCst);
     sh.served.fetch_add(1, Ordering::Relaxed);
-    let secs = started.elapsed().as_secs_f64();
-    let who = if client.hostname.is_empty() { String::new() } else { format!(" ({})", client.hostname) };
-    match outcome {
-        Ok(summary) => log(sh, &format!(
-            "test {peer}{who} [{}] cc={} {secs:.1}s: {summary}",
-            scenarios.join(","),
-            test.cc
-        )),
-        Err(e) => log(sh, &format!("test {peer}{who} [{}] cc={} ended after {secs:.1}s: {e}", scenarios.join(","), test.cc)),
-    }
+    let (ok, summary, reason) = match outcome {
+        Ok((summary, complete)) => (complete, summary, if complete { "client ended the test" } else { "client ended the test early" }.to_string()),
+        Err(e) => (false, String::new(), e),
+    };
+    log(sh, "test", json!({
+        "client": peer.to_string(),
+        "client_version": client.bloatlab_version,
+        "scenarios": scenarios,
+        "witness": probe_only,
+        "cc": test.cc,
+        "authenticated": cfg.secret.is_some(),
+        "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        "bytes_up": test.bytes_up.load(Ordering::Relaxed),
+        "bytes_down": test.bytes_down.load(Ordering::Relaxed),
+        "outcome": if ok { "complete" } else { "incomplete" },
+        "ended_because": reason,
+        "summary": summary,
+    }));
 }
 
 /// A running flow sampler, owned by its test's control loop: its stop flag,
@@ -396,29 +642,22 @@ impl Drop for RunningSampler {
     }
 }
 
-/// The control loop of one test. Ok(summary line) when the client ended it.
-fn run_control(
-    s: &mut TcpStream,
-    test: &Arc<TestState>,
-    sh: &Shared,
-    started: std::time::Instant,
-    probe_only_timeout: Option<Duration>,
-) -> Result<String, String> {
+/// The control loop of one test. Ok((client's summary, complete)) when the client ended it.
+fn run_control(s: &mut TcpStream, test: &Arc<TestState>, sh: &Shared, probe_only: bool) -> Result<(String, bool), String> {
     let cfg = &sh.cfg;
-    let mut timeout = probe_only_timeout.unwrap_or(cfg.idle_timeout);
+    let hard_end = test.hard_end;
+    let deadline_hit = || "the test reached its deadline (its announced length, at most --max-duration, plus --idle-timeout): stopped".to_string();
+    let mut timeout = if probe_only { hard_end.saturating_duration_since(Instant::now()) } else { cfg.idle_timeout };
     let mut sampler: Option<RunningSampler> = None;
-    let hard_end = started + cfg.max_duration + Duration::from_secs(30);
     loop {
         if Instant::now() >= hard_end {
-            return Err("test exceeded the server's --max-duration; stopped".into());
+            return Err(deadline_hit());
         }
         // Each message whole within the timeout, and none after the test's hard end.
         let until = (Instant::now() + timeout).min(hard_end);
         let msg: ClientMsg = match conn::recv(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME) {
             Ok(m) => m,
-            Err(ConnError::Timeout) if Instant::now() >= hard_end => {
-                return Err("test exceeded the server's --max-duration; stopped".into())
-            }
+            Err(ConnError::Timeout) if Instant::now() >= hard_end => return Err(deadline_hit()),
             Err(ConnError::Timeout) => {
                 return Err(format!("client silent for {:.0} s (no complete message): gave up on it", timeout.as_secs_f64()))
             }
@@ -441,7 +680,7 @@ fn run_control(
                 // A new scenario ends the previous one and its sampler.
                 drop(sampler.take());
                 if let Some(old) = test.scenario.lock().unwrap().take() {
-                    stop_scenario(&old);
+                    stop_scenario(&old, test);
                 }
                 let expected: HashMap<u32, Direction> = flows.iter().map(|f: &FlowSpec| (f.id, f.direction)).collect();
                 let marks: HashMap<u32, u8> = flows.iter().filter(|f| f.dscp > 0).map(|f| (f.id, f.dscp)).collect();
@@ -495,11 +734,11 @@ fn run_control(
             }
             ClientMsg::StopScenario => {
                 let sc = test.scenario.lock().unwrap().take().ok_or("stop without a scenario")?;
-                let samples = sampler.take().map(RunningSampler::finish).unwrap_or_default();
-                let outcomes = stop_scenario(&sc);
+                let mut samples = sampler.take().map(RunningSampler::finish).unwrap_or_default();
+                let outcomes = stop_scenario(&sc, test);
                 let mut reports = vec![];
                 for (id, dir) in sc.expected.iter() {
-                    let smp = samples.get(id).cloned().unwrap_or_default();
+                    let smp = samples.remove(id).unwrap_or_default();
                     let o = outcomes.get(id).copied().unwrap_or_default();
                     reports.push(ServerFlowReport {
                         id: *id,
@@ -514,11 +753,15 @@ fn run_control(
                 }
                 reports.sort_by_key(|r| r.id);
                 timeout = cfg.idle_timeout;
-                send_or_err(s, &ServerMsg::ScenarioReport { flows: reports })?;
+                // In bounded chunks: a long many-flow scenario's samples
+                // never have to fit one frame.
+                for frame in wire::chunk_report(reports, wire::REPORT_CHUNK_SAMPLES) {
+                    send_or_err(s, &frame)?;
+                }
             }
             ClientMsg::EndTest { summary, complete } => {
                 let _ = conn::send(s, &ServerMsg::Bye);
-                return Ok(if complete { summary } else { format!("{summary} (incomplete)") });
+                return Ok((summary, complete));
             }
             other => {
                 let _ = conn::send(s, &ServerMsg::Error { message: format!("unexpected {} on a control connection", msg_name(&other)) });
@@ -533,7 +776,7 @@ fn send_or_err(s: &mut TcpStream, m: &ServerMsg) -> Result<(), String> {
 }
 
 /// Stop every flow of a scenario and collect what the receiving ones measured.
-fn stop_scenario(sc: &Scenario) -> HashMap<u32, RecvOutcome> {
+fn stop_scenario(sc: &Scenario, test: &TestState) -> HashMap<u32, RecvOutcome> {
     sc.stop.store(true, Ordering::SeqCst);
     sc.gate.open();
     let joined: Vec<(u32, Joined)> = sc.joined.lock().unwrap().drain().collect();
@@ -543,6 +786,9 @@ fn stop_scenario(sc: &Scenario) -> HashMap<u32, RecvOutcome> {
     let mut out = HashMap::new();
     for (id, j) in joined {
         if let Ok(o) = j.done.recv_timeout(Duration::from_secs(5)) {
+            if j.direction == Direction::Up {
+                test.bytes_up.fetch_add(o.bytes, Ordering::Relaxed);
+            }
             out.insert(id, o);
         }
     }
@@ -550,10 +796,12 @@ fn stop_scenario(sc: &Scenario) -> HashMap<u32, RecvOutcome> {
 }
 
 fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direction, sh: &Shared) {
-    let Some(test) = find_test(sh, token) else {
-        let _ = conn::send(&mut s, &ServerMsg::Error { message: "unknown or expired session token".into() });
-        log(sh, &format!("rejected flow from {peer}: unknown session token"));
-        return;
+    let test = match find_test(sh, token, peer) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: e.clone() });
+            return log(sh, "rejected", json!({"client": peer.to_string(), "reason": format!("flow: {e}")}));
+        }
     };
     let Some(sc) = test.scenario.lock().unwrap().clone() else {
         let _ = conn::send(&mut s, &ServerMsg::Error { message: "no scenario is starting".into() });
@@ -574,7 +822,7 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: {e}") });
         return;
     }
-    if test.socket_buffer > 0 {
+    if test.socket_buffer > 0 && test.socket_buffer <= sh.cfg.max_socket_buffer {
         let _ = sys::set_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUF, test.socket_buffer as i32);
         let _ = sys::set_int(&s, libc::SOL_SOCKET, libc::SO_RCVBUF, test.socket_buffer as i32);
     }
@@ -620,6 +868,7 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
             Direction::Down => {
                 let limit = sh.cfg.idle_timeout + Duration::from_secs(30);
                 let sent = crate::udpflow::serve_download(&u, id, p, &sc.gate, &sc.stop, limit);
+                test.bytes_down.fetch_add(sent * p.payload as u64, Ordering::Relaxed);
                 bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
             }
         };
@@ -633,31 +882,43 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         }
         Direction::Down => {
             if sc.gate.wait(&sc.stop, sh.cfg.idle_timeout + Duration::from_secs(30)) {
-                flow::send(s, &sc.stop);
+                test.bytes_down.fetch_add(flow::send(s, &sc.stop), Ordering::Relaxed);
             }
             let _ = tx.send(RecvOutcome::default());
         }
     }
 }
 
-fn rr_conn(mut s: TcpStream, token: u64, sh: &Shared) {
-    let Some(test) = find_test(sh, token) else {
-        let _ = conn::send(&mut s, &ServerMsg::Error { message: "unknown or expired session token".into() });
-        return;
+/// The test's one request/response connection: echo fixed-size messages
+/// until the test ends (its control thread shuts this socket down) or its
+/// deadline passes.
+fn rr_conn(mut s: TcpStream, peer: SocketAddr, token: u64, sh: &Shared) {
+    let test = match find_test(sh, token, peer) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: e.clone() });
+            return log(sh, "rejected", json!({"client": peer.to_string(), "reason": format!("request/response: {e}")}));
+        }
     };
+    {
+        let mut slot = test.rr.lock().unwrap();
+        if slot.is_some() || test.ended.load(Ordering::SeqCst) {
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: "this test already has its request/response connection".into() });
+            return;
+        }
+        match s.try_clone() {
+            Ok(c) => *slot = Some(c),
+            Err(_) => return,
+        }
+    }
     let _ = s.set_nodelay(true);
     let _ = sys::set_cc(&s, &test.cc);
-    if let Ok(c) = s.try_clone() {
-        test.rr.lock().unwrap().push(c);
-    }
     if conn::send(&mut s, &ServerMsg::RrAccepted).is_err() {
         return;
     }
-    conn::set_timeout(&s, None);
     let mut b = [0u8; wire::RR_SIZE];
-    use std::io::{Read, Write};
     while !test.ended.load(Ordering::Relaxed) {
-        if s.read_exact(&mut b).is_err() {
+        if conn::Deadline::new(&s, test.hard_end).read_exact(&mut b).is_err() {
             return;
         }
         if wire::decode_rr(&b).is_err() || s.write_all(&b).is_err() {

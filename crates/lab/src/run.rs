@@ -127,6 +127,9 @@ impl Lab {
                 binds: vec![std::net::SocketAddr::from(([0u16; 8], self.cfg.port))],
                 max_duration: Duration::from_secs(86_400),
                 idle_timeout: if h.role == "witness" { Duration::from_secs(3600) } else { ServerConfig::default().idle_timeout },
+                // The lab's own hosts: results record both ends' kernels.
+                disclose_host: true,
+                max_tests_per_source: ServerConfig::default().max_tests,
                 ..Default::default()
             };
             let job = self.run_dir.join(format!("{}-server.job.json", h.role));

@@ -5,6 +5,7 @@
 //! checks itself with `validate` before anything runs.
 use crate::dscp::Dscp;
 use crate::scenario::Scenario;
+use crate::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,6 +16,8 @@ pub const DEFAULT_PORT: u16 = 9770;
 /// UDP probe sizes: the 48-byte header at least, one unfragmented datagram at most.
 pub const PROBE_MIN_BYTES: usize = 48;
 pub const PROBE_MAX_BYTES: usize = 1472;
+/// With a shared secret a probe carries a 16-byte HMAC after the header.
+pub const PROBE_AUTH_MIN_BYTES: usize = 64;
 /// `bloatlab test`'s default scenario matrix.
 pub const DEFAULT_SCENARIOS: &str = "0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d";
 
@@ -58,6 +61,10 @@ pub struct TestConfig {
     /// The command line, recorded in the result.
     pub command: Vec<String>,
     pub connect_timeout: Duration,
+    /// The server's shared secret (`--secret-file`): answer its challenge and
+    /// sign the probes.
+    #[serde(default)]
+    pub secret: Option<Secret>,
 }
 
 impl Default for TestConfig {
@@ -80,6 +87,7 @@ impl Default for TestConfig {
             udp: None,
             command: vec![],
             connect_timeout: Duration::from_secs(5),
+            secret: None,
         }
     }
 }
@@ -182,6 +190,12 @@ impl TestConfig {
         if !(PROBE_MIN_BYTES..=PROBE_MAX_BYTES).contains(&self.probe_size) {
             return Err(format!("--probe-size must be {PROBE_MIN_BYTES}..{PROBE_MAX_BYTES} bytes"));
         }
+        if self.secret.is_some() && self.probe_size < PROBE_AUTH_MIN_BYTES {
+            return Err(format!(
+                "--probe-size {} leaves no room for the probe's HMAC: with --secret-file probes are at least {PROBE_AUTH_MIN_BYTES} bytes",
+                self.probe_size
+            ));
+        }
         if self.socket_buffer > i32::MAX as u32 / 2 {
             return Err("--socket-buffer is too large (at most 1 GiB)".into());
         }
@@ -268,8 +282,10 @@ impl TestOverrides {
     }
 }
 
-/// What `bloatlab server` serves, and its limits.
+/// What `bloatlab server` serves, and its limits (docs/server.md lists them
+/// with their defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServerConfig {
     /// Addresses to bind (port 0 = pick one; TCP and UDP share it); empty = `[::]:9770`.
     pub binds: Vec<SocketAddr>,
@@ -279,6 +295,24 @@ pub struct ServerConfig {
     /// How long a control connection may stay silent beyond the scenario it runs.
     pub idle_timeout: Duration,
     pub quiet: bool,
+    /// Open TCP connections of any kind at once, checked before a thread is
+    /// given to a connection.
+    pub max_conns: u32,
+    /// Open connections from one source (an IPv4 address or an IPv6 /64).
+    pub max_conns_per_source: u32,
+    /// Tests (witness sessions included) from one source at once.
+    pub max_tests_per_source: u32,
+    /// Require this shared secret (HMAC-SHA256 challenge on every connection,
+    /// an HMAC on every UDP probe); None = open server.
+    pub secret: Option<Secret>,
+    /// Tell clients the server's hostname and kernel (off: only the bloatlab
+    /// version and the congestion controls it offers).
+    pub disclose_host: bool,
+    /// Congestion controls clients may ask for; empty = any the kernel allows.
+    pub allowed_cc: Vec<String>,
+    /// Largest SO_SNDBUF/SO_RCVBUF a client may ask for, bytes (0 = clients may
+    /// not set buffers; the kernel's autotuning always applies).
+    pub max_socket_buffer: u32,
 }
 
 impl Default for ServerConfig {
@@ -290,6 +324,13 @@ impl Default for ServerConfig {
             max_tests: 8,
             idle_timeout: Duration::from_secs(15),
             quiet: false,
+            max_conns: 1024,
+            max_conns_per_source: 160,
+            max_tests_per_source: 4,
+            secret: None,
+            disclose_host: false,
+            allowed_cc: vec![],
+            max_socket_buffer: 64 << 20,
         }
     }
 }
@@ -301,6 +342,27 @@ impl ServerConfig {
         }
         if self.max_duration.is_zero() || self.idle_timeout.is_zero() {
             return Err("--max-duration and --idle-timeout must be greater than 0".into());
+        }
+        if self.max_conns == 0 || self.max_conns_per_source == 0 || self.max_tests_per_source == 0 {
+            return Err("--max-conns, --max-conns-per-source and --max-tests-per-source must be at least 1".into());
+        }
+        // One test needs its control connection, one request/response
+        // connection and its flows.
+        let per_test = self.max_flows.saturating_add(2);
+        if self.max_conns_per_source < per_test {
+            return Err(format!(
+                "--max-conns-per-source {} cannot hold one test of --max-flows {} (it needs {per_test}: the flows, the control and the request/response connections)",
+                self.max_conns_per_source, self.max_flows
+            ));
+        }
+        if self.max_conns < self.max_conns_per_source {
+            return Err(format!("--max-conns {} is below --max-conns-per-source {}", self.max_conns, self.max_conns_per_source));
+        }
+        for cc in &self.allowed_cc {
+            if cc.is_empty() {
+                return Err("--allow-cc: an empty name".into());
+            }
+            check_cc(cc).map_err(|e| format!("--allow-cc: {e}"))?;
         }
         Ok(())
     }

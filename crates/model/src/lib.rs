@@ -11,6 +11,7 @@
 //! * [`config`]: [`TestConfig`], [`TestOverrides`], [`ServerConfig`] and the
 //!   [`Job`] a lab hands a child process.
 //! * [`lab`]: [`LabConfig`] and its enums.
+//! * [`secret`]: the shared [`Secret`] of an authenticated server.
 //!
 //! Pure: no I/O except reading a trace file a configuration names.
 pub mod config;
@@ -19,6 +20,7 @@ pub mod lab;
 pub mod queue;
 pub mod rate;
 pub mod scenario;
+pub mod secret;
 pub mod units;
 
 pub use dscp::Dscp;
@@ -27,3 +29,4 @@ pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use rate::{Rate, RateSpec};
 pub use scenario::Scenario;
+pub use secret::Secret;

@@ -1,21 +1,32 @@
 //! bloatlab wire protocol (see `docs/protocol.md`). Pure: no sockets, no clocks.
 //!
-//! * TCP handshake: [`Handshake`], 12 bytes each way.
+//! * TCP handshake: [`Handshake`], 12 bytes from the client; the server's
+//!   reply adds a 16-byte challenge ([`SERVER_HELLO_LEN`]).
 //! * Control frames: `u32` big-endian length + JSON body, bounded by
 //!   [`MAX_CLIENT_FRAME`] (client to server) and [`MAX_SERVER_FRAME`].
-//! * UDP probes: [`Probe`], a fixed 48-byte header plus zero padding; the
-//!   reply is exactly as long as the request.
+//! * UDP probes: [`Probe`], a fixed 48-byte header, an optional 16-byte HMAC
+//!   ([`auth`]), zero padding; the reply is exactly as long as the request
+//!   and carries only what the server wrote.
 //! * TCP request/response: [`RR_SIZE`]-byte messages echoed by the server.
 use bloatlab_results::{Direction, HostInfo, TcpInfoSample};
 use serde::{Deserialize, Serialize};
 
+pub mod auth;
+pub use auth::{ReplayWindow, NONCE_LEN, PROBE_MAC_LEN};
+
 pub const MAGIC: [u8; 8] = *b"BLOATLAB";
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 pub const HANDSHAKE_LEN: usize = 12;
+/// The server's handshake: the 12 bytes of [`Handshake`] then its challenge nonce.
+pub const SERVER_HELLO_LEN: usize = HANDSHAKE_LEN + NONCE_LEN;
 /// Largest control frame body a server accepts from a client.
 pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
-/// Largest control frame body a client accepts from a server (scenario reports carry samples).
-pub const MAX_SERVER_FRAME: usize = 32 * 1024 * 1024;
+/// Largest control frame body a client accepts from a server. Scenario
+/// reports come in chunks of at most [`REPORT_CHUNK_SAMPLES`] samples, well
+/// below this.
+pub const MAX_SERVER_FRAME: usize = 8 * 1024 * 1024;
+/// Samples (goodput points + TCP_INFO samples) in one scenario report frame.
+pub const REPORT_CHUNK_SAMPLES: usize = 4096;
 pub const DEFAULT_PORT: u16 = bloatlab_model::DEFAULT_PORT;
 pub const RR_SIZE: usize = 16;
 
@@ -40,6 +51,9 @@ pub enum WireError {
 pub enum HandshakeStatus {
     Ok = 0,
     VersionMismatch = 1,
+    /// The server takes no more connections now: a `refused` frame with the
+    /// reason follows the handshake.
+    Busy = 2,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +87,13 @@ impl Handshake {
         }
         Ok(Handshake { version: u16::from_be_bytes([b[8], b[9]]), status: b[10] })
     }
+    /// The server's reply: this handshake and the connection's challenge.
+    pub fn encode_server(&self, nonce: &[u8; NONCE_LEN]) -> [u8; SERVER_HELLO_LEN] {
+        let mut b = [0u8; SERVER_HELLO_LEN];
+        b[..HANDSHAKE_LEN].copy_from_slice(&self.encode());
+        b[HANDSHAKE_LEN..].copy_from_slice(nonce);
+        b
+    }
     pub fn check_version(&self) -> Result<(), WireError> {
         if self.version != PROTOCOL_VERSION {
             return Err(WireError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: self.version });
@@ -85,6 +106,10 @@ impl Handshake {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMsg {
+    /// The answer to the server's challenge, HMAC-SHA256(secret, label ||
+    /// nonce) in hex ([`auth::answer_challenge`]); sent first, before any
+    /// other message, by a client that has the secret.
+    Auth { answer: String },
     /// Open a test session on this (control) connection.
     NewTest {
         client: HostInfo,
@@ -142,7 +167,17 @@ fn is_zero(v: &u8) -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
-    TestAccepted { token: u64, server: HostInfo, limits: Limits, cc: String },
+    /// `auth`: the server requires the shared secret, so probe replies carry
+    /// its HMAC. `server` has an empty hostname and kernel unless the server
+    /// discloses them (`--disclose-host`).
+    TestAccepted {
+        token: u64,
+        server: HostInfo,
+        limits: Limits,
+        cc: String,
+        #[serde(default)]
+        auth: bool,
+    },
     /// The server will not run this test; `reason` is for the user.
     Refused { reason: String },
     /// A protocol error; the server closes the connection after sending it.
@@ -153,7 +188,11 @@ pub enum ServerMsg {
     UdpFlowAccepted { port: u16 },
     RrAccepted,
     ScenarioReady,
-    /// Sent after StopScenario: the server's measurements of the scenario.
+    /// Sent after StopScenario: the server's measurements of the scenario,
+    /// in chunks of at most [`REPORT_CHUNK_SAMPLES`] samples ([`chunk_report`]).
+    /// Parts of one flow may span chunks: the client appends them by id.
+    ScenarioReportChunk { flows: Vec<ServerFlowReport> },
+    /// The last chunk.
     ScenarioReport { flows: Vec<ServerFlowReport> },
     Bye,
 }
@@ -180,6 +219,73 @@ pub struct ServerFlowReport {
     /// UDP flows: what the server received (upload) or sent (download).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<bloatlab_results::UdpStats>,
+}
+
+/// Split a scenario's flow reports into frames of at most `max_samples`
+/// samples each (goodput points and TCP_INFO samples; a flow without any
+/// still gets one part); the last frame is [`ServerMsg::ScenarioReport`].
+/// A flow's scalar fields travel in its first part, later parts carry zeros.
+pub fn chunk_report(flows: Vec<ServerFlowReport>, max_samples: usize) -> Vec<ServerMsg> {
+    let max = max_samples.max(1);
+    let mut frames = vec![];
+    let mut cur: Vec<ServerFlowReport> = vec![];
+    let mut used = 0;
+    for f in flows {
+        let ServerFlowReport { id, direction, goodput, bytes, max_gap_ns, max_gap_at_unix_ns, tcp_info, udp } = f;
+        let mut first = Some(ServerFlowReport { id, direction, goodput: vec![], bytes, max_gap_ns, max_gap_at_unix_ns, tcp_info: vec![], udp });
+        let mut g = goodput.into_iter().peekable();
+        let mut t = tcp_info.into_iter().peekable();
+        loop {
+            if used >= max {
+                frames.push(ServerMsg::ScenarioReportChunk { flows: std::mem::take(&mut cur) });
+                used = 0;
+            }
+            let mut part = first.take().unwrap_or(ServerFlowReport {
+                id,
+                direction,
+                goodput: vec![],
+                bytes: 0,
+                max_gap_ns: 0,
+                max_gap_at_unix_ns: 0,
+                tcp_info: vec![],
+                udp: None,
+            });
+            let room = max - used;
+            part.goodput.extend(g.by_ref().take(room));
+            let room = room - part.goodput.len();
+            part.tcp_info.extend(t.by_ref().take(room));
+            used += part.goodput.len() + part.tcp_info.len();
+            let done = g.peek().is_none() && t.peek().is_none();
+            if part.goodput.is_empty() && part.tcp_info.is_empty() {
+                used += 1; // an empty part still costs a little
+            }
+            cur.push(part);
+            if done {
+                break;
+            }
+        }
+    }
+    frames.push(ServerMsg::ScenarioReport { flows: cur });
+    frames
+}
+
+/// Add one received part to the flows gathered so far (see [`chunk_report`]).
+pub fn merge_report_part(acc: &mut Vec<ServerFlowReport>, part: ServerFlowReport) {
+    match acc.iter_mut().find(|f| f.id == part.id) {
+        Some(f) => {
+            f.goodput.extend(part.goodput);
+            f.tcp_info.extend(part.tcp_info);
+            f.bytes += part.bytes;
+            if part.max_gap_ns > f.max_gap_ns {
+                f.max_gap_ns = part.max_gap_ns;
+                f.max_gap_at_unix_ns = part.max_gap_at_unix_ns;
+            }
+            if f.udp.is_none() {
+                f.udp = part.udp;
+            }
+        }
+        None => acc.push(part),
+    }
 }
 
 /// Encode a control frame.
@@ -273,6 +379,9 @@ pub enum ProbeKind {
     Reply = 1,
 }
 
+/// Bit of a probe's flags byte (offset 6): an HMAC follows the header.
+pub const PROBE_FLAG_MAC: u8 = 1;
+
 /// A UDP latency probe. Timestamps are Unix ns of the respective host's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Probe {
@@ -295,7 +404,7 @@ impl Probe {
         buf[..4].copy_from_slice(&PROBE_MAGIC);
         buf[4] = PROBE_VERSION;
         buf[5] = self.kind as u8;
-        buf[6] = 0;
+        buf[6] = 0; // flags: sign_probe sets PROBE_FLAG_MAC
         buf[7] = 0;
         buf[8..16].copy_from_slice(&self.token.to_be_bytes());
         buf[16..20].copy_from_slice(&self.seq.to_be_bytes());
@@ -338,23 +447,61 @@ impl Probe {
     }
 }
 
+/// Sign an encoded probe in place: set the MAC flag and write the HMAC of
+/// the header after it. The buffer must hold [`PROBE_HEADER`] + [`PROBE_MAC_LEN`] bytes.
+pub fn sign_probe(buf: &mut [u8], secret: &bloatlab_model::Secret) -> Result<(), WireError> {
+    if buf.len() < PROBE_HEADER + PROBE_MAC_LEN {
+        return Err(WireError::BadProbe("too short to carry an HMAC (64 bytes at least)"));
+    }
+    buf[6] |= PROBE_FLAG_MAC;
+    let tag = auth::probe_mac(secret, &buf[..PROBE_HEADER]);
+    buf[PROBE_HEADER..PROBE_HEADER + PROBE_MAC_LEN].copy_from_slice(&tag);
+    Ok(())
+}
+
+/// Whether a probe carries a valid HMAC under `secret`.
+pub fn probe_signed(buf: &[u8], secret: &bloatlab_model::Secret) -> bool {
+    buf.len() >= PROBE_HEADER + PROBE_MAC_LEN
+        && buf[6] & PROBE_FLAG_MAC != 0
+        && auth::check_probe_mac(secret, &buf[..PROBE_HEADER], &buf[PROBE_HEADER..PROBE_HEADER + PROBE_MAC_LEN])
+}
+
 /// Server side: turn a request datagram into its reply *in place*, so the
-/// reply can never be larger than the request. `is_live(token)` says whether
-/// the token belongs to a live test. Returns `None` (send nothing) for
-/// anything that is not a valid request of a live test.
+/// reply can never be larger than the request. The reply carries only what
+/// the server writes: the header (the request's token, sequence, stream and
+/// send time, the server's two times) and zeros, or the server's HMAC with
+/// `secret`; nothing of the request past its header comes back.
+/// With `secret`, a request without a valid HMAC is not answered. `admit`
+/// decides the rest (a live token, the address it is bound to, not a replay).
+/// Returns `None` (send nothing) for anything that is not an admitted request.
 pub fn answer_probe_in_place(
     buf: &mut [u8],
     recv_ns: u64,
     send_ns: u64,
-    is_live: impl FnOnce(u64) -> bool,
+    secret: Option<&bloatlab_model::Secret>,
+    admit: impl FnOnce(&Probe) -> bool,
 ) -> Option<usize> {
     let p = Probe::decode(buf).ok()?;
-    if p.kind != ProbeKind::Request || !is_live(p.token) {
+    if p.kind != ProbeKind::Request {
+        return None;
+    }
+    if let Some(k) = secret {
+        if !probe_signed(buf, k) {
+            return None;
+        }
+    }
+    if !admit(&p) {
         return None;
     }
     buf[5] = ProbeKind::Reply as u8;
+    buf[6] = 0;
+    buf[7] = 0;
     buf[32..40].copy_from_slice(&recv_ns.to_be_bytes());
     buf[40..48].copy_from_slice(&send_ns.to_be_bytes());
+    buf[PROBE_HEADER..].fill(0);
+    if let Some(k) = secret {
+        sign_probe(buf, k).ok()?;
+    }
     Some(buf.len())
 }
 
@@ -392,7 +539,7 @@ mod tests {
         let mut other = b;
         other[9] = 9;
         let e = Handshake::decode(&other).unwrap().check_version().unwrap_err();
-        assert_eq!(e.to_string(), "protocol version mismatch: we speak version 1, the peer speaks version 9");
+        assert_eq!(e.to_string(), "protocol version mismatch: we speak version 2, the peer speaks version 9");
         assert!(matches!(Handshake::decode(b"GET / HTTP/1.1\r\n"), Err(WireError::BadMagic(_))));
         assert!(matches!(Handshake::decode(b"BLOAT"), Err(WireError::Truncated { .. })));
         assert!(matches!(Handshake::decode(b"SSH-2"), Err(WireError::BadMagic(_))));
@@ -434,7 +581,7 @@ mod tests {
             let mut buf = vec![0u8; size];
             p.encode_into(&mut buf).unwrap();
             assert_eq!(Probe::decode(&buf).unwrap(), p);
-            let n = answer_probe_in_place(&mut buf, 1000, 2000, |t| t == p.token).unwrap();
+            let n = answer_probe_in_place(&mut buf, 1000, 2000, None, |q| q.token == p.token).unwrap();
             assert_eq!(n, size);
             let r = Probe::decode(&buf).unwrap();
             assert_eq!(r.kind, ProbeKind::Reply);
@@ -443,13 +590,88 @@ mod tests {
         // Bad token, reply, short, or garbage: no answer.
         let mut buf = vec![0u8; 64];
         p.encode_into(&mut buf).unwrap();
-        assert!(answer_probe_in_place(&mut buf.clone(), 1, 2, |_| false).is_none());
+        assert!(answer_probe_in_place(&mut buf.clone(), 1, 2, None, |_| false).is_none());
         let mut reply = buf.clone();
         reply[5] = 1;
-        assert!(answer_probe_in_place(&mut reply, 1, 2, |_| true).is_none());
-        assert!(answer_probe_in_place(&mut buf[..40].to_vec(), 1, 2, |_| true).is_none());
-        assert!(answer_probe_in_place(&mut [0x55; 100], 1, 2, |_| true).is_none());
-        assert!(answer_probe_in_place(&mut vec![0u8; 2000], 1, 2, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut reply, 1, 2, None, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut buf[..40].to_vec(), 1, 2, None, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut [0x55; 100], 1, 2, None, |_| true).is_none());
+        assert!(answer_probe_in_place(&mut vec![0u8; 2000], 1, 2, None, |_| true).is_none());
+    }
+
+    #[test]
+    fn replies_carry_only_server_bytes() {
+        let p = Probe { kind: ProbeKind::Request, token: 9, seq: 1, stream: 0, client_send_ns: 5, server_recv_ns: 0, server_send_ns: 0 };
+        let mut buf = vec![0xABu8; 200];
+        p.encode_into(&mut buf).unwrap();
+        // A request whose own "server" fields and padding are junk.
+        buf[32..48].fill(0xEE);
+        let n = answer_probe_in_place(&mut buf, 10, 20, None, |_| true).unwrap();
+        assert_eq!(n, 200);
+        assert!(buf[48..].iter().all(|&b| b == 0), "the request's padding came back");
+        assert_eq!(buf[6], 0);
+        let r = Probe::decode(&buf).unwrap();
+        assert_eq!((r.token, r.seq, r.client_send_ns, r.server_recv_ns, r.server_send_ns), (9, 1, 5, 10, 20));
+    }
+
+    #[test]
+    fn signed_probes() {
+        let k = bloatlab_model::Secret::from_file_contents(b"0123456789abcdef", "t").unwrap();
+        let other = bloatlab_model::Secret::from_file_contents(b"fedcba9876543210", "t").unwrap();
+        let p = Probe { kind: ProbeKind::Request, token: 9, seq: 1, stream: 0, client_send_ns: 5, server_recv_ns: 0, server_send_ns: 0 };
+        let mut buf = vec![0u8; 64];
+        p.encode_into(&mut buf).unwrap();
+        // Unsigned to a server with a secret: no answer.
+        assert!(answer_probe_in_place(&mut buf.clone(), 1, 2, Some(&k), |_| true).is_none());
+        // Signed with another secret: no answer.
+        let mut wrong = buf.clone();
+        sign_probe(&mut wrong, &other).unwrap();
+        assert!(answer_probe_in_place(&mut wrong, 1, 2, Some(&k), |_| true).is_none());
+        // Signed, then a byte of the header forged: no answer.
+        sign_probe(&mut buf, &k).unwrap();
+        let mut forged = buf.clone();
+        forged[16] ^= 1;
+        assert!(answer_probe_in_place(&mut forged, 1, 2, Some(&k), |_| true).is_none());
+        // Signed right: a signed reply of the same size.
+        assert_eq!(answer_probe_in_place(&mut buf, 1, 2, Some(&k), |_| true), Some(64));
+        assert!(probe_signed(&buf, &k));
+        assert!(!probe_signed(&buf, &other));
+        assert_eq!(Probe::decode(&buf).unwrap().kind, ProbeKind::Reply);
+        // Too short to sign.
+        assert!(sign_probe(&mut [0u8; 48], &k).is_err());
+    }
+
+    #[test]
+    fn reports_chunk_and_merge_back() {
+        let mk = |id: u32, n: usize, m: usize| ServerFlowReport {
+            id,
+            direction: Direction::Up,
+            goodput: (0..n as u64).map(|i| (i, i * 10)).collect(),
+            bytes: 1000 + id as u64,
+            max_gap_ns: 7 * id as u64,
+            max_gap_at_unix_ns: 70 + id as u64,
+            tcp_info: (0..m as u64).map(|i| TcpInfoSample { t_ns: i, ..Default::default() }).collect(),
+            udp: None,
+        };
+        let flows = vec![mk(1, 10, 3), mk(2, 0, 0), mk(3, 25, 9)];
+        let frames = chunk_report(flows.clone(), 8);
+        // 13 + 34 samples and one empty part (costing 1) at 8 per frame: 6 frames, the last the report.
+        assert_eq!(frames.len(), 6);
+        assert!(matches!(frames.last(), Some(ServerMsg::ScenarioReport { .. })));
+        let mut acc = vec![];
+        for f in frames {
+            let (ServerMsg::ScenarioReportChunk { flows } | ServerMsg::ScenarioReport { flows }) = f else { panic!() };
+            let n: usize = flows.iter().map(|f| f.goodput.len() + f.tcp_info.len()).sum();
+            assert!(n <= 8);
+            assert!(encode_frame(&ServerMsg::ScenarioReport { flows: flows.clone() }).len() < MAX_SERVER_FRAME);
+            for p in flows {
+                merge_report_part(&mut acc, p);
+            }
+        }
+        assert_eq!(acc, flows);
+        // One frame when it fits.
+        assert_eq!(chunk_report(vec![mk(1, 3, 3)], REPORT_CHUNK_SAMPLES).len(), 1);
+        assert_eq!(chunk_report(vec![], REPORT_CHUNK_SAMPLES).len(), 1);
     }
 
     #[test]
@@ -510,7 +732,7 @@ mod tests {
             let _ = Handshake::decode(&b);
             let _ = Probe::decode(&b);
             let mut c = b.clone();
-            if let Some(n) = answer_probe_in_place(&mut c, 1, 2, |_| true) {
+            if let Some(n) = answer_probe_in_place(&mut c, 1, 2, None, |_| true) {
                 assert_eq!(n, b.len());
             }
             if b.len() >= RR_SIZE {

@@ -1,0 +1,303 @@
+//! The server facing hostile clients on loopback: connection floods, a
+//! client that stops reading, wrong and missing secrets, forged and replayed
+//! probes, tokens used from another address, a second request/response
+//! connection, a test that overstays its deadline. After each, the server
+//! still serves a real test and returns to its baseline of threads and
+//! descriptors. (Garbage, oversize frames, slow drips and a client killed
+//! after `go` are in engine.rs.)
+mod common;
+use bloatlab_model::Secret;
+use bloatlab_wire::{self as wire, ClientMsg, Handshake, Probe, ProbeKind, ServerMsg};
+use common::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+/// The server's threads and open descriptors, from /proc.
+fn threads_and_fds(pid: u32) -> (usize, usize) {
+    let n = |d: String| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+    (n(format!("/proc/{pid}/task")), n(format!("/proc/{pid}/fd")))
+}
+
+/// Wait until the server is back at `base` threads and descriptors.
+fn back_to(srv: &TestServer, base: (usize, usize), within: Duration) -> (usize, usize) {
+    let t = Instant::now();
+    loop {
+        let now = threads_and_fds(srv.child.id());
+        if now == base || t.elapsed() > within {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn real_test_passes(srv: &TestServer, extra: &[&str]) {
+    let mut args = vec!["test", &*Box::leak(srv.addr().into_boxed_str()), "-s", "1u1d", "-d", "1s", "--idle", "0.5s", "--pause", "0.2s", "--quiet"];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert!(out.status.success(), "a real test failed beside the hostile clients: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A TCP connection from a chosen loopback address (127.0.0.x is a
+/// different source to the server).
+fn connect_from(src: &str, to: &str) -> std::io::Result<TcpStream> {
+    let to: SocketAddr = to.parse().unwrap();
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    s.bind(&SocketAddr::new(src.parse().unwrap(), 0).into())?;
+    s.connect_timeout(&to.into(), Duration::from_secs(3))?;
+    Ok(s.into())
+}
+
+fn recv_msg(s: &mut TcpStream) -> std::io::Result<ServerMsg> {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h)?;
+    let mut b = vec![0u8; u32::from_be_bytes(h) as usize];
+    s.read_exact(&mut b)?;
+    serde_json::from_slice(&b).map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// Handshake (answering the challenge with `secret`), then `first`; the reply.
+fn hello(s: &mut TcpStream, secret: Option<&Secret>, first: &ClientMsg) -> std::io::Result<ServerMsg> {
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    s.write_all(&Handshake::ours().encode())?;
+    let mut hs = [0u8; wire::SERVER_HELLO_LEN];
+    s.read_exact(&mut hs)?;
+    let h = Handshake::decode(&hs).unwrap();
+    if h.status == wire::HandshakeStatus::Busy as u8 {
+        return recv_msg(s);
+    }
+    if let Some(k) = secret {
+        let nonce: [u8; wire::NONCE_LEN] = hs[wire::HANDSHAKE_LEN..].try_into().unwrap();
+        s.write_all(&wire::encode_frame(&ClientMsg::Auth { answer: wire::auth::answer_challenge(k, &nonce) }))?;
+    }
+    s.write_all(&wire::encode_frame(first))?;
+    recv_msg(s)
+}
+
+fn new_test(planned_ms: u64, max_flows: u32) -> ClientMsg {
+    ClientMsg::NewTest {
+        client: Default::default(),
+        cc: String::new(),
+        planned_duration_ms: planned_ms,
+        max_flows,
+        sample_interval_ms: 100,
+        scenarios: vec!["probe".into()],
+        socket_buffer: 0,
+    }
+}
+
+fn secret_file(dir: &std::path::Path, text: &str) -> (std::path::PathBuf, Secret) {
+    let p = dir.join(format!("secret-{}", text.len()));
+    std::fs::write(&p, format!("{text}\n")).unwrap();
+    (p, Secret::from_file_contents(text.as_bytes(), "t").unwrap())
+}
+
+#[test]
+fn connection_floods_are_capped_per_source_before_any_thread() {
+    let _serial = serial();
+    let srv = TestServer::start(&["--max-conns", "300", "--max-conns-per-source", "100", "--max-flows", "8"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let base = threads_and_fds(srv.child.id());
+    // 400 silent connections from one source: 100 are admitted (and wait
+    // for their handshake deadline), the rest are told why they are refused.
+    let mut held = vec![];
+    for _ in 0..400 {
+        held.push(connect_from("127.0.0.2", &srv.addr()).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (threads, _) = threads_and_fds(srv.child.id());
+    assert!(threads <= base.0 + 100, "{threads} threads for 100 admitted connections (baseline {})", base.0);
+    let mut refused = 0;
+    let mut reason = String::new();
+    for s in held.iter_mut().skip(100) {
+        s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut b = vec![];
+        let _ = s.read_to_end(&mut b);
+        if b.len() > wire::SERVER_HELLO_LEN && b[10] == wire::HandshakeStatus::Busy as u8 {
+            refused += 1;
+            reason = String::from_utf8_lossy(&b[wire::SERVER_HELLO_LEN + 4..]).into_owned();
+        }
+    }
+    // The refusal queue and the lingering sockets are bounded (256 each): a
+    // few may be closed without a word.
+    assert!(refused >= 200, "only {refused} of 300 refused connections were told why");
+    assert!(reason.contains("--max-conns-per-source") && reason.contains("100 open connections"), "{reason}");
+    // Another source is still served while the flood holds its 100.
+    real_test_passes(&srv, &[]);
+    // The flooder gets nothing more, even with a proper client.
+    let mut s = connect_from("127.0.0.2", &srv.addr()).unwrap();
+    match hello(&mut s, None, &new_test(5000, 1)) {
+        Ok(ServerMsg::Refused { reason }) => assert!(reason.contains("per source"), "{reason}"),
+        other => panic!("a 101st connection from the flooding source: {other:?}"),
+    }
+    drop(held);
+    let now = back_to(&srv, base, Duration::from_secs(8));
+    assert_eq!(now, base, "threads/fds after the flood (baseline {base:?})");
+    assert!(srv.log().contains("\"event\":\"busy\""), "{}", srv.log());
+}
+
+#[test]
+fn secrets_are_checked_on_every_connection_with_reasons() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (good, key) = secret_file(dir.path(), "correct horse battery staple");
+    let (bad, _) = secret_file(dir.path(), "incorrect horse battery staple");
+    let srv = TestServer::start(&["--secret-file", good.to_str().unwrap()]);
+    let base = threads_and_fds(srv.child.id());
+    real_test_passes(&srv, &["--secret-file", good.to_str().unwrap()]);
+    let out = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--quiet", "--secret-file", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("authentication failed") && err.contains("does not match"), "{err}");
+    let out = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("requires a shared secret") && err.contains("--secret-file"), "{err}");
+    // A join with a live token but no answer to the challenge is refused too.
+    let mut ctl = TcpStream::connect(srv.addr()).unwrap();
+    let ServerMsg::TestAccepted { token, auth, server, .. } = hello(&mut ctl, Some(&key), &new_test(5000, 1)).unwrap() else { panic!() };
+    assert!(auth);
+    // Not disclosed without --disclose-host.
+    assert!(server.hostname.is_empty() && server.kernel.is_empty() && !server.bloatlab_version.is_empty(), "{server:?}");
+    let mut j = TcpStream::connect(srv.addr()).unwrap();
+    assert!(matches!(hello(&mut j, None, &ClientMsg::JoinRr { token }), Ok(ServerMsg::Refused { .. })));
+    let mut j = TcpStream::connect(srv.addr()).unwrap();
+    assert!(matches!(hello(&mut j, Some(&key), &ClientMsg::JoinRr { token }), Ok(ServerMsg::RrAccepted)));
+    // A short secret file is refused at the edge, on both sides.
+    let short = dir.path().join("short");
+    std::fs::write(&short, "hunter2\n").unwrap();
+    let out = run(&["server", "--secret-file", short.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use at least 16"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["test", "127.0.0.1", "--secret-file", "/nonexistent/secret"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--secret-file /nonexistent/secret: No such file"));
+    drop((ctl, j));
+    assert_eq!(back_to(&srv, base, Duration::from_secs(5)), base);
+}
+
+fn probe(token: u64, seq: u32, size: usize, key: Option<&Secret>) -> Vec<u8> {
+    let mut b = vec![0xA5u8; size];
+    Probe { kind: ProbeKind::Request, token, seq, stream: 0, client_send_ns: 1_000 + seq as u64, server_recv_ns: 0, server_send_ns: 0 }
+        .encode_into(&mut b)
+        .unwrap();
+    if let Some(k) = key {
+        wire::sign_probe(&mut b, k).unwrap();
+    }
+    b
+}
+
+fn answered(u: &UdpSocket, to: &str, pkt: &[u8]) -> Option<Vec<u8>> {
+    u.send_to(pkt, to).unwrap();
+    let mut b = [0u8; 2048];
+    match u.recv_from(&mut b) {
+        Ok((n, _)) => Some(b[..n].to_vec()),
+        Err(_) => None,
+    }
+}
+
+#[test]
+fn probes_forged_replayed_or_from_elsewhere_get_no_reply() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, key) = secret_file(dir.path(), "0123456789abcdef0123");
+    let other = Secret::from_file_contents(b"not the server's secret", "t").unwrap();
+    for authed in [false, true] {
+        let srv = if authed { TestServer::start(&["--secret-file", file.to_str().unwrap()]) } else { TestServer::start(&[]) };
+        let k = authed.then_some(&key);
+        let mut ctl = TcpStream::connect(srv.addr()).unwrap();
+        let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, k, &new_test(10_000, 0)).unwrap() else { panic!() };
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        let to = srv.addr();
+        // A proper probe: a reply as long as the request, carrying none of its bytes past the header.
+        let req = probe(token, 0, 200, k);
+        let rep = answered(&u, &to, &req).expect("a proper probe is answered");
+        assert_eq!(rep.len(), 200);
+        let tail = if authed { &rep[64..] } else { &rep[48..] };
+        assert!(tail.iter().all(|&b| b == 0), "the reply echoed the request's padding");
+        if authed {
+            assert!(wire::probe_signed(&rep, &key), "the reply is signed");
+        }
+        // Replayed: no second answer.
+        assert!(answered(&u, &to, &req).is_none(), "a replayed probe was answered (auth {authed})");
+        // A fresh sequence number is answered again.
+        assert!(answered(&u, &to, &probe(token, 1, 64, k)).is_some());
+        // Another address with the live token (and, with auth, a valid signature): nothing.
+        let u2 = UdpSocket::bind("127.0.0.3:0").unwrap();
+        u2.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        assert!(answered(&u2, &to, &probe(token, 2, 64, k)).is_none(), "a probe from another source was answered");
+        if authed {
+            // Unsigned, signed with another secret, or forged after signing: nothing.
+            assert!(answered(&u, &to, &probe(token, 3, 64, None)).is_none());
+            assert!(answered(&u, &to, &probe(token, 4, 64, Some(&other))).is_none());
+            let mut forged = probe(token, 5, 64, k);
+            forged[20] ^= 1;
+            assert!(answered(&u, &to, &forged).is_none());
+        }
+        // A join with the token from another source is refused.
+        let mut j = connect_from("127.0.0.3", &to).unwrap();
+        match hello(&mut j, k, &ClientMsg::JoinRr { token }) {
+            Ok(ServerMsg::Error { message }) => assert!(message.contains("another source"), "{message}"),
+            other => panic!("join from another source: {other:?}"),
+        }
+        // The test's one request/response connection; a second is refused.
+        let mut rr = TcpStream::connect(&to).unwrap();
+        assert!(matches!(hello(&mut rr, k, &ClientMsg::JoinRr { token }), Ok(ServerMsg::RrAccepted)));
+        let mut rr2 = TcpStream::connect(&to).unwrap();
+        match hello(&mut rr2, k, &ClientMsg::JoinRr { token }) {
+            Ok(ServerMsg::Error { message }) => assert!(message.contains("already has"), "{message}"),
+            other => panic!("second rr: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
+    let _serial = serial();
+    let srv = TestServer::start(&["--idle-timeout", "1s"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let base = threads_and_fds(srv.child.id());
+    let to = srv.addr();
+    // Opens a download, says go, then never reads the flow nor the control connection.
+    let mut ctl = TcpStream::connect(&to).unwrap();
+    let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap() else { panic!() };
+    let flows = vec![wire::FlowSpec { id: 0, direction: bloatlab_results::Direction::Down, dscp: 0, udp: None }];
+    ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "0u1d".into(), flows, duration_ms: 1000 }))
+        .unwrap();
+    assert!(matches!(recv_msg(&mut ctl), Ok(ServerMsg::ScenarioReady)));
+    let mut f = TcpStream::connect(&to).unwrap();
+    let j = ClientMsg::JoinFlow { token, flow_id: 0, direction: bloatlab_results::Direction::Down };
+    assert!(matches!(hello(&mut f, None, &j), Ok(ServerMsg::FlowAccepted)));
+    ctl.write_all(&wire::encode_frame(&ClientMsg::Go)).unwrap();
+    let t0 = Instant::now();
+    // The server gives up after the scenario plus its idle timeout (2 s),
+    // well before the test's own deadline (4 s + 1 s).
+    let now = back_to(&srv, base, Duration::from_secs(6));
+    let held = t0.elapsed();
+    assert_eq!(now, base, "threads/fds while the client still holds its unread sockets");
+    assert!(held < Duration::from_secs(4), "held {held:?}");
+    assert!(srv.log().contains("silent"), "{}", srv.log());
+    drop((ctl, f));
+    // A test that keeps talking past its announced length is ended at its
+    // deadline (announced 1 s + idle timeout 1 s).
+    let mut ctl = TcpStream::connect(&to).unwrap();
+    assert!(matches!(hello(&mut ctl, None, &new_test(1_000, 1)).unwrap(), ServerMsg::TestAccepted { .. }));
+    let t0 = Instant::now();
+    let mut i = 0;
+    let ended = loop {
+        let m = ClientMsg::StartScenario { index: i, name: "0u0d".into(), flows: vec![], duration_ms: 100 };
+        if ctl.write_all(&wire::encode_frame(&m)).is_err() {
+            break t0.elapsed();
+        }
+        match recv_msg(&mut ctl) {
+            Ok(ServerMsg::ScenarioReady) => {}
+            _ => break t0.elapsed(),
+        }
+        i += 1;
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(t0.elapsed() < Duration::from_secs(6), "the test outlived its deadline");
+    };
+    assert!(ended >= Duration::from_millis(1800) && ended < Duration::from_millis(3000), "ended after {ended:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(srv.log().contains("reached its deadline"), "{}", srv.log());
+    real_test_passes(&srv, &[]);
+    drop(ctl);
+    assert_eq!(back_to(&srv, base, Duration::from_secs(3)), base);
+}
