@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Side-by-side on loopback, in one run: bloatlab vs iperf3 goodput and CPU
-# (1 flow and 8 flows, upload direction), and idle probe RTT vs irtt.
+# (1 flow and 8 flows, upload and download), and idle probe RTT vs irtt.
 # Prints each figure and the ratio bloatlab / peer. Not part of the test suite.
 #
-#   bench/throughput.sh [SECONDS]        (default 8 s per measurement)
+#   [IPERF3=/path/to/iperf3] bench/throughput.sh [SECONDS]   (default 8 s per measurement)
 #
 # Needs: iperf3, irtt (Debian packages), python3. Only loopback is used.
+# Debian 12's iperf3 3.12 runs all streams on one thread; compare 8 flows
+# against a multi-threaded iperf3 (3.16 or later, e.g. built from
+# github.com/esnet/iperf with ./configure && make) via IPERF3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${1:-8}
-for t in iperf3 irtt python3; do
+IPERF3=${IPERF3:-iperf3}
+for t in "$IPERF3" irtt python3; do
   command -v "$t" >/dev/null || { echo "bench: $t is missing (apt-get install iperf3 irtt)" >&2; exit 2; }
 done
 cargo build --release -q -p bloatlab
@@ -21,7 +25,7 @@ trap cleanup EXIT
 
 # Servers on fixed high ports, loopback only.
 $BL server --bind 127.0.0.1 --port 19771 --quiet > "$W/bl.out" 2>&1 & pids+=($!); BLPID=$!
-iperf3 -s -B 127.0.0.1 -p 19772 > /dev/null 2>&1 & pids+=($!); IPPID=$!
+"$IPERF3" -s -B 127.0.0.1 -p 19772 > /dev/null 2>&1 & pids+=($!); IPPID=$!
 irtt server -b 127.0.0.1:19773 > /dev/null 2>&1 & pids+=($!)
 sleep 1
 
@@ -31,19 +35,21 @@ cpu() { awk '{print ($14+$15)/'"$(getconf CLK_TCK)"'}' /proc/$1/stat; }
 timed() { /usr/bin/env time -f "%U %S" -o "$W/time" "$@" > "$W/cmd.out" 2>"$W/cmd.err"; awk '{print $1+$2}' "$W/time"; }
 
 row() { printf "%-34s %14s %14s %8s\n" "$@"; }
-echo "bloatlab $($BL --version | awk '{print $2}'), iperf3 $(iperf3 --version | head -1 | awk '{print $2}'), kernel $(uname -r), cc $(sysctl -n net.ipv4.tcp_congestion_control), $(nproc) cores, ${T}s per measurement"
+echo "bloatlab $($BL --version | awk '{print $2}'), iperf3 $("$IPERF3" --version | head -1 | awk '{print $2}'), kernel $(uname -r), cc $(sysctl -n net.ipv4.tcp_congestion_control), $(nproc) cores, ${T}s per measurement"
 row "measurement" "bloatlab" "peer" "ratio"
 
 for P in 1 8; do
-  # bloatlab: one scenario of P uploads; goodput from the JSON summary.
+for DIR in up down; do
+  if [ $DIR = up ]; then SC=${P}u0d; KEY=upload_bps; REV=; else SC=0u${P}d; KEY=download_bps; REV=-R; fi
+  # bloatlab: one scenario of P flows; goodput from the JSON summary.
   s0=$(cpu $BLPID)
-  c=$(timed $BL test 127.0.0.1 --port 19771 --scenarios ${P}u0d --duration ${T}s --idle 0 --quiet --json "$W/bl.json")
+  c=$(timed $BL test 127.0.0.1 --port 19771 --scenarios $SC --duration ${T}s --idle 0 --quiet --json "$W/bl.json")
   s1=$(cpu $BLPID)
-  blg=$(python3 -c "import json;r=json.load(open('$W/bl.json'));print(r['scenarios'][0]['summary']['upload_bps']/1e9)")
+  blg=$(python3 -c "import json;r=json.load(open('$W/bl.json'));print(r['scenarios'][0]['summary']['$KEY']/1e9)")
   blcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
   # iperf3: same direction, same flows; receiver-side goodput from its JSON, skipping the first 20% like bloatlab's trimming rule.
   s0=$(cpu $IPPID)
-  c=$(timed iperf3 -c 127.0.0.1 -p 19772 -t $T -P $P -J)
+  c=$(timed "$IPERF3" -c 127.0.0.1 -p 19772 -t $T -P $P $REV -J)
   s1=$(cpu $IPPID)
   cp "$W/cmd.out" "$W/ip.json"
   ipg=$(python3 - "$W/ip.json" "$T" <<'PY'
@@ -56,9 +62,10 @@ print(b * 8 / s / 1e9)
 PY
 )
   ipcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
-  row "goodput ${P} flow(s), Gbit/s" "$(printf %.2f "$blg")" "$(printf %.2f "$ipg")" "$(python3 -c "print(f'{$blg/$ipg:.2f}x')")"
-  row "CPU ${P} flow(s), cores (both ends)" "$(printf %.2f "$blcpu")" "$(printf %.2f "$ipcpu")" "$(python3 -c "print(f'{$blcpu/$ipcpu:.2f}x')")"
-  row "CPU per Gbit/s ${P} flow(s), core-s" "$(python3 -c "print(f'{$blcpu/$blg:.3f}')")" "$(python3 -c "print(f'{$ipcpu/$ipg:.3f}')")" "$(python3 -c "print(f'{($blcpu/$blg)/($ipcpu/$ipg):.2f}x')")"
+  row "goodput ${P} flow(s) $DIR, Gbit/s" "$(printf %.2f "$blg")" "$(printf %.2f "$ipg")" "$(python3 -c "print(f'{$blg/$ipg:.2f}x')")"
+  row "CPU ${P} flow(s) $DIR, cores" "$(printf %.2f "$blcpu")" "$(printf %.2f "$ipcpu")" "$(python3 -c "print(f'{$blcpu/$ipcpu:.2f}x')")"
+  row "CPU per Gbit/s ${P} $DIR, core-s" "$(python3 -c "print(f'{$blcpu/$blg:.3f}')")" "$(python3 -c "print(f'{$ipcpu/$ipg:.3f}')")" "$(python3 -c "print(f'{($blcpu/$blg)/($ipcpu/$ipg):.2f}x')")"
+done
 done
 
 # Idle probe RTT: bloatlab's idle phase vs irtt, both 10 ms isochronous probes.

@@ -398,6 +398,7 @@ fn run_scenario(
         let (id, params) = (spec.id, spec.udp);
         if let (Some(u), Some(p)) = (usock, params) {
             threads.push(thread::spawn(move || {
+                bloatlab_host::sched::make_current_thread_bulk();
                 let _keep = s; // the flow's TCP connection stays open for its life
                 let stats = match dir {
                     Direction::Up => {
@@ -414,6 +415,8 @@ fn run_scenario(
             continue;
         }
         threads.push(thread::spawn(move || {
+            // Bulk data yields to the probe and control threads.
+            bloatlab_host::sched::make_current_thread_bulk();
             if !g.wait(&st, Duration::from_secs(60)) {
                 return RecvOutcome::default();
             }

@@ -41,6 +41,8 @@ const REFUSAL_QUEUE: usize = 256;
 /// at most this many wait at once.
 const LINGER: Duration = Duration::from_secs(1);
 const LINGERING: usize = 256;
+/// Receive buffer asked for the probe socket.
+const PROBE_RCVBUF: usize = 4 << 20;
 /// Probe streams one test may use (server probes, witness probes, ...).
 const MAX_PROBE_STREAMS: usize = 8;
 /// TCP keepalive: first probe after this much silence, then every
@@ -154,6 +156,10 @@ impl Server {
         let mut addrs = vec![];
         for (tcp, udp) in listeners {
             addrs.push(tcp.local_addr().map_err(|e| e.to_string())?);
+            // Room for ~5000 probes (200 clients' 10 ms probes for 250 ms)
+            // while the UDP thread waits for a CPU; the kernel caps it at
+            // net.core.rmem_max.
+            let _ = SockRef::from(&udp).set_recv_buffer_size(PROBE_RCVBUF);
             let sh = shared.clone();
             thread::Builder::new().name("udp".into()).spawn(move || udp_loop(udp, sh)).unwrap();
             let sh = shared.clone();
@@ -861,6 +867,8 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
     if conn::send(&mut s, &accepted).is_err() {
         return;
     }
+    // Bulk data yields to the probe, control and handshake threads.
+    bloatlab_host::sched::make_current_thread_bulk();
     if let Some((u, p)) = udp {
         let _keep = s; // the TCP connection controls the flow for its life
         let stats = match dir {

@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod cmd;
 pub mod netns;
+pub mod sched;
 pub mod signals;
 
 /// A file's contents without surrounding whitespace, or None when unreadable.
