@@ -301,3 +301,42 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
     drop(ctl);
     assert_eq!(back_to(&srv, base, Duration::from_secs(3)), base);
 }
+
+#[test]
+fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    std::thread::sleep(Duration::from_millis(200));
+    let base = threads_and_fds(srv.child.id());
+    let to = srv.addr();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let flood = std::thread::spawn(move || {
+        let u = UdpSocket::bind("127.0.0.5:0").unwrap();
+        let mut sent = 0u64;
+        let mut seq = 0u32;
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            // Well-formed probes for tokens that were never issued, and noise.
+            let p = probe(0x1234_5678_0000_0000 | seq as u64, seq, 64, None);
+            let _ = u.send_to(&p, &to);
+            let _ = u.send_to(&[0x42u8; 1400], &to);
+            seq = seq.wrapping_add(1);
+            sent += 2;
+            if sent % 64 == 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        sent
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = run(&["test", &srv.addr(), "-s", "1u1d", "-d", "1.5s", "--idle", "0.5s", "--quiet", "--json", json.to_str().unwrap()]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(sent > 10_000, "the flood sent only {sent} datagrams");
+    let r = bloatlab_results::TestResult::read_file(&json).unwrap();
+    assert!(r.complete);
+    assert_eq!(back_to(&srv, base, Duration::from_secs(3)), base);
+}
