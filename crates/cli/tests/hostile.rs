@@ -322,7 +322,7 @@ fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
             let _ = u.send_to(&[0x42u8; 1400], &to);
             seq = seq.wrapping_add(1);
             sent += 2;
-            if sent % 64 == 0 {
+            if sent.is_multiple_of(64) {
                 std::thread::sleep(Duration::from_micros(200));
             }
         }
