@@ -76,4 +76,23 @@ loss = 100 * (sent - recv) / sent if sent else float("nan")
 print(f"tests complete: {done} of {c}; probes sent {sent}, answered {recv}, loss {loss:.3f}%")
 for e in sorted(set(errs))[:5]: print("  failed:", e)
 PY
+# How many tests really ran at once: from the server's log (each test line
+# has its end time and length), not from the clients' start order.
+python3 - "$W/srv.log" <<'PY'
+import json, sys, datetime
+iv = []
+for l in open(sys.argv[1]):
+    if not l.startswith("{"):
+        continue
+    j = json.loads(l)
+    if j["event"] == "test":
+        end = datetime.datetime.fromisoformat(j["time"].replace("Z", "+00:00")).timestamp()
+        iv.append((end - j["seconds"], end))
+ev = sorted([(a, 1) for a, b in iv] + [(b, -1) for a, b in iv])
+c = m = 0
+for _, d in ev:
+    c += d
+    m = max(m, c)
+print(f"tests at once on the server: at most {m} (of {len(iv)} logged)")
+PY
 echo "server peak: threads $pt, fds $pf, RSS $pr kB (idle: $base kB); after: threads $after_t fds $after_f RSS $after_r kB; wall $(python3 -c "print(f'{$end-$start:.0f}')") s"

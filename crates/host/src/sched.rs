@@ -2,14 +2,14 @@
 //! threads that measure (probes, control, handshakes).
 //!
 //! A saturated 2-core host running 200 tests has ~1600 busy flow threads; a
-//! single probe thread at the same priority gets well under 1% of the CPU,
-//! its socket overflows and probes are lost that the network delivered.
+//! single probe thread at the same priority competes with all of them.
 //! Bulk threads therefore run under SCHED_IDLE (weight 3 against a normal
 //! thread's 1024): they still take every cycle nothing else wants, so with
 //! CPU to spare nothing changes, but a probe, control or handshake thread
-//! that wakes up runs at once. The cost: a bulk flow also yields to every
+//! that wakes up runs first. The costs: a bulk flow also yields to every
 //! other busy process on the host, so a CPU-bound host shows lower goodput
-//! (a measurement on a CPU-starved host is suspect anyway).
+//! (a measurement on a CPU-starved host is suspect anyway), and such threads
+//! migrate between CPUs more often. docs/design.md has the measurements.
 
 /// Run the calling thread (Linux: one thread, not the process) under
 /// SCHED_IDLE. Lowering a priority needs no privilege; a failure (a seccomp
