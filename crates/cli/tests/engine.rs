@@ -303,19 +303,12 @@ fn slow_drip_clients_are_dropped_at_the_hello_deadline() {
     assert!(srv.log().contains("within 5 s"), "{}", srv.log());
 }
 
-/// The server's threads and open descriptors, from /proc.
-fn threads_and_fds(pid: u32) -> (usize, usize) {
-    let n = |d: String| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
-    (n(format!("/proc/{pid}/task")), n(format!("/proc/{pid}/fd")))
-}
-
 #[test]
 fn client_killed_mid_scenario_frees_everything() {
     let _serial = serial();
     let srv = TestServer::start(&["--idle-timeout", "2s"]);
-    let pid = srv.child.id();
     std::thread::sleep(Duration::from_millis(300));
-    let base = threads_and_fds(pid);
+    let base = srv.threads_and_fds();
     let mut child = std::process::Command::new(exe())
         .args(["test", &srv.addr(), "--scenarios", "8u8d", "--duration", "20s", "--idle", "0.5s", "--quiet"])
         .stderr(std::process::Stdio::null())
@@ -325,22 +318,18 @@ fn client_killed_mid_scenario_frees_everything() {
     // Wait until the 16 flows have joined, then let the scenario (and the
     // server's sampler) run a moment before the client dies without a word.
     let t = Instant::now();
-    while threads_and_fds(pid).1 < base.1 + 16 {
-        assert!(t.elapsed() < Duration::from_secs(10), "flows never joined: {:?} vs {base:?}", threads_and_fds(pid));
+    while srv.threads_and_fds().1 < base.1 + 16 {
+        assert!(t.elapsed() < Duration::from_secs(10), "flows never joined: {:?} vs {base:?}", srv.threads_and_fds());
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(1500));
-    let busy = threads_and_fds(pid);
+    let busy = srv.threads_and_fds();
     child.kill().unwrap();
     child.wait().unwrap();
     // Within the idle timeout everything the test took is back: threads
     // (sampler, flows, control) and descriptors.
     let t = Instant::now();
-    let mut now = threads_and_fds(pid);
-    while now != base && t.elapsed() < Duration::from_secs(8) {
-        std::thread::sleep(Duration::from_millis(100));
-        now = threads_and_fds(pid);
-    }
+    let now = srv.back_to(base, Duration::from_secs(8));
     eprintln!("server threads/fds: before {base:?}, mid-test {busy:?}, after the kill {now:?} ({:.1} s)", t.elapsed().as_secs_f64());
     assert!(busy.0 > base.0 + 16 && busy.1 >= base.1 + 16, "the test was running: {busy:?} vs {base:?}");
     assert_eq!(now, base, "threads and fds after a killed client; log: {}", srv.log());

@@ -13,26 +13,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-/// The server's threads and open descriptors, from /proc.
-fn threads_and_fds(pid: u32) -> (usize, usize) {
-    let n = |d: String| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
-    (n(format!("/proc/{pid}/task")), n(format!("/proc/{pid}/fd")))
-}
-
-/// Wait until the server is back at `base` threads and descriptors.
-fn back_to(srv: &TestServer, base: (usize, usize), within: Duration) -> (usize, usize) {
-    let t = Instant::now();
-    loop {
-        let now = threads_and_fds(srv.child.id());
-        if now == base || t.elapsed() > within {
-            return now;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn real_test_passes(srv: &TestServer, extra: &[&str]) {
-    let mut args = vec!["test", &*Box::leak(srv.addr().into_boxed_str()), "-s", "1u1d", "-d", "1s", "--idle", "0.5s", "--pause", "0.2s", "--quiet"];
+    let addr = srv.addr();
+    let mut args = vec!["test", &addr, "-s", "1u1d", "-d", "1s", "--idle", "0.5s", "--pause", "0.2s", "--quiet"];
     args.extend_from_slice(extra);
     let out = run(&args);
     assert!(out.status.success(), "a real test failed beside the hostile clients: {}", String::from_utf8_lossy(&out.stderr));
@@ -48,16 +31,12 @@ fn connect_from(src: &str, to: &str) -> std::io::Result<TcpStream> {
     Ok(s.into())
 }
 
-fn recv_msg(s: &mut TcpStream) -> std::io::Result<ServerMsg> {
-    let mut h = [0u8; 4];
-    s.read_exact(&mut h)?;
-    let mut b = vec![0u8; u32::from_be_bytes(h) as usize];
-    s.read_exact(&mut b)?;
-    serde_json::from_slice(&b).map_err(|e| std::io::Error::other(e.to_string()))
+fn recv_msg(s: &mut TcpStream) -> Result<ServerMsg, bloatlab_engine::conn::ConnError> {
+    bloatlab_engine::conn::recv(s, wire::MAX_SERVER_FRAME)
 }
 
 /// Handshake (answering the challenge with `secret`), then `first`; the reply.
-fn hello(s: &mut TcpStream, secret: Option<&Secret>, first: &ClientMsg) -> std::io::Result<ServerMsg> {
+fn hello(s: &mut TcpStream, secret: Option<&Secret>, first: &ClientMsg) -> Result<ServerMsg, bloatlab_engine::conn::ConnError> {
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(&Handshake::ours().encode())?;
     let mut hs = [0u8; wire::SERVER_HELLO_LEN];
@@ -97,7 +76,7 @@ fn connection_floods_are_capped_per_source_before_any_thread() {
     let _serial = serial();
     let srv = TestServer::start(&["--max-conns", "300", "--max-conns-per-source", "100", "--max-flows", "8"]);
     std::thread::sleep(Duration::from_millis(200));
-    let base = threads_and_fds(srv.child.id());
+    let base = srv.threads_and_fds();
     // 400 silent connections from one source: 100 are admitted (and wait
     // for their handshake deadline), the rest are told why they are refused.
     let mut held = vec![];
@@ -105,7 +84,7 @@ fn connection_floods_are_capped_per_source_before_any_thread() {
         held.push(connect_from("127.0.0.2", &srv.addr()).unwrap());
     }
     std::thread::sleep(Duration::from_millis(500));
-    let (threads, _) = threads_and_fds(srv.child.id());
+    let (threads, _) = srv.threads_and_fds();
     assert!(threads <= base.0 + 100, "{threads} threads for 100 admitted connections (baseline {})", base.0);
     let mut refused = 0;
     let mut reason = String::new();
@@ -131,7 +110,7 @@ fn connection_floods_are_capped_per_source_before_any_thread() {
         other => panic!("a 101st connection from the flooding source: {other:?}"),
     }
     drop(held);
-    let now = back_to(&srv, base, Duration::from_secs(8));
+    let now = srv.back_to(base, Duration::from_secs(8));
     assert_eq!(now, base, "threads/fds after the flood (baseline {base:?})");
     assert!(srv.log().contains("\"event\":\"busy\""), "{}", srv.log());
 }
@@ -143,7 +122,7 @@ fn secrets_are_checked_on_every_connection_with_reasons() {
     let (good, key) = secret_file(dir.path(), "correct horse battery staple");
     let (bad, _) = secret_file(dir.path(), "incorrect horse battery staple");
     let srv = TestServer::start(&["--secret-file", good.to_str().unwrap()]);
-    let base = threads_and_fds(srv.child.id());
+    let base = srv.threads_and_fds();
     real_test_passes(&srv, &["--secret-file", good.to_str().unwrap()]);
     let out = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--quiet", "--secret-file", bad.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -169,7 +148,7 @@ fn secrets_are_checked_on_every_connection_with_reasons() {
     let out = run(&["test", "127.0.0.1", "--secret-file", "/nonexistent/secret"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--secret-file /nonexistent/secret: No such file"));
     drop((ctl, j));
-    assert_eq!(back_to(&srv, base, Duration::from_secs(5)), base);
+    assert_eq!(srv.back_to(base, Duration::from_secs(5)), base);
 }
 
 fn probe(token: u64, seq: u32, size: usize, key: Option<&Secret>) -> Vec<u8> {
@@ -253,7 +232,7 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
     let _serial = serial();
     let srv = TestServer::start(&["--idle-timeout", "1s"]);
     std::thread::sleep(Duration::from_millis(200));
-    let base = threads_and_fds(srv.child.id());
+    let base = srv.threads_and_fds();
     let to = srv.addr();
     // Opens a download, says go, then never reads the flow nor the control connection.
     let mut ctl = TcpStream::connect(&to).unwrap();
@@ -269,7 +248,7 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
     let t0 = Instant::now();
     // The server gives up after the scenario plus its idle timeout (2 s),
     // well before the test's own deadline (4 s + 1 s).
-    let now = back_to(&srv, base, Duration::from_secs(6));
+    let now = srv.back_to(base, Duration::from_secs(6));
     let held = t0.elapsed();
     assert_eq!(now, base, "threads/fds while the client still holds its unread sockets");
     assert!(held < Duration::from_secs(4), "held {held:?}");
@@ -299,7 +278,7 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
     assert!(srv.log().contains("reached its deadline"), "{}", srv.log());
     real_test_passes(&srv, &[]);
     drop(ctl);
-    assert_eq!(back_to(&srv, base, Duration::from_secs(3)), base);
+    assert_eq!(srv.back_to(base, Duration::from_secs(3)), base);
 }
 
 #[test]
@@ -307,7 +286,7 @@ fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
     let _serial = serial();
     let srv = TestServer::start(&[]);
     std::thread::sleep(Duration::from_millis(200));
-    let base = threads_and_fds(srv.child.id());
+    let base = srv.threads_and_fds();
     let to = srv.addr();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let st = stop.clone();
@@ -338,5 +317,5 @@ fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
     assert!(sent > 10_000, "the flood sent only {sent} datagrams");
     let r = bloatlab_results::TestResult::read_file(&json).unwrap();
     assert!(r.complete);
-    assert_eq!(back_to(&srv, base, Duration::from_secs(3)), base);
+    assert_eq!(srv.back_to(base, Duration::from_secs(3)), base);
 }

@@ -828,7 +828,8 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: {e}") });
         return;
     }
-    if test.socket_buffer > 0 && test.socket_buffer <= sh.cfg.max_socket_buffer {
+    // (Larger than --max-socket-buffer was refused with the test.)
+    if test.socket_buffer > 0 {
         let _ = sys::set_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUF, test.socket_buffer as i32);
         let _ = sys::set_int(&s, libc::SOL_SOCKET, libc::SO_RCVBUF, test.socket_buffer as i32);
     }

@@ -274,8 +274,8 @@ pub fn compare_table_labeled(runs: &[(&str, &TestResult)]) -> String {
     // Context differences that explain the numbers.
     let ctx: Vec<(&str, Vec<String>)> = vec![
         ("cc", runs.iter().map(|(_, r)| r.metadata.cc.clone()).collect()),
-        ("client kernel", runs.iter().map(|(_, r)| r.metadata.client.kernel.clone()).collect()),
-        ("server kernel", runs.iter().map(|(_, r)| r.metadata.server.kernel.clone()).collect()),
+        ("client kernel", runs.iter().map(|(_, r)| r.metadata.client.kernel_or_note()).collect()),
+        ("server kernel", runs.iter().map(|(_, r)| r.metadata.server.kernel_or_note()).collect()),
         ("lab backend", runs.iter().map(|(_, r)| r.lab.as_ref().map(|l| l.backend.clone()).unwrap_or_else(|| "-".into())).collect()),
         (
             "bottleneck qdisc",

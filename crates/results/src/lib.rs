@@ -95,6 +95,27 @@ pub struct HostInfo {
     pub available_cc: Vec<String>,
 }
 
+impl HostInfo {
+    /// What a server without `--disclose-host` sends: no name, kernel or OS.
+    pub fn disclosed(&self) -> bool {
+        !(self.hostname.is_empty() && self.kernel.is_empty() && self.os.is_empty())
+    }
+
+    /// "NAME — OS KERNEL", or a note that the server keeps them to itself.
+    pub fn identity(&self) -> String {
+        if self.disclosed() {
+            format!("{} — {} {}", self.hostname, self.os, self.kernel)
+        } else {
+            "name, OS and kernel not disclosed (server without --disclose-host)".into()
+        }
+    }
+
+    /// The kernel, or "not disclosed".
+    pub fn kernel_or_note(&self) -> String {
+        if self.disclosed() { self.kernel.clone() } else { "not disclosed".into() }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct SocketInfo {
     /// TCP_MAXSEG of the first load flow, bytes.
@@ -506,5 +527,21 @@ impl TestResult {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         Self::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+mod host_info_tests {
+    use super::HostInfo;
+
+    #[test]
+    fn an_undisclosed_server_is_said_to_be_one() {
+        let open = HostInfo { hostname: "lab-server".into(), os: "Linux x86_64".into(), kernel: "6.1.0".into(), ..Default::default() };
+        assert_eq!(open.identity(), "lab-server — Linux x86_64 6.1.0");
+        assert_eq!(open.kernel_or_note(), "6.1.0");
+        let hidden = HostInfo { bloatlab_version: "0.1.0".into(), default_cc: "bbr".into(), ..Default::default() };
+        assert!(!hidden.disclosed());
+        assert!(hidden.identity().contains("not disclosed") && hidden.identity().contains("--disclose-host"));
+        assert_eq!(hidden.kernel_or_note(), "not disclosed");
     }
 }

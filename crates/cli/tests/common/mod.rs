@@ -62,6 +62,28 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// The server's threads and open descriptors, from /proc.
+    pub fn threads_and_fds(&self) -> (usize, usize) {
+        let pid = self.child.id();
+        let n = |d: String| std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0);
+        (n(format!("/proc/{pid}/task")), n(format!("/proc/{pid}/fd")))
+    }
+
+    /// Wait until the server is back at `base` threads and descriptors (or
+    /// `within` passed); returns what it has then.
+    pub fn back_to(&self, base: (usize, usize), within: std::time::Duration) -> (usize, usize) {
+        let t = std::time::Instant::now();
+        loop {
+            let now = self.threads_and_fds();
+            if now == base || t.elapsed() > within {
+                return now;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
 impl Drop for TestServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
