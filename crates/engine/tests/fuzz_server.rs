@@ -92,22 +92,34 @@ enum Msg {
     Auth,
 }
 
-/// A case: most begin with a session and a scenario announced (so joins and
-/// `go` have something to reach), then any operations.
+/// A case: most begin with a session and a scenario announced, and most of
+/// those with some of the announced flows joining (so `go`, running flows and
+/// reports have something to reach), then any operations.
 fn case() -> impl Strategy<Value = Vec<Op>> {
-    let start = (proptest::collection::vec((0u32..2, any::<bool>()), 0..3), 0u64..3000)
-        .prop_map(|(flows, duration_ms)| Msg::Start { flows, duration_ms });
-    (prop::bool::weighted(0.8), 0u64..20_000, 0u32..5, start, proptest::collection::vec(op(), 1..40)).prop_map(
-        |(prefix, planned_ms, max_flows, start, ops)| {
+    let flows = proptest::collection::vec((0u32..2, any::<bool>()), 0..3);
+    (
+        prop::bool::weighted(0.8),
+        0u64..20_000,
+        0u32..5,
+        flows,
+        0u64..3000,
+        proptest::collection::vec(prop::bool::weighted(0.7), 2),
+        proptest::collection::vec(op(), 1..40),
+    )
+        .prop_map(|(prefix, planned_ms, max_flows, flows, duration_ms, joins, ops)| {
             let mut v = vec![];
             if prefix {
                 v.push(Op::OpenWith(0, Msg::NewTest { planned_ms, max_flows }));
-                v.push(Op::Msg(0, start));
+                v.push(Op::Msg(0, Msg::Start { flows: flows.clone(), duration_ms }));
+                for (k, ((id, up), join)) in flows.iter().zip(joins).enumerate() {
+                    if join {
+                        v.push(Op::OpenWith(1 + k, Msg::JoinFlow { id: *id, up: *up, live: true }));
+                    }
+                }
             }
             v.extend(ops);
             v
-        },
-    )
+        })
 }
 
 fn op() -> impl Strategy<Value = Op> {
