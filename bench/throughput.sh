@@ -3,7 +3,9 @@
 # (1 flow and 8 flows, upload and download), and idle probe RTT vs irtt.
 # Prints each figure and the ratio bloatlab / peer. Not part of the test suite.
 #
-#   [IPERF3=/path/to/iperf3] bench/throughput.sh [SECONDS]   (default 8 s per measurement)
+#   [IPERF3=/path/to/iperf3] [ROUNDS=n] bench/throughput.sh [SECONDS]
+#   (default 8 s per measurement, 1 round; with ROUNDS the goodput rows are
+#   medians over n rounds in which the two tools alternate)
 #
 # Needs: iperf3, irtt (Debian packages), python3. Only loopback is used.
 # Debian 12's iperf3 3.12 runs all streams on one thread; compare 8 flows
@@ -12,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${1:-8}
+ROUNDS=${ROUNDS:-1}
 IPERF3=${IPERF3:-iperf3}
 for t in "$IPERF3" irtt python3; do
   command -v "$t" >/dev/null || { echo "bench: $t is missing (apt-get install iperf3 irtt)" >&2; exit 2; }
@@ -35,9 +38,11 @@ cpu() { awk '{print ($14+$15)/'"$(getconf CLK_TCK)"'}' /proc/$1/stat; }
 timed() { /usr/bin/env time -f "%U %S" -o "$W/time" "$@" > "$W/cmd.out" 2>"$W/cmd.err"; awk '{print $1+$2}' "$W/time"; }
 
 row() { printf "%-34s %14s %14s %8s\n" "$@"; }
-echo "bloatlab $($BL --version | awk '{print $2}'), iperf3 $("$IPERF3" --version | head -1 | awk '{print $2}'), kernel $(uname -r), cc $(sysctl -n net.ipv4.tcp_congestion_control), $(nproc) cores, ${T}s per measurement"
-row "measurement" "bloatlab" "peer" "ratio"
+echo "bloatlab $($BL --version | awk '{print $2}'), iperf3 $("$IPERF3" --version | head -1 | awk '{print $2}'), kernel $(uname -r), cc $(sysctl -n net.ipv4.tcp_congestion_control), $(nproc) cores, ${T}s per measurement, $ROUNDS round(s), the two tools alternating"
 
+# One line per measurement in $W/runs: flows direction bloatlab_gbps peer_gbps bloatlab_cores peer_cores
+: > "$W/runs"
+for R in $(seq "$ROUNDS"); do
 for P in 1 8; do
 for DIR in up down; do
   if [ $DIR = up ]; then SC=${P}u0d; KEY=upload_bps; REV=; else SC=0u${P}d; KEY=download_bps; REV=-R; fi
@@ -62,11 +67,25 @@ print(b * 8 / s / 1e9)
 PY
 )
   ipcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
-  row "goodput ${P} flow(s) $DIR, Gbit/s" "$(printf %.2f "$blg")" "$(printf %.2f "$ipg")" "$(python3 -c "print(f'{$blg/$ipg:.2f}x')")"
-  row "CPU ${P} flow(s) $DIR, cores" "$(printf %.2f "$blcpu")" "$(printf %.2f "$ipcpu")" "$(python3 -c "print(f'{$blcpu/$ipcpu:.2f}x')")"
-  row "CPU per Gbit/s ${P} $DIR, core-s" "$(python3 -c "print(f'{$blcpu/$blg:.3f}')")" "$(python3 -c "print(f'{$ipcpu/$ipg:.3f}')")" "$(python3 -c "print(f'{($blcpu/$blg)/($ipcpu/$ipg):.2f}x')")"
+  echo "$P $DIR $blg $ipg $blcpu $ipcpu" >> "$W/runs"
+  [ "$ROUNDS" -gt 1 ] && printf "  round %d: %d flow(s) %-4s bloatlab %6.2f, iperf3 %6.2f Gbit/s\n" "$R" "$P" "$DIR" "$blg" "$ipg"
 done
 done
+done
+# Medians over the rounds (a single pair on a small VM varies by +/-15%).
+python3 - "$W/runs" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+fmt = "%-34s %14s %14s %8s"
+for p in ("1", "8"):
+    for d in ("up", "down"):
+        r = [list(map(float, x[2:])) for x in rows if x[0] == p and x[1] == d]
+        bg, ig, bc, ic = (st.median(c) for c in zip(*r))
+        n = "" if len(r) == 1 else " (median)"
+        print(fmt % (f"goodput {p} flow(s) {d}, Gbit/s{n}", "%.2f" % bg, "%.2f" % ig, "%.2fx" % (bg / ig)))
+        print(fmt % (f"CPU {p} flow(s) {d}, cores", "%.2f" % bc, "%.2f" % ic, "%.2fx" % (bc / ic)))
+        print(fmt % (f"CPU per Gbit/s {p} {d}, core-s", "%.3f" % (bc / bg), "%.3f" % (ic / ig), "%.2fx" % ((bc / bg) / (ic / ig))))
+PY
 
 # Idle probe RTT: bloatlab's idle phase vs irtt, both 10 ms isochronous probes.
 $BL test 127.0.0.1 --port 19771 --scenarios 1u0d --duration 0.3s --idle ${T}s --quiet --json "$W/idle.json" > /dev/null

@@ -432,7 +432,7 @@ fn run_scenario(
     conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
     let start = clock::now_ns();
     gate.open();
-    let sstop = Arc::new(AtomicBool::new(false));
+    let sstop = Arc::new(flow::Stop::default());
     let counters: Vec<(Direction, Arc<AtomicU64>)> = sampled.iter().map(|s| (s.direction, s.counter.clone())).collect();
     let up_socks: Vec<TcpStream> = sampled.iter().filter(|s| !s.receiving).filter_map(|s| s.sock.try_clone().ok()).collect();
     let kill_socks: Vec<TcpStream> = sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
@@ -472,7 +472,7 @@ fn run_scenario(
     }
     let end = clock::now_ns();
     // Final sample at the end of the phase, then stop the flows at once.
-    sstop.store(true, Ordering::SeqCst);
+    sstop.stop();
     let samples = sampler.join().unwrap_or_default();
     stop.store(true, Ordering::SeqCst);
     for s in &kill_socks {

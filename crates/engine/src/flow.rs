@@ -52,10 +52,16 @@ pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> Recv
     let mut buf = vec![0u8; BUF];
     let mut gaps = GapTracker::new();
     let mut total = 0u64;
+    // Each read fills the rest of the buffer and wraps around at its end (as
+    // iperf3 fills its block): one flow on loopback moves ~25% more than with
+    // a full-size read every time (36-40 vs 29-31 Gbit/s with bbr, 4 rounds
+    // each; docs/design.md).
+    let mut at = 0;
     loop {
-        match s.read(&mut buf) {
+        match s.read(&mut buf[at..]) {
             Ok(0) => break,
             Ok(n) => {
+                at = (at + n) % BUF;
                 gaps.on_arrival(clock::now_ns());
                 total += n as u64;
                 counter.store(total, Ordering::Relaxed);
@@ -98,6 +104,41 @@ pub fn kill(s: &TcpStream) {
     let _ = s.shutdown(Shutdown::Both);
 }
 
+/// A stop signal a sleeping thread hears at once. The sampler sleeps until
+/// its next sample instead of polling a flag: every wake-up of a non-bulk
+/// thread preempts a flow, and 4 threads waking every 5 ms cost one loopback
+/// flow about a quarter of its goodput (docs/design.md).
+#[derive(Default)]
+pub struct Stop {
+    set: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Stop {
+    pub fn stop(&self) {
+        *self.set.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+    pub fn is_set(&self) -> bool {
+        *self.set.lock().unwrap()
+    }
+    /// Sleep until `deadline_ns` (a `clock::now_ns()` instant) or a stop;
+    /// true when stopped.
+    pub fn sleep_until_ns(&self, deadline_ns: u64) -> bool {
+        let mut g = self.set.lock().unwrap();
+        loop {
+            if *g {
+                return true;
+            }
+            let left = deadline_ns.saturating_sub(clock::now_ns());
+            if left == 0 {
+                return false;
+            }
+            g = self.cv.wait_timeout(g, Duration::from_nanos(left)).unwrap().0;
+        }
+    }
+}
+
 /// One flow as the sampler sees it.
 pub struct Sampled {
     pub id: u32,
@@ -117,12 +158,12 @@ pub struct FlowSamples {
 }
 
 /// Sample every `interval` until `stop`, then once more. Times are `clock::now_ns()`.
-pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &AtomicBool, side: Side) -> Vec<FlowSamples> {
+pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Side) -> Vec<FlowSamples> {
     let mut out = vec![FlowSamples::default(); flows.len()];
     let step = interval.as_nanos() as u64;
     let mut next = clock::now_ns();
     loop {
-        let done = stop.load(Ordering::Relaxed);
+        let done = stop.is_set();
         let t = clock::now_ns();
         for (i, f) in flows.iter().enumerate() {
             if f.receiving {
@@ -137,11 +178,30 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &AtomicBool, sid
             break;
         }
         next += step;
-        // Sleep in short slices so a stop is seen within ~5 ms.
-        while clock::now_ns() < next && !stop.load(Ordering::Relaxed) {
-            let left = next.saturating_sub(clock::now_ns()).min(5_000_000);
-            std::thread::sleep(Duration::from_nanos(left));
-        }
+        stop.sleep_until_ns(next);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_wakes_a_sleeper_at_once() {
+        let s = Arc::new(Stop::default());
+        let s2 = s.clone();
+        let t0 = std::time::Instant::now();
+        let h = std::thread::spawn(move || s2.sleep_until_ns(clock::now_ns() + 10_000_000_000));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!s.is_set());
+        s.stop();
+        assert!(h.join().unwrap(), "the sleeper did not see the stop");
+        assert!(t0.elapsed() < Duration::from_secs(5), "the sleeper slept on: {:?}", t0.elapsed());
+        // A deadline in the past returns at once, not stopped.
+        assert!(!Stop::default().sleep_until_ns(0));
+        let t1 = std::time::Instant::now();
+        assert!(!Stop::default().sleep_until_ns(clock::now_ns() + 30_000_000));
+        assert!(t1.elapsed() >= Duration::from_millis(29), "woke early: {:?}", t1.elapsed());
+    }
 }

@@ -615,7 +615,7 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
 /// protocol error), dropping it stops and joins the thread, which frees the
 /// sockets and the samples.
 struct RunningSampler {
-    stop: Arc<AtomicBool>,
+    stop: Arc<flow::Stop>,
     thread: Option<thread::JoinHandle<Vec<flow::FlowSamples>>>,
     ids: Vec<u32>,
 }
@@ -623,7 +623,7 @@ struct RunningSampler {
 impl RunningSampler {
     fn start(list: Vec<Sampled>, interval: Duration) -> std::io::Result<RunningSampler> {
         let ids = list.iter().map(|f| f.id).collect();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(flow::Stop::default());
         let st = stop.clone();
         let thread = thread::Builder::new()
             .name("sampler".into())
@@ -633,7 +633,7 @@ impl RunningSampler {
 
     /// Stop and collect each sampled flow's samples by id.
     fn finish(mut self) -> HashMap<u32, flow::FlowSamples> {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.stop();
         let v = self.thread.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
         std::mem::take(&mut self.ids).into_iter().zip(v).collect()
     }
@@ -641,7 +641,7 @@ impl RunningSampler {
 
 impl Drop for RunningSampler {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.stop.stop();
         if let Some(h) = self.thread.take() {
             let _ = h.join();
         }
