@@ -319,3 +319,26 @@ fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
     assert!(r.complete);
     assert_eq!(srv.back_to(base, Duration::from_secs(3)), base);
 }
+
+/// Many clients starting at once fill the server's connection slots; a test
+/// the server has accepted keeps retrying its flow connections while the
+/// server says busy, instead of failing. Here 4 silent connections hold 4 of
+/// the source's 8 slots until their 5 s handshake deadline, and a 2u2d test
+/// (control, request/response and 4 flows: 6 connections) from the same
+/// source gets 2 of its flows refused at first.
+#[test]
+fn an_accepted_test_retries_flows_a_busy_server_refused() {
+    let _serial = serial();
+    let srv = TestServer::start(&["--max-conns-per-source", "8", "--max-flows", "4"]);
+    let held: Vec<TcpStream> = (0..4).map(|_| connect_from("127.0.0.1", &srv.addr()).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let addr = srv.addr();
+    let t0 = Instant::now();
+    let out = run(&["test", &addr, "-s", "2u2d", "-d", "1s", "--idle", "0.2s", "--quiet"]);
+    let took = t0.elapsed();
+    assert!(out.status.success(), "the test failed instead of retrying: {}", String::from_utf8_lossy(&out.stderr));
+    let log = srv.log();
+    assert!(log.contains("\"event\":\"busy\"") && log.contains("per source"), "no flow was refused busy, so nothing was retried: {log}");
+    assert!(took > Duration::from_secs(3), "the test finished in {took:?}: the held slots were never in the way");
+    drop(held);
+}

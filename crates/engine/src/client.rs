@@ -46,6 +46,28 @@ pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAd
 
 /// Connect and handshake; clear messages for every way this goes wrong.
 fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, String> {
+    dial(addr, cfg, cc).map_err(|e| match e {
+        Dial::Busy(m) | Dial::Failed(m) => m,
+    })
+}
+
+/// Why a connection was not made: the server said busy (a limit that frees
+/// itself: connections in their handshake, connections, tests) or anything else.
+enum Dial {
+    Busy(String),
+    Failed(String),
+}
+
+impl From<String> for Dial {
+    fn from(m: String) -> Dial {
+        Dial::Failed(m)
+    }
+}
+
+/// How long a flow of an accepted test keeps retrying a server that says busy.
+const BUSY_RETRY_FOR: Duration = Duration::from_secs(10);
+
+fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, Dial> {
     let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
         .map_err(|e| format!("cannot create a socket: {e}"))?;
     sys::set_cc(&sock, cc)?;
@@ -75,19 +97,19 @@ fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, St
         e => format!("{addr}: {e}"),
     })?;
     if h.version != wire::PROTOCOL_VERSION || h.status == HandshakeStatus::VersionMismatch as u8 {
-        return Err(format!(
+        return Err(Dial::Failed(format!(
             "protocol version mismatch: this client speaks version {}, the server at {addr} speaks version {}; use the same bloatlab version on both ends",
             wire::PROTOCOL_VERSION,
             h.version
-        ));
+        )));
     }
     let mut nonce = [0u8; wire::NONCE_LEN];
     std::io::Read::read_exact(&mut s, &mut nonce).map_err(|e| format!("{addr}: the handshake ended early: {e}"))?;
     if h.status == HandshakeStatus::Busy as u8 {
-        return Err(match conn::recv::<ServerMsg>(&mut s, MAX_SERVER_FRAME) {
+        return Err(Dial::Busy(match conn::recv::<ServerMsg>(&mut s, MAX_SERVER_FRAME) {
             Ok(ServerMsg::Refused { reason }) => format!("the server at {addr} refused the connection: {reason}"),
             _ => format!("the server at {addr} is busy and refused the connection"),
-        });
+        }));
     }
     if let Some(k) = &cfg.secret {
         let answer = wire::auth::answer_challenge(k, &nonce);
@@ -139,8 +161,25 @@ fn join(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<
 }
 
 /// Join a flow; a UDP flow's answer carries the server's UDP port for it.
+/// The test is already accepted, so a busy server (many clients starting at
+/// once fill its handshake slots) is retried with growing, jittered pauses
+/// for up to `BUSY_RETRY_FOR` before the refusal is reported.
 fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<(TcpStream, Option<u16>), String> {
-    let mut s = connect(addr, cfg, cc)?;
+    let t0 = std::time::Instant::now();
+    let mut pause = Duration::from_millis(20);
+    let mut s = loop {
+        match dial(addr, cfg, cc) {
+            Ok(s) => break s,
+            Err(Dial::Busy(_)) if t0.elapsed() + pause < BUSY_RETRY_FOR => {
+                // Jitter from the clock's low bits spreads clients that were refused together.
+                let jitter = Duration::from_nanos(clock::now_ns() % (pause.as_nanos() as u64 + 1));
+                thread::sleep(pause + jitter);
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            Err(Dial::Busy(m)) => return Err(format!("{m} (still busy after {:.0} s of retries)", t0.elapsed().as_secs_f64())),
+            Err(Dial::Failed(m)) => return Err(m),
+        }
+    };
     conn::send(&mut s, &msg).map_err(|e| e.to_string())?;
     match expect(&mut s, "the flow acceptance")? {
         ServerMsg::FlowAccepted | ServerMsg::RrAccepted => Ok((s, None)),
