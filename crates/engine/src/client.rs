@@ -46,7 +46,7 @@ pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAd
 
 /// Connect and handshake; clear messages for every way this goes wrong.
 fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, String> {
-    dial(addr, cfg, cc).map_err(|e| match e {
+    dial(addr, cfg, cc, HELLO_WAIT).map_err(|e| match e {
         Dial::Busy(m) | Dial::Failed(m) => m,
     })
 }
@@ -67,7 +67,14 @@ impl From<String> for Dial {
 /// How long a flow of an accepted test keeps retrying a server that says busy.
 const BUSY_RETRY_FOR: Duration = Duration::from_secs(10);
 
-fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, Dial> {
+/// How long a new test waits for the server's handshake answer.
+const HELLO_WAIT: Duration = Duration::from_secs(5);
+/// The same for a flow of a test the server has accepted: it is a bloatlab
+/// server, so a slow answer means load (200 tests starting at once kept
+/// new connections waiting over 5 s on a 2-core host), not a wrong peer.
+const JOIN_HELLO_WAIT: Duration = Duration::from_secs(20);
+
+fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, hello_wait: Duration) -> Result<TcpStream, Dial> {
     let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
         .map_err(|e| format!("cannot create a socket: {e}"))?;
     sys::set_cc(&sock, cc)?;
@@ -86,15 +93,26 @@ fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, Dial>
     })?;
     let mut s: TcpStream = sock.into();
     s.set_nodelay(true).ok();
-    conn::set_timeout(&s, Some(Duration::from_secs(5)));
+    conn::set_timeout(&s, Some(hello_wait));
     conn::write_handshake(&mut s, Handshake::ours()).map_err(|e| format!("{addr}: {e}"))?;
     let h = conn::read_handshake(&mut s).map_err(|e| match e {
         ConnError::Wire(wire::WireError::BadMagic(b)) => {
-            format!("{addr} is not a bloatlab server (it answered {:?})", String::from_utf8_lossy(&b))
+            Dial::Failed(format!("{addr} is not a bloatlab server (it answered {:?})", String::from_utf8_lossy(&b)))
         }
-        ConnError::Timeout => format!("{addr} did not answer the bloatlab handshake within 5 s: not a bloatlab server?"),
-        ConnError::Closed => format!("{addr} closed the connection during the handshake: not a bloatlab server, or it refused us"),
-        e => format!("{addr}: {e}"),
+        ConnError::Timeout if hello_wait == HELLO_WAIT => {
+            Dial::Failed(format!("{addr} did not answer the bloatlab handshake within {} s: not a bloatlab server?", hello_wait.as_secs()))
+        }
+        ConnError::Timeout => {
+            Dial::Failed(format!("{addr} did not answer a flow's bloatlab handshake within {} s: the server is overloaded", hello_wait.as_secs()))
+        }
+        // A server refusing more connections than it can explain (a flood of
+        // them) closes the rest without a word: for a flow of an accepted
+        // test that is a busy server, retried like one.
+        ConnError::Closed if hello_wait == JOIN_HELLO_WAIT => {
+            Dial::Busy(format!("{addr} closed a flow's connection during the handshake without a reason (an overloaded server refuses that way)"))
+        }
+        ConnError::Closed => Dial::Failed(format!("{addr} closed the connection during the handshake: not a bloatlab server, or it refused us")),
+        e => Dial::Failed(format!("{addr}: {e}")),
     })?;
     if h.version != wire::PROTOCOL_VERSION || h.status == HandshakeStatus::VersionMismatch as u8 {
         return Err(Dial::Failed(format!(
@@ -168,7 +186,7 @@ fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Re
     let t0 = std::time::Instant::now();
     let mut pause = Duration::from_millis(20);
     let mut s = loop {
-        match dial(addr, cfg, cc) {
+        match dial(addr, cfg, cc, JOIN_HELLO_WAIT) {
             Ok(s) => break s,
             Err(Dial::Busy(_)) if t0.elapsed() + pause < BUSY_RETRY_FOR => {
                 // Jitter from the clock's low bits spreads clients that were refused together.
