@@ -48,7 +48,17 @@ impl Read for Deadline<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let left = self.until.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(std::io::ErrorKind::TimedOut.into());
+            // Past the deadline, only bytes that already arrived count: a
+            // peer that sent in time is not blamed for this thread starting
+            // late on a loaded host, and a dripping peer gains nothing.
+            self.s.set_nonblocking(true)?;
+            let mut s = self.s;
+            let r = s.read(buf);
+            self.s.set_nonblocking(false)?;
+            return match r {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(std::io::ErrorKind::TimedOut.into()),
+                r => r,
+            };
         }
         // At least 1 ms: a zero read timeout means "block forever".
         self.s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
@@ -108,4 +118,41 @@ pub fn recv<T: DeserializeOwned>(s: &mut impl Read, max: usize) -> Result<T, Con
 
 pub fn set_timeout(s: &TcpStream, t: Option<Duration>) {
     let _ = s.set_read_timeout(t);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    #[test]
+    fn past_its_deadline_a_read_takes_only_what_already_arrived() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let past = Instant::now() - Duration::from_secs(1);
+        let mut buf = [0u8; 8];
+        // Nothing there: timed out at once, not blocked.
+        let t0 = Instant::now();
+        let e = Deadline::new(&s, past).read(&mut buf).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(t0.elapsed() < Duration::from_millis(500));
+        // Bytes sent in time are still read, and the socket blocks again afterwards.
+        c.write_all(b"hello").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(Deadline::new(&s, past).read(&mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"hello");
+        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let e = (&s).read(&mut buf).unwrap_err();
+        assert!(matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{e:?}");
+        // Before the deadline a read waits for data.
+        let w = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            c.write_all(b"x").unwrap();
+            c
+        });
+        assert_eq!(Deadline::new(&s, Instant::now() + Duration::from_secs(5)).read(&mut buf).unwrap(), 1);
+        drop(w.join());
+    }
 }
