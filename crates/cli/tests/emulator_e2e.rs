@@ -207,8 +207,8 @@ fn unshaped_direction_passes_gso_packets() {
 
 /// A mahimahi trace of one 1500-byte opportunity per ms is 12 Mbit/s:
 /// TCP goodput matches it (x 1448/1500) within 3%. It is normally exact to
-/// 0.01%; one CI run on a shared VM read 4.6% low (the flow idle for ~140
-/// ms, which no trace rule explains), so a second run is allowed and both
+/// 0.01%; one CI run on a shared VM read 4.6% low (as if the flow had
+/// stalled ~140 ms; no trace rule explains it), so a second run is allowed and both
 /// are printed; two misses fail.
 #[test]
 fn trace_rate_gives_expected_goodput() {
