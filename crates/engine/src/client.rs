@@ -46,7 +46,7 @@ pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAd
 
 /// Connect and handshake; clear messages for every way this goes wrong.
 fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, String> {
-    dial(addr, cfg, cc, HELLO_WAIT).map_err(|e| match e {
+    dial(addr, cfg, cc, For::NewTest).map_err(|e| match e {
         Dial::Busy(m) | Dial::Failed(m) => m,
     })
 }
@@ -67,14 +67,29 @@ impl From<String> for Dial {
 /// How long a flow of an accepted test keeps retrying a server that says busy.
 const BUSY_RETRY_FOR: Duration = Duration::from_secs(10);
 
-/// How long a new test waits for the server's handshake answer.
-const HELLO_WAIT: Duration = Duration::from_secs(5);
-/// The same for a flow of a test the server has accepted: it is a bloatlab
-/// server, so a slow answer means load (200 tests starting at once kept
-/// new connections waiting over 5 s on a 2-core host), not a wrong peer.
-const JOIN_HELLO_WAIT: Duration = Duration::from_secs(20);
+/// What a connection is for: a new test (the peer may not be a bloatlab
+/// server) or a flow of a test the server has accepted (it is one, so
+/// silence or a wordless close means load, not a wrong peer).
+#[derive(Clone, Copy, PartialEq)]
+enum For {
+    NewTest,
+    Flow,
+}
 
-fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, hello_wait: Duration) -> Result<TcpStream, Dial> {
+impl For {
+    /// How long to wait for the server's handshake answer: 5 s for a new
+    /// test; 20 s for a flow (200 tests starting at once kept new
+    /// connections waiting over 5 s on a 2-core host).
+    fn hello_wait(self) -> Duration {
+        match self {
+            For::NewTest => Duration::from_secs(5),
+            For::Flow => Duration::from_secs(20),
+        }
+    }
+}
+
+fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, purpose: For) -> Result<TcpStream, Dial> {
+    let hello_wait = purpose.hello_wait();
     let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
         .map_err(|e| format!("cannot create a socket: {e}"))?;
     sys::set_cc(&sock, cc)?;
@@ -99,7 +114,7 @@ fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, hello_wait: Duration) -> R
         ConnError::Wire(wire::WireError::BadMagic(b)) => {
             Dial::Failed(format!("{addr} is not a bloatlab server (it answered {:?})", String::from_utf8_lossy(&b)))
         }
-        ConnError::Timeout if hello_wait == HELLO_WAIT => {
+        ConnError::Timeout if purpose == For::NewTest => {
             Dial::Failed(format!("{addr} did not answer the bloatlab handshake within {} s: not a bloatlab server?", hello_wait.as_secs()))
         }
         ConnError::Timeout => {
@@ -108,7 +123,7 @@ fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, hello_wait: Duration) -> R
         // A server refusing more connections than it can explain (a flood of
         // them) closes the rest without a word: for a flow of an accepted
         // test that is a busy server, retried like one.
-        ConnError::Closed if hello_wait == JOIN_HELLO_WAIT => {
+        ConnError::Closed if purpose == For::Flow => {
             Dial::Busy(format!("{addr} closed a flow's connection during the handshake without a reason (an overloaded server refuses that way)"))
         }
         ConnError::Closed => Dial::Failed(format!("{addr} closed the connection during the handshake: not a bloatlab server, or it refused us")),
@@ -186,7 +201,7 @@ fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Re
     let t0 = std::time::Instant::now();
     let mut pause = Duration::from_millis(20);
     let mut s = loop {
-        match dial(addr, cfg, cc, JOIN_HELLO_WAIT) {
+        match dial(addr, cfg, cc, For::Flow) {
             Ok(s) => break s,
             Err(Dial::Busy(_)) if t0.elapsed() + pause < BUSY_RETRY_FOR => {
                 // Jitter from the clock's low bits spreads clients that were refused together.
