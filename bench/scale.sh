@@ -27,7 +27,7 @@ SRV=
 cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$W"; }
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || true
-$BL server --bind 127.0.0.1 --port 19791 --max-tests $C --max-tests-per-source $C \
+$BL server --bind 127.0.0.1 --port 19791 --no-rpm --max-tests $C --max-tests-per-source $C \
   --max-conns $((C * 8)) --max-conns-per-source $((C * 8)) --idle-timeout 60s > "$W/srv.out" 2> "$W/srv.log" & SRV=$!
 sleep 0.5
 base=$(awk '/VmRSS/{print $2}' /proc/$SRV/status)

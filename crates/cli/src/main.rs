@@ -7,6 +7,7 @@ mod emulate;
 mod lab;
 mod recipe;
 mod report;
+mod rpm;
 mod test;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,8 @@ pub(crate) enum Cmd {
     Server(test::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
     Test(Box<test::TestArgs>),
+    /// Measure responsiveness (RPM) the IETF way against an HTTPS responsiveness server.
+    Rpm(Box<rpm::RpmArgs>),
     /// Write an HTML report with plots for a result, or a comparison of several.
     Report(report::ReportArgs),
     /// Draw one plot (timeseries, throughput, latency, cdf, box, queue, tcp) as PNG or SVG.
@@ -80,6 +83,7 @@ fn main() {
     let res = match cli.cmd {
         Cmd::Server(a) => test::run_server(a),
         Cmd::Test(a) => run_test(*a),
+        Cmd::Rpm(a) => rpm::run_rpm(*a),
         Cmd::Report(a) => a.run(),
         Cmd::Plot(a) => a.run(),
         Cmd::Export(a) => a.run(),

@@ -79,6 +79,23 @@ pub struct ServerArgs {
     /// No log lines (by default one JSON line per test and per refusal on stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// HTTPS port of the IETF responsiveness (RPM) endpoints for
+    /// networkQuality-style clients and `bloatlab rpm` (0 = pick one).
+    #[arg(long, default_value_t = bloatlab_model::DEFAULT_RPM_PORT, value_name = "PORT")]
+    pub rpm_port: u16,
+    /// Serve only the bloatlab protocol, no RPM endpoints.
+    #[arg(long, conflicts_with_all = ["rpm_port", "rpm_cert", "rpm_key", "rpm_name"])]
+    pub no_rpm: bool,
+    /// Certificate chain (PEM) of the RPM endpoints [default: a self-signed
+    /// certificate made at start; its SHA-256 is printed].
+    #[arg(long, value_name = "FILE", requires = "rpm_key")]
+    pub rpm_cert: Option<std::path::PathBuf>,
+    /// Private key (PEM) of --rpm-cert.
+    #[arg(long, value_name = "FILE", requires = "rpm_cert")]
+    pub rpm_key: Option<std::path::PathBuf>,
+    /// Host name the RPM configuration's URLs use [default: the name the client asked for].
+    #[arg(long, value_name = "HOST")]
+    pub rpm_name: Option<String>,
 }
 
 fn parse_server_buffer(s: &str) -> Result<u32, String> {
@@ -86,6 +103,43 @@ fn parse_server_buffer(s: &str) -> Result<u32, String> {
         return Ok(0);
     }
     parse_socket_buffer(s)
+}
+
+impl ServerArgs {
+    /// The RPM service, its certificate files read here at the edge.
+    fn rpm_serve(&self, binds: &[SocketAddr]) -> Result<Option<bloatlab_model::RpmServe>> {
+        use bloatlab_model::{RpmServe, RpmTls};
+        if self.no_rpm {
+            return Ok(None);
+        }
+        let read = |p: &std::path::Path, flag: &str| {
+            std::fs::read_to_string(p).map_err(|e| anyhow!("{flag} {}: {e}", p.display()))
+        };
+        let tls = match (&self.rpm_cert, &self.rpm_key) {
+            (Some(c), Some(k)) => RpmTls::Pem { cert_chain: read(c, "--rpm-cert")?, key: read(k, "--rpm-key")? },
+            _ => {
+                // Names a client may use: the given one, localhost, the bound
+                // addresses and this host's name.
+                let mut names: Vec<String> = self.rpm_name.iter().cloned().collect();
+                names.push("localhost".into());
+                for b in binds {
+                    if !b.ip().is_unspecified() {
+                        names.push(b.ip().to_string());
+                    } else {
+                        names.push("127.0.0.1".into());
+                        names.push("::1".into());
+                    }
+                }
+                let h = bloatlab_host::hostname();
+                if !h.is_empty() {
+                    names.push(h);
+                }
+                names.dedup();
+                RpmTls::SelfSigned { names }
+            }
+        };
+        Ok(Some(RpmServe { port: self.rpm_port, public_name: self.rpm_name.clone(), tls }))
+    }
 }
 
 /// Read a `--secret-file` once, here at the edge.
@@ -108,6 +162,7 @@ impl ServerArgs {
         if binds.is_empty() {
             binds.push(SocketAddr::from(([0u16; 8], self.port)));
         }
+        let rpm = self.rpm_serve(&binds)?;
         let cfg = ServerConfig {
             binds,
             max_duration: self.max_duration,
@@ -122,6 +177,7 @@ impl ServerArgs {
             disclose_host: self.disclose_host,
             allowed_cc: self.allow_cc.clone(),
             max_socket_buffer: self.max_socket_buffer,
+            rpm,
         };
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
@@ -172,6 +228,25 @@ pub struct LoadArgs {
     /// UDP payload of each load datagram, bytes (64..1472) [default: 1400].
     #[arg(long, value_name = "BYTES", requires = "udp")]
     pub udp_size: Option<u32>,
+    /// Also ping HOST (ICMP echo; repeatable) while the test runs: a gateway,
+    /// any host without a bloatlab server (unprivileged ping sockets where
+    /// net.ipv4.ping_group_range allows, else raw sockets as root).
+    #[arg(long = "ping", value_name = "HOST", value_parser = parse_ping)]
+    pub ping: Vec<bloatlab_model::PingTarget>,
+    /// Also time TCP connects to HOST:PORT (repeatable) while the test runs.
+    #[arg(long = "tcp-ping", value_name = "HOST:PORT", value_parser = parse_tcp_ping)]
+    pub tcp_ping: Vec<bloatlab_model::PingTarget>,
+    /// Interval of each --ping / --tcp-ping target [default: 100ms].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ping_interval: Option<Duration>,
+}
+
+fn parse_ping(s: &str) -> Result<bloatlab_model::PingTarget, String> {
+    bloatlab_model::PingTarget::icmp(s)
+}
+
+fn parse_tcp_ping(s: &str) -> Result<bloatlab_model::PingTarget, String> {
+    bloatlab_model::PingTarget::tcp(s)
 }
 
 fn parse_udp_rate(s: &str) -> Result<u64, String> {
@@ -199,6 +274,12 @@ impl LoadArgs {
             cc: self.cc.clone(),
             socket_buffer: self.socket_buffer,
             dscp: self.dscp.clone().map(|d| d.0),
+            pings: if self.ping.is_empty() && self.tcp_ping.is_empty() {
+                None
+            } else {
+                Some(self.ping.iter().chain(self.tcp_ping.iter()).cloned().collect())
+            },
+            ping_interval: self.ping_interval,
             udp: self.udp.map(|rate_bps| bloatlab_model::UdpLoad {
                 rate_bps,
                 payload: self.udp_size.unwrap_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT),
@@ -311,9 +392,24 @@ pub fn run_server(a: ServerArgs) -> Result<i32> {
 
 fn serve(cfg: ServerConfig) -> Result<i32> {
     let quiet = cfg.quiet;
-    let srv = Server::start(cfg).map_err(|e| anyhow!(e))?;
+    let rpm_cfg = cfg.rpm.clone();
+    let srv = Server::start(cfg.clone()).map_err(|e| anyhow!(e))?;
     let list: Vec<String> = srv.addrs.iter().map(|a| a.to_string()).collect();
+    let rpm = match &rpm_cfg {
+        Some(r) => Some(bloatlab_rpm::RpmServer::start(&cfg, r, srv.connection_quota()).map_err(|e| {
+            anyhow!("{e} (--rpm-port chooses another port, --no-rpm serves without the RPM endpoints)")
+        })?),
+        None => None,
+    };
     println!("bloatlab server listening on {} (tcp+udp)", list.join(", "));
+    if let Some(r) = &rpm {
+        let urls: Vec<String> = r.addrs.iter().map(|a| {
+            let host = if a.ip().is_unspecified() { "HOST".to_string() } else { a.ip().to_string() };
+            r.config_url(&host, a.port())
+        }).collect();
+        let cert = if r.self_signed { "self-signed certificate" } else { "certificate" };
+        println!("bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}", urls.join(", "), r.fingerprint);
+    }
     std::io::stdout().flush().ok();
     signals::install();
     while signals::pending() == 0 {

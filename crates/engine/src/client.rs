@@ -280,6 +280,14 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         },
         None => None,
     };
+    // Pings to other hosts, at 3/4 of the probe interval's phase.
+    let mut pingers = vec![];
+    for t in &cfg.pings {
+        match crate::ping::Pinger::start(t, cfg.ping_interval, first_due + iv * 3 / 4) {
+            Ok(p) => pingers.push(p),
+            Err(e) => return fail(format!("--ping: {e}")),
+        }
+    }
     let rr = match join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token }).and_then(|s| {
         RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string())
     }) {
@@ -355,6 +363,21 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
     let rr_records: Vec<RrRecord> = rr.finish();
     let exchanges: Vec<Exchange> = probes.finish(drain);
     let wexchanges: Vec<Exchange> = wprobes.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
+    // The pingers kept sending through the probes' drain, so the last
+    // phase's pings have had that long to come back.
+    let interval_ms = cfg.ping_interval.as_secs_f64() * 1e3;
+    let pings: Vec<_> = pingers
+        .into_iter()
+        .map(|p| {
+            let info = bloatlab_results::PingInfo {
+                target: p.target.label(),
+                address: p.addr.to_string(),
+                method: p.method.to_string(),
+                interval_ms,
+            };
+            (info, p.finish(Duration::from_millis(300)))
+        })
+        .collect();
 
     let complete = error.is_none() && !interrupted;
     let reason = if interrupted {
@@ -371,6 +394,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         socket: socket_info,
         witness: witness.as_ref().map(|(a, _)| a.to_string()),
         probe_timestamps,
+        pings,
     };
     let result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
     let line = summarize::one_line(&result);

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod conn;
 pub mod flow;
+pub mod ping;
 pub mod udpflow;
 pub mod probe;
 pub mod quota;

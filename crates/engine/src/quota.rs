@@ -124,3 +124,71 @@ mod tests {
         assert_eq!((q.total(), q.sources()), (0, 0));
     }
 }
+
+/// How a server logs refusals under a flood: at most one line a second, each
+/// carrying how many peers were refused since the previous line and the
+/// latest one's address and reason. A count left over when the flood stops
+/// is written by [`RefusalLog::due`] once its second is up, so the log's
+/// counts always add up to every refusal.
+#[derive(Debug, Default)]
+pub struct RefusalLog {
+    untold: u64,
+    last_line: Option<std::time::Instant>,
+    latest: Option<(std::net::SocketAddr, String)>,
+}
+
+/// One line to write: the latest refused peer, why, and how many since the
+/// last line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusalLine {
+    pub peer: std::net::SocketAddr,
+    pub reason: String,
+    pub refused: u64,
+}
+
+impl RefusalLog {
+    /// Count a refusal; returns the line to write now, if one is due.
+    pub fn note(&mut self, peer: std::net::SocketAddr, reason: String, now: std::time::Instant) -> Option<RefusalLine> {
+        self.untold += 1;
+        self.latest = Some((peer, reason));
+        self.due(now)
+    }
+
+    /// The line to write now for refusals not yet logged, if a second has
+    /// passed since the last line (call it periodically).
+    pub fn due(&mut self, now: std::time::Instant) -> Option<RefusalLine> {
+        if self.untold == 0 || self.last_line.is_some_and(|t| now.saturating_duration_since(t) < std::time::Duration::from_secs(1)) {
+            return None;
+        }
+        let (peer, reason) = self.latest.take()?;
+        self.last_line = Some(now);
+        Some(RefusalLine { peer, reason, refused: std::mem::take(&mut self.untold) })
+    }
+}
+
+#[cfg(test)]
+mod refusal_log_tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_flood_is_one_line_a_second_and_the_leftover_count_is_flushed() {
+        let p = |n: u16| std::net::SocketAddr::from(([192, 0, 2, 1], n));
+        let t0 = Instant::now();
+        let ms = |m: u64| t0 + Duration::from_millis(m);
+        let mut l = RefusalLog::default();
+        assert_eq!(l.due(t0), None, "nothing refused, nothing to say");
+        // The first refusal is written at once.
+        assert_eq!(l.note(p(1), "a".into(), ms(0)), Some(RefusalLine { peer: p(1), reason: "a".into(), refused: 1 }));
+        // Five more within the second: counted, not written.
+        for i in 0..5 {
+            assert_eq!(l.note(p(2 + i), format!("b{i}"), ms(100 + 100 * i as u64)), None);
+        }
+        assert_eq!(l.due(ms(999)), None);
+        // The flood stopped: the periodic check writes the five, naming the latest.
+        assert_eq!(l.due(ms(1000)), Some(RefusalLine { peer: p(6), reason: "b4".into(), refused: 5 }));
+        assert_eq!(l.due(ms(5000)), None, "each refusal is counted once");
+        // A refusal a second or more after the last line is written at once.
+        assert_eq!(l.note(p(9), "c".into(), ms(2000)), Some(RefusalLine { peer: p(9), reason: "c".into(), refused: 1 }));
+    }
+}

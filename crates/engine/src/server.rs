@@ -178,6 +178,11 @@ impl Server {
     pub fn open_connections(&self) -> u32 {
         self.shared.conns.total()
     }
+    /// The connection counters (total and per source), for other services
+    /// of the same server to take their connections from.
+    pub fn connection_quota(&self) -> Arc<Quota> {
+        self.shared.conns.clone()
+    }
 }
 
 /// Bind TCP, then UDP on the same port (retrying with a new ephemeral port if
@@ -200,7 +205,9 @@ fn bind_pair(addr: SocketAddr) -> std::io::Result<(TcpListener, UdpSocket)> {
     Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port for both TCP and UDP"))
 }
 
-fn make_socket(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
+/// A bound socket: dual stack on `[::]`, SO_REUSEADDR for TCP (the RPM
+/// service binds its listeners with this too).
+pub fn make_socket(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
     let proto = if ty == Type::STREAM { Protocol::TCP } else { Protocol::UDP };
     let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
     if addr.is_ipv6() {
@@ -224,8 +231,9 @@ fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
 }
 
 /// `{"time":..,"event":..,<fields>}`: time and event first, for people
-/// reading the log; the fields in name order.
-fn log_line(now_ns: u64, event: &str, fields: &serde_json::Value) -> String {
+/// reading the log; the fields in name order. The RPM service logs in this
+/// form too.
+pub fn log_line(now_ns: u64, event: &str, fields: &serde_json::Value) -> String {
     let head = format!("{{\"time\":{},\"event\":{}", json!(bloatlab_model::units::rfc3339(now_ns)), json!(event));
     match fields.as_object() {
         Some(m) if !m.is_empty() => format!("{head},{}", &fields.to_string()[1..]),
@@ -323,15 +331,19 @@ fn refuse_busy(sh: &Shared, s: TcpStream, peer: SocketAddr, reason: String) {
 /// reason before the close (closing with the peer's unread bytes would send
 /// a reset that may destroy it). One thread; at most [`LINGERING`] sockets
 /// wait, the oldest is closed first; the log gets at most one line a second
-/// with the count.
+/// with the count ([`crate::quota::RefusalLog`]).
 fn refuser(rx: mpsc::Receiver<(TcpStream, SocketAddr, String)>, sh: Arc<Shared>) {
     let mut waiting: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
     let close = |s: TcpStream| {
         let mut sink = [0u8; 512];
         while matches!((&s).read(&mut sink), Ok(n) if n > 0) {}
     };
-    let mut last_log: Option<Instant> = None;
-    let mut untold = 0u64;
+    let mut told = crate::quota::RefusalLog::default();
+    let say = |line: Option<crate::quota::RefusalLine>| {
+        if let Some(l) = line {
+            log(&sh, "busy", json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
+        }
+    };
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok((s, peer, reason)) => {
@@ -347,14 +359,9 @@ fn refuser(rx: mpsc::Receiver<(TcpStream, SocketAddr, String)>, sh: Arc<Shared>)
                         }
                     }
                 }
-                untold += 1;
-                if last_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-                    log(&sh, "busy", json!({"client": peer.to_string(), "refused": untold, "reason": reason}));
-                    untold = 0;
-                    last_log = Some(Instant::now());
-                }
+                say(told.note(peer, reason, Instant::now()));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => say(told.due(Instant::now())),
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
         while waiting.front().is_some_and(|(t, _)| t.elapsed() >= LINGER) {
@@ -369,8 +376,13 @@ fn tune_accepted(s: &TcpStream) {
     let _ = s.set_nodelay(true);
     // A peer that stops reading cannot pin this thread on a write.
     let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-    // A peer that vanished without a FIN is noticed by the kernel.
-    let sr = SockRef::from(s);
+    watch_peer(&SockRef::from(s));
+}
+
+/// TCP keepalive and TCP_USER_TIMEOUT on an accepted connection: a peer
+/// that vanished without a FIN or RST is noticed by the kernel within about
+/// 30 s (the RPM service uses this too).
+pub fn watch_peer(sr: &SockRef) {
     let ka = TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_INTERVAL).with_retries(KEEPALIVE_RETRIES);
     let _ = sr.set_tcp_keepalive(&ka);
     let _ = sr.set_tcp_user_timeout(Some(USER_TIMEOUT));

@@ -5,8 +5,8 @@ use crate::flow::{FlowSamples, RecvOutcome};
 use crate::probe::{Exchange, RrRecord};
 use bloatlab_metrics as m;
 use bloatlab_results::{
-    ClockOffset, Direction, Flow, GoodputSample, Headline, HostInfo, Metadata, Phase, Probe, RrSample, SocketInfo,
-    Summary, TcpInfoSample, TestResult, SCHEMA_NAME, SCHEMA_VERSION,
+    ClockOffset, Direction, Flow, GoodputSample, Headline, HostInfo, Metadata, Phase, PingInfo, PingSample, PingSeries,
+    PingSummary, Probe, RrSample, SocketInfo, Summary, TcpInfoSample, TestResult, SCHEMA_NAME, SCHEMA_VERSION,
 };
 use bloatlab_wire::{FlowSpec, ServerFlowReport, PROTOCOL_VERSION};
 use std::net::SocketAddr;
@@ -47,6 +47,8 @@ pub struct MetaIn<'a> {
     pub socket: SocketInfo,
     pub witness: Option<String>,
     pub probe_timestamps: String,
+    /// Pings to other hosts: each target as run and every ping.
+    pub pings: Vec<(PingInfo, Vec<crate::ping::PingSample>)>,
 }
 
 fn rel(t: u64, start: u64) -> u64 {
@@ -94,6 +96,35 @@ fn witness_in(ex: &[Exchange], start: u64, end: u64, t0: u64) -> Vec<Probe> {
             server_rx_unix_ns: None,
             owd_up_ns: None,
             owd_down_ns: None,
+        })
+        .collect()
+}
+
+/// Each target's pings sent within [start, end).
+fn pings_in(pings: &[(PingInfo, Vec<crate::ping::PingSample>)], start: u64, end: u64, t0: u64) -> Vec<PingSeries> {
+    pings
+        .iter()
+        .map(|(info, v)| PingSeries {
+            target: info.target.clone(),
+            samples: v.iter().filter(|x| x.0 >= start && x.0 < end).map(|x| PingSample { t_ns: rel(x.0, t0), rtt_ns: x.1 }).collect(),
+        })
+        .collect()
+}
+
+/// Each ping target's latency in a phase, and what the load added to it
+/// (against the same target's idle p50).
+pub fn ping_summaries(p: &Phase, idle: Option<&Phase>) -> Vec<PingSummary> {
+    p.pings
+        .iter()
+        .map(|ps| {
+            let rtts: Vec<Option<u64>> = ps.samples.iter().map(|x| x.rtt_ns).collect();
+            let latency = m::latency_stats_ns(&rtts);
+            let idle_p50 = idle
+                .and_then(|i| i.summary.pings.iter().find(|q| q.target == ps.target))
+                .filter(|q| q.latency.received > 0)
+                .map(|q| q.latency.p50_ms);
+            let added = if p.name == "idle" || latency.received == 0 { None } else { m::added_latency_ms(Some(latency.p50_ms), idle_p50) };
+            PingSummary { target: ps.target.clone(), latency, added_latency_ms: added }
         })
         .collect()
 }
@@ -149,10 +180,10 @@ pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms:
             s.smoothness_hz = hz;
         }
     }
-    let ok: Vec<u64> = p.probes.iter().filter_map(|x| x.rtt_ns).collect();
-    s.rpm = m::rpm_from_rtts_ns(&ok);
-    let rr_ok: Vec<u64> = p.rr.iter().filter(|r| r.completed).map(|r| r.rtt_ns).collect();
-    s.rr_rpm = m::rpm_from_rtts_ns(&rr_ok);
+    // UDP-probe RPM: every probe sent, a lost one counted at the loss threshold.
+    s.rpm = m::rpm_from_probes_ns(&rtts);
+    let rr_all: Vec<Option<u64>> = p.rr.iter().map(|r| r.completed.then_some(r.rtt_ns)).collect();
+    s.rr_rpm = m::rpm_from_probes_ns(&rr_all);
     s.upload_gb_per_month = m::gb_per_month(s.upload_bps);
     s.download_gb_per_month = m::gb_per_month(s.download_bps);
     s
@@ -253,6 +284,7 @@ pub fn build_result(
                 .map(|(i, x)| RrSample { seq: i as u32, t_ns: rel(x.0, t0), rtt_ns: x.1, completed: x.2 })
                 .collect(),
             witness_probes: witness_in(wex, start, end, t0),
+            pings: pings_in(&mi.pings, start, end, t0),
             summary: Summary::default(),
         });
     }
@@ -260,6 +292,7 @@ pub fn build_result(
     let mut idle = idle.into_iter().next();
     if let Some(i) = idle.as_mut() {
         i.summary = summarize_phase(i, None, None);
+        i.summary.pings = ping_summaries(i, None);
     }
     let idle_p50 = idle.as_ref().filter(|i| i.summary.latency.received > 0).map(|i| i.summary.latency.p50_ms);
     let idle_w = idle
@@ -271,6 +304,7 @@ pub fn build_result(
         .into_iter()
         .map(|mut p| {
             p.summary = summarize_phase(&p, idle_p50, idle_w);
+            p.summary.pings = ping_summaries(&p, idle.as_ref());
             p
         })
         .collect();
@@ -301,6 +335,7 @@ pub fn build_result(
             socket: mi.socket.clone(),
             witness_address: mi.witness.clone(),
             probe_timestamps: mi.probe_timestamps.clone(),
+            pings: mi.pings.iter().map(|(i, _)| i.clone()).collect(),
         },
         headline: headline(idle.as_ref(), &scenarios),
         idle,
@@ -362,8 +397,9 @@ mod tests {
         assert_eq!(s2.added_latency_ms, Some(100.0));
         assert_eq!((s2.latency.sent, s2.latency.lost), (4, 1));
         assert!((s2.latency.loss_pct - 25.0).abs() < 1e-9);
-        // RPM of 100/102/104 ms: n=3 keeps all 3 (floor(3*0.05)=0 dropped); mean 102 -> 60000/102.
-        assert!((s2.rpm.unwrap() - 60000.0 / 102.0).abs() < 1e-6);
+        // UDP RPM of 100/102/104 ms and one lost probe counted as 3000 ms:
+        // n=4 keeps all 4 (floor(4*0.05)=0 dropped); mean 826.5 -> 60000/826.5.
+        assert!((s2.rpm.unwrap() - 60000.0 / 826.5).abs() < 1e-6);
     }
 
     #[test]

@@ -103,6 +103,13 @@ fn getsockopt_int(sock: &impl AsRawFd, level: i32, opt: i32) -> Option<i32> {
     (r == 0).then_some(v)
 }
 
+/// TCP_NOTSENT_LOWAT: the socket accepts new data only while fewer than
+/// `bytes` sit unsent in its buffer, so data written later (a small
+/// response on a busy HTTP/2 connection) waits behind at most that much.
+pub fn set_notsent_lowat(sock: &impl AsRawFd, bytes: i32) -> std::io::Result<()> {
+    set_int(sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
+}
+
 pub fn set_int(sock: &impl AsRawFd, level: i32, opt: i32, v: i32) -> std::io::Result<()> {
     // SAFETY: int-sized option.
     let r = unsafe {

@@ -130,6 +130,14 @@ impl Lab {
                 // The lab's own hosts: results record both ends' kernels.
                 disclose_host: true,
                 max_tests_per_source: ServerConfig::default().max_tests,
+                // The IETF responsiveness endpoints too, so `bloatlab rpm`
+                // and networkQuality clients can be run through the lab's
+                // link (self-signed: clients use --insecure).
+                rpm: Some(bloatlab_model::RpmServe {
+                    port: bloatlab_model::DEFAULT_RPM_PORT,
+                    public_name: None,
+                    tls: bloatlab_model::RpmTls::SelfSigned { names: vec!["localhost".into()] },
+                }),
                 ..Default::default()
             };
             let job = self.run_dir.join(format!("{}-server.job.json", h.role));
@@ -192,6 +200,20 @@ impl Lab {
         opts.test.apply(&mut test);
         test.server = self.addr(&self.server.clone());
         test.witness = Some(self.addr(&self.witness.clone()));
+        // `--ping router` (or client, server, witness): that lab host's
+        // address, so hosts without a bloatlab server can be pinged by role.
+        for p in &mut test.pings {
+            let host = match p.host.as_str() {
+                "router" => Some(&self.router),
+                "server" => Some(&self.server),
+                "witness" => Some(&self.witness),
+                "client" => Some(&self.client),
+                _ => None,
+            };
+            if let Some(h) = host {
+                p.host = if self.cfg.ipv6 { h.v6.clone() } else { h.v4.clone() };
+            }
+        }
         test.command = opts.command.clone();
         test.validate().map_err(|e| anyhow!("after `--`: {e}"))?;
         self.start_servers()?;

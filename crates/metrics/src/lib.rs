@@ -11,6 +11,8 @@
 //! * [`hz_from_ms`], [`rpm_from_ms`], [`rpm_from_rtts_ms`],
 //!   [`trimmed_mean_single_sided`]: responsiveness units and the IETF RPM
 //!   draft's 95% single-sided trimmed mean;
+//! * [`ProbeRtts::responsiveness`], [`Stability`]: the IETF responsiveness
+//!   draft's formula over foreign and self probes and its stability test;
 //! * [`gb_per_month`]: goodput × 30 days in GB (10⁹ bytes);
 //! * [`rate_series`], [`steady_goodput_bps`], [`TRIMMING_RULE`]: goodput;
 //! * [`GapTracker`], [`smoothness`], [`responsiveness`]: seed 003's Hz numbers;
@@ -27,6 +29,7 @@ pub mod queue;
 pub mod udp;
 mod rates;
 mod responsiveness;
+mod rpm;
 mod stats;
 
 pub use clock::{
@@ -38,10 +41,11 @@ pub use goodput::{
     DEFAULT_TRIM_END, DEFAULT_TRIM_START, MIN_WINDOW_SAMPLES, TRIMMING_RULE,
 };
 pub use rates::{
-    gb_per_month, goodput_share, hz_from_ms, rpm_from_ms, rpm_from_rtts_ms, rpm_from_rtts_ns,
-    trimmed_mean_single_sided, RPM_KEEP_FRACTION, SECONDS_PER_MONTH, TCP_PAYLOAD_PER_FRAME,
+    gb_per_month, goodput_share, hz_from_ms, rpm_from_ms, rpm_from_probes_ns, rpm_from_rtts_ms, rpm_from_rtts_ns,
+    trimmed_mean_single_sided, RPM_KEEP_FRACTION, RPM_LOST_PROBE_MS, SECONDS_PER_MONTH, TCP_PAYLOAD_PER_FRAME,
 };
 pub use responsiveness::{responsiveness, smoothness, GapTracker};
+pub use rpm::{ProbeRtts, Responsiveness, Stability, RPM_MAD, RPM_MNP, RPM_MPS, RPM_SDT};
 pub use stats::{
     added_latency_ms, latency_stats_ns, mean, percentile, percentile_sorted, ping_stats, PingStats,
 };

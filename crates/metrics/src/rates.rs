@@ -62,6 +62,19 @@ pub fn rpm_from_rtts_ms(rtts_ms: &[f64]) -> Option<f64> {
     rpm_from_ms(trimmed_mean_single_sided(rtts_ms, RPM_KEEP_FRACTION)?)
 }
 
+/// A probe without a reply counts in the UDP-probe RPM as a round trip of
+/// this long: the client waits at least this long (its drain after the last
+/// scenario) for any reply, so a lost probe took at least this long.
+pub const RPM_LOST_PROBE_MS: f64 = 3000.0;
+
+/// The UDP-probe RPM: [`rpm_from_rtts_ms`] over every probe sent, a lost one
+/// (`None`) counted as [`RPM_LOST_PROBE_MS`]. Loss thus lowers the figure
+/// once it exceeds the 5% the trimmed mean drops. `None` without probes.
+pub fn rpm_from_probes_ns(rtts_ns: &[Option<u64>]) -> Option<f64> {
+    let ms: Vec<f64> = rtts_ns.iter().map(|r| r.map(|ns| ns as f64 / 1e6).unwrap_or(RPM_LOST_PROBE_MS)).collect();
+    rpm_from_rtts_ms(&ms)
+}
+
 /// [`rpm_from_rtts_ms`] for RTTs in integer nanoseconds.
 pub fn rpm_from_rtts_ns(rtts_ns: &[u64]) -> Option<f64> {
     let ms: Vec<f64> = rtts_ns.iter().map(|&ns| ns as f64 / 1e6).collect();
@@ -176,5 +189,21 @@ mod tests {
         // 100 Mbit/s = 12.5e6 B/s x 2.592e6 s = 32 400 GB
         assert!(close(gb_per_month(100e6), 32_400.0, 1e-6));
         assert_eq!(gb_per_month(0.0), 0.0);
+    }
+
+    #[test]
+    fn lost_probes_count_as_the_loss_threshold() {
+        // 19 at 10 ms + 1 lost: n = 20 drops 1 (the lost one) -> 10 ms -> 6000 RPM.
+        let mut v: Vec<Option<u64>> = vec![Some(10_000_000); 19];
+        v.push(None);
+        assert!((rpm_from_probes_ns(&v).unwrap() - 6000.0).abs() < 1e-9);
+        // 18 + 2 lost: drop 1; (18 x 10 + 3000) / 19 = 167.37 ms -> 358.5 RPM.
+        let mut w: Vec<Option<u64>> = vec![Some(10_000_000); 18];
+        w.extend([None, None]);
+        let want = 60000.0 / ((180.0 + 3000.0) / 19.0);
+        assert!((rpm_from_probes_ns(&w).unwrap() - want).abs() < 1e-9);
+        // All lost: 3 s each -> 20 RPM; no probes: none.
+        assert!((rpm_from_probes_ns(&[None, None]).unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(rpm_from_probes_ns(&[]), None);
     }
 }

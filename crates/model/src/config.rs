@@ -65,6 +65,16 @@ pub struct TestConfig {
     /// sign the probes.
     #[serde(default)]
     pub secret: Option<Secret>,
+    /// Hosts probed by ICMP echo or TCP connect while the test runs.
+    #[serde(default)]
+    pub pings: Vec<crate::PingTarget>,
+    /// How often each of `pings` is probed.
+    #[serde(default = "default_ping_interval")]
+    pub ping_interval: Duration,
+}
+
+fn default_ping_interval() -> Duration {
+    crate::DEFAULT_PING_INTERVAL
 }
 
 impl Default for TestConfig {
@@ -88,6 +98,8 @@ impl Default for TestConfig {
             command: vec![],
             connect_timeout: Duration::from_secs(5),
             secret: None,
+            pings: vec![],
+            ping_interval: crate::DEFAULT_PING_INTERVAL,
         }
     }
 }
@@ -207,6 +219,12 @@ impl TestConfig {
         if let Some(w) = &self.witness {
             split_host_port(w, self.port).map_err(|e| format!("--witness: {e}"))?;
         }
+        if self.pings.len() > 8 {
+            return Err(format!("--ping / --tcp-ping: at most 8 targets ({} given)", self.pings.len()));
+        }
+        if !self.pings.is_empty() && (self.ping_interval < Duration::from_millis(10) || self.ping_interval > Duration::from_secs(10)) {
+            return Err("--ping-interval must be between 10ms and 10s".into());
+        }
         Ok(())
     }
 
@@ -233,6 +251,10 @@ pub struct TestOverrides {
     pub dscp: Option<Vec<Dscp>>,
     #[serde(default)]
     pub udp: Option<UdpLoad>,
+    #[serde(default)]
+    pub pings: Option<Vec<crate::PingTarget>>,
+    #[serde(default)]
+    pub ping_interval: Option<Duration>,
 }
 
 impl TestOverrides {
@@ -271,6 +293,12 @@ impl TestOverrides {
         if let Some(v) = self.udp {
             t.udp = Some(v);
         }
+        if let Some(v) = &self.pings {
+            t.pings = v.clone();
+        }
+        if let Some(v) = self.ping_interval {
+            t.ping_interval = v;
+        }
     }
 
     /// Options set in `other` win over ours.
@@ -278,7 +306,7 @@ impl TestOverrides {
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
         }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp);
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp, pings, ping_interval);
     }
 }
 
@@ -313,6 +341,8 @@ pub struct ServerConfig {
     /// Largest SO_SNDBUF/SO_RCVBUF a client may ask for, bytes (0 = clients may
     /// not set buffers; the kernel's autotuning always applies).
     pub max_socket_buffer: u32,
+    /// Also serve the IETF responsiveness (RPM) endpoints over HTTPS.
+    pub rpm: Option<crate::RpmServe>,
 }
 
 impl Default for ServerConfig {
@@ -331,6 +361,7 @@ impl Default for ServerConfig {
             disclose_host: false,
             allowed_cc: vec![],
             max_socket_buffer: 64 << 20,
+            rpm: None,
         }
     }
 }
@@ -363,6 +394,9 @@ impl ServerConfig {
                 return Err("--allow-cc: an empty name".into());
             }
             check_cc(cc).map_err(|e| format!("--allow-cc: {e}"))?;
+        }
+        if let Some(r) = &self.rpm {
+            r.validate()?;
         }
         Ok(())
     }

@@ -323,7 +323,7 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
             out.push_str(&format!("Scenario {}: {} uploads, {} downloads... {}\n", i + 1, ph.uploads, ph.downloads, parts.join(", ")));
         }
         out.push_str("```\n\n");
-        let headers = ["scenario", "up", "down", "responsiveness", "smoothness", "latency p50", "latency p99", "added p50", "RPM", "GB/month up/down"];
+        let headers = ["scenario", "up", "down", "responsiveness", "smoothness", "latency p50", "latency p99", "added p50", "UDP RPM", "GB/month up/down"];
         let rows: Vec<Vec<String>> = res
             .scenarios
             .iter()

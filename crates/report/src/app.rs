@@ -91,7 +91,36 @@ fn parent_dir(p: &Path) -> PathBuf {
     }
 }
 
+/// The result of `bloatlab rpm --json`, if `path` holds one.
+pub fn read_rpm_result(path: &Path) -> Option<bloatlab_results::RpmResult> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    if v.get("schema").is_some() || v.get("stages").is_none() || v.get("method").is_none() {
+        return None;
+    }
+    serde_json::from_value(v).ok()
+}
+
+/// Write `DIR/STEM.html` for an RPM result; returns its path.
+pub fn write_rpm_report(r: &bloatlab_results::RpmResult, dir: &Path, stem: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let html = dir.join(format!("{stem}.html"));
+    std::fs::write(&html, crate::rpm_html(r)?).with_context(|| format!("writing {}", html.display()))?;
+    Ok(html)
+}
+
 pub fn run_report(a: ReportRequest) -> Result<i32> {
+    if let [one] = a.results.as_slice() {
+        if let Some(r) = read_rpm_result(one) {
+            let dir = a.out.clone().unwrap_or_else(|| parent_dir(one));
+            let html = write_rpm_report(&r, &dir, &a.name.clone().unwrap_or_else(|| stem_of(one)))?;
+            if !a.quiet {
+                print!("{}", crate::rpm_table(&r));
+            }
+            println!("wrote {}", html.display());
+            return Ok(0);
+        }
+    }
     let (labels, results) = load_all(&a.results)?;
     let rs = runs(&labels, &results);
     let dir = a.out.clone().unwrap_or_else(|| parent_dir(&a.results[0]));

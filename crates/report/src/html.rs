@@ -99,7 +99,7 @@ fn verdict_block(r: &TestResult) -> String {
     let v = verdict(r);
     let head = match v.added_latency_ms {
         Some(a) => format!(
-            "{} ms added latency under load{}",
+            "{} ms added latency under load (median UDP-probe round trip, loaded vs idle){}",
             signed(a),
             v.worst_scenario.as_ref().map(|s| format!(" (worst: {s})")).unwrap_or_default()
         ),
@@ -132,7 +132,7 @@ fn cards(r: &TestResult) -> String {
     s.push_str(&card("Link responsiveness", opt_sig3(h.link_responsiveness_hz), "Hz", "1 / worst TCP request-response round trip under load"));
     s.push_str(&card("Flow smoothness", opt_sig3(h.flow_smoothness_hz), "Hz", "1 / longest gap between data arrivals in a bulk flow"));
     s.push_str(&card("Latency idle → loaded", format!("{}\u{a0}→ {}", opt_sig3(h.idle_latency_ms), opt_sig3(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
-    s.push_str(&card("Responsiveness", h.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), "RPM", "round trips per minute under load (IETF responsiveness draft)"));
+    s.push_str(&card("UDP-probe RPM", h.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), "RPM", "60000 / the 95% trimmed mean of the UDP probes' round trips under load, a lost probe counted as 3 s (the IETF draft's unit, not its method: bloatlab rpm runs that)"));
     s.push_str("</section>\n");
     s
 }
@@ -162,7 +162,7 @@ fn phase_cells(p: &Phase) -> Vec<String> {
 fn summary_html(r: &TestResult) -> String {
     let head = [
         "Phase", "Up Mbit/s", "Down Mbit/s", "RTT min/ avg/max/mdev ms", "p50", "p90", "p99", "Added ms", "Loss", "OWD up/down ms",
-        "Resp Hz", "Smooth Hz", "RPM", "Retrans",
+        "Resp Hz", "Smooth Hz", "UDP RPM", "Retrans",
     ];
     let mut s = String::from("<div class=\"scroll\"><table class=\"summary\"><thead><tr>");
     for h in head {

@@ -13,6 +13,7 @@ mod export;
 mod fmt;
 mod html;
 mod plot;
+mod rpm;
 pub mod series;
 mod table;
 mod verdict;
@@ -24,6 +25,7 @@ pub use html::{render_html, write_html, write_report, ReportFiles};
 pub use plot::{
     plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format, PlotKind, SweepAxes,
 };
+pub use rpm::{rpm_html, rpm_table};
 pub use table::{compare_table, compare_table_labeled, seed003_lines, summary_table};
 pub use verdict::{verdict, Grade, Verdict, GRADE_THRESHOLDS_MS};
 

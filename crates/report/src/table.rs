@@ -106,6 +106,32 @@ pub(crate) fn udp_table(r: &TestResult) -> String {
 
 /// The terminal summary printed after a test: per-phase table, seed 003's
 /// headline four, and the verdict line.
+/// Pings to other hosts (--ping, --tcp-ping): one row per phase and target.
+fn ping_table(r: &TestResult) -> String {
+    if r.metadata.pings.is_empty() {
+        return String::new();
+    }
+    let how: Vec<String> =
+        r.metadata.pings.iter().map(|p| format!("{} = {} ({}, every {} ms)", p.target, p.address, p.method, p.interval_ms)).collect();
+    let mut out = format!("\nPings to other hosts: {}\n", how.join("; "));
+    let mut rows = vec![["Phase", "Target", "RTT p50 ms", "p99 ms", "Added ms", "Loss %"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    for p in r.idle.iter().chain(r.scenarios.iter()) {
+        for s in &p.summary.pings {
+            let l = &s.latency;
+            rows.push(vec![
+                p.name.clone(),
+                s.target.clone(),
+                if l.received > 0 { ms(l.p50_ms) } else { "-".into() },
+                if l.received > 0 { ms(l.p99_ms) } else { "-".into() },
+                s.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
+                format!("{:.1}", l.loss_pct),
+            ]);
+        }
+    }
+    out.push_str(&text_table(&rows));
+    out
+}
+
 pub fn summary_table(r: &TestResult) -> String {
     let mut out = String::new();
     if !r.complete {
@@ -118,7 +144,7 @@ pub fn summary_table(r: &TestResult) -> String {
     out.push('\n');
     let mut rows = vec![[
         "Phase", "Up Mbit/s", "Down Mbit/s", "RTT p50 ms", "p90 ms", "p99 ms", "Added ms", "Loss %",
-        "Resp Hz", "Smooth Hz", "RPM",
+        "Resp Hz", "Smooth Hz", "UDP RPM",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -150,6 +176,7 @@ pub fn summary_table(r: &TestResult) -> String {
         out.push_str(&text_table(&rows));
     }
 
+    out.push_str(&ping_table(r));
     out.push_str(&udp_table(r));
 
     let h = &r.headline;
@@ -174,7 +201,7 @@ pub fn summary_table(r: &TestResult) -> String {
         lat.push_str(&format!(" ({} ms)", signed(a)));
     }
     if let Some(rpm) = h.rpm {
-        lat.push_str(&format!("; RPM {rpm:.0}"));
+        lat.push_str(&format!("; UDP-probe RPM {rpm:.0}"));
     }
     out.push_str(&lat);
     out.push('\n');
@@ -354,7 +381,7 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
     push(&mut rows, Metric { name: "  Idle latency ms".into(), values: all(&|r| r.headline.idle_latency_ms), fmt: fmt_ms });
     push(&mut rows, Metric { name: "  Loaded latency ms".into(), values: all(&|r| r.headline.loaded_latency_ms), fmt: fmt_ms });
     push(&mut rows, Metric { name: "  Added latency ms".into(), values: all(&|r| r.headline.max_added_latency_ms), fmt: fmt_ms });
-    push(&mut rows, Metric { name: "  RPM".into(), values: all(&|r| r.headline.rpm), fmt: fmt_int });
+    push(&mut rows, Metric { name: "  UDP RPM".into(), values: all(&|r| r.headline.rpm), fmt: fmt_int });
 
     // Scenarios by name, in first-seen order.
     let mut names: Vec<String> = Vec::new();
@@ -379,7 +406,7 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
         push(&mut rows, Metric { name: "  Loss %".into(), values: get(&|p| (p.summary.latency.sent > 0).then_some(p.summary.latency.loss_pct)), fmt: fmt_pct });
         push(&mut rows, Metric { name: "  Responsiveness Hz".into(), values: get(&|p| p.summary.responsiveness_hz), fmt: fmt_mbps });
         push(&mut rows, Metric { name: "  Smoothness Hz".into(), values: get(&|p| p.summary.smoothness_hz), fmt: fmt_mbps });
-        push(&mut rows, Metric { name: "  RPM".into(), values: get(&|p| p.summary.rpm), fmt: fmt_int });
+        push(&mut rows, Metric { name: "  UDP RPM".into(), values: get(&|p| p.summary.rpm), fmt: fmt_int });
         push(&mut rows, Metric { name: "  Retransmits".into(), values: get(&|p| (p.uploads + p.downloads > 0).then_some(p.summary.retransmits as f64)), fmt: fmt_int });
     }
     rows

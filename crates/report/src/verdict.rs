@@ -97,7 +97,12 @@ impl Verdict {
     /// "Verdict: C (+142 ms under load) — ..." as printed under tables.
     pub fn line(&self) -> String {
         match self.added_latency_ms {
-            Some(a) => format!("Verdict: {} ({} ms added latency under load) — {}", self.grade, signed(a), self.sentence),
+            Some(a) => format!(
+                "Verdict: {} ({} ms added latency under load: median UDP-probe round trip, loaded vs idle) — {}",
+                self.grade,
+                signed(a),
+                self.sentence
+            ),
             None => format!("Verdict: {} — {}", self.grade, self.sentence),
         }
     }

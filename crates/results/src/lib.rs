@@ -11,6 +11,8 @@
 //! * durations / latencies of raw samples are integer nanoseconds (`*_ns`);
 //! * summary numbers are floats in the unit their name says (`*_ms`, `*_bps`, `*_hz`).
 pub use bloatlab_model::QueueSpec;
+pub mod rpm;
+pub use rpm::{RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA_NAME: &str = "bloatlab-result";
@@ -79,6 +81,9 @@ pub struct Metadata {
     /// How probe times were taken (kernel receive stamps or user-space clock reads).
     #[serde(default)]
     pub probe_timestamps: String,
+    /// Hosts pinged alongside (--ping, --tcp-ping).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pings: Vec<PingInfo>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -168,7 +173,44 @@ pub struct Phase {
     /// UDP probes to the witness host, when one was given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub witness_probes: Vec<Probe>,
+    /// Pings to other hosts (--ping, --tcp-ping), one series per target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pings: Vec<PingSeries>,
     pub summary: Summary,
+}
+
+/// The pings of one target within a phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PingSeries {
+    /// "icmp HOST" or "tcp HOST:PORT".
+    pub target: String,
+    pub samples: Vec<PingSample>,
+}
+
+/// One ping: sent at `t_ns` (test clock); its round trip, null = lost.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct PingSample {
+    pub t_ns: u64,
+    pub rtt_ns: Option<u64>,
+}
+
+/// A ping target's latency in a phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PingSummary {
+    pub target: String,
+    pub latency: LatencyStats,
+    /// latency.p50 - the same target's idle p50, ms.
+    pub added_latency_ms: Option<f64>,
+}
+
+/// A ping target as run: what was asked, the address pinged, and how.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PingInfo {
+    pub target: String,
+    pub address: String,
+    /// "unprivileged ICMP socket", "raw ICMP socket" or "TCP connect".
+    pub method: String,
+    pub interval_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -319,6 +361,9 @@ pub struct Summary {
     pub witness_latency: Option<LatencyStats>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_added_latency_ms: Option<f64>,
+    /// Pings to other hosts, one per target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pings: Vec<PingSummary>,
     pub owd_up_p50_ms: Option<f64>,
     pub owd_up_p99_ms: Option<f64>,
     pub owd_down_p50_ms: Option<f64>,

@@ -15,6 +15,7 @@ pub const PROBE_MAC_LEN: usize = 16;
 
 const CONTROL_LABEL: &[u8] = b"bloatlab-v2 control";
 const PROBE_LABEL: &[u8] = b"bloatlab-v2 probe";
+const RPM_PATH_LABEL: &[u8] = b"bloatlab-v2 rpm path";
 
 fn mac(secret: &Secret) -> HmacSha256 {
     HmacSha256::new_from_slice(secret.bytes()).expect("HMAC takes keys of any length")
@@ -38,6 +39,18 @@ pub fn check_answer(secret: &Secret, nonce: &[u8; NONCE_LEN], answer_hex: &str) 
     m.update(CONTROL_LABEL);
     m.update(nonce);
     m.verify_slice(&bytes).is_ok()
+}
+
+/// The path prefix under which a server with a shared secret serves its
+/// RPM (HTTPS) endpoints: `/nq-` and 32 hex digits of an HMAC of a fixed
+/// label. HTTP clients such as networkQuality cannot answer a challenge, so
+/// the secret grants a URL instead (a capability); whoever holds the
+/// secret derives it, nobody else can.
+pub fn rpm_path_prefix(secret: &Secret) -> String {
+    let mut m = mac(secret);
+    m.update(RPM_PATH_LABEL);
+    let full = m.finalize().into_bytes();
+    format!("/nq-{}", full[..16].iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
 /// HMAC of a probe's 48-byte header.
@@ -100,6 +113,17 @@ mod tests {
 
     fn secret(s: &str) -> Secret {
         Secret::from_file_contents(s.as_bytes(), "t").unwrap()
+    }
+
+    #[test]
+    fn the_rpm_path_is_fixed_per_secret_and_differs_between_secrets() {
+        let a = Secret::from_file_contents(b"0123456789abcdef", "a").unwrap();
+        let b = Secret::from_file_contents(b"0123456789abcdeg", "b").unwrap();
+        let pa = rpm_path_prefix(&a);
+        assert_eq!(pa, rpm_path_prefix(&a));
+        assert_ne!(pa, rpm_path_prefix(&b));
+        assert_eq!(pa.len(), 4 + 32);
+        assert!(pa.starts_with("/nq-") && pa[4..].bytes().all(|c| c.is_ascii_hexdigit()));
     }
 
     #[test]

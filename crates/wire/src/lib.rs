@@ -12,7 +12,7 @@ use bloatlab_results::{Direction, HostInfo, TcpInfoSample};
 use serde::{Deserialize, Serialize};
 
 pub mod auth;
-pub use auth::{ReplayWindow, NONCE_LEN, PROBE_MAC_LEN};
+pub use auth::{rpm_path_prefix, ReplayWindow, NONCE_LEN, PROBE_MAC_LEN};
 
 pub const MAGIC: [u8; 8] = *b"BLOATLAB";
 pub const PROTOCOL_VERSION: u16 = 2;

@@ -21,6 +21,8 @@ pub struct TestServer {
     pub port: u16,
     stderr_path: std::path::PathBuf,
     host: String,
+    /// The RPM configuration URL the server printed (None with --no-rpm).
+    pub rpm_url: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -32,21 +34,34 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let stderr_path = dir.path().join("server.log");
         let errf = std::fs::File::create(&stderr_path).unwrap();
+        // The RPM endpoints on an ephemeral port too (tests run in parallel),
+        // unless the test chose.
+        let rpm_default: &[&str] = if extra.iter().any(|a| a.starts_with("--rpm-") || *a == "--no-rpm") { &[] } else { &["--rpm-port", "0"] };
         let mut child = Command::new(exe())
             .args(["server", "--bind", bind, "--port", "0"])
+            .args(rpm_default)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(errf)
             .spawn()
             .expect("spawn bloatlab server");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        // "bloatlab server RPM endpoints (...) at https://127.0.0.1:PORT/.well-known/nq; ..."
+        let rpm_url = if extra.contains(&"--no-rpm") {
+            None
+        } else {
+            let mut l2 = String::new();
+            out.read_line(&mut l2).unwrap();
+            l2.split_whitespace().find(|w| w.starts_with("https://")).map(|w| w.trim_end_matches([';', ',']).to_string())
+        };
         // "bloatlab server listening on 127.0.0.1:PORT (tcp+udp)"
         let port = line
             .split_whitespace()
             .find_map(|w| w.trim_end_matches(',').rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
             .unwrap_or_else(|| panic!("no port in {line:?}"));
-        TestServer { child, port, stderr_path, _dir: dir, host: bind.to_string() }
+        TestServer { child, port, stderr_path, _dir: dir, host: bind.to_string(), rpm_url }
     }
     pub fn addr(&self) -> String {
         if self.host.contains(':') {

@@ -66,7 +66,8 @@ type SlotSeries = (Direction, usize, Vec<Option<f64>>, Vec<Value>);
 /// whichever scenario runs at that time), `TCP upload sum|avg`,
 /// `TCP download sum|avg`, `TCP totals` (Mbit/s), `Ping (ms) UDP BE` (bloatlab's
 /// UDP probes, mean per step), `Ping (ms) avg`, and, when present, `Ping (ms)
-/// witness`. Raw values keep every probe and every goodput interval.
+/// witness`, `Ping (ms) ICMP` (the first --ping target; others append their
+/// host) and `Ping (ms) TCP connect HOST:PORT`. Raw values keep every probe and every goodput interval.
 pub fn flent_document(r: &TestResult) -> Value {
     let m = &r.metadata;
     let step_ns = ((m.sample_interval_ms * 1e6) as u64).max(10_000_000);
@@ -191,6 +192,40 @@ pub fn flent_document(r: &TestResult) -> Value {
         series_meta.insert("Ping (ms) witness".into(), json!({"UNITS": "ms"}));
         results.insert("Ping (ms) witness".into(), json!(w));
         raw.insert("Ping (ms) witness".into(), Value::Array(wraw));
+    }
+    // --ping / --tcp-ping targets: the first ICMP one under flent's own
+    // name "Ping (ms) ICMP", others with their target appended.
+    let mut first_icmp = true;
+    for info in &m.pings {
+        let mut sums = vec![(0.0f64, 0usize); n];
+        let mut raws = vec![];
+        for p in &phases {
+            for ps in p.pings.iter().filter(|ps| ps.target == info.target) {
+                for (i, x) in ps.samples.iter().enumerate() {
+                    if let Some(rtt) = x.rtt_ns {
+                        let ms = rtt as f64 / 1e6;
+                        if let Some(b) = bin_of(x.t_ns) {
+                            sums[b].0 += ms;
+                            sums[b].1 += 1;
+                        }
+                        raws.push(json!({"t": t0 + secs(x.t_ns), "val": round3(ms), "seq": i}));
+                    }
+                }
+            }
+        }
+        let vals: Vec<Option<f64>> = sums.iter().map(|(s, c)| if *c > 0 { Some(round3(s / *c as f64)) } else { None }).collect();
+        let name = match info.target.strip_prefix("icmp ") {
+            Some(_) if first_icmp => {
+                first_icmp = false;
+                "Ping (ms) ICMP".to_string()
+            }
+            Some(h) => format!("Ping (ms) ICMP {h}"),
+            None => format!("Ping (ms) TCP connect {}", info.target.trim_start_matches("tcp ")),
+        };
+        let meanv = mean(&vals.iter().flatten().copied().collect::<Vec<_>>());
+        series_meta.insert(name.clone(), json!({"UNITS": "ms", "MEAN_VALUE": meanv.map(round3)}));
+        results.insert(name.clone(), json!(vals));
+        raw.insert(name, Value::Array(raws));
     }
 
     let total = round3(secs(end_ns));

@@ -14,6 +14,8 @@ where
         rr: Vec<(f64, f64)>,
         wit: Vec<(f64, f64)>,
         wit_lost: Vec<f64>,
+        /// --ping / --tcp-ping targets: (target, replies).
+        pings: Vec<(String, Vec<(f64, f64)>)>,
     }
     let mut all = Vec::new();
     let (mut udp, mut rr_max): (Vec<f64>, f64) = (vec![], 0.0);
@@ -22,11 +24,19 @@ where
         let (up, down) = series::probe_owd(&p.probes);
         let rr: Vec<(f64, f64)> = p.rr.iter().map(|s| (secs(s.t_ns), s.rtt_ns as f64 / 1e6)).collect();
         let (wit, wit_lost) = series::probe_rtt(&p.witness_probes);
+        let pings: Vec<(String, Vec<(f64, f64)>)> = p
+            .pings
+            .iter()
+            .map(|ps| (ps.target.clone(), ps.samples.iter().filter_map(|x| x.rtt_ns.map(|r| (secs(x.t_ns), r as f64 / 1e6))).collect()))
+            .collect();
         for v in [&rtt, &up, &down, &wit] {
             udp.extend(v.iter().map(|p| p.1));
         }
+        for (_, v) in &pings {
+            udp.extend(v.iter().map(|p| p.1));
+        }
         rr_max = rr.iter().fold(rr_max, |m, p| m.max(p.1));
-        all.push(PhaseSeries { rtt, lost, up, down, rr, wit, wit_lost });
+        all.push(PhaseSeries { rtt, lost, up, down, rr, wit, wit_lost, pings });
     }
     // Scale to the UDP probes (the latency this panel is about); a TCP
     // request/response outlier far above them (a loss recovery, a loopback
@@ -51,9 +61,12 @@ where
     } else {
         "Latency (UDP probes; one-way delays from the clock-offset estimate)".to_string()
     };
+    let caption = if r.metadata.pings.is_empty() { caption } else { caption.replacen("(UDP probes;", "(UDP probes and pings to other hosts;", 1) };
     let mut chart = time_chart_from(area, Some(&caption), span, ymin, ymax, "ms", x_desc)?;
     shade_phases(&mut chart, r, ymax, false)?;
     let mut done = [false; 7];
+    let targets: Vec<String> = r.metadata.pings.iter().map(|p| p.target.clone()).collect();
+    let mut ping_done = vec![false; targets.len()];
     fn lab<'a, DB: DrawingBackend + 'a>(
         s: &mut plotters::chart::SeriesAnno<'a, DB>,
         done: &mut bool,
@@ -95,6 +108,15 @@ where
             let s = chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
             lab(s, &mut done[4], "witness host RTT", WITNESS, 1, false);
         }
+        for (target, pts) in &ps.pings {
+            let Some(i) = targets.iter().position(|t| t == target) else { continue };
+            if pts.is_empty() {
+                continue;
+            }
+            let c = PINGS[i % PINGS.len()];
+            let s = chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(1)))?;
+            lab(s, &mut ping_done[i], target, c, 1, false);
+        }
         if !ps.lost.is_empty() {
             let (y0, y1) = (ymax * 0.97, ymax);
             let s = chart.draw_series(
@@ -110,11 +132,12 @@ where
             lab(s, &mut done[6], "lost witness probe", WITNESS, 1, false);
         }
     }
-    if done.iter().any(|d| *d) {
+    if done.iter().chain(ping_done.iter()).any(|d| *d) {
         let mut v: Vec<&[(f64, f64)]> = vec![];
         let mut marks: Vec<(f64, f64)> = vec![];
         for ps in &all {
             v.extend([ps.rtt.as_slice(), ps.up.as_slice(), ps.down.as_slice(), ps.rr.as_slice(), ps.wit.as_slice()]);
+            v.extend(ps.pings.iter().map(|(_, p)| p.as_slice()));
             marks.extend(ps.lost.iter().chain(ps.wit_lost.iter()).map(|x| (*x, ymax)));
         }
         v.push(&marks);

@@ -234,7 +234,7 @@ pub fn build(spec: &Spec) -> TestResult {
             }
         }
         let lat = stats(&probes);
-        let mut ph = Phase { name, uploads: ups, downloads: downs, start_ns: start, end_ns: end, flows, probes, rr, witness_probes: wprobes, summary: Summary::default() };
+        let mut ph = Phase { name, uploads: ups, downloads: downs, start_ns: start, end_ns: end, flows, probes, rr, witness_probes: wprobes, pings: vec![], summary: Summary::default() };
         // Summary: steady part = after the first 1 s.
         let steady = |dir: Direction| -> f64 {
             ph.flows
@@ -266,6 +266,7 @@ pub fn build(spec: &Spec) -> TestResult {
         owd_d.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let loaded = ups + downs > 0;
         ph.summary = Summary {
+            pings: vec![],
             upload_bps: up_bps,
             download_bps: down_bps,
             flow_bps,
@@ -343,6 +344,7 @@ pub fn build(spec: &Spec) -> TestResult {
         complete: true,
         incomplete_reason: None,
         metadata: Metadata {
+            pings: vec![],
             bloatlab_version: "0.1.0".into(),
             protocol_version: 1,
             start_time: "2026-11-22T06:00:00Z".into(),

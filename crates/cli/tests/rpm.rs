@@ -1,0 +1,248 @@
+//! The IETF responsiveness (RPM) service and client, end to end on
+//! loopback: bloatlab's client against bloatlab's server, the shared secret,
+//! the server's bounds, and interop with goresponsiveness / goserver where
+//! they are installed (skipped with the reason otherwise).
+mod common;
+use common::{run, serial, TestServer};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Short stages: 250 ms intervals, MAD 4, at most 4 s per stage.
+const QUICK: &[&str] = &["-k", "-q", "--interval", "250ms", "--max-stage", "4s", "--probe-rate", "20"];
+
+fn check_stage(s: &serde_json::Value, dir: &str) {
+    assert_eq!(s["direction"], dir);
+    let rpm = s["rpm"].as_f64().unwrap_or_else(|| panic!("no RPM in {s:#}"));
+    let parts: Vec<f64> = ["tcp_foreign_ms", "tls_foreign_ms", "http_foreign_ms", "http_self_ms"]
+        .iter()
+        .map(|k| s[k].as_f64().unwrap_or_else(|| panic!("no {k}")))
+        .collect();
+    assert!(parts.iter().all(|&p| p > 0.0 && p < 5000.0), "{parts:?}");
+    // The draft's formula, recomputed from the stage's own parts.
+    let weighted = (parts[0] + parts[1] + parts[2]) / 6.0 + parts[3] / 2.0;
+    assert!((rpm - 60000.0 / weighted).abs() < 1e-6 * rpm, "rpm {rpm} vs parts {parts:?}");
+    assert!(s["goodput_bps"].as_f64().unwrap() > 1e6, "{}", s["goodput_bps"]);
+    assert!(s["connections"].as_u64().unwrap() >= 1);
+    let probes = s["probes"].as_array().unwrap();
+    for kind in ["tcp_foreign", "tls_foreign", "http_foreign", "http_self"] {
+        assert!(probes.iter().any(|p| p["kind"] == kind), "no {kind} probe");
+    }
+    let iv = s["intervals"].as_array().unwrap();
+    assert!(iv.len() >= 4, "at least MAD intervals: {}", iv.len());
+    assert!(["high", "low"].contains(&s["confidence"].as_str().unwrap()));
+    if s["confidence"] == "low" {
+        assert!(s["low_because"].as_str().unwrap().contains("not stable"), "{s:#}");
+    }
+}
+
+#[test]
+fn the_rpm_client_measures_the_rpm_server_and_the_server_lets_go_of_everything() {
+    let _g = serial();
+    let srv = TestServer::start(&[]);
+    let url = srv.rpm_url.clone().expect("the server prints its RPM URL");
+    let base = srv.threads_and_fds();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rpm.json");
+    let mut args = vec!["rpm", &url, "--json", out.to_str().unwrap(), "--report"];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(dir.path().join("rpm.html")).expect("--report writes rpm.html next to the JSON");
+    assert!(html.contains("<svg") && html.contains("download RPM") && html.contains("upload RPM"));
+    // `bloatlab report` recognises an RPM result too.
+    std::fs::remove_file(dir.path().join("rpm.html")).unwrap();
+    let o2 = run(&["report", out.to_str().unwrap(), "-q"]);
+    assert!(o2.status.success(), "{}", String::from_utf8_lossy(&o2.stderr));
+    assert!(dir.path().join("rpm.html").exists());
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("download") && table.contains("upload") && table.contains("RPM"), "{table}");
+    let r = json(&out);
+    assert_eq!(r["method"]["specification"], "draft-ietf-ippm-responsiveness-08");
+    assert_eq!(r["http_version"], "HTTP/2");
+    assert_eq!(r["tls"]["verified"], false);
+    assert_eq!(r["tls"]["certificate_sha256"].as_str().unwrap().len(), 95);
+    let stages = r["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    check_stage(&stages[0], "download");
+    check_stage(&stages[1], "upload");
+    // Every connection (load, probes, configuration) is closed and logged.
+    let now = srv.back_to(base, Duration::from_secs(5));
+    assert_eq!(now, base, "threads and fds after the RPM test: {now:?}, before {base:?}");
+    let log = srv.log();
+    let conns: Vec<serde_json::Value> =
+        log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v["event"] == "rpm_connection").collect();
+    assert!(conns.iter().any(|c| c["bytes_down"].as_u64().unwrap_or(0) > 1_000_000), "a download connection logged");
+    assert!(conns.iter().any(|c| c["bytes_up"].as_u64().unwrap_or(0) > 1_000_000), "an upload connection logged");
+    assert!(conns.iter().all(|c| c["protocol"] == "h2" || c.get("protocol").is_none()), "{conns:?}");
+}
+
+#[test]
+fn an_unwritable_json_path_is_refused_before_measuring() {
+    let o = run(&["rpm", "https://127.0.0.1:9", "-k", "--json", "/nonexistent-dir/x.json"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("does not exist") && !e.contains("connect"), "{e}");
+}
+
+#[test]
+fn without_insecure_a_self_signed_server_is_refused_with_the_reason() {
+    let _g = serial();
+    let srv = TestServer::start(&[]);
+    let url = srv.rpm_url.clone().unwrap();
+    let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("TLS") && e.to_lowercase().contains("certificate"), "{e}");
+}
+
+#[test]
+fn a_server_with_a_secret_serves_rpm_only_under_the_path_the_secret_grants() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "a shared secret of some length\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "another secret of some length\n").unwrap();
+    let srv = TestServer::start(&["--secret-file", secret.to_str().unwrap()]);
+    let printed = srv.rpm_url.clone().unwrap();
+    assert!(printed.contains("/nq-"), "the operator's URL carries the capability path: {printed}");
+    let base_url = printed.split("/nq-").next().unwrap().to_string();
+    // No secret: the server says what is missing.
+    let o = run(&["rpm", &base_url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "2s"]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("HTTP 403") && e.contains("shared secret"), "{e}");
+    // The wrong secret: the same refusal.
+    let o = run(&["rpm", &base_url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "2s", "--secret-file", wrong.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("HTTP 403"));
+    // The right one: a measurement, and the result does not show the path.
+    let out = dir.path().join("r.json");
+    let mut args = vec!["rpm", &base_url, "--directions", "download", "--secret-file", secret.to_str().unwrap(), "--json", out.to_str().unwrap()];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    check_stage(&r["stages"][0], "download");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let cap = &printed[printed.find("/nq-").unwrap()..printed.find("/.well-known").unwrap()];
+    assert!(!text.contains(cap), "the result must not leak the capability path");
+}
+
+#[test]
+fn the_rpm_endpoints_count_against_the_servers_per_source_limit() {
+    let _g = serial();
+    // Four silent TCP connections fill this source's quota of four (held up
+    // to the 5 s TLS handshake deadline): every further connection from the
+    // address is refused before any TLS work, and the client says so.
+    let srv = TestServer::start(&["--max-conns-per-source", "4", "--max-flows", "2"]);
+    let url = srv.rpm_url.clone().unwrap();
+    let port: u16 = url.split(':').nth(2).unwrap().split('/').next().unwrap().parse().unwrap();
+    let held: Vec<std::net::TcpStream> = (0..4).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // A burst of refused connections within one second: one log line.
+    for _ in 0..20 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 1];
+        // Refused = closed by the server at once, with nothing sent.
+        assert!(matches!(std::io::Read::read(&mut s, &mut b), Ok(0) | Err(_)), "a connection over the quota was served");
+    }
+    let o = run(&["rpm", &url, "-k", "-q", "--interval", "250ms", "--max-stage", "2s", "--directions", "download"]);
+    assert!(!o.status.success(), "the client measured through a full quota");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("before the TLS handshake") && e.contains("refusing"), "the client says why it failed: {e}");
+    drop(held);
+    // The refusals after the first line are written once its second is up.
+    std::thread::sleep(Duration::from_millis(1300));
+    let log = srv.log();
+    assert!(log.contains("\"rpm_refused\"") && log.contains("--max-conns-per-source"), "the server logs why it refused\n{log}");
+    // At most one line a second, each counting the refusals since the last.
+    let lines: Vec<serde_json::Value> =
+        log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v["event"] == "rpm_refused").collect();
+    let total: u64 = lines.iter().map(|v| v["refused"].as_u64().unwrap()).sum();
+    assert!(lines.len() <= 3, "{} refusal lines in about 2 s: not rate-limited\n{log}", lines.len());
+    assert!(total >= 20, "{} refusals logged of at least 20\n{log}", total);
+    // Once the holders are gone the same source is served again.
+    let o = run(&["rpm", &url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "2s", "--max-connections", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A peer tool: an env var naming it, else PATH, else ~/go/bin.
+fn peer(env: &str, name: &str) -> Option<PathBuf> {
+    if let Ok(p) = std::env::var(env) {
+        return Some(PathBuf::from(p));
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(h).join("go/bin"));
+    }
+    dirs.into_iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+#[test]
+fn goresponsiveness_measures_the_bloatlab_rpm_server() {
+    let Some(nq) = peer("BLOATLAB_GORESPONSIVENESS", "networkQuality").or_else(|| peer("BLOATLAB_GORESPONSIVENESS", "goresponsiveness")) else {
+        eprintln!("SKIP: goresponsiveness (networkQuality) is not installed (go install github.com/network-quality/goresponsiveness@latest, or BLOATLAB_GORESPONSIVENESS=PATH)");
+        return;
+    };
+    let _g = serial();
+    let srv = TestServer::start(&[]);
+    let url = srv.rpm_url.clone().unwrap();
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap().to_string();
+    let o = Command::new(&nq)
+        .args(["-config", "127.0.0.1", "-port", &port, "-path", ".well-known/nq", "-rpm.timeout", "8"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    // Both stages carried load and produced a finite RPM.
+    let through: Vec<&str> = text.lines().filter(|l| l.contains("Throughput:")).collect();
+    assert_eq!(through.len(), 2, "{text}");
+    for l in &through {
+        assert!(!l.contains(" 0.000 Mbps"), "a stage carried nothing: {text}");
+    }
+    let rpms: Vec<&str> = text.lines().filter(|l| l.contains("RPM:") && l.contains("Trimmed Mean")).collect();
+    assert!(rpms.len() >= 2 && rpms.iter().all(|l| !l.contains("NaN") && !l.contains("Inf")), "{text}");
+    assert!(!srv.log().contains("\"rpm_refused\""), "{}", srv.log());
+}
+
+#[test]
+fn the_bloatlab_rpm_client_measures_goserver() {
+    let Some(gs) = peer("BLOATLAB_GOSERVER", "networkqualityd") else {
+        eprintln!("SKIP: goserver (networkqualityd) is not installed (go install github.com/network-quality/goserver/cmd/networkqualityd@latest, or BLOATLAB_GOSERVER=PATH)");
+        return;
+    };
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // A free port for it: bind one, release it, hand it over.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let mut child = Command::new(&gs)
+        .args(["-create-cert", "-listen-addr", "127.0.0.1", "-public-port", &port, "-config-name", "127.0.0.1"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).is_ok()
+    });
+    assert!(up, "goserver did not start");
+    let out = dir.path().join("r.json");
+    let url = format!("https://127.0.0.1:{port}/.well-known/nq");
+    let mut args = vec!["rpm", &url, "--json", out.to_str().unwrap()];
+    args.extend_from_slice(QUICK);
+    let o = run(&args);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    check_stage(&r["stages"][0], "download");
+    check_stage(&r["stages"][1], "upload");
+}

@@ -1,0 +1,160 @@
+//! The IETF responsiveness (RPM) service `bloatlab server` offers beside its
+//! own protocol, and what `bloatlab rpm` measures: typed here, parsed once at
+//! the edge, exchanged as serde.
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// HTTPS port of the RPM service (networkQuality clients' usual port).
+pub const DEFAULT_RPM_PORT: u16 = 4043;
+
+/// The RPM endpoints of a server: HTTPS (HTTP/2 and HTTP/1.1) on `port` of
+/// every address the server binds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpmServe {
+    /// 0 = an ephemeral port.
+    pub port: u16,
+    /// Host name (or address) the configuration's URLs name; None = the
+    /// host the client asked for (its Host / :authority).
+    pub public_name: Option<String>,
+    pub tls: RpmTls,
+}
+
+/// The server's certificate.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RpmTls {
+    /// A self-signed certificate made at start for these names (DNS names or
+    /// IP addresses); clients need `--insecure` or the printed fingerprint.
+    SelfSigned { names: Vec<String> },
+    /// A certificate chain and its private key, PEM, read from the user's files.
+    Pem { cert_chain: String, key: String },
+}
+
+impl std::fmt::Debug for RpmTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RpmTls::SelfSigned { names } => write!(f, "SelfSigned({names:?})"),
+            RpmTls::Pem { cert_chain, .. } => write!(f, "Pem(chain of {} bytes, key hidden)", cert_chain.len()),
+        }
+    }
+}
+
+impl RpmServe {
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(n) = &self.public_name {
+            if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) {
+                return Err(format!("--rpm-name {n:?}: a host name or IP address"));
+            }
+        }
+        if let RpmTls::SelfSigned { names } = &self.tls {
+            if names.is_empty() {
+                return Err("a self-signed certificate needs at least one name".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which working conditions an RPM test creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RpmDirection {
+    Download,
+    Upload,
+    /// Downloads and uploads at once.
+    Bidirectional,
+}
+
+impl RpmDirection {
+    pub fn name(self) -> &'static str {
+        match self {
+            RpmDirection::Download => "download",
+            RpmDirection::Upload => "upload",
+            RpmDirection::Bidirectional => "bidirectional",
+        }
+    }
+}
+
+/// What `bloatlab rpm` runs (draft-ietf-ippm-responsiveness-08's parameters).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpmConfig {
+    /// The configuration URL (`https://host:port/.well-known/nq`).
+    pub url: String,
+    /// Stages, run one after another.
+    pub directions: Vec<RpmDirection>,
+    /// Longest a stage may take to reach stability before it is reported
+    /// with low confidence.
+    pub max_stage: Duration,
+    /// Interval duration (ID).
+    pub interval: Duration,
+    /// Moving average distance (MAD), intervals.
+    pub mad: u32,
+    /// Standard deviation tolerance (SDT), a fraction.
+    pub sdt: f64,
+    /// Most load-generating connections per direction (MNP).
+    pub max_connections: u32,
+    /// Probe rounds per second (each a foreign and a self probe), at most
+    /// the draft's MPS of 100.
+    pub probes_per_second: u32,
+    /// Skip certificate verification (self-signed servers).
+    pub insecure: bool,
+    /// Extra trusted CA certificates, PEM.
+    pub ca_pem: Option<String>,
+    /// Connect to this address instead of resolving the URL's host.
+    pub connect_to: Option<String>,
+    /// Shared secret of an authenticated bloatlab server.
+    pub secret: Option<crate::Secret>,
+}
+
+impl Default for RpmConfig {
+    fn default() -> Self {
+        RpmConfig {
+            url: String::new(),
+            directions: vec![RpmDirection::Download, RpmDirection::Upload],
+            max_stage: Duration::from_secs(20),
+            interval: Duration::from_secs(1),
+            mad: 4,
+            sdt: 0.05,
+            max_connections: 16,
+            probes_per_second: 20,
+            insecure: false,
+            ca_pem: None,
+            connect_to: None,
+            secret: None,
+        }
+    }
+}
+
+impl RpmConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.url.starts_with("https://") || self.url.starts_with("http://")) {
+            return Err(format!("{:?}: an RPM server URL starts with https:// (e.g. https://host:4043/.well-known/nq)", self.url));
+        }
+        if self.directions.is_empty() {
+            return Err("--direction: at least one of download, upload, bidirectional".into());
+        }
+        if self.interval < Duration::from_millis(100) || self.interval > Duration::from_secs(10) {
+            return Err("--interval: between 100ms and 10s (the draft's ID is 1s)".into());
+        }
+        if self.mad < 1 || self.mad > 20 {
+            return Err("--mad: 1..20 intervals (the draft's MAD is 4)".into());
+        }
+        if !(self.sdt > 0.0 && self.sdt < 1.0) {
+            return Err("--sdt: a fraction above 0 and below 1 (the draft's SDT is 0.05)".into());
+        }
+        if self.max_connections < 1 || self.max_connections > 64 {
+            return Err("--max-connections: 1..64 (the draft's MNP is 16)".into());
+        }
+        if self.probes_per_second < 1 || self.probes_per_second > 100 {
+            return Err("--probe-rate: 1..100 rounds per second (the draft's MPS is 100)".into());
+        }
+        let min_stage = self.interval * (self.mad * 2);
+        if self.max_stage < min_stage {
+            return Err(format!(
+                "--max-stage {:?} is too short: stability needs at least 2 x MAD intervals ({min_stage:?})",
+                self.max_stage
+            ));
+        }
+        Ok(())
+    }
+}

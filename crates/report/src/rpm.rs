@@ -1,0 +1,128 @@
+//! The terminal table of a `bloatlab rpm` result.
+use bloatlab_results::RpmResult;
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
+}
+
+/// One row per stage: RPM and its four parts, goodput, connections,
+/// confidence; then the conditions the numbers hold for.
+pub fn rpm_table(r: &RpmResult) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<13} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>5} {:>7} {:>10}\n",
+        "stage", "RPM", "round ms", "tcp_f", "tls_f", "http_f", "http_s", "goodput", "conns", "probes", "confidence"
+    ));
+    for s in &r.stages {
+        let weighted = match (s.tcp_foreign_ms, s.tls_foreign_ms, s.http_foreign_ms, s.http_self_ms) {
+            (Some(a), Some(b), Some(c), Some(d)) => Some((a + b + c) / 6.0 + d / 2.0),
+            _ => None,
+        };
+        out.push_str(&format!(
+            "{:<13} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>5} {:>7} {:>10}\n",
+            s.direction,
+            opt(s.rpm, 0),
+            opt(weighted, 2),
+            opt(s.tcp_foreign_ms, 2),
+            opt(s.tls_foreign_ms, 2),
+            opt(s.http_foreign_ms, 2),
+            opt(s.http_self_ms, 2),
+            format!("{:.2} Mbit/s", s.goodput_bps / 1e6),
+            s.connections,
+            s.probes.len(),
+            s.confidence,
+        ));
+    }
+    for s in &r.stages {
+        if let Some(w) = &s.low_because {
+            out.push_str(&format!("{}: low confidence: {w}\n", s.direction));
+        }
+        if s.probes_failed > 0 {
+            out.push_str(&format!("{}: {} probe(s) failed or not started\n", s.direction, s.probes_failed));
+        }
+    }
+    out.push_str(&format!(
+        "RPM per {}: 60000 / (1/6 (tcp_f + tls_f + http_f) + 1/2 http_s), each a 95% trimmed mean (ms) of the last {} intervals' probes; \
+         _f = a fresh connection, _s = a load-generating one\n",
+        r.method.specification, r.method.mad
+    ));
+    out.push_str(&format!(
+        "server {} ({}, {} {}, certificate {}), client cc {}, kernel {}\n",
+        r.server_address,
+        r.http_version,
+        r.tls.version,
+        r.tls.cipher,
+        if r.tls.verified { "verified" } else { "NOT verified (--insecure)" },
+        r.cc,
+        r.client.kernel_or_note(),
+    ));
+    out
+}
+
+/// A self-contained HTML page for an RPM result: the table, the plot
+/// (inline SVG) and the conditions.
+pub fn rpm_html(r: &RpmResult) -> anyhow::Result<String> {
+    use crate::fmt::esc;
+    let svg = crate::plot::rpm_svg_string(r)?;
+    let mut cards = String::new();
+    for s in &r.stages {
+        cards.push_str(&format!(
+            "<div class=\"card\"><div class=\"k\">{} RPM</div><div class=\"v\">{}</div><div class=\"u\">{} confidence{}</div></div>",
+            esc(&s.direction),
+            s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+            esc(&s.confidence),
+            s.low_because.as_deref().map(|w| format!(": {}", esc(w))).unwrap_or_default()
+        ));
+    }
+    Ok(format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bloatlab rpm {url}</title>\n<style>\
+body{{font-family:sans-serif;margin:1.5em auto;max-width:1150px;color:#222}} pre{{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:12px}}\
+.cards{{display:flex;gap:1em;flex-wrap:wrap}} .card{{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:12em}}\
+.k{{color:#666;font-size:13px}} .v{{font-size:28px;font-weight:bold}} .u{{color:#666;font-size:13px}} svg{{max-width:100%;height:auto}}</style></head>\n\
+<body><h1>Responsiveness (RPM) of {url}</h1>\n<p>{spec}, measured {time} by bloatlab {ver}: working conditions from HTTP/2 load-generating connections, \
+foreign probes on fresh connections and self probes on the loaded ones.</p>\n<section class=\"cards\">{cards}</section>\n<pre>{table}</pre>\n{svg}\n</body></html>\n",
+        url = esc(&r.url),
+        spec = esc(&r.method.specification),
+        time = esc(&r.start_time),
+        ver = esc(&r.bloatlab_version),
+        table = esc(&rpm_table(r)),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_results::RpmStage;
+
+    #[test]
+    fn a_stage_row_shows_rpm_its_parts_and_why_confidence_is_low() {
+        let mut r = RpmResult::default();
+        r.method.specification = "draft-x".into();
+        r.method.mad = 4;
+        r.stages.push(RpmStage {
+            direction: "download".into(),
+            rpm: Some(2000.0),
+            confidence: "low".into(),
+            low_because: Some("goodput not stable within 20 s".into()),
+            goodput_bps: 9.5e6,
+            connections: 16,
+            tcp_foreign_ms: Some(10.0),
+            tls_foreign_ms: Some(20.0),
+            http_foreign_ms: Some(30.0),
+            http_self_ms: Some(40.0),
+            ..Default::default()
+        });
+        let t = rpm_table(&r);
+        assert!(t.contains("download"), "{t}");
+        assert!(t.contains(" 2000 "), "{t}");
+        assert!(t.contains("30.00"), "the weighted round trip (10+20+30)/6+40/2 = 30 ms: {t}");
+        assert!(t.contains("9.50 Mbit/s"), "{t}");
+        assert!(t.contains("download: low confidence: goodput not stable within 20 s"), "{t}");
+        assert!(t.contains("NOT verified"), "{t}");
+        // The HTML page carries the table and an SVG plot.
+        r.stages[0].intervals.push(bloatlab_results::RpmInterval { t_s: 1.0, goodput_bps: 9e6, moving_average_bps: 9e6, connections: 1, rpm: None });
+        r.stages[0].probes.push(bloatlab_results::RpmProbe { t_s: 0.5, kind: "http_self".into(), rtt_ms: 40.0 });
+        let h = rpm_html(&r).unwrap();
+        assert!(h.contains("<svg") && h.contains("download RPM") && h.contains("2000") && h.contains("low confidence"), "{}", &h[..500]);
+    }
+}

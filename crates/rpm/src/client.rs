@@ -1,0 +1,609 @@
+//! `bloatlab rpm URL`: responsiveness under working conditions as
+//! draft-ietf-ippm-responsiveness-08 defines it.
+//!
+//! Per stage (download, upload, or both at once): one load-generating
+//! connection (HTTP/2 over TLS, an endless GET of the large object or an
+//! endless POST to the upload sink) is added every interval while the
+//! aggregate goodput is not yet stable, up to the maximum; probe rounds run
+//! the whole time, each a foreign probe (a fresh connection: TCP handshake,
+//! TLS handshake, GET of the small object) and a self probe (GET of the
+//! small object on a load-generating connection). The stage ends when goodput
+//! and responsiveness are both stable (high confidence) or at its time limit
+//! (low confidence); its RPM uses the probes of the last MAD intervals.
+use crate::nq::{Endpoints, NqConfig};
+use crate::tls;
+use bloatlab_metrics::{ProbeRtts, Stability};
+use bloatlab_model::{RpmConfig, RpmDirection};
+use bloatlab_results::{RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Empty, StreamBody};
+use hyper::body::Frame;
+use hyper::{Method, Request, StatusCode, Uri};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rustls::pki_types::ServerName;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsConnector;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// A connection attempt (TCP or TLS) or a probe's request gives up after this.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Probe rounds in flight at once; a round due while this many are still
+/// running is not started (and counted as failed).
+pub const MAX_ROUNDS_IN_FLIGHT: u32 = 200;
+const UPLOAD_CHUNK: usize = 64 * 1024;
+static FILL: [u8; UPLOAD_CHUNK] = [b'x'; UPLOAD_CHUNK];
+
+pub const SPECIFICATION: &str = "draft-ietf-ippm-responsiveness-08";
+pub const FORMULA: &str =
+    "RPM = 60000 / (1/6 (TM(tcp_foreign) + TM(tls_foreign) + TM(http_foreign)) + 1/2 TM(http_self)), TM = 95% single-sided trimmed mean (slowest 5% dropped), ms";
+
+/// Where to connect and how to speak TLS.
+#[derive(Clone)]
+struct Target {
+    addr: SocketAddr,
+    authority: String,
+    server_name: ServerName<'static>,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+struct Opened {
+    sender: hyper::client::conn::http2::SendRequest<Body>,
+    /// A second handle on the TCP socket, for TCP_INFO.
+    sock: Option<socket2::Socket>,
+    driver: JoinHandle<()>,
+    tcp_ms: f64,
+    tls_ms: f64,
+    info: RpmTlsInfo,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// TCP connect, TLS handshake (each timed), then HTTP/2.
+async fn open(t: &Target, verified: bool) -> Result<Opened, String> {
+    let a = Instant::now();
+    let tcp = tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(t.addr))
+        .await
+        .map_err(|_| format!("no TCP connection to {} within {} s", t.addr, PROBE_TIMEOUT.as_secs()))?
+        .map_err(|e| format!("cannot connect to {}: {e}", t.addr))?;
+    let tcp_ms = ms(a.elapsed());
+    let _ = tcp.set_nodelay(true);
+    // As the server does: an upload's self probe waits behind at most this
+    // much of the connection's own unsent data.
+    let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, crate::server::NOTSENT_LOWAT);
+    let sock = socket2::SockRef::from(&tcp).try_clone().ok();
+    let b = Instant::now();
+    let tls = tokio::time::timeout(PROBE_TIMEOUT, TlsConnector::from(t.tls.clone()).connect(t.server_name.clone(), tcp))
+        .await
+        .map_err(|_| format!("no TLS handshake with {} within {} s", t.addr, PROBE_TIMEOUT.as_secs()))?
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::UnexpectedEof || e.kind() == std::io::ErrorKind::ConnectionReset {
+                // What a server's admission control does before any TLS:
+                // there is no channel yet to say why.
+                format!("{} closed the connection before the TLS handshake ({e}): the server may be refusing this address (a connection limit; its log says why)", t.authority)
+            } else {
+                format!("TLS with {}: {e}", t.authority)
+            }
+        })?;
+    let tls_ms = ms(b.elapsed());
+    let c = tls.get_ref().1;
+    if c.alpn_protocol() != Some(tls::ALPN_H2) {
+        return Err(format!(
+            "{} does not speak HTTP/2 (ALPN {}): self probes share the load-generating connections, which needs HTTP/2",
+            t.authority,
+            c.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_else(|| "none".into())
+        ));
+    }
+    let info = RpmTlsInfo {
+        version: c.protocol_version().map(|v| format!("{v:?}")).unwrap_or_default(),
+        cipher: c.negotiated_cipher_suite().map(|s| format!("{:?}", s.suite())).unwrap_or_default(),
+        certificate_sha256: c.peer_certificates().and_then(|v| v.first()).map(tls::fingerprint).unwrap_or_default(),
+        verified,
+    };
+    let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .adaptive_window(true)
+        .keep_alive_interval(Duration::from_secs(10))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .handshake(TokioIo::new(tls))
+        .await
+        .map_err(|e| format!("HTTP/2 with {}: {e}", t.authority))?;
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(Opened { sender, sock, driver, tcp_ms, tls_ms, info })
+}
+
+fn request(method: Method, url: &str, body: Body) -> Result<Request<Body>, String> {
+    Request::builder()
+        .method(method)
+        .uri(url)
+        .header(hyper::header::USER_AGENT, concat!("bloatlab/", env!("CARGO_PKG_VERSION")))
+        .header(hyper::header::ACCEPT_ENCODING, "identity")
+        .body(body)
+        .map_err(|e| format!("{url}: {e}"))
+}
+
+/// GET `url` and read the whole body; the time from sending to the last byte.
+async fn fetch(sender: &mut hyper::client::conn::http2::SendRequest<Body>, url: &str) -> Result<(f64, Bytes), String> {
+    let t = Instant::now();
+    let fut = async {
+        sender.ready().await.map_err(|e| format!("{url}: {e}"))?;
+        let resp = sender.send_request(request(Method::GET, url, Empty::new().boxed())?).await.map_err(|e| format!("{url}: {e}"))?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await.map_err(|e| format!("{url}: {e}"))?.to_bytes();
+        if status != StatusCode::OK {
+            return Err(format!("{url}: HTTP {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]).trim()));
+        }
+        Ok(body)
+    };
+    let body = tokio::time::timeout(PROBE_TIMEOUT, fut).await.map_err(|_| format!("{url}: no answer within {} s", PROBE_TIMEOUT.as_secs()))??;
+    Ok((ms(t.elapsed()), body))
+}
+
+/// One load-generating connection.
+struct Load {
+    sender: hyper::client::conn::http2::SendRequest<Body>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// The upload connections' sockets and their bytes_acked when each load
+/// started, registered as soon as a connection is up: upload goodput is
+/// what TCP had acknowledged (TLS and HTTP/2 framing included, about 0.2%),
+/// not what was handed to the stack, counted when it was acknowledged.
+#[derive(Default)]
+struct Uploads(Mutex<Vec<(socket2::Socket, u64)>>);
+
+impl Uploads {
+    fn total(&self) -> u64 {
+        self.0.lock().unwrap().iter().map(|(s, base)| bytes_acked(s).saturating_sub(*base)).sum()
+    }
+}
+
+fn bytes_acked(s: &socket2::Socket) -> u64 {
+    bloatlab_engine::sys::tcp_info(s, 0, bloatlab_results::Side::Client).map(|i| i.bytes_acked).unwrap_or(0)
+}
+
+
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn start_load(
+    t: Target,
+    ep: Endpoints,
+    download: bool,
+    counter: Arc<AtomicU64>,
+    uploads: Arc<Uploads>,
+    failed: Arc<AtomicBool>,
+) -> Result<Load, String> {
+    let o = open(&t, true).await?;
+    if let (false, Some(sock)) = (download, o.sock) {
+        let base = bytes_acked(&sock);
+        uploads.0.lock().unwrap().push((sock, base));
+    }
+    let mut sender = o.sender.clone();
+    let url = if download { ep.large.clone() } else { ep.upload.clone() };
+    let work = tokio::spawn(async move {
+        let r: Result<(), String> = async {
+            sender.ready().await.map_err(|e| e.to_string())?;
+            if download {
+                let resp = sender.send_request(request(Method::GET, &url, Empty::new().boxed())?).await.map_err(|e| e.to_string())?;
+                if resp.status() != StatusCode::OK {
+                    return Err(format!("{url}: HTTP {}", resp.status()));
+                }
+                let mut body = resp.into_body();
+                while let Some(f) = body.frame().await {
+                    let f = f.map_err(|e| e.to_string())?;
+                    if let Some(d) = f.data_ref() {
+                        counter.fetch_add(d.len() as u64, Ordering::Relaxed);
+                    }
+                }
+            } else {
+                let stream = futures_util::stream::unfold((), |_| async move {
+                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), ()))
+                });
+                let resp = sender.send_request(request(Method::POST, &url, StreamBody::new(stream).boxed())?).await.map_err(|e| e.to_string())?;
+                if resp.status() != StatusCode::OK {
+                    return Err(format!("{url}: HTTP {}", resp.status()));
+                }
+            }
+            Ok(())
+        }
+        .await;
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+    });
+    Ok(Load { sender: o.sender, tasks: vec![o.driver, work] })
+}
+
+/// Probe samples of a stage, with their start times.
+#[derive(Default)]
+struct Probes {
+    samples: Vec<RpmProbe>,
+    /// When each sample's round completed, seconds from the stage's start.
+    done_s: Vec<f64>,
+    failed: u32,
+    errors: Vec<String>,
+}
+
+/// One probe round: a foreign probe on a fresh connection and a self probe
+/// on a load-generating connection, at once.
+async fn probe_round(
+    t: Target,
+    small: String,
+    self_sender: Option<hyper::client::conn::http2::SendRequest<Body>>,
+    stage_start: Instant,
+    out: Arc<Mutex<Probes>>,
+    verified: bool,
+) {
+    let t_s = stage_start.elapsed().as_secs_f64();
+    let foreign = async {
+        let mut o = open(&t, verified).await?;
+        let (http_ms, body) = fetch(&mut o.sender, &small).await?;
+        o.driver.abort();
+        if body.len() != 1 {
+            return Err(format!("{small}: the small object has {} bytes, not 1", body.len()));
+        }
+        Ok::<_, String>((o.tcp_ms, o.tls_ms, http_ms))
+    };
+    let selfp = async {
+        match self_sender {
+            Some(mut s) => fetch(&mut s, &small).await.map(|(m, _)| Some(m)),
+            None => Ok(None),
+        }
+    };
+    let (f, s) = tokio::join!(foreign, selfp);
+    let done = stage_start.elapsed().as_secs_f64();
+    let mut got: Vec<(&str, f64)> = vec![];
+    let mut errs: Vec<String> = vec![];
+    match f {
+        Ok((tcp, tl, http)) => got.extend([("tcp_foreign", tcp), ("tls_foreign", tl), ("http_foreign", http)]),
+        Err(e) => errs.push(e),
+    }
+    match s {
+        Ok(Some(m)) => got.push(("http_self", m)),
+        Ok(None) => {}
+        Err(e) => errs.push(e),
+    }
+    let mut p = out.lock().unwrap();
+    for (kind, rtt_ms) in got {
+        p.samples.push(RpmProbe { t_s, kind: kind.into(), rtt_ms });
+        p.done_s.push(done);
+    }
+    p.failed += errs.len() as u32;
+    for e in errs {
+        if p.errors.len() < 5 {
+            p.errors.push(e);
+        }
+    }
+}
+
+/// The samples whose time (`at`: each one's start or completion) is in [from_s, to_s).
+fn rtts(samples: &[RpmProbe], at: &[f64], from_s: f64, to_s: f64) -> ProbeRtts {
+    let mut r = ProbeRtts::default();
+    for (p, _) in samples.iter().zip(at).filter(|(_, &t)| t >= from_s && t < to_s) {
+        match p.kind.as_str() {
+            "tcp_foreign" => r.tcp_foreign_ms.push(p.rtt_ms),
+            "tls_foreign" => r.tls_foreign_ms.push(p.rtt_ms),
+            "http_foreign" => r.http_foreign_ms.push(p.rtt_ms),
+            _ => r.http_self_ms.push(p.rtt_ms),
+        }
+    }
+    r
+}
+
+/// Progress lines for a terminal (one per interval).
+pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+
+async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: bool, progress: Progress<'_>) -> Result<RpmStage, String> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let uploads = Arc::new(Uploads::default());
+    let failed = Arc::new(AtomicBool::new(false));
+    let probes = Arc::new(Mutex::new(Probes::default()));
+    let in_flight = Arc::new(AtomicU32::new(0));
+    let mut loads: Vec<Load> = vec![];
+    let kinds: Vec<bool> = match dir {
+        RpmDirection::Download => vec![true],
+        RpmDirection::Upload => vec![false],
+        RpmDirection::Bidirectional => vec![true, false],
+    };
+    let add = |loads_len: usize| -> Vec<bool> {
+        if loads_len / kinds.len() < cfg.max_connections as usize {
+            kinds.clone()
+        } else {
+            vec![]
+        }
+    };
+    let start = Instant::now();
+    for k in add(0) {
+        loads.push(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone()).await?);
+    }
+    // Connections being opened: the interval clock does not wait for their
+    // handshakes (through a bloated queue they take seconds).
+    let mut pending: Vec<JoinHandle<Result<Load, String>>> = vec![];
+    let id = cfg.interval;
+    let mad = cfg.mad as usize;
+    let mut goodput = Stability::new(mad, cfg.sdt);
+    let mut resp = Stability::new(mad, cfg.sdt);
+    let mut intervals: Vec<RpmInterval> = vec![];
+    let mut last_bytes = 0u64;
+    let mut last_tick = start;
+    let mut next_tick = start + id;
+    let round_every = Duration::from_secs_f64(1.0 / cfg.probes_per_second as f64);
+    let mut next_round = start;
+    let mut round_no = 0usize;
+    let mut rounds: Vec<JoinHandle<()>> = vec![];
+    let stable;
+    loop {
+        // Probe rounds until the next interval boundary.
+        while next_round < next_tick {
+            tokio::time::sleep_until(next_round.into()).await;
+            next_round += round_every;
+            if in_flight.load(Ordering::Relaxed) >= MAX_ROUNDS_IN_FLIGHT {
+                probes.lock().unwrap().failed += 1;
+                continue;
+            }
+            let self_sender = if loads.is_empty() { None } else { Some(loads[round_no % loads.len()].sender.clone()) };
+            round_no += 1;
+            let (tt, small, out, fl) = (t.clone(), ep.small.clone(), probes.clone(), in_flight.clone());
+            fl.fetch_add(1, Ordering::Relaxed);
+            rounds.push(tokio::spawn(async move {
+                probe_round(tt, small, self_sender, start, out, verified).await;
+                fl.fetch_sub(1, Ordering::Relaxed);
+            }));
+            rounds.retain(|h| !h.is_finished());
+        }
+        tokio::time::sleep_until(next_tick.into()).await;
+        next_tick += id;
+        if failed.load(Ordering::Relaxed) {
+            return Err(format!("a load-generating connection of the {} stage failed (the server closed or refused it)", dir.name()));
+        }
+        let bytes = counter.load(Ordering::Relaxed) + uploads.total();
+        let now = Instant::now();
+        let end_s = (now - start).as_secs_f64();
+        let inst = bytes.saturating_sub(last_bytes) as f64 * 8.0 / (now - last_tick).as_secs_f64();
+        let from_s = (last_tick - start).as_secs_f64();
+        last_bytes = bytes;
+        last_tick = now;
+        for h in std::mem::take(&mut pending) {
+            if h.is_finished() {
+                let l = h.await.map_err(|e| e.to_string())??;
+                loads.push(l);
+            } else {
+                pending.push(h);
+            }
+        }
+        let ma = goodput.push(inst);
+        // The interval's responsiveness: the probe rounds that completed in it.
+        let rpm = {
+            let p = probes.lock().unwrap();
+            rtts(&p.samples, &p.done_s, from_s, end_s).responsiveness().map(|r| r.rpm)
+        };
+        if let Some(r) = rpm {
+            resp.push(r);
+        }
+        let n_conns = (loads.len() / kinds.len()) as u32;
+        intervals.push(RpmInterval { t_s: end_s, goodput_bps: inst, moving_average_bps: ma, connections: n_conns, rpm });
+        progress(&format!(
+            "{:>13} {:>5.1} s  {:>9.2} Mbit/s (avg {:>9.2})  {:>2} conn  {}",
+            dir.name(),
+            end_s,
+            inst / 1e6,
+            ma / 1e6,
+            n_conns,
+            rpm.map(|r| format!("{r:.0} RPM")).unwrap_or_else(|| "no complete probe round yet".into())
+        ));
+        if goodput.is_stable() && resp.is_stable() {
+            stable = true;
+            break;
+        }
+        if start.elapsed() + Duration::from_millis(1) >= cfg.max_stage {
+            stable = false;
+            break;
+        }
+        if !goodput.is_stable() && pending.is_empty() {
+            for k in add(loads.len()) {
+                pending.push(tokio::spawn(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone())));
+            }
+        }
+    }
+    for h in pending {
+        h.abort();
+    }
+    // Rounds still running finish under the same load (a slow probe dropped
+    // now would make the result look better than the network is).
+    let wait_until = Instant::now() + PROBE_TIMEOUT + Duration::from_secs(1);
+    let mut unfinished = 0u32;
+    for mut h in rounds {
+        let left = wait_until.saturating_duration_since(Instant::now());
+        if tokio::time::timeout(left, &mut h).await.is_err() {
+            h.abort();
+            unfinished += 1;
+        }
+    }
+    let duration_s = start.elapsed().as_secs_f64();
+    let connections = (loads.len() / kinds.len()) as u32;
+    drop(loads);
+    uploads.0.lock().unwrap().clear();
+    let mut p = std::mem::take(&mut *probes.lock().unwrap());
+    // A round still running after the wait counts as failed, not as absent.
+    p.failed += unfinished;
+    let end_s = intervals.last().map(|i| i.t_s).unwrap_or(0.0);
+    let window_from = end_s - (mad as f64) * id.as_secs_f64();
+    let starts: Vec<f64> = p.samples.iter().map(|s| s.t_s).collect();
+    let final_rtts = rtts(&p.samples, &starts, window_from, f64::INFINITY);
+    let r = final_rtts.responsiveness();
+    if r.is_none() && p.samples.is_empty() {
+        return Err(format!(
+            "no probe of the {} stage completed: {}",
+            dir.name(),
+            p.errors.first().cloned().unwrap_or_else(|| "none was started".into())
+        ));
+    }
+    let low_because = (!stable).then(|| {
+        let mut parts = vec![];
+        if !goodput.is_stable() {
+            parts.push("goodput");
+        }
+        if !resp.is_stable() {
+            parts.push("responsiveness");
+        }
+        format!("{} not stable within {} s", parts.join(" and "), cfg.max_stage.as_secs_f64())
+    });
+    Ok(RpmStage {
+        direction: dir.name().into(),
+        rpm: r.map(|r| r.rpm),
+        confidence: if stable { "high".into() } else { "low".into() },
+        low_because,
+        goodput_stable: goodput.is_stable(),
+        responsiveness_stable: resp.is_stable(),
+        goodput_bps: goodput.moving_average().unwrap_or(0.0),
+        connections,
+        duration_s,
+        tcp_foreign_ms: r.map(|r| r.tcp_foreign_ms),
+        tls_foreign_ms: r.map(|r| r.tls_foreign_ms),
+        http_foreign_ms: r.map(|r| r.http_foreign_ms),
+        http_self_ms: r.map(|r| r.http_self_ms),
+        probes_failed: p.failed,
+        intervals,
+        probes: p.samples,
+    })
+}
+
+/// Split an https URL; an empty path or "/" means the well-known path.
+fn parse_url(url: &str, secret_prefix: &str) -> Result<(Uri, String, u16, String), String> {
+    let uri: Uri = url.parse().map_err(|e| format!("{url:?}: not a URL ({e})"))?;
+    if uri.scheme_str() != Some("https") {
+        return Err(format!("{url}: an RPM server URL is https:// (the probes time the TLS handshake)"));
+    }
+    let host = uri.host().ok_or_else(|| format!("{url}: no host"))?.trim_matches(|c| c == '[' || c == ']').to_string();
+    let port = uri.port_u16().unwrap_or(443);
+    let path = match uri.path() {
+        "" | "/" => format!("{secret_prefix}{}", crate::nq::WELL_KNOWN),
+        p => p.to_string(),
+    };
+    Ok((uri, host, port, path))
+}
+
+/// Run every stage of `cfg`; `command` is recorded in the result.
+pub fn run(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
+    cfg.validate()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("rpm-client")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    rt.block_on(run_async(cfg, command, progress))
+}
+
+async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
+    let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
+    let (_, host, port, path) = parse_url(&cfg.url, &prefix)?;
+    let tls_cfg = tls::client_config(cfg.insecure, cfg.ca_pem.as_deref())?;
+    let resolve = |h: String, p: u16| async move {
+        tokio::net::lookup_host((h.as_str(), p))
+            .await
+            .map_err(|e| format!("cannot resolve {h}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("{h} has no address"))
+    };
+    let connect_host = cfg.connect_to.clone().unwrap_or_else(|| host.clone());
+    let addr = resolve(connect_host, port).await?;
+    let server_name = ServerName::try_from(host.clone()).map_err(|e| format!("{host}: {e}"))?;
+    let authority = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let target = Target { addr, authority: authority.clone(), server_name, tls: tls_cfg };
+    let verified = !cfg.insecure;
+    // The configuration, on a connection of its own.
+    let config_url = format!("https://{authority}{path}");
+    let mut o = open(&target, verified).await?;
+    let (_, text) = fetch(&mut o.sender, &config_url).await?;
+    o.driver.abort();
+    let (doc, ep) = NqConfig::parse(&text, &config_url)?;
+    // The endpoints must be on the server the configuration came from, or
+    // on its test_endpoint: this client connects to one address.
+    let mut target = target;
+    if let Some(te) = doc.test_endpoint.as_deref().filter(|_| cfg.connect_to.is_none()) {
+        target.addr = resolve(te.to_string(), port).await?;
+    }
+    for u in [&ep.small, &ep.large, &ep.upload] {
+        let (_, h, p, _) = parse_url(u, "")?;
+        if h != host || p != port {
+            return Err(format!(
+                "{config_url}: endpoint {u} is on another server ({h}:{p}); bloatlab rpm measures one server (give its configuration URL)"
+            ));
+        }
+    }
+    let start_unix_ns = bloatlab_host::clock::realtime_ns();
+    let mut stages = vec![];
+    for &d in &cfg.directions {
+        stages.push(stage(cfg, &target, &ep, d, verified, progress).await?);
+    }
+    let shown_url = if prefix.is_empty() { cfg.url.clone() } else { cfg.url.replace(&prefix, "/nq-…") };
+    Ok(RpmResult {
+        bloatlab_version: env!("CARGO_PKG_VERSION").into(),
+        start_time: bloatlab_model::units::rfc3339(start_unix_ns),
+        start_unix_ns,
+        command,
+        url: shown_url,
+        server_address: target.addr.to_string(),
+        http_version: "HTTP/2".into(),
+        tls: o.info,
+        client: bloatlab_engine::sys::host_info(),
+        cc: bloatlab_host::read_trim("/proc/sys/net/ipv4/tcp_congestion_control").unwrap_or_default(),
+        method: RpmMethod {
+            specification: SPECIFICATION.into(),
+            interval_s: cfg.interval.as_secs_f64(),
+            mad: cfg.mad,
+            sdt: cfg.sdt,
+            max_connections: cfg.max_connections,
+            probes_per_second: cfg.probes_per_second,
+            max_stage_s: cfg.max_stage.as_secs_f64(),
+            formula: FORMULA.into(),
+        },
+        stages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_default_to_the_well_known_path_and_must_be_https() {
+        let (_, h, p, path) = parse_url("https://example.test:4043", "").unwrap();
+        assert_eq!((h.as_str(), p, path.as_str()), ("example.test", 4043, "/.well-known/nq"));
+        let (_, h, p, path) = parse_url("https://[::1]/", "/nq-ab").unwrap();
+        assert_eq!((h.as_str(), p, path.as_str()), ("::1", 443, "/nq-ab/.well-known/nq"));
+        let (_, _, _, path) = parse_url("https://h:1/config", "").unwrap();
+        assert_eq!(path, "/config");
+        assert!(parse_url("http://h/", "").unwrap_err().contains("is https://"));
+        assert!(parse_url("not a url", "").is_err());
+    }
+
+    #[test]
+    fn probes_are_grouped_by_kind_within_a_window() {
+        let s = |t_s: f64, kind: &str, rtt_ms: f64| RpmProbe { t_s, kind: kind.into(), rtt_ms };
+        let v = vec![s(0.5, "tcp_foreign", 1.0), s(1.5, "tcp_foreign", 2.0), s(1.6, "http_self", 3.0), s(2.0, "tls_foreign", 4.0)];
+        let starts: Vec<f64> = v.iter().map(|p| p.t_s).collect();
+        let r = rtts(&v, &starts, 1.0, 2.0);
+        assert_eq!(r.tcp_foreign_ms, vec![2.0]);
+        assert_eq!(r.http_self_ms, vec![3.0]);
+        assert!(r.tls_foreign_ms.is_empty());
+    }
+}

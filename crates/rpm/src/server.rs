@@ -1,0 +1,481 @@
+//! The RPM service of `bloatlab server`: HTTPS (ALPN h2, then http/1.1) on
+//! its own port of every address the server binds, serving
+//! `/.well-known/nq` (and `/config`), a 1-byte `/small`, an endless
+//! `/large` and an upload sink `/slurp`, identity encoding only.
+//!
+//! Bounded like the bloatlab protocol (docs/server.md): a connection takes a
+//! unit of the server's connection quota (total and per source) before any
+//! work, the TLS handshake must finish within 5 s, a connection lives at
+//! most --max-duration + --idle-timeout, must send its first request within
+//! 5 s and is closed 500 ms after its last request ended, a download or upload stream ends at
+//! --max-duration, HTTP/2 allows 32 streams at once. With a shared secret the
+//! endpoints live under a path derived from it (`wire::rpm_path_prefix`).
+//! One JSON log line per connection and per refusal.
+use crate::nq::{self, NqConfig};
+use bloatlab_engine::quota::{Full, Quota, RefusalLine, RefusalLog};
+use bloatlab_engine::server::{log_line, watch_peer, HELLO_DEADLINE};
+use bloatlab_host::clock;
+use bloatlab_model::{RpmServe, ServerConfig};
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full as FullBody, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use serde_json::json;
+use socket2::SockRef;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+
+/// HTTP/2 streams one connection may have open at once.
+pub const MAX_STREAMS: u32 = 32;
+/// TLS handshakes in progress, all sources together (each bounded by HELLO_DEADLINE).
+pub const MAX_TLS_HANDSHAKING: u32 = 256;
+/// A connection that has served its requests and has none in progress is
+/// closed after this long: clients open a fresh connection per foreign probe
+/// (the draft's method), and some (goresponsiveness) keep every one of them
+/// open until the test ends, which would fill the per-source quota within
+/// two seconds at 100 probes per second.
+pub const IDLE_AFTER_REQUEST: Duration = Duration::from_millis(500);
+/// Unsent bytes a connection's socket may hold (TCP_NOTSENT_LOWAT): a small
+/// response on a loaded HTTP/2 connection then waits behind this much, not
+/// behind the socket's autotuned megabytes (responsiveness servers are
+/// expected to keep this buffer small; goserver offers the same option).
+pub const NOTSENT_LOWAT: i32 = 16 * 1024;
+/// Size of each chunk of the large object.
+const CHUNK: usize = 64 * 1024;
+static FILL: [u8; CHUNK] = [b'x'; CHUNK];
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// A running RPM service (its runtime lives as long as the process).
+pub struct RpmServer {
+    pub addrs: Vec<SocketAddr>,
+    /// SHA-256 of the certificate it presents.
+    pub fingerprint: String,
+    /// The path prefix of the endpoints ("" for an open server).
+    pub prefix: String,
+    pub self_signed: bool,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    quiet: bool,
+    max_duration: Duration,
+    idle_timeout: Duration,
+    prefix: String,
+    public_name: Option<String>,
+    conns: Arc<Quota>,
+    handshaking: Arc<Quota>,
+    open: AtomicU32,
+    served: AtomicU64,
+    /// Refusals not yet logged: a flood writes one line a second.
+    refusals: std::sync::Mutex<RefusalLog>,
+}
+
+impl RpmServer {
+    /// Bind `rpm.port` on every address of `cfg.binds` and serve on a tokio
+    /// runtime of two worker threads; `conns` is the bloatlab server's
+    /// connection quota, so both services share its limits.
+    pub fn start(cfg: &ServerConfig, rpm: &RpmServe, conns: Arc<Quota>) -> Result<RpmServer, String> {
+        rpm.validate()?;
+        let (tls, fingerprint) = crate::tls::server_config(&rpm.tls)?;
+        let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
+        let mut std_listeners = vec![];
+        for b in &cfg.binds {
+            let addr = SocketAddr::new(b.ip(), rpm.port);
+            let l = listen(addr).map_err(|e| format!("RPM service: cannot listen on {addr}: {e}"))?;
+            std_listeners.push(l);
+        }
+        let addrs: Vec<SocketAddr> = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+        let shared = Arc::new(Shared {
+            quiet: cfg.quiet,
+            max_duration: cfg.max_duration,
+            idle_timeout: cfg.idle_timeout,
+            prefix: prefix.clone(),
+            public_name: rpm.public_name.clone(),
+            conns,
+            handshaking: Quota::new(MAX_TLS_HANDSHAKING, MAX_TLS_HANDSHAKING),
+            open: AtomicU32::new(0),
+            served: AtomicU64::new(0),
+            refusals: std::sync::Mutex::new(RefusalLog::default()),
+        });
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("rpm")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("RPM service: cannot start its runtime: {e}"))?;
+        let acceptor = TlsAcceptor::from(tls);
+        let sh = shared.clone();
+        std::thread::Builder::new()
+            .name("rpm-main".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    for l in std_listeners {
+                        let l = match TcpListener::from_std(l) {
+                            Ok(l) => l,
+                            Err(e) => {
+                                eprintln!("RPM service: {e}");
+                                continue;
+                            }
+                        };
+                        tokio::spawn(accept_loop(l, acceptor.clone(), sh.clone()));
+                    }
+                    flush_refusals(sh).await
+                })
+            })
+            .map_err(|e| format!("RPM service: cannot start a thread: {e}"))?;
+        Ok(RpmServer { addrs, fingerprint, prefix, self_signed: matches!(rpm.tls, bloatlab_model::RpmTls::SelfSigned { .. }), shared })
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> u32 {
+        self.shared.open.load(Ordering::Relaxed)
+    }
+
+    /// Connections served since start.
+    pub fn connections_served(&self) -> u64 {
+        self.shared.served.load(Ordering::Relaxed)
+    }
+
+    /// The configuration URL for a client that reaches this server as `host`.
+    pub fn config_url(&self, host: &str, port: u16) -> String {
+        format!("https://{}:{port}{}{}", bracket(host), self.prefix, nq::WELL_KNOWN)
+    }
+}
+
+fn bracket(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
+}
+
+fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let s = bloatlab_engine::server::make_socket(addr, socket2::Type::STREAM)?;
+    s.listen(1024)?;
+    s.set_nonblocking(true)?;
+    Ok(s.into())
+}
+
+fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
+    if !sh.quiet {
+        eprintln!("{}", log_line(clock::now_ns(), event, &fields));
+    }
+}
+
+/// Log a refusal: at most one `rpm_refused` line a second, carrying how many
+/// were refused since the last line (as the bloatlab protocol's `busy`);
+/// [`flush_refusals`] writes what a flood left over.
+fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
+    let line = sh.refusals.lock().unwrap().note(peer, reason, Instant::now());
+    say_refused(sh, line);
+}
+
+fn say_refused(sh: &Shared, line: Option<RefusalLine>) {
+    if let Some(l) = line {
+        log(sh, "rpm_refused", json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
+    }
+}
+
+async fn flush_refusals(sh: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        let line = sh.refusals.lock().unwrap().due(Instant::now());
+        say_refused(&sh, line);
+    }
+}
+
+fn full_reason(f: Full, what: &str) -> String {
+    match f {
+        Full::Total { limit } => format!("the server is busy: {limit} {what} open (--max-conns)"),
+        Full::Source { limit } => format!("your address already has {limit} {what} open (--max-conns-per-source)"),
+    }
+}
+
+async fn accept_loop(l: TcpListener, acceptor: TlsAcceptor, sh: Arc<Shared>) {
+    loop {
+        let (tcp, peer) = match l.accept().await {
+            Ok(x) => x,
+            Err(_) => {
+                // Out of descriptors or similar: let connections close first.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        // Admission before any work: the shared connection quota, then the
+        // handshake quota. A refused peer is closed at once (nothing has been
+        // negotiated to tell it in); the log says why.
+        let permit = match sh.conns.take(peer.ip()) {
+            Ok(p) => p,
+            Err(f) => {
+                log_refusal(&sh, peer, full_reason(f, "connections"));
+                continue;
+            }
+        };
+        let hs = match sh.handshaking.take(peer.ip()) {
+            Ok(p) => p,
+            Err(_) => {
+                log_refusal(&sh, peer, format!("{MAX_TLS_HANDSHAKING} connections are in their TLS handshake"));
+                continue;
+            }
+        };
+        let sh2 = sh.clone();
+        let acc = acceptor.clone();
+        tokio::spawn(async move {
+            sh2.open.fetch_add(1, Ordering::Relaxed);
+            serve_conn(tcp, peer, acc, hs, &sh2).await;
+            sh2.open.fetch_sub(1, Ordering::Relaxed);
+            sh2.served.fetch_add(1, Ordering::Relaxed);
+            drop(permit);
+        });
+    }
+}
+
+/// Per-connection counters, for the idle check and the log line.
+#[derive(Default)]
+struct ConnStats {
+    requests: AtomicU64,
+    active: AtomicU32,
+    bytes_down: AtomicU64,
+    bytes_up: AtomicU64,
+    /// Milliseconds since the connection started, at the last activity.
+    last_ms: AtomicU64,
+}
+
+/// Marks a request in progress for as long as it lives (the body streams
+/// hold one until they end or are dropped).
+struct Active {
+    st: Arc<ConnStats>,
+    t0: Instant,
+}
+
+impl Active {
+    fn new(st: &Arc<ConnStats>, t0: Instant) -> Active {
+        st.active.fetch_add(1, Ordering::Relaxed);
+        st.last_ms.store(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+        Active { st: st.clone(), t0 }
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.st.last_ms.store(self.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.st.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs: bloatlab_engine::quota::Permit, sh: &Arc<Shared>) {
+    let _ = tcp.set_nodelay(true);
+    let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
+    watch_peer(&SockRef::from(&tcp));
+    let t0 = Instant::now();
+    let tls = match tokio::time::timeout(HELLO_DEADLINE, acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            // The peer's doing (a scanner, a client that gave up): not a refusal.
+            log(sh, "rpm_connection", json!({"client": peer.to_string(), "ended": format!("TLS handshake failed: {e}")}));
+            return;
+        }
+        Err(_) => {
+            log_refusal(sh, peer, format!("no complete TLS handshake within {} s", HELLO_DEADLINE.as_secs()));
+            return;
+        }
+    };
+    drop(hs);
+    let alpn = match tls.get_ref().1.alpn_protocol() {
+        Some(b"h2") => "h2",
+        _ => "http/1.1",
+    };
+    let st = Arc::new(ConnStats::default());
+    let svc = {
+        let (sh, st) = (sh.clone(), st.clone());
+        hyper::service::service_fn(move |req| {
+            let (sh, st) = (sh.clone(), st.clone());
+            async move { Ok::<_, Infallible>(handle(req, &sh, &st, t0).await) }
+        })
+    };
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HELLO_DEADLINE).keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_STREAMS)
+        .keep_alive_interval(Some(Duration::from_secs(10)))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .adaptive_window(true)
+        .max_send_buf_size(1 << 20);
+    let conn = builder.serve_connection(TokioIo::new(tls), svc);
+    tokio::pin!(conn);
+    let lifetime = tokio::time::sleep(sh.max_duration + sh.idle_timeout);
+    tokio::pin!(lifetime);
+    let mut tick = tokio::time::interval(IDLE_AFTER_REQUEST / 2);
+    let first_ms = HELLO_DEADLINE.as_millis() as u64;
+    let idle_ms = IDLE_AFTER_REQUEST.min(sh.idle_timeout).as_millis() as u64;
+    let ended: String = loop {
+        tokio::select! {
+            r = conn.as_mut() => break match r {
+                Ok(()) => "closed by the client".into(),
+                Err(e) => format!("connection error: {e}"),
+            },
+            _ = &mut lifetime => {
+                conn.as_mut().graceful_shutdown();
+                let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
+                break format!("open longer than --max-duration + --idle-timeout ({} s)", (sh.max_duration + sh.idle_timeout).as_secs());
+            }
+            _ = tick.tick() => {
+                let now = t0.elapsed().as_millis() as u64;
+                let served = st.requests.load(Ordering::Relaxed) > 0;
+                let limit = if served { idle_ms } else { first_ms };
+                if st.active.load(Ordering::Relaxed) == 0 && now.saturating_sub(st.last_ms.load(Ordering::Relaxed)) >= limit {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
+                    break if served {
+                        format!("idle {} ms after its last request", idle_ms)
+                    } else {
+                        format!("no request within {} s", HELLO_DEADLINE.as_secs())
+                    };
+                }
+            }
+        }
+    };
+    log(
+        sh,
+        "rpm_connection",
+        json!({
+            "client": peer.to_string(),
+            "protocol": alpn,
+            "requests": st.requests.load(Ordering::Relaxed),
+            "bytes_down": st.bytes_down.load(Ordering::Relaxed),
+            "bytes_up": st.bytes_up.load(Ordering::Relaxed),
+            "seconds": (t0.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            "ended": ended,
+        }),
+    );
+}
+
+fn text(status: StatusCode, msg: String) -> Response<Body> {
+    let mut r = Response::new(FullBody::new(Bytes::from(msg + "\n")).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8".parse().unwrap());
+    r
+}
+
+/// The host a client used (h2 `:authority`, HTTP/1.1 `Host`), if it is a
+/// plain host[:port]; used in the configuration's URLs.
+fn request_host(req: &Request<Incoming>) -> Option<String> {
+    let h = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string))?;
+    let ok = !h.is_empty() && h.len() <= 255 && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+    ok.then_some(h)
+}
+
+async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t0: Instant) -> Response<Body> {
+    st.requests.fetch_add(1, Ordering::Relaxed);
+    let active = Active::new(st, t0);
+    let full_path = req.uri().path().to_string();
+    let path = if sh.prefix.is_empty() {
+        full_path.as_str()
+    } else {
+        match full_path.strip_prefix(sh.prefix.as_str()) {
+            Some(p) if p.starts_with('/') => p,
+            _ => {
+                return text(
+                    StatusCode::FORBIDDEN,
+                    "this server requires its shared secret: the RPM endpoints are under a path derived from it \
+                     (bloatlab rpm --secret-file FILE, or the URL `bloatlab server` printed)"
+                        .into(),
+                )
+            }
+        }
+    };
+    let method = req.method().clone();
+    let get = method == Method::GET || method == Method::HEAD;
+    match path {
+        nq::WELL_KNOWN | nq::LEGACY_CONFIG if get => {
+            let host = sh.public_name.clone().or_else(|| request_host(&req)).unwrap_or_else(|| "localhost".into());
+            let doc = NqConfig::for_base(&format!("https://{host}{}", sh.prefix));
+            let mut r = Response::new(FullBody::new(Bytes::from(serde_json::to_vec_pretty(&doc).unwrap())).boxed());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+            r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+            r
+        }
+        nq::SMALL if get => {
+            st.bytes_down.fetch_add(1, Ordering::Relaxed);
+            let mut r = Response::new(FullBody::new(Bytes::from_static(b"x")).boxed());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/octet-stream".parse().unwrap());
+            r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+            r
+        }
+        nq::LARGE if get => {
+            let body = if method == Method::HEAD {
+                Empty::new().boxed()
+            } else {
+                // Endless until --max-duration; the client ends it by
+                // resetting the stream or closing the connection.
+                let deadline = Instant::now() + sh.max_duration;
+                let state = (active, deadline);
+                let stream = futures_util::stream::unfold(state, |(active, deadline)| async move {
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    active.st.bytes_down.fetch_add(CHUNK as u64, Ordering::Relaxed);
+                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), (active, deadline)))
+                });
+                StreamBody::new(stream).boxed()
+            };
+            let mut r = Response::new(body);
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/octet-stream".parse().unwrap());
+            r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+            r
+        }
+        nq::UPLOAD if method == Method::POST || method == Method::PUT => {
+            let deadline = tokio::time::Instant::now() + sh.max_duration;
+            let mut body = req.into_body();
+            let mut total = 0u64;
+            loop {
+                match tokio::time::timeout_at(deadline, body.frame()).await {
+                    Ok(Some(Ok(f))) => {
+                        if let Some(d) = f.data_ref() {
+                            total += d.len() as u64;
+                            st.bytes_up.fetch_add(d.len() as u64, Ordering::Relaxed);
+                        }
+                    }
+                    Ok(Some(Err(_))) | Ok(None) => break,
+                    Err(_) => break,
+                }
+            }
+            drop(active);
+            let mut r = Response::new(FullBody::new(Bytes::from(format!("{{\"bytes\":{total}}}"))).boxed());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+            r
+        }
+        nq::WELL_KNOWN | nq::LEGACY_CONFIG | nq::SMALL | nq::LARGE | nq::UPLOAD => {
+            let allowed = if path == nq::UPLOAD { "POST, PUT" } else { "GET, HEAD" };
+            let mut r = text(StatusCode::METHOD_NOT_ALLOWED, format!("{path} takes {allowed}, not {method}"));
+            r.headers_mut().insert(hyper::header::ALLOW, allowed.parse().unwrap());
+            r
+        }
+        _ => text(
+            StatusCode::NOT_FOUND,
+            format!(
+                "{full_path}: not here. This is a responsiveness (RPM) server: {}{} lists its endpoints ({} {} {})",
+                sh.prefix,
+                nq::WELL_KNOWN,
+                nq::SMALL,
+                nq::LARGE,
+                nq::UPLOAD
+            ),
+        ),
+    }
+}
