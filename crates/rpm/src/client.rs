@@ -110,7 +110,9 @@ async fn open(t: &Target, verified: bool) -> Result<Opened, String> {
     };
     let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
         .timer(TokioTimer::new())
-        .adaptive_window(true)
+        // As the server: a fixed window bounds what waits at this end.
+        .initial_stream_window_size(crate::server::H2_WINDOW)
+        .initial_connection_window_size(crate::server::H2_WINDOW)
         .keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(20))
         .handshake(TokioIo::new(tls))

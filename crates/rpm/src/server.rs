@@ -46,6 +46,15 @@ pub const IDLE_AFTER_REQUEST: Duration = Duration::from_millis(500);
 /// behind the socket's autotuned megabytes (responsiveness servers are
 /// expected to keep this buffer small; goserver offers the same option).
 pub const NOTSENT_LOWAT: i32 = 16 * 1024;
+/// The HTTP/2 flow-control window a receiver grants, per stream and per
+/// connection (fixed: an adaptive window grows with the queue it causes).
+/// It bounds the data in flight towards a receiver, and so the queue an
+/// upload's probe waits behind at the endpoints: at most this many bytes at
+/// the connection's rate (1 MiB at 300 Mbit/s is 28 ms). It also caps one
+/// connection at window / RTT (1 MiB at 50 ms is 168 Mbit/s); the method
+/// adds connections until the path is full. Go's HTTP/2 server (goserver)
+/// grants the same by default.
+pub const H2_WINDOW: u32 = 1 << 20;
 /// Size of each chunk of the large object.
 const CHUNK: usize = 64 * 1024;
 static FILL: [u8; CHUNK] = [b'x'; CHUNK];
@@ -310,7 +319,8 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
         .max_concurrent_streams(MAX_STREAMS)
         .keep_alive_interval(Some(Duration::from_secs(10)))
         .keep_alive_timeout(Duration::from_secs(20))
-        .adaptive_window(true)
+        .initial_stream_window_size(H2_WINDOW)
+        .initial_connection_window_size(H2_WINDOW)
         .max_send_buf_size(1 << 20);
     let conn = builder.serve_connection(TokioIo::new(tls), svc);
     tokio::pin!(conn);
