@@ -37,6 +37,9 @@ pub struct RpmArgs {
     /// Accept any certificate (self-signed servers); the result says so.
     #[arg(long, short = 'k')]
     pub insecure: bool,
+    /// Accept exactly the certificate with this SHA-256 (what `bloatlab server` prints), whoever signed it.
+    #[arg(long, value_name = "HEX", conflicts_with = "insecure")]
+    pub pin_sha256: Option<String>,
     /// Also trust the CA certificate(s) in FILE (PEM).
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
@@ -58,7 +61,7 @@ pub struct RpmArgs {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct RpmDirectionArg(RpmDirection);
+pub struct RpmDirectionArg(pub RpmDirection);
 
 impl std::str::FromStr for RpmDirectionArg {
     type Err = String;
@@ -89,6 +92,7 @@ impl RpmArgs {
             max_connections: self.max_connections,
             probes_per_second: self.probe_rate,
             insecure: self.insecure,
+            pin_sha256: self.pin_sha256.clone(),
             ca_pem,
             connect_to: self.connect_to.clone(),
             secret: self.secret_file.as_deref().map(read_secret).transpose()?,

@@ -239,6 +239,24 @@ pub struct LoadArgs {
     /// Interval of each --ping / --tcp-ping target [default: 100ms].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub ping_interval: Option<Duration>,
+    /// After the scenarios, also run the IETF responsiveness method (as
+    /// `bloatlab rpm`) against the server's RPM endpoints, pinning the
+    /// certificate the server announced: --rpm for download,upload, or
+    /// --rpm=STAGES.
+    #[arg(long, value_name = "download|upload|bidirectional,...", num_args = 0..=1, require_equals = true,
+          default_missing_value = "download,upload", value_parser = parse_rpm_stages)]
+    pub rpm: Option<RpmStages>,
+}
+
+/// `--rpm`'s stages, parsed by the model's names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpmStages(pub Vec<bloatlab_model::RpmDirection>);
+
+fn parse_rpm_stages(s: &str) -> Result<RpmStages, String> {
+    s.split(',')
+        .map(|d| d.trim().parse::<crate::rpm::RpmDirectionArg>().map(|a| a.0))
+        .collect::<Result<Vec<_>, _>>()
+        .map(RpmStages)
 }
 
 fn parse_ping(s: &str) -> Result<bloatlab_model::PingTarget, String> {
@@ -280,6 +298,7 @@ impl LoadArgs {
                 Some(self.ping.iter().chain(self.tcp_ping.iter()).cloned().collect())
             },
             ping_interval: self.ping_interval,
+            rpm: self.rpm.clone().map(|r| r.0),
             udp: self.udp.map(|rate_bps| bloatlab_model::UdpLoad {
                 rate_bps,
                 payload: self.udp_size.unwrap_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT),
@@ -401,6 +420,9 @@ fn serve(cfg: ServerConfig) -> Result<i32> {
         })?),
         None => None,
     };
+    if let Some(r) = &rpm {
+        srv.offer_rpm(r.addrs.clone(), r.fingerprint.clone());
+    }
     println!("bloatlab server listening on {} (tcp+udp)", list.join(", "));
     if let Some(r) = &rpm {
         let urls: Vec<String> = r.addrs.iter().map(|a| {
@@ -622,9 +644,23 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
             textout.line(&line);
         }
     }
-    let Some(result) = out.result else {
-        bail!("{}", out.error.unwrap_or_else(|| "test failed".into()));
+    let client::Outcome { result, error, interrupted } = out;
+    let Some(mut result) = result else {
+        bail!("{}", error.unwrap_or_else(|| "test failed".into()));
     };
+    let mut rpm_error = None;
+    if !cfg.rpm.is_empty() && !interrupted && error.is_none() {
+        match run_rpm_after(cfg, &result, quiet) {
+            Ok(r) => result.rpm = Some(r),
+            Err(e) => {
+                let e = format!("--rpm: {e}");
+                result.complete = false;
+                result.incomplete_reason = Some(e.clone());
+                rpm_error = Some(e);
+            }
+        }
+    }
+    let error = error.or(rpm_error);
     let doc = serde_json::to_string_pretty(&result)?;
     if json == Some("-") {
         println!("{doc}");
@@ -632,16 +668,40 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
         std::fs::write(p, &doc).with_context(|| format!("cannot write {p}"))?;
     }
     textout.text(&table(&result));
-    let code = if out.interrupted {
+    let code = if interrupted {
         eprintln!("bloatlab: interrupted: wrote what was measured so far (marked incomplete)");
         130
-    } else if let Some(e) = out.error {
+    } else if let Some(e) = error {
         eprintln!("bloatlab: error: {e}");
         1
     } else {
         0
     };
     Ok((code, Some(result)))
+}
+
+/// `--rpm`: the IETF method against the RPM endpoints the server announced,
+/// on the address the test reached, pinning the announced certificate.
+fn run_rpm_after(cfg: &TestConfig, result: &TestResult, quiet: bool) -> Result<bloatlab_results::RpmResult> {
+    let offer = result.metadata.server_rpm.as_ref().ok_or_else(|| anyhow!("the server announced no RPM endpoints"))?;
+    let (host, _) = bloatlab_model::config::split_host_port(&cfg.server, cfg.port).map_err(|e| anyhow!(e))?;
+    let reached: std::net::SocketAddr =
+        result.metadata.server_address.parse().map_err(|_| anyhow!("no server address in the result ({:?})", result.metadata.server_address))?;
+    let url_host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+    let rpm_cfg = bloatlab_model::RpmConfig {
+        url: format!("https://{url_host}:{}/.well-known/nq", offer.port),
+        directions: cfg.rpm.clone(),
+        pin_sha256: Some(offer.certificate_sha256.clone()),
+        connect_to: Some(reached.ip().to_string()),
+        secret: cfg.secret.clone(),
+        ..Default::default()
+    };
+    let progress = move |line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    bloatlab_rpm::run_client(&rpm_cfg, cfg.command.clone(), &progress).map_err(|e| anyhow!(e))
 }
 
 /// `bloatlab job FILE`: run the [`Job`] a lab wrote for this process.

@@ -82,6 +82,76 @@ fn the_rpm_client_measures_the_rpm_server_and_the_server_lets_go_of_everything()
 }
 
 #[test]
+fn bloatlab_test_rpm_runs_the_method_against_the_same_server_pinning_the_announced_certificate() {
+    let _g = serial();
+    let srv = TestServer::start(&[]);
+    let printed = srv.rpm_sha256.clone().expect("the server prints its certificate's SHA-256");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let o = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--idle", "500ms", "--rpm=download", "-q", "--json", out.to_str().unwrap(), "--report"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&out);
+    assert_eq!(r["metadata"]["server_rpm"]["certificate_sha256"], printed.as_str(), "the server announced the certificate it printed");
+    let rpm = &r["rpm"];
+    assert_eq!(rpm["tls"]["certificate_sha256"], printed.as_str(), "the client met the announced certificate");
+    assert_eq!(rpm["tls"]["verified"], true);
+    assert_eq!(rpm["tls"]["pinned"], true);
+    let stages = rpm["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 1, "only the stage asked for");
+    check_stage(&stages[0], "download");
+    // The scenarios ran first, as usual.
+    assert_eq!(r["scenarios"][0]["name"], "1u0d");
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("IETF RPM: download") && table.contains("pinned by SHA-256"), "{table}");
+    let html = std::fs::read_to_string(dir.path().join("t.html")).unwrap();
+    assert!(html.contains("Responsiveness (IETF RPM)") && html.contains("download RPM"), "the report has the RPM section");
+}
+
+#[test]
+fn bloatlab_test_rpm_against_a_server_without_rpm_fails_before_any_load() {
+    let _g = serial();
+    let srv = TestServer::start(&["--no-rpm"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.json");
+    let t = std::time::Instant::now();
+    let o = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "5s", "--rpm", "-q", "--json", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--rpm") && e.contains("serves no RPM endpoints"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(4), "it refused after {:?}: the 5 s scenario ran", t.elapsed());
+    assert!(!out.exists(), "no result was written");
+    // `--rpm` takes its stages with `=`: a following HOST is not a stage.
+    let o = run(&["test", "--rpm=sideways", &srv.addr()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("download, upload or bidirectional"));
+}
+
+#[test]
+fn a_pinned_certificate_is_the_only_one_accepted() {
+    let _g = serial();
+    let srv = TestServer::start(&[]);
+    let url = srv.rpm_url.clone().unwrap();
+    let right = srv.rpm_sha256.clone().unwrap();
+    let mut wrong: Vec<char> = right.chars().collect();
+    wrong[0] = if wrong[0] == '0' { '1' } else { '0' };
+    let wrong: String = wrong.into_iter().collect();
+    let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s", "--pin-sha256", &wrong]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("not the pinned one") && e.contains(&right), "{e}");
+    // The printed one in plain upper-case hex: accepted, and recorded as pinned.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let plain = right.replace(':', "").to_uppercase();
+    let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s", "--mad", "2", "--directions", "download", "--pin-sha256", &plain, "--json", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(json(&out)["tls"]["pinned"], true);
+    // A pin and --insecure contradict each other.
+    let o = run(&["rpm", &url, "-k", "--pin-sha256", &plain]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("cannot be used with"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
 fn an_unwritable_json_path_is_refused_before_measuring() {
     let o = run(&["rpm", "https://127.0.0.1:9", "-k", "--json", "/nonexistent-dir/x.json"]);
     assert!(!o.status.success());

@@ -169,6 +169,8 @@ struct Session {
     cc: String,
     /// The server requires the shared secret (and signs its probe replies).
     auth: bool,
+    /// Its RPM endpoints, if it serves them.
+    rpm: Option<bloatlab_model::RpmOffer>,
 }
 
 fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: u64) -> Result<Session, String> {
@@ -184,7 +186,7 @@ fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: 
     };
     conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
     match expect(&mut ctl, "the test acceptance")? {
-        ServerMsg::TestAccepted { token, server, cc, auth, .. } => Ok(Session { ctl, token, server, cc, auth }),
+        ServerMsg::TestAccepted { token, server, cc, auth, rpm, .. } => Ok(Session { ctl, token, server, cc, auth, rpm: rpm.map(|b| *b) }),
         other => Err(format!("unexpected answer from the server: {other:?}")),
     }
 }
@@ -251,6 +253,13 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         Ok(s) => s,
         Err(e) => return fail(e),
     };
+    // Before any load: --rpm needs the server's RPM endpoints.
+    if !cfg.rpm.is_empty() && sess.rpm.is_none() {
+        let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: "cancelled: no RPM endpoints".into(), complete: false });
+        return fail(format!(
+            "--rpm: the server at {addr} serves no RPM endpoints (it runs with --no-rpm, or is an older bloatlab); drop --rpm, or run `bloatlab rpm URL` against an RPM server"
+        ));
+    }
     // Witness host: a probe-only session.
     let mut witness = None;
     if let Some(w) = &cfg.witness {
@@ -395,6 +404,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         witness: witness.as_ref().map(|(a, _)| a.to_string()),
         probe_timestamps,
         pings,
+        server_rpm: sess.rpm.clone(),
     };
     let result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
     let line = summarize::one_line(&result);

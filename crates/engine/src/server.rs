@@ -69,6 +69,9 @@ struct Shared {
     tests_quota: Arc<Quota>,
     served: AtomicU64,
     refusals: mpsc::SyncSender<(TcpStream, SocketAddr, String)>,
+    /// The RPM service of the same process: its listening addresses and its
+    /// certificate's SHA-256, told to accepted tests.
+    rpm: std::sync::OnceLock<(Vec<SocketAddr>, String)>,
 }
 
 struct LiveToken {
@@ -147,6 +150,7 @@ impl Server {
             live: RwLock::new(HashMap::new()),
             served: AtomicU64::new(0),
             refusals,
+            rpm: std::sync::OnceLock::new(),
         });
         let sh = shared.clone();
         thread::Builder::new()
@@ -183,6 +187,23 @@ impl Server {
     pub fn connection_quota(&self) -> Arc<Quota> {
         self.shared.conns.clone()
     }
+    /// Tell accepted tests about the RPM endpoints this process serves (set
+    /// once, when they listen).
+    pub fn offer_rpm(&self, addrs: Vec<SocketAddr>, certificate_sha256: String) {
+        let _ = self.shared.rpm.set((addrs, certificate_sha256));
+    }
+}
+
+/// The RPM port for a test that reached us at `local`: the RPM listener on
+/// the same address, else on the wildcard of its family, else the first.
+fn rpm_offer(sh: &Shared, local: Option<SocketAddr>) -> Option<bloatlab_model::RpmOffer> {
+    let (addrs, fp) = sh.rpm.get()?;
+    let pick = local
+        .and_then(|l| {
+            addrs.iter().find(|a| a.ip() == l.ip()).or_else(|| addrs.iter().find(|a| a.ip().is_unspecified() && a.is_ipv4() == l.is_ipv4()))
+        })
+        .or(addrs.first())?;
+    Some(bloatlab_model::RpmOffer { port: pick.port(), certificate_sha256: fp.clone() })
 }
 
 /// Bind TCP, then UDP on the same port (retrying with a new ephemeral port if
@@ -583,6 +604,7 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
         limits: Limits { max_duration_ms: cfg.max_duration.as_millis() as u64, max_flows: cfg.max_flows, max_tests: cfg.max_tests },
         cc: test.cc.clone(),
         auth: cfg.secret.is_some(),
+        rpm: rpm_offer(sh, s.local_addr().ok()).map(Box::new),
     };
     let outcome = if conn::send(&mut s, &accepted).is_ok() {
         run_control(&mut s, &test, sh, probe_only)

@@ -49,6 +49,7 @@ pub struct MetaIn<'a> {
     pub probe_timestamps: String,
     /// Pings to other hosts: each target as run and every ping.
     pub pings: Vec<(PingInfo, Vec<crate::ping::PingSample>)>,
+    pub server_rpm: Option<bloatlab_model::RpmOffer>,
 }
 
 fn rel(t: u64, start: u64) -> u64 {
@@ -336,11 +337,13 @@ pub fn build_result(
             witness_address: mi.witness.clone(),
             probe_timestamps: mi.probe_timestamps.clone(),
             pings: mi.pings.iter().map(|(i, _)| i.clone()).collect(),
+            server_rpm: mi.server_rpm.clone(),
         },
         headline: headline(idle.as_ref(), &scenarios),
         idle,
         scenarios,
         lab: None,
+        rpm: None,
     }
 }
 

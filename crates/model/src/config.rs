@@ -71,6 +71,10 @@ pub struct TestConfig {
     /// How often each of `pings` is probed.
     #[serde(default = "default_ping_interval")]
     pub ping_interval: Duration,
+    /// After the scenarios, the IETF responsiveness method against the
+    /// server's RPM endpoints, these stages (`--rpm`); empty = not run.
+    #[serde(default)]
+    pub rpm: Vec<crate::RpmDirection>,
 }
 
 fn default_ping_interval() -> Duration {
@@ -100,6 +104,7 @@ impl Default for TestConfig {
             secret: None,
             pings: vec![],
             ping_interval: crate::DEFAULT_PING_INTERVAL,
+            rpm: vec![],
         }
     }
 }
@@ -255,6 +260,8 @@ pub struct TestOverrides {
     pub pings: Option<Vec<crate::PingTarget>>,
     #[serde(default)]
     pub ping_interval: Option<Duration>,
+    #[serde(default)]
+    pub rpm: Option<Vec<crate::RpmDirection>>,
 }
 
 impl TestOverrides {
@@ -299,6 +306,9 @@ impl TestOverrides {
         if let Some(v) = self.ping_interval {
             t.ping_interval = v;
         }
+        if let Some(v) = &self.rpm {
+            t.rpm = v.clone();
+        }
     }
 
     /// Options set in `other` win over ours.
@@ -306,7 +316,7 @@ impl TestOverrides {
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
         }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp, pings, ping_interval);
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp, pings, ping_interval, rpm);
     }
 }
 

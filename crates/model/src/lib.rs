@@ -31,6 +31,6 @@ pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use ping::{PingKind, PingTarget, DEFAULT_PING_INTERVAL};
 pub use rate::{Rate, RateSpec};
-pub use rpm::{RpmConfig, RpmDirection, RpmServe, RpmTls, DEFAULT_RPM_PORT};
+pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
 pub use scenario::Scenario;
 pub use secret::Secret;

@@ -55,6 +55,17 @@ impl RpmServe {
     }
 }
 
+/// What a bloatlab server tells an accepted test about its RPM endpoints,
+/// so `bloatlab test --rpm` can run the method against the same server: the
+/// port (on the address the test reached) and the certificate's SHA-256,
+/// which the client pins (a self-signed certificate needs no `--insecure`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RpmOffer {
+    pub port: u16,
+    /// Colon-separated upper-case hex, as the server prints it.
+    pub certificate_sha256: String,
+}
+
 /// Which working conditions an RPM test creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -98,6 +109,10 @@ pub struct RpmConfig {
     pub probes_per_second: u32,
     /// Skip certificate verification (self-signed servers).
     pub insecure: bool,
+    /// Accept exactly the certificate with this SHA-256 (colon hex, any
+    /// case), instead of a CA's word.
+    #[serde(default)]
+    pub pin_sha256: Option<String>,
     /// Extra trusted CA certificates, PEM.
     pub ca_pem: Option<String>,
     /// Connect to this address instead of resolving the URL's host.
@@ -118,6 +133,7 @@ impl Default for RpmConfig {
             max_connections: 16,
             probes_per_second: 20,
             insecure: false,
+            pin_sha256: None,
             ca_pem: None,
             connect_to: None,
             secret: None,
@@ -148,6 +164,12 @@ impl RpmConfig {
         if self.probes_per_second < 1 || self.probes_per_second > 100 {
             return Err("--probe-rate: 1..100 rounds per second (the draft's MPS is 100)".into());
         }
+        if let Some(p) = &self.pin_sha256 {
+            if self.insecure {
+                return Err("--pin-sha256 and --insecure exclude each other: a pinned certificate is checked, --insecure checks none".into());
+            }
+            normalize_sha256(p).ok_or_else(|| format!("--pin-sha256 {p:?}: 32 bytes in hex (colons optional), as the server prints it"))?;
+        }
         let min_stage = self.interval * (self.mad * 2);
         if self.max_stage < min_stage {
             return Err(format!(
@@ -156,5 +178,31 @@ impl RpmConfig {
             ));
         }
         Ok(())
+    }
+}
+
+/// A SHA-256 fingerprint as 64 lower-case hex digits, from the colon-separated
+/// form the server prints or plain hex (any case); None if it is not one.
+pub fn normalize_sha256(s: &str) -> Option<String> {
+    let hex: String = s.trim().chars().filter(|c| *c != ':').collect::<String>().to_ascii_lowercase();
+    (hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit())).then_some(hex)
+}
+
+#[cfg(test)]
+mod fingerprint_tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_compare_in_either_spelling() {
+        let colon = "65:F0:9C:E4:15:10:94:75:15:45:16:41:82:E7:E7:45:F1:7A:74:66:F5:4C:2B:BF:C3:EB:10:B2:F9:56:1A:A7";
+        let plain = "65f09ce4151094751545164182e7e745f17a7466f54c2bbfc3eb10b2f9561aa7";
+        assert_eq!(normalize_sha256(colon).as_deref(), Some(plain));
+        assert_eq!(normalize_sha256(plain).as_deref(), Some(plain));
+        assert_eq!(normalize_sha256(&plain[2..]), None, "31 bytes");
+        assert_eq!(normalize_sha256(&plain.replace('a', "g")), None, "not hex");
+        let mut c = RpmConfig { url: "https://h/".into(), pin_sha256: Some("12:34".into()), ..RpmConfig::default() };
+        assert!(c.validate().unwrap_err().contains("--pin-sha256"));
+        c.pin_sha256 = Some(colon.into());
+        c.validate().unwrap();
     }
 }

@@ -295,6 +295,7 @@ mod tests {
                 analytic_queue_delay_up_ms: Some(1200.0),
                 ..Default::default()
             }),
+            rpm: None,
         };
         let rows = lab_rows(&r, Some(99.0));
         assert_eq!(rows.len(), 2);

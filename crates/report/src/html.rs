@@ -201,6 +201,21 @@ fn summary_html(r: &TestResult) -> String {
         }
         s.push_str("</tbody></table></div>\n");
     }
+    if let Some((how, rows)) = crate::table::ping_rows(r) {
+        let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p><div class=\"scroll\"><table class=\"pings\"><thead><tr>", esc(&how));
+        for h in &rows[0] {
+            let _ = write!(s, "<th>{}</th>", esc(h));
+        }
+        s.push_str("</tr></thead><tbody>");
+        for row in &rows[1..] {
+            s.push_str("<tr>");
+            for c in row {
+                let _ = write!(s, "<td>{}</td>", esc(c));
+            }
+            s.push_str("</tr>");
+        }
+        s.push_str("</tbody></table></div>\n");
+    }
     s
 }
 
@@ -224,6 +239,9 @@ fn meta_rows(r: &TestResult) -> Vec<(String, String)> {
     ];
     if let Some(w) = &m.witness_address {
         v.push(("witness".into(), w.clone()));
+    }
+    if let Some(o) = &m.server_rpm {
+        v.push(("server RPM endpoints".into(), format!("port {}, certificate SHA-256 {}", o.port, o.certificate_sha256)));
     }
     if let Some(lab) = &r.lab {
         v.push(("lab backend".into(), format!("{} on kernel {}", lab.backend, lab.kernel)));
@@ -305,6 +323,15 @@ fn single_body(run: Run) -> Result<String> {
     let seed = seed003_lines(r);
     if !seed.is_empty() {
         let _ = writeln!(b, "<pre class=\"seed003\">{}</pre>", esc(&seed));
+    }
+    if let Some(x) = &r.rpm {
+        let _ = writeln!(
+            b,
+            "<h2>Responsiveness (IETF RPM)</h2>\n<p>{}, against the same server after the scenarios: HTTP/2 load-generating connections, \
+             foreign probes on fresh connections, self probes on the loaded ones.</p>",
+            esc(&x.method.specification)
+        );
+        b.push_str(&crate::rpm::rpm_section(x)?);
     }
     if !series::phases(r).is_empty() {
         b.push_str("<h2>Over time</h2>\n");

@@ -52,7 +52,11 @@ pub fn rpm_table(r: &RpmResult) -> String {
         r.http_version,
         r.tls.version,
         r.tls.cipher,
-        if r.tls.verified { "verified" } else { "NOT verified (--insecure)" },
+        match (r.tls.verified, r.tls.pinned) {
+            (true, true) => "pinned by SHA-256",
+            (true, false) => "verified",
+            (false, _) => "NOT verified (--insecure)",
+        },
         r.cc,
         r.client.kernel_or_note(),
     ));
@@ -62,6 +66,25 @@ pub fn rpm_table(r: &RpmResult) -> String {
 /// A self-contained HTML page for an RPM result: the table, the plot
 /// (inline SVG) and the conditions.
 pub fn rpm_html(r: &RpmResult) -> anyhow::Result<String> {
+    use crate::fmt::esc;
+    Ok(format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bloatlab rpm {url}</title>\n<style>\
+body{{font-family:sans-serif;margin:1.5em auto;max-width:1150px;color:#222}} pre{{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:12px}}\
+.cards{{display:flex;gap:1em;flex-wrap:wrap}} .card{{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:12em}}\
+.k{{color:#666;font-size:13px}} .v{{font-size:28px;font-weight:bold}} .u{{color:#666;font-size:13px}} svg{{max-width:100%;height:auto}}</style></head>\n\
+<body><h1>Responsiveness (RPM) of {url}</h1>\n<p>{spec}, measured {time} by bloatlab {ver}: working conditions from HTTP/2 load-generating connections, \
+foreign probes on fresh connections and self probes on the loaded ones.</p>\n{section}</body></html>\n",
+        url = esc(&r.url),
+        spec = esc(&r.method.specification),
+        time = esc(&r.start_time),
+        ver = esc(&r.bloatlab_version),
+        section = rpm_section(r)?,
+    ))
+}
+
+/// The cards (RPM per stage), the table and the plot of an RPM result: its
+/// own page's body, and a section of a `bloatlab test --rpm` report.
+pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
     use crate::fmt::esc;
     let svg = crate::plot::rpm_svg_string(r)?;
     let mut cards = String::new();
@@ -74,19 +97,7 @@ pub fn rpm_html(r: &RpmResult) -> anyhow::Result<String> {
             s.low_because.as_deref().map(|w| format!(": {}", esc(w))).unwrap_or_default()
         ));
     }
-    Ok(format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bloatlab rpm {url}</title>\n<style>\
-body{{font-family:sans-serif;margin:1.5em auto;max-width:1150px;color:#222}} pre{{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:12px}}\
-.cards{{display:flex;gap:1em;flex-wrap:wrap}} .card{{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:12em}}\
-.k{{color:#666;font-size:13px}} .v{{font-size:28px;font-weight:bold}} .u{{color:#666;font-size:13px}} svg{{max-width:100%;height:auto}}</style></head>\n\
-<body><h1>Responsiveness (RPM) of {url}</h1>\n<p>{spec}, measured {time} by bloatlab {ver}: working conditions from HTTP/2 load-generating connections, \
-foreign probes on fresh connections and self probes on the loaded ones.</p>\n<section class=\"cards\">{cards}</section>\n<pre>{table}</pre>\n{svg}\n</body></html>\n",
-        url = esc(&r.url),
-        spec = esc(&r.method.specification),
-        time = esc(&r.start_time),
-        ver = esc(&r.bloatlab_version),
-        table = esc(&rpm_table(r)),
-    ))
+    Ok(format!("<section class=\"cards\">{cards}</section>\n<pre>{}</pre>\n{svg}\n", esc(&rpm_table(r))))
 }
 
 #[cfg(test)]

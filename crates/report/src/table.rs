@@ -107,13 +107,15 @@ pub(crate) fn udp_table(r: &TestResult) -> String {
 /// The terminal summary printed after a test: per-phase table, seed 003's
 /// headline four, and the verdict line.
 /// Pings to other hosts (--ping, --tcp-ping): one row per phase and target.
-fn ping_table(r: &TestResult) -> String {
+/// The pings to other hosts: how each was pinged, and a row per phase and
+/// target (the first row is the header); None without pings. The text and
+/// HTML tables both show these.
+pub(crate) fn ping_rows(r: &TestResult) -> Option<(String, Vec<Vec<String>>)> {
     if r.metadata.pings.is_empty() {
-        return String::new();
+        return None;
     }
     let how: Vec<String> =
         r.metadata.pings.iter().map(|p| format!("{} = {} ({}, every {} ms)", p.target, p.address, p.method, p.interval_ms)).collect();
-    let mut out = format!("\nPings to other hosts: {}\n", how.join("; "));
     let mut rows = vec![["Phase", "Target", "RTT p50 ms", "p99 ms", "Added ms", "Loss %"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for p in r.idle.iter().chain(r.scenarios.iter()) {
         for s in &p.summary.pings {
@@ -128,8 +130,14 @@ fn ping_table(r: &TestResult) -> String {
             ]);
         }
     }
-    out.push_str(&text_table(&rows));
-    out
+    Some((how.join("; "), rows))
+}
+
+fn ping_table(r: &TestResult) -> String {
+    match ping_rows(r) {
+        Some((how, rows)) => format!("\nPings to other hosts: {how}\n{}", text_table(&rows)),
+        None => String::new(),
+    }
 }
 
 pub fn summary_table(r: &TestResult) -> String {
@@ -178,6 +186,10 @@ pub fn summary_table(r: &TestResult) -> String {
 
     out.push_str(&ping_table(r));
     out.push_str(&udp_table(r));
+    if let Some(x) = &r.rpm {
+        out.push_str("\nIETF responsiveness against the same server, after the scenarios (bloatlab test --rpm):\n");
+        out.push_str(&crate::rpm::rpm_table(x));
+    }
 
     let h = &r.headline;
     out.push('\n');
@@ -205,6 +217,14 @@ pub fn summary_table(r: &TestResult) -> String {
     }
     out.push_str(&lat);
     out.push('\n');
+    if let Some(x) = &r.rpm {
+        let stages: Vec<String> = x
+            .stages
+            .iter()
+            .map(|s| format!("{} {} ({} confidence)", s.direction, s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), s.confidence))
+            .collect();
+        out.push_str(&format!("           IETF RPM: {}; {}, HTTP/2 load\n", stages.join(", "), x.method.specification));
+    }
     if !r.metadata.trimming_rule.is_empty() {
         // the rule itself is in the JSON (metadata.trimming_rule) and docs/metrics.md
         out.push_str("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule)\n");

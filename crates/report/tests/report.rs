@@ -468,3 +468,30 @@ fn sparse_and_incomplete_results() {
     let html = std::fs::read_to_string(&files.html).unwrap();
     assert!(html.contains("No cdf plot"));
 }
+
+#[test]
+fn pings_and_an_ietf_rpm_result_show_in_the_table_and_the_html_report() {
+    use bloatlab_results::{LatencyStats, PingInfo, PingSummary, RpmResult, RpmStage};
+    let mut r = common::small_nolab();
+    r.metadata.pings = vec![PingInfo { target: "icmp 10.0.0.1".into(), address: "10.0.0.1".into(), method: "raw ICMP socket".into(), interval_ms: 100.0 }];
+    let lat = |p50: f64| LatencyStats { sent: 50, received: 49, lost: 1, loss_pct: 2.0, p50_ms: p50, p99_ms: p50 + 5.0, ..Default::default() };
+    r.idle.as_mut().unwrap().summary.pings = vec![PingSummary { target: "icmp 10.0.0.1".into(), latency: lat(0.25), added_latency_ms: None }];
+    r.scenarios[0].summary.pings = vec![PingSummary { target: "icmp 10.0.0.1".into(), latency: lat(88.75), added_latency_ms: Some(88.5) }];
+    let mut x = RpmResult::default();
+    x.method.specification = "draft-ietf-ippm-responsiveness-08".into();
+    x.tls.verified = true;
+    x.tls.pinned = true;
+    x.stages.push(RpmStage { direction: "download".into(), rpm: Some(1234.0), confidence: "high".into(), goodput_bps: 9e6, connections: 4, ..Default::default() });
+    r.rpm = Some(x);
+    let t = summary_table(&r);
+    assert!(t.contains("Pings to other hosts: icmp 10.0.0.1 = 10.0.0.1 (raw ICMP socket, every 100 ms)"), "{t}");
+    let row = t.lines().find(|l| l.contains("icmp 10.0.0.1") && l.contains("+88.5")).unwrap_or_else(|| panic!("no loaded ping row: {t}"));
+    assert!(row.contains("88.75") && row.contains("93.75") && row.ends_with("2.0"), "{row}");
+    assert!(t.contains("IETF RPM: download 1234 (high confidence); draft-ietf-ippm-responsiveness-08, HTTP/2 load"), "{t}");
+    assert!(t.contains("pinned by SHA-256"), "{t}");
+    let html = render_html(&[Run { label: "x", result: &r }]).unwrap();
+    let pings = &html[html.find("<table class=\"pings\">").expect("an HTML ping table")..];
+    let pings = &pings[..pings.find("</table>").unwrap()];
+    assert!(pings.contains("<td>+88.5</td>") && pings.contains("<td>icmp 10.0.0.1</td>"), "{pings}");
+    assert!(html.contains("<h2>Responsiveness (IETF RPM)</h2>") && html.contains("download RPM") && html.contains(">1234<"), "no RPM section");
+}

@@ -40,6 +40,10 @@ pub struct TestResult {
     /// Present when the run happened in `bloatlab lab`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab: Option<LabInfo>,
+    /// The IETF responsiveness method against the same server, run after
+    /// the scenarios (`bloatlab test --rpm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<RpmResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -84,6 +88,10 @@ pub struct Metadata {
     /// Hosts pinged alongside (--ping, --tcp-ping).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pings: Vec<PingInfo>,
+    /// The RPM endpoints the server announced (port, certificate SHA-256);
+    /// absent when it serves none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_rpm: Option<bloatlab_model::RpmOffer>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -31,6 +31,10 @@ pub struct RpmTlsInfo {
     pub certificate_sha256: String,
     /// False with --insecure: the certificate was not checked.
     pub verified: bool,
+    /// Checked by its SHA-256 (--pin-sha256, or `bloatlab test --rpm`,
+    /// which pins what its server announced) rather than by a CA.
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 /// The method and its parameters, as run.

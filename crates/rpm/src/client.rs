@@ -67,8 +67,19 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// How the server's certificate is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verified {
+    /// Against the CA store (and --ca-file).
+    Ca,
+    /// By its SHA-256 (--pin-sha256).
+    Pinned,
+    /// Not at all (--insecure).
+    No,
+}
+
 /// TCP connect, TLS handshake (each timed), then HTTP/2.
-async fn open(t: &Target, verified: bool) -> Result<Opened, String> {
+async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
     let a = Instant::now();
     let tcp = tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(t.addr))
         .await
@@ -106,7 +117,8 @@ async fn open(t: &Target, verified: bool) -> Result<Opened, String> {
         version: c.protocol_version().map(|v| format!("{v:?}")).unwrap_or_default(),
         cipher: c.negotiated_cipher_suite().map(|s| format!("{:?}", s.suite())).unwrap_or_default(),
         certificate_sha256: c.peer_certificates().and_then(|v| v.first()).map(tls::fingerprint).unwrap_or_default(),
-        verified,
+        verified: verified != Verified::No,
+        pinned: verified == Verified::Pinned,
     };
     let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
         .timer(TokioTimer::new())
@@ -191,8 +203,9 @@ async fn start_load(
     counter: Arc<AtomicU64>,
     uploads: Arc<Uploads>,
     failed: Arc<AtomicBool>,
+    verified: Verified,
 ) -> Result<Load, String> {
-    let o = open(&t, true).await?;
+    let o = open(&t, verified).await?;
     if let (false, Some(sock)) = (download, o.sock) {
         let base = bytes_acked(&sock);
         uploads.0.lock().unwrap().push((sock, base));
@@ -251,7 +264,7 @@ async fn probe_round(
     self_sender: Option<hyper::client::conn::http2::SendRequest<Body>>,
     stage_start: Instant,
     out: Arc<Mutex<Probes>>,
-    verified: bool,
+    verified: Verified,
 ) {
     let t_s = stage_start.elapsed().as_secs_f64();
     let foreign = async {
@@ -312,7 +325,7 @@ fn rtts(samples: &[RpmProbe], at: &[f64], from_s: f64, to_s: f64) -> ProbeRtts {
 /// Progress lines for a terminal (one per interval).
 pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
 
-async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: bool, progress: Progress<'_>) -> Result<RpmStage, String> {
+async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>) -> Result<RpmStage, String> {
     let counter = Arc::new(AtomicU64::new(0));
     let uploads = Arc::new(Uploads::default());
     let failed = Arc::new(AtomicBool::new(false));
@@ -333,7 +346,7 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
     };
     let start = Instant::now();
     for k in add(0) {
-        loads.push(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone()).await?);
+        loads.push(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone(), verified).await?);
     }
     // Connections being opened: the interval clock does not wait for their
     // handshakes (through a bloated queue they take seconds).
@@ -420,7 +433,7 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
         }
         if !goodput.is_stable() && pending.is_empty() {
             for k in add(loads.len()) {
-                pending.push(tokio::spawn(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone())));
+                pending.push(tokio::spawn(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone(), verified)));
             }
         }
     }
@@ -517,7 +530,7 @@ pub fn run(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Res
 async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
     let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
     let (_, host, port, path) = parse_url(&cfg.url, &prefix)?;
-    let tls_cfg = tls::client_config(cfg.insecure, cfg.ca_pem.as_deref())?;
+    let tls_cfg = tls::client_config(cfg.insecure, cfg.ca_pem.as_deref(), cfg.pin_sha256.as_deref())?;
     let resolve = |h: String, p: u16| async move {
         tokio::net::lookup_host((h.as_str(), p))
             .await
@@ -530,7 +543,13 @@ async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>
     let server_name = ServerName::try_from(host.clone()).map_err(|e| format!("{host}: {e}"))?;
     let authority = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
     let target = Target { addr, authority: authority.clone(), server_name, tls: tls_cfg };
-    let verified = !cfg.insecure;
+    let verified = if cfg.pin_sha256.is_some() {
+        Verified::Pinned
+    } else if cfg.insecure {
+        Verified::No
+    } else {
+        Verified::Ca
+    };
     // The configuration, on a connection of its own.
     let config_url = format!("https://{authority}{path}");
     let mut o = open(&target, verified).await?;

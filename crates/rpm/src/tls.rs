@@ -59,11 +59,16 @@ pub fn server_config(tls: &RpmTls) -> Result<(Arc<rustls::ServerConfig>, String)
 
 /// The client's TLS configuration: ALPN h2 (load and self probes need
 /// HTTP/2), then http/1.1.
-pub fn client_config(insecure: bool, ca_pem: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
+/// With `pin` (a SHA-256 fingerprint), exactly that certificate is accepted,
+/// whoever signed it; with `insecure`, any.
+pub fn client_config(insecure: bool, ca_pem: Option<&str>, pin: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
-    let mut cfg = if insecure {
+    let mut cfg = if let Some(pin) = pin {
+        let want = bloatlab_model::normalize_sha256(pin).ok_or_else(|| format!("--pin-sha256 {pin:?}: not a SHA-256 fingerprint"))?;
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(Pinned { want, provider: provider() })).with_no_client_auth()
+    } else if insecure {
         builder.dangerous().with_custom_certificate_verifier(Arc::new(AnyCertificate(provider()))).with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
@@ -87,6 +92,56 @@ pub fn client_config(insecure: bool, ca_pem: Option<&str>) -> Result<Arc<rustls:
     };
     cfg.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_H1.to_vec()];
     Ok(Arc::new(cfg))
+}
+
+/// `--pin-sha256`: the certificate whose SHA-256 is `want` (64 lower-case
+/// hex digits) and no other; names and dates are not checked (a pinned
+/// self-signed certificate has only its key to vouch for it), the
+/// handshake's signatures are.
+#[derive(Debug)]
+struct Pinned {
+    want: String,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let got = fingerprint(end_entity).replace(':', "");
+        if got == self.want {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::General(format!("the server's certificate has SHA-256 {}, not the pinned one", fingerprint(end_entity))))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        AnyCertificate(self.provider.clone()).verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        AnyCertificate(self.provider.clone()).verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// `--insecure`: any certificate is accepted (the handshake's signatures

@@ -177,6 +177,9 @@ pub enum ServerMsg {
         cc: String,
         #[serde(default)]
         auth: bool,
+        /// The server's RPM endpoints, if it serves them (`bloatlab test --rpm`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rpm: Option<Box<bloatlab_model::RpmOffer>>,
     },
     /// The server will not run this test; `reason` is for the user.
     Refused { reason: String },

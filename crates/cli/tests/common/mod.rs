@@ -23,6 +23,8 @@ pub struct TestServer {
     host: String,
     /// The RPM configuration URL the server printed (None with --no-rpm).
     pub rpm_url: Option<String>,
+    /// The SHA-256 of the RPM certificate the server printed.
+    pub rpm_sha256: Option<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -49,19 +51,22 @@ impl TestServer {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         out.read_line(&mut line).unwrap();
         // "bloatlab server RPM endpoints (...) at https://127.0.0.1:PORT/.well-known/nq; ..."
-        let rpm_url = if extra.contains(&"--no-rpm") {
-            None
+        let (rpm_url, rpm_sha256) = if extra.contains(&"--no-rpm") {
+            (None, None)
         } else {
             let mut l2 = String::new();
             out.read_line(&mut l2).unwrap();
-            l2.split_whitespace().find(|w| w.starts_with("https://")).map(|w| w.trim_end_matches([';', ',']).to_string())
+            (
+                l2.split_whitespace().find(|w| w.starts_with("https://")).map(|w| w.trim_end_matches([';', ',']).to_string()),
+                l2.split_once("SHA-256 ").map(|(_, f)| f.trim().to_string()),
+            )
         };
         // "bloatlab server listening on 127.0.0.1:PORT (tcp+udp)"
         let port = line
             .split_whitespace()
             .find_map(|w| w.trim_end_matches(',').rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
             .unwrap_or_else(|| panic!("no port in {line:?}"));
-        TestServer { child, port, stderr_path, _dir: dir, host: bind.to_string(), rpm_url }
+        TestServer { child, port, stderr_path, _dir: dir, host: bind.to_string(), rpm_url, rpm_sha256 }
     }
     pub fn addr(&self) -> String {
         if self.host.contains(':') {

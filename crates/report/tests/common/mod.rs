@@ -345,6 +345,7 @@ pub fn build(spec: &Spec) -> TestResult {
         incomplete_reason: None,
         metadata: Metadata {
             pings: vec![],
+            server_rpm: None,
             bloatlab_version: "0.1.0".into(),
             protocol_version: 1,
             start_time: "2026-11-22T06:00:00Z".into(),
@@ -370,5 +371,6 @@ pub fn build(spec: &Spec) -> TestResult {
         scenarios: phases,
         headline,
         lab,
+        rpm: None,
     }
 }
