@@ -198,8 +198,9 @@ struct RawTcpInfo {
     snd_wnd: u32,
 }
 
-/// Read TCP_INFO; `t_ns` is filled by the caller's clock.
-pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSample> {
+/// TCP_INFO as the kernel filled it, and how many bytes it filled (older
+/// kernels fill fewer fields; the rest stay 0).
+fn raw_tcp_info(sock: &impl AsRawFd) -> Option<(RawTcpInfo, usize)> {
     let mut raw = RawTcpInfo::default();
     let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `raw`.
@@ -212,9 +213,21 @@ pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSam
             &mut len,
         )
     };
-    if r != 0 {
-        return None;
-    }
+    (r == 0).then_some((raw, len as usize))
+}
+
+/// Payload bytes this socket's TCP has received in sequence
+/// (tcpi_bytes_received, Linux 4.1+): what crossed the network, whether or
+/// not the application has read it yet. None where the kernel lacks it.
+pub fn tcp_bytes_received(sock: &impl AsRawFd) -> Option<u64> {
+    let (raw, len) = raw_tcp_info(sock)?;
+    let end = std::mem::offset_of!(RawTcpInfo, bytes_received) + std::mem::size_of::<u64>();
+    (len >= end).then_some(raw.bytes_received)
+}
+
+/// Read TCP_INFO; `t_ns` is filled by the caller's clock.
+pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSample> {
+    let (raw, _) = raw_tcp_info(sock)?;
     Some(TcpInfoSample {
         t_ns,
         side,

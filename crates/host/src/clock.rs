@@ -58,6 +58,34 @@ pub fn realtime_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
+/// Within this, the clock readings just before and after a read are
+/// trusted to stamp it; a wider gap means the thread was preempted between.
+pub const STAMP_SPREAD_NS: u64 = 1_000_000;
+
+/// A read (a counter, a statistics dump) with the instant it happened on
+/// `now`'s clock: the readings just before and just after it, stamped at
+/// their midpoint, and the read repeated (up to 4 times, the tightest kept)
+/// while the two are more than [`STAMP_SPREAD_NS`] apart. Series of such
+/// stamps give rates that a preempted sampler does not bend.
+pub fn stamped<T>(now: fn() -> u64, mut read: impl FnMut() -> T) -> (u64, T) {
+    let mut best: Option<(u64, u64, T)> = None;
+    for _ in 0..4 {
+        let a = now();
+        let v = read();
+        let b = now();
+        let spread = b.saturating_sub(a);
+        let tight = spread <= STAMP_SPREAD_NS;
+        if best.as_ref().is_none_or(|x| spread < x.0) {
+            best = Some((spread, a + spread / 2, v));
+        }
+        if tight {
+            break;
+        }
+    }
+    let (_, t, v) = best.expect("at least one read");
+    (t, v)
+}
+
 /// Converts [`mono_ns`] stamps to Unix ns with one offset taken at creation.
 #[derive(Debug, Clone, Copy)]
 pub struct MonoToUnix {
@@ -84,6 +112,34 @@ impl Default for MonoToUnix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_is_stamped_between_its_clock_readings_and_retried_when_they_are_far_apart() {
+        // A read that takes 5 ms (a preempted thread) the first time and no
+        // time after: the second read's value, stamped within it.
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let before = now_ns();
+        let (t, v) = stamped(now_ns, || {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            100 + n as u64
+        });
+        let after = now_ns();
+        assert_eq!(v, 101, "the slow read was retried");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert!(t >= before + 5_000_000 && t <= after, "stamped in the second read: {} ns after start", t - before);
+        // Always slow: 4 tries, the tightest kept.
+        let calls = std::sync::atomic::AtomicU32::new(0);
+        let (_, v) = stamped(now_ns, || {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(if n == 2 { 2 } else { 6 }));
+            n as u64
+        });
+        assert_eq!((v, calls.load(std::sync::atomic::Ordering::SeqCst)), (2, 4));
+    }
+
     #[test]
     fn clocks_agree() {
         let c = MonoToUnix::new();

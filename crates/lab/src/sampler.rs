@@ -156,13 +156,22 @@ impl Sampler {
             let mut tick: u32 = 0;
             loop {
                 for (ns, reader) in readers.iter_mut() {
-                    let t0 = sys::unix_ns();
-                    let Some(stats) = reader.read(ns) else { continue };
-                    let t1 = sys::unix_ns();
+                    // A netlink dump is stamped within it (and retried if
+                    // the thread was preempted during it), as the flows'
+                    // byte counters are; a `tc` run (fork and exec, always
+                    // milliseconds) at the middle of its span.
+                    let (t_mid, stats) = if matches!(reader, Reader::Netlink(..)) {
+                        bloatlab_host::clock::stamped(sys::unix_ns, || reader.read(ns))
+                    } else {
+                        let t0 = sys::unix_ns();
+                        let s = reader.read(ns);
+                        (t0 + (sys::unix_ns() - t0) / 2, s)
+                    };
+                    let Some(stats) = stats else { continue };
                     for (t, kind, samples) in series.iter_mut().filter(|(t, _, _)| &t.netns == ns) {
                         if let Some((_, s)) = stats.iter().find(|(d, _)| *d == t.dev) {
                             let mut q = s.sample;
-                            q.t_ns = t0 + (t1 - t0) / 2;
+                            q.t_ns = t_mid;
                             samples.push(q);
                             if kind.is_empty() {
                                 *kind = s.kind.clone();

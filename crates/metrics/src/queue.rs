@@ -49,6 +49,28 @@ pub fn link_use_pct(q: &QueueSeries, start_ns: u64, end_ns: u64, rate_bps: f64) 
     Some(last.sent_bytes.saturating_sub(first.sent_bytes) as f64 * 8.0 / dt / rate_bps * 100.0)
 }
 
+/// TCP payload the queue carried during the steady part of a phase (the
+/// goodput's window: without its first 20% and last 5%), bits/s: the bytes
+/// it sent minus `header_bytes` per packet, both counters interpolated
+/// linearly at the window's edges. The kernel counts a qdisc's bytes as IP packet lengths, without
+/// the link header (a lab's 64-byte UDP probe counts 92 bytes), so
+/// `header_bytes` is IP + TCP: 20 + 32 with timestamps = 52 for IPv4. What
+/// any goodput through this queue can at most be (retransmitted payload
+/// counts here, not in goodput). None without samples around both edges.
+pub fn carried_payload_bps(q: &QueueSeries, start_ns: u64, end_ns: u64, header_bytes: u64) -> Option<f64> {
+    let len = end_ns.saturating_sub(start_ns) as f64;
+    let (a, b) = (start_ns as f64 + 0.2 * len, start_ns as f64 + 0.95 * len);
+    let at = |t: f64, f: fn(&bloatlab_results::QueueSample) -> u64| -> Option<f64> {
+        let w = q.samples.windows(2).find(|w| w[0].t_ns as f64 <= t && t <= w[1].t_ns as f64)?;
+        let span = (w[1].t_ns - w[0].t_ns) as f64;
+        let k = if span > 0.0 { (t - w[0].t_ns as f64) / span } else { 0.0 };
+        Some(f(&w[0]) as f64 + k * (f(&w[1]) as f64 - f(&w[0]) as f64))
+    };
+    let bytes = at(b, |s| s.sent_bytes)? - at(a, |s| s.sent_bytes)?;
+    let packets = at(b, |s| s.sent_packets)? - at(a, |s| s.sent_packets)?;
+    (b > a).then(|| (bytes - packets * header_bytes as f64).max(0.0) * 8.0 * 1e9 / (b - a))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +91,33 @@ mod tests {
                 .collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn carried_payload_is_the_bytes_sent_less_headers_in_the_goodput_window() {
+        // 10 s phase; window [2 s, 9.5 s]. Samples every second: 1000 full
+        // 1500-byte IP packets a second, counted from 0.
+        let q = QueueSeries {
+            samples: (0..=10u64)
+                .map(|i| QueueSample { t_ns: i * 1_000_000_000, sent_packets: 1000 * i, sent_bytes: 1500 * 1000 * i, ..Default::default() })
+                .collect(),
+            ..Default::default()
+        };
+        // payload per packet 1500 - 52 = 1448 bytes: 1000 x 1448 x 8 = 11.584 Mbit/s
+        let p = carried_payload_bps(&q, 0, 10_000_000_000, 52).unwrap();
+        assert!((p - 11.584e6).abs() < 1e-3, "{p}");
+        // The edges fall between samples (2.0 s and 9.5 s): interpolated,
+        // so a burst just outside the window does not count.
+        let mut burst = q.clone();
+        for s in burst.samples.iter_mut().filter(|s| s.t_ns >= 10_000_000_000) {
+            s.sent_bytes += 1_000_000;
+            s.sent_packets += 700;
+        }
+        let pb = carried_payload_bps(&burst, 0, 10_000_000_000, 52).unwrap();
+        // half of the last second's extra (9.5 s is midway to 10 s) falls in the window:
+        // (500,000 - 350 x 52) bytes x 8 / 7.5 s = 513,920 bit/s more
+        assert!((pb - p - (500_000.0 - 350.0 * 52.0) * 8.0 / 7.5).abs() < 1e-3, "{pb} vs {p}");
+        assert_eq!(carried_payload_bps(&q, 0, 30_000_000_000, 52), None, "the window's end is past the samples");
     }
 
     #[test]
