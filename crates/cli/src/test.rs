@@ -14,12 +14,19 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-/// A comma-separated scenario list, parsed by the model's one grammar.
+/// A comma-separated scenario list, or a ramp (`auto`, `auto-up`,
+/// `auto-down`), parsed by the model's one grammar.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scenarios(pub Vec<Scenario>);
+pub enum Scenarios {
+    List(Vec<Scenario>),
+    Ramp(bloatlab_model::Ramp),
+}
 
 fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
-    Scenario::parse_list(s).map(Scenarios)
+    match bloatlab_model::Ramp::parse(s) {
+        Some(r) => Ok(Scenarios::Ramp(r)),
+        None => Scenario::parse_list(s).map(Scenarios::List).map_err(|e| format!("{e}; or auto, auto-up, auto-down to ramp the flows")),
+    }
 }
 
 fn parse_socket_buffer(s: &str) -> Result<u32, String> {
@@ -189,9 +196,11 @@ impl ServerArgs {
 /// as "lab:").
 #[derive(Args, Debug, Clone, Default)]
 pub struct LoadArgs {
-    /// Scenarios NuMd (N uploads, M downloads, 0..32 each), comma separated
+    /// Scenarios NuMd (N uploads, M downloads, 0..32 each), comma separated;
+    /// or auto (auto-up, auto-down): per direction 1, 2, 4, ... flows until
+    /// doubling them adds less than 5% goodput
     /// [default: 0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d; lab: 1u0d].
-    #[arg(long, short, value_name = "NuMd,...", value_parser = parse_scenarios)]
+    #[arg(long, short, value_name = "NuMd,...|auto", value_parser = parse_scenarios)]
     pub scenarios: Option<Scenarios>,
     /// Length of each scenario [default: 5s; lab: 18s].
     #[arg(long, short, value_name = "DURATION", value_parser = parse_duration)]
@@ -282,7 +291,14 @@ fn parse_dscp(s: &str) -> Result<DscpList, String> {
 impl LoadArgs {
     pub fn overrides(&self) -> TestOverrides {
         TestOverrides {
-            scenarios: self.scenarios.clone().map(|s| s.0),
+            scenarios: match &self.scenarios {
+                Some(Scenarios::List(v)) => Some(v.clone()),
+                _ => None,
+            },
+            ramp: match &self.scenarios {
+                Some(Scenarios::Ramp(r)) => Some(*r),
+                _ => None,
+            },
             duration: self.duration,
             idle: self.idle,
             pause: self.pause,
@@ -743,8 +759,15 @@ mod tests {
         let c = cfg(&["h", "-s", "1u0d, 4u4d", "-d", "1.5", "--cc", "bbr", "--socket-buffer", "4M", "-6"]).unwrap();
         assert_eq!(c.scenarios, vec![Scenario::new(1, 0), Scenario::new(4, 4)]);
         assert_eq!((c.duration, c.cc.as_str(), c.socket_buffer, c.family), (Duration::from_millis(1500), "bbr", 4 << 20, Family::V6));
+        // A ramp instead of a list: no fixed scenarios, 32 flows announced.
+        let c = cfg(&["h", "-s", "auto-down"]).unwrap();
+        assert_eq!(c.ramp, Some(bloatlab_model::Ramp { up: false, down: true, growth: 0.05, max_flows: 32 }));
+        assert!(c.scenarios.is_empty());
+        assert_eq!((c.max_flows(), c.max_scenarios()), (32, 6));
+        assert!(cfg(&["h", "-s", "auto"]).unwrap().ramp.is_some_and(|r| r.up && r.down));
         for (bad, why) in [
             (&["h", "-s", "1u0d,40u0d"][..], "at most 32"),
+            (&["h", "-s", "sideways"], "or auto, auto-up, auto-down"),
             (&["h", "-s", ""], "no scenarios"),
             (&["h", "-d", "fast"], "not a duration"),
             (&["h", "-d", "10ms"], "at least 200ms"),

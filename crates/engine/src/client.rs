@@ -244,9 +244,9 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         Ok(a) => a,
         Err(e) => return fail(e),
     };
-    let max_flows = cfg.scenarios.iter().map(|s| s.uploads + s.downloads).max().unwrap_or(0);
+    let max_flows = cfg.max_flows();
     // Generous: flow setup and the final probe drain take time beyond the phases.
-    let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.scenarios.len() as u32
+    let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
         + Duration::from_secs(10))
     .as_millis() as u64;
     let mut sess = match open_session(addr, cfg, max_flows, planned_ms) {
@@ -308,7 +308,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
     let mut error: Option<String> = None;
     let mut interrupted = false;
     let mut socket_info = SocketInfo::default();
-    let nphases = cfg.scenarios.len() + usize::from(!cfg.idle.is_zero());
+    let nphases = cfg.max_scenarios() + usize::from(!cfg.idle.is_zero());
 
     // Idle baseline.
     if !cfg.idle.is_zero() {
@@ -333,12 +333,29 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         phases.push(RawPhase::idle(start, clock::now_ns()));
     }
 
-    for (i, sc) in cfg.scenarios.iter().enumerate() {
+    // The scenarios: the given list, or a ramp choosing each next one from
+    // the goodput of the last.
+    let mut ramp = cfg.ramp.map(RampState::new);
+    for i in 0.. {
         if interrupted {
             break;
         }
-        match run_scenario(addr, cfg, &mut sess, i, sc, interrupt, &probes, nphases, live, &mut socket_info) {
+        let next = match ramp.as_mut() {
+            Some(r) => r.next(),
+            None => cfg.scenarios.get(i).copied(),
+        };
+        let Some(sc) = next else { break };
+        if i > 0 {
+            let until = clock::now_ns() + cfg.pause.as_nanos() as u64;
+            while clock::now_ns() < until && !interrupt.load(Ordering::Relaxed) {
+                thread::sleep(Duration::from_millis(20));
+            }
+        }
+        match run_scenario(addr, cfg, &mut sess, i, &sc, interrupt, &probes, nphases, live, &mut socket_info) {
             Ok((p, intr)) => {
+                if let (Some(r), false) = (ramp.as_mut(), intr) {
+                    r.record(&sc, &p);
+                }
                 phases.push(p);
                 if intr {
                     interrupted = true;
@@ -348,12 +365,6 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
             Err(e) => {
                 error = Some(format!("scenario {}: {e}", sc.name()));
                 break;
-            }
-        }
-        if i + 1 < cfg.scenarios.len() {
-            let until = clock::now_ns() + cfg.pause.as_nanos() as u64;
-            while clock::now_ns() < until && !interrupt.load(Ordering::Relaxed) {
-                thread::sleep(Duration::from_millis(20));
             }
         }
     }
@@ -406,7 +417,8 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         pings,
         server_rpm: sess.rpm.clone(),
     };
-    let result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
+    let mut result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
+    result.ramp = ramp.map(RampState::results).unwrap_or_default();
     let line = summarize::one_line(&result);
     let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(2)));
@@ -415,6 +427,80 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         let _ = conn::send(&mut ws.ctl, &ClientMsg::EndTest { summary: format!("witness for {line}"), complete });
     }
     Outcome { result: Some(result), error: if interrupted { reason } else { error }, interrupted }
+}
+
+/// A ramp in progress (`--scenarios auto`): per direction, the steps run
+/// so far, and the directions finished.
+struct RampState {
+    cfg: bloatlab_model::Ramp,
+    /// Directions to ramp, in order (true = upload).
+    dirs: Vec<bool>,
+    cur: usize,
+    steps: Vec<bloatlab_results::RampStep>,
+    done: Vec<bloatlab_results::RampResult>,
+}
+
+impl RampState {
+    fn new(cfg: bloatlab_model::Ramp) -> RampState {
+        let dirs = [(cfg.up, true), (cfg.down, false)].iter().filter(|(on, _)| *on).map(|(_, up)| *up).collect();
+        RampState { cfg, dirs, cur: 0, steps: vec![], done: vec![] }
+    }
+
+    /// The next scenario, or None when every direction is done.
+    fn next(&mut self) -> Option<bloatlab_model::Scenario> {
+        use bloatlab_metrics::ramp::{ramp_next, RampNext};
+        loop {
+            let up = *self.dirs.get(self.cur)?;
+            let judged: Vec<(u32, f64)> = self.steps.iter().map(|s| (s.flows, s.goodput_bps)).collect();
+            match ramp_next(&judged, self.cfg.growth, self.cfg.max_flows) {
+                RampNext::Flows(n) => return Some(if up { bloatlab_model::Scenario::new(n, 0) } else { bloatlab_model::Scenario::new(0, n) }),
+                RampNext::Saturated { flows, gain } => {
+                    let why = format!(
+                        "saturated at {flows} flow(s): doubling them to {} changed goodput by {:+.1}% (less than {:.0}%)",
+                        self.steps.last().map(|s| s.flows).unwrap_or(0),
+                        gain * 100.0,
+                        self.cfg.growth * 100.0
+                    );
+                    self.finish(Some(flows), why);
+                }
+                RampNext::AtLimit { flows } => {
+                    self.finish(None, format!("reached the limit of {flows} flows with goodput still growing by {:.0}% or more per doubling", self.cfg.growth * 100.0));
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, sc: &bloatlab_model::Scenario, p: &RawPhase) {
+        let up = self.dirs[self.cur];
+        self.steps.push(bloatlab_results::RampStep {
+            scenario: sc.name(),
+            flows: if up { sc.uploads } else { sc.downloads },
+            goodput_bps: summarize::step_goodput_bps(p, up),
+        });
+    }
+
+    fn finish(&mut self, saturated_at: Option<u32>, stopped: String) {
+        let up = self.dirs[self.cur];
+        let steps = std::mem::take(&mut self.steps);
+        self.done.push(bloatlab_results::RampResult {
+            direction: if up { Direction::Up } else { Direction::Down },
+            capacity_bps: steps.iter().map(|s| s.goodput_bps).fold(0.0, f64::max),
+            steps,
+            saturated_at,
+            growth: self.cfg.growth,
+            stopped,
+        });
+        self.cur += 1;
+    }
+
+    /// Every direction that ran a step; one cut short (an error, Ctrl-C)
+    /// says so.
+    fn results(mut self) -> Vec<bloatlab_results::RampResult> {
+        if !self.steps.is_empty() && self.cur < self.dirs.len() {
+            self.finish(None, "cut short before goodput stopped growing (see the run's incomplete_reason)".into());
+        }
+        self.done
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -52,6 +52,27 @@ pub struct MetaIn<'a> {
     pub server_rpm: Option<bloatlab_model::RpmOffer>,
 }
 
+/// A ramp step's goodput in one direction, as the step ends: the sum of its
+/// flows' steady-window goodput, each over its own samples' span (upload
+/// flows are measured on the server's clock, which needs no offset for a
+/// rate). The ramp's decision input; the final summary recomputes it.
+pub fn step_goodput_bps(p: &RawPhase, up: bool) -> f64 {
+    let steady = |g: &[(u64, u64)], start: u64, end: u64| m::steady_goodput_bps(g, start, end, m::DEFAULT_TRIM_START, m::DEFAULT_TRIM_END);
+    if up {
+        p.server_flows
+            .iter()
+            .filter(|f| f.direction == Direction::Up && f.goodput.len() >= 2)
+            .map(|f| steady(&f.goodput, f.goodput[0].0, f.goodput[f.goodput.len() - 1].0))
+            .sum()
+    } else {
+        p.flows
+            .iter()
+            .filter(|(spec, _, _)| spec.direction == Direction::Down)
+            .map(|(_, s, _)| steady(&s.goodput, p.start_unix_ns, p.end_unix_ns))
+            .sum()
+    }
+}
+
 fn rel(t: u64, start: u64) -> u64 {
     t.saturating_sub(start)
 }
@@ -344,6 +365,7 @@ pub fn build_result(
         scenarios,
         lab: None,
         rpm: None,
+        ramp: vec![],
     }
 }
 

@@ -26,6 +26,7 @@
 mod clock;
 mod goodput;
 pub mod queue;
+pub mod ramp;
 pub mod udp;
 mod rates;
 mod responsiveness;

@@ -75,6 +75,10 @@ pub struct TestConfig {
     /// server's RPM endpoints, these stages (`--rpm`); empty = not run.
     #[serde(default)]
     pub rpm: Vec<crate::RpmDirection>,
+    /// `--scenarios auto`: ramp the flows per direction instead of running
+    /// `scenarios` (which is then empty).
+    #[serde(default)]
+    pub ramp: Option<crate::scenario::Ramp>,
 }
 
 fn default_ping_interval() -> Duration {
@@ -105,6 +109,7 @@ impl Default for TestConfig {
             pings: vec![],
             ping_interval: crate::DEFAULT_PING_INTERVAL,
             rpm: vec![],
+            ramp: None,
         }
     }
 }
@@ -189,8 +194,10 @@ impl TestConfig {
     /// Check every value before anything is connected or written. Messages
     /// name the command-line option.
     pub fn validate(&self) -> Result<(), String> {
-        if self.scenarios.is_empty() {
-            return Err("--scenarios: no scenarios given".into());
+        match &self.ramp {
+            Some(r) => r.validate().map_err(|e| format!("--scenarios {}: {e}", r.name()))?,
+            None if self.scenarios.is_empty() => return Err("--scenarios: no scenarios given".into()),
+            None => {}
         }
         if self.duration < Duration::from_millis(200) {
             return Err("--duration must be at least 200ms".into());
@@ -233,9 +240,15 @@ impl TestConfig {
         Ok(())
     }
 
-    /// Longest scenario, in flows.
+    /// Longest scenario, in flows (a ramp's largest step).
     pub fn max_flows(&self) -> u32 {
-        self.scenarios.iter().map(Scenario::flows).max().unwrap_or(0)
+        let ramp = self.ramp.map(|r| r.max_flows).unwrap_or(0);
+        self.scenarios.iter().map(Scenario::flows).max().unwrap_or(0).max(ramp)
+    }
+
+    /// The most scenarios this test can run.
+    pub fn max_scenarios(&self) -> usize {
+        self.ramp.map(|r| r.max_steps()).unwrap_or(self.scenarios.len())
     }
 }
 
@@ -262,6 +275,9 @@ pub struct TestOverrides {
     pub ping_interval: Option<Duration>,
     #[serde(default)]
     pub rpm: Option<Vec<crate::RpmDirection>>,
+    /// `--scenarios auto`; excludes `scenarios`.
+    #[serde(default)]
+    pub ramp: Option<crate::scenario::Ramp>,
 }
 
 impl TestOverrides {
@@ -269,6 +285,11 @@ impl TestOverrides {
     pub fn apply(&self, t: &mut TestConfig) {
         if let Some(v) = &self.scenarios {
             t.scenarios = v.clone();
+            t.ramp = None;
+        }
+        if let Some(r) = self.ramp {
+            t.ramp = Some(r);
+            t.scenarios = vec![];
         }
         if let Some(v) = self.duration {
             t.duration = v;
@@ -316,7 +337,14 @@ impl TestOverrides {
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
         }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp, pings, ping_interval, rpm);
+        // A scenario list and a ramp replace each other.
+        if other.scenarios.is_some() {
+            self.ramp = None;
+        }
+        if other.ramp.is_some() {
+            self.scenarios = None;
+        }
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp, pings, ping_interval, rpm, ramp);
     }
 }
 

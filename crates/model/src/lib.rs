@@ -32,5 +32,5 @@ pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, 
 pub use ping::{PingKind, PingTarget, DEFAULT_PING_INTERVAL};
 pub use rate::{Rate, RateSpec};
 pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
-pub use scenario::Scenario;
+pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;

@@ -130,3 +130,78 @@ mod tests {
         assert!(serde_json::from_str::<Scenario>("\"99u0d\"").is_err());
     }
 }
+
+/// `--scenarios auto` (or `auto-up`, `auto-down`): instead of a fixed list,
+/// per direction, scenarios of 1, 2, 4, ... flows until doubling the flows
+/// adds less than `growth` goodput, or `max_flows` ran.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ramp {
+    pub up: bool,
+    pub down: bool,
+    /// Least relative goodput gain from doubling the flows that counts as
+    /// still growing (0.05 = 5%).
+    pub growth: f64,
+    pub max_flows: u32,
+}
+
+/// A ramp stops once doubling the flows gains less than this.
+pub const RAMP_GROWTH: f64 = 0.05;
+
+impl Ramp {
+    /// `auto` (uploads, then downloads), `auto-up`, `auto-down`; None for
+    /// anything else (a scenario list).
+    pub fn parse(s: &str) -> Option<Ramp> {
+        let (up, down) = match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => (true, true),
+            "auto-up" => (true, false),
+            "auto-down" => (false, true),
+            _ => return None,
+        };
+        Some(Ramp { up, down, growth: RAMP_GROWTH, max_flows: MAX_FLOWS_PER_DIRECTION })
+    }
+
+    pub fn name(&self) -> &'static str {
+        match (self.up, self.down) {
+            (true, true) => "auto",
+            (true, false) => "auto-up",
+            _ => "auto-down",
+        }
+    }
+
+    /// The most scenarios a ramp can run: 1, 2, 4, ... up to `max_flows`
+    /// per direction.
+    pub fn max_steps(&self) -> usize {
+        let per = (self.max_flows.max(1) as f64).log2().ceil() as usize + 1;
+        per * (usize::from(self.up) + usize::from(self.down))
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.up || self.down) {
+            return Err("a ramp needs a direction (auto, auto-up, auto-down)".into());
+        }
+        if !(self.growth > 0.0 && self.growth < 1.0) {
+            return Err("the ramp's growth threshold must be above 0 and below 1".into());
+        }
+        if self.max_flows < 2 || self.max_flows > MAX_FLOWS_PER_DIRECTION {
+            return Err(format!("the ramp's flow limit must be 2..{MAX_FLOWS_PER_DIRECTION}"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod ramp_tests {
+    use super::*;
+
+    #[test]
+    fn ramp_names_parse_and_count_their_steps() {
+        let r = Ramp::parse("AUTO").unwrap();
+        assert!(r.up && r.down && r.growth == 0.05 && r.max_flows == 32);
+        // 1, 2, 4, 8, 16, 32 per direction
+        assert_eq!(r.max_steps(), 12);
+        assert_eq!(Ramp::parse("auto-down").unwrap().max_steps(), 6);
+        assert_eq!(Ramp::parse("auto-up").unwrap().name(), "auto-up");
+        assert_eq!(Ramp::parse("1u0d"), None);
+        assert!(Ramp { max_flows: 1, ..r }.validate().is_err());
+    }
+}

@@ -296,6 +296,7 @@ mod tests {
                 ..Default::default()
             }),
             rpm: None,
+            ramp: vec![],
         };
         let rows = lab_rows(&r, Some(99.0));
         assert_eq!(rows.len(), 2);

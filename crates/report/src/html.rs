@@ -320,6 +320,9 @@ fn single_body(run: Run) -> Result<String> {
     b.push_str(&cards(r));
     b.push_str("<h2>Summary</h2>\n");
     b.push_str(&summary_html(r));
+    for l in crate::table::ramp_lines(r) {
+        let _ = writeln!(b, "<p class=\"ramp\">{}</p>", esc(&l));
+    }
     let seed = seed003_lines(r);
     if !seed.is_empty() {
         let _ = writeln!(b, "<pre class=\"seed003\">{}</pre>", esc(&seed));

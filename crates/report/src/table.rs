@@ -133,6 +133,23 @@ pub(crate) fn ping_rows(r: &TestResult) -> Option<(String, Vec<Vec<String>>)> {
     Some((how.join("; "), rows))
 }
 
+/// One line per ramped direction (`--scenarios auto`): the goodput of each
+/// step and where the ramp stopped. The text summary and the HTML report
+/// both show these.
+pub(crate) fn ramp_lines(r: &TestResult) -> Vec<String> {
+    r.ramp
+        .iter()
+        .map(|d| {
+            let dir = match d.direction {
+                bloatlab_results::Direction::Up => "upload",
+                bloatlab_results::Direction::Down => "download",
+            };
+            let steps: Vec<String> = d.steps.iter().map(|s| format!("{} flow(s) {} Mbit/s", s.flows, mbps(s.goodput_bps))).collect();
+            format!("Auto-ramp {dir}: {}; {}", steps.join(", "), d.stopped)
+        })
+        .collect()
+}
+
 fn ping_table(r: &TestResult) -> String {
     match ping_rows(r) {
         Some((how, rows)) => format!("\nPings to other hosts: {how}\n{}", text_table(&rows)),
@@ -196,6 +213,9 @@ pub fn summary_table(r: &TestResult) -> String {
     let (any_up, any_down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
     out.push_str(&format!("    Upload Capacity: {}\n", capacity(h.upload_capacity_bps, any_up)));
     out.push_str(&format!("  Download Capacity: {}\n", capacity(h.download_capacity_bps, any_down)));
+    for l in ramp_lines(r) {
+        out.push_str(&format!("          {l}\n"));
+    }
     let worst_rr = r.scenarios.iter().filter_map(|p| p.summary.responsiveness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
     let worst_gap = r.scenarios.iter().filter_map(|p| p.summary.smoothness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
     out.push_str(&format!(

@@ -483,7 +483,19 @@ fn pings_and_an_ietf_rpm_result_show_in_the_table_and_the_html_report() {
     x.tls.pinned = true;
     x.stages.push(RpmStage { direction: "download".into(), rpm: Some(1234.0), confidence: "high".into(), goodput_bps: 9e6, connections: 4, ..Default::default() });
     r.rpm = Some(x);
+    r.ramp = vec![bloatlab_results::RampResult {
+        direction: bloatlab_results::Direction::Up,
+        steps: vec![
+            bloatlab_results::RampStep { scenario: "1u0d".into(), flows: 1, goodput_bps: 5e6 },
+            bloatlab_results::RampStep { scenario: "2u0d".into(), flows: 2, goodput_bps: 5.1e6 },
+        ],
+        saturated_at: Some(1),
+        capacity_bps: 5.1e6,
+        growth: 0.05,
+        stopped: "saturated at 1 flow(s): doubling them to 2 changed goodput by +2.0% (less than 5%)".into(),
+    }];
     let t = summary_table(&r);
+    assert!(t.contains("Auto-ramp upload: 1 flow(s) 5.00 Mbit/s, 2 flow(s) 5.10 Mbit/s; saturated at 1 flow(s)"), "{t}");
     assert!(t.contains("Pings to other hosts: icmp 10.0.0.1 = 10.0.0.1 (raw ICMP socket, every 100 ms)"), "{t}");
     let row = t.lines().find(|l| l.contains("icmp 10.0.0.1") && l.contains("+88.5")).unwrap_or_else(|| panic!("no loaded ping row: {t}"));
     assert!(row.contains("88.75") && row.contains("93.75") && row.ends_with("2.0"), "{row}");
@@ -493,5 +505,6 @@ fn pings_and_an_ietf_rpm_result_show_in_the_table_and_the_html_report() {
     let pings = &html[html.find("<table class=\"pings\">").expect("an HTML ping table")..];
     let pings = &pings[..pings.find("</table>").unwrap()];
     assert!(pings.contains("<td>+88.5</td>") && pings.contains("<td>icmp 10.0.0.1</td>"), "{pings}");
+    assert!(html.contains("<p class=\"ramp\">Auto-ramp upload: 1 flow(s)"), "no ramp line in the HTML");
     assert!(html.contains("<h2>Responsiveness (IETF RPM)</h2>") && html.contains("download RPM") && html.contains(">1234<"), "no RPM section");
 }

@@ -44,6 +44,38 @@ pub struct TestResult {
     /// the scenarios (`bloatlab test --rpm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpm: Option<RpmResult>,
+    /// `--scenarios auto`: per direction, the flows the ramp ran and where
+    /// goodput stopped growing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ramp: Vec<RampResult>,
+}
+
+/// One direction of an auto-ramp (`--scenarios auto`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RampResult {
+    pub direction: Direction,
+    /// Each step as the ramp judged it, in run order.
+    pub steps: Vec<RampStep>,
+    /// The flows that filled the path: doubling them gained less than
+    /// `growth`. None when the ramp reached its limit still growing, or
+    /// was cut short.
+    pub saturated_at: Option<u32>,
+    /// The highest step goodput, bits/s.
+    pub capacity_bps: f64,
+    /// The threshold: doubling the flows must add at least this (relative).
+    pub growth: f64,
+    /// Why the ramp stopped, one line.
+    pub stopped: String,
+}
+
+/// One ramp step: its scenario, and the goodput the ramp judged it by (the
+/// steady-window goodput of the step's flows, measured as the step ended;
+/// the scenario's summary has the full figures).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RampStep {
+    pub scenario: String,
+    pub flows: u32,
+    pub goodput_bps: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -372,5 +372,6 @@ pub fn build(spec: &Spec) -> TestResult {
         headline,
         lab,
         rpm: None,
+        ramp: vec![],
     }
 }
