@@ -58,7 +58,15 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
         for r in [&r4, &r6] {
             let m = median_ms(r);
             assert!((m - 40.0).abs() <= steal.tol_or(1.0, 3.0), "median RTT {m} ms, want 40 +/- 1");
-            assert!(r.iter().all(|&x| (40.0..45.0 + top).contains(&x)), "{r:?}");
+            // Never early (a delay cannot be shortened); late only by the
+            // host's scheduling: 95% within 5 ms, none beyond 20 ms (one
+            // probe in 60 once came 7 ms late on a shared 2-vCPU VM).
+            assert!(r.iter().all(|&x| x >= 40.0), "a probe came back before the 40 ms delay: {r:?}");
+            let mut sorted = r.clone();
+            sorted.sort_by(f64::total_cmp);
+            let p95 = sorted[(sorted.len() * 95).div_ceil(100) - 1];
+            assert!(p95 < 45.0 + top, "p95 {p95} ms: {r:?}");
+            assert!(sorted[sorted.len() - 1] < 60.0 + top, "{r:?}");
         }
         let up = &stats.counters["up"];
         // 90 probes, plus any IPv6 neighbour discovery the client sends through

@@ -176,6 +176,9 @@ max backlog / drops = the bottleneck qdisc during the load",
         if let Some(n) = short_local_queue_note(r) {
             notes.push_str(&format!("\nnote: {n}"));
         }
+        for d in &r.ramp {
+            notes.push_str(&format!("\n{}", d.line(mbit)));
+        }
     }
     format!("{t}{notes}")
 }

@@ -137,17 +137,7 @@ pub(crate) fn ping_rows(r: &TestResult) -> Option<(String, Vec<Vec<String>>)> {
 /// step and where the ramp stopped. The text summary and the HTML report
 /// both show these.
 pub(crate) fn ramp_lines(r: &TestResult) -> Vec<String> {
-    r.ramp
-        .iter()
-        .map(|d| {
-            let dir = match d.direction {
-                bloatlab_results::Direction::Up => "upload",
-                bloatlab_results::Direction::Down => "download",
-            };
-            let steps: Vec<String> = d.steps.iter().map(|s| format!("{} flow(s) {} Mbit/s", s.flows, mbps(s.goodput_bps))).collect();
-            format!("Auto-ramp {dir}: {}; {}", steps.join(", "), d.stopped)
-        })
-        .collect()
+    r.ramp.iter().map(|d| d.line(|b| format!("{} Mbit/s", mbps(b)))).collect()
 }
 
 fn ping_table(r: &TestResult) -> String {

@@ -68,6 +68,20 @@ pub struct RampResult {
     pub stopped: String,
 }
 
+impl RampResult {
+    /// One line: each step's goodput and why the ramp stopped, goodput
+    /// written by `mbit` (bits/s to text with its unit), e.g. "Auto-ramp
+    /// upload: 1 flow(s) 1.76 Mbit/s, 2 flow(s) 3.53 Mbit/s; saturated at ...".
+    pub fn line(&self, mbit: impl Fn(f64) -> String) -> String {
+        let dir = match self.direction {
+            Direction::Up => "upload",
+            Direction::Down => "download",
+        };
+        let steps: Vec<String> = self.steps.iter().map(|s| format!("{} flow(s) {}", s.flows, mbit(s.goodput_bps))).collect();
+        format!("Auto-ramp {dir}: {}; {}", steps.join(", "), self.stopped)
+    }
+}
+
 /// One ramp step: its scenario, and the goodput the ramp judged it by (the
 /// steady-window goodput of the step's flows, measured as the step ended;
 /// the scenario's summary has the full figures).

@@ -1,0 +1,119 @@
+//! RPM interop through a lab bottleneck (10 Mbit/s, 100-packet FIFO, full
+//! in 121 ms): goresponsiveness in the client namespace against the lab
+//! server's RPM endpoints, and bloatlab's client against goserver in the
+//! server namespace. Both must carry load at no more than the link's
+//! payload rate (10 Mbit/s x 1448 / 1514 = 9.56 Mbit/s) and see the queue.
+//! Skips, saying why, without root or without the peer tools (`go install`
+//! of github.com/network-quality/goresponsiveness and .../goserver, or
+//! BLOATLAB_GORESPONSIVENESS / BLOATLAB_GOSERVER).
+mod lab_util;
+use lab_util::*;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn peer(env: &str, names: &[&str]) -> Option<PathBuf> {
+    if let Ok(p) = std::env::var(env) {
+        return Some(PathBuf::from(p));
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(h).join("go/bin"));
+    }
+    dirs.iter().flat_map(|d| names.iter().map(move |n| d.join(n))).find(|p| p.is_file())
+}
+
+/// Removes the kept lab whatever happens.
+struct Lab(String);
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new(EXE).args(["lab", "cleanup", "--id", &self.0]).output();
+    }
+}
+
+#[test]
+fn rpm_peers_interoperate_through_a_lab_bottleneck() {
+    if skip("rpm_peers_interoperate_through_a_lab_bottleneck") {
+        return;
+    }
+    let (Some(nq), Some(gs)) = (peer("BLOATLAB_GORESPONSIVENESS", &["networkQuality", "goresponsiveness"]), peer("BLOATLAB_GOSERVER", &["networkqualityd"])) else {
+        eprintln!("SKIP: goresponsiveness and goserver are not both installed (see crates/cli/tests/rpm.rs)");
+        return;
+    };
+    guarded(|| {
+        let id = unique_id();
+        let _lab = Lab(id.clone());
+        let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--rate", "10mbit", "--queue", "fifo:100"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        let server = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("server ") && l.contains("ip netns exec"))
+            .and_then(|l| l.rsplit('#').next())
+            .map(|s| s.split_whitespace().next().unwrap_or("").to_string())
+            .filter(|s| s.parse::<std::net::Ipv4Addr>().is_ok())
+            .unwrap_or_else(|| panic!("no server address in the lab's output:\n{text}"));
+        let (client_ns, server_ns) = (format!("blab-{id}-client"), format!("blab-{id}-server"));
+        let ceiling = 10e6 * 1448.0 / 1514.0;
+
+        // goresponsiveness -> bloatlab's RPM endpoints on the lab server.
+        let o = Command::new("ip")
+            .args(["netns", "exec", &client_ns])
+            .arg(&nq)
+            .args(["-config", &server, "-port", "4043", "-path", ".well-known/nq", "-rpm.timeout", "8"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        eprintln!("goresponsiveness -> bloatlab:\n{t}");
+        let mbps: Vec<f64> = t
+            .lines()
+            .filter(|l| l.contains("Throughput:"))
+            .filter_map(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+            .collect();
+        assert_eq!(mbps.len(), 2, "{t}");
+        for m in &mbps {
+            assert!(*m > 1.0 && *m * 1e6 <= ceiling * 1.05, "throughput {m} Mbit/s through a 10 Mbit/s link: {t}");
+        }
+        let fin = t.lines().find(|l| l.starts_with("Final RPM:") && l.contains("Trimmed Mean")).unwrap_or_else(|| panic!("no final RPM: {t}"));
+        assert!(!fin.contains("NaN") && !fin.contains("Inf"), "{t}");
+
+        // bloatlab rpm -> goserver in the server namespace.
+        let dir = tempfile::tempdir().unwrap();
+        let mut gsd = Command::new("ip")
+            .args(["netns", "exec", &server_ns])
+            .arg(&gs)
+            .args(["-create-cert", "-listen-addr", &server, "-public-port", "4449", "-config-name", &server])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        let json = dir.path().join("r.json");
+        let o = Command::new("ip")
+            .args(["netns", "exec", &client_ns, EXE, "rpm"])
+            .arg(format!("https://{server}:4449/config"))
+            .args(["-k", "-q", "--max-stage", "12s", "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let _ = gsd.kill();
+        let _ = gsd.wait();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let full_ms = 100.0 * 1514.0 * 8.0 / 10e6 * 1e3;
+        for s in r["stages"].as_array().unwrap() {
+            let g = s["goodput_bps"].as_f64().unwrap();
+            let rpm = s["rpm"].as_f64().unwrap_or_else(|| panic!("no RPM: {s:#}"));
+            let self_ms = s["http_self_ms"].as_f64().unwrap();
+            eprintln!("bloatlab -> goserver {}: {rpm:.0} RPM, {:.2} Mbit/s, self probe {self_ms:.1} ms (full queue {full_ms:.0} ms)", s["direction"], g / 1e6);
+            assert!(g > 0.8 * ceiling && g <= ceiling * 1.02, "goodput {g} through a 10 Mbit/s link");
+            // A self probe waits behind its own connection's load in the
+            // FIFO: at least part of the queue, at most the full queue plus
+            // the endpoints' socket buffers.
+            assert!(self_ms > 0.25 * full_ms, "self probe {self_ms} ms: the loaded FIFO ({full_ms} ms) did not show");
+            assert!(rpm < 60000.0 / (0.25 * full_ms / 2.0), "RPM {rpm} too high for a loaded {full_ms} ms FIFO");
+        }
+    });
+}
