@@ -35,8 +35,13 @@ type Body = BoxBody<Bytes, Infallible>;
 /// A connection attempt (TCP or TLS) or a probe's request gives up after this.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Probe rounds in flight at once; a round due while this many are still
-/// running is not started (and counted as failed).
-pub const MAX_ROUNDS_IN_FLIGHT: u32 = 200;
+/// running is not started (and counted as failed). Each holds a fresh
+/// connection, so with a loaded queue (a lost SYN waits a 1 s timeout) the
+/// rounds pile up: this many, plus two directions of `--max-connections`
+/// (at most 16 each by default), stays within a bloatlab server's default
+/// 160 connections per source, which would otherwise refuse a load
+/// connection and end the run (seen through a 10-packet FIFO).
+pub const MAX_ROUNDS_IN_FLIGHT: u32 = 100;
 const UPLOAD_CHUNK: usize = 64 * 1024;
 static FILL: [u8; UPLOAD_CHUNK] = [b'x'; UPLOAD_CHUNK];
 
@@ -169,21 +174,22 @@ struct Load {
     tasks: Vec<JoinHandle<()>>,
 }
 
-/// The upload connections' sockets and their bytes_acked when each load
+/// The upload connections' sockets and what their peer held when each load
 /// started, registered as soon as a connection is up: upload goodput is
-/// what TCP had acknowledged (TLS and HTTP/2 framing included, about 0.2%),
-/// not what was handed to the stack, counted when it was acknowledged.
+/// what the server's TCP received (acknowledged, cumulatively or selectively:
+/// `sys::tcp_bytes_delivered`; TLS and HTTP/2 framing included, about
+/// 0.2%), not what was handed to the stack.
 #[derive(Default)]
 struct Uploads(Mutex<Vec<(socket2::Socket, u64)>>);
 
 impl Uploads {
     fn total(&self) -> u64 {
-        self.0.lock().unwrap().iter().map(|(s, base)| bytes_acked(s).saturating_sub(*base)).sum()
+        self.0.lock().unwrap().iter().map(|(s, base)| bytes_delivered(s).saturating_sub(*base)).sum()
     }
 }
 
-fn bytes_acked(s: &socket2::Socket) -> u64 {
-    bloatlab_engine::sys::tcp_info(s, 0, bloatlab_results::Side::Client).map(|i| i.bytes_acked).unwrap_or(0)
+fn bytes_delivered(s: &socket2::Socket) -> u64 {
+    bloatlab_engine::sys::tcp_bytes_delivered(s).unwrap_or(0)
 }
 
 
@@ -207,7 +213,7 @@ async fn start_load(
 ) -> Result<Load, String> {
     let o = open(&t, verified).await?;
     if let (false, Some(sock)) = (download, o.sock) {
-        let base = bytes_acked(&sock);
+        let base = bytes_delivered(&sock);
         uploads.0.lock().unwrap().push((sock, base));
     }
     let mut sender = o.sender.clone();
