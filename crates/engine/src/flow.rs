@@ -172,11 +172,10 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Sid
                 // reader that lags (a busy host, many flows) would move
                 // bytes between sampling windows. The application's count
                 // where the kernel has none (UDP, old kernels). Each read
-                // carries its own instant (`clock::stamped`): one time for a whole
-                // pass would be wrong by however long the pass took to reach
-                // this flow (on a busy host a pass over 16 flows was once
-                // 50 ms late at one edge of a 7.5 s window, and the goodput
-                // read 0.7% above what the bottleneck carried).
+                // carries its own instant (`clock::stamped`): one time for a
+                // whole pass would be off by however long the pass took to
+                // reach this flow, more so when the thread is preempted
+                // midway through many flows.
                 let kernel = f.tcp && sys::tcp_bytes_received(&f.sock).is_some();
                 out[i].goodput.push(clock::stamped(clock::now_ns, || {
                     if kernel {
