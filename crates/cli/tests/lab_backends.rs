@@ -190,9 +190,16 @@ fn kept_emulator_lab_keeps_its_link() {
     let steal = StealMeter::start();
     let ping = Command::new("ip").args(["netns", "exec", &format!("blab-{id}-client"), "ping", "-c", "10", "-i", "0.2", "-q", &server]).output().unwrap();
     let text = String::from_utf8_lossy(&ping.stdout).to_string();
-    let avg: f64 = text.lines().find(|l| l.contains("min/avg/max")).and_then(|l| l.split('=').nth(1)).and_then(|v| v.trim().split('/').nth(1)).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{text}"));
-    eprintln!("ping through the kept emulator lab: avg {avg} ms");
-    assert!((avg - 40.0).abs() < 1.0 + steal.tol(0.0) * 40.0, "ping avg {avg} ms, want 2 x 20 ms");
+    let stat_ms = |k: usize| -> f64 {
+        text.lines().find(|l| l.contains("min/avg/max")).and_then(|l| l.split('=').nth(1)).and_then(|v| v.trim().split('/').nth(k)).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{text}"))
+    };
+    let (min, avg) = (stat_ms(0), stat_ms(1));
+    eprintln!("ping through the kept emulator lab: min {min} ms, avg {avg} ms");
+    // The delay holds every packet 2 x 20 ms (never less); ping's own
+    // wake-ups on a shared VM add a little on top (runs: avg 41.04 and
+    // 42.85 ms, min 40.73).
+    assert!(min >= 39.5 && min < 42.0 + steal.tol(0.0) * 40.0, "ping min {min} ms, want 2 x 20 ms");
+    assert!(avg < 44.0 + steal.tol(0.0) * 40.0, "ping avg {avg} ms, want 2 x 20 ms");
     let out = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("stopped 3 bloatlab process(es)"), "{}", String::from_utf8_lossy(&out.stdout));
     std::thread::sleep(std::time::Duration::from_millis(200));
