@@ -10,6 +10,14 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 pub const BUF: usize = 128 * 1024;
+/// A receiver's buffer. Smaller than the sender's: on loopback the
+/// receiver's copy out of the socket dominates (`_copy_to_iter`), and with
+/// 8 flows x 128 KiB of destination buffers it runs cache-cold, falls
+/// behind, and its socket queue grows to 13-17 MB (iperf3's: 2-4 MB), which
+/// makes the next copies colder still. 64 KiB: 8 uploads 23-36 Gbit/s
+/// against 18-21 with 128 KiB, 1 flow 13-15 against 10-11 (AMD EPYC, 2
+/// vCPUs, 3 alternating rounds each; docs/design.md).
+pub const RECV_BUF: usize = 64 * 1024;
 
 /// What a receiving flow measured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,7 +57,7 @@ impl Gate {
 
 /// Read until EOF, error or stop; count bytes into `counter`; track arrival gaps.
 pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> RecvOutcome {
-    let mut buf = vec![0u8; BUF];
+    let mut buf = vec![0u8; RECV_BUF];
     let mut gaps = GapTracker::new();
     let mut total = 0u64;
     // Each read fills the rest of the buffer and wraps around at its end (as
@@ -61,7 +69,7 @@ pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> Recv
         match s.read(&mut buf[at..]) {
             Ok(0) => break,
             Ok(n) => {
-                at = (at + n) % BUF;
+                at = (at + n) % RECV_BUF;
                 gaps.on_arrival(clock::now_ns());
                 total += n as u64;
                 counter.store(total, Ordering::Relaxed);
