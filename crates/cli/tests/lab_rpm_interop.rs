@@ -31,6 +31,21 @@ impl Drop for Lab {
     }
 }
 
+/// Build lab `id` (10 Mbit/s, `queue`) without running a test and return
+/// its server's address, read from the lab's printed commands.
+fn kept_lab(id: &str, queue: &str) -> String {
+    let out = Command::new(EXE).args(["lab", "--no-run", "--id", id, "--rate", "10mbit", "--queue", queue]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .find(|l| l.trim_start().starts_with("server ") && l.contains("ip netns exec"))
+        .and_then(|l| l.rsplit('#').next())
+        .and_then(|s| s.split_whitespace().next())
+        .filter(|s| s.parse::<std::net::Ipv4Addr>().is_ok())
+        .unwrap_or_else(|| panic!("no server address in the lab's output:\n{text}"))
+        .to_string()
+}
+
 #[test]
 fn rpm_peers_interoperate_through_a_lab_bottleneck() {
     if skip("rpm_peers_interoperate_through_a_lab_bottleneck") {
@@ -43,16 +58,7 @@ fn rpm_peers_interoperate_through_a_lab_bottleneck() {
     guarded(|| {
         let id = unique_id();
         let _lab = Lab(id.clone());
-        let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--rate", "10mbit", "--queue", "fifo:100"]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-        let server = text
-            .lines()
-            .find(|l| l.trim_start().starts_with("server ") && l.contains("ip netns exec"))
-            .and_then(|l| l.rsplit('#').next())
-            .map(|s| s.split_whitespace().next().unwrap_or("").to_string())
-            .filter(|s| s.parse::<std::net::Ipv4Addr>().is_ok())
-            .unwrap_or_else(|| panic!("no server address in the lab's output:\n{text}"));
+        let server = kept_lab(&id, "fifo:100");
         let (client_ns, server_ns) = (format!("blab-{id}-client"), format!("blab-{id}-server"));
         let ceiling = 10e6 * 1448.0 / 1514.0;
 
@@ -131,16 +137,7 @@ fn rpm_goodput_stays_under_the_link_through_a_deep_fifo() {
     guarded(|| {
         let id = unique_id();
         let _lab = Lab(id.clone());
-        let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--rate", "10mbit", "--queue", "fifo:1000"]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-        let server = text
-            .lines()
-            .find(|l| l.trim_start().starts_with("server ") && l.contains("ip netns exec"))
-            .and_then(|l| l.rsplit('#').next())
-            .and_then(|s| s.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no server address in the lab's output:\n{text}"))
-            .to_string();
+        let server = kept_lab(&id, "fifo:1000");
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("r.json");
         let o = Command::new("ip")
