@@ -171,13 +171,7 @@ fn kept_emulator_lab_keeps_its_link() {
     }
     let id = unique_id();
     // A failed assertion must not leave the kept lab behind.
-    struct Cleanup(String);
-    impl Drop for Cleanup {
-        fn drop(&mut self) {
-            let _ = Command::new(EXE).args(["lab", "cleanup", "--id", &self.0]).output();
-        }
-    }
-    let _cleanup = Cleanup(id.clone());
+    let _cleanup = KeptLab(id.clone());
     let out = Command::new(EXE)
         .args(["lab", "--no-run", "--backend", "emulator", "--delay", "20ms", "--queue", "fq_codel", "--id", &id])
         .output()

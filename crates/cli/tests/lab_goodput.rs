@@ -9,7 +9,6 @@
 mod lab_util;
 use bloatlab_metrics::queue::carried_payload_bps;
 use lab_util::*;
-use std::process::Command;
 
 /// The two counters are read by different processes at different instants
 /// and meet by interpolation at the window's edges: this much apart is
@@ -25,14 +24,7 @@ fn goodput_stays_at_or_under_the_payload_the_bottleneck_carried() {
     guarded(|| {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("g.json");
-        let out = Command::new(EXE)
-            .args(["lab", "--rate", "10mbit", "--queue", "fifo:100", "--cc", "bbr", "--quiet", "--json"])
-            .arg(&json)
-            .args(["--", "--scenarios", "16u0d,0u16d", "--duration", "10s", "--idle", "1s"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let r = bloatlab_results::TestResult::read_file(&json).unwrap();
+        let r = run_lab(&json, &["--rate", "10mbit", "--queue", "fifo:100", "--cc", "bbr"], &["--scenarios", "16u0d,0u16d", "--duration", "10s", "--idle", "1s"]);
         let queues = &r.lab.as_ref().unwrap().queues;
         for p in &r.scenarios {
             let (role, goodput) = if p.uploads > 0 { ("bottleneck-up", p.summary.upload_bps) } else { ("bottleneck-down", p.summary.download_bps) };

@@ -4,7 +4,6 @@
 //! holds 100 x 1514 B x 8 / 10 Mbit/s = 121 ms when full.
 mod lab_util;
 use lab_util::*;
-use std::process::Command;
 
 #[test]
 fn pings_to_a_host_without_bloatlab_see_the_download_queue() {
@@ -14,15 +13,11 @@ fn pings_to_a_host_without_bloatlab_see_the_download_queue() {
     guarded(|| {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("ping.json");
-        let out = Command::new(EXE)
-            .args(["lab", "--rate", "10mbit", "--queue", "fifo:100", "--quiet", "--json"])
-            .arg(&json)
-            .args(["--", "--scenarios", "1u0d,0u1d", "--duration", "6s", "--idle", "2s"])
-            .args(["--ping", "router", "--tcp-ping", "router:9", "--ping", "witness", "--ping-interval", "50ms"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let r = bloatlab_results::TestResult::read_file(&json).unwrap();
+        let r = run_lab(
+            &json,
+            &["--rate", "10mbit", "--queue", "fifo:100"],
+            &["--scenarios", "1u0d,0u1d", "--duration", "6s", "--idle", "2s", "--ping", "router", "--tcp-ping", "router:9", "--ping", "witness", "--ping-interval", "50ms"],
+        );
         let analytic = 100.0 * 1514.0 * 8.0 / 10e6 * 1000.0;
         assert_eq!(r.metadata.pings.len(), 3, "{:?}", r.metadata.pings);
         assert!(r.metadata.pings[0].address.starts_with("10."), "the role name became the router's address: {:?}", r.metadata.pings[0]);

@@ -16,14 +16,11 @@ fn the_ramp_stops_where_the_flows_fill_the_link() {
     guarded(|| {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("ramp.json");
-        let out = Command::new(EXE)
-            .args(["lab", "--rate", "10mbit", "--queue", "fifo:100", "--delay", "40ms", "--quiet", "--json"])
-            .arg(&json)
-            .args(["--", "--scenarios", "auto-up", "--duration", "4s", "--idle", "1s", "--socket-buffer", "16k"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let r = bloatlab_results::TestResult::read_file(&json).unwrap();
+        let r = run_lab(
+            &json,
+            &["--rate", "10mbit", "--queue", "fifo:100", "--delay", "40ms"],
+            &["--scenarios", "auto-up", "--duration", "4s", "--idle", "1s", "--socket-buffer", "16k"],
+        );
         assert_eq!(r.ramp.len(), 1, "one direction ramped");
         let up = &r.ramp[0];
         let flows: Vec<u32> = up.steps.iter().map(|s| s.flows).collect();

@@ -23,14 +23,6 @@ fn peer(env: &str, names: &[&str]) -> Option<PathBuf> {
     dirs.iter().flat_map(|d| names.iter().map(move |n| d.join(n))).find(|p| p.is_file())
 }
 
-/// Removes the kept lab whatever happens.
-struct Lab(String);
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new(EXE).args(["lab", "cleanup", "--id", &self.0]).output();
-    }
-}
-
 /// Build lab `id` (10 Mbit/s, `queue`) without running a test and return
 /// its server's address, read from the lab's printed commands.
 fn kept_lab(id: &str, queue: &str) -> String {
@@ -57,7 +49,7 @@ fn rpm_peers_interoperate_through_a_lab_bottleneck() {
     };
     guarded(|| {
         let id = unique_id();
-        let _lab = Lab(id.clone());
+        let _lab = KeptLab(id.clone());
         let server = kept_lab(&id, "fifo:100");
         let (client_ns, server_ns) = (format!("blab-{id}-client"), format!("blab-{id}-server"));
         let ceiling = 10e6 * 1448.0 / 1514.0;
@@ -136,7 +128,7 @@ fn rpm_goodput_stays_under_the_link_through_a_deep_fifo() {
     }
     guarded(|| {
         let id = unique_id();
-        let _lab = Lab(id.clone());
+        let _lab = KeptLab(id.clone());
         let server = kept_lab(&id, "fifo:1000");
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("r.json");

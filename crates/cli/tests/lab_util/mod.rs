@@ -159,3 +159,20 @@ pub fn wait_for_test_client(id: &str) {
         })
     });
 }
+
+/// Run `bloatlab lab LAB --quiet --json JSON -- TEST`, require success and
+/// read the result it wrote.
+pub fn run_lab(json: &Path, lab: &[&str], test: &[&str]) -> bloatlab_results::TestResult {
+    let out = Command::new(EXE).arg("lab").args(lab).args(["--quiet", "--json"]).arg(json).arg("--").args(test).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    bloatlab_results::TestResult::read_file(json).unwrap()
+}
+
+/// Removes a kept lab (`bloatlab lab --no-run --id ID`) when dropped,
+/// whether or not the test's assertions passed.
+pub struct KeptLab(pub String);
+impl Drop for KeptLab {
+    fn drop(&mut self) {
+        let _ = Command::new(EXE).args(["lab", "cleanup", "--id", &self.0]).output();
+    }
+}
