@@ -226,6 +226,12 @@ pub struct LoadArgs {
     /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends (e.g. 4M) [default: kernel autotuning].
     #[arg(long, value_name = "SIZE", value_parser = parse_socket_buffer)]
     pub socket_buffer: Option<u32>,
+    /// TCP load receivers (both ends) copy the data into user space, as an
+    /// application would [default: the kernel discards it unread (MSG_TRUNC,
+    /// iperf3's --skip-rx-copy), so a fast link is not limited by the
+    /// receiver's memory copy].
+    #[arg(long)]
+    pub rx_copy: bool,
     /// DSCP classes of the load flows, taken in turn by each direction's flows
     /// (e.g. BE,BK,CS5,EF as flent's RRUL; names or 0..63) [default: unmarked].
     #[arg(long, value_name = "CLASS[,CLASS...]", value_parser = parse_dscp)]
@@ -307,6 +313,7 @@ impl LoadArgs {
             sample_interval: self.sample_interval,
             cc: self.cc.clone(),
             socket_buffer: self.socket_buffer,
+            rx_copy: self.rx_copy.then_some(true),
             dscp: self.dscp.clone().map(|d| d.0),
             pings: if self.ping.is_empty() && self.tcp_ping.is_empty() {
                 None

@@ -245,6 +245,7 @@ fn vanished_client_is_cleaned_up() {
         sample_interval_ms: 100,
         scenarios: vec!["1u0d".into()],
         socket_buffer: 0,
+        rx_copy: false,
     };
     s.write_all(&bloatlab_wire::encode_frame(&msg)).unwrap();
     // Now say nothing: the server must give up within its idle timeout.
@@ -442,6 +443,38 @@ fn test_with_report_writes_html_next_to_json() {
     let html = std::fs::read_to_string(dir.path().join("run.html")).expect("run.html");
     assert!(html.contains("bloatlab report") && html.contains("<svg"));
     assert!(dir.path().join("run.timeseries.png").exists());
+}
+
+/// TCP load receivers let the kernel discard the data unless --rx-copy asks
+/// them (both ends) to copy it as an application would; either way both
+/// directions carry data, and the result and its text say which it was.
+#[test]
+fn receivers_discard_by_default_and_copy_on_request() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    for copy in [false, true] {
+        let json = dir.path().join(format!("r{copy}.json"));
+        let addr = srv.addr();
+        let mut args = vec!["test", &addr, "--scenarios", "1u1d", "--duration", "1s", "--idle", "0", "-i", "0", "--json"];
+        let path = json.to_str().unwrap().to_string();
+        args.push(&path);
+        if copy {
+            args.push("--rx-copy");
+        }
+        let out = run(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r = TestResult::read_file(&json).unwrap();
+        assert_eq!(r.metadata.socket.rx_copy, copy);
+        let p = &r.scenarios[0];
+        assert!(p.summary.upload_bps > 1e8 && p.summary.download_bps > 1e8, "copy={copy}: {:?}", p.summary);
+        for f in &p.flows {
+            assert!(f.bytes > 1_000_000, "copy={copy}: flow {} {:?} carried {} bytes", f.id, f.direction, f.bytes);
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let said = if copy { "received data copied to user space" } else { "received data discarded by the kernel (MSG_TRUNC)" };
+        assert!(text.contains(said), "copy={copy}: {text}");
+    }
 }
 
 /// iperf3-style interval lines: one per loaded direction per interval, on

@@ -62,6 +62,7 @@ fn new_test(planned_ms: u64, max_flows: u32) -> ClientMsg {
         sample_interval_ms: 100,
         scenarios: vec!["probe".into()],
         socket_buffer: 0,
+        rx_copy: false,
     }
 }
 

@@ -183,6 +183,7 @@ fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: 
         sample_interval_ms: cfg.sample_interval.as_millis() as u32,
         scenarios: cfg.scenarios.iter().map(|s| s.name()).collect(),
         socket_buffer: cfg.socket_buffer,
+        rx_copy: cfg.rx_copy,
     };
     conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
     match expect(&mut ctl, "the test acceptance")? {
@@ -550,7 +551,7 @@ fn run_scenario(
         socks.push(h.join().map_err(|_| "flow setup thread panicked".to_string())??);
     }
     if let Some((s, _)) = socks.first() {
-        *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0 };
+        *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0, rx_copy: cfg.rx_copy };
     }
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(Gate::default());
@@ -585,7 +586,7 @@ fn run_scenario(
             sock: s.try_clone().map_err(|e| e.to_string())?,
             counter: counter.clone(),
         });
-        let (st, g) = (stop.clone(), gate.clone());
+        let (st, g, copy) = (stop.clone(), gate.clone(), cfg.rx_copy);
         let dir = spec.direction;
         let (id, params) = (spec.id, spec.udp);
         if let (Some(u), Some(p)) = (usock, params) {
@@ -617,7 +618,7 @@ fn run_scenario(
                     flow::send(s, &st);
                     RecvOutcome::default()
                 }
-                Direction::Down => flow::receive(s, &counter, &st),
+                Direction::Down => flow::receive(s, &counter, &st, copy),
             }
         }));
     }

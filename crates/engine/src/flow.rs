@@ -3,6 +3,7 @@ use crate::sys;
 use bloatlab_host::clock;
 use bloatlab_metrics::GapTracker;
 use bloatlab_results::{Direction, Side, TcpInfoSample};
+use socket2::SockRef;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -55,11 +56,44 @@ impl Gate {
     }
 }
 
-/// Read until EOF, error or stop; count bytes into `counter`; track arrival gaps.
-pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> RecvOutcome {
-    let mut buf = vec![0u8; RECV_BUF];
+/// How much a discarding receiver asks the kernel for per call. Nothing is
+/// written to the buffer (MSG_TRUNC), so its size only sets the syscall rate.
+const DISCARD_LEN: usize = 128 * 1024;
+
+/// Read until EOF, error or stop; count bytes into `counter`; track arrival
+/// gaps. `copy`: copy the data into a user-space buffer as an application
+/// would; otherwise let the kernel discard it (`recv` with MSG_TRUNC, as
+/// iperf3's `--skip-rx-copy`): the bytes are received, acknowledged and
+/// counted alike, but the receiving host spends no CPU copying them. On
+/// loopback that copy is a fifth of all CPU time (docs/design.md).
+pub fn receive(s: TcpStream, counter: &AtomicU64, stop: &AtomicBool, copy: bool) -> RecvOutcome {
     let mut gaps = GapTracker::new();
     let mut total = 0u64;
+    let mut on_data = |n: usize| {
+        gaps.on_arrival(clock::now_ns());
+        total += n as u64;
+        counter.store(total, Ordering::Relaxed);
+    };
+    if copy {
+        receive_copying(s, stop, &mut on_data);
+    } else {
+        receive_discarding(&s, stop, &mut on_data);
+    }
+    gaps.finish(clock::now_ns());
+    RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns(), udp: None }
+}
+
+/// What a blocking read's error means for a flow: go on (true) or end.
+fn read_goes_on(e: &std::io::Error, stop: &AtomicBool) -> bool {
+    match e.kind() {
+        std::io::ErrorKind::Interrupted => true,
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => !stop.load(Ordering::Relaxed),
+        _ => false,
+    }
+}
+
+fn receive_copying(mut s: TcpStream, stop: &AtomicBool, on_data: &mut dyn FnMut(usize)) {
+    let mut buf = vec![0u8; RECV_BUF];
     // Each read fills the rest of the buffer and wraps around at its end (as
     // iperf3 fills its block): one flow on loopback moves ~25% more than with
     // a full-size read every time (36-40 vs 29-31 Gbit/s with bbr, 4 rounds
@@ -70,24 +104,32 @@ pub fn receive(mut s: TcpStream, counter: &AtomicU64, stop: &AtomicBool) -> Recv
             Ok(0) => break,
             Ok(n) => {
                 at = (at + n) % RECV_BUF;
-                gaps.on_arrival(clock::now_ns());
-                total += n as u64;
-                counter.store(total, Ordering::Relaxed);
+                on_data(n);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-            }
+            Err(e) if read_goes_on(&e, stop) => {}
             Err(_) => break,
         }
         if stop.load(Ordering::Relaxed) {
             break;
         }
     }
-    gaps.finish(clock::now_ns());
-    RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns(), udp: None }
+}
+
+fn receive_discarding(s: &TcpStream, stop: &AtomicBool, on_data: &mut dyn FnMut(usize)) {
+    // Never written by the kernel under MSG_TRUNC, so never touched at all.
+    let mut buf: Vec<u8> = Vec::with_capacity(DISCARD_LEN);
+    let sock = SockRef::from(s);
+    loop {
+        match sock.recv_with_flags(buf.spare_capacity_mut(), libc::MSG_TRUNC) {
+            Ok(0) => break,
+            Ok(n) => on_data(n),
+            Err(e) if read_goes_on(&e, stop) => {}
+            Err(_) => break,
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
 }
 
 /// Write until stop or error; returns the bytes written.
@@ -210,6 +252,59 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Sid
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both receive paths count exactly the bytes the peer sent and end at
+    /// its FIN; the discarding one without ever touching a user buffer.
+    #[test]
+    fn receivers_count_every_byte_copying_or_discarding() {
+        for copy in [true, false] {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let n = 5 * 1024 * 1024 + 123;
+            let writer = std::thread::spawn(move || {
+                let mut c = TcpStream::connect(addr).unwrap();
+                let chunk = vec![7u8; 100_000];
+                let mut left = n;
+                while left > 0 {
+                    let k = left.min(chunk.len());
+                    c.write_all(&chunk[..k]).unwrap();
+                    left -= k;
+                }
+            });
+            let (s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+            let counter = AtomicU64::new(0);
+            let o = receive(s, &counter, &AtomicBool::new(false), copy);
+            writer.join().unwrap();
+            assert_eq!(o.bytes, n as u64, "copy={copy}");
+            assert_eq!(counter.load(Ordering::Relaxed), n as u64, "copy={copy}");
+            assert!(o.max_gap_ns > 0, "copy={copy}: no arrival gap tracked");
+        }
+    }
+
+    /// A stop ends a receiver whose peer keeps the connection open (its
+    /// reads time out and see the flag).
+    #[test]
+    fn a_stop_ends_an_idle_receiver() {
+        for copy in [true, false] {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let st = stop.clone();
+            let h = std::thread::spawn(move || receive(s, &AtomicU64::new(0), &st, copy).bytes);
+            std::thread::sleep(Duration::from_millis(150));
+            assert!(!h.is_finished(), "copy={copy}: ended without a stop");
+            stop.store(true, Ordering::Relaxed);
+            let t0 = std::time::Instant::now();
+            while !h.is_finished() {
+                assert!(t0.elapsed() < Duration::from_secs(5), "copy={copy}: the stop was not seen");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert_eq!(h.join().unwrap(), 0);
+        }
+    }
 
     #[test]
     fn a_stop_wakes_a_sleeper_at_once() {

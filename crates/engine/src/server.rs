@@ -83,6 +83,8 @@ struct TestState {
     source: IpAddr,
     sample_interval: Duration,
     socket_buffer: u32,
+    /// TCP load receivers copy to user space (else MSG_TRUNC discards).
+    rx_copy: bool,
     cc: String,
     /// Nothing of this test outlives this instant.
     hard_end: Instant,
@@ -522,7 +524,7 @@ fn disclosed_host_info(cfg: &ServerConfig) -> HostInfo {
 }
 
 fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Shared) {
-    let ClientMsg::NewTest { client, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer } = first
+    let ClientMsg::NewTest { client, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer, rx_copy } = first
     else {
         return;
     };
@@ -585,6 +587,7 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
         source,
         sample_interval: Duration::from_millis(sample_interval_ms.clamp(10, 1000) as u64),
         socket_buffer,
+        rx_copy,
         cc: if cc.is_empty() { sys::get_cc(&s) } else { cc.clone() },
         hard_end: started + planned + cfg.idle_timeout,
         scenario: Mutex::new(None),
@@ -920,7 +923,7 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
     }
     match dir {
         Direction::Up => {
-            let o = flow::receive(s, &counter, &sc.stop);
+            let o = flow::receive(s, &counter, &sc.stop, test.rx_copy);
             let _ = tx.send(o);
         }
         Direction::Down => {

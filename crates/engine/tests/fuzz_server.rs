@@ -201,6 +201,8 @@ fn send(c: &mut Client, i: usize, m: &Msg) {
             sample_interval_ms: 10,
             scenarios: vec!["fuzz".into()],
             socket_buffer: 0,
+            // Both receive paths (copy and MSG_TRUNC discard).
+            rx_copy: *max_flows % 2 == 1,
         },
         Msg::JoinFlow { id, up, live } => ClientMsg::JoinFlow {
             token: pick(*live),
@@ -329,6 +331,7 @@ fn server_is_clean_and_serves() {
         sample_interval_ms: 100,
         scenarios: vec![],
         socket_buffer: 0,
+        rx_copy: false,
     };
     s.write_all(&wire::encode_frame(&m)).unwrap();
     s.write_all(&wire::encode_frame(&ClientMsg::EndTest { summary: String::new(), complete: true })).unwrap();

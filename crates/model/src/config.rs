@@ -49,6 +49,10 @@ pub struct TestConfig {
     pub cc: String,
     /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends, bytes; 0 = autotuning.
     pub socket_buffer: u32,
+    /// TCP load receivers (both ends) copy the data to user space as an
+    /// application would; false = the kernel discards it (MSG_TRUNC).
+    #[serde(default)]
+    pub rx_copy: bool,
     pub witness: Option<String>,
     /// DSCP classes of the load flows: each direction's flows take them in
     /// turn (flow i gets `dscp[i % n]`); empty = unmarked.
@@ -100,6 +104,7 @@ impl Default for TestConfig {
             sample_interval: Duration::from_millis(100),
             cc: String::new(),
             socket_buffer: 0,
+            rx_copy: false,
             witness: None,
             dscp: vec![],
             udp: None,
@@ -266,6 +271,8 @@ pub struct TestOverrides {
     pub cc: Option<String>,
     pub socket_buffer: Option<u32>,
     #[serde(default)]
+    pub rx_copy: Option<bool>,
+    #[serde(default)]
     pub dscp: Option<Vec<Dscp>>,
     #[serde(default)]
     pub udp: Option<UdpLoad>,
@@ -315,6 +322,9 @@ impl TestOverrides {
         if let Some(v) = self.socket_buffer {
             t.socket_buffer = v;
         }
+        if let Some(v) = self.rx_copy {
+            t.rx_copy = v;
+        }
         if let Some(v) = &self.dscp {
             t.dscp = v.clone();
         }
@@ -344,7 +354,7 @@ impl TestOverrides {
         if other.ramp.is_some() {
             self.scenarios = None;
         }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, dscp, udp, pings, ping_interval, rpm, ramp);
+        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, rx_copy, dscp, udp, pings, ping_interval, rpm, ramp);
     }
 }
 

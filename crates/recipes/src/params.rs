@@ -120,6 +120,7 @@ pub const PARAMS: &[ParamSpec] = &[
     p!("probe_size", Lab, Test, ValueKind::Int(48, 1472), "UDP payload of a latency probe, bytes"),
     p!("sample_interval", Lab, Test, ValueKind::Duration, "goodput / TCP_INFO sampling interval"),
     p!("socket_buffer", Lab, Test, ValueKind::Bytes(4096, 1 << 30), "SO_SNDBUF/SO_RCVBUF of the load flows, bytes (default: kernel autotuning)"),
+    p!("rx_copy", Lab, Test, ValueKind::OnOff, "TCP load receivers copy the data to user space (on) or the kernel discards it unread (off, default; MSG_TRUNC)"),
     p!("dscp", Lab, Test, ValueKind::Dscp, "DSCP classes of the load flows, taken in turn; join several with +: BE+BK+CS5+EF"),
     p!("udp", Lab, Test, ValueKind::Rate, "UDP load instead of TCP: each load flow sends datagrams at this rate (iperf3 -u -b)"),
     p!("udp_size", Lab, Test, ValueKind::Int(64, 1472), "UDP payload of each load datagram, bytes (default 1400; with udp)"),
@@ -400,6 +401,7 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
             ("probe_size", Typed::Int(n)) => t.probe_size = Some(*n as usize),
             ("sample_interval", Typed::Duration(d)) => t.sample_interval = Some(*d),
             ("socket_buffer", Typed::Int(n)) => t.socket_buffer = Some(*n as u32),
+            ("rx_copy", Typed::OnOff(o)) => t.rx_copy = Some(*o == OnOff::On),
             ("dscp", Typed::Dscp(d)) => t.dscp = Some(d.clone()),
             ("udp", Typed::Rate(r)) => {
                 let payload = t.udp.map_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT, |u| u.payload);
@@ -454,6 +456,9 @@ pub fn overrides_as_values(o: &TestOverrides) -> Vec<(String, Value)> {
     }
     if let Some(n) = o.socket_buffer {
         push("socket_buffer", n.to_string());
+    }
+    if let Some(b) = o.rx_copy {
+        push("rx_copy", if b { "on" } else { "off" }.to_string());
     }
     if let Some(cc) = &o.cc {
         push("cc", cc.clone());

@@ -235,6 +235,7 @@ fn meta_rows(r: &TestResult) -> Vec<(String, String)> {
         ("sampling".into(), format!("goodput and TCP_INFO every {} ms", sig3(m.sample_interval_ms))),
         ("goodput trimming".into(), m.trimming_rule.clone()),
         ("socket".into(), format!("MSS {} bytes; sndbuf {} / rcvbuf {} bytes ({})", m.socket.mss, m.socket.sndbuf, m.socket.rcvbuf, if m.socket.buffers_set { "set by bloatlab" } else { "kernel autotuning" })),
+        ("receivers".into(), m.socket.receive_mode().into()),
         ("clock offset".into(), format!("{}; offset {} ms, drift {} ppm, ±{} ms, {} samples", m.clock_offset.method, sig3(m.clock_offset.offset_ns as f64 / 1e6), sig3(m.clock_offset.drift_ppm), sig3(m.clock_offset.uncertainty_ns as f64 / 1e6), m.clock_offset.samples_used)),
     ];
     if let Some(w) = &m.witness_address {

@@ -17,7 +17,7 @@ fn opt_rate(bps: f64, present: bool) -> String {
 pub(crate) fn context_line(r: &TestResult) -> String {
     let m = &r.metadata;
     let mut s = format!(
-        "bloatlab {} test to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms",
+        "bloatlab {} test to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms; received data {}",
         m.bloatlab_version,
         if m.server_address.is_empty() { "?" } else { &m.server_address },
         if m.start_time.is_empty() { "?" } else { &m.start_time },
@@ -26,6 +26,7 @@ pub(crate) fn context_line(r: &TestResult) -> String {
         trim_num(m.scenario_duration_s),
         trim_num(m.idle_duration_s),
         trim_num(m.probe_interval_ms),
+        m.socket.receive_mode(),
     );
     if let Some(lab) = &r.lab {
         s.push_str(&format!("; lab backend {}, offloads {}", lab.backend, lab.offloads));

@@ -184,6 +184,26 @@ pub struct SocketInfo {
     pub rcvbuf: u32,
     /// Whether the engine set buffer sizes (false = kernel autotuning).
     pub buffers_set: bool,
+    /// Whether the TCP load receivers copied the data to user space; false =
+    /// the kernel discarded it (MSG_TRUNC). Results from before this field
+    /// copied.
+    #[serde(default = "copied_before")]
+    pub rx_copy: bool,
+}
+
+fn copied_before() -> bool {
+    true
+}
+
+impl SocketInfo {
+    /// What the TCP load receivers did with the data, for reports.
+    pub fn receive_mode(&self) -> &'static str {
+        if self.rx_copy {
+            "copied to user space"
+        } else {
+            "discarded by the kernel (MSG_TRUNC)"
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -125,6 +125,10 @@ pub enum ClientMsg {
         /// Server-side SO_SNDBUF/SO_RCVBUF for load flows, 0 = autotune.
         #[serde(default)]
         socket_buffer: u32,
+        /// The server's TCP load receivers copy the data to user space
+        /// (false: the kernel discards it, MSG_TRUNC).
+        #[serde(default)]
+        rx_copy: bool,
     },
     /// Attach this connection to a test as a load flow.
     JoinFlow { token: u64, flow_id: u32, direction: Direction },

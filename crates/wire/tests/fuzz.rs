@@ -32,8 +32,8 @@ fn client_msg() -> impl Strategy<Value = ClientMsg> {
         .prop_map(|(id, direction, dscp, udp)| FlowSpec { id, direction, dscp, udp: udp.map(|(rate_bps, payload)| UdpParams { rate_bps, payload }) });
     prop_oneof![
         text().prop_map(|answer| ClientMsg::Auth { answer }),
-        (text(), text(), any::<u64>(), any::<u32>(), any::<u32>(), proptest::collection::vec(text(), 0..4), any::<u32>()).prop_map(
-            |(hostname, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer)| ClientMsg::NewTest {
+        (text(), text(), any::<u64>(), any::<u32>(), any::<u32>(), proptest::collection::vec(text(), 0..4), any::<u32>(), any::<bool>()).prop_map(
+            |(hostname, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer, rx_copy)| ClientMsg::NewTest {
                 client: HostInfo { hostname, ..Default::default() },
                 cc,
                 planned_duration_ms,
@@ -41,6 +41,7 @@ fn client_msg() -> impl Strategy<Value = ClientMsg> {
                 sample_interval_ms,
                 scenarios,
                 socket_buffer,
+                rx_copy,
             }
         ),
         (any::<u64>(), any::<u32>(), direction()).prop_map(|(token, flow_id, direction)| ClientMsg::JoinFlow { token, flow_id, direction }),

@@ -363,7 +363,7 @@ pub fn build(spec: &Spec) -> TestResult {
             trimming_rule: "steady part = from 1 s after the scenario start to its end".into(),
             clock_offset: ClockOffset { method: "minimum-RTT probe exchanges, offset at the midpoint, drift by linear fit".into(), offset_ns: 1_500_000, drift_ppm: 0.4, uncertainty_ns: 10_000_000, samples_used: 12 },
             scenario_definitions: defs,
-            socket: SocketInfo { mss: 1448, sndbuf: 0, rcvbuf: 0, buffers_set: false },
+            socket: SocketInfo { mss: 1448, sndbuf: 0, rcvbuf: 0, buffers_set: false, rx_copy: false },
             witness_address: spec.witness.then(|| "10.77.1.3:9770".to_string()),
             probe_timestamps: "kernel SO_TIMESTAMPNS receive stamps".into(),
         },
