@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side on loopback, in one run: bloatlab vs iperf3 goodput and CPU
 # (1 flow and 8 flows, upload and download), and idle probe RTT vs irtt.
-# Prints each figure and the ratio bloatlab / peer. Not part of the test suite.
+# Prints each figure and the ratio bloatlab / peer, for receivers that copy
+# (bloatlab --rx-copy vs iperf3) and that discard (bloatlab vs iperf3
+# --skip-rx-copy), and for each tool's default. Not part of the test suite.
 #
 #   [IPERF3=/path/to/iperf3] [ROUNDS=n] bench/throughput.sh [SECONDS]
 #   (default 8 s per measurement, 1 round; with ROUNDS the goodput rows are
@@ -37,38 +39,61 @@ cpu() { awk '{print ($14+$15)/'"$(getconf CLK_TCK)"'}' /proc/$1/stat; }
 # Run a command and print "cpu_seconds" of it on fd 3.
 timed() { /usr/bin/env time -f "%U %S" -o "$W/time" "$@" > "$W/cmd.out" 2>"$W/cmd.err"; awk '{print $1+$2}' "$W/time"; }
 
-row() { printf "%-34s %14s %14s %8s\n" "$@"; }
 echo "bloatlab $($BL --version | awk '{print $2}'), iperf3 $("$IPERF3" --version | head -1 | awk '{print $2}'), kernel $(uname -r), cc $(sysctl -n net.ipv4.tcp_congestion_control), $(nproc) cores, ${T}s per measurement, $ROUNDS round(s), the two tools alternating"
 
-# One line per measurement in $W/runs: flows direction bloatlab_gbps peer_gbps bloatlab_cores peer_cores
-: > "$W/runs"
-for R in $(seq "$ROUNDS"); do
-for P in 1 8; do
-for DIR in up down; do
-  if [ $DIR = up ]; then SC=${P}u0d; KEY=upload_bps; REV=; else SC=0u${P}d; KEY=download_bps; REV=-R; fi
-  # bloatlab: one scenario of P flows; goodput from the JSON summary.
+# Receivers: bloatlab lets the kernel discard received data by default
+# (MSG_TRUNC) and copies it with --rx-copy; iperf3 copies by default and
+# discards with --skip-rx-copy (3.13+). Each case runs both tools both ways,
+# so every ratio compares like with like, and the defaults are compared too.
+SKIP=
+"$IPERF3" --help 2>&1 | grep -q -- --skip-rx-copy && SKIP=yes
+[ -z "$SKIP" ] && echo "(this iperf3 has no --skip-rx-copy: the discarding pair is not measured)"
+
+# bloatlab goodput and cores for scenario $1 with extra options $2.. -> "gbps cores"
+bl_run() {
+  local sc=$1 key; shift
+  case $sc in 0u*) key=download_bps ;; *) key=upload_bps ;; esac
+  local s0 s1 c
   s0=$(cpu $BLPID)
-  c=$(timed $BL test 127.0.0.1 --port 19771 --scenarios $SC --duration ${T}s --idle 0 --quiet --json "$W/bl.json")
+  c=$(timed $BL test 127.0.0.1 --port 19771 --scenarios $sc --duration ${T}s --idle 0 --quiet --json "$W/bl.json" "$@")
   s1=$(cpu $BLPID)
-  blg=$(python3 -c "import json;r=json.load(open('$W/bl.json'));print(r['scenarios'][0]['summary']['$KEY']/1e9)")
-  blcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
-  # iperf3: same direction, same flows; receiver-side goodput from its JSON, skipping the first 20% like bloatlab's trimming rule.
+  python3 -c "import json;r=json.load(open('$W/bl.json'));print(r['scenarios'][0]['summary']['$key']/1e9, ($c + $s1 - $s0)/$T)"
+}
+# iperf3 goodput and cores: flows $1, then options; receiver-side goodput
+# from its JSON, skipping the first 20% like bloatlab's trimming rule.
+ip_run() {
+  local p=$1; shift
+  local s0 s1 c
   s0=$(cpu $IPPID)
-  c=$(timed "$IPERF3" -c 127.0.0.1 -p 19772 -t $T -P $P $REV -J)
+  c=$(timed "$IPERF3" -c 127.0.0.1 -p 19772 -t $T -P $p -J "$@")
   s1=$(cpu $IPPID)
-  cp "$W/cmd.out" "$W/ip.json"
-  ipg=$(python3 - "$W/ip.json" "$T" <<'PY'
+  python3 - "$W/cmd.out" "$T" "$(python3 -c "print(($c + $s1 - $s0)/$T)")" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); T = float(sys.argv[2])
 iv = [i["sum"] for i in r["intervals"]]
 keep = [i for i in iv if i["start"] >= 0.2 * T and i["end"] <= 0.95 * T + 1e-9]
 b = sum(i["bytes"] for i in keep); s = sum(i["seconds"] for i in keep)
-print(b * 8 / s / 1e9)
+print(b * 8 / s / 1e9, sys.argv[3])
 PY
-)
-  ipcpu=$(python3 -c "print(($c + $s1 - $s0)/$T)")
-  echo "$P $DIR $blg $ipg $blcpu $ipcpu" >> "$W/runs"
-  [ "$ROUNDS" -gt 1 ] && printf "  round %d: %d flow(s) %-4s bloatlab %6.2f, iperf3 %6.2f Gbit/s\n" "$R" "$P" "$DIR" "$blg" "$ipg"
+}
+
+# One line per measurement in $W/runs: flows direction pair bloatlab_gbps peer_gbps bloatlab_cores peer_cores
+# (pair: copy = bloatlab --rx-copy vs iperf3; discard = bloatlab vs iperf3 --skip-rx-copy)
+: > "$W/runs"
+for R in $(seq "$ROUNDS"); do
+for P in 1 8; do
+for DIR in up down; do
+  if [ $DIR = up ]; then SC=${P}u0d; REV=; else SC=0u${P}d; REV=-R; fi
+  read -r bg bc < <(bl_run $SC --rx-copy)
+  read -r ig ic < <(ip_run $P $REV)
+  echo "$P $DIR copy $bg $ig $bc $ic" >> "$W/runs"
+  [ "$ROUNDS" -gt 1 ] && printf "  round %d: %d flow(s) %-4s copying:    bloatlab --rx-copy %6.2f, iperf3 %6.2f Gbit/s\n" "$R" "$P" "$DIR" "$bg" "$ig"
+  if [ -n "$SKIP" ]; then
+    read -r bg bc < <(bl_run $SC)
+    read -r ig ic < <(ip_run $P $REV --skip-rx-copy)
+    echo "$P $DIR discard $bg $ig $bc $ic" >> "$W/runs"
+    [ "$ROUNDS" -gt 1 ] && printf "  round %d: %d flow(s) %-4s discarding: bloatlab %6.2f, iperf3 --skip-rx-copy %6.2f Gbit/s\n" "$R" "$P" "$DIR" "$bg" "$ig"
+  fi
 done
 done
 done
@@ -76,15 +101,24 @@ done
 python3 - "$W/runs" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
-fmt = "%-34s %14s %14s %8s"
+fmt = "%-44s %14s %14s %8s"
+print(fmt % ("", "bloatlab", "iperf3", "ratio"))
+med = {}
 for p in ("1", "8"):
     for d in ("up", "down"):
-        r = [list(map(float, x[2:])) for x in rows if x[0] == p and x[1] == d]
-        bg, ig, bc, ic = (st.median(c) for c in zip(*r))
-        n = "" if len(r) == 1 else " (median)"
-        print(fmt % (f"goodput {p} flow(s) {d}, Gbit/s{n}", "%.2f" % bg, "%.2f" % ig, "%.2fx" % (bg / ig)))
-        print(fmt % (f"CPU {p} flow(s) {d}, cores", "%.2f" % bc, "%.2f" % ic, "%.2fx" % (bc / ic)))
-        print(fmt % (f"CPU per Gbit/s {p} {d}, core-s", "%.3f" % (bc / bg), "%.3f" % (ic / ig), "%.2fx" % ((bc / bg) / (ic / ig))))
+        for pair, label in (("copy", "copying"), ("discard", "discarding")):
+            r = [list(map(float, x[3:])) for x in rows if x[0] == p and x[1] == d and x[2] == pair]
+            if not r:
+                continue
+            bg, ig, bc, ic = (st.median(c) for c in zip(*r))
+            med[(p, d, pair)] = (bg, ig)
+            n = "" if len(r) == 1 else " (median)"
+            print(fmt % (f"goodput {p} flow(s) {d} {label}, Gbit/s{n}", "%.2f" % bg, "%.2f" % ig, "%.2fx" % (bg / ig)))
+            print(fmt % (f"CPU per Gbit/s {p} {d} {label}, core-s", "%.3f" % (bc / bg), "%.3f" % (ic / ig), "%.2fx" % ((bc / bg) / (ic / ig))))
+        if (p, d, "discard") in med:
+            # Each tool as it runs by default: bloatlab discarding, iperf3 copying.
+            bg, ig = med[(p, d, "discard")][0], med[(p, d, "copy")][1]
+            print(fmt % (f"goodput {p} flow(s) {d}, each tool's default", "%.2f" % bg, "%.2f" % ig, "%.2fx" % (bg / ig)))
 PY
 
 # Idle probe RTT: bloatlab's idle phase vs irtt, both 10 ms isochronous probes.

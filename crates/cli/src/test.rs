@@ -473,13 +473,18 @@ pub struct IntervalLog {
     phase: String,
     /// (interval start s, up bytes, down bytes) at the last line.
     last: (f64, u64, u64),
+    /// The next line is due at this elapsed time: lines keep to a grid of
+    /// whole intervals (0-1, 1-2, ...), whichever update lands near each
+    /// boundary closing it (updates follow the sampler, every 100 ms by
+    /// default, give or take a few ms).
+    next_s: f64,
     /// The newest update of the current phase, for its final partial interval.
     newest: Option<Live>,
 }
 
 impl IntervalLog {
     pub fn new(every: Duration) -> IntervalLog {
-        IntervalLog { every_s: every.as_secs_f64(), phase: String::new(), last: (0.0, 0, 0), newest: None }
+        IntervalLog { every_s: every.as_secs_f64(), phase: String::new(), last: (0.0, 0, 0), next_s: every.as_secs_f64(), newest: None }
     }
 
     /// Lines due at this live update (none during the idle baseline); a new
@@ -490,11 +495,16 @@ impl IntervalLog {
             out = self.flush();
             self.phase = l.phase.clone();
             self.last = (0.0, 0, 0);
+            self.next_s = self.every_s;
         }
         let Ok(sc) = Scenario::parse(&l.phase) else { return out };
         self.newest = Some(l.clone());
-        if l.elapsed_s >= self.last.0 + self.every_s {
+        // An update up to 2% of an interval (at most 20 ms) early closes it.
+        if l.elapsed_s + (self.every_s * 0.02).min(0.02) >= self.next_s {
             out.extend(self.emit(&sc, l));
+            while self.next_s <= l.elapsed_s + (self.every_s * 0.02).min(0.02) {
+                self.next_s += self.every_s;
+            }
         }
         out
     }
@@ -805,10 +815,16 @@ mod tests {
         assert!(l[0].contains("1u1d up") && l[0].contains("0.00-1.00 s") && l[0].contains("10.00 Mbit/s") && l[0].contains("rtt 12.50 ms"), "{}", l[0]);
         assert!(l[1].contains("1u1d down") && l[1].contains("20.00 Mbit/s"), "{}", l[1]);
         assert!(iv.lines(&live("1u1d", 1.5, 1_875_000, 2_500_000)).is_empty());
+        // Lines keep to the grid: an update a few ms before 2 s closes 1-2.
+        let l = iv.lines(&live("1u1d", 1.996, 2_495_000, 2_500_000));
+        assert!(l[0].contains("1.00-2.00 s") && l[0].contains("10.00 Mbit/s"), "{l:?}");
+        assert!(iv.lines(&live("1u1d", 2.1, 2_620_000, 2_500_000)).is_empty(), "2-3 is not due yet");
+        let l = iv.lines(&live("1u1d", 2.5, 3_125_000, 2_500_000));
+        assert!(l.is_empty(), "{l:?}");
         // the next phase closes the previous one's last half second
         let l = iv.lines(&live("0u1d", 0.05, 0, 0));
         assert_eq!(l.len(), 2, "{l:?}");
-        assert!(l[0].contains("1.00-1.50 s") && l[0].contains("10.00 Mbit/s"), "{}", l[0]);
+        assert!(l[0].contains("2.00-2.50 s") && l[0].contains("10.00 Mbit/s"), "{}", l[0]);
         let l = iv.flush();
         assert!(l.is_empty(), "a 50 ms remainder is not an interval: {l:?}");
     }

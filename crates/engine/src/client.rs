@@ -626,25 +626,21 @@ fn run_scenario(
     let start = clock::now_ns();
     gate.open();
     let sstop = Arc::new(flow::Stop::default());
-    let counters: Vec<(Direction, Arc<AtomicU64>)> = sampled.iter().map(|s| (s.direction, s.counter.clone())).collect();
-    let up_socks: Vec<TcpStream> = sampled.iter().filter(|s| !s.receiving).filter_map(|s| s.sock.try_clone().ok()).collect();
     let kill_socks: Vec<TcpStream> = sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
     let (ss, iv) = (sstop.clone(), cfg.sample_interval);
-    let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client));
+    let latest = Arc::new(flow::Latest::default());
+    let lt = latest.clone();
+    let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
 
+    // Progress and interval lines follow the sampler's passes (every
+    // --sample-interval): the bytes and the instant they were read together.
     let end = start + cfg.duration.as_nanos() as u64;
     let mut interrupted = false;
     let mut last = (start, 0u64, 0u64);
     let mut rates = (0.0, 0.0);
-    while clock::now_ns() < end {
-        if interrupt.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
-        }
-        thread::sleep(Duration::from_millis(50));
-        let now = clock::now_ns();
-        let down: u64 = counters.iter().filter(|(d, _)| *d == Direction::Down).map(|(_, c)| c.load(Ordering::Relaxed)).sum();
-        let up: u64 = up_socks.iter().filter_map(|s| sys::tcp_info(s, now, Side::Client)).map(|i| i.bytes_acked).sum();
+    let mut seen = 0;
+    let mut show = |tot: flow::Totals, last_rtt_ns: u64| {
+        let (now, up, down) = (tot.t_ns.max(start), tot.up_bytes, tot.down_bytes);
         if now - last.0 >= 250_000_000 {
             let dt = (now - last.0) as f64 / 1e9;
             rates = ((up.saturating_sub(last.1)) as f64 * 8.0 / dt, (down.saturating_sub(last.2)) as f64 * 8.0 / dt);
@@ -658,10 +654,23 @@ fn run_scenario(
             phase_len_s: cfg.duration.as_secs_f64(),
             up_bps: rates.0,
             down_bps: rates.1,
-            rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
+            rtt_ms: last_rtt_ns as f64 / 1e6,
             up_bytes: up,
             down_bytes: down,
         });
+    };
+    while clock::now_ns() < end {
+        if interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let left = Duration::from_nanos(end.saturating_sub(clock::now_ns()));
+        let tot = latest.wait_newer(seen, left.min(Duration::from_millis(100)));
+        if tot.seq == seen {
+            continue;
+        }
+        seen = tot.seq;
+        show(tot, probes.last_rtt_ns());
     }
     let end = clock::now_ns();
     // Final sample at the end of the phase, then stop the flows at once.
@@ -670,6 +679,11 @@ fn run_scenario(
     stop.store(true, Ordering::SeqCst);
     for s in &kill_socks {
         flow::kill(s);
+    }
+    // The final pass closes the phase's last interval.
+    let tot = latest.wait_newer(seen, Duration::ZERO);
+    if tot.seq > seen {
+        show(tot, probes.last_rtt_ns());
     }
     let outcomes: Vec<RecvOutcome> = threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
     conn::send(&mut sess.ctl, &ClientMsg::StopScenario).map_err(|e| format!("the server connection failed: {e}"))?;

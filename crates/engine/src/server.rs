@@ -664,7 +664,7 @@ impl RunningSampler {
         let st = stop.clone();
         let thread = thread::Builder::new()
             .name("sampler".into())
-            .spawn(move || flow::sample_loop(&list, interval, &st, Side::Server))?;
+            .spawn(move || flow::sample_loop(&list, interval, &st, Side::Server, None))?;
         Ok(RunningSampler { stop, thread: Some(thread), ids })
     }
 
