@@ -1,6 +1,7 @@
 //! Isochronous UDP probes and the sequential TCP request/response probe.
-//! Each runs on its own threads with blocking sockets, so a reply is
-//! timestamped as soon as the kernel hands it over (no async scheduler delay).
+//! Each runs on its own thread; UDP replies carry the kernel's receive
+//! stamp, the request/response probe blocks on its socket, so neither
+//! waits on an async scheduler.
 use bloatlab_host::clock;
 use bloatlab_model::Secret;
 use bloatlab_wire::{self as wire, Probe, ProbeKind};
@@ -33,13 +34,55 @@ impl Exchange {
 pub struct ProbeStream {
     records: Arc<Mutex<Vec<Exchange>>>,
     stop_send: Arc<AtomicBool>,
-    stop_recv: Arc<AtomicBool>,
+    /// How long to keep collecting replies after the last probe, ns (set by `finish`).
+    drain_ns: Arc<AtomicU64>,
     last_rtt_ns: Arc<AtomicU64>,
-    /// Replies stamped by the kernel (SO_TIMESTAMPNS) / by a clock read after recv.
+    /// Replies stamped by the kernel (SO_TIMESTAMPNS) / by a clock read when collected.
     pub kernel_stamped: Arc<AtomicU64>,
     pub user_stamped: Arc<AtomicU64>,
-    sender: Option<JoinHandle<()>>,
-    receiver: Option<JoinHandle<()>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+/// What the probe thread needs to match a reply to its request.
+struct Matcher {
+    token: u64,
+    stream: u32,
+    verify: Option<Secret>,
+    records: Arc<Mutex<Vec<Exchange>>>,
+    last_rtt_ns: Arc<AtomicU64>,
+    kernel_stamped: Arc<AtomicU64>,
+    user_stamped: Arc<AtomicU64>,
+}
+
+impl Matcher {
+    /// Record one received datagram (`kts`: the kernel's receive stamp).
+    fn on_reply(&self, d: &[u8], kts: Option<u64>) {
+        // The kernel's receive stamp: exact however late the reply is collected.
+        let t4 = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
+        if kts.is_some() { &self.kernel_stamped } else { &self.user_stamped }.fetch_add(1, Ordering::Relaxed);
+        let Ok(p) = Probe::decode(d) else { return };
+        if p.kind != ProbeKind::Reply || p.token != self.token || p.stream != self.stream {
+            return;
+        }
+        if self.verify.as_ref().is_some_and(|k| !wire::probe_signed(d, k)) {
+            return;
+        }
+        let mut r = self.records.lock().unwrap();
+        if let Some(e) = r.get_mut(p.seq as usize) {
+            if !e.answered() && e.t1 == p.client_send_ns {
+                e.t2 = p.server_recv_ns;
+                e.t3 = p.server_send_ns;
+                e.t4 = t4;
+                if let Some(rtt) = e.rtt_ns() {
+                    self.last_rtt_ns.store(rtt, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    fn all_answered(&self) -> bool {
+        self.records.lock().unwrap().iter().all(|e| e.answered())
+    }
 }
 
 impl ProbeStream {
@@ -47,6 +90,13 @@ impl ProbeStream {
     /// With `secret` every request carries its HMAC; with `verify` too, a
     /// reply counts only with the server's valid HMAC (an authenticated
     /// server signs its replies).
+    ///
+    /// One thread sends and receives: it wakes once per probe, collects
+    /// the replies that arrived meanwhile (each carries the kernel's receive
+    /// stamp, so collecting late costs no precision) and sends the next
+    /// probe. A thread blocked on the socket instead wakes once more per
+    /// probe, and on a host whose CPUs the load saturates every wake-up
+    /// preempts a flow (docs/design.md).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         target: SocketAddr,
@@ -63,16 +113,44 @@ impl ProbeStream {
         let sock = UdpSocket::bind(bind)?;
         sock.connect(target)?;
         sock.set_read_timeout(Some(Duration::from_millis(20)))?;
-        let rsock = sock.try_clone()?;
-        crate::sys::enable_rx_timestamps(&rsock);
-        let records = Arc::new(Mutex::new(Vec::<Exchange>::with_capacity(4096)));
+        crate::sys::enable_rx_timestamps(&sock);
+        let m = Matcher {
+            token,
+            stream,
+            verify,
+            records: Arc::new(Mutex::new(Vec::<Exchange>::with_capacity(4096))),
+            last_rtt_ns: Arc::new(AtomicU64::new(0)),
+            kernel_stamped: Arc::new(AtomicU64::new(0)),
+            user_stamped: Arc::new(AtomicU64::new(0)),
+        };
         let stop_send = Arc::new(AtomicBool::new(false));
-        let stop_recv = Arc::new(AtomicBool::new(false));
-        let last_rtt_ns = Arc::new(AtomicU64::new(0));
-        let (rec, ss) = (records.clone(), stop_send.clone());
-        let sender = thread::Builder::new().name("probe-tx".into()).spawn(move || {
+        let drain_ns = Arc::new(AtomicU64::new(0));
+        let out = ProbeStream {
+            records: m.records.clone(),
+            stop_send: stop_send.clone(),
+            drain_ns: drain_ns.clone(),
+            last_rtt_ns: m.last_rtt_ns.clone(),
+            kernel_stamped: m.kernel_stamped.clone(),
+            user_stamped: m.user_stamped.clone(),
+            worker: None,
+        };
+        let ss = stop_send;
+        let worker = thread::Builder::new().name("probe".into()).spawn(move || {
             let step = interval.as_nanos() as u64;
             let mut buf = vec![0u8; size];
+            let mut rbuf = [0u8; 2048];
+            // Every datagram waiting now, without blocking.
+            let collect = |rbuf: &mut [u8]| {
+                // Bounded: a stream of ICMP errors cannot hold the thread.
+                for _ in 0..100_000 {
+                    match crate::sys::recv_stamped_flags(&sock, rbuf, libc::MSG_DONTWAIT) {
+                        Ok((n, _, kts)) => m.on_reply(&rbuf[..n], kts),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        // An ICMP error reported on the socket: that probe is lost.
+                        Err(_) => {}
+                    }
+                }
+            };
             let start = first_due_ns;
             let mut seq: u32 = 0;
             while !ss.load(Ordering::Relaxed) {
@@ -82,6 +160,7 @@ impl ProbeStream {
                     let left = due.saturating_sub(clock::now_ns()).min(20_000_000);
                     thread::sleep(Duration::from_nanos(left));
                 }
+                collect(&mut rbuf);
                 if ss.load(Ordering::Relaxed) {
                     break;
                 }
@@ -91,56 +170,21 @@ impl ProbeStream {
                 if let Some(k) = &secret {
                     wire::sign_probe(&mut buf, k).expect("size >= 64 checked by the config");
                 }
-                rec.lock().unwrap().push(Exchange { t1, ..Default::default() });
+                m.records.lock().unwrap().push(Exchange { t1, ..Default::default() });
                 // A send error (e.g. ICMP unreachable reported) counts as a lost probe.
                 let _ = sock.send(&buf);
                 seq = seq.wrapping_add(1);
             }
-        })?;
-        let (rec, sr, last) = (records.clone(), stop_recv.clone(), last_rtt_ns.clone());
-        let kernel_stamped = Arc::new(AtomicU64::new(0));
-        let user_stamped = Arc::new(AtomicU64::new(0));
-        let (ks, us) = (kernel_stamped.clone(), user_stamped.clone());
-        let receiver = thread::Builder::new().name("probe-rx".into()).spawn(move || {
-            let mut buf = [0u8; 2048];
-            while !sr.load(Ordering::Relaxed) {
-                let (n, kts) = match crate::sys::recv_stamped(&rsock, &mut buf) {
-                    Ok((n, _, kts)) => (n, kts),
-                    Err(_) => continue,
-                };
-                // The kernel's receive stamp when available (no wake-up latency).
-                let t4 = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
-                if kts.is_some() { &ks } else { &us }.fetch_add(1, Ordering::Relaxed);
-                let Ok(p) = Probe::decode(&buf[..n]) else { continue };
-                if p.kind != ProbeKind::Reply || p.token != token || p.stream != stream {
-                    continue;
-                }
-                if verify.as_ref().is_some_and(|k| !wire::probe_signed(&buf[..n], k)) {
-                    continue;
-                }
-                let mut r = rec.lock().unwrap();
-                if let Some(e) = r.get_mut(p.seq as usize) {
-                    if !e.answered() && e.t1 == p.client_send_ns {
-                        e.t2 = p.server_recv_ns;
-                        e.t3 = p.server_send_ns;
-                        e.t4 = t4;
-                        if let Some(rtt) = e.rtt_ns() {
-                            last.store(rtt, Ordering::Relaxed);
-                        }
-                    }
+            // Late replies (a bloated queue can hold seconds): block on the
+            // socket until all are in or the drain time is over.
+            let deadline = clock::now_ns() + drain_ns.load(Ordering::SeqCst);
+            while !m.all_answered() && clock::now_ns() < deadline {
+                if let Ok((n, _, kts)) = crate::sys::recv_stamped(&sock, &mut rbuf) {
+                    m.on_reply(&rbuf[..n], kts);
                 }
             }
         })?;
-        Ok(ProbeStream {
-            records,
-            stop_send,
-            stop_recv,
-            last_rtt_ns,
-            kernel_stamped,
-            user_stamped,
-            sender: Some(sender),
-            receiver: Some(receiver),
-        })
+        Ok(ProbeStream { worker: Some(worker), ..out })
     }
 
     /// Latest measured RTT (for progress display), ns; 0 = none yet.
@@ -150,19 +194,9 @@ impl ProbeStream {
 
     /// Stop sending, wait up to `drain` for outstanding replies, and return every exchange.
     pub fn finish(mut self, drain: Duration) -> Vec<Exchange> {
+        self.drain_ns.store(drain.as_nanos() as u64, Ordering::SeqCst);
         self.stop_send.store(true, Ordering::SeqCst);
-        if let Some(h) = self.sender.take() {
-            let _ = h.join();
-        }
-        let deadline = clock::now_ns() + drain.as_nanos() as u64;
-        while clock::now_ns() < deadline {
-            if self.records.lock().unwrap().iter().all(|e| e.answered()) {
-                break;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-        self.stop_recv.store(true, Ordering::SeqCst);
-        if let Some(h) = self.receiver.take() {
+        if let Some(h) = self.worker.take() {
             let _ = h.join();
         }
         std::mem::take(&mut *self.records.lock().unwrap())

@@ -268,6 +268,15 @@ pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
 /// recvmsg(2) returning the datagram length, its source address and the
 /// kernel's receive time (CLOCK_REALTIME ns) when SO_TIMESTAMPNS is on.
 pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
+    recv_stamped_flags(sock, buf, 0)
+}
+
+/// `recv_stamped` with recvmsg(2) flags (e.g. MSG_DONTWAIT).
+pub fn recv_stamped_flags(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+    flags: libc::c_int,
+) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
     // SAFETY: every pointer handed to recvmsg points into locals that outlive the call,
     // with their true lengths; control-message parsing uses the libc CMSG helpers.
     unsafe {
@@ -281,7 +290,7 @@ pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<(usi
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
+        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, flags);
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
