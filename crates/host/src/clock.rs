@@ -113,31 +113,47 @@ impl Default for MonoToUnix {
 mod tests {
     use super::*;
 
+    /// A clock this test moves by hand: each read below says how long it
+    /// "took" (real sleeps overslept on a loaded CI host and made the
+    /// tightest read a different one).
+    static FAKE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1_000_000_000);
+    fn fake_now() -> u64 {
+        FAKE_NS.load(std::sync::atomic::Ordering::SeqCst)
+    }
+    fn take(ns: u64) {
+        FAKE_NS.fetch_add(ns, std::sync::atomic::Ordering::SeqCst);
+    }
+
     #[test]
     fn a_read_is_stamped_between_its_clock_readings_and_retried_when_they_are_far_apart() {
-        // A read that takes 5 ms (a preempted thread) the first time and no
-        // time after: the second read's value, stamped within it.
-        let calls = std::sync::atomic::AtomicU32::new(0);
-        let before = now_ns();
-        let (t, v) = stamped(now_ns, || {
-            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if n == 0 {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            100 + n as u64
+        // A read that takes 5 ms (a preempted thread) the first time and
+        // 0.4 ms after: the second read's value, stamped at its midpoint.
+        let mut calls = 0u64;
+        let start = fake_now();
+        let (t, v) = stamped(fake_now, || {
+            calls += 1;
+            take(if calls == 1 { 5_000_000 } else { 400_000 });
+            100 + calls
         });
-        let after = now_ns();
-        assert_eq!(v, 101, "the slow read was retried");
-        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
-        assert!(t >= before + 5_000_000 && t <= after, "stamped in the second read: {} ns after start", t - before);
-        // Always slow: 4 tries, the tightest kept.
-        let calls = std::sync::atomic::AtomicU32::new(0);
-        let (_, v) = stamped(now_ns, || {
-            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            std::thread::sleep(std::time::Duration::from_millis(if n == 2 { 2 } else { 6 }));
-            n as u64
+        assert_eq!((v, calls), (102, 2), "the slow read was retried once");
+        assert_eq!(t, start + 5_000_000 + 200_000, "stamped in the middle of the second read");
+        // Always slow: 4 tries, the tightest (the third, 2 ms) kept.
+        let mut calls = 0u64;
+        let start = fake_now();
+        let (t, v) = stamped(fake_now, || {
+            calls += 1;
+            take(if calls == 3 { 2_000_000 } else { 6_000_000 });
+            calls
         });
-        assert_eq!((v, calls.load(std::sync::atomic::Ordering::SeqCst)), (2, 4));
+        assert_eq!((v, calls), (3, 4));
+        assert_eq!(t, start + 12_000_000 + 1_000_000);
+        // A read within STAMP_SPREAD_NS is taken at once.
+        let mut calls = 0u64;
+        let _ = stamped(fake_now, || {
+            calls += 1;
+            take(STAMP_SPREAD_NS);
+        });
+        assert_eq!(calls, 1);
     }
 
     #[test]
