@@ -17,7 +17,7 @@ fn opt_rate(bps: f64, present: bool) -> String {
 pub(crate) fn context_line(r: &TestResult) -> String {
     let m = &r.metadata;
     let mut s = format!(
-        "bloatlab {} test to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms; received data {}",
+        "bloatlab {} test to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms",
         m.bloatlab_version,
         if m.server_address.is_empty() { "?" } else { &m.server_address },
         if m.start_time.is_empty() { "?" } else { &m.start_time },
@@ -26,7 +26,6 @@ pub(crate) fn context_line(r: &TestResult) -> String {
         trim_num(m.scenario_duration_s),
         trim_num(m.idle_duration_s),
         trim_num(m.probe_interval_ms),
-        m.socket.receive_mode(),
     );
     if let Some(lab) = &r.lab {
         s.push_str(&format!("; lab backend {}, offloads {}", lab.backend, lab.offloads));
@@ -238,7 +237,10 @@ pub fn summary_table(r: &TestResult) -> String {
     }
     if !r.metadata.trimming_rule.is_empty() {
         // the rule itself is in the JSON (metadata.trimming_rule) and docs/metrics.md
-        out.push_str("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule)\n");
+        out.push_str(&format!(
+            "            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule); received data {}\n",
+            r.metadata.socket.receive_mode()
+        ));
     }
     let c = &r.metadata.clock_offset;
     if !c.method.is_empty() {
