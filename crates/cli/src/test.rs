@@ -500,9 +500,10 @@ impl IntervalLog {
         let Ok(sc) = Scenario::parse(&l.phase) else { return out };
         self.newest = Some(l.clone());
         // An update up to 2% of an interval (at most 20 ms) early closes it.
-        if l.elapsed_s + (self.every_s * 0.02).min(0.02) >= self.next_s {
+        let reached = l.elapsed_s + (self.every_s * 0.02).min(0.02);
+        if reached >= self.next_s {
             out.extend(self.emit(&sc, l));
-            while self.next_s <= l.elapsed_s + (self.every_s * 0.02).min(0.02) {
+            while self.next_s <= reached {
                 self.next_s += self.every_s;
             }
         }

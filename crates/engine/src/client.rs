@@ -641,7 +641,7 @@ fn run_scenario(
     let mut last = (start, 0u64, 0u64);
     let mut rates = (0.0, 0.0);
     let mut seen = 0;
-    let mut show = |tot: flow::Totals, last_rtt_ns: u64| {
+    let mut show = |tot: flow::Totals| {
         let (now, up, down) = (tot.t_ns.max(start), tot.up_bytes, tot.down_bytes);
         if now - last.0 >= 250_000_000 {
             let dt = (now - last.0) as f64 / 1e9;
@@ -656,7 +656,7 @@ fn run_scenario(
             phase_len_s: cfg.duration.as_secs_f64(),
             up_bps: rates.0,
             down_bps: rates.1,
-            rtt_ms: last_rtt_ns as f64 / 1e6,
+            rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
             up_bytes: up,
             down_bytes: down,
         });
@@ -672,7 +672,7 @@ fn run_scenario(
             continue;
         }
         seen = tot.seq;
-        show(tot, probes.last_rtt_ns());
+        show(tot);
     }
     let end = clock::now_ns();
     // Final sample at the end of the phase, then stop the flows at once.
@@ -685,7 +685,7 @@ fn run_scenario(
     // The final pass closes the phase's last interval.
     let tot = latest.wait_newer(seen, Duration::ZERO);
     if tot.seq > seen {
-        show(tot, probes.last_rtt_ns());
+        show(tot);
     }
     let outcomes: Vec<RecvOutcome> = threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
     conn::send(&mut sess.ctl, &ClientMsg::StopScenario).map_err(|e| format!("the server connection failed: {e}"))?;

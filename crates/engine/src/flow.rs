@@ -75,55 +75,34 @@ pub fn receive(s: TcpStream, counter: &AtomicU64, stop: &AtomicBool, copy: bool)
         counter.store(total, Ordering::Relaxed);
     };
     if copy {
-        receive_copying(s, stop, &mut on_data);
+        let (mut s, mut buf, mut at) = (s, vec![0u8; RECV_BUF], 0);
+        // Each read fills the rest of the buffer and wraps around at its end
+        // (as iperf3 fills its block): one flow on loopback moves ~25% more
+        // than with a full-size read every time (36-40 vs 29-31 Gbit/s with
+        // bbr, 4 rounds each; docs/design.md).
+        read_loop(stop, &mut on_data, || {
+            let n = s.read(&mut buf[at..])?;
+            at = (at + n) % RECV_BUF;
+            Ok(n)
+        });
     } else {
-        receive_discarding(&s, stop, &mut on_data);
+        // Never written by the kernel under MSG_TRUNC, so never touched at all.
+        let mut buf: Vec<u8> = Vec::with_capacity(DISCARD_LEN);
+        let sock = SockRef::from(&s);
+        read_loop(stop, &mut on_data, || sock.recv_with_flags(buf.spare_capacity_mut(), libc::MSG_TRUNC));
     }
     gaps.finish(clock::now_ns());
     RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns(), udp: None }
 }
 
-/// What a blocking read's error means for a flow: go on (true) or end.
-fn read_goes_on(e: &std::io::Error, stop: &AtomicBool) -> bool {
-    match e.kind() {
-        std::io::ErrorKind::Interrupted => true,
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => !stop.load(Ordering::Relaxed),
-        _ => false,
-    }
-}
-
-fn receive_copying(mut s: TcpStream, stop: &AtomicBool, on_data: &mut dyn FnMut(usize)) {
-    let mut buf = vec![0u8; RECV_BUF];
-    // Each read fills the rest of the buffer and wraps around at its end (as
-    // iperf3 fills its block): one flow on loopback moves ~25% more than with
-    // a full-size read every time (36-40 vs 29-31 Gbit/s with bbr, 4 rounds
-    // each; docs/design.md).
-    let mut at = 0;
+/// Read with `read` until EOF, an error or `stop`; each read's byte count
+/// goes to `on_data`. Timeouts and interrupts go on unless stopped.
+fn read_loop(stop: &AtomicBool, on_data: &mut dyn FnMut(usize), mut read: impl FnMut() -> std::io::Result<usize>) {
     loop {
-        match s.read(&mut buf[at..]) {
-            Ok(0) => break,
-            Ok(n) => {
-                at = (at + n) % RECV_BUF;
-                on_data(n);
-            }
-            Err(e) if read_goes_on(&e, stop) => {}
-            Err(_) => break,
-        }
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-    }
-}
-
-fn receive_discarding(s: &TcpStream, stop: &AtomicBool, on_data: &mut dyn FnMut(usize)) {
-    // Never written by the kernel under MSG_TRUNC, so never touched at all.
-    let mut buf: Vec<u8> = Vec::with_capacity(DISCARD_LEN);
-    let sock = SockRef::from(s);
-    loop {
-        match sock.recv_with_flags(buf.spare_capacity_mut(), libc::MSG_TRUNC) {
+        match read() {
             Ok(0) => break,
             Ok(n) => on_data(n),
-            Err(e) if read_goes_on(&e, stop) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
             Err(_) => break,
         }
         if stop.load(Ordering::Relaxed) {
