@@ -20,18 +20,24 @@ PI=${3:-10ms}
 # 6 MB each) would hit tcp_mem pressure, which stalls new connections for
 # seconds. 256 KB buffers keep the kernel's TCP memory out of the way.
 BUF=${BUF:-256K}
-cargo build --release -q -p bloatlab
-BL=./target/release/bloatlab
+# BL=path runs that binary instead of building this tree's.
+if [ -z "${BL:-}" ]; then cargo build --release -q -p bloatlab; BL=./target/release/bloatlab; fi
 W=$(mktemp -d); [ -n "${KEEP:-}" ] && echo "work dir: $W"
 SRV=
-cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$W"; }
+# Wait for the server to exit, so that a next run can bind the same port.
+cleanup() { [ -n "$SRV" ] && { kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null; } || true; [ -n "${KEEP:-}" ] || rm -rf "$W"; }
 trap cleanup EXIT
 ulimit -n 65536 2>/dev/null || true
-$BL server --bind 127.0.0.1 --port 19791 --no-rpm --max-tests $C --max-tests-per-source $C \
+# SERVER_CPUS / CLIENT_CPUS (taskset lists, e.g. 0 and 1) keep the two
+# apart, standing in for clients on other hosts.
+SPIN=(); [ -n "${SERVER_CPUS:-}" ] && SPIN=(taskset -c "$SERVER_CPUS")
+CPIN=(); [ -n "${CLIENT_CPUS:-}" ] && CPIN=(taskset -c "$CLIENT_CPUS")
+"${SPIN[@]}" $BL server --bind 127.0.0.1 --port 19791 --no-rpm --max-tests $C --max-tests-per-source $C \
   --max-conns $((C * 8)) --max-conns-per-source $((C * 8)) --idle-timeout 60s > "$W/srv.out" 2> "$W/srv.log" & SRV=$!
 sleep 0.5
+kill -0 $SRV 2>/dev/null || { echo "the server did not start:"; cat "$W/srv.log"; exit 1; }
 base=$(awk '/VmRSS/{print $2}' /proc/$SRV/status)
-echo "bloatlab $($BL --version | awk '{print $2}'), kernel $(uname -r), $(nproc) cores: $C clients x 2u2d, ${T}s, probes every $PI, socket buffers $BUF"
+echo "bloatlab $($BL --version | awk '{print $2}'), kernel $(uname -r), $(nproc) cores: $C clients x 2u2d, ${T}s, probes every $PI, socket buffers $BUF${SERVER_CPUS:+, server on CPU $SERVER_CPUS}${CLIENT_CPUS:+, clients on CPU $CLIENT_CPUS}"
 (
   peak_t=0; peak_f=0; peak_r=0
   while kill -0 $SRV 2>/dev/null && [ ! -e "$W/done" ]; do
@@ -49,18 +55,20 @@ start=$(date +%s.%N)
 RAMP=${RAMP:-5}
 for ((i = 0; i < C; i++)); do
   [ "$RAMP" != 0 ] && sleep "$(python3 -c "print($RAMP / $C)")"
-  $BL test 127.0.0.1:19791 -s 2u2d -d ${T}s --idle 2s --probe-interval $PI --socket-buffer $BUF --quiet --json "$W/r$i.json" > /dev/null 2> "$W/e$i.txt" &
+  "${CPIN[@]}" $BL test 127.0.0.1:19791 -s 2u2d -d ${T}s --idle 2s --probe-interval $PI --socket-buffer $BUF --quiet --json "$W/r$i.json" > /dev/null 2> "$W/e$i.txt" &
 done
 wait $(jobs -p | grep -v "^$MON$" | grep -v "^$SRV$") 2>/dev/null || true
 touch "$W/done"; wait $MON || true
 end=$(date +%s.%N)
 read -r pt pf pr < "$W/peak"
 sleep 1
+# The server's CPU time over the run (utime + stime of all its threads, living or ended).
+cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' /proc/$SRV/stat)
 after_t=$(ls /proc/$SRV/task | wc -l); after_f=$(ls /proc/$SRV/fd | wc -l); after_r=$(awk '/VmRSS/{print $2}' /proc/$SRV/status)
 python3 - "$W" "$C" <<PY
 import json, sys, glob, os
 w, c = sys.argv[1], int(sys.argv[2])
-done = sent = recv = 0; errs = []
+done = sent = recv = 0; errs = []; udp = []; rr = []
 for i in range(c):
     p = os.path.join(w, f"r{i}.json")
     try:
@@ -72,8 +80,13 @@ for i in range(c):
         if not ph: continue
         s = ph["summary"]["latency"]
         sent += s["sent"]; recv += s["received"]
+    for ph in r["scenarios"]:
+        udp += [p["rtt_ns"] / 1e6 for p in ph.get("probes", []) if p.get("rtt_ns") is not None]
+        rr += [x["rtt_ns"] / 1e6 for x in ph.get("rr", []) if x.get("completed")]
 loss = 100 * (sent - recv) / sent if sent else float("nan")
 print(f"tests complete: {done} of {c}; probes sent {sent}, answered {recv}, loss {loss:.3f}%")
+def pct(v, q): return sorted(v)[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+print(f"under load, all tests: UDP probe RTT p50 {pct(udp, .5):.2f} p99 {pct(udp, .99):.2f} ms; request/response p50 {pct(rr, .5):.2f} p99 {pct(rr, .99):.2f} ms")
 for e in sorted(set(errs))[:5]: print("  failed:", e)
 PY
 # How many tests really ran at once: from the server's log (each test line
@@ -95,4 +108,4 @@ for _, d in ev:
     m = max(m, c)
 print(f"tests at once on the server: at most {m} (of {len(iv)} logged)")
 PY
-echo "server peak: threads $pt, fds $pf, RSS $pr kB (idle: $base kB); after: threads $after_t fds $after_f RSS $after_r kB; wall $(python3 -c "print(f'{$end-$start:.0f}')") s"
+echo "server peak: threads $pt, fds $pf, RSS $pr kB (idle: $base kB); after: threads $after_t fds $after_f RSS $after_r kB; server CPU $cpu s; wall $(python3 -c "print(f'{$end-$start:.0f}')") s"

@@ -97,6 +97,15 @@ fn lab_fifo_100_then_10_matches_analytic_queue_delay() {
         // The queue really filled to its limit, and dropped.
         let q = bottleneck_up(&big);
         let p = &big.scenarios[0];
+        // The request/response probe crosses the same queue; its replies are
+        // timed by the client kernel's TCP receive stamps (read up to one
+        // probe interval later): its median must match the UDP probes'.
+        let mut rr: Vec<f64> = p.rr.iter().filter(|x| x.completed).map(|x| x.rtt_ns as f64 / 1e6).collect();
+        rr.sort_by(f64::total_cmp);
+        assert!(rr.len() > 100, "{} request/response exchanges", rr.len());
+        let rr50 = rr[rr.len() / 2];
+        eprintln!("fifo:100: request/response p50 {rr50:.1} ms, UDP probes p50 {:.1} ms", s.latency.p50_ms);
+        assert!((rr50 - s.latency.p50_ms).abs() < 0.15 * analytic, "request/response p50 {rr50:.1} ms vs UDP p50 {:.1} ms", s.latency.p50_ms);
         let inside: Vec<_> = q.samples.iter().filter(|x| x.t_ns >= p.start_ns && x.t_ns <= p.end_ns).collect();
         let maxq = inside.iter().map(|x| x.backlog_packets).max().unwrap();
         assert!((95..=100).contains(&maxq), "max backlog {maxq} packets");

@@ -376,14 +376,18 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
     // Drain: wait for late replies (a bloated queue can hold seconds).
     let drain = Duration::from_secs(if interrupted { 1 } else { 3 });
     let (ks, us) = (probes.kernel_stamped.clone(), probes.user_stamped.clone());
+    let (rks, rus) = (rr.kernel_stamped.clone(), rr.user_stamped.clone());
     let rr_records: Vec<RrRecord> = rr.finish();
     let exchanges: Vec<Exchange> = probes.finish(drain);
     let (ks, us) = (ks.load(Ordering::Relaxed), us.load(Ordering::Relaxed));
+    let (rks, rus) = (rks.load(Ordering::Relaxed), rus.load(Ordering::Relaxed));
     let probe_timestamps = format!(
         "send: clock read just before send(); receive: kernel SO_TIMESTAMPNS stamps on {ks} of {} client replies (else a clock read \
          when the reply was collected, up to one probe interval late), and on the server where its kernel provides them; \
-         the server's hold time (t3 - t2) is subtracted from every RTT",
-        ks + us
+         the server's hold time (t3 - t2) is subtracted from every RTT; request/response: kernel stamps on {rks} of {} replies \
+         (else a clock read as each reply arrived)",
+        ks + us,
+        rks + rus
     );
     let wexchanges: Vec<Exchange> = wprobes.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
     // The pingers kept sending through the probes' drain, so the last

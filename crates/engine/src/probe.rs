@@ -1,11 +1,11 @@
 //! Isochronous UDP probes and the sequential TCP request/response probe.
-//! Each runs on its own thread; UDP replies carry the kernel's receive
-//! stamp, the request/response probe blocks on its socket, so neither
-//! waits on an async scheduler.
+//! Each runs on its own thread and takes replies with the kernel's receive
+//! stamp (SO_TIMESTAMPNS), so neither waits on an async scheduler and each
+//! wakes once per exchange.
 use bloatlab_host::clock;
 use bloatlab_model::Secret;
 use bloatlab_wire::{self as wire, Probe, ProbeKind};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -209,21 +209,85 @@ pub type RrRecord = (u64, u64, bool);
 pub struct RrProbe {
     records: Arc<Mutex<Vec<RrRecord>>>,
     stop: Arc<AtomicBool>,
+    /// Replies whose arrival time is the kernel's receive stamp (SO_TIMESTAMPNS
+    /// on the TCP socket) / a clock read when the reply was read.
+    pub kernel_stamped: Arc<AtomicU64>,
+    pub user_stamped: Arc<AtomicU64>,
     sock: TcpStream,
     handle: Option<JoinHandle<()>>,
+}
+
+/// How reading one reply ended.
+enum Reply {
+    /// Complete; the time its last byte arrived, and whether the kernel stamped it.
+    Done(u64, bool),
+    /// Not all of it yet (only when not waiting).
+    Pending,
+    /// EOF, an error, or a stop while waiting.
+    Failed,
+}
+
+/// The request/response thread's socket and what it has read of the current reply.
+struct RrReader {
+    s: TcpStream,
+    buf: [u8; wire::RR_SIZE],
+    have: usize,
+}
+
+impl RrReader {
+    /// Read the rest of the current reply: without blocking (`wait` false),
+    /// or until it is complete, the socket fails or `stop` is set.
+    fn read(&mut self, wait: bool, stop: &AtomicBool) -> Reply {
+        let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+        while self.have < self.buf.len() {
+            match crate::sys::recv_stamped_flags(&self.s, &mut self.buf[self.have..], flags) {
+                Ok((0, _, _)) => return Reply::Failed,
+                Ok((n, _, kts)) => {
+                    self.have += n;
+                    if self.have == self.buf.len() {
+                        self.have = 0;
+                        return match kts {
+                            Some(k) => Reply::Done(clock::from_realtime(k), true),
+                            None => Reply::Done(clock::now_ns(), false),
+                        };
+                    }
+                }
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
+                    if !wait {
+                        return Reply::Pending;
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        return Reply::Failed;
+                    }
+                }
+                Err(_) => return Reply::Failed,
+            }
+        }
+        Reply::Pending
+    }
 }
 
 impl RrProbe {
     /// `sock` has completed the JoinRr exchange. Requests go out every
     /// `interval`, or right after the previous reply when that took longer.
     /// The first request is due at `first_due_ns` (`clock::now_ns()` time base).
+    ///
+    /// The thread wakes once per exchange when replies come back within the
+    /// interval: at each due time it first collects the previous reply, whose
+    /// arrival time is the kernel's receive stamp (SO_TIMESTAMPNS works on
+    /// TCP too), then sends the next request. Only a reply still missing at
+    /// the next due time is waited for, so the next request follows it at
+    /// once. Where the kernel does not stamp (the first reply tells), the
+    /// thread waits for every reply as it arrives and reads the clock then.
     pub fn start(sock: TcpStream, first_due_ns: u64, interval: Duration) -> std::io::Result<RrProbe> {
-        let mut s = sock.try_clone()?;
+        let s = sock.try_clone()?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(Duration::from_millis(20)))?;
+        let mut lazy = crate::sys::enable_rx_timestamps(&s);
         let records = Arc::new(Mutex::new(Vec::with_capacity(4096)));
         let stop = Arc::new(AtomicBool::new(false));
-        let (rec, st) = (records.clone(), stop.clone());
+        let (kernel_stamped, user_stamped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (rec, st, ks, us) = (records.clone(), stop.clone(), kernel_stamped.clone(), user_stamped.clone());
         let handle = thread::Builder::new().name("rr".into()).spawn(move || {
             let step = interval.as_nanos() as u64;
             // Keep the phase of the schedule but skip slots already past.
@@ -233,46 +297,59 @@ impl RrProbe {
             } else {
                 first_due_ns + (now - first_due_ns).div_ceil(step) * step
             };
-            let mut seq = 0u32;
-            'outer: while !st.load(Ordering::Relaxed) {
-                while clock::now_ns() < next && !st.load(Ordering::Relaxed) {
-                    thread::sleep(Duration::from_nanos(next.saturating_sub(clock::now_ns()).min(20_000_000)));
+            let mut r = RrReader { s, buf: [0u8; wire::RR_SIZE], have: 0 };
+            // Record the exchange sent at `t`; Some(kernel-stamped) when it completed.
+            let finish = |r: &mut RrReader, t: u64, wait: bool| match r.read(wait, &st) {
+                Reply::Done(t4, kernel) => {
+                    if kernel { &ks } else { &us }.fetch_add(1, Ordering::Relaxed);
+                    rec.lock().unwrap().push((t, t4.saturating_sub(t), true));
+                    Some(kernel)
                 }
-                if st.load(Ordering::Relaxed) {
+                Reply::Pending | Reply::Failed => {
+                    rec.lock().unwrap().push((t, clock::now_ns() - t, false));
+                    None
+                }
+            };
+            let mut seq = 0u32;
+            // The request in flight: its send time.
+            let mut sent: Option<u64> = None;
+            let mut first = true;
+            loop {
+                // Eager (no kernel stamps, or the first reply, which tells):
+                // wait on the reply now. Lazy: at the next due time.
+                let eager = sent.is_some() && (!lazy || first);
+                if !eager {
+                    while clock::now_ns() < next && !st.load(Ordering::Relaxed) {
+                        thread::sleep(Duration::from_nanos(next.saturating_sub(clock::now_ns()).min(20_000_000)));
+                    }
+                }
+                let stopping = st.load(Ordering::Relaxed);
+                if let Some(t) = sent.take() {
+                    // Wait for a reply not in yet, unless stopping.
+                    let Some(kernel) = finish(&mut r, t, !stopping) else { break };
+                    // A late reply is followed at once.
+                    next = next.max(clock::now_ns());
+                    if first {
+                        lazy &= kernel;
+                        first = false;
+                    }
+                    if eager {
+                        continue;
+                    }
+                }
+                if stopping {
                     break;
                 }
                 let t = clock::now_ns();
-                if s.write_all(&wire::encode_rr(seq)).is_err() {
+                if r.s.write_all(&wire::encode_rr(seq)).is_err() {
                     break;
                 }
-                let mut b = [0u8; wire::RR_SIZE];
-                let mut have = 0;
-                while have < b.len() {
-                    match s.read(&mut b[have..]) {
-                        Ok(0) => {
-                            rec.lock().unwrap().push((t, clock::now_ns() - t, false));
-                            break 'outer;
-                        }
-                        Ok(n) => have += n,
-                        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
-                            if st.load(Ordering::Relaxed) {
-                                rec.lock().unwrap().push((t, clock::now_ns() - t, false));
-                                break 'outer;
-                            }
-                        }
-                        Err(_) => {
-                            rec.lock().unwrap().push((t, clock::now_ns() - t, false));
-                            break 'outer;
-                        }
-                    }
-                }
-                let done = clock::now_ns();
-                rec.lock().unwrap().push((t, done - t, true));
+                sent = Some(t);
                 seq = seq.wrapping_add(1);
-                next = (next + step).max(done);
+                next += step;
             }
         })?;
-        Ok(RrProbe { records, stop, sock, handle: Some(handle) })
+        Ok(RrProbe { records, stop, kernel_stamped, user_stamped, sock, handle: Some(handle) })
     }
 
     pub fn finish(mut self) -> Vec<RrRecord> {
@@ -282,5 +359,67 @@ impl RrProbe {
         }
         let _ = self.sock.shutdown(std::net::Shutdown::Both);
         std::mem::take(&mut *self.records.lock().unwrap())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    /// An echo peer that holds request `late` for `late_ms` and every other one for 2 ms.
+    fn echo_peer(late: u32, late_ms: u64) -> (SocketAddr, JoinHandle<()>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let h = thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut b = [0u8; wire::RR_SIZE];
+            while s.read_exact(&mut b).is_ok() {
+                let seq = wire::decode_rr(&b).unwrap();
+                thread::sleep(Duration::from_millis(if seq == late { late_ms } else { 2 }));
+                if s.write_all(&b).is_err() {
+                    return;
+                }
+            }
+        });
+        (addr, h)
+    }
+
+    #[test]
+    fn request_response_times_come_from_kernel_stamps_and_late_replies_are_followed_at_once() {
+        let (addr, peer) = echo_peer(4, 130);
+        let sock = TcpStream::connect(addr).unwrap();
+        let iv = Duration::from_millis(50);
+        let rr = RrProbe::start(sock, clock::now_ns() + 1_000_000, iv).unwrap();
+        thread::sleep(Duration::from_millis(700));
+        let (ks, us) = (rr.kernel_stamped.clone(), rr.user_stamped.clone());
+        let recs = rr.finish();
+        peer.join().unwrap();
+        let done: Vec<_> = recs.iter().filter(|r| r.2).collect();
+        assert!(done.len() >= 8, "{recs:?}");
+        // Loopback TCP carries SO_TIMESTAMPNS stamps: every reply after the
+        // first was collected lazily, at the next due time.
+        assert_eq!(ks.load(Ordering::Relaxed), done.len() as u64, "{recs:?}");
+        assert_eq!(us.load(Ordering::Relaxed), 0);
+        for (i, r) in recs.iter().enumerate() {
+            if !r.2 {
+                assert_eq!(i, recs.len() - 1, "only the exchange in flight at the stop may be incomplete: {recs:?}");
+                continue;
+            }
+            let ms = r.1 as f64 / 1e6;
+            if i == 4 {
+                assert!((130.0..200.0).contains(&ms), "late reply {ms} ms: {recs:?}");
+            } else {
+                // Collected up to 50 ms later, timed by the kernel's stamp: near the peer's 2 ms.
+                assert!((2.0..25.0).contains(&ms), "reply {i}: {ms} ms: {recs:?}");
+            }
+        }
+        // On schedule 50 ms apart, except that the request after the late
+        // reply goes right after it rather than at the next slot.
+        let gap = |i: usize| (recs[i + 1].0 - recs[i].0) as f64 / 1e6;
+        assert!((30.0..70.0).contains(&gap(1)), "{recs:?}");
+        let after_late = (recs[5].0 - (recs[4].0 + recs[4].1)) as f64 / 1e6;
+        assert!(after_late < 15.0, "the request after the late reply waited {after_late} ms: {recs:?}");
     }
 }
