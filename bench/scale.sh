@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Scale: C concurrent clients (default 200), each a 2u2d test (4 flows) with
 # UDP probes every 10 ms, against one `bloatlab server` on loopback. Prints
-# the server's peak threads, descriptors and RSS (sampled every 0.2 s), how
-# many tests completed, and the probe loss over all of them. Not part of the
-# test suite.
+# the server's peak threads, descriptors and RSS (sampled every 0.2 s) and
+# its CPU time, how many tests completed, the probe loss over all of them,
+# and the UDP probe and request/response RTT percentiles under load. Not
+# part of the test suite.
 #
+#   [SERVER_CPUS=0 CLIENT_CPUS=1] [RAMP=s] [BL=binary] [KEEP=1]
 #   bench/scale.sh [CLIENTS] [SECONDS] [PROBE_INTERVAL]   (default 200, 20 s, 10ms)
 #
 # All clients run on the same host as the server: on a small machine the
-# clients' own threads (each has a probe sender, a probe receiver and a
-# request/response thread waking every interval) can take more CPU than the
-# server; the probe interval sets that load.
+# clients' own threads (each has a probe thread and a request/response
+# thread waking every interval, a sampler and four flows) can take more CPU
+# than the server. SERVER_CPUS and CLIENT_CPUS (taskset lists) keep them
+# apart, standing in for clients on other hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 C=${1:-200}

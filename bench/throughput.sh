@@ -5,7 +5,7 @@
 # (bloatlab --rx-copy vs iperf3) and that discard (bloatlab vs iperf3
 # --skip-rx-copy), and for each tool's default. Not part of the test suite.
 #
-#   [IPERF3=/path/to/iperf3] [ROUNDS=n] bench/throughput.sh [SECONDS]
+#   [IPERF3=/path/to/iperf3] [ROUNDS=n] [FLOWS="1 8"] [DIRS="up down"] bench/throughput.sh [SECONDS]
 #   (default 8 s per measurement, 1 round; with ROUNDS the goodput rows are
 #   medians over n rounds in which the two tools alternate)
 #
@@ -81,8 +81,8 @@ PY
 # (pair: copy = bloatlab --rx-copy vs iperf3; discard = bloatlab vs iperf3 --skip-rx-copy)
 : > "$W/runs"
 for R in $(seq "$ROUNDS"); do
-for P in 1 8; do
-for DIR in up down; do
+for P in ${FLOWS:-1 8}; do
+for DIR in ${DIRS:-up down}; do
   if [ $DIR = up ]; then SC=${P}u0d; REV=; else SC=0u${P}d; REV=-R; fi
   read -r bg bc < <(bl_run $SC --rx-copy)
   read -r ig ic < <(ip_run $P $REV)
