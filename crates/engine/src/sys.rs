@@ -260,6 +260,15 @@ pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSam
     })
 }
 
+/// Ask for transparent huge pages behind `block` (madvise MADV_HUGEPAGE),
+/// before its first touch; `block` must start on a page boundary. False
+/// where the kernel has no THP or refuses; the memory is usable either way.
+pub fn advise_huge_pages(block: &mut [u8]) -> bool {
+    // SAFETY: the range is exactly the slice's own memory, and
+    // MADV_HUGEPAGE changes how it is backed, never its contents.
+    unsafe { libc::madvise(block.as_mut_ptr() as *mut libc::c_void, block.len(), libc::MADV_HUGEPAGE) == 0 }
+}
+
 /// Ask the kernel to stamp received datagrams (SO_TIMESTAMPNS).
 pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
     set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
