@@ -230,6 +230,10 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
     if let Err(e) = cfg.validate() {
         return fail(e);
     }
+    // The senders' source block, faulted in now at this thread's priority:
+    // a bulk (SCHED_IDLE) thread zeroing its 2 MiB huge page on a saturated
+    // host would wait behind every other thread and hold up the whole test.
+    flow::source();
     if !cfg.cc.is_empty() {
         let probe = std::net::UdpSocket::bind("127.0.0.1:0");
         if probe.is_ok() {

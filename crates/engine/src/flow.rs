@@ -127,6 +127,9 @@ const HUGE_PAGE: usize = 2 << 20;
 /// to 44.4 Gbit/s (median of 5 alternating rounds; iperf3 --skip-rx-copy
 /// 39.9; docs/design.md). Where the kernel gives no huge page the block is
 /// ordinary memory of which only the first [`BUF`] bytes are ever touched.
+/// The client and server call it once at normal priority before any flow:
+/// first touched by a SCHED_IDLE sender on a saturated host, the 2 MiB
+/// zeroing waited behind every other thread and stalled whole tests.
 pub fn source() -> &'static [u8] {
     static SOURCE: std::sync::OnceLock<&'static [u8]> = std::sync::OnceLock::new();
     SOURCE.get_or_init(|| {

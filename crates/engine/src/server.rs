@@ -125,6 +125,9 @@ pub struct Server {
 impl Server {
     /// Bind every address (TCP + UDP) and start serving in background threads.
     pub fn start(mut cfg: ServerConfig) -> Result<Server, String> {
+        // The senders' source block, faulted in at normal priority before
+        // any bulk thread needs it (see `flow::source` and client::run).
+        flow::source();
         let mut binds = cfg.binds.clone();
         if binds.is_empty() {
             binds.push(SocketAddr::from(([0u16; 8], wire::DEFAULT_PORT)));
