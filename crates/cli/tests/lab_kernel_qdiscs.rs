@@ -105,10 +105,11 @@ fn stock_kernel_aqms_and_netem_in_the_kernel() {
     // netem never delivers early: no probe under 2 x 20 ms; the median adds
     // 40 ms to the guest's own round trip.
     assert!(idle.min_ms >= 39.5, "a probe came back in {} ms through 2 x 20 ms", idle.min_ms);
-    // netem's timers fire late, never early, in a TCG guest (one run: +1.75
-    // ms over the floor; the failing run before this check read p50 43.70).
+    // netem's timers fire late, never early, in a TCG guest: +0.7 to +1.8
+    // ms over the floor in most clean-clone CI runs, +5.5 in one (p50 46.49
+    // against a 1.01 ms floor). Not applied would read -40, doubled +40.
     let over = idle.p50_ms - floor - 40.0;
-    assert!((-1.0..4.0).contains(&over), "idle RTT p50 {} ms = {floor:.2} ms without netem + {:.2}, want + 40", idle.p50_ms, idle.p50_ms - floor);
+    assert!((-1.0..8.0).contains(&over), "idle RTT p50 {} ms = {floor:.2} ms without netem + {:.2}, want + 40", idle.p50_ms, idle.p50_ms - floor);
     let probes = ["--scenarios", "1u0d", "--duration", "3s", "--idle", "5s", "--probe-interval", "20ms"];
     let r = &lab(&["--rate", "10mbit", "--queue", "fifo:100", "--delay", "20ms", "--jitter", "5ms", "--loss", "2%"], &probes)[0];
     let i = &r.idle.as_ref().unwrap().summary.latency;
