@@ -123,9 +123,9 @@ const HUGE_PAGE: usize = 2 << 20;
 /// place where bloatlab's senders spent more per byte than iperf3's (26% of
 /// samples at 36 Gbit/s against 18.5% at 43.9): with 4 KiB pages every
 /// 128 KiB write walks 32 page translations, and in a VM each TLB miss is a
-/// two-level walk. In one huge page, 8 uploads on loopback went from 33.9
-/// to 44.4 Gbit/s (median of 5 alternating rounds; iperf3 --skip-rx-copy
-/// 39.9; docs/design.md). Where the kernel gives no huge page the block is
+/// two-level walk. In one huge page, 8 uploads on loopback went from 36.2
+/// to 46.8 Gbit/s (median of 6 alternating rounds; iperf3 --skip-rx-copy
+/// 40.8; docs/design.md). Where the kernel gives no huge page the block is
 /// ordinary memory of which only the first [`BUF`] bytes are ever touched.
 /// The client and server call it once at normal priority before any flow:
 /// first touched by a SCHED_IDLE sender on a saturated host, the 2 MiB

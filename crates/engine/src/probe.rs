@@ -155,11 +155,7 @@ impl ProbeStream {
             let mut seq: u32 = 0;
             while !ss.load(Ordering::Relaxed) {
                 let due = start + seq as u64 * step;
-                // Sleep in slices so a stop is seen quickly even with long intervals.
-                while clock::now_ns() < due && !ss.load(Ordering::Relaxed) {
-                    let left = due.saturating_sub(clock::now_ns()).min(20_000_000);
-                    thread::sleep(Duration::from_nanos(left));
-                }
+                sleep_until(due, &ss);
                 collect(&mut rbuf);
                 if ss.load(Ordering::Relaxed) {
                     break;
@@ -200,6 +196,14 @@ impl ProbeStream {
             let _ = h.join();
         }
         std::mem::take(&mut *self.records.lock().unwrap())
+    }
+}
+
+/// Sleep until `due_ns` (`clock::now_ns()` time base), in slices of at most
+/// 20 ms so that a stop is seen quickly even with long intervals.
+fn sleep_until(due_ns: u64, stop: &AtomicBool) {
+    while clock::now_ns() < due_ns && !stop.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_nanos(due_ns.saturating_sub(clock::now_ns()).min(20_000_000)));
     }
 }
 
@@ -319,9 +323,7 @@ impl RrProbe {
                 // wait on the reply now. Lazy: at the next due time.
                 let eager = sent.is_some() && (!lazy || first);
                 if !eager {
-                    while clock::now_ns() < next && !st.load(Ordering::Relaxed) {
-                        thread::sleep(Duration::from_nanos(next.saturating_sub(clock::now_ns()).min(20_000_000)));
-                    }
+                    sleep_until(next, &st);
                 }
                 let stopping = st.load(Ordering::Relaxed);
                 if let Some(t) = sent.take() {
