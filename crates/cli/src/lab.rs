@@ -2,7 +2,7 @@
 //! (plus the queues to run and the test options after `--`), then run by
 //! the lab crate.
 use crate::choice;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use bloatlab_lab::app::{self, LabRun};
 use bloatlab_lab::RunOptions;
 use bloatlab_model::units::{parse_bytes, parse_duration, parse_duration_ns_unit_required, parse_probability};
@@ -238,9 +238,7 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
     for q in &queues {
         let c = LabConfig { queue: q.clone(), ..cfg.clone() };
         bloatlab_lab::validate(&c)?;
-        let mut t = bloatlab_lab::lab_test_defaults(&c);
-        test.apply(&mut t);
-        t.validate().map_err(|e| anyhow!("after `--`: {e}"))?;
+        bloatlab_lab::check_test_options(&c, &test)?;
     }
     if a.json.as_deref() == Some(std::path::Path::new("-")) && queues.len() > 1 {
         bail!("--json - writes one result; with several queues give a file name (one file per queue)");
@@ -277,6 +275,7 @@ pub fn run_lab(args: LabArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::anyhow;
     use clap::Parser;
 
     #[derive(Parser)]

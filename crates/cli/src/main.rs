@@ -5,6 +5,7 @@
 mod docs;
 mod emulate;
 mod lab;
+mod options;
 mod recipe;
 mod report;
 mod rpm;

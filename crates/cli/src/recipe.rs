@@ -135,6 +135,11 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
     if a.list_params {
         return app::list_params();
     }
+    app::sweep(&sweep_request(a)?)
+}
+
+/// The sweep this command line asks for.
+pub fn sweep_request(a: SweepArgs) -> Result<SweepRequest> {
     let kind = match a.kind {
         SweepKind::Lab => RecipeKind::Lab,
         SweepKind::Pacing => RecipeKind::Pacing,
@@ -143,5 +148,5 @@ pub fn run_sweep(a: SweepArgs) -> Result<i32> {
         anyhow::bail!("options after -- go to `bloatlab test`; a pacing sweep has none");
     }
     let test = crate::test::parse_pass_through(&a.test_args, "bloatlab sweep")?;
-    app::sweep(&SweepRequest { sets: a.set, kind, name: a.name, logy: a.logy, test, run: a.common.settings() })
+    Ok(SweepRequest { sets: a.set, kind, name: a.name, logy: a.logy, test, run: a.common.settings() })
 }

@@ -14,8 +14,8 @@ pub struct RpmArgs {
     pub url: String,
     /// Stages, run one after another.
     #[arg(long, value_delimiter = ',', default_value = "download,upload", value_name = "download|upload|bidirectional,...",
-          value_parser = crate::choice::<RpmDirectionArg>(&["download", "upload", "bidirectional"]))]
-    pub directions: Vec<RpmDirectionArg>,
+          value_parser = crate::choice::<RpmDirection>(RpmDirection::WORDS))]
+    pub directions: Vec<RpmDirection>,
     /// Longest a stage may take to become stable (then it reports low confidence).
     #[arg(long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration)]
     pub max_stage: Duration,
@@ -60,21 +60,6 @@ pub struct RpmArgs {
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct RpmDirectionArg(pub RpmDirection);
-
-impl std::str::FromStr for RpmDirectionArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(RpmDirectionArg(match s {
-            "download" => RpmDirection::Download,
-            "upload" => RpmDirection::Upload,
-            "bidirectional" => RpmDirection::Bidirectional,
-            _ => return Err(format!("{s}: download, upload or bidirectional")),
-        }))
-    }
-}
-
 impl RpmArgs {
     pub fn config(&self) -> Result<RpmConfig> {
         let ca_pem = self
@@ -84,7 +69,7 @@ impl RpmArgs {
             .transpose()?;
         let cfg = RpmConfig {
             url: self.url.clone(),
-            directions: self.directions.iter().map(|d| d.0).collect(),
+            directions: self.directions.clone(),
             max_stage: self.max_stage,
             interval: self.interval,
             mad: self.mad,

@@ -6,28 +6,14 @@ use bloatlab_engine::client::{self, Live};
 use bloatlab_engine::server::Server;
 use bloatlab_host::signals;
 use bloatlab_model::units::{parse_bytes, parse_duration};
-use bloatlab_model::{Dscp, Family, Job, Scenario, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
+use crate::options::LoadArgs;
+use bloatlab_model::{Family, Job, Scenario, ServerConfig, TestConfig, TestOverrides, DEFAULT_PORT};
 use bloatlab_results::TestResult;
 use clap::{Args, Parser};
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
-
-/// A comma-separated scenario list, or a ramp (`auto`, `auto-up`,
-/// `auto-down`), parsed by the model's one grammar.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Scenarios {
-    List(Vec<Scenario>),
-    Ramp(bloatlab_model::Ramp),
-}
-
-fn parse_scenarios(s: &str) -> Result<Scenarios, String> {
-    match bloatlab_model::Ramp::parse(s) {
-        Some(r) => Ok(Scenarios::Ramp(r)),
-        None => Scenario::parse_list(s).map(Scenarios::List).map_err(|e| format!("{e}; or auto, auto-up, auto-down to ramp the flows")),
-    }
-}
 
 fn parse_socket_buffer(s: &str) -> Result<u32, String> {
     let b = parse_bytes(s)?;
@@ -191,145 +177,6 @@ impl ServerArgs {
     }
 }
 
-/// The load and probe options: `bloatlab test`'s, and those after
-/// `bloatlab lab --` and `bloatlab sweep --` (whose defaults differ: shown
-/// as "lab:").
-#[derive(Args, Debug, Clone, Default)]
-pub struct LoadArgs {
-    /// Scenarios NuMd (N uploads, M downloads, 0..32 each), comma separated;
-    /// or auto (auto-up, auto-down): per direction 1, 2, 4, ... flows until
-    /// doubling them adds less than 5% goodput
-    /// [default: 0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d; lab: 1u0d].
-    #[arg(long, short, value_name = "NuMd,...|auto", value_parser = parse_scenarios)]
-    pub scenarios: Option<Scenarios>,
-    /// Length of each scenario [default: 5s; lab: 18s].
-    #[arg(long, short, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Idle baseline before the first scenario (0 = none; added latency then unavailable) [default: 2s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub idle: Option<Duration>,
-    /// Pause between scenarios so queues drain [default: 1s; lab: 1.5 x the full queue's delay + 0.5 s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub pause: Option<Duration>,
-    /// UDP probe interval (isochronous); also paces the TCP request/response probe [default: 10ms; lab: 50ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub probe_interval: Option<Duration>,
-    /// UDP probe payload size, bytes (48..1472) [default: 64].
-    #[arg(long, value_name = "BYTES")]
-    pub probe_size: Option<usize>,
-    /// Goodput and TCP_INFO sampling interval (10ms..1s) [default: 100ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub sample_interval: Option<Duration>,
-    /// Congestion control of the load flows on both ends (e.g. cubic, bbr, reno) [default: each host's; lab: --cc].
-    #[arg(long, value_name = "NAME")]
-    pub cc: Option<String>,
-    /// SO_SNDBUF/SO_RCVBUF of the load flows on both ends (e.g. 4M) [default: kernel autotuning].
-    #[arg(long, value_name = "SIZE", value_parser = parse_socket_buffer)]
-    pub socket_buffer: Option<u32>,
-    /// TCP load receivers (both ends) copy the data into user space, as an
-    /// application would [default: the kernel discards it unread (MSG_TRUNC,
-    /// iperf3's --skip-rx-copy), so a fast link is not limited by the
-    /// receiver's memory copy].
-    #[arg(long)]
-    pub rx_copy: bool,
-    /// DSCP classes of the load flows, taken in turn by each direction's flows
-    /// (e.g. BE,BK,CS5,EF as flent's RRUL; names or 0..63) [default: unmarked].
-    #[arg(long, value_name = "CLASS[,CLASS...]", value_parser = parse_dscp)]
-    pub dscp: Option<DscpList>,
-    /// UDP load instead of bulk TCP: every load flow sends datagrams at RATE
-    /// (iperf3's -u -b); loss, reordering and jitter are reported per flow.
-    #[arg(long, value_name = "RATE", value_parser = parse_udp_rate)]
-    pub udp: Option<u64>,
-    /// UDP payload of each load datagram, bytes (64..1472) [default: 1400].
-    #[arg(long, value_name = "BYTES", requires = "udp")]
-    pub udp_size: Option<u32>,
-    /// Also ping HOST (ICMP echo; repeatable) while the test runs: a gateway,
-    /// any host without a bloatlab server (unprivileged ping sockets where
-    /// net.ipv4.ping_group_range allows, else raw sockets as root).
-    #[arg(long = "ping", value_name = "HOST", value_parser = parse_ping)]
-    pub ping: Vec<bloatlab_model::PingTarget>,
-    /// Also time TCP connects to HOST:PORT (repeatable) while the test runs.
-    #[arg(long = "tcp-ping", value_name = "HOST:PORT", value_parser = parse_tcp_ping)]
-    pub tcp_ping: Vec<bloatlab_model::PingTarget>,
-    /// Interval of each --ping / --tcp-ping target [default: 100ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub ping_interval: Option<Duration>,
-    /// After the scenarios, also run the IETF responsiveness method (as
-    /// `bloatlab rpm`) against the server's RPM endpoints, pinning the
-    /// certificate the server announced: --rpm for download,upload, or
-    /// --rpm=STAGES.
-    #[arg(long, value_name = "download|upload|bidirectional,...", num_args = 0..=1, require_equals = true,
-          default_missing_value = "download,upload", value_parser = parse_rpm_stages)]
-    pub rpm: Option<RpmStages>,
-}
-
-/// `--rpm`'s stages, parsed by the model's names.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpmStages(pub Vec<bloatlab_model::RpmDirection>);
-
-fn parse_rpm_stages(s: &str) -> Result<RpmStages, String> {
-    s.split(',')
-        .map(|d| d.trim().parse::<crate::rpm::RpmDirectionArg>().map(|a| a.0))
-        .collect::<Result<Vec<_>, _>>()
-        .map(RpmStages)
-}
-
-fn parse_ping(s: &str) -> Result<bloatlab_model::PingTarget, String> {
-    bloatlab_model::PingTarget::icmp(s)
-}
-
-fn parse_tcp_ping(s: &str) -> Result<bloatlab_model::PingTarget, String> {
-    bloatlab_model::PingTarget::tcp(s)
-}
-
-fn parse_udp_rate(s: &str) -> Result<u64, String> {
-    bloatlab_model::Rate::parse(s).map(|r| r.bps)
-}
-
-/// A comma-separated DSCP list, parsed by the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DscpList(pub Vec<Dscp>);
-
-fn parse_dscp(s: &str) -> Result<DscpList, String> {
-    Dscp::parse_list(s).map(DscpList)
-}
-
-impl LoadArgs {
-    pub fn overrides(&self) -> TestOverrides {
-        TestOverrides {
-            scenarios: match &self.scenarios {
-                Some(Scenarios::List(v)) => Some(v.clone()),
-                _ => None,
-            },
-            ramp: match &self.scenarios {
-                Some(Scenarios::Ramp(r)) => Some(*r),
-                _ => None,
-            },
-            duration: self.duration,
-            idle: self.idle,
-            pause: self.pause,
-            probe_interval: self.probe_interval,
-            probe_size: self.probe_size,
-            sample_interval: self.sample_interval,
-            cc: self.cc.clone(),
-            socket_buffer: self.socket_buffer,
-            rx_copy: self.rx_copy.then_some(true),
-            dscp: self.dscp.clone().map(|d| d.0),
-            pings: if self.ping.is_empty() && self.tcp_ping.is_empty() {
-                None
-            } else {
-                Some(self.ping.iter().chain(self.tcp_ping.iter()).cloned().collect())
-            },
-            ping_interval: self.ping_interval,
-            rpm: self.rpm.clone().map(|r| r.0),
-            udp: self.udp.map(|rate_bps| bloatlab_model::UdpLoad {
-                rate_bps,
-                payload: self.udp_size.unwrap_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT),
-            }),
-        }
-    }
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
     /// Server: host, host:port, [v6addr]:port.
@@ -339,9 +186,6 @@ pub struct TestArgs {
     pub port: u16,
     #[command(flatten)]
     pub load: LoadArgs,
-    /// A second bloatlab server that only receives UDP probes (the "witness" whose latency the load harms).
-    #[arg(long, value_name = "HOST")]
-    pub witness: Option<String>,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -383,12 +227,11 @@ impl TestArgs {
             } else {
                 Family::Any
             },
-            witness: self.witness.clone(),
             command: std::env::args().collect(),
             secret: self.secret_file.as_deref().map(read_secret).transpose()?,
             ..Default::default()
         };
-        self.load.overrides().apply(&mut cfg);
+        self.load.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
     }
@@ -403,7 +246,7 @@ struct PassThrough {
 
 /// Parse the `bloatlab test` options given after `--` to `bloatlab lab` or
 /// `bloatlab sweep`: the load and probe options only (the lab sets the
-/// server, witness, port, address family and output itself).
+/// server, port, address family and output itself).
 pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
     if let Some(first) = args.first().filter(|a| !a.starts_with('-')) {
         bail!("after `--` come `bloatlab test` options (e.g. -- --scenarios 1u1d --duration 5s); the server address `{first}` is chosen by {who}");
@@ -414,7 +257,6 @@ pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
     let t = p.test;
     let owned = [
         (t.json.is_some(), "--json", "use the lab's own --json FILE"),
-        (t.witness.is_some(), "--witness", "the lab's witness host is probed already"),
         (t.port != DEFAULT_PORT, "--port", "use the lab's own --port N"),
         (t.ipv4 || t.ipv6, "-4/-6", "use the lab's --ipv6"),
         (t.report, "--report", "write a report from the result JSON with `bloatlab report`"),
@@ -425,7 +267,7 @@ pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
             bail!("`{flag}` after `--` is set by {who} itself; {instead}");
         }
     }
-    Ok(t.load.overrides())
+    Ok(t.load.0)
 }
 
 pub fn run_server(a: ServerArgs) -> Result<i32> {
@@ -757,6 +599,7 @@ pub fn run_job(file: &Path, table: &Render) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bloatlab_model::test_option;
 
     #[derive(Parser)]
     struct T {
@@ -834,11 +677,11 @@ mod tests {
     fn pass_through_options() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let o = parse_pass_through(&s(&["--scenarios", "1u1d", "--duration=5s", "--cc", "bbr"]), "bloatlab lab").unwrap();
-        assert_eq!(o.scenarios, Some(vec![Scenario::new(1, 1)]));
-        assert_eq!((o.duration, o.cc.as_deref(), o.idle), (Some(Duration::from_secs(5)), Some("bbr"), None));
+        let get = |k: &str| o.get(test_option(k).unwrap()).map(|v| v.join(" "));
+        assert_eq!(get("scenarios").as_deref(), Some("1u1d"));
+        assert_eq!((get("duration").as_deref(), get("cc").as_deref(), get("idle")), (Some("5s"), Some("bbr"), None));
         for (bad, why) in [
             (&["--json", "x"][..], "--json"),
-            (&["--witness=1.2.3.4"], "--witness"),
             (&["--port", "1"], "--port"),
             (&["-6"], "--ipv6"),
             (&["10.0.0.1"], "chosen by bloatlab lab"),

@@ -529,7 +529,7 @@ fn run_scenario(
 ) -> Result<(RawPhase, bool), String> {
     let mut specs = vec![];
     let mark = |i: u32| bloatlab_model::Dscp::for_flow(&cfg.dscp, i as usize).0;
-    let udp = cfg.udp.map(|u| wire::UdpParams { rate_bps: u.rate_bps, payload: u.payload });
+    let udp = cfg.udp().map(|u| wire::UdpParams { rate_bps: u.rate_bps, payload: u.payload });
     for i in 0..sc.uploads {
         specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i), udp });
     }

@@ -76,8 +76,57 @@ pub fn lab_test_defaults(cfg: &bloatlab_model::LabConfig) -> TestConfig {
         pause: Duration::from_millis(pause_ms as u64),
         cc: cfg.cc.clone(),
         port: cfg.port,
+        witness: Some("witness".into()),
         ..Default::default()
     }
+}
+
+/// Each phase's queue statistics, computed once where the lab's queue
+/// series meet the result's phases (`metrics::queue::phase_queues`).
+pub fn phase_queues(result: &mut TestResult, lab: &LabInfo) {
+    bloatlab_metrics::queue::phase_queues(result, lab);
+}
+
+/// Check the user's options against a lab before it is built (the hosts'
+/// addresses stand in by role).
+pub fn check_test_options(cfg: &bloatlab_model::LabConfig, user: &TestOverrides) -> Result<TestConfig> {
+    let addr_of = |r: &str| ROLES.iter().position(|x| *x == r).map(|i| if cfg.ipv6 { format!("fd00::{}", i + 1) } else { format!("192.0.2.{}", i + 1) });
+    lab_test_config(cfg, user, &addr_of, vec![])
+}
+
+/// The lab's hosts by role, as `--ping`, `--witness` and the server may name them.
+pub const ROLES: [&str; 4] = ["client", "router", "server", "witness"];
+
+/// The test a lab runs: [`lab_test_defaults`], the user's options over
+/// them, and the lab's hosts where the options name a role (`--ping
+/// router`, `--witness server`); `addr_of` gives a role's address. Checked.
+pub fn lab_test_config(
+    cfg: &bloatlab_model::LabConfig,
+    user: &TestOverrides,
+    addr_of: &dyn Fn(&str) -> Option<String>,
+    command: Vec<String>,
+) -> Result<TestConfig> {
+    let mut test = lab_test_defaults(cfg);
+    user.apply(&mut test).map_err(|e| anyhow!("after `--`: {e}"))?;
+    let with_port = |a: String| if a.contains(':') { format!("[{a}]:{}", cfg.port) } else { format!("{a}:{}", cfg.port) };
+    let role = |r: &str| addr_of(r).ok_or_else(|| anyhow!("the lab has no {r} host"));
+    test.server = with_port(role("server")?);
+    if let Some(w) = test.witness.clone() {
+        test.witness = match w.as_str() {
+            // the hosts that run a bloatlab server
+            "witness" | "server" => Some(with_port(role(&w)?)),
+            "router" | "client" => bail!("after `--`: --witness {w}: no bloatlab server runs on the lab's {w}; a lab's witness is `witness` (the default) or `server`"),
+            _ => Some(w),
+        };
+    }
+    for p in &mut test.pings {
+        if ROLES.contains(&p.host.as_str()) {
+            p.host = role(&p.host)?;
+        }
+    }
+    test.command = command;
+    test.validate().map_err(|e| anyhow!("after `--`: {e}"))?;
+    Ok(test)
 }
 
 /// Write a [`Job`] for a child process as JSON.
@@ -99,14 +148,6 @@ impl Lab {
                     std::env::current_exe().context("cannot find the bloatlab executable to run inside the lab")
                 }
             }
-        }
-    }
-
-    fn addr(&self, h: &crate::lab::Host) -> String {
-        if self.cfg.ipv6 {
-            format!("[{}]:{}", h.v6, self.cfg.port)
-        } else {
-            format!("{}:{}", h.v4, self.cfg.port)
         }
     }
 
@@ -196,26 +237,9 @@ impl Lab {
         if signals::pending() != 0 {
             bail!("interrupted by {}", signals::name(signals::pending()));
         }
-        let mut test = lab_test_defaults(&self.cfg);
-        opts.test.apply(&mut test);
-        test.server = self.addr(&self.server.clone());
-        test.witness = Some(self.addr(&self.witness.clone()));
-        // `--ping router` (or client, server, witness): that lab host's
-        // address, so hosts without a bloatlab server can be pinged by role.
-        for p in &mut test.pings {
-            let host = match p.host.as_str() {
-                "router" => Some(&self.router),
-                "server" => Some(&self.server),
-                "witness" => Some(&self.witness),
-                "client" => Some(&self.client),
-                _ => None,
-            };
-            if let Some(h) = host {
-                p.host = if self.cfg.ipv6 { h.v6.clone() } else { h.v4.clone() };
-            }
-        }
-        test.command = opts.command.clone();
-        test.validate().map_err(|e| anyhow!("after `--`: {e}"))?;
+        let hosts = [&self.client, &self.router, &self.server, &self.witness];
+        let addr_of = |role: &str| hosts.iter().find(|h| h.role == role).map(|h| if self.cfg.ipv6 { h.v6.clone() } else { h.v4.clone() });
+        let test = lab_test_config(&self.cfg, &opts.test, &addr_of, opts.command.clone())?;
         self.start_servers()?;
         let steal_meter = bloatlab_host::StealMeter::start();
         let exe = self.exe()?;
@@ -349,6 +373,7 @@ impl Lab {
             info.config.emulator = Some(EmulatorRecord { config: serde_json::to_value(&ecfg)?, describe: ecfg.describe() });
             info.emulator = Some(counters);
         }
+        phase_queues(&mut result, &info);
         result.lab = Some(info);
         Ok(RunOutcome { result, interrupted_by, failure })
     }

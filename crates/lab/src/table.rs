@@ -1,6 +1,6 @@
 //! The lab's summary table: latency under load beside the analytic queue delay.
 use bloatlab_metrics::queue;
-use bloatlab_results::{Phase, QueueSeries, TestResult};
+use bloatlab_results::{Phase, TestResult};
 
 /// One table row per (run, scenario).
 #[derive(Debug, Clone)]
@@ -47,16 +47,17 @@ fn mbit(bps: f64) -> String {
 }
 
 /// Drops and the largest backlog (packets, bytes) of the queues whose role
-/// starts with `role_prefix`, during a phase (`metrics::queue::queue_in_phase`).
-pub fn queue_in_phase(series: &[QueueSeries], role_prefix: &str, p: &Phase) -> (u64, u64, u64) {
-    let s = queue::queue_in_phase(series.iter().filter(|s| s.role.starts_with(role_prefix)), p.start_ns, p.end_ns).unwrap_or_default();
+/// starts with `role_prefix`, during a phase (as the lab recorded them in
+/// the phase's summary).
+pub fn queue_in_phase(role_prefix: &str, p: &Phase) -> (u64, u64, u64) {
+    let s = queue::phase_queues_total(&p.summary.queues, role_prefix);
     (s.drops, s.max_backlog_packets, s.max_backlog_bytes)
 }
 
-/// Share of the configured rate the bottleneck queue `role` sent during the
-/// steady part of a phase, in percent (`metrics::queue::link_use_pct`).
-pub fn link_use(series: &[QueueSeries], role: &str, p: &Phase, rate_bps: f64) -> Option<f64> {
-    queue::link_use_pct(series.iter().find(|s| s.role == role)?, p.start_ns, p.end_ns, rate_bps)
+/// Share of the configured rate the queue `role` sent during the steady
+/// part of a phase, in percent (the phase summary's `link_use_pct`).
+pub fn link_use(role: &str, p: &Phase) -> Option<f64> {
+    p.summary.queues.iter().find(|q| q.role == role)?.link_use_pct
 }
 
 /// Rows for one result.
@@ -87,12 +88,8 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
                 (None, None) => "-".into(),
             }
         };
-        let (drops, maxq, maxb) = lab.map(|l| queue_in_phase(&l.queues, "bottleneck", p)).unwrap_or((0, 0, 0));
-        let util = |role: &str, up: bool| -> Option<f64> {
-            let l = lab?;
-            let rate = if up { l.config.rate_up_bps } else { l.config.rate_down_bps }?;
-            link_use(&l.queues, role, p, rate)
-        };
+        let (drops, maxq, maxb) = queue_in_phase("bottleneck", p);
+        let util = |role: &str, _up: bool| link_use(role, p);
         let pct = |x: Option<f64>| x.map(|v| format!("{v:.0}%")).unwrap_or_else(|| "-".into());
         let link = match (p.uploads > 0, p.downloads > 0) {
             (true, false) => pct(util("bottleneck-up", true)),
@@ -206,9 +203,7 @@ fn compare_line(results: &[bloatlab_results::TestResult]) -> Option<String> {
         let p = &r.scenarios[0];
         let up = p.uploads > 0;
         let role = if up { "bottleneck-up" } else { "bottleneck-down" };
-        r.lab
-            .as_ref()
-            .and_then(|l| link_use(&l.queues, role, p, if up { l.config.rate_up_bps } else { l.config.rate_down_bps }?))
+        link_use(role, p)
             .map(|u| format!("{u:.0}%"))
             .unwrap_or_else(|| "-".into())
     };
@@ -237,7 +232,7 @@ fn short_local_queue_note(r: &bloatlab_results::TestResult) -> Option<String> {
     let limit = spec?.fifo_packets()? as u64;
     let mut maxq = 0;
     for p in r.scenarios.iter().filter(|p| p.uploads + p.downloads > 0) {
-        maxq = maxq.max(queue_in_phase(&lab.queues, "bottleneck", p).1);
+        maxq = maxq.max(queue_in_phase("bottleneck", p).1);
     }
     (maxq * 4 < limit).then(|| {
         format!(
@@ -274,11 +269,34 @@ mod tests {
     #[test]
     fn queue_statistics_over_a_phase() {
         let p = Phase { name: "1u0d".into(), uploads: 1, start_ns: 2_000_000_000, end_ns: 8_000_000_000, ..Default::default() };
-        let s = vec![series("bottleneck-up"), series("sender-local-up")];
-        assert_eq!(queue_in_phase(&s, "bottleneck", &p), (12, 100, 151_400));
-        let u = link_use(&s, "bottleneck-up", &p, 10e6).unwrap();
+        let lab = bloatlab_results::LabInfo {
+            queues: vec![series("bottleneck-up"), series("sender-local-up")],
+            config: bloatlab_results::LabRecord { rate_up_bps: Some(10e6), ..Default::default() },
+            ..Default::default()
+        };
+        let mut r = TestResult {
+            schema: bloatlab_results::SCHEMA_NAME.into(),
+            schema_version: bloatlab_results::SCHEMA_VERSION,
+            complete: true,
+            incomplete_reason: None,
+            metadata: Default::default(),
+            idle: None,
+            scenarios: vec![p],
+            headline: Default::default(),
+            lab: None,
+            rpm: None,
+            ramp: vec![],
+        };
+        crate::phase_queues(&mut r, &lab);
+        let p = &r.scenarios[0];
+        assert_eq!(queue_in_phase("bottleneck", p), (12, 100, 151_400));
+        let u = link_use("bottleneck-up", p).unwrap();
         assert!((u - 100.0).abs() < 1e-9, "{u}");
-        assert!(link_use(&s, "bottleneck-down", &p, 10e6).is_none());
+        assert!(link_use("bottleneck-down", p).is_none());
+        // 151400 bytes at the 10 Mbit/s it drained at: 121 ms
+        let q = &p.summary.queues[0];
+        assert_eq!(q.drain_bps, Some(10e6));
+        assert!((q.max_delay_ms.unwrap() - 121.12).abs() < 1e-9);
     }
 
     #[test]

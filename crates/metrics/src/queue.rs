@@ -1,7 +1,7 @@
 //! Statistics of a lab's queue time series: drops and the largest backlog
 //! during a phase, and the share of the link a bottleneck kept busy. One
 //! definition for the lab's table, recipes and reports.
-use bloatlab_results::QueueSeries;
+use bloatlab_results::{LabInfo, PhaseQueue, QueueSeries, TestResult};
 
 /// What the queues did during one phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,6 +32,75 @@ pub fn queue_in_phase<'a>(series: impl IntoIterator<Item = &'a QueueSeries>, sta
         }
     }
     out
+}
+
+/// The rate a queue drained at while it held data, bits/s: the median of the
+/// sent-byte rates over sampled intervals inside `(start_ns, end_ns]` that
+/// began and ended with a backlog. None when it never held data there.
+pub fn drain_bps(q: &QueueSeries, start_ns: u64, end_ns: u64) -> Option<f64> {
+    let rates: Vec<f64> = q
+        .samples
+        .windows(2)
+        .filter(|w| w[0].t_ns >= start_ns && w[1].t_ns <= end_ns && w[1].t_ns > w[0].t_ns)
+        .filter(|w| w[0].backlog_bytes > 0 && w[1].backlog_bytes > 0)
+        .map(|w| w[1].sent_bytes.saturating_sub(w[0].sent_bytes) as f64 * 8.0 / ((w[1].t_ns - w[0].t_ns) as f64 / 1e9))
+        .filter(|r| *r > 0.0)
+        .collect();
+    crate::stats::percentile(&rates, 50.0)
+}
+
+/// Everything one queue did during a phase: drops, the largest backlog, the
+/// delay it meant at the measured drain rate, and the share of `rate_bps`
+/// it kept busy. None without a sample inside the phase. Computed once,
+/// when a lab merges its queues into the result; every table, verdict and
+/// plot reads it from there.
+pub fn phase_queue(q: &QueueSeries, start_ns: u64, end_ns: u64, rate_bps: Option<f64>) -> Option<PhaseQueue> {
+    let s = queue_in_phase([q], start_ns, end_ns)?;
+    let drain = drain_bps(q, start_ns, end_ns);
+    Some(PhaseQueue {
+        role: q.role.clone(),
+        location: q.location.clone(),
+        qdisc: q.qdisc.clone(),
+        drops: s.drops,
+        max_backlog_packets: s.max_backlog_packets,
+        max_backlog_bytes: s.max_backlog_bytes,
+        drain_bps: drain,
+        max_delay_ms: drain.map(|d| s.max_backlog_bytes as f64 * 8.0 / d * 1000.0),
+        link_use_pct: rate_bps.and_then(|r| link_use_pct(q, start_ns, end_ns, r)),
+    })
+}
+
+/// Fill every phase's `summary.queues` from the lab's queue series (the
+/// configured rate of a queue's direction gives its link use).
+pub fn phase_queues(result: &mut TestResult, lab: &LabInfo) {
+    for p in result.idle.iter_mut().chain(result.scenarios.iter_mut()) {
+        p.summary.queues = lab
+            .queues
+            .iter()
+            .filter_map(|q| {
+                let rate = if q.role.ends_with("-up") {
+                    lab.config.rate_up_bps
+                } else if q.role.ends_with("-down") {
+                    lab.config.rate_down_bps
+                } else {
+                    None
+                };
+                phase_queue(q, p.start_ns, p.end_ns, rate)
+            })
+            .collect();
+    }
+}
+
+/// Drops summed and the largest backlog over the queues of one phase whose
+/// role starts with `role_prefix` ("bottleneck": both directions).
+pub fn phase_queues_total(queues: &[PhaseQueue], role_prefix: &str) -> PhaseQueueStats {
+    let mut o = PhaseQueueStats::default();
+    for q in queues.iter().filter(|q| q.role.starts_with(role_prefix)) {
+        o.drops += q.drops;
+        o.max_backlog_packets = o.max_backlog_packets.max(q.max_backlog_packets);
+        o.max_backlog_bytes = o.max_backlog_bytes.max(q.max_backlog_bytes);
+    }
+    o
 }
 
 /// Share of `rate_bps` the queue sent (bytes it put on the wire) during the

@@ -1,6 +1,5 @@
 //! The configurations processes exchange: what `bloatlab test` runs
-//! ([`TestConfig`], with [`TestOverrides`] for the options a lab or sweep
-//! leaves to the user), what `bloatlab server` serves ([`ServerConfig`]), and
+//! ([`TestConfig`]; its options are defined in [`crate::options`]), what `bloatlab server` serves ([`ServerConfig`]), and
 //! the [`Job`] a lab hands a child process in its namespace. All serde; each
 //! checks itself with `validate` before anything runs.
 use crate::dscp::Dscp;
@@ -58,10 +57,13 @@ pub struct TestConfig {
     /// turn (flow i gets `dscp[i % n]`); empty = unmarked.
     #[serde(default)]
     pub dscp: Vec<Dscp>,
-    /// UDP load instead of bulk TCP: every load flow sends datagrams at a
-    /// target rate (iperf3's `-u -b`).
+    /// UDP load instead of bulk TCP: every load flow sends datagrams at this
+    /// target rate, bits/s of payload (iperf3's `-u -b`).
     #[serde(default)]
-    pub udp: Option<UdpLoad>,
+    pub udp_rate_bps: Option<u64>,
+    /// Payload of each UDP load datagram, bytes (with `udp_rate_bps`).
+    #[serde(default = "default_udp_size")]
+    pub udp_size: u32,
     /// The command line, recorded in the result.
     pub command: Vec<String>,
     pub connect_timeout: Duration,
@@ -83,6 +85,10 @@ pub struct TestConfig {
     /// `scenarios` (which is then empty).
     #[serde(default)]
     pub ramp: Option<crate::scenario::Ramp>,
+}
+
+fn default_udp_size() -> u32 {
+    UDP_PAYLOAD_DEFAULT
 }
 
 fn default_ping_interval() -> Duration {
@@ -107,7 +113,8 @@ impl Default for TestConfig {
             rx_copy: false,
             witness: None,
             dscp: vec![],
-            udp: None,
+            udp_rate_bps: None,
+            udp_size: UDP_PAYLOAD_DEFAULT,
             command: vec![],
             connect_timeout: Duration::from_secs(5),
             secret: None,
@@ -229,8 +236,10 @@ impl TestConfig {
             return Err("--socket-buffer is too large (at most 1 GiB)".into());
         }
         check_cc(&self.cc).map_err(|e| format!("--cc: {e}"))?;
-        if let Some(u) = &self.udp {
-            u.validate()?;
+        match self.udp() {
+            Some(u) => u.validate()?,
+            None if self.udp_size != UDP_PAYLOAD_DEFAULT => return Err("--udp-size needs --udp (the rate of the UDP load)".into()),
+            None => {}
         }
         split_host_port(&self.server, self.port)?;
         if let Some(w) = &self.witness {
@@ -245,6 +254,11 @@ impl TestConfig {
         Ok(())
     }
 
+    /// The UDP load, when the test sends UDP instead of TCP.
+    pub fn udp(&self) -> Option<UdpLoad> {
+        self.udp_rate_bps.map(|rate_bps| UdpLoad { rate_bps, payload: self.udp_size })
+    }
+
     /// Longest scenario, in flows (a ramp's largest step).
     pub fn max_flows(&self) -> u32 {
         let ramp = self.ramp.map(|r| r.max_flows).unwrap_or(0);
@@ -254,107 +268,6 @@ impl TestConfig {
     /// The most scenarios this test can run.
     pub fn max_scenarios(&self) -> usize {
         self.ramp.map(|r| r.max_steps()).unwrap_or(self.scenarios.len())
-    }
-}
-
-/// The load and probe options a user may set on top of a default
-/// configuration (the lab's, a sweep's): `None` keeps the default.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TestOverrides {
-    pub scenarios: Option<Vec<Scenario>>,
-    pub duration: Option<Duration>,
-    pub idle: Option<Duration>,
-    pub pause: Option<Duration>,
-    pub probe_interval: Option<Duration>,
-    pub probe_size: Option<usize>,
-    pub sample_interval: Option<Duration>,
-    pub cc: Option<String>,
-    pub socket_buffer: Option<u32>,
-    #[serde(default)]
-    pub rx_copy: Option<bool>,
-    #[serde(default)]
-    pub dscp: Option<Vec<Dscp>>,
-    #[serde(default)]
-    pub udp: Option<UdpLoad>,
-    #[serde(default)]
-    pub pings: Option<Vec<crate::PingTarget>>,
-    #[serde(default)]
-    pub ping_interval: Option<Duration>,
-    #[serde(default)]
-    pub rpm: Option<Vec<crate::RpmDirection>>,
-    /// `--scenarios auto`; excludes `scenarios`.
-    #[serde(default)]
-    pub ramp: Option<crate::scenario::Ramp>,
-}
-
-impl TestOverrides {
-    /// Set every given option in `t`.
-    pub fn apply(&self, t: &mut TestConfig) {
-        if let Some(v) = &self.scenarios {
-            t.scenarios = v.clone();
-            t.ramp = None;
-        }
-        if let Some(r) = self.ramp {
-            t.ramp = Some(r);
-            t.scenarios = vec![];
-        }
-        if let Some(v) = self.duration {
-            t.duration = v;
-        }
-        if let Some(v) = self.idle {
-            t.idle = v;
-        }
-        if let Some(v) = self.pause {
-            t.pause = v;
-        }
-        if let Some(v) = self.probe_interval {
-            t.probe_interval = v;
-        }
-        if let Some(v) = self.probe_size {
-            t.probe_size = v;
-        }
-        if let Some(v) = self.sample_interval {
-            t.sample_interval = v;
-        }
-        if let Some(v) = &self.cc {
-            t.cc = v.clone();
-        }
-        if let Some(v) = self.socket_buffer {
-            t.socket_buffer = v;
-        }
-        if let Some(v) = self.rx_copy {
-            t.rx_copy = v;
-        }
-        if let Some(v) = &self.dscp {
-            t.dscp = v.clone();
-        }
-        if let Some(v) = self.udp {
-            t.udp = Some(v);
-        }
-        if let Some(v) = &self.pings {
-            t.pings = v.clone();
-        }
-        if let Some(v) = self.ping_interval {
-            t.ping_interval = v;
-        }
-        if let Some(v) = &self.rpm {
-            t.rpm = v.clone();
-        }
-    }
-
-    /// Options set in `other` win over ours.
-    pub fn merge(&mut self, other: &TestOverrides) {
-        macro_rules! take {
-            ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f.clone(); } )* };
-        }
-        // A scenario list and a ramp replace each other.
-        if other.scenarios.is_some() {
-            self.ramp = None;
-        }
-        if other.ramp.is_some() {
-            self.scenarios = None;
-        }
-        take!(scenarios, duration, idle, pause, probe_interval, probe_size, sample_interval, cc, socket_buffer, rx_copy, dscp, udp, pings, ping_interval, rpm, ramp);
     }
 }
 
@@ -492,17 +405,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_validate_and_overrides_apply() {
-        let mut t = TestConfig::default();
+    fn defaults_validate() {
+        let t = TestConfig::default();
         t.validate().unwrap();
         assert_eq!(t.scenarios.len(), 7);
         assert_eq!(t.max_flows(), 32);
-        let o = TestOverrides { duration: Some(Duration::from_secs(9)), cc: Some("reno".into()), ..Default::default() };
-        o.apply(&mut t);
-        assert_eq!((t.duration, t.cc.as_str(), t.idle), (Duration::from_secs(9), "reno", Duration::from_secs(2)));
-        let mut a = TestOverrides { duration: Some(Duration::from_secs(1)), idle: Some(Duration::ZERO), ..Default::default() };
-        a.merge(&o);
-        assert_eq!((a.duration, a.idle, a.cc.as_deref()), (Some(Duration::from_secs(9)), Some(Duration::ZERO), Some("reno")));
+        let t = TestConfig { udp_size: 200, ..Default::default() };
+        assert!(t.validate().unwrap_err().contains("--udp-size needs --udp"));
+        let t = TestConfig { udp_size: 200, udp_rate_bps: Some(1_000_000), ..Default::default() };
+        assert_eq!(t.udp(), Some(UdpLoad { rate_bps: 1_000_000, payload: 200 }));
     }
 
     #[test]

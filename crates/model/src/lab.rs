@@ -4,7 +4,6 @@
 use crate::queue::{analytic_queue_delay_ms, QueueSpec};
 use crate::rate::{Rate, RateSpec};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -45,31 +44,6 @@ pub enum OnOff {
     Off,
 }
 
-macro_rules! words {
-    ($t:ty, $what:literal, $($v:ident = $s:literal),*) => {
-        impl $t {
-            /// The words this value is spelled with.
-            pub const WORDS: &'static [&'static str] = &[$($s),*];
-            pub fn name(&self) -> &'static str {
-                match self { $(Self::$v => $s),* }
-            }
-        }
-        impl fmt::Display for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-        impl std::str::FromStr for $t {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s.trim().to_ascii_lowercase().as_str() {
-                    $($s => Ok(Self::$v),)*
-                    o => Err(format!("`{o}` is not {} ({})", $what, Self::WORDS.join(", "))),
-                }
-            }
-        }
-    };
-}
 words!(Placement, "a bottleneck placement", Router = "router", Local = "local");
 words!(Shaper, "a shaper", Htb = "htb", Tbf = "tbf");
 words!(Backend, "a lab backend", Auto = "auto", Kernel = "kernel", Emulator = "emulator");

@@ -8,15 +8,45 @@
 //!   FQ-CoDel, PIE with parameters, any kernel qdisc) and the analytic delay
 //!   of a full queue ([`analytic_queue_delay_ms`], one frame-size rule).
 //! * [`scenario`]: load scenarios `NuMd` ([`Scenario`], one grammar, one limit).
-//! * [`config`]: [`TestConfig`], [`TestOverrides`], [`ServerConfig`] and the
-//!   [`Job`] a lab hands a child process.
+//! * [`config`]: [`TestConfig`], [`ServerConfig`] and the [`Job`] a lab hands
+//!   a child process.
+//! * [`options`]: every measurement option of `bloatlab test`, defined once
+//!   ([`TEST_OPTIONS`]), and the [`TestOverrides`] a user sets over a front end's defaults.
 //! * [`lab`]: [`LabConfig`] and its enums.
 //! * [`secret`]: the shared [`Secret`] of an authenticated server.
 //!
 //! Pure: no I/O except reading a trace file a configuration names.
+/// `WORDS`, `name`, `Display` and `FromStr` of an enum spelled by fixed words.
+macro_rules! words {
+    ($t:ty, $what:literal, $($v:ident = $s:literal),*) => {
+        impl $t {
+            /// The words this value is spelled with.
+            pub const WORDS: &'static [&'static str] = &[$($s),*];
+            pub fn name(&self) -> &'static str {
+                match self { $(Self::$v => $s),* }
+            }
+        }
+        impl ::std::fmt::Display for $t {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+        impl std::str::FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    $($s => Ok(Self::$v),)*
+                    o => Err(format!("`{o}` is not {} ({})", $what, Self::WORDS.join(", "))),
+                }
+            }
+        }
+    };
+}
+
 pub mod config;
 pub mod dscp;
 pub mod lab;
+pub mod options;
 pub mod ping;
 pub mod queue;
 pub mod rate;
@@ -26,7 +56,8 @@ pub mod secret;
 pub mod units;
 
 pub use dscp::Dscp;
-pub use config::{Family, Job, ServerConfig, TestConfig, TestOverrides, UdpLoad, DEFAULT_PORT};
+pub use config::{Family, Job, ServerConfig, TestConfig, UdpLoad, DEFAULT_PORT};
+pub use options::{test_option, TestOption, TestOverrides, TEST_OPTIONS};
 pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use ping::{PingKind, PingTarget, DEFAULT_PING_INTERVAL};

@@ -76,15 +76,7 @@ pub enum RpmDirection {
     Bidirectional,
 }
 
-impl RpmDirection {
-    pub fn name(self) -> &'static str {
-        match self {
-            RpmDirection::Download => "download",
-            RpmDirection::Upload => "upload",
-            RpmDirection::Bidirectional => "bidirectional",
-        }
-    }
-}
+words!(RpmDirection, "an RPM stage", Download = "download", Upload = "upload", Bidirectional = "bidirectional");
 
 /// What `bloatlab rpm` runs (draft-ietf-ippm-responsiveness-08's parameters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -241,20 +241,28 @@ pub fn recipe_text(r: &Recipe) -> String {
 pub fn list_params() -> Result<i32> {
     for k in [RecipeKind::Lab, RecipeKind::Pacing] {
         println!("{} parameters (--kind {}):", k.name(), k.name());
-        for p in params::PARAMS.iter().filter(|p| p.kind == k) {
+        for p in params::params().iter().filter(|p| p.kind == k) {
             println!("  {:<16} {}", p.name, p.help);
         }
     }
+    println!("In a value, + joins the items of a list (scenarios=1u0d+0u1d) or repeats an option (ping=router+server): commas separate the values swept.");
     Ok(0)
 }
 
 /// `bloatlab sweep`: a recipe made of `--set` values, run like one.
 pub fn sweep(a: &SweepRequest) -> Result<i32> {
+    let r = sweep_recipe(a)?;
+    execute(&r, &a.run)
+}
+
+/// The recipe a `bloatlab sweep` runs: its `--set` values and the test
+/// options after `--` as settings and grid, checked.
+pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
     let kind = a.kind;
     if a.sets.is_empty() {
         bail!("nothing to sweep: give at least one --set KEY=V1,V2,... (see --list-params)");
     }
-    if kind == RecipeKind::Pacing && a.test != TestOverrides::default() {
+    if kind == RecipeKind::Pacing && !a.test.is_empty() {
         bail!("options after -- go to `bloatlab test`; a pacing sweep has none");
     }
     if a.name.is_empty() || !a.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
@@ -273,7 +281,7 @@ pub fn sweep(a: &SweepRequest) -> Result<i32> {
             grid.push(Axis { name: k, values: vals });
         }
     }
-    for (k, v) in params::overrides_as_values(&a.test) {
+    for (k, v) in params::overrides_as_values(&a.test).map_err(|e| anyhow!("after --: {e}"))? {
         if settings.iter().any(|(n, _): &(String, _)| *n == k) || grid.iter().any(|x| x.name == k) {
             bail!("{k} is set both with --set and after --; keep one");
         }
@@ -327,7 +335,7 @@ pub fn sweep(a: &SweepRequest) -> Result<i32> {
     r.source = recipe_text(&r);
     // the written recipe must parse back: catches any divergence early
     Recipe::parse(&r.source, "<sweep>", false).map_err(|e| anyhow!("internal: generated recipe does not parse: {e}\n{}", r.source))?;
-    execute(&r, &a.run)
+    Ok(r)
 }
 
 fn execute(r: &Recipe, c: &RunSettings) -> Result<i32> {

@@ -6,7 +6,8 @@
 //! One table serves recipe files and `--set KEY=V1,V2`, so both accept the
 //! same names and reject the same mistakes as `bloatlab lab` and `bloatlab test`.
 use bloatlab_model::units::{fmt_duration_ns, parse_bytes, parse_duration_ns, parse_probability};
-use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Scenario, Shaper, TestOverrides};
+use bloatlab_model::options::{Arity, Shape};
+use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper, TestOption, TestOverrides, TEST_OPTIONS};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -40,8 +41,9 @@ impl RecipeKind {
 pub enum Target {
     /// A field of the lab's configuration (`bloatlab lab --NAME`).
     Lab,
-    /// A `bloatlab test` option inside the lab (after `--`).
-    Test,
+    /// A `bloatlab test` option inside the lab (after `--`), as the model
+    /// defines it (name, help and parser come from its [`TestOption`]).
+    Test(&'static TestOption),
     /// Consumed by the pacing experiment itself.
     Pacing,
 }
@@ -60,9 +62,10 @@ pub enum ValueKind {
     OnOff,
     /// Congestion control name (letters, digits, '_').
     Word,
-    Scenarios,
-    /// DSCP classes, joined with + (or , in a recipe file).
-    Dscp,
+    /// Checked by the `bloatlab test` option's own parser; a list's commas
+    /// and a repeated option's occurrences are written `+` (commas separate
+    /// the values of a sweep).
+    Test,
     Timer,
     Probability,
     /// A file path.
@@ -71,7 +74,7 @@ pub enum ValueKind {
     Choice(&'static [&'static str]),
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ParamSpec {
     pub name: &'static str,
     pub kind: RecipeKind,
@@ -86,8 +89,10 @@ macro_rules! p {
     };
 }
 
-/// Every parameter a recipe or sweep may set.
-pub const PARAMS: &[ParamSpec] = &[
+/// The parameters of the lab and of the pacing experiment; with the
+/// `bloatlab test` options (see [`params`]) every parameter a recipe or
+/// sweep may set.
+const OWN_PARAMS: &[ParamSpec] = &[
     // ---- the lab (LabConfig; `bloatlab lab` flags) ----
     p!("rate", Lab, Lab, ValueKind::Rate, "bottleneck rate, e.g. 10mbit, 100mbit, 1gbit"),
     p!("queue", Lab, Lab, ValueKind::Queue, "bottleneck queue: fifo:N (packets), bfifo:BYTES, drophead:N, codel, fq_codel, pie (with parameters); a bare number N means fifo:N"),
@@ -111,19 +116,6 @@ pub const PARAMS: &[ParamSpec] = &[
     p!("ipv6", Lab, Lab, ValueKind::OnOff, "run the test over IPv6 (on) or IPv4 (off, default)"),
     p!("tcp_mem_max", Lab, Lab, ValueKind::Bytes(65536, 1 << 31), "tcp_wmem/tcp_rmem maximum inside the lab (default 16m)"),
     p!("queue_interval", Lab, Lab, ValueKind::Duration, "queue sampling interval (default: the test's sample interval)"),
-    // ---- the test (TestOverrides; `bloatlab test` options inside the lab) ----
-    p!("scenarios", Lab, Test, ValueKind::Scenarios, "load scenarios NuMd (N uploads, M downloads); join several with + in one sweep value: 1u0d+0u1d"),
-    p!("duration", Lab, Test, ValueKind::Duration, "duration of each load scenario"),
-    p!("idle", Lab, Test, ValueKind::Duration, "idle baseline before the load (0s = none)"),
-    p!("pause", Lab, Test, ValueKind::Duration, "pause between scenarios (default: long enough for a full queue to drain)"),
-    p!("probe_interval", Lab, Test, ValueKind::Duration, "interval of the latency probes"),
-    p!("probe_size", Lab, Test, ValueKind::Int(48, 1472), "UDP payload of a latency probe, bytes"),
-    p!("sample_interval", Lab, Test, ValueKind::Duration, "goodput / TCP_INFO sampling interval"),
-    p!("socket_buffer", Lab, Test, ValueKind::Bytes(4096, 1 << 30), "SO_SNDBUF/SO_RCVBUF of the load flows, bytes (default: kernel autotuning)"),
-    p!("rx_copy", Lab, Test, ValueKind::OnOff, "TCP load receivers copy the data to user space (on) or the kernel discards it unread (off, default; MSG_TRUNC)"),
-    p!("dscp", Lab, Test, ValueKind::Dscp, "DSCP classes of the load flows, taken in turn; join several with +: BE+BK+CS5+EF"),
-    p!("udp", Lab, Test, ValueKind::Rate, "UDP load instead of TCP: each load flow sends datagrams at this rate (iperf3 -u -b)"),
-    p!("udp_size", Lab, Test, ValueKind::Int(64, 1472), "UDP payload of each load datagram, bytes (default 1400; with udp)"),
     // ---- pacing ----
     p!("ipi", Pacing, Pacing, ValueKind::Duration, "inter-packet interval t_ipi, e.g. 50us .. 50ms"),
     p!("timer", Pacing, Pacing, ValueKind::Timer, "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)"),
@@ -132,12 +124,34 @@ pub const PARAMS: &[ParamSpec] = &[
     p!("line_rate", Pacing, Pacing, ValueKind::Rate, "NIC speed of the emulated senders (tick, ccid3): no packet leaves before the previous one has serialized"),
 ];
 
+/// Every parameter a recipe or sweep may set: the lab's, then every
+/// measurement option of `bloatlab test` (from the model's one table;
+/// `cc` is the lab's, which sets the test's too), then the pacing
+/// experiment's.
+pub fn params() -> &'static [ParamSpec] {
+    static ALL: std::sync::OnceLock<Vec<ParamSpec>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut v: Vec<ParamSpec> = OWN_PARAMS.iter().filter(|p| p.kind == RecipeKind::Lab).copied().collect();
+        for o in TEST_OPTIONS {
+            let name = o.param_name();
+            if v.iter().any(|p| p.name == name) {
+                continue;
+            }
+            // once per process: the table's names live as long as it does
+            let name: &'static str = Box::leak(name.into_boxed_str());
+            v.push(ParamSpec { name, kind: RecipeKind::Lab, target: Target::Test(o), value: ValueKind::Test, help: o.help });
+        }
+        v.extend(OWN_PARAMS.iter().filter(|p| p.kind == RecipeKind::Pacing).copied());
+        v
+    })
+}
+
 pub fn spec(kind: RecipeKind, name: &str) -> Option<&'static ParamSpec> {
-    PARAMS.iter().find(|p| p.kind == kind && p.name == name)
+    params().iter().find(|p| p.kind == kind && p.name == name)
 }
 
 pub fn names(kind: RecipeKind) -> Vec<&'static str> {
-    PARAMS.iter().filter(|p| p.kind == kind).map(|p| p.name).collect()
+    params().iter().filter(|p| p.kind == kind).map(|p| p.name).collect()
 }
 
 /// Error for an unknown parameter name, with a suggestion.
@@ -179,8 +193,9 @@ pub enum Typed {
     Int(u64),
     OnOff(OnOff),
     Word(String),
-    Scenarios(Vec<Scenario>),
-    Dscp(Vec<bloatlab_model::Dscp>),
+    /// A `bloatlab test` option's values, canonically spelled (several for
+    /// a repeated option).
+    Test(Vec<String>),
     Timer(TimerSpec),
     Probability(f64),
     Path(PathBuf),
@@ -328,9 +343,10 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
             o => Err(format!("\"{o}\": expected on or off")),
         },
         ValueKind::Word => bloatlab_model::config::check_cc(raw).map(|_| v(raw.into(), None, Typed::Word(raw.into()))),
-        ValueKind::Scenarios => Scenario::parse_list(raw).map(|s| v(bloatlab_model::scenario::list_name(&s), None, Typed::Scenarios(s))),
-        ValueKind::Dscp => bloatlab_model::Dscp::parse_list(&raw.replace('+', ","))
-            .map(|d| v(d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("+"), None, Typed::Dscp(d))),
+        ValueKind::Test => match p.target {
+            Target::Test(o) => test_value(o, raw),
+            _ => Err("not a `bloatlab test` option".into()),
+        },
         ValueKind::Timer => TimerSpec::parse(raw).map(|t| v(t.name(), None, Typed::Timer(t))),
         ValueKind::Probability => parse_probability(raw).map(|x| v(raw.into(), Some(x), Typed::Probability(x))),
         ValueKind::Path => {
@@ -352,6 +368,25 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
     r.map_err(|e| format!("{}: {e}", p.name))
 }
 
+/// A `bloatlab test` option's value in a recipe or sweep: `+` joins a
+/// list's items (`1u0d+0u1d`) or a repeated option's occurrences
+/// (`router+server`), since commas separate the values of a sweep.
+fn test_value(o: &TestOption, raw: &str) -> Result<Value, String> {
+    let items: Vec<String> = match o.arity {
+        Arity::Repeated => raw.split('+').map(|x| o.canonical(x)).collect::<Result<_, _>>()?,
+        _ => vec![o.canonical(&raw.replace('+', ","))?],
+    };
+    let text = items.join("+");
+    let first = items.first().map(String::as_str).unwrap_or_default();
+    let num = match o.shape {
+        Shape::Duration => parse_duration_ns(first).ok().map(|ns| ns as f64),
+        Shape::Rate => Rate::parse(first).ok().map(|r| r.bps as f64),
+        Shape::Int | Shape::Bytes => first.parse::<f64>().ok(),
+        _ => None,
+    };
+    Ok(Value { text, num, typed: Typed::Test(items) })
+}
+
 /// Where a lab point's parameters go.
 #[derive(Debug, Clone, Default)]
 pub struct LabPoint {
@@ -365,7 +400,6 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
     let mut pt = LabPoint::default();
     let (c, t) = (&mut pt.lab, &mut pt.test);
     let mut rate = None;
-    let mut udp_size = None;
     for (k, v) in vals {
         let bad = || format!("{k}: value {:?} does not fit this parameter", v.text);
         match (k.as_str(), &v.typed) {
@@ -393,28 +427,13 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
             ("trace_down", Typed::Path(p)) => c.trace_down = Some(p.clone()),
             ("tcp_mem_max", Typed::Int(n)) => c.tcp_mem_max = *n,
             ("queue_interval", Typed::Duration(d)) => pt.queue_interval = Some(*d),
-            ("scenarios", Typed::Scenarios(s)) => t.scenarios = Some(s.clone()),
-            ("duration", Typed::Duration(d)) => t.duration = Some(*d),
-            ("idle", Typed::Duration(d)) => t.idle = Some(*d),
-            ("pause", Typed::Duration(d)) => t.pause = Some(*d),
-            ("probe_interval", Typed::Duration(d)) => t.probe_interval = Some(*d),
-            ("probe_size", Typed::Int(n)) => t.probe_size = Some(*n as usize),
-            ("sample_interval", Typed::Duration(d)) => t.sample_interval = Some(*d),
-            ("socket_buffer", Typed::Int(n)) => t.socket_buffer = Some(*n as u32),
-            ("rx_copy", Typed::OnOff(o)) => t.rx_copy = Some(*o == OnOff::On),
-            ("dscp", Typed::Dscp(d)) => t.dscp = Some(d.clone()),
-            ("udp", Typed::Rate(r)) => {
-                let payload = t.udp.map_or(bloatlab_model::config::UDP_PAYLOAD_DEFAULT, |u| u.payload);
-                t.udp = Some(bloatlab_model::UdpLoad { rate_bps: r.bps, payload });
+            (_, Typed::Test(items)) => {
+                for x in items {
+                    t.set(k, x)?;
+                }
             }
-            ("udp_size", Typed::Int(n)) => udp_size = Some(*n as u32),
             _ => return Err(bad()),
         }
-    }
-    match (&mut t.udp, udp_size) {
-        (Some(u), Some(n)) => u.payload = n,
-        (None, Some(_)) => return Err("udp_size: needs udp (the rate of the UDP load)".into()),
-        _ => {}
     }
     if let Some(r) = rate {
         // rate sets both directions unless rate_up/rate_down say otherwise
@@ -431,46 +450,14 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
 
 /// The test options a sweep got after `--`, as parameter values (they are
 /// written into the sweep's recipe as settings).
-pub fn overrides_as_values(o: &TestOverrides) -> Vec<(String, Value)> {
+pub fn overrides_as_values(o: &TestOverrides) -> Result<Vec<(String, Value)>, String> {
     let mut out = vec![];
-    let mut push = |name: &str, raw: String| {
-        let p = spec(RecipeKind::Lab, name).expect("test parameter");
-        out.push((name.to_string(), check_value(p, &raw).expect("a typed value spells itself")));
-    };
-    if let Some(s) = &o.scenarios {
-        push("scenarios", bloatlab_model::scenario::list_name(s));
+    for (opt, vals) in o.iter() {
+        let name = opt.param_name();
+        let p = spec(RecipeKind::Lab, &name).ok_or_else(|| format!("--{} has no recipe parameter", opt.long))?;
+        out.push((name, check_value(p, &vals.join("+"))?));
     }
-    for (name, d) in [
-        ("duration", o.duration),
-        ("idle", o.idle),
-        ("pause", o.pause),
-        ("probe_interval", o.probe_interval),
-        ("sample_interval", o.sample_interval),
-    ] {
-        if let Some(d) = d {
-            push(name, fmt_duration_ns(d.as_nanos() as u64));
-        }
-    }
-    if let Some(n) = o.probe_size {
-        push("probe_size", n.to_string());
-    }
-    if let Some(n) = o.socket_buffer {
-        push("socket_buffer", n.to_string());
-    }
-    if let Some(b) = o.rx_copy {
-        push("rx_copy", if b { "on" } else { "off" }.to_string());
-    }
-    if let Some(cc) = &o.cc {
-        push("cc", cc.clone());
-    }
-    if let Some(d) = &o.dscp {
-        push("dscp", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("+"));
-    }
-    if let Some(u) = &o.udp {
-        push("udp", bloatlab_model::units::fmt_rate_tc(u.rate_bps));
-        push("udp_size", u.payload.to_string());
-    }
-    out
+    Ok(out)
 }
 
 /// Render a TOML value as the raw text `check_value` expects.
@@ -555,11 +542,14 @@ mod tests {
         assert_eq!(pt.lab.rate_down, Some(Rate::mbit(20.0)));
         assert_eq!(pt.lab.queue, QueueSpec::Fifo { packets: 100 });
         assert_eq!((pt.lab.cc.as_str(), pt.lab.tcp_mem_max), ("bbr", 32 << 20));
-        assert_eq!(pt.test.scenarios.as_ref().unwrap().len(), 2);
-        assert_eq!(pt.test.duration, Some(Duration::from_secs(10)));
-        let o = TestOverrides { scenarios: Some(vec![Scenario::new(1, 0)]), idle: Some(Duration::ZERO), ..Default::default() };
-        let vals = overrides_as_values(&o);
-        assert_eq!(vals.iter().map(|(k, v)| format!("{k}={}", v.text)).collect::<Vec<_>>(), vec!["scenarios=1u0d", "idle=0s"]);
+        assert_eq!(pt.test.args(), ["--scenarios", "1u0d,0u1d", "--duration", "10s"]);
+        let mut o = TestOverrides::default();
+        o.set("scenarios", "1u0d").unwrap();
+        o.set("idle", "0").unwrap();
+        o.set("ping", "router").unwrap();
+        o.set("ping", "server").unwrap();
+        let vals = overrides_as_values(&o).unwrap();
+        assert_eq!(vals.iter().map(|(k, v)| format!("{k}={}", v.text)).collect::<Vec<_>>(), vec!["scenarios=1u0d", "idle=0s", "ping=router+server"]);
         assert_eq!(lab_point(&vals).unwrap().test, o);
     }
 }

@@ -166,7 +166,7 @@ pub fn write_plots(r: &Recipe, outs: &[PointOutcome], dir: &Path) -> Result<Vec<
                 let Some(lab) = &res.lab else { continue };
                 let Some(ph) = res.scenarios.first() else { continue };
                 let q = o.values.iter().find(|(k, _)| k == "queue").map(|(_, v)| v.text.clone()).unwrap_or_default();
-                for qs in lab.queues.iter().filter(|q| crate::rows::is_local(q) && q.role.ends_with("up")) {
+                for qs in lab.queues.iter().filter(|q| crate::rows::is_local(&q.role, &q.location, &q.qdisc) && q.role.ends_with("up")) {
                     let inside: Vec<_> = qs.samples.iter().filter(|x| x.t_ns >= ph.start_ns && x.t_ns <= ph.end_ns).collect();
                     let Some(first) = inside.first() else { continue };
                     let pts: Vec<(f64, f64)> = inside.iter().map(|x| ((x.t_ns - ph.start_ns) as f64 / 1e9, (x.drops - first.drops) as f64)).collect();

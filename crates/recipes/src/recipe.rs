@@ -542,7 +542,7 @@ mod tests {
     #[test]
     fn documented() {
         let doc = include_str!("../../../docs/recipes.md");
-        for p in crate::params::PARAMS {
+        for p in crate::params::params() {
             assert!(doc.contains(&format!("`{}`", p.name)), "docs/recipes.md lacks parameter {}", p.name);
         }
         for m in crate::rows::LAB_METRICS.iter().chain(crate::rows::PACING_METRICS) {

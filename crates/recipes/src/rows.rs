@@ -3,7 +3,7 @@
 //! pacing. The CSV, the tables and the plots all read these rows.
 use crate::pacing::PacingResult;
 use crate::params::RecipeKind;
-use bloatlab_results::{LatencyStats, Phase, QueueSeries, TestResult};
+use bloatlab_results::{LatencyStats, Phase, PhaseQueue, TestResult};
 
 /// Metrics of a lab row, in CSV column order.
 pub const LAB_METRICS: &[&str] = &[
@@ -109,25 +109,25 @@ fn lat(l: &LatencyStats) -> [Option<f64>; 9] {
     ]
 }
 
-/// Drops and the largest backlog (packets) of the picked queues over a phase
-/// (`metrics::queue::queue_in_phase`).
-fn queue_stats(r: &TestResult, ph: &Phase, pick: impl Fn(&QueueSeries) -> bool) -> (Option<f64>, Option<f64>) {
-    let Some(lab) = &r.lab else { return (None, None) };
-    match bloatlab_metrics::queue::queue_in_phase(lab.queues.iter().filter(|q| pick(q)), ph.start_ns, ph.end_ns) {
-        Some(s) => (Some(s.drops as f64), Some(s.max_backlog_packets as f64)),
-        None => (None, None),
+/// Drops summed and the largest backlog (packets) of the picked queues
+/// during a phase, as the lab recorded them in the phase's summary.
+fn queue_stats(ph: &Phase, pick: impl Fn(&PhaseQueue) -> bool) -> (Option<f64>, Option<f64>) {
+    let qs: Vec<&PhaseQueue> = ph.summary.queues.iter().filter(|q| pick(q)).collect();
+    if qs.is_empty() {
+        return (None, None);
     }
+    (Some(qs.iter().map(|q| q.drops).sum::<u64>() as f64), Some(qs.iter().map(|q| q.max_backlog_packets).max().unwrap_or(0) as f64))
 }
 
 /// A queue on a sending host's own interface: the lab's "sender-local"
 /// series, or the bottleneck itself when it sits in the client or server
 /// namespace (bottleneck = local).
-pub fn is_local(q: &QueueSeries) -> bool {
-    if q.role.starts_with("sender-local") {
-        return q.qdisc != "noqueue";
+pub fn is_local(role: &str, location: &str, qdisc: &str) -> bool {
+    if role.starts_with("sender-local") {
+        return qdisc != "noqueue";
     }
-    let ns = q.location.split('/').next().unwrap_or("");
-    q.role.starts_with("bottleneck") && (ns.ends_with("-client") || ns.ends_with("-server"))
+    let ns = location.split('/').next().unwrap_or("");
+    role.starts_with("bottleneck") && (ns.ends_with("-client") || ns.ends_with("-server"))
 }
 
 /// cwnd decreases between consecutive TCP_INFO samples, entries into CWR
@@ -201,8 +201,8 @@ pub fn lab_rows(r: &TestResult, fallback_delay_ms: Option<f64>) -> Vec<Row> {
         v.push(s.rpm);
         v.push(if idle { None } else { Some(s.retransmits as f64) });
         v.push(if idle { None } else { analytic_delay(r, ph, fallback_delay_ms) });
-        let (bd, bb) = queue_stats(r, ph, |q| q.role.starts_with("bottleneck"));
-        let (ld, lb) = queue_stats(r, ph, is_local);
+        let (bd, bb) = queue_stats(ph, |q| q.role.starts_with("bottleneck"));
+        let (ld, lb) = queue_stats(ph, |q| is_local(&q.role, &q.location, &q.qdisc));
         v.extend([bd, bb, ld, lb]);
         let (red, cwr, mean) = cwnd_stats(ph);
         v.extend([red, cwr, mean]);
@@ -276,7 +276,7 @@ mod tests {
     #[test]
     fn lab_rows_extract_queue_and_tcp_figures() {
         let q = |t: u64, drops: u64, backlog: u64| QueueSample { t_ns: t, drops, backlog_packets: backlog, ..Default::default() };
-        let r = TestResult {
+        let mut r = TestResult {
             schema: SCHEMA_NAME.into(),
             schema_version: SCHEMA_VERSION,
             complete: true,
@@ -298,6 +298,9 @@ mod tests {
             rpm: None,
             ramp: vec![],
         };
+        // as the lab records them when it merges its queues into the result
+        let lab = r.lab.clone().unwrap();
+        bloatlab_lab::phase_queues(&mut r, &lab);
         let rows = lab_rows(&r, Some(99.0));
         assert_eq!(rows.len(), 2);
         for row in &rows {
@@ -318,7 +321,7 @@ mod tests {
         assert_eq!(s.get(k, "analytic_queue_delay_ms"), Some(1200.0));
         assert_eq!(rows[0].get(k, "analytic_queue_delay_ms"), None);
         assert_eq!(rows[0].get(k, "local_drops"), Some(2.0));
-        let local = |role: &str, loc: &str, qd: &str| is_local(&QueueSeries { role: role.into(), location: loc.into(), qdisc: qd.into(), samples: vec![] });
+        let local = |role: &str, loc: &str, qd: &str| is_local(role, loc, qd);
         assert!(local("bottleneck-up", "blab-0c70ce-client/eth0", "pfifo"));
         assert!(!local("bottleneck-up", "blab-0c70ce-router/wan", "pfifo"));
         assert!(!local("sender-local-up", "blab-0c70ce-client/eth0", "noqueue"));

@@ -83,26 +83,26 @@ fn get<'a>(vals: &'a [(String, Value)], k: &str) -> Option<&'a Value> {
     vals.iter().find(|(n, _)| n == k).map(|(_, v)| v)
 }
 
-/// What a lab point runs, in one line: the lab's link and the test's options.
+/// What a lab point runs, in one line: the lab's link, and the test as the
+/// `bloatlab test` options that differ from that command's defaults (the
+/// lab's own defaults included).
 pub fn describe_lab_point(pt: &params::LabPoint) -> String {
     let c = &pt.lab;
     let mut t = bloatlab_lab::lab_test_defaults(c);
-    pt.test.apply(&mut t);
+    if let Err(e) = pt.test.apply(&mut t).map_err(anyhow::Error::msg).and_then(|_| bloatlab_lab::check_test_options(c, &pt.test)) {
+        return format!("invalid: {e:#}");
+    }
     let rate = if c.rate_desc(true).0 == c.rate_desc(false).0 {
         c.rate_desc(true).0
     } else {
         format!("{} up / {} down", c.rate_desc(true).0, c.rate_desc(false).0)
     };
     format!(
-        "lab {rate} {} ({}, {}), cc {}; test {} x {}, idle {}, probes every {}",
+        "lab {rate} {} ({}, {}); test {}",
         c.queue_label(),
         c.placement,
         bloatlab_lab::backend(c).0,
-        t.cc,
-        bloatlab_model::scenario::list_name(&t.scenarios),
-        bloatlab_model::units::fmt_duration(t.duration),
-        bloatlab_model::units::fmt_duration(t.idle),
-        bloatlab_model::units::fmt_duration(t.probe_interval),
+        bloatlab_model::options::differing_args(&t).join(" ")
     )
 }
 
@@ -113,12 +113,21 @@ pub fn estimate_point_s(r: &Recipe, p: &Point) -> f64 {
 
 /// Expected wall time of a point, seconds (before any point has run).
 fn estimate_s(r: &Recipe, vals: &[(String, Value)]) -> f64 {
-    let secs = |k: &str, d: f64| get(vals, k).and_then(|v| v.num).map(|ns| ns / 1e9).unwrap_or(d);
     match r.kind {
-        RecipeKind::Pacing => secs("duration", 2.0) + 0.2,
+        RecipeKind::Pacing => get(vals, "duration").and_then(|v| v.num).map(|ns| ns / 1e9).unwrap_or(2.0) + 0.2,
         RecipeKind::Lab => {
-            let n = get(vals, "scenarios").map(|v| v.text.split(',').count()).unwrap_or(1) as f64;
-            secs("idle", 2.0) + n * (secs("duration", 18.0) + 1.0) + 4.0
+            let Ok(pt) = params::lab_point(vals) else { return 0.0 };
+            let mut t = bloatlab_lab::lab_test_defaults(&pt.lab);
+            if pt.test.apply(&mut t).is_err() {
+                return 0.0;
+            }
+            // a ramp usually stops after 3 or 4 steps per direction; an RPM
+            // stage takes about 12 s (its ramp-up and stable intervals)
+            let n = match t.ramp {
+                Some(r) => (r.max_steps() as f64 * 0.6).round(),
+                None => t.scenarios.len() as f64,
+            };
+            t.idle.as_secs_f64() + n * (t.duration + t.pause).as_secs_f64() + 12.0 * t.rpm.len() as f64 + 4.0
         }
     }
 }
@@ -635,7 +644,7 @@ mod tests {
         let pt = params::lab_point(&vals).unwrap();
         assert_eq!(
             describe_lab_point(&pt),
-            "lab 10mbit fifo:100 (router, kernel), cc reno; test 1u0d,0u1d x 10s, idle 2s, probes every 50ms"
+            "lab 10mbit fifo:100 (router, kernel); test --scenarios 1u0d,0u1d --duration 10s --probe-interval 50ms --cc reno --witness witness"
         );
         // 100 full frames (1514 B) at 10 Mbit/s
         assert!((analytic_delay_ms(&vals).unwrap() - 121.12).abs() < 1e-9);

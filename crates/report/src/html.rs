@@ -259,8 +259,7 @@ fn meta_rows(r: &TestResult) -> Vec<(String, String)> {
         v.push(("qdiscs missing".into(), lab.qdiscs_missing.join(" ")));
         let hosts: Vec<String> = lab.hosts.iter().map(|h| format!("{} ({}: {})", h.role, h.netns, h.addresses.join(" "))).collect();
         v.push(("lab hosts".into(), hosts.join("; ")));
-        for q in &lab.queues {
-            let pk = series::queue_peak(q);
+        for (q, pk) in lab.queues.iter().filter_map(|q| Some((q, series::queue_over_test(q)?))) {
             v.push((
                 format!("queue {} observed", q.role),
                 format!(

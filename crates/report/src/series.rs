@@ -215,61 +215,10 @@ pub fn queue_drop_rate(q: &QueueSeries) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The queue's drain rate (bits/s) while it was busy: the median of
-/// sent-byte rates over intervals that started with a non-empty backlog.
-/// `None` when the queue never held data.
-pub fn queue_drain_bps(q: &QueueSeries) -> Option<f64> {
-    let rates: Vec<f64> = q
-        .samples
-        .windows(2)
-        .filter(|w| w[1].t_ns > w[0].t_ns && w[0].backlog_bytes > 0 && w[1].backlog_bytes > 0)
-        .map(|w| {
-            let dt = (w[1].t_ns - w[0].t_ns) as f64 / 1e9;
-            w[1].sent_bytes.saturating_sub(w[0].sent_bytes) as f64 * 8.0 / dt
-        })
-        .filter(|r| *r > 0.0)
-        .collect();
-    let s = sorted(rates);
-    if s.is_empty() {
-        None
-    } else {
-        Some(quantile_sorted(&s, 0.5))
-    }
-}
-
-/// What a queue showed during the test: the largest backlog and the delay it
-/// represents at the measured drain rate.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueuePeak {
-    pub role: String,
-    pub location: String,
-    pub qdisc: String,
-    pub max_backlog_packets: u64,
-    pub max_backlog_bytes: u64,
-    pub drain_bps: Option<f64>,
-    /// max_backlog_bytes x 8 / drain_bps, ms.
-    pub max_delay_ms: Option<f64>,
-    pub drops: u64,
-}
-
-pub fn queue_peak(q: &QueueSeries) -> QueuePeak {
-    let maxp = q.samples.iter().map(|s| s.backlog_packets).max().unwrap_or(0);
-    let maxb = q.samples.iter().map(|s| s.backlog_bytes).max().unwrap_or(0);
-    let drain = queue_drain_bps(q);
-    let drops = match (q.samples.first(), q.samples.last()) {
-        (Some(a), Some(b)) => b.drops.saturating_sub(a.drops),
-        _ => 0,
-    };
-    QueuePeak {
-        role: q.role.clone(),
-        location: q.location.clone(),
-        qdisc: q.qdisc.clone(),
-        max_backlog_packets: maxp,
-        max_backlog_bytes: maxb,
-        drain_bps: drain,
-        max_delay_ms: drain.map(|d| maxb as f64 * 8.0 / d * 1000.0),
-        drops,
-    }
+/// What a queue did over the whole test (`metrics::queue::phase_queue`
+/// over the test's whole span): the report's per-queue lines.
+pub fn queue_over_test(q: &QueueSeries) -> Option<bloatlab_results::PhaseQueue> {
+    bloatlab_metrics::queue::phase_queue(q, 0, u64::MAX, None)
 }
 
 /// Display-only thinning: keeps at most about `max_points` points by taking,

@@ -15,8 +15,7 @@
 //! (5% or more at most A, 10% B, 20% C, 40% D). The sentence says which
 //! cap applied.
 use crate::fmt::{human_bytes, human_ms, mbps, sig3, signed};
-use crate::series::{queue_peak, QueuePeak};
-use bloatlab_results::{Phase, TestResult};
+use bloatlab_results::{Phase, PhaseQueue, TestResult};
 use std::fmt;
 
 /// Goodput share of the link below which the grade is at most the given one.
@@ -126,17 +125,18 @@ fn direction_words(p: &Phase) -> &'static str {
     }
 }
 
-/// The queue that held the most delay (by measured drain rate), if a lab ran.
-fn worst_queue(r: &TestResult) -> Option<QueuePeak> {
-    let lab = r.lab.as_ref()?;
-    lab.queues
+/// The queue that held the most delay (at its measured drain rate) during
+/// the graded phase, as the lab recorded it in that phase's summary.
+fn worst_queue(graded: Option<&Phase>) -> Option<&PhaseQueue> {
+    graded?
+        .summary
+        .queues
         .iter()
-        .map(queue_peak)
         .filter(|q| q.max_backlog_bytes > 0)
         .max_by(|a, b| {
             let ka = a.max_delay_ms.unwrap_or(0.0);
             let kb = b.max_delay_ms.unwrap_or(0.0);
-            ka.partial_cmp(&kb).unwrap().then(a.max_backlog_bytes.cmp(&b.max_backlog_bytes))
+            ka.total_cmp(&kb).then(a.max_backlog_bytes.cmp(&b.max_backlog_bytes))
         })
 }
 
@@ -219,7 +219,7 @@ pub fn verdict(r: &TestResult) -> Verdict {
     };
     let wp = worst.filter(|p| p.summary.added_latency_ms.is_some());
     let scen = wp.map(|p| format!(" {} ({})", direction_words(p), p.name)).unwrap_or_default();
-    let queue = worst_queue(r);
+    let queue = worst_queue(wp);
     match latency_grade {
         Grade::APlus | Grade::A => {
             if added > 0.0 {
@@ -242,7 +242,7 @@ pub fn verdict(r: &TestResult) -> Verdict {
                 _ => "the link is close to unusable for interactive use while it is busy",
             };
             s.push_str(&format!("Latency rose by {}{scen}: {impact}. ", human_ms(added)));
-            s.push_str(&advice(r, wp, queue.as_ref(), added));
+            s.push_str(&advice(r, wp, queue, added));
         }
     }
     if grade != latency_grade {
@@ -262,7 +262,7 @@ pub fn verdict(r: &TestResult) -> Verdict {
 }
 
 /// What to try, using the lab's queue observations when present.
-fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&QueuePeak>, added: f64) -> String {
+fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64) -> String {
     if let (Some(lab), Some(q)) = (&r.lab, q) {
         let held = match q.max_delay_ms {
             Some(d) => format!("{} of data ({} packets, {})", human_ms(d), q.max_backlog_packets, human_bytes(q.max_backlog_bytes as f64)),

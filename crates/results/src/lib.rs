@@ -458,6 +458,31 @@ pub struct Summary {
     pub download_gb_per_month: f64,
     /// Retransmits over the phase summed over sending sockets.
     pub retransmits: u64,
+    /// What each of a lab's queues did during this phase (lab results only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<PhaseQueue>,
+}
+
+/// One lab queue during one phase (`metrics::queue::phase_queue`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PhaseQueue {
+    /// As the queue's series: "bottleneck-up", "bottleneck-down", "sender-local".
+    pub role: String,
+    pub location: String,
+    pub qdisc: String,
+    /// Packets dropped during the phase.
+    pub drops: u64,
+    /// The largest backlog sampled during the phase.
+    pub max_backlog_packets: u64,
+    pub max_backlog_bytes: u64,
+    /// The rate the queue drained at while it held data (median of the
+    /// sampled intervals that began and ended non-empty), bits/s.
+    pub drain_bps: Option<f64>,
+    /// max_backlog_bytes x 8 / drain_bps: the delay the largest backlog meant, ms.
+    pub max_delay_ms: Option<f64>,
+    /// Share of the configured rate the queue sent during the phase's
+    /// steady part (the goodput window), percent.
+    pub link_use_pct: Option<f64>,
 }
 
 /// Seed 003's headline: capacity both ways, worst responsiveness, worst smoothness.

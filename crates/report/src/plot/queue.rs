@@ -44,7 +44,7 @@ where
         .iter()
         .enumerate()
         .filter_map(|(i, q)| {
-            let d = series::queue_drain_bps(q)?;
+            let d = bloatlab_metrics::queue::drain_bps(q, 0, u64::MAX)?;
             Some((i, q.samples.iter().map(|s| (secs(s.t_ns), s.backlog_bytes as f64 * 8.0 / d * 1000.0)).collect()))
         })
         .collect();

@@ -287,6 +287,7 @@ pub fn build(spec: &Spec) -> TestResult {
             upload_gb_per_month: r3(up_bps / 8.0 * 86400.0 * 30.0 / 1e9),
             download_gb_per_month: r3(down_bps / 8.0 * 86400.0 * 30.0 / 1e9),
             retransmits: if loaded { 9 * (ups + downs) as u64 } else { 0 },
+            queues: vec![],
         };
         phases.push(ph);
         t = end + 100 * ms;
@@ -338,7 +339,7 @@ pub fn build(spec: &Spec) -> TestResult {
         analytic_queue_delay_up_ms: Some(1211.2),
         analytic_queue_delay_down_ms: Some(605.6),
     });
-    TestResult {
+    let mut r = TestResult {
         schema: SCHEMA_NAME.into(),
         schema_version: SCHEMA_VERSION,
         complete: true,
@@ -373,5 +374,10 @@ pub fn build(spec: &Spec) -> TestResult {
         lab,
         rpm: None,
         ramp: vec![],
+    };
+    // each phase's queue figures, as the lab records them
+    if let Some(lab) = r.lab.clone() {
+        bloatlab_metrics::queue::phase_queues(&mut r, &lab);
     }
+    r
 }
