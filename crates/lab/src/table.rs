@@ -246,7 +246,7 @@ fn short_local_queue_note(r: &bloatlab_results::TestResult) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bloatlab_results::QueueSample;
+    use bloatlab_results::{QueueSample, QueueSeries};
 
     fn series(role: &str) -> QueueSeries {
         QueueSeries {
