@@ -7,11 +7,11 @@
 #   3. emulator CPU time per Gbit forwarded.
 # Needs root, iproute2, ethtool, iperf3 (installed with apt-get if missing).
 # Usage: bench/emulator.sh [SECONDS]   (default 10 s per measurement)
-# Writes a markdown table to stdout and to bench/emulator-results.md.
+# Writes a markdown table to stdout and to bench/emulator-results.md (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${1:-10}"
-OUT="bench/emulator-results.md"
+OUT="${OUT:-bench/emulator-results.md}"
 
 [ "$(id -u)" = 0 ] || { echo "bench/emulator.sh: needs root (network namespaces)" >&2; exit 1; }
 need=""
@@ -21,8 +21,10 @@ if [ -n "$need" ]; then
   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $need
 fi
 
-cargo build --release -q -p bloatlab-emulator
-EMU="$PWD/target/release/bloatlab-emulator"
+# The emulator is the `bloatlab emulate` subcommand of the one binary (the
+# lab runs it in its router namespace).
+cargo build --release -q -p bloatlab
+EMU="$PWD/target/release/bloatlab"
 
 TAG="blemub-$$"
 C="$TAG-c"; R="$TAG-r"; S="$TAG-s"

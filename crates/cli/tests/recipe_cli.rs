@@ -75,8 +75,14 @@ fn sweep_dry_run_is_a_cross_product() {
     let (out, _) = text(&o);
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 8, "{out}");
-    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab 10mbit fifo:1 (router, kernel), cc cubic; test 1u0d x 18s"), "{}", lines[0]);
-    assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab 10mbit fifo:1000") && lines[7].contains("cc bbr"), "{}", lines[7]);
+    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab 10mbit fifo:1 (router, kernel); test --scenarios 1u0d --duration 18s --probe-interval 50ms --cc cubic"), "{}", lines[0]);
+    assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab 10mbit fifo:1000") && lines[7].contains("--cc bbr"), "{}", lines[7]);
+    // every test option reaches the dry run: the example
+    let o = run(&["sweep", "--set", "queue=fifo:10,fifo:100", "--dry-run", "--", "--scenarios", "auto", "--rpm", "--ping", "router", "--duration", "7s"]);
+    let (out, _) = text(&o);
+    for l in out.lines().filter(|l| l.starts_with('[')) {
+        assert!(l.contains("--scenarios auto --duration 7s") && l.contains("--ping router --rpm"), "{l}");
+    }
     // the options after `--` are checked like `bloatlab test`'s
     let (_, err) = text(&run(&["sweep", "--set", "queue=1,2", "--dry-run", "--", "--scenarios", "40u0d"]));
     assert!(err.contains("at most 32"), "{err}");

@@ -123,7 +123,8 @@ fn bloatlab_test_rpm_against_a_server_without_rpm_fails_before_any_load() {
     // `--rpm` takes its stages with `=`: a following HOST is not a stage.
     let o = run(&["test", "--rpm=sideways", &srv.addr()]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("download, upload or bidirectional"));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("not an RPM stage (download, upload, bidirectional)"), "{e}");
 }
 
 #[test]

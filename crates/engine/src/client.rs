@@ -7,7 +7,7 @@ use crate::sys;
 use bloatlab_host::clock;
 use bloatlab_results::{Direction, HostInfo, Side, SocketInfo, TestResult};
 use bloatlab_wire::{self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, ServerMsg, MAX_SERVER_FRAME};
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -24,24 +24,6 @@ pub struct Outcome {
     /// One-line reason when the test failed or was interrupted.
     pub error: Option<String>,
     pub interrupted: bool,
-}
-
-/// Resolve "host[:port]" into addresses of the wanted family.
-pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAddr, String> {
-    let (host, port) = bloatlab_model::config::split_host_port(spec, default_port)?;
-    let addrs: Vec<SocketAddr> = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve \"{spec}\": {e}"))?
-        .collect();
-    addrs
-        .iter()
-        .copied()
-        .find(|a| match family {
-            Family::Any => true,
-            Family::V4 => a.is_ipv4(),
-            Family::V6 => a.is_ipv6(),
-        })
-        .ok_or_else(|| format!("\"{spec}\" has no {} address", if family == Family::V4 { "IPv4" } else { "IPv6" }))
 }
 
 /// Connect and handshake; clear messages for every way this goes wrong.
@@ -245,7 +227,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
             }
         }
     }
-    let addr = match resolve(&cfg.server, cfg.port, cfg.family) {
+    let addr = match conn::resolve(&cfg.server, cfg.port, cfg.family) {
         Ok(a) => a,
         Err(e) => return fail(e),
     };
@@ -268,7 +250,7 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
     // Witness host: a probe-only session.
     let mut witness = None;
     if let Some(w) = &cfg.witness {
-        let waddr = match resolve(w, cfg.port, cfg.family) {
+        let waddr = match conn::resolve(w, cfg.port, cfg.family) {
             Ok(a) => a,
             Err(e) => return fail(format!("witness: {e}")),
         };

@@ -1,9 +1,29 @@
-//! Blocking framed I/O over a TcpStream: handshake and control frames.
+//! Reaching a peer: name resolution, and blocking framed I/O over a
+//! TcpStream (handshake and control frames).
 use bloatlab_wire::{self as wire, Handshake, WireError, HANDSHAKE_LEN};
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use bloatlab_model::Family;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
+
+/// Resolve "host[:port]" into addresses of the wanted family.
+pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAddr, String> {
+    let (host, port) = bloatlab_model::config::split_host_port(spec, default_port)?;
+    let addrs: Vec<SocketAddr> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve \"{spec}\": {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .copied()
+        .find(|a| match family {
+            Family::Any => true,
+            Family::V4 => a.is_ipv4(),
+            Family::V6 => a.is_ipv6(),
+        })
+        .ok_or_else(|| format!("\"{spec}\" has no {} address", if family == Family::V4 { "IPv4" } else { "IPv6" }))
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {

@@ -45,7 +45,7 @@ pub struct Pinger {
 }
 
 fn resolve(t: &PingTarget) -> Result<IpAddr, String> {
-    crate::client::resolve(&t.host, t.port.max(1), bloatlab_model::Family::Any).map(|a| a.ip()).map_err(|e| format!("{}: {e}", t.label()))
+    crate::conn::resolve(&t.host, t.port.max(1), bloatlab_model::Family::Any).map(|a| a.ip()).map_err(|e| format!("{}: {e}", t.label()))
 }
 
 /// An ICMP socket: unprivileged where allowed, else raw.
