@@ -17,11 +17,11 @@ cargo build --release -q -p bloatlab || exit 1
 CASES=(
   "throughput|ROUNDS=1 FLOWS=1 DIRS=up bench/throughput.sh 1|Gbit/s"
   "emulator|OUT=$W/emulator.md bench/emulator.sh 1|through the emulator \\| off \\| [0-9]"
-  "lab_vs_ping|DUR=3 bench/lab_vs_ping.sh|bloatlab"
+  "lab_vs_ping|DUR=7 bench/lab_vs_ping.sh|bloatlab test: +goodput [0-9]"
   "pacing|DURATION=100ms OUT=$W/pacing bench/pacing.sh|worst: [0-9]"
   "report_large|bench/report_large.sh --release|report"
   "rpm|bench/rpm.sh 10mbit fifo:100|fifo:100 +10mbit +\\| [0-9]"
-  "scale|bench/scale.sh 4 2|completed"
+  "scale|bench/scale.sh 4 2|tests complete: [1-9][0-9]* of 4"
   "soak|bench/soak.sh 10|threads"
   "fuzz|bench/fuzz.sh 1000 20|inputs"
 )

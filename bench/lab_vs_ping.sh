@@ -14,6 +14,7 @@ BL=${BLOATLAB:-target/release/bloatlab}
 RATE=${RATE:-10mbit}
 QUEUE=${QUEUE:-fifo:100}
 DUR=${DUR:-15}
+[ "$DUR" -ge 7 ] || { echo "bench/lab_vs_ping.sh: DUR must be at least 7 (seconds; ping skips the first 5 while the queue fills)" >&2; exit 2; }
 for t in iperf3 ping; do command -v $t >/dev/null || { echo "needs $t" >&2; exit 1; }; done
 
 id=$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')

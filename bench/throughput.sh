@@ -60,12 +60,13 @@ bl_run() {
   python3 -c "import json;r=json.load(open('$W/bl.json'));print(r['scenarios'][0]['summary']['$key']/1e9, ($c + $s1 - $s0)/$T)"
 }
 # iperf3 goodput and cores: flows $1, then options; receiver-side goodput
-# from its JSON, skipping the first 20% like bloatlab's trimming rule.
+# from its JSON (0.1 s intervals), skipping the first 20% and the last 5%
+# like bloatlab's trimming rule.
 ip_run() {
   local p=$1; shift
   local s0 s1 c
   s0=$(cpu $IPPID)
-  c=$(timed "$IPERF3" -c 127.0.0.1 -p 19772 -t $T -P $p -J "$@")
+  c=$(timed "$IPERF3" -c 127.0.0.1 -p 19772 -t $T -i 0.1 -P $p -J "$@")
   s1=$(cpu $IPPID)
   python3 - "$W/cmd.out" "$T" "$(python3 -c "print(($c + $s1 - $s0)/$T)")" <<'PY'
 import json, sys
