@@ -2,14 +2,8 @@
 //! subcommand's flags live in a module here and become the model's typed
 //! configurations (or a library crate's typed request), which the library
 //! crates run.
-mod docs;
-mod emulate;
-mod lab;
+mod cmd;
 mod options;
-mod recipe;
-mod report;
-mod rpm;
-mod test;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -24,32 +18,32 @@ pub(crate) struct Cli {
 #[derive(Subcommand)]
 pub(crate) enum Cmd {
     /// Serve latency-under-load tests (TCP and UDP on one port).
-    Server(test::ServerArgs),
+    Server(cmd::server::ServerArgs),
     /// Run a latency-under-load test against a bloatlab server.
-    Test(Box<test::TestArgs>),
+    Test(Box<cmd::test::TestArgs>),
     /// Measure responsiveness (RPM) the IETF way against an HTTPS responsiveness server.
-    Rpm(Box<rpm::RpmArgs>),
+    Rpm(Box<cmd::rpm::RpmArgs>),
     /// Write an HTML report with plots for a result, or a comparison of several.
-    Report(report::ReportArgs),
+    Report(cmd::report::ReportArgs),
     /// Draw one plot (timeseries, throughput, latency, cdf, box, queue, tcp) as PNG or SVG.
-    Plot(report::PlotArgs),
+    Plot(cmd::report::PlotArgs),
     /// Export a result's raw samples as CSV or as a flent data file (.flent.gz).
-    Export(report::ExportArgs),
+    Export(cmd::report::ExportArgs),
     /// Print several results side by side with their differences.
-    Compare(report::CompareArgs),
+    Compare(cmd::report::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
-    Lab(Box<lab::LabArgs>),
+    Lab(Box<cmd::lab::LabArgs>),
     /// The seed experiments as recipes: list, show, check, run.
-    Recipe(recipe::RecipeArgs),
+    Recipe(cmd::recipe::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
-    Sweep(recipe::SweepArgs),
+    Sweep(cmd::sweep::SweepArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
-    Completions(docs::CompletionsArgs),
+    Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages (bloatlab(1), bloatlab-lab(1), ...).
-    Man(docs::ManArgs),
+    Man(cmd::docs::ManArgs),
     /// Internal: the user-space link emulator the lab runs in its router namespace.
     #[command(hide = true)]
-    Emulate(Box<emulate::EmulateArgs>),
+    Emulate(Box<cmd::emulate::EmulateArgs>),
     /// Internal: run the job (a JSON server or test configuration) a lab wrote for this process.
     #[command(hide = true)]
     Job {
@@ -68,34 +62,23 @@ where
     clap::builder::PossibleValuesParser::new(words).map(|s| s.parse::<T>().ok().expect("every listed word parses"))
 }
 
-/// `bloatlab test`: measure, print the summary table, optionally write the HTML report.
-fn run_test(a: test::TestArgs) -> anyhow::Result<i32> {
-    let cfg = a.config()?;
-    let (code, result) = test::run_test(&cfg, a.json.as_deref(), &a.text_options(), &bloatlab_report::summary_table)?;
-    if let (true, Some(r)) = (a.report, result) {
-        let files = bloatlab_report::app::write_test_report(&r, a.json.as_deref().map(std::path::Path::new))?;
-        eprintln!("bloatlab: report written to {} ({} plots)", files.html.display(), files.images.len());
-    }
-    Ok(code)
-}
-
 fn main() {
     let cli = Cli::parse();
     let res = match cli.cmd {
-        Cmd::Server(a) => test::run_server(a),
-        Cmd::Test(a) => run_test(*a),
-        Cmd::Rpm(a) => rpm::run_rpm(*a),
-        Cmd::Report(a) => a.run(),
-        Cmd::Plot(a) => a.run(),
-        Cmd::Export(a) => a.run(),
-        Cmd::Compare(a) => a.run(),
-        Cmd::Lab(a) => lab::run_lab(*a),
-        Cmd::Emulate(a) => emulate::run_emulate(*a),
-        Cmd::Recipe(a) => recipe::run_recipe(a),
-        Cmd::Sweep(a) => recipe::run_sweep(a),
-        Cmd::Job { file } => test::run_job(&file, &bloatlab_report::summary_table),
-        Cmd::Completions(a) => docs::run_completions(a),
-        Cmd::Man(a) => docs::run_man(a),
+        Cmd::Server(a) => cmd::server::run_server(a),
+        Cmd::Test(a) => cmd::test::run(*a),
+        Cmd::Rpm(a) => cmd::rpm::run_rpm(*a),
+        Cmd::Report(a) => cmd::report::run_report(a),
+        Cmd::Plot(a) => cmd::report::run_plot(a),
+        Cmd::Export(a) => cmd::report::run_export(a),
+        Cmd::Compare(a) => cmd::report::run_compare(a),
+        Cmd::Lab(a) => cmd::lab::run_lab(*a),
+        Cmd::Emulate(a) => cmd::emulate::run_emulate(*a),
+        Cmd::Recipe(a) => cmd::recipe::run_recipe(a),
+        Cmd::Sweep(a) => cmd::sweep::run_sweep(a),
+        Cmd::Job { file } => cmd::job::run_job(&file, &bloatlab_report::summary_table),
+        Cmd::Completions(a) => cmd::docs::run_completions(a),
+        Cmd::Man(a) => cmd::docs::run_man(a),
     };
     match res {
         Ok(code) => std::process::exit(code),
@@ -122,7 +105,7 @@ mod tests {
         let mut v = vec!["bloatlab", "lab"];
         v.extend_from_slice(args);
         match Cli::try_parse_from(v) {
-            Ok(Cli { cmd: Cmd::Lab(a) }) => lab::resolve(&a.run).is_ok(),
+            Ok(Cli { cmd: Cmd::Lab(a) }) => cmd::lab::resolve(&a.run).is_ok(),
             _ => false,
         }
     }

@@ -133,7 +133,7 @@ mod tests {
 
                 // bloatlab lab -- --option value
                 let Cmd::Lab(l) = cli(&[strings(&["bloatlab", "lab", "--"]), args.clone()].concat()).cmd else { unreachable!() };
-                let run = crate::lab::resolve(&l.run).unwrap();
+                let run = crate::cmd::lab::resolve(&l.run).unwrap();
                 assert_eq!(o.get(&lab_config(&run.cfg, &run.run.test)), want, "lab -- {args:?}");
 
                 // bloatlab sweep --set option=value (and a swept queue)
@@ -143,12 +143,12 @@ mod tests {
                     sweep.extend(strings(&["--set", &format!("{k}={v}")]));
                 }
                 let Cmd::Sweep(s) = cli(&sweep).cmd else { unreachable!() };
-                let r = bloatlab_recipes::app::sweep_recipe(&crate::recipe::sweep_request(s).unwrap()).unwrap();
+                let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
                 assert_eq!(o.get(&recipe_config(&r)), want, "sweep --set {set}");
 
                 // bloatlab sweep --set queue=... -- --option value
                 let Cmd::Sweep(s) = cli(&[strings(&["bloatlab", "sweep", "--set", "queue=10,100", "--"]), args.clone()].concat()).cmd else { unreachable!() };
-                let r = bloatlab_recipes::app::sweep_recipe(&crate::recipe::sweep_request(s).unwrap()).unwrap();
+                let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
                 assert_eq!(o.get(&recipe_config(&r)), want, "sweep -- {args:?}");
                 // ... whose written recipe file carries it too
                 let again = Recipe::parse(&r.source, "written", false).unwrap();
@@ -170,16 +170,16 @@ mod tests {
         let Cmd::Test(t) = cli(&strings(&["bloatlab", "test", "h", "--ping", "192.0.2.1", "--ping", "192.0.2.7"])).cmd else { unreachable!() };
         assert_eq!(o.get(&t.config().unwrap()), want);
         let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "ping=192.0.2.1+192.0.2.7,192.0.2.1"])).cmd else { unreachable!() };
-        let r = bloatlab_recipes::app::sweep_recipe(&crate::recipe::sweep_request(s).unwrap()).unwrap();
+        let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
         assert_eq!(o.get(&recipe_config(&r)), want);
         // a lab role becomes that host's address
         let Cmd::Lab(l) = cli(&strings(&["bloatlab", "lab", "--", "--ping", "router", "--witness", "server"])).cmd else { unreachable!() };
-        let run = crate::lab::resolve(&l.run).unwrap();
+        let run = crate::cmd::lab::resolve(&l.run).unwrap();
         let t = lab_config(&run.cfg, &run.run.test);
         assert_eq!(o.get(&t), strings(&["192.0.2.2"]));
         assert_eq!(t.witness.as_deref(), Some("192.0.2.3:9770"));
         let Cmd::Lab(l) = cli(&strings(&["bloatlab", "lab", "--", "--witness", "router"])).cmd else { unreachable!() };
-        assert!(format!("{:#}", crate::lab::resolve(&l.run).unwrap_err()).contains("no bloatlab server runs on the lab's router"));
+        assert!(format!("{:#}", crate::cmd::lab::resolve(&l.run).unwrap_err()).contains("no bloatlab server runs on the lab's router"));
     }
 
     #[test]
@@ -187,7 +187,7 @@ mod tests {
         let e = Cli::try_parse_from(["bloatlab", "test", "h", "--rpm=sideways"]).err().unwrap().to_string();
         assert!(e.contains("not an RPM stage"), "{e}");
         let e = Cli::try_parse_from(["bloatlab", "lab", "--", "--scenarios", "9u"]).map(|c| match c.cmd {
-            Cmd::Lab(l) => crate::lab::resolve(&l.run).map(|_| ()),
+            Cmd::Lab(l) => crate::cmd::lab::resolve(&l.run).map(|_| ()),
             _ => unreachable!(),
         });
         let e = match e {
@@ -196,10 +196,10 @@ mod tests {
         };
         assert!(e.contains("or auto"), "{e}");
         let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "rpm=sideways"])).cmd else { unreachable!() };
-        let e = format!("{:#}", bloatlab_recipes::app::sweep_recipe(&crate::recipe::sweep_request(s).unwrap()).unwrap_err());
+        let e = format!("{:#}", bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap_err());
         assert!(e.contains("not an RPM stage"), "{e}");
         let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "udp_size=200", "--set", "queue=10,100"])).cmd else { unreachable!() };
-        let r = bloatlab_recipes::app::sweep_recipe(&crate::recipe::sweep_request(s).unwrap()).unwrap();
+        let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
         let p = &runner::plan(&r, false, 0)[0];
         let pt = params::lab_point(&runner::point_values(&r, p)).unwrap();
         assert!(format!("{:#}", bloatlab_lab::check_test_options(&pt.lab, &pt.test).unwrap_err()).contains("--udp-size needs --udp"));

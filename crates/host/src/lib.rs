@@ -9,6 +9,12 @@ pub mod netns;
 pub mod sched;
 pub mod signals;
 
+/// True when this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// A file's contents without surrounding whitespace, or None when unreadable.
 pub fn read_trim(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())

@@ -16,9 +16,9 @@
 //! println!("{:?}", out.result.lab.unwrap().queues.len());
 //! # anyhow::Ok(())
 //! ```
-pub mod app;
 mod lab;
 pub mod nlstats;
+pub mod progress;
 mod run;
 pub mod sampler;
 mod session;

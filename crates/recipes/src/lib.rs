@@ -4,12 +4,12 @@
 //!
 //! * [`recipe`] — the file format, validation with line numbers, built-ins;
 //! * [`params`] — every parameter a recipe or sweep can set and its checks;
+//! * [`sweep`] — recipes made from `--set` values and test options;
 //! * [`runner`] — points, the `bloatlab lab` subprocesses, the results folder;
 //! * [`pacing`] — the paced UDP sender/receiver and its timer strategies;
 //! * [`rows`], [`tables`], [`plot`] — metrics, seed-style tables, plots.
 //!
 //! User documentation: docs/recipes.md.
-pub mod app;
 pub mod pacing;
 pub mod params;
 pub mod plot;
@@ -18,5 +18,6 @@ pub mod recipe;
 pub mod rows;
 pub mod runner;
 pub mod seeds;
+pub mod sweep;
 pub mod tables;
 pub mod units;

@@ -245,7 +245,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     std::fs::write(dir.join("recipe.toml"), &r.source)?;
     signals::install();
     let mut session = Session::new();
-    let progress = bloatlab_lab::app::Progress::new(false);
+    let progress = bloatlab_lab::progress::Progress::new(false);
     eprintln!(
         "bloatlab recipe {}: {} point(s){}, about {}; results in {}",
         r.name,
@@ -324,7 +324,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
 
 fn run_lab_point(
     session: &mut Session,
-    progress: &bloatlab_lab::app::Progress,
+    progress: &bloatlab_lab::progress::Progress,
     p: &Point,
     vals: &[(String, Value)],
     dir: &Path,

@@ -8,7 +8,7 @@
 //!
 //! User documentation: `docs/report.md`.
 
-pub mod app;
+pub mod files;
 mod export;
 mod fmt;
 mod html;

@@ -354,38 +354,13 @@ fn html_report_is_self_contained() {
 }
 
 #[test]
-fn cli_report_plot_export_compare() {
+fn test_report_goes_next_to_the_result() {
+    // `bloatlab test --report`: next to the JSON, same base name.
     let dir = tempfile::tempdir().unwrap();
-    let a = dir.path().join("a.json");
-    let b = dir.path().join("b.json");
-    std::fs::write(&a, serde_json::to_string(&common::small()).unwrap()).unwrap();
-    std::fs::write(&b, serde_json::to_string(&common::small_nolab()).unwrap()).unwrap();
-    use bloatlab_report::app::*;
-    use bloatlab_report::{Format, PlotKind};
-    assert_eq!(run_report(ReportRequest { results: vec![a.clone()], out: None, name: None, image_format: Format::Png, no_images: false, quiet: true }).unwrap(), 0);
-    assert!(dir.path().join("a.html").exists() && dir.path().join("a.timeseries.png").exists());
-    let cmp = dir.path().join("cmp");
-    run_report(ReportRequest { results: vec![a.clone(), b.clone()], out: Some(cmp.clone()), name: None, image_format: Format::Png, no_images: false, quiet: true }).unwrap();
-    assert!(cmp.join("compare.html").exists() && cmp.join("compare.cdf.png").exists() && cmp.join("compare.b.timeseries.png").exists());
-    let ts = dir.path().join("ts.svg");
-    run_plot(PlotRequest { results: vec![a.clone()], kind: PlotKind::Timeseries, format: Some(Format::Svg), output: Some(ts.clone()) }).unwrap();
-    assert!(std::fs::read_to_string(&ts).unwrap().starts_with("<svg"));
-    let e = run_plot(PlotRequest { results: vec![a.clone()], kind: PlotKind::Cdf, format: Some(Format::Png), output: Some(dir.path().join("x.svg")) }).unwrap_err();
-    assert!(e.to_string().contains("does not match"), "{e}");
-    run_export(ExportRequest { result: a.clone(), format: ExportFormat::Csv, output: None }).unwrap();
-    assert!(std::fs::read_to_string(dir.path().join("a.csv")).unwrap().starts_with("phase,kind,t_s"));
-    run_export(ExportRequest { result: a.clone(), format: ExportFormat::Flent, output: None }).unwrap();
-    assert!(dir.path().join("a.flent.gz").exists());
-    run_compare(CompareRequest { results: vec![a.clone(), b.clone()], html: Some(dir.path().join("c.html")) }).unwrap();
-    // `bloatlab test --report` helper: next to the JSON, same base name.
-    let files = write_test_report(&common::small_nolab(), Some(&dir.path().join("t.json"))).unwrap();
+    let files = bloatlab_report::files::write_test_report(&common::small_nolab(), Some(&dir.path().join("t.json"))).unwrap();
     assert_eq!(files.html, dir.path().join("t.html"));
     assert!(files.images.iter().all(|p| p.exists()));
-    // Bad input: a clear error naming the file.
-    let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, "{\"schema\": \"something-else\"}").unwrap();
-    let e = run_report(ReportRequest { results: vec![bad], out: None, name: None, image_format: Format::Png, no_images: true, quiet: true }).unwrap_err();
-    assert!(e.to_string().contains("bad.json") && e.to_string().contains("not a bloatlab result"), "{e}");
+    assert_eq!(bloatlab_report::files::stem_of(std::path::Path::new("a/b.json")), "b");
 }
 
 /// A 32-flow, 60 s result (6000+ probes per scenario, 19k goodput samples)

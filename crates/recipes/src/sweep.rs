@@ -1,27 +1,11 @@
-//! What `bloatlab recipe ...` and `bloatlab sweep ...` do, on typed
-//! requests (the command line is parsed in crates/cli).
+//! Recipes made or changed on the command line: `bloatlab sweep`'s
+//! `--set KEY=V1,V2` values and test options become a recipe (written into
+//! its results folder so the run can be repeated), and `recipe run --set`
+//! overrides a loaded one. Values are checked by the parameter table.
 use crate::params::{self, check_value, RecipeKind};
-use crate::recipe::{self, Axis, Recipe, BUILTIN};
-use crate::runner::{self, RunOptions};
-use crate::units::fmt_hms;
+use crate::recipe::{self, Axis, Recipe};
 use anyhow::{anyhow, bail, Result};
 use bloatlab_model::TestOverrides;
-use std::path::{Path, PathBuf};
-
-/// How to run a recipe or sweep.
-#[derive(Debug, Clone)]
-pub struct RunSettings {
-    /// Parent folder of the results folder (NAME-UTCSTAMP is created inside).
-    pub out: PathBuf,
-    /// Run every point N times (repetitions interleaved).
-    pub repeat: Option<u32>,
-    pub shuffle: bool,
-    pub seed: Option<u64>,
-    /// Print the points without running them.
-    pub dry_run: bool,
-    /// Do not print the table at the end (it is still written to table.md).
-    pub quiet: bool,
-}
 
 /// A `bloatlab sweep`.
 #[derive(Debug, Clone)]
@@ -34,113 +18,8 @@ pub struct SweepRequest {
     pub logy: bool,
     /// The test options given after `--` (become settings of the sweep's recipe).
     pub test: TestOverrides,
-    pub run: RunSettings,
-}
-
-/// Print to stdout; a closed pipe (`| head`) ends the output quietly.
-fn out(s: &str) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(s.as_bytes()).and_then(|_| o.flush());
-}
-
-/// `bloatlab recipe list`.
-pub fn list() -> Result<i32> {
-    {
-        {
-            let mut rows = vec![];
-            for (name, text) in BUILTIN {
-                let short = Recipe::parse(text, name, false).map_err(|e| anyhow!("{e}"))?;
-                let full = Recipe::parse(text, name, true).map_err(|e| anyhow!("{e}"))?;
-                let est = |r: &Recipe| {
-                    let pts = runner::plan(r, false, 0);
-                    let s: f64 = pts.iter().map(|p| runner::estimate_point_s(r, p)).sum();
-                    format!("{} pts, ~{}", pts.len(), fmt_hms(s))
-                };
-                rows.push(vec![
-                    name.to_string(),
-                    short.seeds.join(", "),
-                    short.kind.name().to_string() + if short.kind == RecipeKind::Lab { " (root)" } else { "" },
-                    est(&short),
-                    est(&full),
-                    short.title.clone(),
-                ]);
-            }
-            out(&format!(
-                "{}\nbloatlab recipe show NAME prints one; bloatlab recipe run NAME|FILE runs it.\n",
-                crate::tables::md_table(&["recipe", "seeds", "kind", "default run", "--full", "what"], &rows)
-            ));
-            Ok(0)
-        }
-    }
-}
-
-/// `bloatlab recipe show NAME|FILE`.
-pub fn show(name: &str) -> Result<i32> {
-    {
-        {
-            if let Some(t) = recipe::builtin_text(name) {
-                out(t);
-                return Ok(0);
-            }
-            let text = std::fs::read_to_string(name).map_err(|_| {
-                anyhow!(
-                    "no recipe named \"{name}\" and no such file (built-in recipes: {})",
-                    BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-                )
-            })?;
-            out(&text);
-            Ok(0)
-        }
-    }
-}
-
-/// `bloatlab recipe check NAME|FILE...`.
-pub fn check(recipes: &[String]) -> Result<i32> {
-    {
-        {
-            let mut bad = 0;
-            for r in recipes {
-                for full in [false, true] {
-                    match recipe::load(r, full) {
-                        Ok(x) => {
-                            if !full {
-                                println!("{r}: ok ({} kind, {} point(s); --full: {})", x.kind.name(), x.point_count(), recipe::load(r, true).map(|f| f.point_count().to_string()).unwrap_or_else(|_| "?".into()));
-                            }
-                        }
-                        Err(e) => {
-                            eprintln!("{e:#}");
-                            bad += 1;
-                            break;
-                        }
-                    }
-                }
-            }
-            Ok(if bad > 0 { 1 } else { 0 })
-        }
-    }
-}
-
-/// `bloatlab recipe table DIR`.
-pub fn table(dir: &Path) -> Result<i32> {
-    {
-        {
-            let t = runner::retabulate(dir)?;
-            out(&format!("{t}\n"));
-            Ok(0)
-        }
-    }
-}
-
-/// `bloatlab recipe run NAME|FILE [--full] [--set K=V,...]`.
-pub fn run(name: &str, full: bool, sets: &[String], settings: &RunSettings) -> Result<i32> {
-    {
-        {
-            let mut r = recipe::load(name, full)?;
-            apply_sets(&mut r, sets)?;
-            execute(&r, settings)
-        }
-    }
+    /// Run every point N times (repetitions interleaved).
+    pub repeat: Option<u32>,
 }
 
 /// Parse "KEY=V1,V2" into (key, values) checked against the parameter table.
@@ -167,7 +46,7 @@ fn parse_set(kind: RecipeKind, s: &str) -> Result<(String, Vec<params::Value>)> 
 }
 
 /// Apply `--set` overrides to a loaded recipe: one value fixes, several sweep.
-fn apply_sets(r: &mut Recipe, sets: &[String]) -> Result<()> {
+pub fn apply_sets(r: &mut Recipe, sets: &[String]) -> Result<()> {
     for s in sets {
         let (k, vals) = parse_set(r.kind, s)?;
         r.settings.retain(|(n, _)| *n != k);
@@ -235,24 +114,6 @@ pub fn recipe_text(r: &Recipe) -> String {
     }
     t.push_str(&format!("logx = {}\nlogy = {}\n", rp.logx, rp.logy));
     t
-}
-
-/// `bloatlab sweep --list-params`.
-pub fn list_params() -> Result<i32> {
-    for k in [RecipeKind::Lab, RecipeKind::Pacing] {
-        println!("{} parameters (--kind {}):", k.name(), k.name());
-        for p in params::params().iter().filter(|p| p.kind == k) {
-            println!("  {:<16} {}", p.name, p.help);
-        }
-    }
-    println!("In a value, + joins the items of a list (scenarios=1u0d+0u1d) or repeats an option (ping=router+server): commas separate the values swept.");
-    Ok(0)
-}
-
-/// `bloatlab sweep`: a recipe made of `--set` values, run like one.
-pub fn sweep(a: &SweepRequest) -> Result<i32> {
-    let r = sweep_recipe(a)?;
-    execute(&r, &a.run)
 }
 
 /// The recipe a `bloatlab sweep` runs: its `--set` values and the test
@@ -329,7 +190,7 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
         source: String::new(),
         origin: "sweep".into(),
     };
-    if let Some(n) = a.run.repeat {
+    if let Some(n) = a.repeat {
         r.repeat = n;
     }
     r.source = recipe_text(&r);
@@ -338,54 +199,3 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
     Ok(r)
 }
 
-fn execute(r: &Recipe, c: &RunSettings) -> Result<i32> {
-    let mut r = r.clone();
-    if let Some(n) = c.repeat {
-        if !(1..=1000).contains(&n) {
-            bail!("--repeat must be between 1 and 1000");
-        }
-        r.repeat = n;
-    }
-    let shuffle = c.shuffle || r.shuffle;
-    let seed = c.seed.or(r.shuffle_seed).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    });
-    if shuffle {
-        eprintln!("shuffled order, seed {seed} (repeat the order with --seed {seed})");
-    }
-    if r.kind == RecipeKind::Lab && !c.dry_run {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            bail!("recipe {} runs lab points, which need root (network namespaces); the pacing recipe runs without root", r.name);
-        }
-    }
-    let opts = RunOptions {
-        out_root: c.out.clone(),
-        shuffle,
-        seed,
-        dry_run: c.dry_run,
-        version: env!("CARGO_PKG_VERSION").into(),
-    };
-    let rep = runner::run(&r, &opts)?;
-    if c.dry_run {
-        return Ok(0);
-    }
-    if !c.quiet {
-        out(&format!("{}\n", rep.table));
-    }
-    let failed = rep.outcomes.iter().filter(|o| !o.ok).count();
-    eprintln!(
-        "results: {} ({} of {} point(s) ok{})",
-        rep.dir.display(),
-        rep.outcomes.len() - failed,
-        runner::plan(&r, false, 0).len(),
-        if rep.interrupted { ", interrupted" } else { "" }
-    );
-    Ok(if rep.interrupted {
-        130
-    } else if failed > 0 {
-        1
-    } else {
-        0
-    })
-}

@@ -1,6 +1,6 @@
 //! `bloatlab rpm URL`: the IETF responsiveness test against any
 //! networkQuality-style server (bloatlab's own, goserver, Apple's).
-use crate::test::read_secret;
+use super::read_secret;
 use anyhow::{anyhow, Result};
 use bloatlab_model::units::parse_duration;
 use bloatlab_model::{RpmConfig, RpmDirection};
@@ -113,11 +113,11 @@ pub fn run_rpm(a: RpmArgs) -> Result<i32> {
         let (dir, stem) = match &a.json {
             Some(p) => (
                 p.parent().filter(|d| !d.as_os_str().is_empty()).map(|d| d.to_path_buf()).unwrap_or_else(|| PathBuf::from(".")),
-                bloatlab_report::app::stem_of(p),
+                bloatlab_report::files::stem_of(p),
             ),
             None => (PathBuf::from("."), format!("bloatlab-rpm-{}", r.start_time.chars().filter(|c| c.is_ascii_alphanumeric()).take(15).collect::<String>())),
         };
-        let html = bloatlab_report::app::write_rpm_report(&r, &dir, &stem)?;
+        let html = bloatlab_report::files::write_rpm_report(&r, &dir, &stem)?;
         eprintln!("bloatlab: report written to {}", html.display());
     }
     Ok(0)

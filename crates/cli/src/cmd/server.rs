@@ -1,0 +1,208 @@
+//! `bloatlab server`: its command line becomes the model's [`ServerConfig`]
+//! (files read here, at the edge); then it serves until a signal.
+use super::read_secret;
+use anyhow::{anyhow, Result};
+use bloatlab_engine::server::Server;
+use bloatlab_host::signals;
+use bloatlab_model::units::{parse_bytes, parse_duration};
+use bloatlab_model::{ServerConfig, DEFAULT_PORT};
+use clap::Args;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+fn parse_socket_buffer(s: &str) -> Result<u32, String> {
+    let b = parse_bytes(s)?;
+    if b > (i32::MAX / 2) as u64 {
+        return Err(format!("`{s}` is too large (at most 1 GiB)"));
+    }
+    Ok(b as u32)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Address to listen on (repeatable); default [::] dual-stack, 0.0.0.0 if IPv6 is off.
+    #[arg(long = "bind", value_name = "ADDR")]
+    pub bind: Vec<String>,
+    /// TCP and UDP port.
+    #[arg(long, short, default_value_t = DEFAULT_PORT, value_name = "PORT")]
+    pub port: u16,
+    /// Longest test a client may run.
+    #[arg(long, default_value = "300s", value_name = "DURATION", value_parser = parse_duration)]
+    pub max_duration: Duration,
+    /// Most flows in one scenario of one test.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_flows: u32,
+    /// Most tests running at once.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub max_tests: u32,
+    /// How long a client may stay silent before its test is dropped.
+    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Open TCP connections at once, all sources together (checked before a
+    /// connection gets a thread).
+    #[arg(long, default_value_t = ServerConfig::default().max_conns, value_name = "N")]
+    pub max_conns: u32,
+    /// Open TCP connections from one source (an IPv4 address or an IPv6 /64);
+    /// at least --max-flows + 2.
+    #[arg(long, default_value_t = ServerConfig::default().max_conns_per_source, value_name = "N")]
+    pub max_conns_per_source: u32,
+    /// Tests at once from one source, witness sessions included.
+    #[arg(long, default_value_t = ServerConfig::default().max_tests_per_source, value_name = "N")]
+    pub max_tests_per_source: u32,
+    /// Require the shared secret in FILE (at least 16 bytes; surrounding
+    /// whitespace ignored): clients answer an HMAC-SHA256 challenge on every
+    /// connection and sign every probe. Default: an open server.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<std::path::PathBuf>,
+    /// Tell clients this host's name, kernel and OS (by default only the
+    /// bloatlab version and the congestion controls on offer).
+    #[arg(long)]
+    pub disclose_host: bool,
+    /// Congestion controls clients may ask for, comma separated [default: any the kernel allows].
+    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
+    pub allow_cc: Vec<String>,
+    /// Largest socket buffer (--socket-buffer) a client may ask for; 0 = clients may not set buffers.
+    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = parse_server_buffer)]
+    pub max_socket_buffer: u32,
+    /// No log lines (by default one JSON line per test and per refusal on stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// HTTPS port of the IETF responsiveness (RPM) endpoints for
+    /// networkQuality-style clients and `bloatlab rpm` (0 = pick one).
+    #[arg(long, default_value_t = bloatlab_model::DEFAULT_RPM_PORT, value_name = "PORT")]
+    pub rpm_port: u16,
+    /// Serve only the bloatlab protocol, no RPM endpoints.
+    #[arg(long, conflicts_with_all = ["rpm_port", "rpm_cert", "rpm_key", "rpm_name"])]
+    pub no_rpm: bool,
+    /// Certificate chain (PEM) of the RPM endpoints [default: a self-signed
+    /// certificate made at start; its SHA-256 is printed].
+    #[arg(long, value_name = "FILE", requires = "rpm_key")]
+    pub rpm_cert: Option<std::path::PathBuf>,
+    /// Private key (PEM) of --rpm-cert.
+    #[arg(long, value_name = "FILE", requires = "rpm_cert")]
+    pub rpm_key: Option<std::path::PathBuf>,
+    /// Host name the RPM configuration's URLs use [default: the name the client asked for].
+    #[arg(long, value_name = "HOST")]
+    pub rpm_name: Option<String>,
+}
+
+fn parse_server_buffer(s: &str) -> Result<u32, String> {
+    if s == "0" {
+        return Ok(0);
+    }
+    parse_socket_buffer(s)
+}
+
+impl ServerArgs {
+    /// The RPM service, its certificate files read here at the edge.
+    fn rpm_serve(&self, binds: &[SocketAddr]) -> Result<Option<bloatlab_model::RpmServe>> {
+        use bloatlab_model::{RpmServe, RpmTls};
+        if self.no_rpm {
+            return Ok(None);
+        }
+        let read = |p: &std::path::Path, flag: &str| {
+            std::fs::read_to_string(p).map_err(|e| anyhow!("{flag} {}: {e}", p.display()))
+        };
+        let tls = match (&self.rpm_cert, &self.rpm_key) {
+            (Some(c), Some(k)) => RpmTls::Pem { cert_chain: read(c, "--rpm-cert")?, key: read(k, "--rpm-key")? },
+            _ => {
+                // Names a client may use: the given one, localhost, the bound
+                // addresses and this host's name.
+                let mut names: Vec<String> = self.rpm_name.iter().cloned().collect();
+                names.push("localhost".into());
+                for b in binds {
+                    if !b.ip().is_unspecified() {
+                        names.push(b.ip().to_string());
+                    } else {
+                        names.push("127.0.0.1".into());
+                        names.push("::1".into());
+                    }
+                }
+                let h = bloatlab_host::hostname();
+                if !h.is_empty() {
+                    names.push(h);
+                }
+                names.dedup();
+                RpmTls::SelfSigned { names }
+            }
+        };
+        Ok(Some(RpmServe { port: self.rpm_port, public_name: self.rpm_name.clone(), tls }))
+    }
+}
+
+impl ServerArgs {
+    pub fn config(&self) -> Result<ServerConfig> {
+        let mut binds = vec![];
+        for b in &self.bind {
+            let addr: SocketAddr = if let Ok(ip) = b.parse::<std::net::IpAddr>() {
+                SocketAddr::new(ip, self.port)
+            } else {
+                b.parse().map_err(|_| anyhow!("--bind {b}: not an IP address (examples: 127.0.0.1, ::1, [::1]:9770)"))?
+            };
+            binds.push(addr);
+        }
+        if binds.is_empty() {
+            binds.push(SocketAddr::from(([0u16; 8], self.port)));
+        }
+        let rpm = self.rpm_serve(&binds)?;
+        let cfg = ServerConfig {
+            binds,
+            max_duration: self.max_duration,
+            max_flows: self.max_flows,
+            max_tests: self.max_tests,
+            idle_timeout: self.idle_timeout,
+            quiet: self.quiet,
+            max_conns: self.max_conns,
+            max_conns_per_source: self.max_conns_per_source,
+            max_tests_per_source: self.max_tests_per_source,
+            secret: self.secret_file.as_deref().map(read_secret).transpose()?,
+            disclose_host: self.disclose_host,
+            allowed_cc: self.allow_cc.clone(),
+            max_socket_buffer: self.max_socket_buffer,
+            rpm,
+        };
+        cfg.validate().map_err(|e| anyhow!(e))?;
+        Ok(cfg)
+    }
+}
+
+pub fn run_server(a: ServerArgs) -> Result<i32> {
+    serve(a.config()?)
+}
+
+/// Serve `cfg` (also a lab's server job) until SIGINT/SIGTERM.
+pub fn serve(cfg: ServerConfig) -> Result<i32> {
+    let quiet = cfg.quiet;
+    let rpm_cfg = cfg.rpm.clone();
+    let srv = Server::start(cfg.clone()).map_err(|e| anyhow!(e))?;
+    let list: Vec<String> = srv.addrs.iter().map(|a| a.to_string()).collect();
+    let rpm = match &rpm_cfg {
+        Some(r) => Some(bloatlab_rpm::RpmServer::start(&cfg, r, srv.connection_quota()).map_err(|e| {
+            anyhow!("{e} (--rpm-port chooses another port, --no-rpm serves without the RPM endpoints)")
+        })?),
+        None => None,
+    };
+    if let Some(r) = &rpm {
+        srv.offer_rpm(r.addrs.clone(), r.fingerprint.clone());
+    }
+    println!("bloatlab server listening on {} (tcp+udp)", list.join(", "));
+    if let Some(r) = &rpm {
+        let urls: Vec<String> = r.addrs.iter().map(|a| {
+            let host = if a.ip().is_unspecified() { "HOST".to_string() } else { a.ip().to_string() };
+            r.config_url(&host, a.port())
+        }).collect();
+        let cert = if r.self_signed { "self-signed certificate" } else { "certificate" };
+        println!("bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}", urls.join(", "), r.fingerprint);
+    }
+    std::io::stdout().flush().ok();
+    signals::install();
+    while signals::pending() == 0 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if !quiet {
+        eprintln!("bloatlab server: stopping after {} tests", srv.tests_served());
+    }
+    Ok(0)
+}
+
