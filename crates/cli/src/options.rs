@@ -1,20 +1,25 @@
-//! The clap arguments of `bloatlab test`'s measurement options, built from
-//! the model's one table ([`TEST_OPTIONS`]): the same arguments serve
-//! `bloatlab test`, the options after `bloatlab lab --` and `bloatlab sweep
-//! --`, the shell completions and the man pages.
+//! The clap arguments of the options defined in the model's tables
+//! ([`TEST_OPTIONS`](bloatlab_model::TEST_OPTIONS) for `bloatlab test`,
+//! [`LAB_OPTIONS`](bloatlab_model::LAB_OPTIONS) for `bloatlab lab`): the same
+//! arguments serve `bloatlab test`, `bloatlab lab`, the options after
+//! `bloatlab lab --` and `bloatlab sweep --`, the shell completions and the
+//! man pages.
 use bloatlab_model::options::{Arity, Shape};
-use bloatlab_model::{TestOption, TestOverrides, TEST_OPTIONS};
+use bloatlab_model::{Configurable, OptionDef, Overrides, TestConfig};
 use clap::builder::{PossibleValuesParser, ValueParser};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches, ValueHint};
 
-/// The measurement options given on a command line.
+/// The options of `T` given on a command line.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LoadArgs(pub TestOverrides);
+pub struct OptionArgs<T: Configurable>(pub Overrides<T>);
+
+/// `bloatlab test`'s measurement options.
+pub type LoadArgs = OptionArgs<TestConfig>;
 
 /// The clap argument of one option: its value is checked (and spelled
 /// canonically) by the model's parser, so clap reports a bad value with the
 /// model's message.
-fn arg(o: &'static TestOption) -> Arg {
+fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
     let mut a = Arg::new(o.long).long(o.long).help(o.help).value_name(o.value_name);
     if let Some(c) = o.short {
         a = a.short(c);
@@ -25,6 +30,7 @@ fn arg(o: &'static TestOption) -> Arg {
     let check = ValueParser::new(move |s: &str| o.canonical(s));
     a = match o.arity {
         Arity::Switch => a.action(ArgAction::SetTrue).value_name(None::<&str>),
+        Arity::Value if o.one_run_each => a.action(ArgAction::Append).value_delimiter(',').value_parser(check),
         Arity::Value => a.action(ArgAction::Set).value_parser(check),
         Arity::OptionalValue { missing } => {
             a.action(ArgAction::Set).num_args(0..=1).require_equals(true).default_missing_value(missing).value_parser(check)
@@ -37,13 +43,14 @@ fn arg(o: &'static TestOption) -> Arg {
     match (o.arity, o.shape) {
         (Arity::Switch, _) => a,
         (_, Shape::Host) => a.value_hint(ValueHint::Hostname),
+        (_, Shape::File) => a.value_hint(ValueHint::FilePath),
         _ => a.value_hint(ValueHint::Other),
     }
 }
 
-impl Args for LoadArgs {
+impl<T: Configurable> Args for OptionArgs<T> {
     fn augment_args(mut cmd: Command) -> Command {
-        for o in TEST_OPTIONS {
+        for o in T::options() {
             cmd = cmd.arg(arg(o));
         }
         cmd
@@ -53,27 +60,25 @@ impl Args for LoadArgs {
     }
 }
 
-impl FromArgMatches for LoadArgs {
+impl<T: Configurable> FromArgMatches for OptionArgs<T> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut o = TestOverrides::default();
-        let set = |o: &mut TestOverrides, opt: &TestOption, v: &str| {
-            o.set(opt.long, v).map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))
-        };
-        for opt in TEST_OPTIONS {
+        let mut o = Overrides::<T>::default();
+        let err = |e: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
+        for opt in T::options() {
             match opt.arity {
                 Arity::Switch => {
                     if m.get_flag(opt.long) {
-                        set(&mut o, opt, "on")?;
+                        o.set(opt.long, "on").map_err(err)?;
                     }
                 }
                 _ => {
                     for v in m.get_many::<String>(opt.long).into_iter().flatten() {
-                        set(&mut o, opt, v)?;
+                        if opt.one_run_each { o.add(opt.long, v) } else { o.set(opt.long, v) }.map_err(err)?;
                     }
                 }
             }
         }
-        Ok(LoadArgs(o))
+        Ok(OptionArgs(o))
     }
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
         *self = Self::from_arg_matches(m)?;
@@ -90,7 +95,7 @@ mod tests {
     //! here without a line of this test changing.
     use super::*;
     use crate::{Cli, Cmd};
-    use bloatlab_model::{LabConfig, TestConfig};
+    use bloatlab_model::{LabConfig, TestConfig, TestOverrides, TEST_OPTIONS};
     use bloatlab_recipes::{params, recipe::Recipe, runner};
     use clap::Parser;
 
@@ -161,6 +166,58 @@ mod tests {
                 assert_eq!(o.get(&recipe_config(&r)), want, "recipe {text}");
             }
         }
+    }
+
+    /// Every link option of `bloatlab lab`, walked through `bloatlab lab`,
+    /// `bloatlab sweep --set` and a recipe file to the lab configuration a
+    /// lab is built with.
+    #[test]
+    fn every_lab_option_reaches_the_lab_through_every_front_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("link.trace");
+        std::fs::write(&trace, "1\n2\n3\n4\n").unwrap();
+        let trace = trace.to_str().unwrap().to_string();
+        for o in bloatlab_model::LAB_OPTIONS {
+            for &e in o.examples {
+                // a trace must exist: the lab reads it when it checks the configuration
+                let e = if o.shape == Shape::File { trace.as_str() } else { e };
+                let want = vec![e.to_string()];
+                let pre = o.requires.map(|r| bloatlab_model::lab_option(r).unwrap());
+                let pre_args = pre.map(|p| p.args(p.examples[0])).unwrap_or_default();
+                let pre_setting = pre.map(|p| (p.param_name(), p.examples[0].to_string()));
+                let args = [pre_args, o.args(e)].concat();
+
+                // bloatlab lab --option value
+                let Cmd::Lab(l) = cli(&[strings(&["bloatlab", "lab"]), args.clone()].concat()).cmd else { unreachable!() };
+                let run = crate::cmd::lab::resolve(&l.run).unwrap_or_else(|e| panic!("lab {args:?}: {e:#}"));
+                assert_eq!(o.get(&run.cfg), want, "lab {args:?}");
+
+                // bloatlab sweep --set option=value (the sweep's axis: the test's duration)
+                let mut sweep = strings(&["bloatlab", "sweep", "--set", &format!("{}={e}", o.param_name()), "--set", "duration=5s,6s"]);
+                if let Some((k, v)) = &pre_setting {
+                    sweep.extend(strings(&["--set", &format!("{k}={v}")]));
+                }
+                let Cmd::Sweep(s) = cli(&sweep).cmd else { unreachable!() };
+                let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
+                assert_eq!(o.get(&recipe_lab(&r)), want, "sweep {sweep:?}");
+                let again = Recipe::parse(&r.source, "written", false).unwrap();
+                assert_eq!(o.get(&recipe_lab(&again)), want, "the recipe a sweep writes, {sweep:?}");
+
+                // a recipe file
+                let pre_line = pre_setting.map(|(k, v)| format!("{k} = \"{v}\"\n")).unwrap_or_default();
+                let text = format!("name = \"x\"\nkind = \"lab\"\n[settings]\n{pre_line}{} = \"{e}\"\n[grid]\nduration = [\"5s\", \"6s\"]\n", o.param_name());
+                let r = Recipe::parse(&text, "x.toml", false).unwrap_or_else(|err| panic!("{text}: {err}"));
+                assert_eq!(o.get(&recipe_lab(&r)), want, "recipe {text}");
+            }
+        }
+    }
+
+    /// The lab configuration of a recipe's first point, checked as a lab checks it.
+    fn recipe_lab(r: &Recipe) -> LabConfig {
+        let p = &runner::plan(r, false, 0)[0];
+        let pt = params::lab_point(&runner::point_values(r, p)).unwrap();
+        bloatlab_lab::validate(&pt.lab).unwrap_or_else(|e| panic!("{e:#}"));
+        pt.lab
     }
 
     #[test]

@@ -75,8 +75,8 @@ fn sweep_dry_run_is_a_cross_product() {
     let (out, _) = text(&o);
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 8, "{out}");
-    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab 10mbit fifo:1 (router, kernel); test --scenarios 1u0d --duration 18s --probe-interval 50ms --cc cubic"), "{}", lines[0]);
-    assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab 10mbit fifo:1000") && lines[7].contains("--cc bbr"), "{}", lines[7]);
+    assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab --rate 10mbit --queue fifo:1 (kernel backend); test --scenarios 1u0d --duration 18s --probe-interval 50ms --cc cubic"), "{}", lines[0]);
+    assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab --rate 10mbit --queue fifo:1000 --cc bbr") && lines[7].contains("--cc bbr"), "{}", lines[7]);
     // every test option reaches the dry run: the example
     let o = run(&["sweep", "--set", "queue=fifo:10,fifo:100", "--dry-run", "--", "--scenarios", "auto", "--rpm", "--ping", "router", "--duration", "7s"]);
     let (out, _) = text(&o);

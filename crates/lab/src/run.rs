@@ -41,8 +41,6 @@ pub struct RunOptions {
     pub engine_args: Vec<String>,
     /// Show the engine's own output (default: silent, the lab prints its table).
     pub show_engine_output: bool,
-    /// Queue sampling interval; default = the test's sample interval (100 ms).
-    pub queue_interval: Option<Duration>,
     /// Lab command line, recorded in the lab config.
     pub command: Vec<String>,
     /// Called with the run's progress a few times a second.
@@ -247,7 +245,7 @@ impl Lab {
         let json = self.run_dir.join(format!("result-{n}.json"));
         let _ = std::fs::remove_file(&json);
         let cc = test.cc.clone();
-        let interval = opts.queue_interval.unwrap_or(test.sample_interval);
+        let interval = self.cfg.queue_interval.unwrap_or(test.sample_interval);
         let job = self.run_dir.join(format!("test-{n}.job.json"));
         let progress = self.run_dir.join(format!("test-{n}.live.json"));
         write_job(&job, &Job::Test { config: Box::new(test), json: json.clone(), quiet: !opts.show_engine_output, progress: Some(progress.clone()) })?;

@@ -100,6 +100,9 @@ pub struct LabConfig {
     /// Run tests over IPv6 (ULA addresses) instead of IPv4.
     pub ipv6: bool,
     pub port: u16,
+    /// Queue sampling interval; None = the test's sample interval.
+    #[serde(default)]
+    pub queue_interval: Option<Duration>,
     /// The bloatlab binary to run inside the namespaces (default: this executable).
     pub exe: Option<PathBuf>,
 }
@@ -128,6 +131,7 @@ impl Default for LabConfig {
             trace_down: None,
             ipv6: false,
             port: crate::config::DEFAULT_PORT,
+            queue_interval: None,
             exe: None,
         }
     }
@@ -247,7 +251,7 @@ impl LabConfig {
     /// True when `other` is the same lab but for its queues (the lab can then
     /// swap the bottleneck without building anew).
     pub fn same_but_queues(&self, other: &LabConfig) -> bool {
-        let strip = |c: &LabConfig| LabConfig { queue: QueueSpec::Fifo { packets: 1 }, queue_up: None, queue_down: None, ..c.clone() };
+        let strip = |c: &LabConfig| LabConfig { queue: QueueSpec::Fifo { packets: 1 }, queue_up: None, queue_down: None, queue_interval: None, ..c.clone() };
         strip(self) == strip(other)
             && self.kernel_qdisc().is_none()
             && other.kernel_qdisc().is_none()

@@ -57,7 +57,7 @@ pub mod units;
 
 pub use dscp::Dscp;
 pub use config::{Family, Job, ServerConfig, TestConfig, UdpLoad, DEFAULT_PORT};
-pub use options::{test_option, TestOption, TestOverrides, TEST_OPTIONS};
+pub use options::{lab_option, test_option, Configurable, LabOption, LabOverrides, OptionDef, Overrides, TestOption, TestOverrides, LAB_OPTIONS, TEST_OPTIONS};
 pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use ping::{PingKind, PingTarget, DEFAULT_PING_INTERVAL};

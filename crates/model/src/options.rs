@@ -1,27 +1,35 @@
-//! Every measurement option of `bloatlab test`, defined once: its name,
-//! help, value spelling and how it reads and writes the [`TestConfig`].
+//! Every option of an experiment, defined once: its name, help, value
+//! spelling and how it reads and writes the configuration it belongs to:
+//! the measurement options of `bloatlab test` ([`TEST_OPTIONS`], on
+//! [`TestConfig`]) and the link options of `bloatlab lab` ([`LAB_OPTIONS`],
+//! on [`LabConfig`]).
 //!
-//! Every front end derives from [`TEST_OPTIONS`]: the `bloatlab test`
-//! command line, the options after `bloatlab lab --` and `bloatlab sweep --`
-//! (the binary builds its clap arguments from this table, so completions and
-//! man pages follow), the parameters of `bloatlab sweep --set` and of recipe
-//! files, and the dry run that prints what a point will run. An option added
-//! here appears in all of them; the tests in crates/cli walk this table
-//! through every front end to the engine's configuration.
+//! Every front end derives from these tables: the `bloatlab test` and
+//! `bloatlab lab` command lines, the options after `bloatlab lab --` and
+//! `bloatlab sweep --` (the binary builds its clap arguments from the
+//! tables, so completions and man pages follow), the parameters of
+//! `bloatlab sweep --set` and of recipe files, and the dry run that prints
+//! what a point will run. An option added here appears in all of them; the
+//! tests in crates/cli walk the tables through every front end to the
+//! configuration the engine and the lab run.
 //!
 //! A value is checked once, where it enters (a command line, a recipe
-//! file), and kept in its canonical spelling in [`TestOverrides`], which
-//! layers the user's options over a front end's defaults (the lab's differ
-//! from `bloatlab test`'s).
+//! file), and kept in its canonical spelling in [`Overrides`], which layers
+//! the user's options over a front end's defaults (the lab's test defaults
+//! differ from `bloatlab test`'s).
 use crate::config::{check_cc, TestConfig, UDP_PAYLOAD_DEFAULT};
 use crate::dscp::Dscp;
+use crate::lab::{Backend, LabConfig, OnOff, Placement, Shaper};
+use crate::queue::QueueSpec;
 use crate::ping::PingTarget;
 use crate::rpm::RpmDirection;
 use crate::scenario::{list_name, Ramp, Scenario};
-use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration};
+use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration, parse_duration_ns_unit_required, parse_probability};
 use crate::Rate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::time::Duration;
 
 /// How an option takes its value on a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,14 +57,43 @@ pub enum Shape {
     List,
     /// A host name or address.
     Host,
+    /// A file name.
+    File,
+    /// A bottleneck queue (its number: a fifo's packets, a bfifo's bytes).
+    Queue,
     /// Any other word.
     Word,
     OnOff,
 }
 
-/// One measurement option of `bloatlab test`.
-#[derive(Clone, Copy)]
-pub struct TestOption {
+/// A configuration whose options are defined in a table here.
+pub trait Configurable: Default + 'static {
+    /// The command whose options these are, for messages: "`bloatlab test`".
+    const COMMAND: &'static str;
+    fn options() -> &'static [OptionDef<Self>];
+}
+
+impl Configurable for TestConfig {
+    const COMMAND: &'static str = "`bloatlab test`";
+    fn options() -> &'static [TestOption] {
+        TEST_OPTIONS
+    }
+}
+
+impl Configurable for LabConfig {
+    const COMMAND: &'static str = "`bloatlab lab`";
+    fn options() -> &'static [LabOption] {
+        LAB_OPTIONS
+    }
+}
+
+/// A measurement option of `bloatlab test`.
+pub type TestOption = OptionDef<TestConfig>;
+/// A link option of `bloatlab lab`.
+pub type LabOption = OptionDef<LabConfig>;
+
+/// One option of a [`Configurable`] configuration `T`.
+pub struct OptionDef<T: 'static> {
     /// The long flag without dashes (`probe-interval`); recipes and sweeps
     /// spell it with `_` (`probe_interval`).
     pub long: &'static str,
@@ -70,52 +107,63 @@ pub struct TestOption {
     pub choices: &'static [&'static str],
     /// Another option this one needs (`udp-size` needs `udp`).
     pub requires: Option<&'static str>,
+    /// On the `bloatlab lab` command line a comma list runs one test per
+    /// value (`--queue fifo:1000,fifo:10`).
+    pub one_run_each: bool,
     /// Values other than `bloatlab test`'s defaults, in the canonical
     /// spelling: the tests carry each through every front end.
     pub examples: &'static [&'static str],
     /// Parse one value (of a [`Arity::Repeated`] option: one occurrence)
     /// and store it in the configuration.
-    set: fn(&mut TestConfig, &str) -> Result<(), String>,
+    set: fn(&mut T, &str) -> Result<(), String>,
     /// The configuration's value in the canonical spelling, one string per
     /// occurrence; empty when the option is off or unset (`--rpm` not run,
     /// no `--ping`, no `--witness`, `--rx-copy` off).
-    get: fn(&TestConfig) -> Vec<String>,
+    get: fn(&T) -> Vec<String>,
 }
 
-impl std::fmt::Debug for TestOption {
+impl<T> Clone for OptionDef<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for OptionDef<T> {}
+
+impl<T> std::fmt::Debug for OptionDef<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "--{}", self.long)
     }
 }
 
-impl PartialEq for TestOption {
-    fn eq(&self, o: &TestOption) -> bool {
+impl<T> PartialEq for OptionDef<T> {
+    fn eq(&self, o: &OptionDef<T>) -> bool {
         self.long == o.long
     }
 }
 
-impl Eq for TestOption {}
+impl<T> Eq for OptionDef<T> {}
 
-impl TestOption {
+impl<T: Configurable> OptionDef<T> {
     /// The name in recipes and sweeps: `probe_interval`.
     pub fn param_name(&self) -> String {
         self.long.replace('-', "_")
     }
 
     /// Set this option's value in `t` (one occurrence of a repeated option).
-    pub fn set(&self, t: &mut TestConfig, raw: &str) -> Result<(), String> {
+    pub fn set(&self, t: &mut T, raw: &str) -> Result<(), String> {
         (self.set)(t, raw.trim()).map_err(|e| if e.starts_with("--") { e } else { format!("--{} {raw:?}: {e}", self.long) })
     }
 
     /// `t`'s value of this option, canonically spelled (empty = off / unset).
-    pub fn get(&self, t: &TestConfig) -> Vec<String> {
+    pub fn get(&self, t: &T) -> Vec<String> {
         (self.get)(t)
     }
 
     /// Check one value and spell it canonically (`5` -> `5s`, `1U0D` -> `1u0d`).
     pub fn canonical(&self, raw: &str) -> Result<String, String> {
         // (a repeated option's default is no occurrence: the last is this one)
-        let mut t = TestConfig::default();
+        let mut t = T::default();
         self.set(&mut t, raw)?;
         let v = (self.get)(&t);
         Ok(match v.len() {
@@ -136,10 +184,21 @@ impl TestOption {
     }
 }
 
-/// The option named `long` (`probe-interval`) or, as recipes spell it, `probe_interval`.
-pub fn test_option(name: &str) -> Option<&'static TestOption> {
+/// The option of `T` named `long` (`probe-interval`) or, as recipes spell
+/// it, `probe_interval`.
+pub fn option<T: Configurable>(name: &str) -> Option<&'static OptionDef<T>> {
     let long = name.replace('_', "-");
-    TEST_OPTIONS.iter().find(|o| o.long == long)
+    T::options().iter().find(|o| o.long == long)
+}
+
+/// The `bloatlab test` option named `name`.
+pub fn test_option(name: &str) -> Option<&'static TestOption> {
+    option::<TestConfig>(name)
+}
+
+/// The `bloatlab lab` option named `name`.
+pub fn lab_option(name: &str) -> Option<&'static LabOption> {
+    option::<LabConfig>(name)
 }
 
 fn dur(s: &str) -> Result<std::time::Duration, String> {
@@ -179,6 +238,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::List,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["auto", "1u1d,4u0d"],
         set: |t, s| {
             match Ramp::parse(s) {
@@ -207,6 +267,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Duration,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["7s"],
         set: |t, s| Ok(t.duration = dur(s)?),
         get: |t| one(fmt_duration(t.duration)),
@@ -220,6 +281,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Duration,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["0s", "3.5s"],
         set: |t, s| Ok(t.idle = dur(s)?),
         get: |t| one(fmt_duration(t.idle)),
@@ -233,6 +295,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Duration,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["4s"],
         set: |t, s| Ok(t.pause = dur(s)?),
         get: |t| one(fmt_duration(t.pause)),
@@ -246,6 +309,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Duration,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["20ms"],
         set: |t, s| Ok(t.probe_interval = dur(s)?),
         get: |t| one(fmt_duration(t.probe_interval)),
@@ -259,6 +323,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Int,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["200"],
         set: |t, s| Ok(t.probe_size = s.parse().map_err(|_| "not a whole number of bytes".to_string())?),
         get: |t| one(t.probe_size),
@@ -272,6 +337,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Duration,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["50ms"],
         set: |t, s| Ok(t.sample_interval = dur(s)?),
         get: |t| one(fmt_duration(t.sample_interval)),
@@ -285,6 +351,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Word,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["reno"],
         set: |t, s| {
             check_cc(s)?;
@@ -305,6 +372,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Bytes,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["4194304"],
         set: |t, s| Ok(t.socket_buffer = parse_socket_buffer(s)?),
         get: |t| if t.socket_buffer == 0 { vec![] } else { one(t.socket_buffer) },
@@ -320,6 +388,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::OnOff,
         choices: &["on", "off"],
         requires: None,
+        one_run_each: false,
         examples: &["on"],
         set: |t, s| Ok(t.rx_copy = on_off(s)?),
         get: |t| if t.rx_copy { one("on") } else { vec![] },
@@ -334,6 +403,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::List,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["BE,BK,CS5,EF"],
         set: |t, s| Ok(t.dscp = Dscp::parse_list(s)?),
         get: |t| if t.dscp.is_empty() { vec![] } else { one(t.dscp.iter().map(Dscp::to_string).collect::<Vec<_>>().join(",")) },
@@ -348,6 +418,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Rate,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["5mbit"],
         set: |t, s| Ok(t.udp_rate_bps = Some(Rate::parse(s)?.bps)),
         get: |t| t.udp_rate_bps.map(fmt_rate_tc).into_iter().collect(),
@@ -361,6 +432,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Int,
         choices: &[],
         requires: Some("udp"),
+        one_run_each: false,
         examples: &["1000"],
         set: |t, s| Ok(t.udp_size = s.parse().map_err(|_| "not a whole number of bytes".to_string())?),
         get: |t| if t.udp_size == UDP_PAYLOAD_DEFAULT { vec![] } else { one(t.udp_size) },
@@ -376,6 +448,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Host,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["192.0.2.1"],
         set: |t, s| Ok(t.pings.push(PingTarget::icmp(s)?)),
         get: |t| t.pings.iter().filter(|p| p.kind == crate::PingKind::Icmp).map(|p| p.host.clone()).collect(),
@@ -389,6 +462,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Host,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["192.0.2.2:443"],
         set: |t, s| Ok(t.pings.push(PingTarget::tcp(s)?)),
         get: |t| t.pings.iter().filter(|p| p.kind == crate::PingKind::Tcp).map(|p| p.label()["tcp ".len()..].to_string()).collect(),
@@ -402,6 +476,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Duration,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["250ms"],
         set: |t, s| Ok(t.ping_interval = dur(s)?),
         get: |t| one(fmt_duration(t.ping_interval)),
@@ -417,6 +492,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::List,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["download,upload", "bidirectional"],
         set: |t, s| {
             t.rpm = match s {
@@ -437,6 +513,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         shape: Shape::Host,
         choices: &[],
         requires: None,
+        one_run_each: false,
         examples: &["192.0.2.3"],
         set: |t, s| {
             if s.is_empty() || s.contains(char::is_whitespace) {
@@ -449,20 +526,446 @@ pub static TEST_OPTIONS: &[TestOption] = &[
     },
 ];
 
-/// The measurement options a user set, over a front end's defaults: each
-/// option's values in their canonical spelling (checked when set).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct TestOverrides(BTreeMap<String, Vec<String>>);
+fn rate_word(r: Option<Rate>) -> String {
+    r.map(|r| fmt_rate_tc(r.bps)).unwrap_or_else(|| "none".into())
+}
 
-impl TestOverrides {
+fn delay(s: &str) -> Result<Duration, String> {
+    parse_duration_ns_unit_required(s).map(Duration::from_nanos)
+}
+
+fn opt_dur(d: Option<Duration>) -> Vec<String> {
+    d.map(fmt_duration).into_iter().collect()
+}
+
+fn path(s: &str) -> Result<std::path::PathBuf, String> {
+    if s.is_empty() || s.contains(',') {
+        return Err("a file name without commas".into());
+    }
+    Ok(s.into())
+}
+
+/// Every link option of `bloatlab lab`, in `--help` order. Applied in this
+/// order: `rate` before `rate-up`/`rate-down`, `queue` before `qdisc` and
+/// `txqueuelen`, which replace it.
+pub static LAB_OPTIONS: &[LabOption] = &[
+    LabOption {
+        long: "rate",
+        short: None,
+        value_name: "RATE",
+        help: "Bottleneck rate both ways: 10mbit, 1.5mbit, 100kbit, 1gbit, or none [default: 10mbit]",
+        arity: Arity::Value,
+        shape: Shape::Rate,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["20mbit"],
+        set: |c, s| {
+            let r = Rate::parse_limit(s)?;
+            c.rate_up = r;
+            c.rate_down = r;
+            Ok(())
+        },
+        get: |c| if c.rate_up == c.rate_down { one(rate_word(c.rate_up)) } else { vec![] },
+    },
+    LabOption {
+        long: "rate-up",
+        short: None,
+        value_name: "RATE",
+        help: "Upload (client to server) rate; overrides --rate",
+        arity: Arity::Value,
+        shape: Shape::Rate,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["1mbit"],
+        set: |c, s| Ok(c.rate_up = Rate::parse_limit(s)?),
+        get: |c| one(rate_word(c.rate_up)),
+    },
+    LabOption {
+        long: "rate-down",
+        short: None,
+        value_name: "RATE",
+        help: "Download (server to client) rate; overrides --rate",
+        arity: Arity::Value,
+        shape: Shape::Rate,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["50mbit"],
+        set: |c, s| Ok(c.rate_down = Rate::parse_limit(s)?),
+        get: |c| one(rate_word(c.rate_down)),
+    },
+    LabOption {
+        long: "queue",
+        short: None,
+        value_name: "QUEUE[,QUEUE...]",
+        help: "Bottleneck queue: fifo:N (packets), bfifo:BYTES (64k = 65536), or with the emulator codel, fq_codel, \
+               pie (e.g. codel:target=5ms), drophead:N; a bare number N is fifo:N; on the lab's command line a comma \
+               list runs one test per queue [default: fifo:1000,fifo:10]",
+        arity: Arity::Value,
+        shape: Shape::Queue,
+        choices: &[],
+        requires: None,
+        one_run_each: true,
+        examples: &["fifo:100", "fq_codel"],
+        set: |c, s| Ok(c.queue = QueueSpec::parse(s)?),
+        get: |c| if c.kernel_qdisc().is_some() { vec![] } else { one(c.queue.label()) },
+    },
+    LabOption {
+        long: "queue-up",
+        short: None,
+        value_name: "QUEUE",
+        help: "Upload (client to server) queue instead of --queue's, e.g. a modem's deep upstream buffer: --queue-up \
+               fifo:500 --queue-down fifo:50; with only one of the two, a --queue list varies the other direction",
+        arity: Arity::Value,
+        shape: Shape::Queue,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["fifo:500"],
+        set: |c, s| Ok(c.queue_up = Some(QueueSpec::parse(s)?)),
+        get: |c| c.queue_up.iter().map(QueueSpec::label).collect(),
+    },
+    LabOption {
+        long: "queue-down",
+        short: None,
+        value_name: "QUEUE",
+        help: "Download (server to client) queue instead of --queue's",
+        arity: Arity::Value,
+        shape: Shape::Queue,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["bfifo:65536"],
+        set: |c, s| Ok(c.queue_down = Some(QueueSpec::parse(s)?)),
+        get: |c| c.queue_down.iter().map(QueueSpec::label).collect(),
+    },
+    LabOption {
+        long: "qdisc",
+        short: None,
+        value_name: "\"KIND ARGS\"",
+        help: "Any kernel qdisc as the bottleneck queue, \"KIND [ARGS]\" (e.g. fq_codel, \"cake\", \"netem delay 20ms\")",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["pfifo limit 50"],
+        set: |c, s| {
+            if s.contains(',') {
+                return Err("no commas allowed".into());
+            }
+            c.queue = QueueSpec::kernel(s)?;
+            Ok(())
+        },
+        get: |c| c.kernel_qdisc().map(QueueSpec::label).into_iter().collect(),
+    },
+    LabOption {
+        long: "txqueuelen",
+        short: None,
+        value_name: "N",
+        help: "Queue length of the bottleneck interface in packets (= --queue fifo:N, and `ip link set txqueuelen N`)",
+        arity: Arity::Value,
+        shape: Shape::Int,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["100"],
+        set: |c, s| {
+            let n: u32 = s.parse().ok().filter(|n| (1..=1_000_000).contains(n)).ok_or("a whole number of packets, 1 .. 1000000")?;
+            c.txqueuelen = Some(n);
+            c.queue = QueueSpec::Fifo { packets: n };
+            Ok(())
+        },
+        get: |c| c.txqueuelen.map(one).unwrap_or_default(),
+    },
+    LabOption {
+        long: "bottleneck",
+        short: None,
+        value_name: "router|local",
+        help: "Where the bottleneck sits: the router's egress, or the sender's own interface [default: router]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: Placement::WORDS,
+        requires: None,
+        one_run_each: false,
+        examples: &["local"],
+        set: |c, s| Ok(c.placement = s.parse()?),
+        get: |c| one(c.placement.name()),
+    },
+    LabOption {
+        long: "shaper",
+        short: None,
+        value_name: "htb|tbf",
+        help: "Rate limiter of the kernel backend [default: htb]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: Shaper::WORDS,
+        requires: None,
+        one_run_each: false,
+        examples: &["tbf"],
+        set: |c, s| Ok(c.shaper = s.parse()?),
+        get: |c| one(c.shaper.name()),
+    },
+    LabOption {
+        long: "offloads",
+        short: None,
+        value_name: "on|off",
+        help: "Segmentation offloads (TSO/GSO/GRO) on the lab's interfaces (off: a packet is an MTU) [default: off]",
+        arity: Arity::Value,
+        shape: Shape::OnOff,
+        choices: OnOff::WORDS,
+        requires: None,
+        one_run_each: false,
+        examples: &["on"],
+        set: |c, s| Ok(c.offloads = s.parse()?),
+        get: |c| one(c.offloads.name()),
+    },
+    LabOption {
+        long: "cc",
+        short: None,
+        value_name: "NAME",
+        help: "TCP congestion control of the load flows and the namespaces' default: cubic, bbr, reno, ... [default: cubic]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["bbr"],
+        set: |c, s| {
+            check_cc(s)?;
+            if s.is_empty() {
+                return Err("an empty name".into());
+            }
+            c.cc = s.into();
+            Ok(())
+        },
+        get: |c| one(&c.cc),
+    },
+    LabOption {
+        long: "tcp-mem-max",
+        short: None,
+        value_name: "SIZE",
+        help: "net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues [default: 16m]",
+        arity: Arity::Value,
+        shape: Shape::Bytes,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["33554432"],
+        set: |c, s| {
+            let n = parse_bytes(s)?;
+            if !(65536..=1 << 31).contains(&n) {
+                return Err(format!("{n} bytes is out of range (65536 .. 2147483648)"));
+            }
+            c.tcp_mem_max = n;
+            Ok(())
+        },
+        get: |c| one(c.tcp_mem_max),
+    },
+    LabOption {
+        long: "ecn",
+        short: None,
+        value_name: "on|off",
+        help: "ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 / 0) [default: the kernel's, 2 = accept only]",
+        arity: Arity::Value,
+        shape: Shape::OnOff,
+        choices: OnOff::WORDS,
+        requires: None,
+        one_run_each: false,
+        examples: &["on"],
+        set: |c, s| Ok(c.ecn = Some(s.parse()?)),
+        get: |c| c.ecn.map(|e| one(e.name())).unwrap_or_default(),
+    },
+    LabOption {
+        long: "delay",
+        short: None,
+        value_name: "DURATION",
+        help: "One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with \
+               --backend kernel); a unit is required",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["20ms"],
+        set: |c, s| Ok(c.delay = Some(delay(s)?)),
+        get: |c| opt_dur(c.delay),
+    },
+    LabOption {
+        long: "jitter",
+        short: None,
+        value_name: "DURATION",
+        help: "Per-direction delay variation, uniform +/- (with --delay)",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: Some("delay"),
+        one_run_each: false,
+        examples: &["5ms"],
+        set: |c, s| Ok(c.jitter = Some(delay(s)?)),
+        get: |c| opt_dur(c.jitter),
+    },
+    LabOption {
+        long: "loss",
+        short: None,
+        value_name: "PROB",
+        help: "Random loss per direction, e.g. 1% or 0.01",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["0.01"],
+        set: |c, s| Ok(c.loss = Some(parse_probability(s)?)),
+        get: |c| c.loss.map(one).unwrap_or_default(),
+    },
+    LabOption {
+        long: "backend",
+        short: None,
+        value_name: "auto|kernel|emulator",
+        help: "kernel (qdiscs), emulator (bloatlab's user-space link), or auto: the emulator when --queue \
+               codel|fq_codel|pie|drophead, a trace, --delay, --jitter or --loss asks for it [default: auto]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: Backend::WORDS,
+        requires: None,
+        one_run_each: false,
+        examples: &["emulator"],
+        set: |c, s| Ok(c.backend = s.parse()?),
+        get: |c| one(c.backend.name()),
+    },
+    LabOption {
+        long: "trace-up",
+        short: None,
+        value_name: "FILE",
+        help: "Rate trace for the uplink (mahimahi format; emulator backend)",
+        arity: Arity::Value,
+        shape: Shape::File,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["up.trace"],
+        set: |c, s| Ok(c.trace_up = Some(path(s)?)),
+        get: |c| c.trace_up.iter().map(|p| p.display().to_string()).collect(),
+    },
+    LabOption {
+        long: "trace-down",
+        short: None,
+        value_name: "FILE",
+        help: "Rate trace for the downlink (mahimahi format; emulator backend)",
+        arity: Arity::Value,
+        shape: Shape::File,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["down.trace"],
+        set: |c, s| Ok(c.trace_down = Some(path(s)?)),
+        get: |c| c.trace_down.iter().map(|p| p.display().to_string()).collect(),
+    },
+    LabOption {
+        long: "ipv6",
+        short: None,
+        value_name: "on|off",
+        help: "Run the test over IPv6 (the lab's ULA addresses) [default: IPv4]",
+        arity: Arity::Switch,
+        shape: Shape::OnOff,
+        choices: &["on", "off"],
+        requires: None,
+        one_run_each: false,
+        examples: &["on"],
+        set: |c, s| Ok(c.ipv6 = on_off(s)?),
+        get: |c| if c.ipv6 { one("on") } else { vec![] },
+    },
+    LabOption {
+        long: "queue-interval",
+        short: None,
+        value_name: "DURATION",
+        help: "Queue sampling interval [default: the test's --sample-interval, 100ms]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["20ms"],
+        set: |c, s| {
+            let d = dur(s)?;
+            if d < Duration::from_millis(5) || d > Duration::from_secs(10) {
+                return Err("between 5ms and 10s".into());
+            }
+            c.queue_interval = Some(d);
+            Ok(())
+        },
+        get: |c| opt_dur(c.queue_interval),
+    },
+];
+
+/// The options a user set, over a front end's defaults: each option's
+/// values in their canonical spelling (checked when set).
+pub struct Overrides<T: Configurable> {
+    values: BTreeMap<String, Vec<String>>,
+    _t: PhantomData<fn() -> T>,
+}
+
+/// The `bloatlab test` options a user set.
+pub type TestOverrides = Overrides<TestConfig>;
+/// The `bloatlab lab` options a user set.
+pub type LabOverrides = Overrides<LabConfig>;
+
+impl<T: Configurable> Default for Overrides<T> {
+    fn default() -> Self {
+        Overrides { values: BTreeMap::new(), _t: PhantomData }
+    }
+}
+
+impl<T: Configurable> Clone for Overrides<T> {
+    fn clone(&self) -> Self {
+        Overrides { values: self.values.clone(), _t: PhantomData }
+    }
+}
+
+impl<T: Configurable> PartialEq for Overrides<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.values == o.values
+    }
+}
+
+impl<T: Configurable> Eq for Overrides<T> {}
+
+impl<T: Configurable> std::fmt::Debug for Overrides<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.values.fmt(f)
+    }
+}
+
+impl<T: Configurable> Serialize for Overrides<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.values.serialize(s)
+    }
+}
+
+impl<'de, T: Configurable> Deserialize<'de> for Overrides<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let values = BTreeMap::<String, Vec<String>>::deserialize(d)?;
+        let mut o = Overrides::default();
+        for (k, vs) in values {
+            for v in vs {
+                o.add(&k, &v).map_err(serde::de::Error::custom)?;
+            }
+        }
+        Ok(o)
+    }
+}
+
+impl<T: Configurable> Overrides<T> {
     /// Set option `name` (long or recipe spelling) to `raw`: checked, kept in
     /// its canonical spelling. A repeated option gains an occurrence; any
     /// other option's value is replaced.
     pub fn set(&mut self, name: &str, raw: &str) -> Result<(), String> {
-        let o = test_option(name).ok_or_else(|| format!("`{name}` is not a `bloatlab test` option"))?;
+        let o = option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
         let v = o.canonical(raw)?;
-        let e = self.0.entry(o.long.to_string()).or_default();
+        let e = self.values.entry(o.long.to_string()).or_default();
         if o.arity != Arity::Repeated {
             e.clear();
         }
@@ -470,18 +973,41 @@ impl TestOverrides {
         Ok(())
     }
 
+    /// Add a value to option `name` without replacing the ones it has: an
+    /// occurrence of a repeated option, or one more run of an option that
+    /// runs once per value (`--queue fifo:1000,fifo:10`).
+    pub fn add(&mut self, name: &str, raw: &str) -> Result<(), String> {
+        let o = option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
+        let v = o.canonical(raw)?;
+        self.values.entry(o.long.to_string()).or_default().push(v);
+        Ok(())
+    }
+
+    /// Forget option `name`.
+    pub fn remove(&mut self, name: &str) {
+        if let Some(o) = option::<T>(name) {
+            self.values.remove(o.long);
+        }
+    }
+
     /// The values set for `o`, if any.
-    pub fn get(&self, o: &TestOption) -> Option<&[String]> {
-        self.0.get(o.long).map(|v| v.as_slice())
+    pub fn get(&self, o: &OptionDef<T>) -> Option<&[String]> {
+        self.values.get(o.long).map(|v| v.as_slice())
+    }
+
+    /// Whether option `name` was given.
+    pub fn has(&self, name: &str) -> bool {
+        option::<T>(name).is_some_and(|o| self.values.contains_key(o.long))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.values.is_empty()
     }
 
-    /// Set every given option in `t`, in [`TEST_OPTIONS`] order.
-    pub fn apply(&self, t: &mut TestConfig) -> Result<(), String> {
-        for o in TEST_OPTIONS {
+    /// Set every given option in `t`, in table order (a later value of an
+    /// option given several times wins).
+    pub fn apply(&self, t: &mut T) -> Result<(), String> {
+        for o in T::options() {
             for v in self.get(o).unwrap_or_default() {
                 o.set(t, v)?;
             }
@@ -490,18 +1016,18 @@ impl TestOverrides {
     }
 
     /// Options set in `other` win over ours.
-    pub fn merge(&mut self, other: &TestOverrides) {
-        for (k, v) in &other.0 {
-            self.0.insert(k.clone(), v.clone());
+    pub fn merge(&mut self, other: &Overrides<T>) {
+        for (k, v) in &other.values {
+            self.values.insert(k.clone(), v.clone());
         }
     }
 
-    /// The options and values set, in [`TEST_OPTIONS`] order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static TestOption, &[String])> {
-        TEST_OPTIONS.iter().filter_map(move |o| self.get(o).map(|v| (o, v)))
+    /// The options and values set, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static OptionDef<T>, &[String])> {
+        T::options().iter().filter_map(move |o| self.get(o).map(|v| (o, v)))
     }
 
-    /// As `bloatlab test` arguments.
+    /// As command-line arguments.
     pub fn args(&self) -> Vec<String> {
         self.iter().flat_map(|(o, vs)| vs.iter().flat_map(move |v| o.args(v))).collect()
     }
@@ -509,16 +1035,18 @@ impl TestOverrides {
 
 /// `t` as the `bloatlab test` options that differ from `bloatlab test`'s
 /// defaults: what a dry run shows a point will run.
-pub fn differing_args(t: &TestConfig) -> Vec<String> {
-    let d = TestConfig::default();
+pub fn differing_args<T: Configurable>(t: &T) -> Vec<String> {
+    let d = T::default();
     let mut out = vec![];
-    for o in TEST_OPTIONS {
+    for o in T::options() {
         let (now, def) = (o.get(t), o.get(&d));
         if now == def {
             continue;
         }
-        if now.is_empty() {
-            // switched off against the defaults (only rx-copy could be)
+        if now.is_empty() && matches!(o.arity, Arity::OptionalValue { .. }) {
+            // switched off against the defaults (`--rpm=off`); an option
+            // that no longer has a value is carried by others (`--rate`
+            // by `--rate-up` and `--rate-down`)
             out.extend(o.args("off"));
         }
         for v in &now {
@@ -533,20 +1061,50 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[test]
-    fn every_example_is_canonical_and_not_the_default() {
-        for o in TEST_OPTIONS {
+    fn examples_are_canonical_and_not_the_default<T: Configurable + PartialEq + std::fmt::Debug>() {
+        for o in T::options() {
             assert!(!o.examples.is_empty(), "{o:?} has no example");
             for e in o.examples {
                 assert_eq!(o.canonical(e).as_deref(), Ok(*e), "{o:?}");
-                let mut t = TestConfig::default();
+                let mut t = T::default();
                 o.set(&mut t, e).unwrap();
-                assert_ne!(t, TestConfig::default(), "{o:?} {e} changes nothing");
+                assert_ne!(t, T::default(), "{o:?} {e} changes nothing");
                 assert_eq!(o.get(&t).last().map(String::as_str), Some(*e), "{o:?}");
             }
+            if let Some(r) = o.requires {
+                assert!(option::<T>(r).is_some(), "{o:?} requires an unknown option {r}");
+            }
         }
-        let names: std::collections::BTreeSet<_> = TEST_OPTIONS.iter().map(|o| o.long).collect();
-        assert_eq!(names.len(), TEST_OPTIONS.len(), "an option is defined twice");
+        let names: std::collections::BTreeSet<_> = T::options().iter().map(|o| o.long).collect();
+        assert_eq!(names.len(), T::options().len(), "an option is defined twice");
+    }
+
+    #[test]
+    fn every_example_is_canonical_and_not_the_default() {
+        examples_are_canonical_and_not_the_default::<TestConfig>();
+        examples_are_canonical_and_not_the_default::<LabConfig>();
+    }
+
+    #[test]
+    fn lab_options_apply_in_table_order() {
+        let mut o = LabOverrides::default();
+        o.set("rate-down", "50mbit").unwrap();
+        o.set("rate", "10mbit").unwrap();
+        o.set("txqueuelen", "5").unwrap();
+        o.set("queue", "fifo:100").unwrap();
+        let mut c = LabConfig::default();
+        o.apply(&mut c).unwrap();
+        assert_eq!((c.rate_up, c.rate_down), (Some(Rate::mbit(10.0)), Some(Rate::mbit(50.0))), "rate, then rate-down");
+        assert_eq!(c.queue, QueueSpec::Fifo { packets: 5 }, "txqueuelen replaces the queue");
+        assert!(o.set("delay", "20").unwrap_err().contains("unit"));
+        assert!(o.set("colour", "red").unwrap_err().contains("not a `bloatlab lab` option"));
+        o.set("rate", "none").unwrap();
+        o.apply(&mut c).unwrap();
+        assert_eq!((c.rate_up, c.rate_down), (None, Some(Rate::mbit(50.0))));
+        let mut q = LabOverrides::default();
+        q.add("queue", "100").unwrap();
+        q.add("queue", "fq_codel").unwrap();
+        assert_eq!(q.get(lab_option("queue").unwrap()), Some(&["fifo:100".to_string(), "fq_codel".to_string()][..]));
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The parameters a recipe or `bloatlab sweep` can set, where each one goes
 //! (the lab's [`LabConfig`], the test's [`TestOverrides`], or the in-process
-//! pacing experiment), and how its values are checked and spelled. Values
-//! are parsed once, by the model's parsers, into [`Typed`] values.
+//! pacing experiment), and how its values are checked and spelled.
 //!
-//! One table serves recipe files and `--set KEY=V1,V2`, so both accept the
-//! same names and reject the same mistakes as `bloatlab lab` and `bloatlab test`.
-use bloatlab_model::units::{fmt_duration_ns, parse_bytes, parse_duration_ns, parse_probability};
+//! The lab's and the test's parameters are the model's option tables
+//! ([`LAB_OPTIONS`], [`TEST_OPTIONS`]): the same names (with `_` for `-`),
+//! help and parsers as `bloatlab lab` and `bloatlab test`, so a recipe, a
+//! sweep and the command lines accept and refuse the same values. Only the
+//! pacing experiment's parameters are defined here.
 use bloatlab_model::options::{Arity, Shape};
-use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper, TestOption, TestOverrides, TEST_OPTIONS};
-use std::path::PathBuf;
+use bloatlab_model::units::{fmt_duration_ns, parse_duration_ns};
+use bloatlab_model::{Configurable, LabConfig, LabOverrides, OptionDef, QueueSpec, Rate, TestConfig, TestOverrides, LAB_OPTIONS, TEST_OPTIONS};
 use std::time::Duration;
 
 /// What kind of experiment a recipe runs.
@@ -39,39 +40,28 @@ impl RecipeKind {
 /// Where a parameter ends up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
-    /// A field of the lab's configuration (`bloatlab lab --NAME`).
-    Lab,
+    /// A `bloatlab lab` option, as the model defines it.
+    Lab(&'static OptionDef<LabConfig>),
     /// A `bloatlab test` option inside the lab (after `--`), as the model
-    /// defines it (name, help and parser come from its [`TestOption`]).
-    Test(&'static TestOption),
+    /// defines it.
+    Test(&'static OptionDef<TestConfig>),
     /// Consumed by the pacing experiment itself.
     Pacing,
 }
 
+/// How a pacing parameter's value is spelled (the lab's and the test's
+/// are checked by their options' own parsers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueKind {
     Rate,
-    Queue,
-    /// Any kernel qdisc, "KIND ARGS".
-    KernelQdisc,
     Duration,
     /// Unsigned integer in [min, max].
     Int(u64, u64),
-    /// Byte size (tc units) in [min, max].
-    Bytes(u64, u64),
-    OnOff,
-    /// Congestion control name (letters, digits, '_').
-    Word,
-    /// Checked by the `bloatlab test` option's own parser; a list's commas
-    /// and a repeated option's occurrences are written `+` (commas separate
-    /// the values of a sweep).
-    Test,
     Timer,
-    Probability,
-    /// A file path.
-    Path,
-    /// One of a fixed set of words.
-    Choice(&'static [&'static str]),
+    /// Checked by the lab's or the test's option: a list's commas and a
+    /// repeated option's occurrences are written `+` (commas separate the
+    /// values of a sweep).
+    Option,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,34 +79,9 @@ macro_rules! p {
     };
 }
 
-/// The parameters of the lab and of the pacing experiment; with the
-/// `bloatlab test` options (see [`params`]) every parameter a recipe or
-/// sweep may set.
-const OWN_PARAMS: &[ParamSpec] = &[
-    // ---- the lab (LabConfig; `bloatlab lab` flags) ----
-    p!("rate", Lab, Lab, ValueKind::Rate, "bottleneck rate, e.g. 10mbit, 100mbit, 1gbit"),
-    p!("queue", Lab, Lab, ValueKind::Queue, "bottleneck queue: fifo:N (packets), bfifo:BYTES, drophead:N, codel, fq_codel, pie (with parameters); a bare number N means fifo:N"),
-    p!("bottleneck", Lab, Lab, ValueKind::Choice(Placement::WORDS), "where the bottleneck queue sits: router (router egress) or local (the sender's own interface)"),
-    p!("txqueuelen", Lab, Lab, ValueKind::Int(1, 1_000_000), "txqueuelen of the bottleneck interfaces (= queue fifo:N)"),
-    p!("cc", Lab, Lab, ValueKind::Word, "TCP congestion control of the load flows: cubic, bbr, reno, ..."),
-    p!("offloads", Lab, Lab, ValueKind::OnOff, "TSO/GSO/GRO on the lab interfaces: off (default, a packet is an MTU) or on"),
-    p!("ecn", Lab, Lab, ValueKind::OnOff, "ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 or 0; default: the kernel's)"),
-    p!("delay", Lab, Lab, ValueKind::Duration, "added one-way delay (needs the emulator backend, or netem when the kernel has it)"),
-    p!("backend", Lab, Lab, ValueKind::Choice(Backend::WORDS), "lab backend: auto, kernel (qdiscs) or emulator (bloatlab's user-space link)"),
-    p!("rate_up", Lab, Lab, ValueKind::Rate, "upload (client to server) rate; overrides rate"),
-    p!("rate_down", Lab, Lab, ValueKind::Rate, "download (server to client) rate; overrides rate"),
-    p!("queue_up", Lab, Lab, ValueKind::Queue, "upload (client to server) queue; overrides queue for that direction"),
-    p!("queue_down", Lab, Lab, ValueKind::Queue, "download (server to client) queue; overrides queue for that direction"),
-    p!("qdisc", Lab, Lab, ValueKind::KernelQdisc, "any kernel qdisc as the bottleneck queue, \"KIND ARGS\" (e.g. fq_codel, \"cake bandwidth 10mbit\")"),
-    p!("shaper", Lab, Lab, ValueKind::Choice(Shaper::WORDS), "rate limiter of the kernel backend: htb or tbf"),
-    p!("jitter", Lab, Lab, ValueKind::Duration, "delay variation (with delay)"),
-    p!("loss", Lab, Lab, ValueKind::Probability, "random loss per direction, e.g. 1% or 0.01"),
-    p!("trace_up", Lab, Lab, ValueKind::Path, "mahimahi rate trace of the uplink (emulator backend)"),
-    p!("trace_down", Lab, Lab, ValueKind::Path, "mahimahi rate trace of the downlink (emulator backend)"),
-    p!("ipv6", Lab, Lab, ValueKind::OnOff, "run the test over IPv6 (on) or IPv4 (off, default)"),
-    p!("tcp_mem_max", Lab, Lab, ValueKind::Bytes(65536, 1 << 31), "tcp_wmem/tcp_rmem maximum inside the lab (default 16m)"),
-    p!("queue_interval", Lab, Lab, ValueKind::Duration, "queue sampling interval (default: the test's sample interval)"),
-    // ---- pacing ----
+/// The pacing experiment's parameters (the lab's and the test's come
+/// from the model's tables, see [`params`]).
+const PACING_PARAMS: &[ParamSpec] = &[
     p!("ipi", Pacing, Pacing, ValueKind::Duration, "inter-packet interval t_ipi, e.g. 50us .. 50ms"),
     p!("timer", Pacing, Pacing, ValueKind::Timer, "timer strategy: precise | sleep | tick:HZ (emulated scheduler tick of 1/HZ) | ccid3:HZ[:PHASE] (emulated 2.6.20 CCID-3 sender)"),
     p!("payload", Pacing, Pacing, ValueKind::Int(32, 65000), "UDP payload bytes per packet (seed 004: 1424)"),
@@ -124,24 +89,25 @@ const OWN_PARAMS: &[ParamSpec] = &[
     p!("line_rate", Pacing, Pacing, ValueKind::Rate, "NIC speed of the emulated senders (tick, ccid3): no packet leaves before the previous one has serialized"),
 ];
 
-/// Every parameter a recipe or sweep may set: the lab's, then every
-/// measurement option of `bloatlab test` (from the model's one table;
-/// `cc` is the lab's, which sets the test's too), then the pacing
-/// experiment's.
+/// Every parameter a recipe or sweep may set: every link option of
+/// `bloatlab lab`, then every measurement option of `bloatlab test` (`cc`
+/// is the lab's, which sets the test's too), then the pacing experiment's.
 pub fn params() -> &'static [ParamSpec] {
     static ALL: std::sync::OnceLock<Vec<ParamSpec>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        let mut v: Vec<ParamSpec> = OWN_PARAMS.iter().filter(|p| p.kind == RecipeKind::Lab).copied().collect();
+        // once per process: the table's names live as long as it does
+        let name = |o: String| -> &'static str { Box::leak(o.into_boxed_str()) };
+        let mut v: Vec<ParamSpec> = LAB_OPTIONS
+            .iter()
+            .map(|o| ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Lab(o), value: ValueKind::Option, help: o.help })
+            .collect();
         for o in TEST_OPTIONS {
-            let name = o.param_name();
-            if v.iter().any(|p| p.name == name) {
+            if v.iter().any(|p| p.name == o.param_name()) {
                 continue;
             }
-            // once per process: the table's names live as long as it does
-            let name: &'static str = Box::leak(name.into_boxed_str());
-            v.push(ParamSpec { name, kind: RecipeKind::Lab, target: Target::Test(o), value: ValueKind::Test, help: o.help });
+            v.push(ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Test(o), value: ValueKind::Option, help: o.help });
         }
-        v.extend(OWN_PARAMS.iter().filter(|p| p.kind == RecipeKind::Pacing).copied());
+        v.extend(PACING_PARAMS.iter().copied());
         v
     })
 }
@@ -188,18 +154,12 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Typed {
     Rate(Rate),
-    Queue(QueueSpec),
     Duration(Duration),
     Int(u64),
-    OnOff(OnOff),
-    Word(String),
-    /// A `bloatlab test` option's values, canonically spelled (several for
-    /// a repeated option).
-    Test(Vec<String>),
+    /// A lab or test option's values, canonically spelled (several for a
+    /// repeated option).
+    Option(Vec<String>),
     Timer(TimerSpec),
-    Probability(f64),
-    Path(PathBuf),
-    Choice(String),
 }
 
 /// A checked parameter value: its canonical spelling (`text`, in tables,
@@ -295,24 +255,13 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
         return Err(format!("{}: empty value", p.name));
     }
     let v = |text: String, num: Option<f64>, typed: Typed| Value { text, num, typed };
-    let r = match p.value {
-        ValueKind::Rate => Rate::parse(raw).map(|r| v(bloatlab_model::units::fmt_rate_tc(r.bps), Some(r.bps as f64), Typed::Rate(r))),
-        ValueKind::Queue => QueueSpec::parse(raw).map(|q| {
-            let n = q.fifo_packets().map(f64::from).or(match q {
-                QueueSpec::Bfifo { bytes } => Some(bytes as f64),
-                _ => None,
-            });
-            v(q.label(), n, Typed::Queue(q))
-        }),
-        ValueKind::KernelQdisc => {
-            if raw.contains(',') {
-                Err(format!("\"{raw}\": no commas allowed"))
-            } else {
-                QueueSpec::kernel(raw).map(|q| v(q.label(), None, Typed::Queue(q)))
-            }
-        }
-        ValueKind::Duration => parse_duration_ns(raw).and_then(|ns| {
-            if ns == 0 && !matches!(p.name, "idle" | "delay" | "jitter" | "pause") {
+    let r = match (p.value, p.target) {
+        (ValueKind::Option, Target::Lab(o)) => option_value(o, raw),
+        (ValueKind::Option, Target::Test(o)) => option_value(o, raw),
+        (ValueKind::Option, Target::Pacing) => Err("not a lab or test option".into()),
+        (ValueKind::Rate, _) => Rate::parse(raw).map(|r| v(bloatlab_model::units::fmt_rate_tc(r.bps), Some(r.bps as f64), Typed::Rate(r))),
+        (ValueKind::Duration, _) => parse_duration_ns(raw).and_then(|ns| {
+            if ns == 0 {
                 Err("must be greater than zero".into())
             } else if ns > 1_000_000_000_000_000 {
                 Err(format!("\"{raw}\" is out of range (at most 11 days)"))
@@ -320,7 +269,7 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
                 Ok(v(fmt_duration_ns(ns), Some(ns as f64), Typed::Duration(Duration::from_nanos(ns))))
             }
         }),
-        ValueKind::Int(lo, hi) => raw
+        (ValueKind::Int(lo, hi), _) => raw
             .parse::<u64>()
             .map_err(|_| format!("\"{raw}\" is not a whole number"))
             .and_then(|n| {
@@ -330,51 +279,26 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
                     Ok(v(n.to_string(), Some(n as f64), Typed::Int(n)))
                 }
             }),
-        ValueKind::Bytes(lo, hi) => parse_bytes(raw).and_then(|n| {
-            if n < lo || n > hi {
-                Err(format!("{n} bytes is out of range ({lo} .. {hi})"))
-            } else {
-                Ok(v(n.to_string(), Some(n as f64), Typed::Int(n)))
-            }
-        }),
-        ValueKind::OnOff => match raw.to_ascii_lowercase().as_str() {
-            "on" | "true" => Ok(v("on".into(), None, Typed::OnOff(OnOff::On))),
-            "off" | "false" => Ok(v("off".into(), None, Typed::OnOff(OnOff::Off))),
-            o => Err(format!("\"{o}\": expected on or off")),
-        },
-        ValueKind::Word => bloatlab_model::config::check_cc(raw).map(|_| v(raw.into(), None, Typed::Word(raw.into()))),
-        ValueKind::Test => match p.target {
-            Target::Test(o) => test_value(o, raw),
-            _ => Err("not a `bloatlab test` option".into()),
-        },
-        ValueKind::Timer => TimerSpec::parse(raw).map(|t| v(t.name(), None, Typed::Timer(t))),
-        ValueKind::Probability => parse_probability(raw).map(|x| v(raw.into(), Some(x), Typed::Probability(x))),
-        ValueKind::Path => {
-            if raw.contains(',') {
-                Err(format!("\"{raw}\": no commas allowed"))
-            } else {
-                Ok(v(raw.into(), None, Typed::Path(PathBuf::from(raw))))
-            }
-        }
-        ValueKind::Choice(words) => {
-            let t = raw.to_ascii_lowercase();
-            if words.contains(&t.as_str()) {
-                Ok(v(t.clone(), None, Typed::Choice(t)))
-            } else {
-                Err(format!("\"{raw}\": expected one of {}", words.join(", ")))
-            }
-        }
+        (ValueKind::Timer, _) => TimerSpec::parse(raw).map(|t| v(t.name(), None, Typed::Timer(t))),
     };
     r.map_err(|e| format!("{}: {e}", p.name))
 }
 
-/// A `bloatlab test` option's value in a recipe or sweep: `+` joins a
-/// list's items (`1u0d+0u1d`) or a repeated option's occurrences
-/// (`router+server`), since commas separate the values of a sweep.
-fn test_value(o: &TestOption, raw: &str) -> Result<Value, String> {
+/// A lab or test option's value in a recipe or sweep: `+` joins a list's
+/// items (`1u0d+0u1d`) or a repeated option's occurrences (`router+server`),
+/// since commas separate the values of a sweep. Its number (for plot axes)
+/// in base units: bit/s, ns, bytes, packets (a fifo's) or bytes (a bfifo's).
+fn option_value<T: Configurable>(o: &OptionDef<T>, raw: &str) -> Result<Value, String> {
+    // the option's message names the flag (`--rate "fast": ...`); here the
+    // parameter's name goes first instead
+    let flag = format!("--{} \"", o.long);
+    let bare = |e: String| match e.strip_prefix(&flag).and_then(|r| r.split_once("\": ")) {
+        Some((_, msg)) => msg.to_string(),
+        None => e,
+    };
     let items: Vec<String> = match o.arity {
-        Arity::Repeated => raw.split('+').map(|x| o.canonical(x)).collect::<Result<_, _>>()?,
-        _ => vec![o.canonical(&raw.replace('+', ","))?],
+        Arity::Repeated => raw.split('+').map(|x| o.canonical(x).map_err(bare)).collect::<Result<_, _>>()?,
+        _ => vec![o.canonical(&raw.replace('+', ",")).map_err(bare)?],
     };
     let text = items.join("+");
     let first = items.first().map(String::as_str).unwrap_or_default();
@@ -382,9 +306,13 @@ fn test_value(o: &TestOption, raw: &str) -> Result<Value, String> {
         Shape::Duration => parse_duration_ns(first).ok().map(|ns| ns as f64),
         Shape::Rate => Rate::parse(first).ok().map(|r| r.bps as f64),
         Shape::Int | Shape::Bytes => first.parse::<f64>().ok(),
+        Shape::Queue => QueueSpec::parse(first).ok().and_then(|q| match q {
+            QueueSpec::Bfifo { bytes } => Some(bytes as f64),
+            q => q.fifo_packets().map(f64::from),
+        }),
         _ => None,
     };
-    Ok(Value { text, num, typed: Typed::Test(items) })
+    Ok(Value { text, num, typed: Typed::Option(items) })
 }
 
 /// Where a lab point's parameters go.
@@ -392,60 +320,24 @@ fn test_value(o: &TestOption, raw: &str) -> Result<Value, String> {
 pub struct LabPoint {
     pub lab: LabConfig,
     pub test: TestOverrides,
-    pub queue_interval: Option<Duration>,
 }
 
 /// Build a lab point from the lab's defaults and the point's parameter values.
 pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
-    let mut pt = LabPoint::default();
-    let (c, t) = (&mut pt.lab, &mut pt.test);
-    let mut rate = None;
+    let (mut lab, mut test) = (LabOverrides::default(), TestOverrides::default());
     for (k, v) in vals {
-        let bad = || format!("{k}: value {:?} does not fit this parameter", v.text);
-        match (k.as_str(), &v.typed) {
-            ("rate", Typed::Rate(r)) => rate = Some(*r),
-            ("rate_up", Typed::Rate(r)) => c.rate_up = Some(*r),
-            ("rate_down", Typed::Rate(r)) => c.rate_down = Some(*r),
-            ("queue" | "qdisc", Typed::Queue(q)) => c.queue = q.clone(),
-            ("queue_up", Typed::Queue(q)) => c.queue_up = Some(q.clone()),
-            ("queue_down", Typed::Queue(q)) => c.queue_down = Some(q.clone()),
-            ("bottleneck", Typed::Choice(w)) => c.placement = w.parse()?,
-            ("backend", Typed::Choice(w)) => c.backend = w.parse()?,
-            ("shaper", Typed::Choice(w)) => c.shaper = w.parse()?,
-            ("txqueuelen", Typed::Int(n)) => {
-                c.txqueuelen = Some(*n as u32);
-                c.queue = QueueSpec::Fifo { packets: *n as u32 };
-            }
-            ("cc", Typed::Word(w)) => c.cc = w.clone(),
-            ("offloads", Typed::OnOff(o)) => c.offloads = *o,
-            ("ecn", Typed::OnOff(o)) => c.ecn = Some(*o),
-            ("ipv6", Typed::OnOff(o)) => c.ipv6 = *o == OnOff::On,
-            ("delay", Typed::Duration(d)) => c.delay = Some(*d),
-            ("jitter", Typed::Duration(d)) => c.jitter = Some(*d),
-            ("loss", Typed::Probability(p)) => c.loss = Some(*p),
-            ("trace_up", Typed::Path(p)) => c.trace_up = Some(p.clone()),
-            ("trace_down", Typed::Path(p)) => c.trace_down = Some(p.clone()),
-            ("tcp_mem_max", Typed::Int(n)) => c.tcp_mem_max = *n,
-            ("queue_interval", Typed::Duration(d)) => pt.queue_interval = Some(*d),
-            (_, Typed::Test(items)) => {
-                for x in items {
-                    t.set(k, x)?;
-                }
-            }
-            _ => return Err(bad()),
+        let Typed::Option(items) = &v.typed else {
+            return Err(format!("{k}: value {:?} does not fit a lab point", v.text));
+        };
+        match spec(RecipeKind::Lab, k).map(|p| p.target) {
+            Some(Target::Lab(_)) => items.iter().try_for_each(|x| lab.add(k, x))?,
+            Some(Target::Test(_)) => items.iter().try_for_each(|x| test.add(k, x))?,
+            _ => return Err(unknown_param(RecipeKind::Lab, k)),
         }
     }
-    if let Some(r) = rate {
-        // rate sets both directions unless rate_up/rate_down say otherwise
-        let has = |n: &str| vals.iter().any(|(k, _)| k == n);
-        if !has("rate_up") {
-            c.rate_up = Some(r);
-        }
-        if !has("rate_down") {
-            c.rate_down = Some(r);
-        }
-    }
-    Ok(pt)
+    let mut cfg = LabConfig::default();
+    lab.apply(&mut cfg)?;
+    Ok(LabPoint { lab: cfg, test })
 }
 
 /// The test options a sweep got after `--`, as parameter values (they are
@@ -503,7 +395,7 @@ mod tests {
             assert!(check_value(p, bad).is_err(), "{bad}");
         }
         let q = spec(RecipeKind::Lab, "qdisc").unwrap();
-        assert_eq!(check_value(q, "cake bandwidth 10mbit").unwrap().typed, Typed::Queue(QueueSpec::kernel("cake bandwidth 10mbit").unwrap()));
+        assert_eq!(check_value(q, "cake bandwidth 10mbit").unwrap().typed, Typed::Option(vec!["cake bandwidth 10mbit".into()]));
     }
 
     #[test]

@@ -89,18 +89,38 @@ fn get<'a>(vals: &'a [(String, Value)], k: &str) -> Option<&'a Value> {
 pub fn describe_lab_point(pt: &params::LabPoint) -> String {
     let c = &pt.lab;
     let mut t = bloatlab_lab::lab_test_defaults(c);
-    if let Err(e) = pt.test.apply(&mut t).map_err(anyhow::Error::msg).and_then(|_| bloatlab_lab::check_test_options(c, &pt.test)) {
+    let checked = bloatlab_lab::validate(c)
+        .and_then(|_| pt.test.apply(&mut t).map_err(anyhow::Error::msg))
+        .and_then(|_| bloatlab_lab::check_test_options(c, &pt.test));
+    if let Err(e) = checked {
         return format!("invalid: {e:#}");
     }
-    let rate = if c.rate_desc(true).0 == c.rate_desc(false).0 {
-        c.rate_desc(true).0
+    // the link as `bloatlab lab` options: those that differ from the lab's
+    // defaults, and the rate and queue always
+    // the rate(s) and the queue first, then every other option that differs
+    // from the lab's defaults
+    let mut rest = bloatlab_model::options::differing_args(c);
+    let mut i = 0;
+    while i < rest.len() {
+        if ["--rate", "--rate-up", "--rate-down"].contains(&rest[i].as_str()) {
+            rest.drain(i..(i + 2).min(rest.len()));
+        } else {
+            i += 1;
+        }
+    }
+    let rate = |r: Option<bloatlab_model::Rate>| r.map(|r| bloatlab_model::units::fmt_rate_tc(r.bps)).unwrap_or_else(|| "none".into());
+    let mut lab = if c.rate_up == c.rate_down {
+        vec!["--rate".to_string(), rate(c.rate_up)]
     } else {
-        format!("{} up / {} down", c.rate_desc(true).0, c.rate_desc(false).0)
+        vec!["--rate-up".to_string(), rate(c.rate_up), "--rate-down".to_string(), rate(c.rate_down)]
     };
+    if !rest.iter().any(|a| ["--queue", "--qdisc", "--txqueuelen"].contains(&a.as_str())) {
+        lab.extend(["--queue".to_string(), c.queue.label()]);
+    }
+    lab.extend(rest);
     format!(
-        "lab {rate} {} ({}, {}); test {}",
-        c.queue_label(),
-        c.placement,
+        "lab {} ({} backend); test {}",
+        lab.join(" "),
         bloatlab_lab::backend(c).0,
         bloatlab_model::options::differing_args(&t).join(" ")
     )
@@ -353,7 +373,6 @@ fn run_lab_point(
     let _ = writeln!(logf, "test overrides: {}", serde_json::to_string(&pt.test).unwrap_or_default());
     let run = bloatlab_lab::RunOptions {
         test: pt.test.clone(),
-        queue_interval: pt.queue_interval,
         command: std::env::args().collect(),
         progress: progress.for_run(&format!("point {}", p.index)),
         ..Default::default()
@@ -644,7 +663,7 @@ mod tests {
         let pt = params::lab_point(&vals).unwrap();
         assert_eq!(
             describe_lab_point(&pt),
-            "lab 10mbit fifo:100 (router, kernel); test --scenarios 1u0d,0u1d --duration 10s --probe-interval 50ms --cc reno --witness witness"
+            "lab --rate 10mbit --queue fifo:100 --cc reno (kernel backend); test --scenarios 1u0d,0u1d --duration 10s --probe-interval 50ms --cc reno --witness witness"
         );
         // 100 full frames (1514 B) at 10 Mbit/s
         assert!((analytic_delay_ms(&vals).unwrap() - 121.12).abs() < 1e-9);

@@ -1,18 +1,15 @@
 //! `bloatlab lab` command line: parsed here into the model's [`LabConfig`]
 //! (plus the queues to run and the test options after `--`), then run by
 //! the lab crate.
-use crate::choice;
+use crate::options::OptionArgs;
 use anyhow::{anyhow, bail, Result};
 use bloatlab_host::signals;
 use bloatlab_lab::progress::Progress;
 use bloatlab_lab::{state, sys, table, RunOptions, Session};
-use std::path::Path;
-use std::time::Instant;
-use bloatlab_model::units::{parse_bytes, parse_duration, parse_duration_ns_unit_required, parse_probability};
-use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper};
+use bloatlab_model::{lab_option, Backend, LabConfig, Placement, QueueSpec, Shaper};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// `bloatlab lab`: a bufferbloat testbed in network namespaces.
 #[derive(Args, Debug)]
@@ -70,73 +67,9 @@ pub struct QdiscsArgs {
 
 #[derive(Args, Debug)]
 pub struct LabRunArgs {
-    /// Bottleneck rate both ways: 10mbit, 1.5mbit, 100kbit, 1gbit, or none.
-    #[arg(long, default_value = "10mbit", value_name = "RATE", value_parser = parse_limit)]
-    pub rate: RateLimit,
-    /// Upload (client→server) rate; overrides --rate.
-    #[arg(long, value_name = "RATE", value_parser = parse_limit)]
-    pub rate_up: Option<RateLimit>,
-    /// Download (server→client) rate; overrides --rate.
-    #[arg(long, value_name = "RATE", value_parser = parse_limit)]
-    pub rate_down: Option<RateLimit>,
-    /// Bottleneck queue: fifo:N (packets), bfifo:BYTES (64k = 65536), or with the emulator codel,
-    /// fq_codel, pie (e.g. codel:target=5ms), drophead:N; a comma list runs one test per queue
-    /// [default: fifo:1000,fifo:10].
-    #[arg(long, value_name = "QUEUE[,QUEUE...]", value_delimiter = ',', value_parser = QueueSpec::parse)]
-    pub queue: Vec<QueueSpec>,
-    /// Upload (client→server) queue instead of --queue's, e.g. a modem's deep upstream buffer:
-    /// --queue-up fifo:500 --queue-down fifo:50. With only one of the two, a --queue list varies the other direction.
-    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
-    pub queue_up: Option<QueueSpec>,
-    /// Download (server→client) queue instead of --queue's.
-    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
-    pub queue_down: Option<QueueSpec>,
-    /// Any kernel qdisc as the bottleneck queue, "KIND [ARGS]" (e.g. fq_codel, "cake", "netem delay 20ms").
-    #[arg(long, value_name = "\"KIND ARGS\"", value_parser = QueueSpec::kernel)]
-    pub qdisc: Option<QueueSpec>,
-    /// Where the bottleneck sits: the router's egress, or the sender's own interface.
-    #[arg(long, default_value = "router", value_parser = choice::<Placement>(Placement::WORDS))]
-    pub bottleneck: Placement,
-    /// Queue length of the bottleneck interface in packets (= --queue fifo:N, and `ip link set txqueuelen N`).
-    #[arg(long, value_name = "N")]
-    pub txqueuelen: Option<u32>,
-    /// Rate limiter of the kernel backend.
-    #[arg(long, default_value = "htb", value_parser = choice::<Shaper>(Shaper::WORDS))]
-    pub shaper: Shaper,
-    /// Segmentation offloads (TSO/GSO/GRO) on the lab's interfaces.
-    #[arg(long, default_value = "off", value_parser = choice::<OnOff>(OnOff::WORDS))]
-    pub offloads: OnOff,
-    /// TCP congestion control for the load flows (and the namespaces' default).
-    #[arg(long, default_value = "cubic")]
-    pub cc: String,
-    /// net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues.
-    #[arg(long, default_value = "16m", value_name = "SIZE", value_parser = parse_bytes)]
-    pub tcp_mem_max: u64,
-    /// ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 / 0) [default: the kernel's, 2 = accept only].
-    #[arg(long, value_name = "on|off", value_parser = choice::<OnOff>(OnOff::WORDS))]
-    pub ecn: Option<OnOff>,
-    /// One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with --backend kernel).
-    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
-    pub delay: Option<Duration>,
-    /// Per-direction delay variation, uniform +/- (with --delay).
-    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
-    pub jitter: Option<Duration>,
-    /// Random loss per direction, e.g. 1% or 0.01.
-    #[arg(long, value_name = "PROB", value_parser = parse_probability)]
-    pub loss: Option<f64>,
-    /// kernel (qdiscs), emulator (bloatlab's user-space link), or auto: the emulator
-    /// when --queue codel|fq_codel|pie|drophead, a trace, --delay, --jitter or --loss asks for it.
-    #[arg(long, default_value = "auto", value_parser = choice::<Backend>(Backend::WORDS))]
-    pub backend: Backend,
-    /// Rate trace for the uplink (mahimahi format; emulator backend).
-    #[arg(long, value_name = "FILE")]
-    pub trace_up: Option<PathBuf>,
-    /// Rate trace for the downlink (mahimahi format; emulator backend).
-    #[arg(long, value_name = "FILE")]
-    pub trace_down: Option<PathBuf>,
-    /// Run the test over IPv6 (the lab's ULA addresses).
-    #[arg(long)]
-    pub ipv6: bool,
+    /// The link: rate, queue, delay, ... (the model's LAB_OPTIONS).
+    #[command(flatten)]
+    pub link: OptionArgs<LabConfig>,
     /// Port of the bloatlab servers inside the lab.
     #[arg(long, default_value_t = bloatlab_model::DEFAULT_PORT)]
     pub port: u16,
@@ -152,9 +85,6 @@ pub struct LabRunArgs {
     /// Lab id (6 hex digits) instead of a random one.
     #[arg(long, value_name = "HEX")]
     pub id: Option<String>,
-    /// Queue sampling interval [default: the engine's --sample-interval, 100ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub queue_interval: Option<Duration>,
     /// Show bloatlab test's own output too.
     #[arg(long)]
     pub engine_output: bool,
@@ -166,77 +96,45 @@ pub struct LabRunArgs {
     pub engine_args: Vec<String>,
 }
 
-/// A rate, or `none` for no limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateLimit(pub Option<Rate>);
-
-fn parse_limit(s: &str) -> Result<RateLimit, String> {
-    Rate::parse_limit(s).map(RateLimit)
-}
-
-/// A delay or jitter: a unit is required (`20` could mean 20 ms or 20 s).
-fn parse_delay(s: &str) -> Result<Duration, String> {
-    parse_duration_ns_unit_required(s).map(Duration::from_nanos)
-}
-
 /// Resolve the command line into the lab run it asks for, checked before
 /// anything is built.
 pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
-    let rate_up = a.rate_up.unwrap_or(a.rate).0;
-    let rate_down = a.rate_down.unwrap_or(a.rate).0;
-    let mut queues = a.queue.clone();
-    if let Some(t) = a.txqueuelen {
-        if t == 0 {
-            bail!("--txqueuelen must be at least 1 packet");
-        }
-        if !queues.is_empty() && queues != vec![QueueSpec::Fifo { packets: t }] {
+    let o = &a.link.0;
+    let listed: Vec<QueueSpec> = o
+        .get(lab_option("queue").expect("the queue option"))
+        .unwrap_or_default()
+        .iter()
+        .map(|q| QueueSpec::parse(q).map_err(|e| anyhow!("--queue {q}: {e}")))
+        .collect::<Result<_>>()?;
+    let mut cfg = LabConfig { id: a.id.clone(), port: a.port, ..Default::default() };
+    o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+    let (up, down) = (o.has("queue-up"), o.has("queue-down"));
+    if let Some(t) = cfg.txqueuelen {
+        if !listed.is_empty() && listed != vec![QueueSpec::Fifo { packets: t }] {
             bail!("--txqueuelen {t} sets the queue to fifo:{t}; do not combine it with a different --queue");
         }
-        queues = vec![QueueSpec::Fifo { packets: t }];
-    }
-    let (queue_up, queue_down) = (a.queue_up.clone(), a.queue_down.clone());
-    if let (Some(u), Some(_)) = (&queue_up, &queue_down) {
-        if !a.queue.is_empty() {
-            bail!("--queue-up and --queue-down set both directions; --queue has nothing left to set (drop it)");
+        if up || down {
+            bail!("--txqueuelen {t} sets both directions' queue to fifo:{t}; do not combine it with --queue-up/--queue-down");
         }
-        queues = vec![u.clone()];
     }
-    if let (Some(t), true) = (a.txqueuelen, queue_up.is_some() || queue_down.is_some()) {
-        bail!("--txqueuelen {t} sets both directions' queue to fifo:{t}; do not combine it with --queue-up/--queue-down");
+    if up && down && !listed.is_empty() {
+        bail!("--queue-up and --queue-down set both directions; --queue has nothing left to set (drop it)");
     }
-    if let Some(q) = &a.qdisc {
-        if !a.queue.is_empty() || queue_up.is_some() || queue_down.is_some() {
-            bail!("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down");
-        }
-        queues = vec![q.clone()];
+    if o.has("qdisc") && (!listed.is_empty() || up || down) {
+        bail!("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down");
     }
-    if queues.is_empty() {
-        queues = vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }];
-    }
-    let cfg = LabConfig {
-        id: a.id.clone(),
-        backend: a.backend,
-        placement: a.bottleneck,
-        rate_up,
-        rate_down,
-        queue: queues[0].clone(),
-        queue_up,
-        queue_down,
-        txqueuelen: a.txqueuelen,
-        shaper: a.shaper,
-        offloads: a.offloads,
-        cc: a.cc.clone(),
-        tcp_mem_max: a.tcp_mem_max,
-        ecn: a.ecn,
-        delay: a.delay,
-        jitter: a.jitter,
-        loss: a.loss,
-        trace_up: a.trace_up.clone(),
-        trace_down: a.trace_down.clone(),
-        ipv6: a.ipv6,
-        port: a.port,
-        exe: None,
+    // One run per queue of the --queue list; otherwise one run of the
+    // queue the options set, or the demo's two.
+    let queues = if cfg.txqueuelen.is_some() || o.has("qdisc") {
+        vec![cfg.queue.clone()]
+    } else if up && down {
+        vec![cfg.queue_of(true).clone()]
+    } else if !listed.is_empty() {
+        listed
+    } else {
+        vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }]
     };
+    cfg.queue = queues[0].clone();
     let test = super::test::parse_pass_through(&a.engine_args, "bloatlab lab")?;
     for q in &queues {
         let c = LabConfig { queue: q.clone(), ..cfg.clone() };
@@ -253,7 +151,6 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
             test,
             engine_args: a.engine_args.clone(),
             show_engine_output: a.engine_output,
-            queue_interval: a.queue_interval,
             command: std::env::args().collect(),
             progress: None,
         },
@@ -519,7 +416,7 @@ fn banner(lab: &bloatlab_lab::Lab, t0: Instant) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
+    use bloatlab_model::{OnOff, Rate};
     use clap::Parser;
 
     #[derive(Parser)]
