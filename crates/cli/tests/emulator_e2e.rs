@@ -325,7 +325,7 @@ fn teardown_after_sigkill_and_restart() {
         assert!(rules.contains("lookup 7701") && rules.contains("lookup 7702"), "{rules}");
         assert!(links.contains("emu-up") && links.contains("emu-down"), "{links}");
         let pid = h.pid().unwrap();
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        bloatlab_host::process::signal(pid as u32, bloatlab_host::process::Signal::Kill);
         std::thread::sleep(Duration::from_millis(300));
         let (rules, links) = router_state(&t);
         assert!(!links.contains("emu-up:"), "TUN device outlived the process: {links}");

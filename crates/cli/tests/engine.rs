@@ -376,8 +376,7 @@ fn interrupted_client_writes_what_it_measured() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1800));
-    // SAFETY: signalling the child we spawned, by its pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Int);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     let r = TestResult::read_file(&json).unwrap();

@@ -14,16 +14,15 @@ fn capture(ns: &str, port: u16, dur: Duration) -> HashMap<(u8, &'static str), u6
     let ns = ns.to_string();
     std::thread::spawn(move || {
         bloatlab_host::netns::enter(&ns).expect("enter the router namespace");
-        // SAFETY: plain socket calls on a descriptor this thread owns.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_DGRAM, (libc::ETH_P_IP as u16).to_be() as i32) };
-        assert!(fd >= 0, "packet socket: {}", std::io::Error::last_os_error());
-        let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
-        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv as *const _ as *const libc::c_void, std::mem::size_of::<libc::timeval>() as u32) };
+        use std::io::Read;
+        let proto = socket2::Protocol::from(i32::from((libc::ETH_P_IP as u16).to_be()));
+        let sock = socket2::Socket::new(socket2::Domain::PACKET, socket2::Type::DGRAM, Some(proto)).expect("packet socket");
+        sock.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
         let mut counts = HashMap::new();
         let mut b = vec![0u8; 65536];
         let t = Instant::now();
         while t.elapsed() < dur {
-            let n = unsafe { libc::recv(fd, b.as_mut_ptr() as *mut libc::c_void, b.len(), 0) };
+            let n = (&sock).read(&mut b).unwrap_or(0);
             if n < 40 || b[0] >> 4 != 4 || b[9] != 6 {
                 continue;
             }
@@ -37,7 +36,6 @@ fn capture(ns: &str, port: u16, dur: Duration) -> HashMap<(u8, &'static str), u6
             let dir = if dport == port { "up" } else if sport == port { "down" } else { continue };
             *counts.entry((b[1] >> 2, dir)).or_insert(0) += 1;
         }
-        unsafe { libc::close(fd) };
         counts
     })
     .join()

@@ -39,8 +39,7 @@ fn lab_teardown_after_error_mid_run() {
     wait_for_test_client(&id);
     std::thread::sleep(Duration::from_millis(1500));
     for pid in netns_pids(&ns) {
-        // SAFETY: a process of the lab this test started.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        bloatlab_host::process::signal(pid as u32, bloatlab_host::process::Signal::Kill);
     }
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -60,8 +59,7 @@ fn lab_teardown_after_sigterm_keeps_partial_result() {
     let json = dir.path().join("partial.json");
     let child = long_lab(&id, &json, false);
     std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Term);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
     let r = TestResult::read_file(&json).unwrap();
@@ -82,8 +80,7 @@ fn lab_teardown_after_ctrl_c() {
     // A terminal's Ctrl-C: SIGINT to the whole foreground process group.
     let child = long_lab(&id, &json, true);
     std::thread::sleep(Duration::from_secs(3));
-    // SAFETY: the process group of our own child.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    bloatlab_host::process::signal_group(child.id(), bloatlab_host::process::Signal::Int);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     let r = TestResult::read_file(&json).unwrap();
@@ -131,8 +128,7 @@ fn lab_sigkill_then_cleanup_removes_everything() {
 #[test]
 fn lab_without_root_says_so_in_one_sentence() {
     const MSG: &str = "bloatlab lab needs root (CAP_NET_ADMIN) to create network namespaces; run it with sudo";
-    // SAFETY: trivial libc call.
-    let out = if unsafe { libc::geteuid() } != 0 {
+    let out = if !bloatlab_host::is_root() {
         Command::new(EXE).arg("lab").output().unwrap()
     } else {
         // As root: drop to nobody without capabilities.
@@ -156,7 +152,7 @@ fn lab_without_root_says_so_in_one_sentence() {
     assert!(err.contains(MSG), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     // The other subcommands say the same.
-    if unsafe { libc::geteuid() } != 0 {
+    if !bloatlab_host::is_root() {
         for sub in ["cleanup", "qdiscs"] {
             let o = Command::new(EXE).args(["lab", sub]).output().unwrap();
             assert!(String::from_utf8_lossy(&o.stderr).contains(MSG));

@@ -7,8 +7,7 @@ use std::process::Command;
 const EXE: &str = env!("CARGO_BIN_EXE_bloatlab");
 
 fn skip() -> bool {
-    // SAFETY: trivial libc call.
-    if unsafe { libc::geteuid() } != 0 {
+    if !bloatlab_host::is_root() {
         eprintln!("skipping recipe_txqueuelen: needs root to create network namespaces");
         return true;
     }

@@ -96,41 +96,28 @@ pub struct RunOpts {
     pub rt_priority: u32,
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+use bloatlab_host::clock::thread_cpu_ns;
+use bloatlab_host::poll::{readable_now, wait_readable};
+
+fn poll_readable(fd: i32, timeout_ns: u64) {
+    wait_readable(fd, timeout_ns);
 }
 
 /// Spinning is limited to SPIN_MAX_PERCENT of every SPIN_WINDOW_NS (sleep-spin mode).
 const SPIN_WINDOW_NS: u64 = 10_000_000;
 const SPIN_MAX_PERCENT: u64 = 50;
 
-/// True if `fd` has a packet waiting (non-blocking check).
-fn readable_now(fd: i32) -> bool {
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
-}
-
-/// Wait for `fd` to become readable, at most `timeout_ns`.
-fn poll_readable(fd: i32, timeout_ns: u64) {
-    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
-    unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-}
-
 /// Run one direction until `stop` is set. `name` is "up" or "down".
 pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, clock: Clock, stop: &AtomicBool) -> DirectionReport {
     // 1 ns timer slack: ppoll timeouts fire when asked, not up to 50 us later
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    bloatlab_host::sched::set_current_thread_timer_slack(1);
     let mut rt_error = None;
     let (mut spin_window_start, mut spin_used, mut spin_limited) = (0u64, 0u64, 0u64);
     // a spinning real-time thread would starve its CPU (and then be throttled
     // by the kernel for tens of ms): never real-time in pure spin mode
     if opts.rt_priority > 0 && opts.timer != TimerMode::Spin {
-        let p = libc::sched_param { sched_priority: opts.rt_priority as libc::c_int };
-        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
-            rt_error = Some(std::io::Error::last_os_error().to_string());
+        if let Err(e) = bloatlab_host::sched::make_current_thread_realtime(opts.rt_priority) {
+            rt_error = Some(e.to_string());
         }
     }
     let cpu0 = thread_cpu_ns();

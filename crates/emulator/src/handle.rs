@@ -132,14 +132,8 @@ pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
     cmd.arg("emulate").arg("--spec").arg(&spec_path);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::from(log));
     if o.die_with_parent {
-        // SAFETY: prctl in the child before exec, async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                // die with the lab: SIGTERM when the parent (thread) goes away
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0);
-                Ok(())
-            });
-        }
+        // die with the lab: SIGTERM when the parent (thread) goes away
+        bloatlab_host::process::die_with_parent(&mut cmd, bloatlab_host::process::Signal::Term);
     } else {
         cmd.process_group(0);
     }
@@ -201,7 +195,7 @@ impl EmulatorHandle {
         if let Ok(Some(st)) = child.try_wait() {
             return Ok(st);
         }
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Term);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(st) = child.try_wait()? {

@@ -22,7 +22,8 @@ pub use config::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, QueueSpe
 pub mod datapath;
 pub mod handle;
 pub mod run;
-pub mod tun;
+/// TUN devices: crates/host's (the system calls live there).
+pub use bloatlab_host::tun;
 
 pub use handle::{start_in_netns, start_with, EmulatorHandle, EmulatorStats, StartOptions};
 pub use run::{run, RunSpec};

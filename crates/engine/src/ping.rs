@@ -10,7 +10,7 @@
 use bloatlab_host::clock;
 use bloatlab_model::{PingKind, PingTarget};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::mem::MaybeUninit;
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -154,13 +154,12 @@ impl Pinger {
                 }).map_err(|e| e.to_string())?);
                 let (st, sm) = (stop_rx.clone(), samples.clone());
                 threads.push(thread::Builder::new().name("ping-rx".into()).spawn(move || {
-                    let mut buf = [MaybeUninit::<u8>::uninit(); 1500];
+                    let mut buf = [0u8; 1500];
                     loop {
-                        match rx.recv(&mut buf) {
+                        match (&rx).read(&mut buf) {
                             Ok(n) => {
                                 let t1 = clock::now_ns();
-                                // SAFETY: recv initialized the first n bytes.
-                                let b: &[u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u8, n) };
+                                let b: &[u8] = &buf[..n];
                                 let Some((rid, rseq)) = parse_reply(b, v4, raw) else { continue };
                                 if raw && rid != id {
                                     continue;

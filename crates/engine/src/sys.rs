@@ -1,6 +1,12 @@
-//! Host facts and socket options: TCP_INFO, TCP_CONGESTION, buffers, MSS.
+//! Host facts and socket options as the engine records them: TCP_INFO
+//! samples, TCP_CONGESTION with its error message, buffers, MSS, DSCP (the
+//! system calls are crates/host's).
+use bloatlab_host::sock;
 use bloatlab_results::{HostInfo, Side, TcpInfoSample};
 use std::os::fd::AsRawFd;
+
+pub use bloatlab_host::mem::advise_huge_pages;
+pub use bloatlab_host::sock::{recv_stamped as recv_stamped_flags, set_int};
 
 fn read_trim(path: &str) -> String {
     bloatlab_host::read_trim(path).unwrap_or_default()
@@ -8,17 +14,7 @@ fn read_trim(path: &str) -> String {
 
 /// Facts about this host for the result metadata.
 pub fn host_info() -> HostInfo {
-    let mut os = String::new();
-    // SAFETY: uname fills a caller-provided struct.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) == 0 {
-            let s = |f: &[libc::c_char]| {
-                std::ffi::CStr::from_ptr(f.as_ptr()).to_string_lossy().into_owned()
-            };
-            os = format!("{} {}", s(&u.sysname), s(&u.machine));
-        }
-    }
+    let os = bloatlab_host::process::uname().map(|(os, machine)| format!("{os} {machine}")).unwrap_or_default();
     HostInfo {
         hostname: read_trim("/proc/sys/kernel/hostname"),
         kernel: read_trim("/proc/sys/kernel/osrelease"),
@@ -53,18 +49,7 @@ pub fn set_cc(sock: &impl AsRawFd, cc: &str) -> Result<(), String> {
     if cc.is_empty() {
         return Ok(());
     }
-    // SAFETY: valid fd, pointer/len of a byte slice.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            cc.as_ptr() as *const libc::c_void,
-            cc.len() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
+    if let Err(e) = sock::set_tcp_congestion(sock, cc) {
         return Err(format!(
             "congestion control \"{cc}\" cannot be used on this host ({e}); available: {}",
             available_cc().join(" ")
@@ -74,33 +59,11 @@ pub fn set_cc(sock: &impl AsRawFd, cc: &str) -> Result<(), String> {
 }
 
 pub fn get_cc(sock: &impl AsRawFd) -> String {
-    let mut buf = [0u8; 32];
-    let mut len = buf.len() as libc::socklen_t;
-    // SAFETY: buffer and length are valid.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return String::new();
-    }
-    let s = &buf[..len as usize];
-    String::from_utf8_lossy(s.split(|b| *b == 0).next().unwrap_or(&[])).into_owned()
+    sock::tcp_congestion(sock).unwrap_or_default()
 }
 
 fn getsockopt_int(sock: &impl AsRawFd, level: i32, opt: i32) -> Option<i32> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: int-sized option.
-    let r = unsafe {
-        libc::getsockopt(sock.as_raw_fd(), level, opt, &mut v as *mut _ as *mut libc::c_void, &mut len)
-    };
-    (r == 0).then_some(v)
+    sock::get_int(sock, level, opt)
 }
 
 /// TCP_NOTSENT_LOWAT: the socket accepts new data only while fewer than
@@ -108,23 +71,6 @@ fn getsockopt_int(sock: &impl AsRawFd, level: i32, opt: i32) -> Option<i32> {
 /// response on a busy HTTP/2 connection) waits behind at most that much.
 pub fn set_notsent_lowat(sock: &impl AsRawFd, bytes: i32) -> std::io::Result<()> {
     set_int(sock, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes)
-}
-
-pub fn set_int(sock: &impl AsRawFd, level: i32, opt: i32, v: i32) -> std::io::Result<()> {
-    // SAFETY: int-sized option.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            opt,
-            &v as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 pub fn mss(sock: &impl AsRawFd) -> u32 {
@@ -137,83 +83,10 @@ pub fn rcvbuf(sock: &impl AsRawFd) -> u32 {
     getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0) as u32
 }
 
-/// Linux `struct tcp_info` (include/uapi/linux/tcp.h) up to tcpi_snd_wnd.
-/// Older kernels return a shorter struct; fields past the returned length stay 0.
-#[repr(C)]
-#[derive(Default, Clone, Copy)]
-struct RawTcpInfo {
-    state: u8,
-    ca_state: u8,
-    retransmits: u8,
-    probes: u8,
-    backoff: u8,
-    options: u8,
-    wscale: u8,
-    flags: u8,
-    rto: u32,
-    ato: u32,
-    snd_mss: u32,
-    rcv_mss: u32,
-    unacked: u32,
-    sacked: u32,
-    lost: u32,
-    retrans: u32,
-    fackets: u32,
-    last_data_sent: u32,
-    last_ack_sent: u32,
-    last_data_recv: u32,
-    last_ack_recv: u32,
-    pmtu: u32,
-    rcv_ssthresh: u32,
-    rtt: u32,
-    rttvar: u32,
-    snd_ssthresh: u32,
-    snd_cwnd: u32,
-    advmss: u32,
-    reordering: u32,
-    rcv_rtt: u32,
-    rcv_space: u32,
-    total_retrans: u32,
-    pacing_rate: u64,
-    max_pacing_rate: u64,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u32,
-    segs_in: u32,
-    notsent_bytes: u32,
-    min_rtt: u32,
-    data_segs_in: u32,
-    data_segs_out: u32,
-    delivery_rate: u64,
-    busy_time: u64,
-    rwnd_limited: u64,
-    sndbuf_limited: u64,
-    delivered: u32,
-    delivered_ce: u32,
-    bytes_sent: u64,
-    bytes_retrans: u64,
-    dsack_dups: u32,
-    reord_seen: u32,
-    rcv_ooopack: u32,
-    snd_wnd: u32,
-}
+use bloatlab_host::sock::TcpInfo as RawTcpInfo;
 
-/// TCP_INFO as the kernel filled it, and how many bytes it filled (older
-/// kernels fill fewer fields; the rest stay 0).
-fn raw_tcp_info(sock: &impl AsRawFd) -> Option<(RawTcpInfo, usize)> {
-    let mut raw = RawTcpInfo::default();
-    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `raw`.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            &mut raw as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    (r == 0).then_some((raw, len as usize))
+fn raw_tcp_info(s: &impl AsRawFd) -> Option<(RawTcpInfo, usize)> {
+    sock::tcp_info(s)
 }
 
 /// Payload bytes this socket's TCP has received in sequence
@@ -260,15 +133,6 @@ pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSam
     })
 }
 
-/// Ask for transparent huge pages behind `block` (madvise MADV_HUGEPAGE),
-/// before its first touch; `block` must start on a page boundary. False
-/// where the kernel has no THP or refuses; the memory is usable either way.
-pub fn advise_huge_pages(block: &mut [u8]) -> bool {
-    // SAFETY: the range is exactly the slice's own memory, and
-    // MADV_HUGEPAGE changes how it is backed, never its contents.
-    unsafe { libc::madvise(block.as_mut_ptr() as *mut libc::c_void, block.len(), libc::MADV_HUGEPAGE) == 0 }
-}
-
 /// Ask the kernel to stamp received datagrams (SO_TIMESTAMPNS).
 pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
     set_int(sock, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
@@ -278,43 +142,6 @@ pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
 /// kernel's receive time (CLOCK_REALTIME ns) when SO_TIMESTAMPNS is on.
 pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
     recv_stamped_flags(sock, buf, 0)
-}
-
-/// `recv_stamped` with recvmsg(2) flags (e.g. MSG_DONTWAIT).
-pub fn recv_stamped_flags(
-    sock: &impl AsRawFd,
-    buf: &mut [u8],
-    flags: libc::c_int,
-) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
-    // SAFETY: every pointer handed to recvmsg points into locals that outlive the call,
-    // with their true lengths; control-message parsing uses the libc CMSG helpers.
-    unsafe {
-        let mut storage = socket2::SockAddrStorage::zeroed();
-        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
-        let mut control = [0u64; 16]; // 128 bytes, 8-aligned
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_name = storage.view_as::<libc::sockaddr_storage>() as *mut _ as *mut libc::c_void;
-        msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-        msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let n = libc::recvmsg(sock.as_raw_fd(), &mut msg, flags);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut ts = None;
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
-                ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-        let addr = socket2::SockAddr::new(storage, msg.msg_namelen).as_socket();
-        Ok((n as usize, addr, ts))
-    }
 }
 
 #[cfg(test)]
@@ -330,10 +157,6 @@ mod tests {
         assert!(i.cwnd >= 1, "cwnd {}", i.cwnd);
         assert!(i.snd_mss > 0);
         assert!(mss(&c) > 0);
-        // RawTcpInfo layout: offset of tcpi_total_retrans is 100 in the uapi header.
-        assert_eq!(std::mem::offset_of!(RawTcpInfo, total_retrans), 100);
-        assert_eq!(std::mem::offset_of!(RawTcpInfo, delivery_rate), 160);
-        assert_eq!(std::mem::offset_of!(RawTcpInfo, snd_wnd), 228);
     }
     #[test]
     fn kernel_receive_stamps() {

@@ -53,6 +53,48 @@ pub fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time the calling thread has used, ns (CLOCK_THREAD_CPUTIME_ID).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills a caller-provided timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The resolution of CLOCK_MONOTONIC, ns (clock_getres).
+pub fn mono_resolution_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_getres fills a caller-provided timespec.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
+}
+
+/// Sleep until CLOCK_MONOTONIC reads `mono` ns (clock_nanosleep with
+/// TIMER_ABSTIME: an absolute deadline, so no error accumulates); a signal
+/// does not cut it short.
+pub fn sleep_until_mono(mono: u64) {
+    let ts = timespec(mono);
+    loop {
+        // SAFETY: a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
+        let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        if r != libc::EINTR {
+            break;
+        }
+    }
+}
+
+/// One relative nanosleep(2) of `ns` (a signal ends it early): the naive
+/// pacer the pacing experiment measures against.
+pub fn nanosleep(ns: u64) {
+    let ts = timespec(ns);
+    // SAFETY: a valid timespec; no remainder asked for.
+    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+}
+
 /// CLOCK_REALTIME nanoseconds, read now (for file names and records, not intervals).
 pub fn realtime_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)

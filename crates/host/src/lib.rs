@@ -1,19 +1,26 @@
-//! The OS layer every bloatlab process shares: signal handling
-//! ([`signals`]), the one clock ([`clock`]), network namespaces ([`netns`]),
-//! running ip/tc/ethtool ([`cmd`]), and facts about the machine read from
-//! /proc and /boot (every result records its conditions).
+//! The OS layer every bloatlab process shares, and the only crate with
+//! `unsafe` code: every raw system call sits here behind a safe API.
+//! Signal handling ([`signals`]), the one clock and timed sleeps
+//! ([`clock`]), network namespaces ([`netns`]), running ip/tc/ethtool
+//! ([`cmd`]), processes and signals to them ([`process`]), file locks
+//! ([`fs`]), socket options and receive stamps ([`sock`]), readiness waits
+//! ([`poll`]), thread scheduling ([`sched`]), huge pages ([`mem`]), TUN
+//! devices ([`tun`]), and facts about the machine read from /proc and /boot
+//! (every result records its conditions).
 
 pub mod clock;
 pub mod cmd;
+pub mod fs;
+pub mod mem;
 pub mod netns;
+pub mod poll;
+pub mod process;
 pub mod sched;
 pub mod signals;
+pub mod sock;
+pub mod tun;
 
-/// True when this process runs as root (effective uid 0).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use process::is_root;
 
 /// A file's contents without surrounding whitespace, or None when unreadable.
 pub fn read_trim(path: &str) -> Option<String> {

@@ -627,8 +627,7 @@ impl Lab {
         }
         self.torn_down = true;
         for ch in &mut self.servers {
-            // SAFETY: signalling our own child by pid.
-            unsafe { libc::kill(ch.id() as i32, libc::SIGTERM) };
+            bloatlab_host::process::signal_child(ch, bloatlab_host::process::Signal::Term);
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         for ch in &mut self.servers {

@@ -3,7 +3,8 @@
 //! A socket opened inside a namespace stays bound to it.
 use crate::sys;
 use anyhow::{anyhow, bail, Result};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io::Read;
 
 const RTM_NEWQDISC: u16 = 36;
 const RTM_GETQDISC: u16 = 38;
@@ -41,7 +42,7 @@ impl NlQdisc {
 }
 
 pub struct QdiscSock {
-    fd: OwnedFd,
+    sock: Socket,
     seq: u32,
 }
 
@@ -127,28 +128,13 @@ pub fn parse_qdisc(body: &[u8]) -> Option<NlQdisc> {
 impl QdiscSock {
     /// A NETLINK_ROUTE socket inside namespace `ns`.
     pub fn open_in(ns: &str) -> Result<QdiscSock> {
-        let fd = sys::in_netns(ns, || {
-            // SAFETY: plain socket(2).
-            let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
-            if fd < 0 {
-                bail!("netlink socket: {}", std::io::Error::last_os_error());
-            }
-            // SAFETY: fd is a fresh, owned descriptor.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-            let tv = libc::timeval { tv_sec: 1, tv_usec: 0 };
-            // SAFETY: setsockopt with a valid timeval.
-            unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVTIMEO,
-                    &tv as *const _ as *const libc::c_void,
-                    std::mem::size_of::<libc::timeval>() as u32,
-                )
-            };
-            Ok(fd)
+        let sock = sys::in_netns(ns, || {
+            let s = Socket::new(Domain::from(libc::AF_NETLINK), Type::RAW.cloexec(), Some(Protocol::from(libc::NETLINK_ROUTE)))
+                .map_err(|e| anyhow!("netlink socket: {e}"))?;
+            s.set_read_timeout(Some(std::time::Duration::from_secs(1)))?;
+            Ok(s)
         })?;
-        Ok(QdiscSock { fd, seq: 0 })
+        Ok(QdiscSock { sock, seq: 0 })
     }
 
     /// Dump every qdisc of the namespace.
@@ -160,20 +146,13 @@ impl QdiscSock {
         req[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
         req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
         // tcmsg: all zero (AF_UNSPEC, every interface).
-        // SAFETY: send on our socket from a valid buffer (kernel is the default destination).
-        let n = unsafe { libc::send(self.fd.as_raw_fd(), req.as_ptr() as *const libc::c_void, req.len(), 0) };
-        if n < 0 {
-            bail!("netlink send: {}", std::io::Error::last_os_error());
-        }
+        // the kernel is an unconnected netlink socket's default destination
+        self.sock.send(&req).map_err(|e| anyhow!("netlink send: {e}"))?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65536];
         loop {
-            // SAFETY: recv into our buffer.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-            if n < 0 {
-                bail!("netlink recv: {}", std::io::Error::last_os_error());
-            }
-            let mut b = &buf[..n as usize];
+            let n = (&self.sock).read(&mut buf).map_err(|e| anyhow!("netlink recv: {e}"))?;
+            let mut b = &buf[..n];
             while b.len() >= 16 {
                 let len = u32_at(b, 0) as usize;
                 let ty = u16_at(b, 4);
@@ -210,16 +189,8 @@ impl QdiscSock {
 
 /// Interface index of `dev` inside namespace `ns`.
 pub fn ifindex_in(ns: &str, dev: &str) -> Result<i32> {
-    let d = std::ffi::CString::new(dev)?;
     let name = dev.to_string();
-    sys::in_netns(ns, move || {
-        // SAFETY: valid C string.
-        let i = unsafe { libc::if_nametoindex(d.as_ptr()) };
-        if i == 0 {
-            bail!("no interface {name}");
-        }
-        Ok(i as i32)
-    })
+    sys::in_netns(ns, move || Ok(bloatlab_host::sock::if_index(&name)? as i32))
 }
 
 #[cfg(test)]

@@ -293,8 +293,7 @@ impl Lab {
             match forwarded {
                 None if sig != 0 => {
                     // Ask the client to stop and write what it has.
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                    bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Int);
                     forwarded = Some((sig, Instant::now()));
                 }
                 Some((_, t)) if t.elapsed() > Duration::from_secs(10) => {

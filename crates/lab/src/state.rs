@@ -8,7 +8,7 @@ use crate::sys;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use bloatlab_host::process::Signal;
 use std::path::PathBuf;
 
 pub const STATE_DIR: &str = "/run/bloatlab";
@@ -105,8 +105,7 @@ fn open_lock(id: &str) -> Result<File> {
 }
 
 fn try_flock(f: &File) -> bool {
-    // SAFETY: flock on an open fd.
-    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    bloatlab_host::fs::try_lock(f)
 }
 
 impl Ownership {
@@ -337,8 +336,8 @@ pub fn list() -> Result<Vec<LabStatus>> {
             .map(|f| {
                 let free = try_flock(&f);
                 if free {
-                    // SAFETY: release the probe lock.
-                    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_UN) };
+                    // release the probe lock
+                    bloatlab_host::fs::unlock(&f);
                 }
                 !free
             })
@@ -383,7 +382,7 @@ fn read_record(id: &str) -> Option<LabRecord> {
 pub fn stop_children(children: &[ChildRec]) -> usize {
     let mut n = 0;
     for c in children {
-        if sys::kill_if_same(c.pid, c.start, libc::SIGTERM) {
+        if sys::kill_if_same(c.pid, c.start, Signal::Term) {
             n += 1;
         }
     }
@@ -398,7 +397,7 @@ pub fn stop_children(children: &[ChildRec]) -> usize {
         }
         if std::time::Instant::now() > deadline {
             for c in alive {
-                sys::kill_if_same(c.pid, c.start, libc::SIGKILL);
+                sys::kill_if_same(c.pid, c.start, Signal::Kill);
             }
             break;
         }

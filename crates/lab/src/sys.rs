@@ -46,8 +46,7 @@ pub fn get_sysctl(ns: &str, k: &str) -> Result<String> {
 /// CAP_SYS_ADMIN, which `ip netns add` needs to mount the namespace)?
 pub fn have_lab_privileges() -> bool {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        // SAFETY: trivial libc call.
-        return unsafe { libc::geteuid() } == 0;
+        return bloatlab_host::is_root();
     };
     for line in status.lines() {
         if let Some(hex) = line.strip_prefix("CapEff:") {
@@ -122,7 +121,7 @@ pub fn netns_pids(ns: &str) -> Vec<u32> {
 }
 
 /// Send a signal to a pid if it is still the same process (start time matches).
-pub fn kill_if_same(pid: u32, start: Option<u64>, sig: i32) -> bool {
+pub fn kill_if_same(pid: u32, start: Option<u64>, sig: bloatlab_host::process::Signal) -> bool {
     if pid == 0 {
         return false;
     }
@@ -131,7 +130,6 @@ pub fn kill_if_same(pid: u32, start: Option<u64>, sig: i32) -> bool {
             return false;
         }
     }
-    // SAFETY: kill(2) on a specific pid we verified.
-    unsafe { libc::kill(pid as i32, sig) == 0 }
+    bloatlab_host::process::signal(pid, sig)
 }
 

@@ -246,36 +246,7 @@ pub fn simulate_with(cfg: &PacingConfig, send_cost: u64, start: u64, mut oversle
 
 use bloatlab_host::clock::mono_ns;
 
-fn sleep_until_abs(t_abs: u64) {
-    let ts = libc::timespec { tv_sec: (t_abs / 1_000_000_000) as _, tv_nsec: (t_abs % 1_000_000_000) as _ };
-    loop {
-        // SAFETY: valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
-        if r != libc::EINTR {
-            break;
-        }
-    }
-}
-
-fn sleep_rel(ns: u64) {
-    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ };
-    // SAFETY: valid timespec; an interrupted sleep simply ends early (naive pacer).
-    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-}
-
-fn set_buf(sock: &UdpSocket, opt: libc::c_int, force: libc::c_int, bytes: i32) {
-    use std::os::fd::AsRawFd;
-    let fd = sock.as_raw_fd();
-    let v = bytes;
-    // SAFETY: setsockopt with a valid fd and an int option value.
-    unsafe {
-        let p = &v as *const i32 as *const libc::c_void;
-        let l = std::mem::size_of::<i32>() as libc::socklen_t;
-        if libc::setsockopt(fd, libc::SOL_SOCKET, force, p, l) != 0 {
-            libc::setsockopt(fd, libc::SOL_SOCKET, opt, p, l);
-        }
-    }
-}
+use bloatlab_host::clock::{nanosleep as sleep_rel, sleep_until_mono as sleep_until_abs};
 
 /// Histogram bin of inter-departure gaps.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -502,16 +473,13 @@ pub fn analyze(cfg: &PacingConfig, dep: &[u64], arr: &[u64]) -> PacingResult {
 }
 
 pub fn metadata(version: &str) -> PacingMetadata {
-    let mut res = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid pointer.
-    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut res) };
     PacingMetadata {
         bloatlab_version: version.into(),
         start_time: crate::units::utc_now_strings().1,
         hostname: bloatlab_host::hostname(),
         kernel: bloatlab_host::kernel_release(),
         kernel_hz: bloatlab_host::kernel_hz(),
-        clock_resolution_ns: res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64,
+        clock_resolution_ns: bloatlab_host::clock::mono_resolution_ns(),
         timer_slack_ns: 1,
         spin_lead_ns: SPIN_LEAD_NS,
         cpus: bloatlab_host::cpus(),
@@ -528,11 +496,11 @@ pub fn run(cfg: &PacingConfig, version: &str, stop: &'static AtomicBool) -> anyh
     let meta = metadata(version);
     let steal = bloatlab_host::StealMeter::start();
     let rx = UdpSocket::bind("127.0.0.1:0")?;
-    set_buf(&rx, libc::SO_RCVBUF, libc::SO_RCVBUFFORCE, 32 << 20);
+    let _ = bloatlab_host::sock::set_buffer_forced(&rx, true, 32 << 20);
     rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))?;
     let addr = rx.local_addr()?;
     let tx = UdpSocket::bind("127.0.0.1:0")?;
-    set_buf(&tx, libc::SO_SNDBUF, libc::SO_SNDBUFFORCE, 8 << 20);
+    let _ = bloatlab_host::sock::set_buffer_forced(&tx, false, 8 << 20);
     tx.connect(addr)?;
     let run_id: u32 = (mono_ns() as u32) ^ std::process::id();
 
@@ -566,8 +534,7 @@ pub fn run(cfg: &PacingConfig, version: &str, stop: &'static AtomicBool) -> anyh
 
     let c = *cfg;
     let sender = std::thread::spawn(move || -> std::io::Result<SenderLog> {
-        // SAFETY: prctl on the calling thread with integer arguments.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        bloatlab_host::sched::set_current_thread_timer_slack(1);
         let mut pacer = make_pacer(c.timer, c.ipi_ns);
         let wire = c.wire_time_ns();
         let mut buf = vec![0u8; c.payload];

@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +17,7 @@ pub use bloatlab_testkit::{guarded, StealMeter};
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
 pub fn is_root() -> bool {
-    unsafe { libc::geteuid() == 0 }
+    bloatlab_host::is_root()
 }
 
 /// Why the environment cannot run namespace tests, if it cannot.
@@ -212,10 +211,8 @@ pub struct Bulk {
     pub srtt_ms: Vec<(Duration, f64)>,
 }
 
-fn set_buf(fd: i32, opt: libc::c_int, bytes: usize) {
-    let v = bytes as libc::c_int;
-    let r = unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, opt, &v as *const _ as *const libc::c_void, 4) };
-    assert_eq!(r, 0, "setsockopt buffer");
+fn set_buf(sock: &impl std::os::fd::AsRawFd, opt: libc::c_int, bytes: usize) {
+    bloatlab_host::sock::set_int(sock, libc::SOL_SOCKET, opt, bytes as i32).expect("setsockopt buffer");
 }
 
 /// `bufsize`: fixed SO_SNDBUF (sender) and SO_RCVBUF (receiver), None = autotuning.
@@ -223,7 +220,7 @@ pub fn tcp_bulk(client_ns: &str, server_ns: &str, server: &str, cc: &str, dur: D
     let a: SocketAddr = server.parse().unwrap();
     let listener = in_ns(server_ns, move || TcpListener::bind(a).expect("listen"));
     if let Some(b) = bufsize {
-        set_buf(listener.as_raw_fd(), libc::SO_RCVBUF, b);
+        set_buf(&listener, libc::SO_RCVBUF, b);
     }
     let received = Arc::new(AtomicU64::new(0));
     let r2 = received.clone();
@@ -241,16 +238,12 @@ pub fn tcp_bulk(client_ns: &str, server_ns: &str, server: &str, cc: &str, dur: D
     });
     let mut stream = in_ns(client_ns, move || TcpStream::connect(a).expect("connect"));
     if let Some(b) = bufsize {
-        set_buf(stream.as_raw_fd(), libc::SO_SNDBUF, b);
+        set_buf(&stream, libc::SO_SNDBUF, b);
     }
-    let ccs = std::ffi::CString::new(cc).unwrap();
-    let r = unsafe {
-        libc::setsockopt(stream.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, ccs.as_ptr() as *const libc::c_void, cc.len() as libc::socklen_t)
-    };
-    assert_eq!(r, 0, "TCP_CONGESTION {cc}");
+    bloatlab_host::sock::set_tcp_congestion(&stream, cc).unwrap_or_else(|e| panic!("TCP_CONGESTION {cc}: {e}"));
     let stop = Arc::new(AtomicBool::new(false));
     let st2 = stop.clone();
-    let fd = stream.as_raw_fd();
+    let probe = stream.try_clone().expect("a second handle on the stream");
     let writer = std::thread::spawn(move || {
         let buf = vec![0x5au8; 1 << 16];
         while !st2.load(Ordering::Relaxed) {
@@ -266,15 +259,12 @@ pub fn tcp_bulk(client_ns: &str, server_ns: &str, server: &str, cc: &str, dur: D
     while start.elapsed() < dur {
         std::thread::sleep(Duration::from_millis(100));
         samples.push((start.elapsed(), received.load(Ordering::Relaxed)));
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len) };
-        if r == 0 {
-            srtt.push((start.elapsed(), info.tcpi_rtt as f64 / 1e3));
+        if let Some((info, _)) = bloatlab_host::sock::tcp_info(&probe) {
+            srtt.push((start.elapsed(), info.rtt as f64 / 1e3));
         }
     }
     stop.store(true, Ordering::Relaxed);
-    unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+    let _ = probe.shutdown(std::net::Shutdown::Both);
     let s = writer.join().unwrap();
     drop(s);
     let _ = acc.join();

@@ -11,8 +11,7 @@ pub const EXE: &str = env!("CARGO_BIN_EXE_bloatlab");
 
 /// True (after printing why) when this machine cannot run labs: not root, or tools missing.
 pub fn skip(test: &str) -> bool {
-    // SAFETY: trivial libc call.
-    if unsafe { libc::geteuid() } != 0 {
+    if !bloatlab_host::is_root() {
         eprintln!("skipping {test}: needs root to create network namespaces (run cargo test as root)");
         return true;
     }
