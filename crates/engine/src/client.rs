@@ -206,128 +206,244 @@ fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Re
     }
 }
 
-/// Run a whole test. `interrupt` is polled; `live` is called a few times a second.
+/// Run a whole test. `interrupt` is polled; `live` is called a few times a
+/// second. The phases, in order: connect (the control session, the
+/// witness's), start the probes, the idle baseline, the scenarios (a list
+/// or a ramp), collect what the probes saw, and close with the result.
 pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)) -> Outcome {
     let fail = |e: String| Outcome { result: None, error: Some(e), interrupted: false };
-    if let Err(e) = cfg.validate() {
-        return fail(e);
-    }
-    // The senders' source block, faulted in now at this thread's priority:
-    // a bulk (SCHED_IDLE) thread zeroing its 2 MiB huge page on a saturated
-    // host would wait behind every other thread and hold up the whole test.
-    flow::source();
-    if !cfg.cc.is_empty() {
-        let probe = std::net::UdpSocket::bind("127.0.0.1:0");
-        if probe.is_ok() {
-            let t = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None);
-            if let Ok(t) = t {
-                if let Err(e) = sys::set_cc(&t, &cfg.cc) {
-                    return fail(format!("client: {e}"));
-                }
-            }
-        }
-    }
-    let addr = match conn::resolve(&cfg.server, cfg.port, cfg.family) {
-        Ok(a) => a,
+    let mut conns = match Connections::open(cfg) {
+        Ok(c) => c,
         Err(e) => return fail(e),
     };
-    let max_flows = cfg.max_flows();
-    // Generous: flow setup and the final probe drain take time beyond the phases.
-    let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
-        + Duration::from_secs(10))
-    .as_millis() as u64;
-    let mut sess = match open_session(addr, cfg, max_flows, planned_ms) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    // Before any load: --rpm needs the server's RPM endpoints.
-    if !cfg.rpm.is_empty() && sess.rpm.is_none() {
-        let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: "cancelled: no RPM endpoints".into(), complete: false });
-        return fail(format!(
-            "--rpm: the server at {addr} serves no RPM endpoints (it runs with --no-rpm, or is an older bloatlab); drop --rpm, or run `bloatlab rpm URL` against an RPM server"
-        ));
-    }
-    // Witness host: a probe-only session.
-    let mut witness = None;
-    if let Some(w) = &cfg.witness {
-        let waddr = match conn::resolve(w, cfg.port, cfg.family) {
-            Ok(a) => a,
-            Err(e) => return fail(format!("witness: {e}")),
-        };
-        match open_session(waddr, cfg, 0, planned_ms) {
-            Ok(s) => witness = Some((waddr, s)),
-            Err(e) => return fail(format!("witness: {e}")),
-        }
-    }
     let start_unix_ns = clock::now_ns();
-    // Interleave the probe streams so they never share an instant (and so
-    // never queue behind each other in either host's stack): server probes at
-    // 0, witness probes at 1/4 and the request/response probe at 1/2 interval.
-    let iv = cfg.probe_interval.as_nanos() as u64;
-    let first_due = clock::now_ns() + 1_000_000;
-    let probes = match ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth) {
+    let probes = match Probes::start(cfg, &conns) {
         Ok(p) => p,
-        Err(e) => return fail(format!("cannot start UDP probes to {addr}: {e}")),
+        Err(e) => return fail(e),
     };
-    let wprobes = match &witness {
-        Some((waddr, ws)) => match ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), ws.auth) {
-            Ok(p) => Some(p),
-            Err(e) => return fail(format!("cannot start UDP probes to the witness {waddr}: {e}")),
-        },
-        None => None,
-    };
-    // Pings to other hosts, at 3/4 of the probe interval's phase.
-    let mut pingers = vec![];
-    for t in &cfg.pings {
-        match crate::ping::Pinger::start(t, cfg.ping_interval, first_due + iv * 3 / 4) {
-            Ok(p) => pingers.push(p),
-            Err(e) => return fail(format!("--ping: {e}")),
-        }
-    }
-    let rr = match join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token }).and_then(|s| {
-        RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string())
-    }) {
-        Ok(r) => r,
-        Err(e) => return fail(format!("cannot open the request/response connection: {e}")),
-    };
-
-    let mut phases: Vec<RawPhase> = vec![];
-    let mut error: Option<String> = None;
-    let mut interrupted = false;
-    let mut socket_info = SocketInfo::default();
+    let mut m = Measured::default();
     let nphases = cfg.max_scenarios() + usize::from(!cfg.idle.is_zero());
+    measure_idle(cfg, interrupt, live, &probes, nphases, &mut m);
+    measure_scenarios(cfg, &mut conns, interrupt, live, &probes, nphases, &mut m);
+    if interrupt.load(Ordering::Relaxed) {
+        m.interrupted = true;
+    }
+    let seen = probes.finish(cfg, m.interrupted);
+    conns.close(cfg, start_unix_ns, m, seen)
+}
 
-    // Idle baseline.
-    if !cfg.idle.is_zero() {
-        let start = clock::now_ns();
-        let end = start + cfg.idle.as_nanos() as u64;
-        while clock::now_ns() < end {
-            if interrupt.load(Ordering::Relaxed) {
-                interrupted = true;
-                break;
+/// The test's connections: the control session with the server, and the
+/// witness's probe-only session.
+struct Connections {
+    addr: SocketAddr,
+    sess: Session,
+    witness: Option<(SocketAddr, Session)>,
+}
+
+impl Connections {
+    /// Check the configuration, reach the server and the witness, and
+    /// have the test accepted (before any load: `--rpm` needs the server's
+    /// RPM endpoints).
+    fn open(cfg: &TestConfig) -> Result<Connections, String> {
+        cfg.validate()?;
+        // The senders' source block, faulted in now at this thread's priority:
+        // a bulk (SCHED_IDLE) thread zeroing its 2 MiB huge page on a saturated
+        // host would wait behind every other thread and hold up the whole test.
+        flow::source();
+        if !cfg.cc.is_empty() {
+            if let Ok(t) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) {
+                sys::set_cc(&t, &cfg.cc).map_err(|e| format!("client: {e}"))?;
             }
-            live(&Live {
-                phase: "idle".into(),
-                phase_index: 0,
-                phases: nphases,
-                elapsed_s: (clock::now_ns() - start) as f64 / 1e9,
-                phase_len_s: cfg.idle.as_secs_f64(),
-                rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
-                ..Default::default()
-            });
-            thread::sleep(Duration::from_millis(50));
         }
-        phases.push(RawPhase::idle(start, clock::now_ns()));
+        let addr = conn::resolve(&cfg.server, cfg.port, cfg.family)?;
+        // Generous: flow setup and the final probe drain take time beyond the phases.
+        let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
+            + Duration::from_secs(10))
+        .as_millis() as u64;
+        let mut sess = open_session(addr, cfg, cfg.max_flows(), planned_ms)?;
+        if !cfg.rpm.is_empty() && sess.rpm.is_none() {
+            let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: "cancelled: no RPM endpoints".into(), complete: false });
+            return Err(format!(
+                "--rpm: the server at {addr} serves no RPM endpoints (it runs with --no-rpm, or is an older bloatlab); drop --rpm, or run `bloatlab rpm URL` against an RPM server"
+            ));
+        }
+        let witness = match &cfg.witness {
+            Some(w) => {
+                let waddr = conn::resolve(w, cfg.port, cfg.family).map_err(|e| format!("witness: {e}"))?;
+                Some((waddr, open_session(waddr, cfg, 0, planned_ms).map_err(|e| format!("witness: {e}"))?))
+            }
+            None => None,
+        };
+        Ok(Connections { addr, sess, witness })
     }
 
-    // The scenarios: the given list, or a ramp choosing each next one from
-    // the goodput of the last.
-    let mut ramp = cfg.ramp.map(RampState::new);
-    for i in 0.. {
-        if interrupted {
+    /// Build the result from what was measured and seen, and end the test
+    /// on the server (and the witness).
+    fn close(mut self, cfg: &TestConfig, start_unix_ns: u64, m: Measured, seen: Seen) -> Outcome {
+        let complete = m.error.is_none() && !m.interrupted;
+        let reason = if m.interrupted {
+            Some("interrupted by the user (SIGINT/SIGTERM); results cover what was measured until then".to_string())
+        } else {
+            m.error.clone()
+        };
+        let meta_in = summarize::MetaIn {
+            cfg,
+            addr: self.addr,
+            start_unix_ns,
+            server: self.sess.server.clone(),
+            cc: self.sess.cc.clone(),
+            socket: m.socket_info,
+            witness: self.witness.as_ref().map(|(a, _)| a.to_string()),
+            probe_timestamps: seen.probe_timestamps,
+            pings: seen.pings,
+            server_rpm: self.sess.rpm.clone(),
+        };
+        let mut result = summarize::build_result(&meta_in, &m.phases, &seen.exchanges, &seen.witness_exchanges, &seen.rr, complete, reason.clone());
+        result.ramp = m.ramp.map(RampState::results).unwrap_or_default();
+        let line = summarize::one_line(&result);
+        let _ = conn::send(&mut self.sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
+        conn::set_timeout(&self.sess.ctl, Some(Duration::from_secs(2)));
+        let _ = conn::recv::<ServerMsg>(&mut self.sess.ctl, MAX_SERVER_FRAME);
+        if let Some((_, mut ws)) = self.witness {
+            let _ = conn::send(&mut ws.ctl, &ClientMsg::EndTest { summary: format!("witness for {line}"), complete });
+        }
+        Outcome { result: Some(result), error: if m.interrupted { reason } else { m.error }, interrupted: m.interrupted }
+    }
+}
+
+/// What the phases measured so far.
+#[derive(Default)]
+struct Measured {
+    phases: Vec<RawPhase>,
+    error: Option<String>,
+    interrupted: bool,
+    socket_info: SocketInfo,
+    ramp: Option<RampState>,
+}
+
+/// Every latency probe of the test, running from before the idle baseline
+/// to after the last scenario.
+struct Probes {
+    server: ProbeStream,
+    witness: Option<ProbeStream>,
+    pingers: Vec<crate::ping::Pinger>,
+    rr: RrProbe,
+}
+
+/// What the probes saw, collected at the end.
+struct Seen {
+    exchanges: Vec<Exchange>,
+    witness_exchanges: Vec<Exchange>,
+    rr: Vec<RrRecord>,
+    pings: Vec<(bloatlab_results::PingInfo, Vec<crate::ping::PingSample>)>,
+    probe_timestamps: String,
+}
+
+impl Probes {
+    /// Interleave the probe streams so they never share an instant (and so
+    /// never queue behind each other in either host's stack): server probes
+    /// at 0, witness probes at 1/4, the request/response probe at 1/2 and
+    /// pings at 3/4 of the probe interval.
+    fn start(cfg: &TestConfig, c: &Connections) -> Result<Probes, String> {
+        let (addr, sess) = (c.addr, &c.sess);
+        let iv = cfg.probe_interval.as_nanos() as u64;
+        let first_due = clock::now_ns() + 1_000_000;
+        let server = ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth)
+            .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
+        let witness = match &c.witness {
+            Some((waddr, ws)) => Some(
+                ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), ws.auth)
+                    .map_err(|e| format!("cannot start UDP probes to the witness {waddr}: {e}"))?,
+            ),
+            None => None,
+        };
+        let mut pingers = vec![];
+        for t in &cfg.pings {
+            pingers.push(crate::ping::Pinger::start(t, cfg.ping_interval, first_due + iv * 3 / 4).map_err(|e| format!("--ping: {e}"))?);
+        }
+        let rr = join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token })
+            .and_then(|s| RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string()))
+            .map_err(|e| format!("cannot open the request/response connection: {e}"))?;
+        Ok(Probes { server, witness, pingers, rr })
+    }
+
+    /// Stop the probes and collect their exchanges, after waiting for late
+    /// replies (a bloated queue can hold seconds).
+    fn finish(self, cfg: &TestConfig, interrupted: bool) -> Seen {
+        let drain = Duration::from_secs(if interrupted { 1 } else { 3 });
+        let (ks, us) = (self.server.kernel_stamped.clone(), self.server.user_stamped.clone());
+        let (rks, rus) = (self.rr.kernel_stamped.clone(), self.rr.user_stamped.clone());
+        let rr = self.rr.finish();
+        let exchanges = self.server.finish(drain);
+        let (ks, us) = (ks.load(Ordering::Relaxed), us.load(Ordering::Relaxed));
+        let (rks, rus) = (rks.load(Ordering::Relaxed), rus.load(Ordering::Relaxed));
+        let probe_timestamps = format!(
+            "send: clock read just before send(); receive: kernel SO_TIMESTAMPNS stamps on {ks} of {} client replies (else a clock read \
+             when the reply was collected, up to one probe interval late), and on the server where its kernel provides them; \
+             the server's hold time (t3 - t2) is subtracted from every RTT; request/response: kernel stamps on {rks} of {} replies \
+             (else a clock read as each reply arrived)",
+            ks + us,
+            rks + rus
+        );
+        let witness_exchanges = self.witness.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
+        // The pingers kept sending through the probes' drain, so the last
+        // phase's pings have had that long to come back.
+        let interval_ms = cfg.ping_interval.as_secs_f64() * 1e3;
+        let pings = self
+            .pingers
+            .into_iter()
+            .map(|p| {
+                let info = bloatlab_results::PingInfo { target: p.target.label(), address: p.addr.to_string(), method: p.method.to_string(), interval_ms };
+                (info, p.finish(Duration::from_millis(300)))
+            })
+            .collect();
+        Seen { exchanges, witness_exchanges, rr, pings, probe_timestamps }
+    }
+}
+
+/// The idle baseline: probes only, no load.
+fn measure_idle(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live), probes: &Probes, nphases: usize, m: &mut Measured) {
+    if cfg.idle.is_zero() {
+        return;
+    }
+    let start = clock::now_ns();
+    let end = start + cfg.idle.as_nanos() as u64;
+    while clock::now_ns() < end {
+        if interrupt.load(Ordering::Relaxed) {
+            m.interrupted = true;
             break;
         }
-        let next = match ramp.as_mut() {
+        live(&Live {
+            phase: "idle".into(),
+            phase_index: 0,
+            phases: nphases,
+            elapsed_s: (clock::now_ns() - start) as f64 / 1e9,
+            phase_len_s: cfg.idle.as_secs_f64(),
+            rtt_ms: probes.server.last_rtt_ns() as f64 / 1e6,
+            ..Default::default()
+        });
+        thread::sleep(Duration::from_millis(50));
+    }
+    m.phases.push(RawPhase::idle(start, clock::now_ns()));
+}
+
+/// The scenarios: the given list, or a ramp choosing each next one from
+/// the goodput of the last; a pause between them lets queues drain.
+fn measure_scenarios(
+    cfg: &TestConfig,
+    c: &mut Connections,
+    interrupt: &AtomicBool,
+    live: &mut dyn FnMut(&Live),
+    probes: &Probes,
+    nphases: usize,
+    m: &mut Measured,
+) {
+    m.ramp = cfg.ramp.map(RampState::new);
+    for i in 0.. {
+        if m.interrupted {
+            break;
+        }
+        let next = match m.ramp.as_mut() {
             Some(r) => r.next(),
             None => cfg.scenarios.get(i).copied(),
         };
@@ -338,88 +454,23 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
                 thread::sleep(Duration::from_millis(20));
             }
         }
-        match run_scenario(addr, cfg, &mut sess, i, &sc, interrupt, &probes, nphases, live, &mut socket_info) {
+        match run_scenario(c.addr, cfg, &mut c.sess, i, &sc, interrupt, &probes.server, nphases, live, &mut m.socket_info) {
             Ok((p, intr)) => {
-                if let (Some(r), false) = (ramp.as_mut(), intr) {
+                if let (Some(r), false) = (m.ramp.as_mut(), intr) {
                     r.record(&sc, &p);
                 }
-                phases.push(p);
+                m.phases.push(p);
                 if intr {
-                    interrupted = true;
+                    m.interrupted = true;
                     break;
                 }
             }
             Err(e) => {
-                error = Some(format!("scenario {}: {e}", sc.name()));
+                m.error = Some(format!("scenario {}: {e}", sc.name()));
                 break;
             }
         }
     }
-    if interrupt.load(Ordering::Relaxed) {
-        interrupted = true;
-    }
-
-    // Drain: wait for late replies (a bloated queue can hold seconds).
-    let drain = Duration::from_secs(if interrupted { 1 } else { 3 });
-    let (ks, us) = (probes.kernel_stamped.clone(), probes.user_stamped.clone());
-    let (rks, rus) = (rr.kernel_stamped.clone(), rr.user_stamped.clone());
-    let rr_records: Vec<RrRecord> = rr.finish();
-    let exchanges: Vec<Exchange> = probes.finish(drain);
-    let (ks, us) = (ks.load(Ordering::Relaxed), us.load(Ordering::Relaxed));
-    let (rks, rus) = (rks.load(Ordering::Relaxed), rus.load(Ordering::Relaxed));
-    let probe_timestamps = format!(
-        "send: clock read just before send(); receive: kernel SO_TIMESTAMPNS stamps on {ks} of {} client replies (else a clock read \
-         when the reply was collected, up to one probe interval late), and on the server where its kernel provides them; \
-         the server's hold time (t3 - t2) is subtracted from every RTT; request/response: kernel stamps on {rks} of {} replies \
-         (else a clock read as each reply arrived)",
-        ks + us,
-        rks + rus
-    );
-    let wexchanges: Vec<Exchange> = wprobes.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
-    // The pingers kept sending through the probes' drain, so the last
-    // phase's pings have had that long to come back.
-    let interval_ms = cfg.ping_interval.as_secs_f64() * 1e3;
-    let pings: Vec<_> = pingers
-        .into_iter()
-        .map(|p| {
-            let info = bloatlab_results::PingInfo {
-                target: p.target.label(),
-                address: p.addr.to_string(),
-                method: p.method.to_string(),
-                interval_ms,
-            };
-            (info, p.finish(Duration::from_millis(300)))
-        })
-        .collect();
-
-    let complete = error.is_none() && !interrupted;
-    let reason = if interrupted {
-        Some("interrupted by the user (SIGINT/SIGTERM); results cover what was measured until then".to_string())
-    } else {
-        error.clone()
-    };
-    let meta_in = summarize::MetaIn {
-        cfg,
-        addr,
-        start_unix_ns,
-        server: sess.server.clone(),
-        cc: sess.cc.clone(),
-        socket: socket_info,
-        witness: witness.as_ref().map(|(a, _)| a.to_string()),
-        probe_timestamps,
-        pings,
-        server_rpm: sess.rpm.clone(),
-    };
-    let mut result = summarize::build_result(&meta_in, &phases, &exchanges, &wexchanges, &rr_records, complete, reason.clone());
-    result.ramp = ramp.map(RampState::results).unwrap_or_default();
-    let line = summarize::one_line(&result);
-    let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
-    conn::set_timeout(&sess.ctl, Some(Duration::from_secs(2)));
-    let _ = conn::recv::<ServerMsg>(&mut sess.ctl, MAX_SERVER_FRAME);
-    if let Some((_, mut ws)) = witness {
-        let _ = conn::send(&mut ws.ctl, &ClientMsg::EndTest { summary: format!("witness for {line}"), complete });
-    }
-    Outcome { result: Some(result), error: if interrupted { reason } else { error }, interrupted }
 }
 
 /// A ramp in progress (`--scenarios auto`): per direction, the steps run
@@ -509,6 +560,45 @@ fn run_scenario(
     live: &mut dyn FnMut(&Live),
     socket_info: &mut SocketInfo,
 ) -> Result<(RawPhase, bool), String> {
+    let specs = announce_scenario(cfg, sess, index, sc)?;
+    let socks = connect_flows(addr, cfg, sess, &specs)?;
+    if let Some((s, _)) = socks.first() {
+        *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0, rx_copy: cfg.rx_copy };
+    }
+    let flows = Flows::spawn(addr, cfg, &specs, socks)?;
+    conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
+    let start = clock::now_ns();
+    flows.gate.open();
+    let (samples, outcomes, end, interrupted) = flows.run(cfg, start, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
+        live(&Live {
+            phase: sc.name(),
+            phase_index: index + usize::from(!cfg.idle.is_zero()),
+            phases: nphases,
+            elapsed_s: (now - start) as f64 / 1e9,
+            phase_len_s: cfg.duration.as_secs_f64(),
+            up_bps: rates.0,
+            down_bps: rates.1,
+            rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
+            up_bytes: tot.up_bytes,
+            down_bytes: tot.down_bytes,
+        })
+    });
+    let report = server_report(sess)?;
+    let raw = RawPhase {
+        name: sc.name(),
+        uploads: sc.uploads,
+        downloads: sc.downloads,
+        start_unix_ns: start,
+        end_unix_ns: end,
+        flows: specs.iter().copied().zip(samples).zip(outcomes).map(|((s, smp), o)| (s, smp, o)).collect(),
+        server_flows: report,
+    };
+    Ok((raw, interrupted))
+}
+
+/// Tell the server the scenario's flows (direction, DSCP class, UDP rate)
+/// and wait until it is ready for them.
+fn announce_scenario(cfg: &TestConfig, sess: &mut Session, index: usize, sc: &Scenario) -> Result<Vec<FlowSpec>, String> {
     let mut specs = vec![];
     let mark = |i: u32| bloatlab_model::Dscp::for_flow(&cfg.dscp, i as usize).0;
     let udp = cfg.udp().map(|u| wire::UdpParams { rate_bps: u.rate_bps, payload: u.payload });
@@ -527,10 +617,14 @@ fn run_scenario(
     })
     .map_err(|e| format!("the server connection failed: {e}"))?;
     match expect(&mut sess.ctl, "scenario readiness")? {
-        ServerMsg::ScenarioReady => {}
-        other => return Err(format!("unexpected answer from the server: {other:?}")),
+        ServerMsg::ScenarioReady => Ok(specs),
+        other => Err(format!("unexpected answer from the server: {other:?}")),
     }
-    // Connect all flows in parallel (sequential setup would take many RTTs).
+}
+
+/// Connect every flow of the scenario, in parallel (sequential setup would
+/// take many round trips); a UDP flow's answer carries its server port.
+fn connect_flows(addr: SocketAddr, cfg: &TestConfig, sess: &Session, specs: &[FlowSpec]) -> Result<Vec<(TcpStream, Option<u16>)>, String> {
     let handles: Vec<_> = specs
         .iter()
         .map(|f| {
@@ -542,166 +636,176 @@ fn run_scenario(
     for h in handles {
         socks.push(h.join().map_err(|_| "flow setup thread panicked".to_string())??);
     }
-    if let Some((s, _)) = socks.first() {
-        *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0, rx_copy: cfg.rx_copy };
-    }
-    let stop = Arc::new(AtomicBool::new(false));
-    let gate = Arc::new(Gate::default());
-    let mut sampled = vec![];
-    let mut threads = vec![];
-    for (spec, (s, udp_port)) in specs.iter().zip(socks) {
-        // A UDP flow: its datagrams go between our socket and the server's port for it.
-        let usock = match (spec.udp, udp_port) {
-            (Some(_), Some(port)) => {
-                let u = crate::udpflow::bind_near(addr, false).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
-                u.connect(SocketAddr::new(addr.ip(), port)).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
-                if spec.dscp > 0 {
-                    sys::set_dscp(&u, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
-                }
-                Some(u)
-            }
-            (Some(_), None) => return Err(format!("the server did not open a UDP port for flow {} (an older server?)", spec.id)),
-            _ => None,
-        };
-        if spec.dscp > 0 {
-            sys::set_dscp(&s, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
-        }
-        let _ = s.set_nodelay(false);
-        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
-        let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
-        let counter = Arc::new(AtomicU64::new(0));
-        sampled.push(Sampled {
-            id: spec.id,
-            direction: spec.direction,
-            receiving: spec.direction == Direction::Down,
-            tcp: usock.is_none(),
-            sock: s.try_clone().map_err(|e| e.to_string())?,
-            counter: counter.clone(),
-        });
-        let (st, g, copy) = (stop.clone(), gate.clone(), cfg.rx_copy);
-        let dir = spec.direction;
-        let (id, params) = (spec.id, spec.udp);
-        if let (Some(u), Some(p)) = (usock, params) {
-            threads.push(thread::spawn(move || {
-                bloatlab_host::sched::make_current_thread_bulk();
-                let _keep = s; // the flow's TCP connection stays open for its life
-                let stats = match dir {
-                    Direction::Up => {
-                        if !g.wait(&st, Duration::from_secs(60)) {
-                            return RecvOutcome::default();
-                        }
-                        let sent = crate::udpflow::send_paced(&u, id, p, &st);
-                        bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
-                    }
-                    Direction::Down => crate::udpflow::receive(&u, id, &counter, &st, true).stats(None, p.rate_bps as f64, p.payload),
-                };
-                RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() }
-            }));
-            continue;
-        }
-        threads.push(thread::spawn(move || {
-            // Bulk data yields to the probe and control threads.
-            bloatlab_host::sched::make_current_thread_bulk();
-            if !g.wait(&st, Duration::from_secs(60)) {
-                return RecvOutcome::default();
-            }
-            match dir {
-                Direction::Up => {
-                    flow::send(s, &st);
-                    RecvOutcome::default()
-                }
-                Direction::Down => flow::receive(s, &counter, &st, copy),
-            }
-        }));
-    }
-    conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
-    let start = clock::now_ns();
-    gate.open();
-    let sstop = Arc::new(flow::Stop::default());
-    let kill_socks: Vec<TcpStream> = sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
-    let (ss, iv) = (sstop.clone(), cfg.sample_interval);
-    let latest = Arc::new(flow::Latest::default());
-    let lt = latest.clone();
-    let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
+    Ok(socks)
+}
 
-    // Progress and interval lines follow the sampler's passes (every
-    // --sample-interval): the bytes and the instant they were read together.
-    let end = start + cfg.duration.as_nanos() as u64;
-    let mut interrupted = false;
-    let mut last = (start, 0u64, 0u64);
-    let mut rates = (0.0, 0.0);
-    let mut seen = 0;
-    let mut show = |tot: flow::Totals| {
-        let (now, up, down) = (tot.t_ns.max(start), tot.up_bytes, tot.down_bytes);
-        if now - last.0 >= 250_000_000 {
-            let dt = (now - last.0) as f64 / 1e9;
-            rates = ((up.saturating_sub(last.1)) as f64 * 8.0 / dt, (down.saturating_sub(last.2)) as f64 * 8.0 / dt);
-            last = (now, up, down);
+/// A scenario's load flows: one thread each, held at `gate` until the
+/// server has been told to go, and what the sampler reads of them.
+struct Flows {
+    sampled: Vec<Sampled>,
+    threads: Vec<thread::JoinHandle<RecvOutcome>>,
+    stop: Arc<AtomicBool>,
+    gate: Arc<Gate>,
+}
+
+impl Flows {
+    /// Mark each flow's sockets, open a UDP flow's datagram socket, and
+    /// start each flow's thread (bulk priority: data yields to probes).
+    fn spawn(addr: SocketAddr, cfg: &TestConfig, specs: &[FlowSpec], socks: Vec<(TcpStream, Option<u16>)>) -> Result<Flows, String> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let gate = Arc::new(Gate::default());
+        let mut sampled = vec![];
+        let mut threads = vec![];
+        for (spec, (s, udp_port)) in specs.iter().zip(socks) {
+            // A UDP flow: its datagrams go between our socket and the server's port for it.
+            let usock = match (spec.udp, udp_port) {
+                (Some(_), Some(port)) => {
+                    let u = crate::udpflow::bind_near(addr, false).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
+                    u.connect(SocketAddr::new(addr.ip(), port)).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
+                    if spec.dscp > 0 {
+                        sys::set_dscp(&u, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
+                    }
+                    Some(u)
+                }
+                (Some(_), None) => return Err(format!("the server did not open a UDP port for flow {} (an older server?)", spec.id)),
+                _ => None,
+            };
+            if spec.dscp > 0 {
+                sys::set_dscp(&s, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
+            }
+            let _ = s.set_nodelay(false);
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+            let counter = Arc::new(AtomicU64::new(0));
+            sampled.push(Sampled {
+                id: spec.id,
+                direction: spec.direction,
+                receiving: spec.direction == Direction::Down,
+                tcp: usock.is_none(),
+                sock: s.try_clone().map_err(|e| e.to_string())?,
+                counter: counter.clone(),
+            });
+            let (st, g, copy) = (stop.clone(), gate.clone(), cfg.rx_copy);
+            let dir = spec.direction;
+            let (id, params) = (spec.id, spec.udp);
+            if let (Some(u), Some(p)) = (usock, params) {
+                threads.push(thread::spawn(move || {
+                    bloatlab_host::sched::make_current_thread_bulk();
+                    let _keep = s; // the flow's TCP connection stays open for its life
+                    let stats = match dir {
+                        Direction::Up => {
+                            if !g.wait(&st, Duration::from_secs(60)) {
+                                return RecvOutcome::default();
+                            }
+                            let sent = crate::udpflow::send_paced(&u, id, p, &st);
+                            bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
+                        }
+                        Direction::Down => crate::udpflow::receive(&u, id, &counter, &st, true).stats(None, p.rate_bps as f64, p.payload),
+                    };
+                    RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() }
+                }));
+                continue;
+            }
+            threads.push(thread::spawn(move || {
+                // Bulk data yields to the probe and control threads.
+                bloatlab_host::sched::make_current_thread_bulk();
+                if !g.wait(&st, Duration::from_secs(60)) {
+                    return RecvOutcome::default();
+                }
+                match dir {
+                    Direction::Up => {
+                        flow::send(s, &st);
+                        RecvOutcome::default()
+                    }
+                    Direction::Down => flow::receive(s, &counter, &st, copy),
+                }
+            }));
         }
-        live(&Live {
-            phase: sc.name(),
-            phase_index: index + usize::from(!cfg.idle.is_zero()),
-            phases: nphases,
-            elapsed_s: (now - start) as f64 / 1e9,
-            phase_len_s: cfg.duration.as_secs_f64(),
-            up_bps: rates.0,
-            down_bps: rates.1,
-            rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
-            up_bytes: up,
-            down_bytes: down,
-        });
-    };
-    while clock::now_ns() < end {
-        if interrupt.load(Ordering::Relaxed) {
-            interrupted = true;
-            break;
+        Ok(Flows { sampled, threads, stop, gate })
+    }
+
+    /// Run the flows for the scenario's duration from `start`, sampling
+    /// them; `show` gets each sampler pass (progress and interval lines
+    /// follow the sampler: the bytes and the instant they were read
+    /// together) with the rates over the last quarter second or more.
+    /// Returns the samples, each flow's outcome, the end time and whether
+    /// the user interrupted.
+    #[allow(clippy::type_complexity)]
+    fn run(
+        self,
+        cfg: &TestConfig,
+        start: u64,
+        interrupt: &AtomicBool,
+        show: &mut dyn FnMut(u64, &flow::Totals, (f64, f64)),
+    ) -> (Vec<flow::FlowSamples>, Vec<RecvOutcome>, u64, bool) {
+        let sstop = Arc::new(flow::Stop::default());
+        let kill_socks: Vec<TcpStream> = self.sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
+        let (ss, iv) = (sstop.clone(), cfg.sample_interval);
+        let latest = Arc::new(flow::Latest::default());
+        let lt = latest.clone();
+        let sampled = self.sampled;
+        let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
+        let end = start + cfg.duration.as_nanos() as u64;
+        let mut interrupted = false;
+        let mut last = (start, 0u64, 0u64);
+        let mut rates = (0.0, 0.0);
+        let mut seen = 0;
+        let mut pass = |tot: flow::Totals| {
+            let (now, up, down) = (tot.t_ns.max(start), tot.up_bytes, tot.down_bytes);
+            if now - last.0 >= 250_000_000 {
+                let dt = (now - last.0) as f64 / 1e9;
+                rates = ((up.saturating_sub(last.1)) as f64 * 8.0 / dt, (down.saturating_sub(last.2)) as f64 * 8.0 / dt);
+                last = (now, up, down);
+            }
+            show(now, &tot, rates);
+        };
+        while clock::now_ns() < end {
+            if interrupt.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            let left = Duration::from_nanos(end.saturating_sub(clock::now_ns()));
+            let tot = latest.wait_newer(seen, left.min(Duration::from_millis(100)));
+            if tot.seq == seen {
+                continue;
+            }
+            seen = tot.seq;
+            pass(tot);
         }
-        let left = Duration::from_nanos(end.saturating_sub(clock::now_ns()));
-        let tot = latest.wait_newer(seen, left.min(Duration::from_millis(100)));
-        if tot.seq == seen {
-            continue;
+        let end = clock::now_ns();
+        // Final sample at the end of the phase, then stop the flows at once.
+        sstop.stop();
+        let samples = sampler.join().unwrap_or_default();
+        self.stop.store(true, Ordering::SeqCst);
+        for s in &kill_socks {
+            flow::kill(s);
         }
-        seen = tot.seq;
-        show(tot);
+        // The final pass closes the phase's last interval.
+        let tot = latest.wait_newer(seen, Duration::ZERO);
+        if tot.seq > seen {
+            pass(tot);
+        }
+        let outcomes: Vec<RecvOutcome> = self.threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+        (samples, outcomes, end, interrupted)
     }
-    let end = clock::now_ns();
-    // Final sample at the end of the phase, then stop the flows at once.
-    sstop.stop();
-    let samples = sampler.join().unwrap_or_default();
-    stop.store(true, Ordering::SeqCst);
-    for s in &kill_socks {
-        flow::kill(s);
-    }
-    // The final pass closes the phase's last interval.
-    let tot = latest.wait_newer(seen, Duration::ZERO);
-    if tot.seq > seen {
-        show(tot);
-    }
-    let outcomes: Vec<RecvOutcome> = threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+}
+
+/// Stop the scenario on the server and read its report (in chunks; parts
+/// of one flow are appended by id).
+fn server_report(sess: &mut Session) -> Result<Vec<wire::ServerFlowReport>, String> {
     conn::send(&mut sess.ctl, &ClientMsg::StopScenario).map_err(|e| format!("the server connection failed: {e}"))?;
     // The stop message may queue behind a bloated buffer: allow for it.
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(60)));
-    // The report comes in chunks; parts of one flow are appended by id.
     let mut report = vec![];
     loop {
         match expect(&mut sess.ctl, "the scenario report")? {
             ServerMsg::ScenarioReportChunk { flows } => flows.into_iter().for_each(|f| wire::merge_report_part(&mut report, f)),
             ServerMsg::ScenarioReport { flows } => {
                 flows.into_iter().for_each(|f| wire::merge_report_part(&mut report, f));
-                break;
+                return Ok(report);
             }
             other => return Err(format!("unexpected answer from the server: {other:?}")),
         }
     }
-    let raw = RawPhase {
-        name: sc.name(),
-        uploads: sc.uploads,
-        downloads: sc.downloads,
-        start_unix_ns: start,
-        end_unix_ns: end,
-        flows: specs.iter().copied().zip(samples).zip(outcomes).map(|((s, smp), o)| (s, smp, o)).collect(),
-        server_flows: report,
-    };
-    Ok((raw, interrupted))
 }
 
