@@ -1,40 +1,24 @@
-//! A small, seedable PRNG (xoshiro256**, seeded by splitmix64) so that loss,
-//! jitter and PIE's random drops are reproducible from a seed.
+//! The emulator's random draws (loss, jitter, PIE's random drops, FQ
+//! hashing), reproducible from a seed: the `rand` crate's small seedable
+//! generator, the one generator bloatlab uses wherever it draws.
+use rand::rngs::SmallRng;
+use rand::{Rng as _, RngCore, SeedableRng};
 
 #[derive(Debug, Clone)]
-pub struct Rng {
-    s: [u64; 4],
-}
+pub struct Rng(SmallRng);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
-        Rng { s: [next(), next(), next(), next()] }
+        Rng(SmallRng::seed_from_u64(seed))
     }
 
     pub fn next_u64(&mut self) -> u64 {
-        let s = &mut self.s;
-        let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        result
+        self.0.next_u64()
     }
 
     /// Uniform in [0, 1).
     pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        self.0.random::<f64>()
     }
 
     /// True with probability `p`.
@@ -50,13 +34,9 @@ impl Rng {
     }
 }
 
-/// A seed from the clock and pid, for runs without an explicit seed.
+/// A fresh seed, for runs without an explicit seed (recorded in the stats).
 pub fn random_seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    t ^ ((std::process::id() as u64) << 32)
+    rand::random()
 }
 
 #[cfg(test)]

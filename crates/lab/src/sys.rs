@@ -71,25 +71,10 @@ pub fn require_privileges() -> Result<()> {
     Ok(())
 }
 
-/// Random bytes from the kernel.
+/// Random bytes (the `rand` crate's thread generator, seeded by the OS).
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut b = [0u8; N];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| {
-            use std::io::Read;
-            f.read_exact(&mut b)
-        })
-        .is_ok();
-    if !ok {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-            ^ ((std::process::id() as u128) << 40);
-        for (i, x) in b.iter_mut().enumerate() {
-            *x = (t >> ((i % 16) * 8)) as u8;
-        }
-    }
+    rand::fill(&mut b[..]);
     b
 }
 

@@ -49,18 +49,9 @@ pub fn plan(r: &Recipe, shuffle: bool, seed: u64) -> Vec<Point> {
         }
     }
     if shuffle {
-        let mut s = seed ^ 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
-        for i in (1..pts.len()).rev() {
-            let j = (next() % (i as u64 + 1)) as usize;
-            pts.swap(i, j);
-        }
+        use rand::seq::SliceRandom;
+        use rand::SeedableRng;
+        pts.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(seed));
     }
     for (i, p) in pts.iter_mut().enumerate() {
         p.index = i + 1;
