@@ -6,7 +6,7 @@
 #      iperf3 load, for each timer strategy;
 #   3. emulator CPU time per Gbit forwarded.
 # Needs root, iproute2, ethtool, iperf3 (installed with apt-get if missing).
-# Usage: bench/emulator.sh [SECONDS]   (default 10 s per measurement)
+# Usage: [BL=binary] [OUT=file] bench/emulator.sh [SECONDS]   (default 10 s per measurement)
 # Writes a markdown table to stdout and to bench/emulator-results.md (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +23,8 @@ fi
 
 # The emulator is the `bloatlab emulate` subcommand of the one binary (the
 # lab runs it in its router namespace).
-cargo build --release -q -p bloatlab
-EMU="$PWD/target/release/bloatlab"
+# BL=path runs that binary instead of building this tree's.
+if [ -n "${BL:-}" ]; then EMU="$BL"; else cargo build --release -q -p bloatlab; EMU="$PWD/target/release/bloatlab"; fi
 
 TAG="blemub-$$"
 C="$TAG-c"; R="$TAG-r"; S="$TAG-s"

@@ -80,15 +80,18 @@ impl Tun {
     }
 
     /// True when packets carry a virtio-net header.
+    #[inline]
     pub fn offload(&self) -> bool {
         self.vnet
     }
 
+    #[inline]
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Read one packet (non-blocking: `WouldBlock` when none is queued).
+    #[inline]
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
         if n < 0 {
@@ -99,6 +102,7 @@ impl Tun {
     }
 
     /// Write one packet (it enters the kernel as if received on this device).
+    #[inline]
     pub fn write(&self, pkt: &[u8]) -> io::Result<usize> {
         let n = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr() as *const libc::c_void, pkt.len()) };
         if n < 0 {
