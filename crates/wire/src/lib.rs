@@ -341,6 +341,54 @@ pub const UDP_HEADER: usize = 24;
 /// The sequence number a download flow's receiver sends to tell the server where to send.
 pub const UDP_HELLO_SEQ: u64 = u64::MAX;
 
+/// The UDP load datagram's header fields as byte ranges (as smoltcp's
+/// `field::`): one definition for encoding and decoding.
+pub mod udp_field {
+    use std::ops::Range;
+    pub const MAGIC: Range<usize> = 0..4;
+    pub const FLOW_ID: Range<usize> = 4..8;
+    pub const SEQ: Range<usize> = 8..16;
+    pub const SEND_NS: Range<usize> = 16..24;
+    /// The header's length: [`super::UDP_HEADER`].
+    pub const END: usize = 24;
+}
+
+/// The UDP latency probe's 48-byte header fields as byte ranges (as
+/// smoltcp's `field::`): one definition for encoding, decoding, signing and
+/// answering a probe in place.
+pub mod probe_field {
+    use std::ops::Range;
+    pub const MAGIC: Range<usize> = 0..4;
+    pub const VERSION: usize = 4;
+    pub const KIND: usize = 5;
+    /// [`super::PROBE_FLAG_MAC`] and future flags.
+    pub const FLAGS: usize = 6;
+    pub const RESERVED: usize = 7;
+    pub const TOKEN: Range<usize> = 8..16;
+    pub const SEQ: Range<usize> = 16..20;
+    pub const STREAM: Range<usize> = 20..24;
+    pub const CLIENT_SEND_NS: Range<usize> = 24..32;
+    pub const SERVER_RECV_NS: Range<usize> = 32..40;
+    pub const SERVER_SEND_NS: Range<usize> = 40..48;
+    /// The header's length: [`super::PROBE_HEADER`]; an HMAC may follow.
+    pub const END: usize = 48;
+}
+
+/// The request/response probe's message fields (zero padding follows to [`RR_SIZE`]).
+pub mod rr_field {
+    use std::ops::Range;
+    pub const SEQ: Range<usize> = 0..4;
+    pub const MAGIC: Range<usize> = 4..8;
+}
+
+fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes(b.try_into().expect("a 4-byte field"))
+}
+
+fn be_u64(b: &[u8]) -> u64 {
+    u64::from_be_bytes(b.try_into().expect("an 8-byte field"))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpDatagram {
     pub flow_id: u32,
@@ -354,10 +402,11 @@ impl UdpDatagram {
         if buf.len() < UDP_HEADER {
             return Err(WireError::Truncated { needed: UDP_HEADER, have: buf.len() });
         }
-        buf[..4].copy_from_slice(&UDP_MAGIC);
-        buf[4..8].copy_from_slice(&self.flow_id.to_be_bytes());
-        buf[8..16].copy_from_slice(&self.seq.to_be_bytes());
-        buf[16..24].copy_from_slice(&self.send_ns.to_be_bytes());
+        use udp_field as f;
+        buf[f::MAGIC].copy_from_slice(&UDP_MAGIC);
+        buf[f::FLOW_ID].copy_from_slice(&self.flow_id.to_be_bytes());
+        buf[f::SEQ].copy_from_slice(&self.seq.to_be_bytes());
+        buf[f::SEND_NS].copy_from_slice(&self.send_ns.to_be_bytes());
         Ok(())
     }
 
@@ -365,12 +414,11 @@ impl UdpDatagram {
         if buf.len() < UDP_HEADER {
             return Err(WireError::Truncated { needed: UDP_HEADER, have: buf.len() });
         }
-        if buf[..4] != UDP_MAGIC {
-            return Err(WireError::BadMagic(buf[..4].to_vec()));
+        use udp_field as f;
+        if buf[f::MAGIC] != UDP_MAGIC {
+            return Err(WireError::BadMagic(buf[f::MAGIC].to_vec()));
         }
-        let u32_at = |i: usize| u32::from_be_bytes(buf[i..i + 4].try_into().expect("4 bytes"));
-        let u64_at = |i: usize| u64::from_be_bytes(buf[i..i + 8].try_into().expect("8 bytes"));
-        Ok(UdpDatagram { flow_id: u32_at(4), seq: u64_at(8), send_ns: u64_at(16) })
+        Ok(UdpDatagram { flow_id: be_u32(&buf[f::FLOW_ID]), seq: be_u64(&buf[f::SEQ]), send_ns: be_u64(&buf[f::SEND_NS]) })
     }
 }
 
@@ -408,17 +456,18 @@ impl Probe {
         if buf.len() < PROBE_HEADER {
             return Err(WireError::BadProbe("shorter than the 48-byte header"));
         }
-        buf[..4].copy_from_slice(&PROBE_MAGIC);
-        buf[4] = PROBE_VERSION;
-        buf[5] = self.kind as u8;
-        buf[6] = 0; // flags: sign_probe sets PROBE_FLAG_MAC
-        buf[7] = 0;
-        buf[8..16].copy_from_slice(&self.token.to_be_bytes());
-        buf[16..20].copy_from_slice(&self.seq.to_be_bytes());
-        buf[20..24].copy_from_slice(&self.stream.to_be_bytes());
-        buf[24..32].copy_from_slice(&self.client_send_ns.to_be_bytes());
-        buf[32..40].copy_from_slice(&self.server_recv_ns.to_be_bytes());
-        buf[40..48].copy_from_slice(&self.server_send_ns.to_be_bytes());
+        use probe_field as f;
+        buf[f::MAGIC].copy_from_slice(&PROBE_MAGIC);
+        buf[f::VERSION] = PROBE_VERSION;
+        buf[f::KIND] = self.kind as u8;
+        buf[f::FLAGS] = 0; // sign_probe sets PROBE_FLAG_MAC
+        buf[f::RESERVED] = 0;
+        buf[f::TOKEN].copy_from_slice(&self.token.to_be_bytes());
+        buf[f::SEQ].copy_from_slice(&self.seq.to_be_bytes());
+        buf[f::STREAM].copy_from_slice(&self.stream.to_be_bytes());
+        buf[f::CLIENT_SEND_NS].copy_from_slice(&self.client_send_ns.to_be_bytes());
+        buf[f::SERVER_RECV_NS].copy_from_slice(&self.server_recv_ns.to_be_bytes());
+        buf[f::SERVER_SEND_NS].copy_from_slice(&self.server_send_ns.to_be_bytes());
         Ok(())
     }
 
@@ -429,27 +478,26 @@ impl Probe {
         if buf.len() > PROBE_MAX {
             return Err(WireError::BadProbe("longer than 1472 bytes"));
         }
-        if buf[..4] != PROBE_MAGIC {
+        use probe_field as f;
+        if buf[f::MAGIC] != PROBE_MAGIC {
             return Err(WireError::BadProbe("bad magic"));
         }
-        if buf[4] != PROBE_VERSION {
+        if buf[f::VERSION] != PROBE_VERSION {
             return Err(WireError::BadProbe("unknown probe version"));
         }
-        let kind = match buf[5] {
+        let kind = match buf[f::KIND] {
             0 => ProbeKind::Request,
             1 => ProbeKind::Reply,
             _ => return Err(WireError::BadProbe("unknown probe kind")),
         };
-        let u64at = |i: usize| u64::from_be_bytes(buf[i..i + 8].try_into().unwrap());
-        let u32at = |i: usize| u32::from_be_bytes(buf[i..i + 4].try_into().unwrap());
         Ok(Probe {
             kind,
-            token: u64at(8),
-            seq: u32at(16),
-            stream: u32at(20),
-            client_send_ns: u64at(24),
-            server_recv_ns: u64at(32),
-            server_send_ns: u64at(40),
+            token: be_u64(&buf[f::TOKEN]),
+            seq: be_u32(&buf[f::SEQ]),
+            stream: be_u32(&buf[f::STREAM]),
+            client_send_ns: be_u64(&buf[f::CLIENT_SEND_NS]),
+            server_recv_ns: be_u64(&buf[f::SERVER_RECV_NS]),
+            server_send_ns: be_u64(&buf[f::SERVER_SEND_NS]),
         })
     }
 }
@@ -460,7 +508,7 @@ pub fn sign_probe(buf: &mut [u8], secret: &bloatlab_model::Secret) -> Result<(),
     if buf.len() < PROBE_HEADER + PROBE_MAC_LEN {
         return Err(WireError::BadProbe("too short to carry an HMAC (64 bytes at least)"));
     }
-    buf[6] |= PROBE_FLAG_MAC;
+    buf[probe_field::FLAGS] |= PROBE_FLAG_MAC;
     let tag = auth::probe_mac(secret, &buf[..PROBE_HEADER]);
     buf[PROBE_HEADER..PROBE_HEADER + PROBE_MAC_LEN].copy_from_slice(&tag);
     Ok(())
@@ -469,7 +517,7 @@ pub fn sign_probe(buf: &mut [u8], secret: &bloatlab_model::Secret) -> Result<(),
 /// Whether a probe carries a valid HMAC under `secret`.
 pub fn probe_signed(buf: &[u8], secret: &bloatlab_model::Secret) -> bool {
     buf.len() >= PROBE_HEADER + PROBE_MAC_LEN
-        && buf[6] & PROBE_FLAG_MAC != 0
+        && buf[probe_field::FLAGS] & PROBE_FLAG_MAC != 0
         && auth::check_probe_mac(secret, &buf[..PROBE_HEADER], &buf[PROBE_HEADER..PROBE_HEADER + PROBE_MAC_LEN])
 }
 
@@ -500,11 +548,12 @@ pub fn answer_probe_in_place(
     if !admit(&p) {
         return None;
     }
-    buf[5] = ProbeKind::Reply as u8;
-    buf[6] = 0;
-    buf[7] = 0;
-    buf[32..40].copy_from_slice(&recv_ns.to_be_bytes());
-    buf[40..48].copy_from_slice(&send_ns.to_be_bytes());
+    use probe_field as f;
+    buf[f::KIND] = ProbeKind::Reply as u8;
+    buf[f::FLAGS] = 0;
+    buf[f::RESERVED] = 0;
+    buf[f::SERVER_RECV_NS].copy_from_slice(&recv_ns.to_be_bytes());
+    buf[f::SERVER_SEND_NS].copy_from_slice(&send_ns.to_be_bytes());
     buf[PROBE_HEADER..].fill(0);
     if let Some(k) = secret {
         sign_probe(buf, k).ok()?;
@@ -515,16 +564,16 @@ pub fn answer_probe_in_place(
 /// A TCP request/response message: `seq` then zero padding to [`RR_SIZE`].
 pub fn encode_rr(seq: u32) -> [u8; RR_SIZE] {
     let mut b = [0u8; RR_SIZE];
-    b[..4].copy_from_slice(&seq.to_be_bytes());
-    b[4..8].copy_from_slice(b"BLRR");
+    b[rr_field::SEQ].copy_from_slice(&seq.to_be_bytes());
+    b[rr_field::MAGIC].copy_from_slice(b"BLRR");
     b
 }
 
 pub fn decode_rr(b: &[u8; RR_SIZE]) -> Result<u32, WireError> {
-    if &b[4..8] != b"BLRR" {
+    if &b[rr_field::MAGIC] != b"BLRR" {
         return Err(WireError::Malformed("request/response message without BLRR tag".into()));
     }
-    Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    Ok(be_u32(&b[rr_field::SEQ]))
 }
 
 /// Parse a scenario name like "4u2d" into (uploads, downloads): the model's
@@ -711,6 +760,27 @@ mod tests {
         for bad in ["0u0d", "33u0d", "1u", "u1d", "1x1d", "", "-1u1d"] {
             assert!(parse_scenario(bad).is_err(), "{bad}");
         }
+    }
+
+    /// The named fields tile each header exactly, in order, with no gap or overlap.
+    #[test]
+    fn fields_tile_the_headers() {
+        use std::ops::Range;
+        let tiles = |fields: &[Range<usize>], end: usize| {
+            let mut at = 0;
+            for f in fields {
+                assert_eq!(f.start, at, "{fields:?}");
+                at = f.end;
+            }
+            assert_eq!(at, end);
+        };
+        use probe_field as p;
+        let one = |i: usize| i..i + 1;
+        tiles(&[p::MAGIC, one(p::VERSION), one(p::KIND), one(p::FLAGS), one(p::RESERVED), p::TOKEN, p::SEQ, p::STREAM, p::CLIENT_SEND_NS, p::SERVER_RECV_NS, p::SERVER_SEND_NS], p::END);
+        assert_eq!(p::END, PROBE_HEADER);
+        tiles(&[udp_field::MAGIC, udp_field::FLOW_ID, udp_field::SEQ, udp_field::SEND_NS], udp_field::END);
+        assert_eq!(udp_field::END, UDP_HEADER);
+        tiles(&[rr_field::SEQ, rr_field::MAGIC], 8);
     }
 
     /// Random and mutated inputs never panic any decoder (a cheap stand-in for
