@@ -99,10 +99,6 @@ pub struct RunOpts {
 use bloatlab_host::clock::thread_cpu_ns;
 use bloatlab_host::poll::{readable_now, wait_readable};
 
-fn poll_readable(fd: i32, timeout_ns: u64) {
-    wait_readable(fd, timeout_ns);
-}
-
 /// Spinning is limited to SPIN_MAX_PERCENT of every SPIN_WINDOW_NS (sleep-spin mode).
 const SPIN_WINDOW_NS: u64 = 10_000_000;
 const SPIN_MAX_PERCENT: u64 = 50;
@@ -244,18 +240,20 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         let remaining = (deadline - now).min(50_000_000);
         match opts.timer {
             TimerMode::Spin => {}
-            TimerMode::Sleep => poll_readable(fd, remaining),
+            TimerMode::Sleep => {
+                wait_readable(fd, remaining);
+            }
             TimerMode::SleepSpin => {
                 if now >= spin_window_start + SPIN_WINDOW_NS {
                     spin_window_start = now;
                     spin_used = 0;
                 }
                 if remaining > opts.spin_ns {
-                    poll_readable(fd, remaining - opts.spin_ns);
+                    wait_readable(fd, remaining - opts.spin_ns);
                 } else if spin_used + remaining > SPIN_WINDOW_NS * SPIN_MAX_PERCENT / 100 {
                     // spin budget of this window used up: sleep the rest
                     spin_limited += 1;
-                    poll_readable(fd, remaining);
+                    wait_readable(fd, remaining);
                 } else {
                     // spin to the deadline, leaving early if a packet arrives
                     let t0 = mono_ns();

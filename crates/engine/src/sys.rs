@@ -62,10 +62,6 @@ pub fn get_cc(sock: &impl AsRawFd) -> String {
     sock::tcp_congestion(sock).unwrap_or_default()
 }
 
-fn getsockopt_int(sock: &impl AsRawFd, level: i32, opt: i32) -> Option<i32> {
-    sock::get_int(sock, level, opt)
-}
-
 /// TCP_NOTSENT_LOWAT: the socket accepts new data only while fewer than
 /// `bytes` sit unsent in its buffer, so data written later (a small
 /// response on a busy HTTP/2 connection) waits behind at most that much.
@@ -74,27 +70,23 @@ pub fn set_notsent_lowat(sock: &impl AsRawFd, bytes: i32) -> std::io::Result<()>
 }
 
 pub fn mss(sock: &impl AsRawFd) -> u32 {
-    getsockopt_int(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap_or(0) as u32
+    sock::get_int(sock, libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap_or(0) as u32
 }
 pub fn sndbuf(sock: &impl AsRawFd) -> u32 {
-    getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0) as u32
+    sock::get_int(sock, libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0) as u32
 }
 pub fn rcvbuf(sock: &impl AsRawFd) -> u32 {
-    getsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0) as u32
+    sock::get_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0) as u32
 }
 
-use bloatlab_host::sock::TcpInfo as RawTcpInfo;
-
-fn raw_tcp_info(s: &impl AsRawFd) -> Option<(RawTcpInfo, usize)> {
-    sock::tcp_info(s)
-}
+use bloatlab_host::sock::TcpInfo;
 
 /// Payload bytes this socket's TCP has received in sequence
 /// (tcpi_bytes_received, Linux 4.1+): what crossed the network, whether or
 /// not the application has read it yet. None where the kernel lacks it.
 pub fn tcp_bytes_received(sock: &impl AsRawFd) -> Option<u64> {
-    let (raw, len) = raw_tcp_info(sock)?;
-    let end = std::mem::offset_of!(RawTcpInfo, bytes_received) + std::mem::size_of::<u64>();
+    let (raw, len) = sock::tcp_info(sock)?;
+    let end = std::mem::offset_of!(TcpInfo, bytes_received) + std::mem::size_of::<u64>();
     (len >= end).then_some(raw.bytes_received)
 }
 
@@ -105,13 +97,13 @@ pub fn tcp_bytes_received(sock: &impl AsRawFd) -> Option<u64> {
 /// 1-second interval read 2.4 then 17.7 Mbit/s through a 10 Mbit/s link);
 /// with the SACKed segments counted, delivery is counted when it happens.
 pub fn tcp_bytes_delivered(sock: &impl AsRawFd) -> Option<u64> {
-    let (raw, _) = raw_tcp_info(sock)?;
+    let (raw, _) = sock::tcp_info(sock)?;
     Some(raw.bytes_acked + raw.sacked as u64 * raw.snd_mss as u64)
 }
 
 /// Read TCP_INFO; `t_ns` is filled by the caller's clock.
 pub fn tcp_info(sock: &impl AsRawFd, t_ns: u64, side: Side) -> Option<TcpInfoSample> {
-    let (raw, _) = raw_tcp_info(sock)?;
+    let (raw, _) = sock::tcp_info(sock)?;
     Some(TcpInfoSample {
         t_ns,
         side,

@@ -151,8 +151,20 @@ impl<T: Configurable> OptionDef<T> {
     }
 
     /// Set this option's value in `t` (one occurrence of a repeated option).
+    /// The error says what is wrong with the value; where the value came
+    /// from (a flag, a recipe parameter) is for the caller to say.
     pub fn set(&self, t: &mut T, raw: &str) -> Result<(), String> {
-        (self.set)(t, raw.trim()).map_err(|e| if e.starts_with("--") { e } else { format!("--{} {raw:?}: {e}", self.long) })
+        (self.set)(t, raw.trim())
+    }
+
+    /// An error about `raw` as this option's command-line flag names it:
+    /// `--rate "fast": ...` (messages that name their flag already stay).
+    pub fn flag_error(&self, raw: &str, e: String) -> String {
+        if e.starts_with("--") {
+            e
+        } else {
+            format!("--{} {raw:?}: {e}", self.long)
+        }
     }
 
     /// `t`'s value of this option, canonically spelled (empty = off / unset).
@@ -964,7 +976,7 @@ impl<T: Configurable> Overrides<T> {
     /// other option's value is replaced.
     pub fn set(&mut self, name: &str, raw: &str) -> Result<(), String> {
         let o = option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
-        let v = o.canonical(raw)?;
+        let v = o.canonical(raw).map_err(|e| o.flag_error(raw, e))?;
         let e = self.values.entry(o.long.to_string()).or_default();
         if o.arity != Arity::Repeated {
             e.clear();
@@ -978,7 +990,7 @@ impl<T: Configurable> Overrides<T> {
     /// runs once per value (`--queue fifo:1000,fifo:10`).
     pub fn add(&mut self, name: &str, raw: &str) -> Result<(), String> {
         let o = option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
-        let v = o.canonical(raw)?;
+        let v = o.canonical(raw).map_err(|e| o.flag_error(raw, e))?;
         self.values.entry(o.long.to_string()).or_default().push(v);
         Ok(())
     }
@@ -1009,7 +1021,7 @@ impl<T: Configurable> Overrides<T> {
     pub fn apply(&self, t: &mut T) -> Result<(), String> {
         for o in T::options() {
             for v in self.get(o).unwrap_or_default() {
-                o.set(t, v)?;
+                o.set(t, v).map_err(|e| o.flag_error(v, e))?;
             }
         }
         Ok(())

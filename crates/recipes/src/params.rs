@@ -289,16 +289,9 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
 /// since commas separate the values of a sweep. Its number (for plot axes)
 /// in base units: bit/s, ns, bytes, packets (a fifo's) or bytes (a bfifo's).
 fn option_value<T: Configurable>(o: &OptionDef<T>, raw: &str) -> Result<Value, String> {
-    // the option's message names the flag (`--rate "fast": ...`); here the
-    // parameter's name goes first instead
-    let flag = format!("--{} \"", o.long);
-    let bare = |e: String| match e.strip_prefix(&flag).and_then(|r| r.split_once("\": ")) {
-        Some((_, msg)) => msg.to_string(),
-        None => e,
-    };
     let items: Vec<String> = match o.arity {
-        Arity::Repeated => raw.split('+').map(|x| o.canonical(x).map_err(bare)).collect::<Result<_, _>>()?,
-        _ => vec![o.canonical(&raw.replace('+', ",")).map_err(bare)?],
+        Arity::Repeated => raw.split('+').map(|x| o.canonical(x)).collect::<Result<_, _>>()?,
+        _ => vec![o.canonical(&raw.replace('+', ","))?],
     };
     let text = items.join("+");
     let first = items.first().map(String::as_str).unwrap_or_default();
