@@ -7,14 +7,27 @@
 //! full). The lab's htb shapes 1514-byte frames, so the payload ceiling is
 //! about 10 Mbit/s x 1448 / 1514 = 9.56 Mbit/s (htb's own accuracy aside).
 mod lab_util;
+use bloatlab_metrics::{DEFAULT_TRIM_END, DEFAULT_TRIM_START};
 use bloatlab_metrics::queue::carried_payload_bps;
 use lab_util::*;
 
 /// The two counters are read by different processes at different instants
 /// and meet by interpolation at the window's edges: this much apart is
-/// timing (measured here: goodput -0.9% to +0.5% of the carried payload over
-/// 8 phases), more is goodput the link never carried (the issue saw +7.7%).
-const EDGE_TOLERANCE: f64 = 0.01;
+/// timing alone.
+const EDGE_TOLERANCE: f64 = 0.005;
+
+/// Goodput counts what the receivers got in sequence; the qdisc counts what
+/// it sent. At either edge of the window the two differ by the data that
+/// crossed the bottleneck but waits at a receiver behind a lost packet. All
+/// flows together cannot hold more than one loaded round trip of data (it
+/// is repaired within about one RTT), so the bound is the phase's p99 RTT
+/// over the window's length. Measured here over 16 phases: goodput -0.9% to
+/// +0.5% of the carried payload; once on a slower CI machine +1.15% with a
+/// 1.7% bound. More than the bound is goodput the link never carried (the
+/// issue saw +7.7%).
+fn held_bound(p99_rtt_ms: f64, window_s: f64) -> f64 {
+    p99_rtt_ms / 1e3 / window_s
+}
 
 #[test]
 fn goodput_stays_at_or_under_the_payload_the_bottleneck_carried() {
@@ -37,7 +50,11 @@ fn goodput_stays_at_or_under_the_payload_the_bottleneck_carried() {
                 carried / 1e6,
                 (goodput / carried - 1.0) * 100.0
             );
-            assert!(goodput <= carried * (1.0 + EDGE_TOLERANCE), "{}: goodput {goodput:.0} above the carried {carried:.0}", p.name);
+            let window_s = (p.end_ns - p.start_ns) as f64 / 1e9 * (1.0 - DEFAULT_TRIM_START - DEFAULT_TRIM_END);
+            let held = held_bound(p.summary.latency.p99_ms, window_s);
+            eprintln!("{}: bound +{:.2}% (timing {:.1}%, one p99 RTT of {:.0} ms held over {window_s:.1} s)", p.name, (EDGE_TOLERANCE + held) * 100.0, EDGE_TOLERANCE * 100.0, p.summary.latency.p99_ms);
+            assert!(held > 0.0 && held < 0.05, "{}: the loaded RTT {} ms is not a 100-packet queue at 10 Mbit/s", p.name, p.summary.latency.p99_ms);
+            assert!(goodput <= carried * (1.0 + EDGE_TOLERANCE + held), "{}: goodput {goodput:.0} above the carried {carried:.0}", p.name);
             assert!(goodput >= 0.9 * carried, "{}: goodput {goodput:.0} far below the carried {carried:.0}: the flows did not fill the link", p.name);
             assert!(carried <= 10e6 * 1448.0 / 1514.0 * 1.01, "{}: the counters say more payload than 10 Mbit/s can carry: {carried:.0}", p.name);
         }
