@@ -491,9 +491,13 @@ fn interval_lines_and_logfile() {
     assert!((3..=4).contains(&count("1u1d up")) && (3..=4).contains(&count("1u1d down")), "{text}");
     assert!((3..=4).contains(&count("0u1d down")) && count("0u1d up") == 0, "{text}");
     for l in &lines {
-        assert!(l.contains(" s ") && l.contains("Mbit/s") && l.contains("rtt "), "{l}");
-        let mbit: f64 = l.split("Mbit/s").next().unwrap().split_whitespace().last().unwrap().parse().unwrap();
-        assert!(mbit > 10.0, "loopback interval at {mbit} Mbit/s: {l}");
+        assert!(l.contains(" s ") && l.contains("bit/s") && l.contains("rtt "), "{l}");
+        // the rate is in the unit its size needs: Gbit/s on loopback
+        let before: Vec<&str> = l.split("bit/s").next().unwrap().split_whitespace().collect();
+        let (num, unit) = (before[before.len() - 2], before[before.len() - 1]);
+        let scale = match unit { "G" => 1e9, "M" => 1e6, "k" => 1e3, _ => panic!("unit {unit}bit/s: {l}") };
+        let bps = num.parse::<f64>().unwrap() * scale;
+        assert!(bps > 10e6, "loopback interval at {bps} bit/s: {l}");
     }
     assert!(lines[0].contains("0.00-0.4"), "intervals start at the scenario's start: {}", lines[0]);
     // default when stdout is a pipe: one line per second

@@ -5,17 +5,21 @@ use lab_util::*;
 use std::process::Command;
 use std::time::Instant;
 
+/// A markdown table row's cells.
+fn cells(line: &str) -> Vec<&str> {
+    line.trim().trim_start_matches('|').trim_end_matches('|').split('|').map(str::trim).collect()
+}
+
 /// The "added" column (ms) of the table row for `queue`.
 fn added_ms(table: &str, queue: &str) -> f64 {
-    let header: Vec<&str> = table.lines().find(|l| l.starts_with("queue")).expect("table header").split(" | ").map(str::trim).collect();
+    let header = cells(table.lines().find(|l| l.starts_with("| queue ")).expect("table header"));
     let col = header.iter().position(|h| *h == "added").expect("added column");
-    let row: Vec<&str> = table
-        .lines()
-        .find(|l| l.split(" | ").next().map(str::trim) == Some(queue))
-        .unwrap_or_else(|| panic!("no row for {queue} in\n{table}"))
-        .split(" | ")
-        .map(str::trim)
-        .collect();
+    let row = cells(
+        table
+            .lines()
+            .find(|l| l.starts_with('|') && cells(l)[0] == queue)
+            .unwrap_or_else(|| panic!("no row for {queue} in\n{table}")),
+    );
     row[col].trim_end_matches(" ms").parse().unwrap_or_else(|_| panic!("added `{}`", row[col]))
 }
 

@@ -372,11 +372,12 @@ pub fn build_result(
 /// One line for logs: "up 9.41 Mbit/s, down 0.00 Mbit/s, idle 0.1 ms, loaded 1210.3 ms, ...".
 pub fn one_line(r: &TestResult) -> String {
     let h = &r.headline;
-    let f = |v: Option<f64>, unit: &str| v.map(|v| format!("{v:.1} {unit}")).unwrap_or_else(|| "n/a".into());
+    use bloatlab_model::fmt;
+    let f = |v: Option<f64>, unit: &str| v.map(|v| format!("{} {unit}", fmt::ms(v))).unwrap_or_else(|| "n/a".into());
     format!(
-        "up {:.2} Mbit/s, down {:.2} Mbit/s, idle rtt {}, loaded rtt {}, responsiveness {}, smoothness {}",
-        h.upload_capacity_bps / 1e6,
-        h.download_capacity_bps / 1e6,
+        "up {}, down {}, idle rtt {}, loaded rtt {}, responsiveness {}, smoothness {}",
+        fmt::rate(h.upload_capacity_bps),
+        fmt::rate(h.download_capacity_bps),
         f(h.idle_latency_ms, "ms"),
         f(h.loaded_latency_ms, "ms"),
         f(h.link_responsiveness_hz, "Hz"),

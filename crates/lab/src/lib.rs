@@ -25,7 +25,6 @@ mod session;
 pub use bloatlab_host::signals;
 pub mod state;
 pub mod sys;
-pub mod table;
 
 pub use lab::{backend, emulator_config, kernel_support, probe_qdiscs, validate, Host, Lab, QdiscSupport, QueueTarget, PROBED_QDISCS};
 pub use run::{check_test_options, lab_test_config, lab_test_defaults, phase_queues, LabProgress, ProgressFn, RunOptions, RunOutcome};

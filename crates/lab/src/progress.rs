@@ -32,9 +32,9 @@ impl Progress {
         let last_line = std::sync::Mutex::new(Instant::now());
         Some(crate::ProgressFn(std::sync::Arc::new(move |p: &crate::LabProgress| {
             let l = &p.live;
-            let rate = |bps: f64| if bps > 0.0 { format!("{:.2} Mbit/s", bps / 1e6) } else { "-".into() };
+            let rate = |bps: f64| if bps > 0.0 { bloatlab_model::fmt::rate(bps) } else { "-".into() };
             let msg = format!(
-                "{} {}/{} {:.1}/{:.0} s  up {}  down {}  rtt {:.1} ms{}",
+                "{} {}/{} {:.1}/{:.0} s  up {}  down {}  rtt {} ms{}",
                 l.phase,
                 l.phase_index + 1,
                 l.phases,
@@ -42,7 +42,7 @@ impl Progress {
                 l.phase_len_s,
                 rate(l.up_bps),
                 rate(l.down_bps),
-                l.rtt_ms,
+                bloatlab_model::fmt::ms(l.rtt_ms),
                 p.backlog_packets.map(|b| format!("  backlog {b} pkts")).unwrap_or_default()
             );
             match &bar {

@@ -45,6 +45,7 @@ macro_rules! words {
 
 pub mod config;
 pub mod dscp;
+pub mod fmt;
 pub mod lab;
 pub mod options;
 pub mod ping;

@@ -17,7 +17,8 @@ use crate::pacing::{self, PacingConfig, PacingResult};
 use crate::params::{self, RecipeKind, TimerSpec, Typed, Value};
 use crate::recipe::Recipe;
 use crate::rows;
-use crate::units::{fmt_hms, utc_now_strings};
+use crate::units::utc_now_strings;
+use bloatlab_report::fmt::hms as fmt_hms;
 use bloatlab_lab::{signals, Session};
 use bloatlab_results::TestResult;
 use serde::Serialize;
@@ -441,8 +442,8 @@ fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str,
             o.status = "ok".into();
             o.detail = format!(
                 ": ideal {}, achieved {} ({:.3}x, model {}), burst factor {:.2}{}",
-                crate::units::fmt_rate_human(pr.ideal_bps),
-                crate::units::fmt_rate_human(pr.achieved_bps),
+                bloatlab_report::fmt::rate(pr.ideal_bps),
+                bloatlab_report::fmt::rate(pr.achieved_bps),
                 pr.ratio,
                 pr.model_ratio.map(|m| format!("{m:.3}x")).unwrap_or_else(|| "-".into()),
                 pr.burst_factor,

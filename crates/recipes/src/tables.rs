@@ -5,41 +5,13 @@ use crate::params::{RecipeKind, TimerSpec};
 use crate::recipe::Recipe;
 use crate::rows::Row;
 use crate::points::PointOutcome;
-use crate::units::{fmt_duration_ns, fmt_duration_sig3, fmt_rate_human, sig3};
+use crate::units::fmt_duration_ns;
+pub use bloatlab_report::fmt::md_table;
+use bloatlab_report::fmt::{duration_ns as fmt_duration_sig3, rate as fmt_rate_human, sig3};
 use bloatlab_results::{LatencyStats, TestResult};
 
-/// A markdown pipe table, columns padded to equal width.
-pub fn md_table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let n = headers.len();
-    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(n) {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = String::from("|");
-        for (i, c) in cells.iter().enumerate() {
-            s.push(' ');
-            s.push_str(c);
-            s.push_str(&" ".repeat(w[i] - c.chars().count()));
-            s.push_str(" |");
-        }
-        s.push('\n');
-        s
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    out.push_str(&line(w.iter().map(|&k| "-".repeat(k)).collect()));
-    for r in rows {
-        let mut cells = r.clone();
-        cells.resize(n, String::new());
-        out.push_str(&line(cells));
-    }
-    out
-}
-
 fn ms(v: f64) -> String {
-    format!("{}ms", sig3(v))
+    format!("{}ms", bloatlab_report::fmt::ms(v))
 }
 
 /// Seed 000's latency cell: "min 2.6ms avg 3.3ms max 23ms mdev 2.9ms n 50".

@@ -1,7 +1,7 @@
 //! The HTML report: one self-contained file (inline CSS and SVG, no scripts,
 //! no network fetches) with the verdict, headline numbers, summary table,
 //! plots and metadata. Several results make a comparison report.
-use crate::fmt::{esc, mbps, ms, opt_sig3, sig3, signed};
+use crate::fmt::{esc, ms, opt_sig3, rate, sig3, signed, RateUnit};
 use crate::plot::{plot_runs, plot_svg_string, Format, PlotKind};
 use crate::series;
 use crate::table::{compare_grid, context_line, seed003_lines};
@@ -124,7 +124,10 @@ fn cards(r: &TestResult) -> String {
     };
     let mut s = String::from("<section class=\"cards\">");
     let (up, down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
-    let cap = |measured: bool, bps: f64| if measured { (mbps(bps), "Mbit/s") } else { ("not measured".to_string(), "") };
+    let cap = |measured: bool, bps: f64| {
+        let u = RateUnit::fit(bps);
+        if measured { (u.num(bps), u.name()) } else { ("not measured".to_string(), "") }
+    };
     let (v, u) = cap(up, h.upload_capacity_bps);
     s.push_str(&card("Upload capacity", v, u, "highest upload goodput over scenarios (not measured when no scenario uploads)"));
     let (v, u) = cap(down, h.download_capacity_bps);
@@ -137,15 +140,15 @@ fn cards(r: &TestResult) -> String {
     s
 }
 
-fn phase_cells(p: &Phase) -> Vec<String> {
+fn phase_cells(p: &Phase, unit: RateUnit) -> Vec<String> {
     let s = &p.summary;
     let l = &s.latency;
     let rx = l.received > 0;
     vec![
         p.name.clone(),
-        if p.uploads > 0 { mbps(s.upload_bps) } else { "-".into() },
-        if p.downloads > 0 { mbps(s.download_bps) } else { "-".into() },
-        if rx { format!("{}/{}/{}/{}", sig3(l.min_ms), sig3(l.avg_ms), sig3(l.max_ms), sig3(l.mdev_ms)) } else { "-".into() },
+        if p.uploads > 0 { unit.num(s.upload_bps) } else { "-".into() },
+        if p.downloads > 0 { unit.num(s.download_bps) } else { "-".into() },
+        if rx { format!("{}/{}/{}/{}", ms(l.min_ms), ms(l.avg_ms), ms(l.max_ms), ms(l.mdev_ms)) } else { "-".into() },
         if rx { ms(l.p50_ms) } else { "-".into() },
         if rx { ms(l.p90_ms) } else { "-".into() },
         if rx { ms(l.p99_ms) } else { "-".into() },
@@ -160,8 +163,10 @@ fn phase_cells(p: &Phase) -> Vec<String> {
 }
 
 fn summary_html(r: &TestResult) -> String {
+    let unit = crate::table::phase_rate_unit(r);
+    let (up, down) = (format!("Up {}", unit.name()), format!("Down {}", unit.name()));
     let head = [
-        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT min/ avg/max/mdev ms", "p50", "p90", "p99", "Added ms", "Loss", "OWD up/down ms",
+        "Phase", &up, &down, "RTT min/ avg/max/mdev ms", "p50", "p90", "p99", "Added ms", "Loss", "OWD up/down ms",
         "Resp Hz", "Smooth Hz", "UDP RPM", "Retrans",
     ];
     let mut s = String::from("<div class=\"scroll\"><table class=\"summary\"><thead><tr>");
@@ -171,7 +176,7 @@ fn summary_html(r: &TestResult) -> String {
     s.push_str("</tr></thead><tbody>");
     for p in r.idle.iter().chain(r.scenarios.iter()) {
         s.push_str("<tr>");
-        for c in phase_cells(p) {
+        for c in phase_cells(p, unit) {
             let _ = write!(s, "<td>{}</td>", esc(&c));
         }
         s.push_str("</tr>");
@@ -266,7 +271,7 @@ fn meta_rows(r: &TestResult) -> Vec<(String, String)> {
                     "max backlog {} packets / {} bytes{}; {} drops",
                     pk.max_backlog_packets,
                     pk.max_backlog_bytes,
-                    pk.max_delay_ms.map(|d| format!(" = {} ms at the measured drain rate {} Mbit/s", sig3(d), mbps(pk.drain_bps.unwrap_or(0.0)))).unwrap_or_default(),
+                    pk.max_delay_ms.map(|d| format!(" = {} ms at the measured drain rate {}", ms(d), rate(pk.drain_bps.unwrap_or(0.0)))).unwrap_or_default(),
                     pk.drops
                 ),
             ));
@@ -444,7 +449,7 @@ fn compare_body(runs: &[Run]) -> Result<String> {
 /// named like "  RTT p50 ms"; "" when unchanged (< 2 %) or neutral.
 fn diff_class(metric: &str, cell: &str) -> &'static str {
     let m = metric.trim();
-    let higher_better = if m.contains("Mbit/s") || m.ends_with("Hz") || m.ends_with("RPM") {
+    let higher_better = if m.ends_with("bit/s") || m.ends_with("Hz") || m.ends_with("RPM") {
         true
     } else if m.ends_with("ms") || m.starts_with("Loss") || m.starts_with("Retransmits") {
         false

@@ -10,8 +10,9 @@
 
 pub mod files;
 mod export;
-mod fmt;
+pub mod fmt;
 mod html;
+pub mod lab;
 mod plot;
 mod rpm;
 pub mod series;

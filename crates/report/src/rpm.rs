@@ -1,38 +1,31 @@
 //! The terminal table of a `bloatlab rpm` result.
 use bloatlab_results::RpmResult;
 
-fn opt(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
-}
+use crate::fmt::{opt_ms, rate, text_table};
 
 /// One row per stage: RPM and its four parts, goodput, connections,
 /// confidence; then the conditions the numbers hold for.
 pub fn rpm_table(r: &RpmResult) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(
-        "{:<13} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>5} {:>7} {:>10}\n",
-        "stage", "RPM", "round ms", "tcp_f", "tls_f", "http_f", "http_s", "goodput", "conns", "probes", "confidence"
-    ));
+    let mut rows = vec![["stage", "RPM", "round ms", "tcp_f", "tls_f", "http_f", "http_s", "goodput", "conns", "probes", "confidence"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
     for s in &r.stages {
-        let weighted = match (s.tcp_foreign_ms, s.tls_foreign_ms, s.http_foreign_ms, s.http_self_ms) {
-            (Some(a), Some(b), Some(c), Some(d)) => Some((a + b + c) / 6.0 + d / 2.0),
-            _ => None,
-        };
-        out.push_str(&format!(
-            "{:<13} {:>7} {:>10} {:>8} {:>8} {:>8} {:>8} {:>12} {:>5} {:>7} {:>10}\n",
-            s.direction,
-            opt(s.rpm, 0),
-            opt(weighted, 2),
-            opt(s.tcp_foreign_ms, 2),
-            opt(s.tls_foreign_ms, 2),
-            opt(s.http_foreign_ms, 2),
-            opt(s.http_self_ms, 2),
-            format!("{:.2} Mbit/s", s.goodput_bps / 1e6),
-            s.connections,
-            s.probes.len(),
-            s.confidence,
-        ));
+        rows.push(vec![
+            s.direction.clone(),
+            s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+            opt_ms(s.round_trip_ms),
+            opt_ms(s.tcp_foreign_ms),
+            opt_ms(s.tls_foreign_ms),
+            opt_ms(s.http_foreign_ms),
+            opt_ms(s.http_self_ms),
+            rate(s.goodput_bps),
+            s.connections.to_string(),
+            s.probes.len().to_string(),
+            s.confidence.clone(),
+        ]);
     }
+    let mut out = text_table(&rows);
     for s in &r.stages {
         if let Some(w) = &s.low_because {
             out.push_str(&format!("{}: low confidence: {w}\n", s.direction));
@@ -121,12 +114,13 @@ mod tests {
             tls_foreign_ms: Some(20.0),
             http_foreign_ms: Some(30.0),
             http_self_ms: Some(40.0),
+            round_trip_ms: Some(30.0),
             ..Default::default()
         });
         let t = rpm_table(&r);
         assert!(t.contains("download"), "{t}");
-        assert!(t.contains(" 2000 "), "{t}");
-        assert!(t.contains("30.00"), "the weighted round trip (10+20+30)/6+40/2 = 30 ms: {t}");
+        assert!(t.contains("  2000  "), "{t}");
+        assert!(t.contains("  30.0  "), "the weighted round trip (10+20+30)/6+40/2 = 30 ms: {t}");
         assert!(t.contains("9.50 Mbit/s"), "{t}");
         assert!(t.contains("download: low confidence: goodput not stable within 20 s"), "{t}");
         assert!(t.contains("NOT verified"), "{t}");

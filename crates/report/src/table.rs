@@ -1,16 +1,22 @@
 //! Terminal tables: the per-test summary, seed 003's per-scenario lines, and
 //! the side-by-side comparison of several results.
-use crate::fmt::{mbps, ms, opt_ms, opt_sig3, pct_change, sig3, signed, text_table, trim_num};
+use crate::fmt::{ms, opt_ms, opt_sig3, pct_change, rate, sig3, signed, text_table, trim_num, RateUnit};
 use crate::series::loaded;
 use crate::verdict::verdict;
 use bloatlab_results::{Phase, TestResult};
 
-fn opt_rate(bps: f64, present: bool) -> String {
+fn opt_rate(bps: f64, present: bool, unit: RateUnit) -> String {
     if present {
-        mbps(bps)
+        unit.num(bps)
     } else {
         "-".into()
     }
+}
+
+/// The unit of the phase tables' goodput columns: the one the largest
+/// goodput of any phase needs (Gbit/s on a fast link).
+pub(crate) fn phase_rate_unit(r: &TestResult) -> RateUnit {
+    RateUnit::fit_all(r.idle.iter().chain(r.scenarios.iter()).flat_map(|p| [p.summary.upload_bps, p.summary.download_bps]))
 }
 
 /// One line of context: where, when, how.
@@ -46,18 +52,18 @@ pub(crate) fn scenario_count(r: &TestResult) -> String {
 /// A capacity, or "not measured" when no scenario loaded that direction.
 pub(crate) fn capacity(bps: f64, measured: bool) -> String {
     if measured {
-        format!("{} Mbit/s", mbps(bps))
+        rate(bps)
     } else {
         "not measured (no scenario loaded this direction)".into()
     }
 }
 
-fn phase_row(p: &Phase) -> Vec<String> {
+fn phase_row(p: &Phase, unit: RateUnit) -> Vec<String> {
     let s = &p.summary;
     vec![
         p.name.clone(),
-        opt_rate(s.upload_bps, p.uploads > 0),
-        opt_rate(s.download_bps, p.downloads > 0),
+        opt_rate(s.upload_bps, p.uploads > 0, unit),
+        opt_rate(s.download_bps, p.downloads > 0, unit),
         if s.latency.received > 0 { ms(s.latency.p50_ms) } else { "-".into() },
         if s.latency.received > 0 { ms(s.latency.p90_ms) } else { "-".into() },
         if s.latency.received > 0 { ms(s.latency.p99_ms) } else { "-".into() },
@@ -72,7 +78,11 @@ fn phase_row(p: &Phase) -> Vec<String> {
 /// UDP load flows (`--udp`): per phase and direction, the target and
 /// delivered rates, loss, reordering and jitter (empty without UDP flows).
 pub(crate) fn udp_table(r: &TestResult) -> String {
-    let mut rows = vec![["Phase", "Dir", "Flows", "Target Mbit/s", "Got Mbit/s", "Sent", "Lost", "Loss %", "Reordered", "Jitter ms"]
+    // one unit for both rate columns: the largest target or delivered rate's
+    let targets: f64 = r.scenarios.iter().map(|p| p.flows.iter().filter_map(|f| f.udp.map(|u| u.target_bps)).sum::<f64>()).fold(0.0, f64::max);
+    let unit = RateUnit::fit_all(std::iter::once(targets).chain(r.scenarios.iter().flat_map(|p| [p.summary.upload_bps, p.summary.download_bps])));
+    let (target_h, got_h) = (format!("Target {}", unit.name()), format!("Got {}", unit.name()));
+    let mut rows = vec![["Phase", "Dir", "Flows", &target_h, &got_h, "Sent", "Lost", "Loss %", "Reordered", "Jitter ms"]
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()];
@@ -88,8 +98,8 @@ pub(crate) fn udp_table(r: &TestResult) -> String {
                 p.name.clone(),
                 if dir == bloatlab_results::Direction::Up { "up".into() } else { "down".into() },
                 fl.len().to_string(),
-                mbps(fl.iter().map(|u| u.target_bps).sum::<f64>()),
-                mbps(got),
+                unit.num(fl.iter().map(|u| u.target_bps).sum::<f64>()),
+                unit.num(got),
                 sent.to_string(),
                 lost.to_string(),
                 format!("{:.2}", if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 }),
@@ -137,7 +147,7 @@ pub(crate) fn ping_rows(r: &TestResult) -> Option<(String, Vec<Vec<String>>)> {
 /// step and where the ramp stopped. The text summary and the HTML report
 /// both show these.
 pub(crate) fn ramp_lines(r: &TestResult) -> Vec<String> {
-    r.ramp.iter().map(|d| d.line(|b| format!("{} Mbit/s", mbps(b)))).collect()
+    r.ramp.iter().map(|d| d.line(rate)).collect()
 }
 
 fn ping_table(r: &TestResult) -> String {
@@ -157,15 +167,17 @@ pub fn summary_table(r: &TestResult) -> String {
     }
     out.push_str(&context_line(r));
     out.push('\n');
+    let unit = phase_rate_unit(r);
+    let (up, down) = (format!("Up {}", unit.name()), format!("Down {}", unit.name()));
     let mut rows = vec![[
-        "Phase", "Up Mbit/s", "Down Mbit/s", "RTT p50 ms", "p90 ms", "p99 ms", "Added ms", "Loss %",
+        "Phase", &up, &down, "RTT p50 ms", "p90 ms", "p99 ms", "Added ms", "Loss %",
         "Resp Hz", "Smooth Hz", "UDP RPM",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect::<Vec<_>>()];
     for p in r.idle.iter().chain(r.scenarios.iter()) {
-        rows.push(phase_row(p));
+        rows.push(phase_row(p, unit));
     }
     out.push_str(&text_table(&rows));
 
@@ -300,8 +312,14 @@ struct Metric {
     fmt: fn(f64) -> String,
 }
 
-fn fmt_mbps(v: f64) -> String {
+fn fmt_sig3(v: f64) -> String {
     sig3(v)
+}
+
+/// A rate metric in the unit its largest value needs, named with it.
+fn rate_metric(label: &str, bps: Vec<Option<f64>>) -> Metric {
+    let unit = RateUnit::fit_all(bps.iter().flatten().copied());
+    Metric { name: format!("  {label} {}", unit.name()), values: bps.iter().map(|v| v.map(|b| b / unit.divisor())).collect(), fmt: fmt_sig3 }
 }
 fn fmt_ms(v: f64) -> String {
     ms(v)
@@ -407,10 +425,10 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
         rows.push(r);
     };
     section(&mut rows, "Headline");
-    push(&mut rows, Metric { name: "  Upload capacity Mbit/s".into(), values: all(&|r| Some(r.headline.upload_capacity_bps / 1e6)), fmt: fmt_mbps });
-    push(&mut rows, Metric { name: "  Download capacity Mbit/s".into(), values: all(&|r| Some(r.headline.download_capacity_bps / 1e6)), fmt: fmt_mbps });
-    push(&mut rows, Metric { name: "  Link responsiveness Hz".into(), values: all(&|r| r.headline.link_responsiveness_hz), fmt: fmt_mbps });
-    push(&mut rows, Metric { name: "  Flow smoothness Hz".into(), values: all(&|r| r.headline.flow_smoothness_hz), fmt: fmt_mbps });
+    push(&mut rows, rate_metric("Upload capacity", all(&|r| Some(r.headline.upload_capacity_bps))));
+    push(&mut rows, rate_metric("Download capacity", all(&|r| Some(r.headline.download_capacity_bps))));
+    push(&mut rows, Metric { name: "  Link responsiveness Hz".into(), values: all(&|r| r.headline.link_responsiveness_hz), fmt: fmt_sig3 });
+    push(&mut rows, Metric { name: "  Flow smoothness Hz".into(), values: all(&|r| r.headline.flow_smoothness_hz), fmt: fmt_sig3 });
     push(&mut rows, Metric { name: "  Idle latency ms".into(), values: all(&|r| r.headline.idle_latency_ms), fmt: fmt_ms });
     push(&mut rows, Metric { name: "  Loaded latency ms".into(), values: all(&|r| r.headline.loaded_latency_ms), fmt: fmt_ms });
     push(&mut rows, Metric { name: "  Added latency ms".into(), values: all(&|r| r.headline.max_added_latency_ms), fmt: fmt_ms });
@@ -430,15 +448,15 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
         let phs: Vec<Option<Phase>> = runs.iter().map(|(_, r)| ph(r)).collect();
         let get = |f: &dyn Fn(&Phase) -> Option<f64>| phs.iter().map(|p| p.as_ref().and_then(f)).collect::<Vec<_>>();
         section(&mut rows, &format!("Scenario {name}"));
-        push(&mut rows, Metric { name: "  Upload Mbit/s".into(), values: get(&|p| (p.uploads > 0).then(|| p.summary.upload_bps / 1e6)), fmt: fmt_mbps });
-        push(&mut rows, Metric { name: "  Download Mbit/s".into(), values: get(&|p| (p.downloads > 0).then(|| p.summary.download_bps / 1e6)), fmt: fmt_mbps });
+        push(&mut rows, rate_metric("Upload", get(&|p| (p.uploads > 0).then_some(p.summary.upload_bps))));
+        push(&mut rows, rate_metric("Download", get(&|p| (p.downloads > 0).then_some(p.summary.download_bps))));
         push(&mut rows, Metric { name: "  RTT p50 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p50_ms)), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  RTT p90 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p90_ms)), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  RTT p99 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p99_ms)), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  Added latency ms".into(), values: get(&|p| p.summary.added_latency_ms), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  Loss %".into(), values: get(&|p| (p.summary.latency.sent > 0).then_some(p.summary.latency.loss_pct)), fmt: fmt_pct });
-        push(&mut rows, Metric { name: "  Responsiveness Hz".into(), values: get(&|p| p.summary.responsiveness_hz), fmt: fmt_mbps });
-        push(&mut rows, Metric { name: "  Smoothness Hz".into(), values: get(&|p| p.summary.smoothness_hz), fmt: fmt_mbps });
+        push(&mut rows, Metric { name: "  Responsiveness Hz".into(), values: get(&|p| p.summary.responsiveness_hz), fmt: fmt_sig3 });
+        push(&mut rows, Metric { name: "  Smoothness Hz".into(), values: get(&|p| p.summary.smoothness_hz), fmt: fmt_sig3 });
         push(&mut rows, Metric { name: "  UDP RPM".into(), values: get(&|p| p.summary.rpm), fmt: fmt_int });
         push(&mut rows, Metric { name: "  Retransmits".into(), values: get(&|p| (p.uploads + p.downloads > 0).then_some(p.summary.retransmits as f64)), fmt: fmt_int });
     }

@@ -14,7 +14,7 @@
 //! most B, 75% C, 50% D, 25% F), and by the latency probes lost under load
 //! (5% or more at most A, 10% B, 20% C, 40% D). The sentence says which
 //! cap applied.
-use crate::fmt::{human_bytes, human_ms, mbps, sig3, signed};
+use crate::fmt::{human_bytes, human_ms, rate as fmt_rate, sig3, signed};
 use bloatlab_results::{Phase, PhaseQueue, TestResult};
 use std::fmt;
 
@@ -182,9 +182,9 @@ pub fn verdict(r: &TestResult) -> Verdict {
                     grade = *g;
                 }
                 caps.push(format!(
-                    "the {dir} in {name} reached only {:.0}% of what the {} Mbit/s link carries",
+                    "the {dir} in {name} reached only {:.0}% of what the {} link carries",
                     share * 100.0,
-                    mbps(rate)
+                    fmt_rate(rate)
                 ));
             }
         }
@@ -279,7 +279,7 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
             Some(bps) if bps > 0.0 => {
                 // A queue that drains in about 20 ms at the measured rate, MTU-sized packets.
                 let pkts = ((0.020 * bps) / (1514.0 * 8.0)).ceil().max(2.0) as u64;
-                format!("a shorter queue (about {pkts} packets = 20 ms at {} Mbit/s)", mbps(bps))
+                format!("a shorter queue (about {pkts} packets = 20 ms at {})", fmt_rate(bps))
             }
             _ => "a shorter queue".to_string(),
         };
@@ -310,7 +310,7 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
         _ => "on the path",
     };
     let shaper = if cap > 0.0 {
-        format!(" with its shaper set to about 90% of the measured {dir_words}rate ({} Mbit/s)", mbps(cap * 0.9))
+        format!(" with its shaper set to about 90% of the measured {dir_words}rate ({})", fmt_rate(cap * 0.9))
     } else {
         String::new()
     };

@@ -473,7 +473,7 @@ fn pings_and_an_ietf_rpm_result_show_in_the_table_and_the_html_report() {
     assert!(t.contains("Auto-ramp upload: 1 flow(s) 5.00 Mbit/s, 2 flow(s) 5.10 Mbit/s; saturated at 1 flow(s)"), "{t}");
     assert!(t.contains("Pings to other hosts: icmp 10.0.0.1 = 10.0.0.1 (raw ICMP socket, every 100 ms)"), "{t}");
     let row = t.lines().find(|l| l.contains("icmp 10.0.0.1") && l.contains("+88.5")).unwrap_or_else(|| panic!("no loaded ping row: {t}"));
-    assert!(row.contains("88.75") && row.contains("93.75") && row.ends_with("2.0"), "{row}");
+    assert!(row.contains("88.8") && row.contains("93.8") && row.ends_with("2.0"), "{row}");
     assert!(t.contains("IETF RPM: download 1234 (high confidence); draft-ietf-ippm-responsiveness-08, HTTP/2 load"), "{t}");
     assert!(t.contains("pinned by SHA-256"), "{t}");
     let html = render_html(&[Run { label: "x", result: &r }]).unwrap();

@@ -72,6 +72,10 @@ pub struct RpmStage {
     pub tls_foreign_ms: Option<f64>,
     pub http_foreign_ms: Option<f64>,
     pub http_self_ms: Option<f64>,
+    /// The weighted round trip the RPM is 60000 / of: 1/6 of the three
+    /// foreign means plus 1/2 of the self mean (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trip_ms: Option<f64>,
     /// Probe rounds that failed (a connection refused or reset, a timeout).
     pub probes_failed: u32,
     pub intervals: Vec<RpmInterval>,

@@ -421,11 +421,11 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
         let n_conns = (loads.len() / kinds.len()) as u32;
         intervals.push(RpmInterval { t_s: end_s, goodput_bps: inst, moving_average_bps: ma, connections: n_conns, rpm });
         progress(&format!(
-            "{:>13} {:>5.1} s  {:>9.2} Mbit/s (avg {:>9.2})  {:>2} conn  {}",
+            "{:>13} {:>5.1} s  {:>12} (avg {:>12})  {:>2} conn  {}",
             dir.name(),
             end_s,
-            inst / 1e6,
-            ma / 1e6,
+            bloatlab_model::fmt::rate(inst),
+            bloatlab_model::fmt::rate(ma),
             n_conns,
             rpm.map(|r| format!("{r:.0} RPM")).unwrap_or_else(|| "no complete probe round yet".into())
         ));
@@ -500,6 +500,7 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
         tls_foreign_ms: r.map(|r| r.tls_foreign_ms),
         http_foreign_ms: r.map(|r| r.http_foreign_ms),
         http_self_ms: r.map(|r| r.http_self_ms),
+        round_trip_ms: r.map(|r| r.weighted_ms),
         probes_failed: p.failed,
         intervals,
         probes: p.samples,

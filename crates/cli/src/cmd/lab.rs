@@ -5,7 +5,8 @@ use crate::options::OptionArgs;
 use anyhow::{anyhow, bail, Result};
 use bloatlab_host::signals;
 use bloatlab_lab::progress::Progress;
-use bloatlab_lab::{state, sys, table, RunOptions, Session};
+use bloatlab_lab::{state, sys, RunOptions, Session};
+use bloatlab_report::{fmt::ms, lab as table};
 use bloatlab_model::{lab_option, Backend, LabConfig, Placement, QueueSpec, Shaper};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -312,8 +313,8 @@ fn run(a: &LabRun) -> Result<i32> {
             i + 1,
             bloatlab_lab::backend(&cfg).1,
             match (cfg.analytic_queue_delay_ms(true), cfg.analytic_queue_delay_ms(false)) {
-                (Some(u), Some(d)) if (u - d).abs() > 1e-9 => format!(" (holds {} ms up, {} ms down when full)", table::ms(u), table::ms(d)),
-                (Some(x), _) | (None, Some(x)) => format!(" (holds {} ms when full)", table::ms(x)),
+                (Some(u), Some(d)) if (u - d).abs() > 1e-9 => format!(" (holds {} ms up, {} ms down when full)", ms(u), ms(d)),
+                (Some(x), _) | (None, Some(x)) => format!(" (holds {} ms when full)", ms(x)),
                 (None, None) => String::new(),
             }
         ));

@@ -5,7 +5,7 @@ use anyhow::{anyhow, bail, Result};
 use bloatlab_recipes::params::RecipeKind;
 use bloatlab_recipes::recipe::{self, Recipe, BUILTIN};
 use bloatlab_recipes::runner::{self, RunOptions};
-use bloatlab_recipes::units::fmt_hms;
+use bloatlab_report::fmt::hms as fmt_hms;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@ use crate::options::LoadArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_engine::client::{self, Live};
 use bloatlab_host::signals;
+use bloatlab_model::fmt;
 use bloatlab_model::units::parse_duration;
 use bloatlab_model::{Family, Scenario, TestConfig, TestOverrides, DEFAULT_PORT};
 use bloatlab_results::TestResult;
@@ -168,29 +169,18 @@ impl IntervalLog {
         for (n, dir, bytes) in [(sc.uploads, "up", l.up_bytes.saturating_sub(up0)), (sc.downloads, "down", l.down_bytes.saturating_sub(down0))] {
             if n > 0 {
                 out.push(format!(
-                    "[{:>6} {:<4}] {:>13} s  {:>13}  {:>9.2} Mbit/s  rtt {:.2} ms",
+                    "[{:>6} {:<4}] {:>13} s  {:>9}  {:>12}  rtt {} ms",
                     sc.name(),
                     dir,
                     format!("{t0:.2}-{t1:.2}"),
-                    human_bytes(bytes),
-                    bytes as f64 * 8.0 / dt / 1e6,
-                    l.rtt_ms
+                    fmt::human_bytes(bytes as f64),
+                    fmt::rate(bytes as f64 * 8.0 / dt),
+                    fmt::ms(l.rtt_ms)
                 ));
             }
         }
         self.last = (t1, l.up_bytes, l.down_bytes);
         out
-    }
-}
-
-fn human_bytes(b: u64) -> String {
-    let b = b as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} GBytes", b / 1024.0 / 1024.0 / 1024.0)
-    } else if b >= 1024.0 * 1024.0 {
-        format!("{:.2} MBytes", b / 1024.0 / 1024.0)
-    } else {
-        format!("{:.1} KBytes", b / 1024.0)
     }
 }
 
@@ -313,12 +303,12 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
             let frac = (l.phase_index as f64 + (l.elapsed_s / l.phase_len_s.max(1e-9)).min(1.0)) / l.phases.max(1) as f64;
             b.set_position((frac * 1000.0) as u64);
             b.set_message(format!(
-                "{}/{}  up {:8.2} Mbit/s  down {:8.2} Mbit/s  rtt {:8.2} ms",
+                "{}/{}  up {:>12}  down {:>12}  rtt {:>6} ms",
                 l.phase_index + 1,
                 l.phases,
-                l.up_bps / 1e6,
-                l.down_bps / 1e6,
-                l.rtt_ms
+                fmt::rate(l.up_bps),
+                fmt::rate(l.down_bps),
+                fmt::ms(l.rtt_ms)
             ));
         }
     };
@@ -451,19 +441,19 @@ mod tests {
         // 1.25 MB up and 2.5 MB down in the first second: 10 and 20 Mbit/s
         let l = iv.lines(&live("1u1d", 1.0, 1_250_000, 2_500_000));
         assert_eq!(l.len(), 2, "{l:?}");
-        assert!(l[0].contains("1u1d up") && l[0].contains("0.00-1.00 s") && l[0].contains("10.00 Mbit/s") && l[0].contains("rtt 12.50 ms"), "{}", l[0]);
-        assert!(l[1].contains("1u1d down") && l[1].contains("20.00 Mbit/s"), "{}", l[1]);
+        assert!(l[0].contains("1u1d up") && l[0].contains("0.00-1.00 s") && l[0].contains("10.0 Mbit/s") && l[0].contains("rtt 12.5 ms"), "{}", l[0]);
+        assert!(l[1].contains("1u1d down") && l[1].contains("20.0 Mbit/s"), "{}", l[1]);
         assert!(iv.lines(&live("1u1d", 1.5, 1_875_000, 2_500_000)).is_empty());
         // Lines keep to the grid: an update a few ms before 2 s closes 1-2.
         let l = iv.lines(&live("1u1d", 1.996, 2_495_000, 2_500_000));
-        assert!(l[0].contains("1.00-2.00 s") && l[0].contains("10.00 Mbit/s"), "{l:?}");
+        assert!(l[0].contains("1.00-2.00 s") && l[0].contains("10.0 Mbit/s"), "{l:?}");
         assert!(iv.lines(&live("1u1d", 2.1, 2_620_000, 2_500_000)).is_empty(), "2-3 is not due yet");
         let l = iv.lines(&live("1u1d", 2.5, 3_125_000, 2_500_000));
         assert!(l.is_empty(), "{l:?}");
         // the next phase closes the previous one's last half second
         let l = iv.lines(&live("0u1d", 0.05, 0, 0));
         assert_eq!(l.len(), 2, "{l:?}");
-        assert!(l[0].contains("2.00-2.50 s") && l[0].contains("10.00 Mbit/s"), "{}", l[0]);
+        assert!(l[0].contains("2.00-2.50 s") && l[0].contains("10.0 Mbit/s"), "{}", l[0]);
         let l = iv.flush();
         assert!(l.is_empty(), "a 50 ms remainder is not an interval: {l:?}");
     }

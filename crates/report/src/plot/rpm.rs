@@ -23,11 +23,11 @@ pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {
             let span = st.intervals.last().map(|i| i.t_s).unwrap_or(1.0).max(st.duration_s).max(0.1);
             let gmax = st.intervals.iter().map(|i| i.goodput_bps.max(i.moving_average_bps) / 1e6).fold(0.0, f64::max).max(1e-3) * 1.15;
             let title = format!(
-                "{}: {} RPM ({} confidence), {:.2} Mbit/s with {} connection(s)",
+                "{}: {} RPM ({} confidence), {} with {} connection(s)",
                 st.direction,
                 st.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "no".into()),
                 st.confidence,
-                st.goodput_bps / 1e6,
+                crate::fmt::rate(st.goodput_bps),
                 st.connections
             );
             let mut c = ChartBuilder::on(&top)

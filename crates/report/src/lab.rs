@@ -1,4 +1,6 @@
-//! The lab's summary table: latency under load beside the analytic queue delay.
+//! The lab's summary table (`bloatlab lab`): latency under load beside the
+//! analytic queue delay, from the figures the result already carries.
+use crate::fmt::{md_table, ms, rate as mbit};
 use bloatlab_metrics::queue;
 use bloatlab_results::{Phase, TestResult};
 
@@ -23,28 +25,6 @@ pub const HEADER: &[&str] = &[
     "max backlog",
     "drops",
 ];
-
-pub fn ms(x: f64) -> String {
-    if !x.is_finite() {
-        "-".into()
-    } else if x.abs() < 10.0 {
-        format!("{x:.2}")
-    } else if x.abs() < 100.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-fn mbit(bps: f64) -> String {
-    if bps >= 1e9 {
-        format!("{:.2} Gbit/s", bps / 1e9)
-    } else if bps >= 1e6 {
-        format!("{:.2} Mbit/s", bps / 1e6)
-    } else {
-        format!("{:.0} kbit/s", bps / 1e3)
-    }
-}
 
 /// Drops and the largest backlog (packets, bytes) of the queues whose role
 /// starts with `role_prefix`, during a phase (as the lab recorded them in
@@ -123,33 +103,9 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
     out
 }
 
-/// Render rows as an aligned text table.
+/// Render rows as the lab's table (the one table renderer, markdown style).
 pub fn render(rows: &[Row]) -> String {
-    let mut w: Vec<usize> = HEADER.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (i, c) in r.cells.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str(" | ");
-            }
-            s.push_str(&format!("{:<width$}", c, width = w[i]));
-        }
-        s.trim_end().to_string()
-    };
-    let mut out = line(&HEADER.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    out.push('\n');
-    out.push_str(&w.iter().map(|n| "-".repeat(*n)).collect::<Vec<_>>().join("-|-"));
-    out.push('\n');
-    for r in rows {
-        out.push_str(&line(&r.cells));
-        out.push('\n');
-    }
-    out
+    md_table(HEADER, &rows.iter().map(|r| r.cells.clone()).collect::<Vec<_>>())
 }
 
 /// The lab's printed report: the table, a comparison line, what the columns
@@ -191,7 +147,7 @@ fn compare_line(results: &[bloatlab_results::TestResult]) -> Option<String> {
     };
     let gp = |r: &bloatlab_results::TestResult| {
         let s = &r.scenarios[0].summary;
-        (s.upload_bps + s.download_bps) / 1e6
+        mbit(s.upload_bps + s.download_bps)
     };
     let hi = results.iter().filter(|r| added(r).is_some()).max_by(|a, b| added(a).partial_cmp(&added(b)).unwrap())?;
     let lo = results.iter().filter(|r| added(r).is_some()).min_by(|a, b| added(a).partial_cmp(&added(b)).unwrap())?;
@@ -208,7 +164,7 @@ fn compare_line(results: &[bloatlab_results::TestResult]) -> Option<String> {
             .unwrap_or_else(|| "-".into())
     };
     Some(format!(
-        "{} adds {} ms at the median, {} adds {} ms ({:.0}x), with the link {} vs {} busy (goodput {:.2} vs {:.2} Mbit/s)",
+        "{} adds {} ms at the median, {} adds {} ms ({:.0}x), with the link {} vs {} busy (goodput {} vs {})",
         label(hi),
         ms(h),
         label(lo),
@@ -287,7 +243,7 @@ mod tests {
             rpm: None,
             ramp: vec![],
         };
-        crate::phase_queues(&mut r, &lab);
+        bloatlab_metrics::queue::phase_queues(&mut r, &lab);
         let p = &r.scenarios[0];
         assert_eq!(queue_in_phase("bottleneck", p), (12, 100, 151_400));
         let u = link_use("bottleneck-up", p).unwrap();
@@ -305,9 +261,7 @@ mod tests {
         let t = render(&rows);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("queue | rate"));
-        assert_eq!(ms(1211.2), "1211");
-        assert_eq!(ms(12.11), "12.1");
-        assert_eq!(ms(0.146), "0.15");
+        assert!(lines[0].starts_with("| queue | rate"), "{t}");
+        assert!(lines[1].starts_with("| ----- |"), "{t}");
     }
 }
