@@ -23,16 +23,13 @@ use std::time::Duration;
 /// direction's rate (or trace), queue, delay, jitter and loss, with the
 /// Ethernet header counted as htb counts it on a veth (1514-byte frames).
 pub fn emulator_config(cfg: &LabConfig) -> Result<bloatlab_emulator::EmulatorConfig> {
-    use bloatlab_emulator::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec};
+    use bloatlab_emulator::{DirectionConfig, EmulatorConfig};
     let dir = |up: bool| -> Result<DirectionConfig> {
         Ok(DirectionConfig {
             rate: cfg.rate_spec(up).map_err(|e| anyhow!(e))?,
             delay_ns: cfg.delay.map(|d| d.as_nanos() as u64).unwrap_or(0),
-            jitter: cfg.jitter.map(|j| JitterSpec { amount_ns: j.as_nanos() as u64, dist: Default::default(), reorder: false }),
-            loss: match cfg.loss {
-                Some(p) if p > 0.0 => LossSpec::Bernoulli { p },
-                _ => LossSpec::None,
-            },
+            jitter: cfg.jitter.clone(),
+            loss: cfg.loss.clone().unwrap_or_default(),
             queue: cfg.queue_of(up).clone(),
             overhead_bytes: (FRAME_BYTES - MTU as u64) as u32,
         })
@@ -693,13 +690,21 @@ pub fn netem_args(cfg: &LabConfig) -> Option<Vec<String>> {
     if let Some(d) = cfg.delay {
         args.push("delay".into());
         args.push(format!("{}us", d.as_micros()));
-        if let Some(j) = cfg.jitter {
-            args.push(format!("{}us", j.as_micros()));
+        if let Some(j) = &cfg.jitter {
+            args.push(format!("{}us", j.amount_ns / 1000));
+            if j.dist == bloatlab_model::link::JitterDist::Normal {
+                args.extend(["distribution".into(), "normal".into()]);
+            }
         }
     }
-    if let Some(l) = cfg.loss {
-        args.push("loss".into());
-        args.push(format!("{}%", l * 100.0));
+    let pct = |p: f64| format!("{}%", (p * 100.0 * 1e6).round() / 1e6);
+    match cfg.loss {
+        Some(bloatlab_model::link::LossSpec::Bernoulli { p }) => args.extend(["loss".into(), pct(p)]),
+        // netem's Gilbert-Elliott: p, r, 1-h (loss in Bad), 1-k (loss in Good)
+        Some(bloatlab_model::link::LossSpec::GilbertElliott { p, r, loss_good, loss_bad }) => {
+            args.extend(["loss".into(), "gemodel".into(), pct(p), pct(r), pct(loss_bad), pct(loss_good)])
+        }
+        Some(bloatlab_model::link::LossSpec::None) | None => {}
     }
     Some(args)
 }
@@ -766,8 +771,8 @@ mod tests {
         let mut c = LabConfig::default();
         assert_eq!(netem_args(&c), None);
         c.delay = Some(Duration::from_millis(20));
-        c.jitter = Some(Duration::from_millis(2));
-        c.loss = Some(0.01);
+        c.jitter = Some(bloatlab_model::link::JitterSpec::parse("2ms", false).unwrap());
+        c.loss = Some("1%".parse().unwrap());
         assert_eq!(netem_args(&c).unwrap().join(" "), "limit 100000 delay 20000us 2000us loss 1%");
     }
 

@@ -91,10 +91,11 @@ pub struct LabConfig {
     pub ecn: Option<OnOff>,
     /// One-way delay added in each direction (round trip + 2 x delay).
     pub delay: Option<Duration>,
-    /// Per-direction delay variation (uniform +/-, packet order kept by the emulator).
-    pub jitter: Option<Duration>,
-    /// Per-direction random loss probability.
-    pub loss: Option<f64>,
+    /// Per-direction delay variation (uniform +/- or normal; packet order
+    /// kept).
+    pub jitter: Option<crate::link::JitterSpec>,
+    /// Per-direction random loss (Bernoulli or Gilbert-Elliott).
+    pub loss: Option<crate::link::LossSpec>,
     pub trace_up: Option<PathBuf>,
     pub trace_down: Option<PathBuf>,
     /// Run tests over IPv6 (ULA addresses) instead of IPv4.
@@ -335,11 +336,6 @@ impl LabConfig {
                 return Err("--delay over 60 s is not supported".into());
             }
         }
-        if let Some(l) = self.loss {
-            if !(0.0..=1.0).contains(&l) {
-                return Err("--loss must be between 0% and 100%".into());
-            }
-        }
         if self.txqueuelen == Some(0) {
             return Err("--txqueuelen must be at least 1 packet".into());
         }
@@ -397,7 +393,7 @@ mod tests {
     fn refusals() {
         let bad = |c: LabConfig| c.validate().unwrap_err();
         assert!(bad(LabConfig { rate_up: None, rate_down: None, ..Default::default() }).contains("no bottleneck"));
-        assert!(bad(LabConfig { jitter: Some(Duration::from_millis(5)), ..Default::default() }).contains("--delay"));
+        assert!(bad(LabConfig { jitter: Some(crate::link::JitterSpec::parse("5ms", false).unwrap()), ..Default::default() }).contains("--delay"));
         assert!(bad(LabConfig { id: Some("xyz".into()), ..Default::default() }).contains("hex"));
         assert!(bad(LabConfig { cc: "a b".into(), ..Default::default() }).contains("--cc"));
         assert!(bad(LabConfig { queue: QueueSpec::parse("fq_codel").unwrap(), backend: Backend::Kernel, ..Default::default() })

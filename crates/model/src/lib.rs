@@ -17,6 +17,7 @@
 //!
 //! Pure: no I/O except reading a trace file a configuration names.
 /// `WORDS`, `name`, `Display` and `FromStr` of an enum spelled by fixed words.
+#[macro_export]
 macro_rules! words {
     ($t:ty, $what:literal, $($v:ident = $s:literal),*) => {
         impl $t {
@@ -47,6 +48,7 @@ pub mod config;
 pub mod dscp;
 pub mod fmt;
 pub mod lab;
+pub mod link;
 pub mod options;
 pub mod ping;
 pub mod queue;

@@ -24,7 +24,7 @@ use crate::queue::QueueSpec;
 use crate::ping::PingTarget;
 use crate::rpm::RpmDirection;
 use crate::scenario::{list_name, Ramp, Scenario};
-use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration, parse_duration_ns_unit_required, parse_probability};
+use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration, parse_duration_ns_unit_required};
 use crate::Rate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -808,30 +808,32 @@ pub static LAB_OPTIONS: &[LabOption] = &[
     LabOption {
         long: "jitter",
         short: None,
-        value_name: "DURATION",
-        help: "Per-direction delay variation, uniform +/- (with --delay)",
+        value_name: "JITTER",
+        help: "Per-direction delay variation (with --delay): 5ms (uniform +/-5 ms) or normal:5ms (standard \
+               deviation); packet order is kept",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
         requires: Some("delay"),
         one_run_each: false,
         examples: &["5ms"],
-        set: |c, s| Ok(c.jitter = Some(delay(s)?)),
-        get: |c| opt_dur(c.jitter),
+        set: |c, s| Ok(c.jitter = Some(crate::link::JitterSpec::parse(s, false)?)),
+        get: |c| c.jitter.as_ref().map(|j| one(j.spec())).unwrap_or_default(),
     },
     LabOption {
         long: "loss",
         short: None,
-        value_name: "PROB",
-        help: "Random loss per direction, e.g. 1% or 0.01",
+        value_name: "LOSS",
+        help: "Random loss per direction: 1% or 0.01 (independent), or ge:p=1%,r=25%[,good=0%,bad=100%] \
+               (Gilbert-Elliott bursts)",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: &[],
         requires: None,
         one_run_each: false,
-        examples: &["0.01"],
-        set: |c, s| Ok(c.loss = Some(parse_probability(s)?)),
-        get: |c| c.loss.map(one).unwrap_or_default(),
+        examples: &["1%", "ge:p=1%,r=25%,good=0%,bad=100%"],
+        set: |c, s| Ok(c.loss = Some(s.parse()?)),
+        get: |c| c.loss.as_ref().map(|l| one(l.describe())).unwrap_or_default(),
     },
     LabOption {
         long: "backend",

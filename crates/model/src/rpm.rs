@@ -67,9 +67,10 @@ pub struct RpmOffer {
 }
 
 /// Which working conditions an RPM test creates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum RpmDirection {
+    #[default]
     Download,
     Upload,
     /// Downloads and uploads at once.

@@ -12,7 +12,7 @@ pub fn rpm_table(r: &RpmResult) -> String {
         .collect::<Vec<_>>()];
     for s in &r.stages {
         rows.push(vec![
-            s.direction.clone(),
+            s.direction.to_string(),
             s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
             opt_ms(s.round_trip_ms),
             opt_ms(s.tcp_foreign_ms),
@@ -84,7 +84,7 @@ pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
     for s in &r.stages {
         cards.push_str(&format!(
             "<div class=\"card\"><div class=\"k\">{} RPM</div><div class=\"v\">{}</div><div class=\"u\">{} confidence{}</div></div>",
-            esc(&s.direction),
+            esc(s.direction.name()),
             s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
             esc(&s.confidence),
             s.low_because.as_deref().map(|w| format!(": {}", esc(w))).unwrap_or_default()
@@ -104,7 +104,7 @@ mod tests {
         r.method.specification = "draft-x".into();
         r.method.mad = 4;
         r.stages.push(RpmStage {
-            direction: "download".into(),
+            direction: bloatlab_model::RpmDirection::Download,
             rpm: Some(2000.0),
             confidence: "low".into(),
             low_because: Some("goodput not stable within 20 s".into()),

@@ -96,7 +96,7 @@ pub(crate) fn udp_table(r: &TestResult) -> String {
             let got = if dir == bloatlab_results::Direction::Up { p.summary.upload_bps } else { p.summary.download_bps };
             rows.push(vec![
                 p.name.clone(),
-                if dir == bloatlab_results::Direction::Up { "up".into() } else { "down".into() },
+                dir.name().into(),
                 fl.len().to_string(),
                 unit.num(fl.iter().map(|u| u.target_bps).sum::<f64>()),
                 unit.num(got),

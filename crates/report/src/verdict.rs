@@ -15,7 +15,7 @@
 //! (5% or more at most A, 10% B, 20% C, 40% D). The sentence says which
 //! cap applied.
 use crate::fmt::{human_bytes, human_ms, rate as fmt_rate, sig3, signed};
-use bloatlab_results::{Phase, PhaseQueue, TestResult};
+use bloatlab_results::{Direction, Phase, PhaseQueue, TestResult};
 use std::fmt;
 
 /// Goodput share of the link below which the grade is at most the given one.
@@ -294,20 +294,16 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
         };
         return format!("{which}{where_} held up to {held}; {aqm} or {shorter} would cut it.");
     }
+    // the direction the worst phase loaded alone, if it loaded one
     let dir = match wp.map(|p| (p.uploads > 0, p.downloads > 0)) {
-        Some((true, false)) => "upload",
-        Some((false, true)) => "download",
-        _ => "",
+        Some((true, false)) => Some(Direction::Up),
+        Some((false, true)) => Some(Direction::Down),
+        _ => None,
     };
-    let (cap, dir_words) = match dir {
-        "upload" => (r.headline.upload_capacity_bps, "upload "),
-        "download" => (r.headline.download_capacity_bps, "download "),
-        _ => (0.0, ""),
-    };
-    let place = match dir {
-        "upload" => "on the upload path (usually the modem or router uplink)",
-        "download" => "on the download path (usually the ISP's shaper or the modem)",
-        _ => "on the path",
+    let (cap, dir_words, place) = match dir {
+        Some(Direction::Up) => (r.headline.upload_capacity_bps, "upload ", "on the upload path (usually the modem or router uplink)"),
+        Some(Direction::Down) => (r.headline.download_capacity_bps, "download ", "on the download path (usually the ISP's shaper or the modem)"),
+        None => (0.0, "", "on the path"),
     };
     let shaper = if cap > 0.0 {
         format!(" with its shaper set to about 90% of the measured {dir_words}rate ({})", fmt_rate(cap * 0.9))

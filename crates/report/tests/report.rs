@@ -456,7 +456,7 @@ fn pings_and_an_ietf_rpm_result_show_in_the_table_and_the_html_report() {
     x.method.specification = "draft-ietf-ippm-responsiveness-08".into();
     x.tls.verified = true;
     x.tls.pinned = true;
-    x.stages.push(RpmStage { direction: "download".into(), rpm: Some(1234.0), confidence: "high".into(), goodput_bps: 9e6, connections: 4, ..Default::default() });
+    x.stages.push(RpmStage { direction: bloatlab_model::RpmDirection::Download, rpm: Some(1234.0), confidence: "high".into(), goodput_bps: 9e6, connections: 4, ..Default::default() });
     r.rpm = Some(x);
     r.ramp = vec![bloatlab_results::RampResult {
         direction: bloatlab_results::Direction::Up,

@@ -229,6 +229,8 @@ pub enum Direction {
     Down,
 }
 
+bloatlab_model::words!(Direction, "a direction", Up = "up", Down = "down");
+
 /// One phase of a test: the idle baseline or one load scenario.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Phase {
@@ -576,8 +578,16 @@ pub struct LabRecord {
     pub tcp_mem_max: u64,
     pub ecn: Option<String>,
     pub delay_ms: Option<f64>,
+    /// Jitter amount (uniform +/- or a normal standard deviation), ms;
+    /// `jitter_model` spells the distribution as `--jitter` takes it.
     pub jitter_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_model: Option<String>,
+    /// Long-run loss probability per direction; `loss_model` spells the
+    /// model as `--loss` takes it (e.g. a Gilbert-Elliott chain).
     pub loss: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<String>,
     pub ip_version: u8,
     pub port: u16,
     /// The `bloatlab test` options given after `--`, as written.

@@ -53,7 +53,7 @@ pub struct RpmMethod {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct RpmStage {
     /// download, upload or bidirectional.
-    pub direction: String,
+    pub direction: bloatlab_model::RpmDirection,
     /// Responsiveness over the probes of the last MAD intervals.
     pub rpm: Option<f64>,
     /// "high": goodput and responsiveness both stable; "low": the stage hit

@@ -487,7 +487,7 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
         format!("{} not stable within {} s", parts.join(" and "), cfg.max_stage.as_secs_f64())
     });
     Ok(RpmStage {
-        direction: dir.name().into(),
+        direction: dir,
         rpm: r.map(|r| r.rpm),
         confidence: if stable { "high".into() } else { "low".into() },
         low_because,

@@ -42,10 +42,7 @@ fn csv_field(s: &str) -> String {
 }
 
 fn dir(d: Direction) -> &'static str {
-    match d {
-        Direction::Up => "up",
-        Direction::Down => "down",
-    }
+    d.name()
 }
 
 /// Name of the phase containing `t_ns` ("" outside every phase).
