@@ -206,12 +206,34 @@ fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Re
     }
 }
 
+/// The IETF RPM stages a test plans after its scenarios (`--rpm`). A crate
+/// above the engine runs them (`bloatlab_rpm::TestStages`: the engine
+/// cannot depend on the crate that builds on it), inside the test's session,
+/// against the endpoints the server offered at the address the test
+/// reached. `live` gets one update per interval, as phase `first_phase`
+/// onwards of `phases`.
+pub trait RpmStages {
+    fn run(
+        &self,
+        cfg: &TestConfig,
+        offer: &bloatlab_model::RpmOffer,
+        addr: SocketAddr,
+        first_phase: usize,
+        phases: usize,
+        live: &mut dyn FnMut(&Live),
+    ) -> Result<bloatlab_results::RpmResult, String>;
+}
+
 /// Run a whole test. `interrupt` is polled; `live` is called a few times a
 /// second. The phases, in order: connect (the control session, the
 /// witness's), start the probes, the idle baseline, the scenarios (a list
-/// or a ramp), collect what the probes saw, and close with the result.
-pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)) -> Outcome {
+/// or a ramp), collect what the probes saw, the RPM stages (`--rpm`, run by
+/// `rpm`), and close with the result.
+pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live), rpm: Option<&dyn RpmStages>) -> Outcome {
     let fail = |e: String| Outcome { result: None, error: Some(e), interrupted: false };
+    if !cfg.rpm.is_empty() && rpm.is_none() {
+        return fail("--rpm: this front end cannot run RPM stages".into());
+    }
     let mut conns = match Connections::open(cfg) {
         Ok(c) => c,
         Err(e) => return fail(e),
@@ -222,13 +244,22 @@ pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live)
         Err(e) => return fail(e),
     };
     let mut m = Measured::default();
-    let nphases = cfg.max_scenarios() + usize::from(!cfg.idle.is_zero());
+    let measured = cfg.max_scenarios() + usize::from(!cfg.idle.is_zero());
+    let nphases = measured + cfg.rpm.len();
     measure_idle(cfg, interrupt, live, &probes, nphases, &mut m);
     measure_scenarios(cfg, &mut conns, interrupt, live, &probes, nphases, &mut m);
     if interrupt.load(Ordering::Relaxed) {
         m.interrupted = true;
     }
     let seen = probes.finish(cfg, m.interrupted);
+    if let (Some(stages), Some(offer)) = (rpm.filter(|_| !cfg.rpm.is_empty()), conns.sess.rpm.clone()) {
+        if m.error.is_none() && !m.interrupted {
+            match stages.run(cfg, &offer, conns.addr, measured, nphases, live) {
+                Ok(r) => m.rpm = Some(r),
+                Err(e) => m.error = Some(format!("--rpm: {e}")),
+            }
+        }
+    }
     conns.close(cfg, start_unix_ns, m, seen)
 }
 
@@ -258,6 +289,7 @@ impl Connections {
         let addr = conn::resolve(&cfg.server, cfg.port, cfg.family)?;
         // Generous: flow setup and the final probe drain take time beyond the phases.
         let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
+            + RPM_STAGE_MAX * cfg.rpm.len() as u32
             + Duration::from_secs(10))
         .as_millis() as u64;
         let mut sess = open_session(addr, cfg, cfg.max_flows(), planned_ms)?;
@@ -300,6 +332,7 @@ impl Connections {
         };
         let mut result = summarize::build_result(&meta_in, &m.phases, &seen.exchanges, &seen.witness_exchanges, &seen.rr, complete, reason.clone());
         result.ramp = m.ramp.map(RampState::results).unwrap_or_default();
+        result.rpm = m.rpm;
         let line = summarize::one_line(&result);
         let _ = conn::send(&mut self.sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
         conn::set_timeout(&self.sess.ctl, Some(Duration::from_secs(2)));
@@ -319,7 +352,12 @@ struct Measured {
     interrupted: bool,
     socket_info: SocketInfo,
     ramp: Option<RampState>,
+    rpm: Option<bloatlab_results::RpmResult>,
 }
+
+/// The longest an RPM stage may take (its configuration and connections
+/// included), for the session's planned duration.
+const RPM_STAGE_MAX: Duration = Duration::from_secs(25);
 
 /// Every latency probe of the test, running from before the idle baseline
 /// to after the last scenario.

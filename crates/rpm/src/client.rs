@@ -328,8 +328,38 @@ fn rtts(samples: &[RpmProbe], at: &[f64], from_s: f64, to_s: f64) -> ProbeRtts {
     r
 }
 
-/// Progress lines for a terminal (one per interval).
-pub type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+/// Where a stage stands at the end of one interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageProgress {
+    pub direction: RpmDirection,
+    /// Seconds since the stage started, and the most it may take.
+    pub t_s: f64,
+    pub max_s: f64,
+    /// The interval's aggregate goodput and its moving average, bits/s.
+    pub goodput_bps: f64,
+    pub moving_average_bps: f64,
+    pub connections: u32,
+    /// The interval's responsiveness, once a probe round completed.
+    pub rpm: Option<f64>,
+}
+
+impl StageProgress {
+    /// One line for a terminal.
+    pub fn line(&self) -> String {
+        format!(
+            "{:>13} {:>5.1} s  {:>12} (avg {:>12})  {:>2} conn  {}",
+            self.direction.name(),
+            self.t_s,
+            bloatlab_model::fmt::rate(self.goodput_bps),
+            bloatlab_model::fmt::rate(self.moving_average_bps),
+            self.connections,
+            self.rpm.map(|r| format!("{r:.0} RPM")).unwrap_or_else(|| "no complete probe round yet".into())
+        )
+    }
+}
+
+/// Called once per interval of every stage.
+pub type Progress<'a> = &'a (dyn Fn(&StageProgress) + Sync);
 
 async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>) -> Result<RpmStage, String> {
     let counter = Arc::new(AtomicU64::new(0));
@@ -420,15 +450,15 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
         }
         let n_conns = (loads.len() / kinds.len()) as u32;
         intervals.push(RpmInterval { t_s: end_s, goodput_bps: inst, moving_average_bps: ma, connections: n_conns, rpm });
-        progress(&format!(
-            "{:>13} {:>5.1} s  {:>12} (avg {:>12})  {:>2} conn  {}",
-            dir.name(),
-            end_s,
-            bloatlab_model::fmt::rate(inst),
-            bloatlab_model::fmt::rate(ma),
-            n_conns,
-            rpm.map(|r| format!("{r:.0} RPM")).unwrap_or_else(|| "no complete probe round yet".into())
-        ));
+        progress(&StageProgress {
+            direction: dir,
+            t_s: end_s,
+            max_s: cfg.max_stage.as_secs_f64(),
+            goodput_bps: inst,
+            moving_average_bps: ma,
+            connections: n_conns,
+            rpm,
+        });
         if goodput.is_stable() && resp.is_stable() {
             stable = true;
             break;

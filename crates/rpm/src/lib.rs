@@ -14,7 +14,9 @@
 pub mod client;
 pub mod nq;
 pub mod server;
+pub mod stage;
 pub mod tls;
 
-pub use client::run as run_client;
+pub use client::{run as run_client, StageProgress};
+pub use stage::TestStages;
 pub use server::RpmServer;

@@ -97,9 +97,9 @@ pub fn run_rpm(a: RpmArgs) -> Result<i32> {
         }
     }
     let show = !a.quiet;
-    let progress = move |line: &str| {
+    let progress = move |p: &bloatlab_rpm::StageProgress| {
         if show {
-            eprintln!("{line}");
+            eprintln!("{}", p.line());
         }
     };
     let command: Vec<String> = std::env::args().collect();

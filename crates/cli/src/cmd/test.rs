@@ -312,7 +312,7 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
             ));
         }
     };
-    let out = client::run(cfg, signals::flag(), &mut live);
+    let out = client::run(cfg, signals::flag(), &mut live, Some(&bloatlab_rpm::TestStages));
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -322,22 +322,9 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
         }
     }
     let client::Outcome { result, error, interrupted } = out;
-    let Some(mut result) = result else {
+    let Some(result) = result else {
         bail!("{}", error.unwrap_or_else(|| "test failed".into()));
     };
-    let mut rpm_error = None;
-    if !cfg.rpm.is_empty() && !interrupted && error.is_none() {
-        match run_rpm_after(cfg, &result, quiet) {
-            Ok(r) => result.rpm = Some(r),
-            Err(e) => {
-                let e = format!("--rpm: {e}");
-                result.complete = false;
-                result.incomplete_reason = Some(e.clone());
-                rpm_error = Some(e);
-            }
-        }
-    }
-    let error = error.or(rpm_error);
     let doc = serde_json::to_string_pretty(&result)?;
     if json == Some("-") {
         println!("{doc}");
@@ -355,30 +342,6 @@ pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table:
         0
     };
     Ok((code, Some(result)))
-}
-
-/// `--rpm`: the IETF method against the RPM endpoints the server announced,
-/// on the address the test reached, pinning the announced certificate.
-fn run_rpm_after(cfg: &TestConfig, result: &TestResult, quiet: bool) -> Result<bloatlab_results::RpmResult> {
-    let offer = result.metadata.server_rpm.as_ref().ok_or_else(|| anyhow!("the server announced no RPM endpoints"))?;
-    let (host, _) = bloatlab_model::config::split_host_port(&cfg.server, cfg.port).map_err(|e| anyhow!(e))?;
-    let reached: std::net::SocketAddr =
-        result.metadata.server_address.parse().map_err(|_| anyhow!("no server address in the result ({:?})", result.metadata.server_address))?;
-    let url_host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
-    let rpm_cfg = bloatlab_model::RpmConfig {
-        url: format!("https://{url_host}:{}/.well-known/nq", offer.port),
-        directions: cfg.rpm.clone(),
-        pin_sha256: Some(offer.certificate_sha256.clone()),
-        connect_to: Some(reached.ip().to_string()),
-        secret: cfg.secret.clone(),
-        ..Default::default()
-    };
-    let progress = move |line: &str| {
-        if !quiet {
-            eprintln!("{line}");
-        }
-    };
-    bloatlab_rpm::run_client(&rpm_cfg, cfg.command.clone(), &progress).map_err(|e| anyhow!(e))
 }
 
 #[cfg(test)]
