@@ -5,7 +5,7 @@
 //! `bloatlab lab --` and `bloatlab sweep --`, the shell completions and the
 //! man pages.
 use bloatlab_model::options::{Arity, Shape};
-use bloatlab_model::{Configurable, OptionDef, Overrides, TestConfig};
+use bloatlab_model::{Configurable, LabConfig, OptionDef, Overrides, TestConfig};
 use clap::builder::{PossibleValuesParser, ValueParser};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches, ValueHint};
 
@@ -48,12 +48,42 @@ fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
     }
 }
 
-impl<T: Configurable> Args for OptionArgs<T> {
-    fn augment_args(mut cmd: Command) -> Command {
-        for o in T::options() {
-            cmd = cmd.arg(arg(o));
+/// The clap arguments of the options of `T` that `keep` selects.
+fn augment<T: Configurable>(mut cmd: Command, keep: fn(&str) -> bool) -> Command {
+    for o in T::options().iter().filter(|o| keep(o.long)) {
+        cmd = cmd.arg(arg(o));
+    }
+    cmd
+}
+
+/// The options of `T` that `keep` selects, as given on a command line.
+fn overrides<T: Configurable>(m: &ArgMatches, keep: fn(&str) -> bool) -> Result<Overrides<T>, clap::Error> {
+    let mut o = Overrides::<T>::default();
+    let err = |e: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
+    for opt in T::options().iter().filter(|o| keep(o.long)) {
+        match opt.arity {
+            Arity::Switch => {
+                if m.get_flag(opt.long) {
+                    o.set(opt.long, "on").map_err(err)?;
+                }
+            }
+            _ => {
+                for v in m.get_many::<String>(opt.long).into_iter().flatten() {
+                    if opt.one_run_each { o.add(opt.long, v) } else { o.set(opt.long, v) }.map_err(err)?;
+                }
+            }
         }
-        cmd
+    }
+    Ok(o)
+}
+
+fn all(_: &str) -> bool {
+    true
+}
+
+impl<T: Configurable> Args for OptionArgs<T> {
+    fn augment_args(cmd: Command) -> Command {
+        augment::<T>(cmd, all)
     }
     fn augment_args_for_update(cmd: Command) -> Command {
         Self::augment_args(cmd)
@@ -62,23 +92,40 @@ impl<T: Configurable> Args for OptionArgs<T> {
 
 impl<T: Configurable> FromArgMatches for OptionArgs<T> {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut o = Overrides::<T>::default();
-        let err = |e: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
-        for opt in T::options() {
-            match opt.arity {
-                Arity::Switch => {
-                    if m.get_flag(opt.long) {
-                        o.set(opt.long, "on").map_err(err)?;
-                    }
-                }
-                _ => {
-                    for v in m.get_many::<String>(opt.long).into_iter().flatten() {
-                        if opt.one_run_each { o.add(opt.long, v) } else { o.set(opt.long, v) }.map_err(err)?;
-                    }
-                }
-            }
-        }
-        Ok(OptionArgs(o))
+        overrides(m, all).map(OptionArgs)
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// The lab options that describe the link itself, the ones `bloatlab
+/// emulate` takes by hand from the same definitions (help, parsing,
+/// completion) as `bloatlab lab`.
+pub const LINK_OPTIONS: &[&str] =
+    &["rate", "rate-up", "rate-down", "queue", "queue-up", "queue-down", "delay", "jitter", "loss", "trace-up", "trace-down"];
+
+fn link(long: &str) -> bool {
+    LINK_OPTIONS.contains(&long)
+}
+
+/// [`LINK_OPTIONS`] given on a command line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkOptionArgs(pub Overrides<LabConfig>);
+
+impl Args for LinkOptionArgs {
+    fn augment_args(cmd: Command) -> Command {
+        augment::<LabConfig>(cmd, link)
+    }
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for LinkOptionArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        overrides(m, link).map(LinkOptionArgs)
     }
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
         *self = Self::from_arg_matches(m)?;

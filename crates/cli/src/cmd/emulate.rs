@@ -1,12 +1,14 @@
 //! The hidden `bloatlab emulate` subcommand: the lab starts it inside the
 //! router namespace with `--spec FILE` (a serialized [`RunSpec`]); by hand it
-//! takes the link options ([`LinkArgs`]), parsed here into the emulator's
+//! takes the link options ([`LinkArgs`]: the lab's link options from the
+//! model's table, and the emulator's own), parsed here into the emulator's
 //! typed [`EmulatorConfig`].
 
 use anyhow::{anyhow, bail, Context, Result};
-use bloatlab_emulator::{run, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RateSpec, RunSpec, TimerMode};
-use bloatlab_model::units::{parse_duration_ns_unit_required, parse_rate_bps};
-use bloatlab_model::Rate;
+use crate::options::LinkOptionArgs;
+use bloatlab_emulator::{run, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RunSpec, TimerMode};
+use bloatlab_model::units::parse_duration_ns_unit_required;
+use bloatlab_model::{lab_option, LabConfig};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -14,66 +16,31 @@ fn parse_ns(s: &str) -> Result<u64, String> {
     parse_duration_ns_unit_required(s)
 }
 
-/// A rate of at least 1 bit/s (the emulator shapes below the lab's 1 kbit minimum too).
-fn parse_link_rate(s: &str) -> Result<Rate, String> {
-    match parse_rate_bps(s)? {
-        0 => Err(format!("rate \"{s}\" must be at least 1 bit/s")),
-        bps => Ok(Rate { bps }),
-    }
-}
-
-/// Link emulation options. Values given without -up/-down apply to both directions;
-/// the -up/-down variants override them. Delay is one-way (RTT = delay up + delay down).
+/// Link emulation options. The link itself (rate, queue, delay, jitter,
+/// loss, traces, with their -up/-down variants) takes the lab's options,
+/// defined once in the model's table ([`LinkOptionArgs`]); the rest are the
+/// emulator's own. Values without -up/-down apply to both directions; the
+/// -up/-down variants override them. Delay is one-way (RTT = delay up +
+/// delay down).
 #[derive(Debug, Clone, Args, Default)]
 pub struct LinkArgs {
-    /// Link rate, both directions (e.g. 10mbit, 1gbit); default unlimited.
-    #[arg(long, value_name = "RATE", value_parser = parse_link_rate)]
-    pub rate: Option<Rate>,
-    /// Rate client -> server.
-    #[arg(long, value_name = "RATE", value_parser = parse_link_rate)]
-    pub rate_up: Option<Rate>,
-    /// Rate server -> client.
-    #[arg(long, value_name = "RATE", value_parser = parse_link_rate)]
-    pub rate_down: Option<Rate>,
-    /// Mahimahi trace for client -> server (one 1500-byte delivery opportunity per line, ms).
-    #[arg(long, value_name = "FILE")]
-    pub trace_up: Option<PathBuf>,
-    /// Mahimahi trace for server -> client.
-    #[arg(long, value_name = "FILE")]
-    pub trace_down: Option<PathBuf>,
-    /// One-way propagation delay, each direction (e.g. 20ms gives a 40 ms RTT).
-    #[arg(long, value_name = "DELAY", value_parser = parse_ns)]
-    pub delay: Option<u64>,
-    /// One-way delay client -> server.
+    #[command(flatten)]
+    pub link: LinkOptionArgs,
+    /// One-way delay client -> server (instead of --delay).
     #[arg(long, value_name = "DELAY", value_parser = parse_ns)]
     pub delay_up: Option<u64>,
-    /// One-way delay server -> client.
+    /// One-way delay server -> client (instead of --delay).
     #[arg(long, value_name = "DELAY", value_parser = parse_ns)]
     pub delay_down: Option<u64>,
-    /// Delay variation, each direction: 5ms (uniform +/-5 ms) or normal:5ms (std dev).
-    #[arg(long, value_name = "JITTER")]
-    pub jitter: Option<String>,
     /// Let jitter reorder packets (default: order is kept).
     #[arg(long)]
     pub reorder: bool,
-    /// Random loss, each direction: 1% (Bernoulli) or ge:p=1%,r=25%[,good=0%,bad=100%] (Gilbert-Elliott).
-    #[arg(long, value_name = "LOSS", value_parser = str::parse::<LossSpec>)]
-    pub loss: Option<LossSpec>,
-    /// Loss client -> server.
+    /// Loss client -> server (instead of --loss; the same values).
     #[arg(long, value_name = "LOSS", value_parser = str::parse::<LossSpec>)]
     pub loss_up: Option<LossSpec>,
-    /// Loss server -> client.
+    /// Loss server -> client (instead of --loss; the same values).
     #[arg(long, value_name = "LOSS", value_parser = str::parse::<LossSpec>)]
     pub loss_down: Option<LossSpec>,
-    /// Queue discipline, both directions: fifo:N, bfifo:BYTES, drophead:N, codel, fq_codel, pie (with :key=value options).
-    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
-    pub queue: Option<QueueSpec>,
-    /// Queue client -> server.
-    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
-    pub queue_up: Option<QueueSpec>,
-    /// Queue server -> client.
-    #[arg(long, value_name = "QUEUE", value_parser = QueueSpec::parse)]
-    pub queue_down: Option<QueueSpec>,
     /// Per-packet link overhead in bytes added when computing time on the wire (default 0).
     #[arg(long, value_name = "BYTES")]
     pub overhead: Option<u32>,
@@ -94,42 +61,37 @@ pub struct LinkArgs {
     pub no_offload: bool,
 }
 
-/// One direction's value: its own option, else the both-ways one.
-fn pick<T: Clone>(up: bool, both: &Option<T>, u: &Option<T>, d: &Option<T>) -> Option<T> {
-    if up { u.clone() } else { d.clone() }.or_else(|| both.clone())
-}
-
 impl LinkArgs {
-    /// Build the emulator configuration.
+    /// Build the emulator configuration: the link options through the
+    /// lab's configuration (the same parsing and checks as `bloatlab lab`),
+    /// then the emulator's own.
     pub fn to_config(&self) -> Result<EmulatorConfig> {
+        let given = &self.link.0;
+        // The emulator's defaults where no option is given: no rate limit, a 1000-packet FIFO.
+        let mut lab = LabConfig { rate_up: None, rate_down: None, queue: QueueSpec::Fifo { packets: 1000 }, ..Default::default() };
+        if given.get(lab_option("queue").expect("the queue option")).is_some_and(|q| q.len() > 1) {
+            bail!("--queue: the emulator runs one queue per direction (a comma list is the lab's, one run each)");
+        }
+        given.apply(&mut lab).map_err(|e| anyhow!(e))?;
+        for dir in ["up", "down"] {
+            if given.has(&format!("rate-{dir}")) && given.has(&format!("trace-{dir}")) {
+                bail!("--rate-{dir} and --trace-{dir} cannot both be given");
+            }
+        }
         let mut cfg = EmulatorConfig::default();
         for up in [true, false] {
             let dir = if up { "up" } else { "down" };
-            let rate: Option<Rate> = pick(up, &self.rate, &self.rate_up, &self.rate_down);
-            let one_rate = if up { self.rate_up.is_some() } else { self.rate_down.is_some() };
-            let trace = if up { &self.trace_up } else { &self.trace_down };
             let d = if up { &mut cfg.up } else { &mut cfg.down };
-            d.rate = match (trace, rate) {
-                (Some(_), Some(_)) if one_rate => bail!("--rate-{dir} and --trace-{dir} cannot both be given"),
-                (Some(t), _) => RateSpec::trace(t).map_err(|e| anyhow!("--trace-{dir}: {e}"))?,
-                (None, Some(r)) => RateSpec::Fixed { bps: r.bps },
-                (None, None) => RateSpec::Unlimited,
-            };
-            if let Some(x) = pick(up, &self.delay, &self.delay_up, &self.delay_down) {
-                d.delay_ns = x;
-            }
-            if let Some(x) = pick(up, &self.loss, &self.loss_up, &self.loss_down) {
-                d.loss = x;
-            }
-            if let Some(x) = pick(up, &self.queue, &self.queue_up, &self.queue_down) {
-                d.queue = x;
-            }
-            if let Some(j) = &self.jitter {
-                d.jitter = Some(JitterSpec::parse(j, self.reorder).map_err(|e| anyhow!("--jitter: {e}"))?);
-            }
+            d.rate = lab.rate_spec(up).map_err(|e| anyhow!("--trace-{dir}: {e}"))?;
+            d.queue = lab.queue_of(up).clone();
+            let own_delay = if up { self.delay_up } else { self.delay_down };
+            d.delay_ns = own_delay.or(lab.delay.map(|x| x.as_nanos() as u64)).unwrap_or(0);
+            let own_loss = if up { &self.loss_up } else { &self.loss_down };
+            d.loss = own_loss.clone().or(lab.loss.clone()).unwrap_or_default();
+            d.jitter = lab.jitter.clone().map(|j| JitterSpec { reorder: self.reorder, ..j });
             d.overhead_bytes = self.overhead.unwrap_or(0);
         }
-        if self.reorder && self.jitter.is_none() {
+        if self.reorder && lab.jitter.is_none() {
             bail!("--reorder needs --jitter (packets are only reordered by jitter)");
         }
         cfg.seed = self.seed;
@@ -236,6 +198,7 @@ pub fn run_emulate(a: EmulateArgs) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bloatlab_emulator::RateSpec;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -260,7 +223,7 @@ mod tests {
         assert_eq!(c.up.rate, RateSpec::Fixed { bps: 1_000_000 });
         assert_eq!(c.down.rate, RateSpec::Fixed { bps: 20_000_000 });
         assert_eq!(c.up.queue.kind(), "fq_codel");
-        let c = cfg(&["--loss", "1%", "--jitter", "5ms", "--queue", "pie"]).unwrap();
+        let c = cfg(&["--loss", "1%", "--delay", "10ms", "--jitter", "5ms", "--queue", "pie"]).unwrap();
         assert_eq!(c.up.loss, LossSpec::Bernoulli { p: 0.01 });
         assert_eq!(c.up.jitter.as_ref().unwrap().amount_ns, 5_000_000);
         assert!(!c.up.jitter.as_ref().unwrap().reorder);
@@ -288,5 +251,28 @@ mod tests {
         let e = cfg(&["--delay", "20"]).unwrap_err().to_string();
         assert!(e.contains("unit"), "{e}");
         assert!(cfg(&["--rate-up", "1mbit", "--trace-up", "/x"]).is_err());
+        let e = cfg(&["--queue", "fifo:10,fifo:100"]).unwrap_err().to_string();
+        assert!(e.contains("one queue per direction"), "{e}");
+    }
+
+    #[test]
+    fn the_link_options_are_the_labs() {
+        // the same definitions: a Gilbert-Elliott loss and a normal jitter
+        // parse here as in `bloatlab lab`, and the per-direction loss wins
+        let c = cfg(&["--delay", "10ms", "--jitter", "normal:2ms", "--loss", "ge:p=1%,r=25%", "--loss-down", "2%", "--reorder"]).unwrap();
+        assert_eq!(c.up.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, loss_good: 0.0, loss_bad: 1.0 });
+        assert_eq!(c.down.loss, LossSpec::Bernoulli { p: 0.02 });
+        let j = c.up.jitter.unwrap();
+        assert_eq!((j.amount_ns, j.dist, j.reorder), (2_000_000, bloatlab_model::link::JitterDist::Normal, true));
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.up.rate.clone(), c.up.queue.clone(), c.up.delay_ns), (RateSpec::Unlimited, QueueSpec::Fifo { packets: 1000 }, 0));
+        let help = {
+            use clap::CommandFactory;
+            T::command().render_long_help().to_string()
+        };
+        for o in crate::options::LINK_OPTIONS {
+            let def = lab_option(o).unwrap();
+            assert!(help.contains(&format!("--{o}")) && help.contains(def.help.split_whitespace().next().unwrap()), "--{o} missing from the help");
+        }
     }
 }
