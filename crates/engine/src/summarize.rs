@@ -227,6 +227,10 @@ pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
     }
 }
 
+/// The whole result of a test from what its phases gathered: the clock
+/// offset from the probe exchanges, each phase's samples on the test clock,
+/// every phase's summary (against the idle baseline), the headline and the
+/// metadata.
 pub fn build_result(
     mi: &MetaIn,
     raw: &[RawPhase],
@@ -237,6 +241,26 @@ pub fn build_result(
     reason: Option<String>,
 ) -> TestResult {
     let t0 = mi.start_unix_ns;
+    let (est, clock_offset) = clock_offset(ex, t0);
+    let phases: Vec<Phase> = raw.iter().map(|r| phase_of(r, mi, ex, wex, rr, est.as_ref(), t0)).collect();
+    let (idle, scenarios) = summarize_phases(phases);
+    TestResult {
+        schema: SCHEMA_NAME.into(),
+        schema_version: SCHEMA_VERSION,
+        complete,
+        incomplete_reason: reason,
+        metadata: metadata(mi, clock_offset),
+        headline: headline(idle.as_ref(), &scenarios),
+        idle,
+        scenarios,
+        lab: None,
+        rpm: None,
+        ramp: vec![],
+    }
+}
+
+/// The server's clock against the client's, from the answered probes.
+fn clock_offset(ex: &[Exchange], t0: u64) -> (Option<m::OffsetEstimate>, ClockOffset) {
     let ntp: Vec<m::Exchange> = ex
         .iter()
         .filter(|e| e.answered())
@@ -250,66 +274,74 @@ pub fn build_result(
             ..Default::default()
         },
     };
-    let mut phases = vec![];
-    for r in raw {
-        let (start, end) = (r.start_unix_ns, r.end_unix_ns);
-        let mut flows = vec![];
-        for (spec, smp, out) in &r.flows {
-            let srv = r.server_flows.iter().find(|f| f.id == spec.id);
-            let conv = |t: u64| rel(to_client(t, est.as_ref()), t0);
-            let (goodput, bytes, gap, gap_at, tcp_info): (Vec<GoodputSample>, u64, u64, u64, Vec<TcpInfoSample>) =
-                match spec.direction {
-                    Direction::Down => (
-                        smp.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: rel(t, t0), bytes: b }).collect(),
-                        out.bytes,
-                        out.max_gap_ns,
-                        rel(out.max_gap_at_ns, t0),
-                        srv.map(|s| s.tcp_info.iter().map(|i| TcpInfoSample { t_ns: conv(i.t_ns), ..*i }).collect()).unwrap_or_default(),
-                    ),
-                    Direction::Up => match srv {
-                        Some(s) => (
-                            s.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: conv(t), bytes: b }).collect(),
-                            s.bytes,
-                            s.max_gap_ns,
-                            conv(s.max_gap_at_unix_ns),
-                            smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect(),
-                        ),
-                        None => (vec![], 0, 0, 0, smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect()),
-                    },
-                };
-            // A UDP flow: the receiver's statistics. An upload's sender (this
-            // client) stopped at the phase end, so its count completes them; a
-            // download's sender (the server) sends until it hears the stop,
-            // after this receiver stopped, so the receiver's own view (highest
-            // sequence + 1) counts its losses.
-            let udp = match spec.direction {
-                Direction::Up => match (srv.and_then(|s| s.udp), out.udp) {
-                    (Some(r), Some(s)) => Some(m::udp::with_sent(r, s.sent)),
-                    (r, s) => r.or(s),
-                },
-                Direction::Down => out.udp,
-            };
-            flows.push(Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at, dscp: spec.dscp, udp });
-        }
-        phases.push(Phase {
-            name: r.name.clone(),
-            uploads: r.uploads,
-            downloads: r.downloads,
-            start_ns: rel(start, t0),
-            end_ns: rel(end, t0),
-            flows,
-            probes: probes_in(ex, start, end, t0, est.as_ref()),
-            rr: rr
-                .iter()
-                .enumerate()
-                .filter(|(_, x)| x.0 >= start && x.0 < end)
-                .map(|(i, x)| RrSample { seq: i as u32, t_ns: rel(x.0, t0), rtt_ns: x.1, completed: x.2 })
-                .collect(),
-            witness_probes: witness_in(wex, start, end, t0),
-            pings: pings_in(&mi.pings, start, end, t0),
-            summary: Summary::default(),
-        });
+    (est, clock_offset)
+}
+
+/// One phase's samples on the test clock (its summary comes later, with the idle baseline's).
+fn phase_of(r: &RawPhase, mi: &MetaIn, ex: &[Exchange], wex: &[Exchange], rr: &[RrRecord], est: Option<&m::OffsetEstimate>, t0: u64) -> Phase {
+    let (start, end) = (r.start_unix_ns, r.end_unix_ns);
+    Phase {
+        name: r.name.clone(),
+        uploads: r.uploads,
+        downloads: r.downloads,
+        start_ns: rel(start, t0),
+        end_ns: rel(end, t0),
+        flows: r.flows.iter().map(|(spec, smp, out)| flow_of(spec, smp, out, r.server_flows.iter().find(|f| f.id == spec.id), est, t0)).collect(),
+        probes: probes_in(ex, start, end, t0, est),
+        rr: rr
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.0 >= start && x.0 < end)
+            .map(|(i, x)| RrSample { seq: i as u32, t_ns: rel(x.0, t0), rtt_ns: x.1, completed: x.2 })
+            .collect(),
+        witness_probes: witness_in(wex, start, end, t0),
+        pings: pings_in(&mi.pings, start, end, t0),
+        summary: Summary::default(),
     }
+}
+
+/// One flow from both ends' view: its receiver's goodput and gaps (the
+/// server's for an upload, on the client's clock), its sender's TCP_INFO.
+fn flow_of(spec: &FlowSpec, smp: &FlowSamples, out: &RecvOutcome, srv: Option<&ServerFlowReport>, est: Option<&m::OffsetEstimate>, t0: u64) -> Flow {
+    let conv = |t: u64| rel(to_client(t, est), t0);
+    let own_info = || smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect();
+    let (goodput, bytes, gap, gap_at, tcp_info): (Vec<GoodputSample>, u64, u64, u64, Vec<TcpInfoSample>) = match spec.direction {
+        Direction::Down => (
+            smp.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: rel(t, t0), bytes: b }).collect(),
+            out.bytes,
+            out.max_gap_ns,
+            rel(out.max_gap_at_ns, t0),
+            srv.map(|s| s.tcp_info.iter().map(|i| TcpInfoSample { t_ns: conv(i.t_ns), ..*i }).collect()).unwrap_or_default(),
+        ),
+        Direction::Up => match srv {
+            Some(s) => (
+                s.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: conv(t), bytes: b }).collect(),
+                s.bytes,
+                s.max_gap_ns,
+                conv(s.max_gap_at_unix_ns),
+                own_info(),
+            ),
+            None => (vec![], 0, 0, 0, own_info()),
+        },
+    };
+    // A UDP flow: the receiver's statistics. An upload's sender (this
+    // client) stopped at the phase end, so its count completes them; a
+    // download's sender (the server) sends until it hears the stop,
+    // after this receiver stopped, so the receiver's own view (highest
+    // sequence + 1) counts its losses.
+    let udp = match spec.direction {
+        Direction::Up => match (srv.and_then(|s| s.udp), out.udp) {
+            (Some(r), Some(s)) => Some(m::udp::with_sent(r, s.sent)),
+            (r, s) => r.or(s),
+        },
+        Direction::Down => out.udp,
+    };
+    Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at, dscp: spec.dscp, udp }
+}
+
+/// Every phase's summary: the idle baseline first, then each scenario
+/// against it. Returns (idle, scenarios).
+fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
     let (idle, scenarios): (Vec<Phase>, Vec<Phase>) = phases.into_iter().partition(|p| p.name == "idle");
     let mut idle = idle.into_iter().next();
     if let Some(i) = idle.as_mut() {
@@ -322,7 +354,7 @@ pub fn build_result(
         .and_then(|i| i.summary.witness_latency)
         .filter(|w| w.received > 0)
         .map(|w| w.p50_ms);
-    let scenarios: Vec<Phase> = scenarios
+    let scenarios = scenarios
         .into_iter()
         .map(|mut p| {
             p.summary = summarize_phase(&p, idle_p50, idle_w);
@@ -330,42 +362,36 @@ pub fn build_result(
             p
         })
         .collect();
+    (idle, scenarios)
+}
+
+/// The conditions of the test: versions, hosts, configuration, clocks.
+fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
     let cfg = mi.cfg;
-    TestResult {
-        schema: SCHEMA_NAME.into(),
-        schema_version: SCHEMA_VERSION,
-        complete,
-        incomplete_reason: reason,
-        metadata: Metadata {
-            bloatlab_version: env!("CARGO_PKG_VERSION").into(),
-            protocol_version: PROTOCOL_VERSION,
-            start_time: bloatlab_model::units::rfc3339(t0),
-            start_unix_ns: t0,
-            command: cfg.command.clone(),
-            server_address: mi.addr.to_string(),
-            client: crate::sys::host_info(),
-            server: mi.server.clone(),
-            cc: mi.cc.clone(),
-            scenario_duration_s: cfg.duration.as_secs_f64(),
-            idle_duration_s: cfg.idle.as_secs_f64(),
-            probe_interval_ms: cfg.probe_interval.as_secs_f64() * 1e3,
-            probe_size: cfg.probe_size as u32,
-            sample_interval_ms: cfg.sample_interval.as_secs_f64() * 1e3,
-            trimming_rule: m::TRIMMING_RULE.into(),
-            clock_offset,
-            scenario_definitions: cfg.scenarios.iter().map(|s| s.name()).collect(),
-            socket: mi.socket.clone(),
-            witness_address: mi.witness.clone(),
-            probe_timestamps: mi.probe_timestamps.clone(),
-            pings: mi.pings.iter().map(|(i, _)| i.clone()).collect(),
-            server_rpm: mi.server_rpm.clone(),
-        },
-        headline: headline(idle.as_ref(), &scenarios),
-        idle,
-        scenarios,
-        lab: None,
-        rpm: None,
-        ramp: vec![],
+    let t0 = mi.start_unix_ns;
+    Metadata {
+        bloatlab_version: env!("CARGO_PKG_VERSION").into(),
+        protocol_version: PROTOCOL_VERSION,
+        start_time: bloatlab_model::units::rfc3339(t0),
+        start_unix_ns: t0,
+        command: cfg.command.clone(),
+        server_address: mi.addr.to_string(),
+        client: crate::sys::host_info(),
+        server: mi.server.clone(),
+        cc: mi.cc.clone(),
+        scenario_duration_s: cfg.duration.as_secs_f64(),
+        idle_duration_s: cfg.idle.as_secs_f64(),
+        probe_interval_ms: cfg.probe_interval.as_secs_f64() * 1e3,
+        probe_size: cfg.probe_size as u32,
+        sample_interval_ms: cfg.sample_interval.as_secs_f64() * 1e3,
+        trimming_rule: m::TRIMMING_RULE.into(),
+        clock_offset,
+        scenario_definitions: cfg.scenarios.iter().map(|s| s.name()).collect(),
+        socket: mi.socket.clone(),
+        witness_address: mi.witness.clone(),
+        probe_timestamps: mi.probe_timestamps.clone(),
+        pings: mi.pings.iter().map(|(i, _)| i.clone()).collect(),
+        server_rpm: mi.server_rpm.clone(),
     }
 }
 
