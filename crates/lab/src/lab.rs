@@ -243,13 +243,44 @@ impl Lab {
         [&self.client, &self.router, &self.server, &self.witness]
     }
 
+    /// Build the lab: namespaces and links, the hosts' TCP settings,
+    /// addresses and routes, offloads, then the bottleneck; what was applied
+    /// is recorded for the result.
     fn setup(&mut self) -> Result<()> {
-        let (c, r, s, w) = (
-            self.client.netns.clone(),
-            self.router.netns.clone(),
-            self.server.netns.clone(),
-            self.witness.netns.clone(),
-        );
+        self.namespaces_and_links()?;
+        let (ns_default_cc, ecn_state) = self.host_settings()?;
+        self.addresses_and_routes()?;
+        check_interrupted()?;
+        let (offload_detail, gso_segs_note) = self.offloads()?;
+        check_interrupted()?;
+        let r = self.router.netns.clone();
+        self.support = probe_qdiscs_in(&r)?;
+        self.check_kernel_features()?;
+        self.apply_bottleneck()?;
+        let m = self.cfg.tcp_mem_max;
+        self.applied = serde_json::json!({
+            "sysctl": {
+                "net.ipv4.tcp_wmem": format!("4096 16384 {m}"),
+                "net.ipv4.tcp_rmem": format!("4096 131072 {m}"),
+            },
+            "namespace_default_cc": ns_default_cc,
+            "net.ipv4.tcp_ecn": ecn_state,
+            "gso_max_segs": gso_segs_note,
+            "offloads_per_interface": offload_detail,
+            "frame_bytes": FRAME_BYTES,
+            "mtu": MTU,
+        });
+        Ok(())
+    }
+
+    fn namespaces(&self) -> (String, String, String, String) {
+        (self.client.netns.clone(), self.router.netns.clone(), self.server.netns.clone(), self.witness.netns.clone())
+    }
+
+    /// The four namespaces (each recorded before it is made, so a kill in
+    /// between still gets it cleaned), the veth pairs and the router's bridge.
+    fn namespaces_and_links(&mut self) -> Result<()> {
+        let (c, r, s, w) = self.namespaces();
         for ns in [&c, &r, &s, &w] {
             check_interrupted()?;
             // Record before creating, so a kill between the two still gets cleaned.
@@ -266,8 +297,14 @@ impl Lab {
         ipn(&r, "link set wan-srv master wan")?;
         ipn(&r, "link set wan-wit master wan")?;
 
-        // Forwarding on the router; TCP buffers large enough to fill a
-        // 1000-packet queue; the congestion control as the namespace default.
+        Ok(())
+    }
+
+    /// Forwarding on the router; TCP buffers large enough to fill a
+    /// 1000-packet queue, ECN and the congestion control as the default of
+    /// the hosts. Returns what each host's default CC and ECN ended up as.
+    fn host_settings(&mut self) -> Result<(serde_json::Map<String, serde_json::Value>, serde_json::Map<String, serde_json::Value>)> {
+        let (c, r, s, w) = self.namespaces();
         sys::set_sysctls(
             &r,
             &[
@@ -319,8 +356,12 @@ impl Lab {
                 sys::get_sysctl(ns, "net/ipv4/tcp_congestion_control").unwrap_or_default().into(),
             );
         }
+        Ok((ns_default_cc, ecn_state))
+    }
 
-        // Addresses and routes.
+    /// Addresses (IPv4 and IPv6) and default routes through the router.
+    fn addresses_and_routes(&mut self) -> Result<()> {
+        let (c, r, s, w) = self.namespaces();
         let pfx6 = |h: &Host| format!("{}/64", h.v6);
         ipn(&c, &format!("addr add {}/24 dev eth0", self.client.v4))?;
         ipn(&c, &format!("addr add {} dev eth0 nodad", pfx6(&self.client)))?;
@@ -347,9 +388,12 @@ impl Lab {
             ipn(&h.netns, &format!("-6 route add default via {rwan6}"))?;
         }
         self.router.extra = vec![rwan4, rwan6];
-        check_interrupted()?;
+        Ok(())
+    }
 
-        // Offloads.
+    /// Offloads off (and one segment per packet) unless --offloads on; what
+    /// each interface ended up with.
+    fn offloads(&self) -> Result<(serde_json::Map<String, serde_json::Value>, serde_json::Value)> {
         let mut offload_detail = serde_json::Map::new();
         let mut gso_segs_note = serde_json::Value::Null;
         let read_offloads = |ns: &str, d: &str| -> [String; 3] {
@@ -395,24 +439,7 @@ impl Lab {
                 }
             }
         }
-
-        check_interrupted()?;
-        self.support = probe_qdiscs_in(&r)?;
-        self.check_kernel_features()?;
-        self.apply_bottleneck()?;
-        self.applied = serde_json::json!({
-            "sysctl": {
-                "net.ipv4.tcp_wmem": format!("4096 16384 {m}"),
-                "net.ipv4.tcp_rmem": format!("4096 131072 {m}"),
-            },
-            "namespace_default_cc": ns_default_cc,
-            "net.ipv4.tcp_ecn": ecn_state,
-            "gso_max_segs": gso_segs_note,
-            "offloads_per_interface": offload_detail,
-            "frame_bytes": FRAME_BYTES,
-            "mtu": MTU,
-        });
-        Ok(())
+        Ok((offload_detail, gso_segs_note))
     }
 
     /// (namespace, interfaces) of every lab interface.
