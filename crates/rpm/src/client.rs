@@ -361,144 +361,218 @@ impl StageProgress {
 /// Called once per interval of every stage.
 pub type Progress<'a> = &'a (dyn Fn(&StageProgress) + Sync);
 
-async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>) -> Result<RpmStage, String> {
-    let counter = Arc::new(AtomicU64::new(0));
-    let uploads = Arc::new(Uploads::default());
-    let failed = Arc::new(AtomicBool::new(false));
-    let probes = Arc::new(Mutex::new(Probes::default()));
-    let in_flight = Arc::new(AtomicU32::new(0));
-    let mut loads: Vec<Load> = vec![];
-    let kinds: Vec<bool> = match dir {
-        RpmDirection::Download => vec![true],
-        RpmDirection::Upload => vec![false],
-        RpmDirection::Bidirectional => vec![true, false],
-    };
-    let add = |loads_len: usize| -> Vec<bool> {
-        if loads_len / kinds.len() < cfg.max_connections as usize {
-            kinds.clone()
-        } else {
-            vec![]
+/// One stage's load and probes while it runs: the load-generating
+/// connections (open and opening), the probe rounds in flight, and what
+/// they counted.
+struct StageRun<'a> {
+    cfg: &'a RpmConfig,
+    t: &'a Target,
+    ep: &'a Endpoints,
+    verified: Verified,
+    start: Instant,
+    /// Per connection added: downloads (true) and/or uploads (false).
+    kinds: Vec<bool>,
+    counter: Arc<AtomicU64>,
+    uploads: Arc<Uploads>,
+    failed: Arc<AtomicBool>,
+    probes: Arc<Mutex<Probes>>,
+    in_flight: Arc<AtomicU32>,
+    loads: Vec<Load>,
+    /// Connections being opened: the interval clock does not wait for their
+    /// handshakes (through a bloated queue they take seconds).
+    pending: Vec<JoinHandle<Result<Load, String>>>,
+    rounds: Vec<JoinHandle<()>>,
+    round_no: usize,
+    next_round: Instant,
+}
+
+impl<'a> StageRun<'a> {
+    /// Open the first load-generating connection(s).
+    async fn open(cfg: &'a RpmConfig, t: &'a Target, ep: &'a Endpoints, dir: RpmDirection, verified: Verified) -> Result<StageRun<'a>, String> {
+        let kinds: Vec<bool> = match dir {
+            RpmDirection::Download => vec![true],
+            RpmDirection::Upload => vec![false],
+            RpmDirection::Bidirectional => vec![true, false],
+        };
+        let start = Instant::now();
+        let mut s = StageRun {
+            cfg,
+            t,
+            ep,
+            verified,
+            start,
+            kinds,
+            counter: Arc::new(AtomicU64::new(0)),
+            uploads: Arc::new(Uploads::default()),
+            failed: Arc::new(AtomicBool::new(false)),
+            probes: Arc::new(Mutex::new(Probes::default())),
+            in_flight: Arc::new(AtomicU32::new(0)),
+            loads: vec![],
+            pending: vec![],
+            rounds: vec![],
+            round_no: 0,
+            next_round: start,
+        };
+        for k in s.kinds.clone() {
+            let l = start_load(t.clone(), ep.clone(), k, s.counter.clone(), s.uploads.clone(), s.failed.clone(), verified).await?;
+            s.loads.push(l);
         }
-    };
-    let start = Instant::now();
-    for k in add(0) {
-        loads.push(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone(), verified).await?);
+        Ok(s)
     }
-    // Connections being opened: the interval clock does not wait for their
-    // handshakes (through a bloated queue they take seconds).
-    let mut pending: Vec<JoinHandle<Result<Load, String>>> = vec![];
-    let id = cfg.interval;
-    let mad = cfg.mad as usize;
-    let mut goodput = Stability::new(mad, cfg.sdt);
-    let mut resp = Stability::new(mad, cfg.sdt);
-    let mut intervals: Vec<RpmInterval> = vec![];
-    let mut last_bytes = 0u64;
-    let mut last_tick = start;
-    let mut next_tick = start + id;
-    let round_every = Duration::from_secs_f64(1.0 / cfg.probes_per_second as f64);
-    let mut next_round = start;
-    let mut round_no = 0usize;
-    let mut rounds: Vec<JoinHandle<()>> = vec![];
-    let stable;
-    loop {
-        // Probe rounds until the next interval boundary.
-        while next_round < next_tick {
-            tokio::time::sleep_until(next_round.into()).await;
-            next_round += round_every;
-            if in_flight.load(Ordering::Relaxed) >= MAX_ROUNDS_IN_FLIGHT {
-                probes.lock().unwrap().failed += 1;
+
+    /// Load-generating connections open, per direction loaded.
+    fn connections(&self) -> u32 {
+        (self.loads.len() / self.kinds.len()) as u32
+    }
+
+    /// Start one more connection per direction (up to MNP) unless some are still opening.
+    fn add_connections(&mut self) {
+        if !self.pending.is_empty() || self.connections() >= self.cfg.max_connections {
+            return;
+        }
+        for &k in &self.kinds {
+            let (t, ep, c, u, f) = (self.t.clone(), self.ep.clone(), self.counter.clone(), self.uploads.clone(), self.failed.clone());
+            self.pending.push(tokio::spawn(start_load(t, ep, k, c, u, f, self.verified)));
+        }
+    }
+
+    /// Connections whose handshakes finished join the load.
+    async fn adopt_opened(&mut self) -> Result<(), String> {
+        for h in std::mem::take(&mut self.pending) {
+            if h.is_finished() {
+                let l = h.await.map_err(|e| e.to_string())??;
+                self.loads.push(l);
+            } else {
+                self.pending.push(h);
+            }
+        }
+        Ok(())
+    }
+
+    /// Probe rounds at the configured rate until `until`, each a foreign
+    /// probe and a self probe on the next load-generating connection.
+    async fn probe_until(&mut self, until: Instant) {
+        let round_every = Duration::from_secs_f64(1.0 / self.cfg.probes_per_second as f64);
+        while self.next_round < until {
+            tokio::time::sleep_until(self.next_round.into()).await;
+            self.next_round += round_every;
+            if self.in_flight.load(Ordering::Relaxed) >= MAX_ROUNDS_IN_FLIGHT {
+                self.probes.lock().unwrap().failed += 1;
                 continue;
             }
-            let self_sender = if loads.is_empty() { None } else { Some(loads[round_no % loads.len()].sender.clone()) };
-            round_no += 1;
-            let (tt, small, out, fl) = (t.clone(), ep.small.clone(), probes.clone(), in_flight.clone());
+            let self_sender = if self.loads.is_empty() { None } else { Some(self.loads[self.round_no % self.loads.len()].sender.clone()) };
+            self.round_no += 1;
+            let (tt, small, out, fl, start, verified) = (self.t.clone(), self.ep.small.clone(), self.probes.clone(), self.in_flight.clone(), self.start, self.verified);
             fl.fetch_add(1, Ordering::Relaxed);
-            rounds.push(tokio::spawn(async move {
+            self.rounds.push(tokio::spawn(async move {
                 probe_round(tt, small, self_sender, start, out, verified).await;
                 fl.fetch_sub(1, Ordering::Relaxed);
             }));
-            rounds.retain(|h| !h.is_finished());
+            self.rounds.retain(|h| !h.is_finished());
         }
+    }
+
+    /// Bytes the load carried so far (both directions).
+    fn bytes(&self) -> u64 {
+        self.counter.load(Ordering::Relaxed) + self.uploads.total()
+    }
+
+    /// The responsiveness of the probe rounds that completed in [from_s, end_s).
+    fn interval_rpm(&self, from_s: f64, end_s: f64) -> Option<f64> {
+        let p = self.probes.lock().unwrap();
+        rtts(&p.samples, &p.done_s, from_s, end_s).responsiveness().map(|r| r.rpm)
+    }
+
+    /// End the stage: stop opening connections, let the rounds still running
+    /// finish under the same load (a slow probe dropped now would make the
+    /// result look better than the network is), close the load. Returns the
+    /// connections used and the probes (a round still running after the
+    /// wait counts as failed, not as absent).
+    async fn finish(mut self) -> (u32, Probes) {
+        for h in self.pending.drain(..) {
+            h.abort();
+        }
+        let wait_until = Instant::now() + PROBE_TIMEOUT + Duration::from_secs(1);
+        let mut unfinished = 0u32;
+        for mut h in std::mem::take(&mut self.rounds) {
+            let left = wait_until.saturating_duration_since(Instant::now());
+            if tokio::time::timeout(left, &mut h).await.is_err() {
+                h.abort();
+                unfinished += 1;
+            }
+        }
+        let connections = self.connections();
+        self.loads.clear();
+        self.uploads.0.lock().unwrap().clear();
+        let mut p = std::mem::take(&mut *self.probes.lock().unwrap());
+        p.failed += unfinished;
+        (connections, p)
+    }
+}
+
+/// One stage of the draft's method: add load-generating connections until
+/// goodput is stable, probe throughout, and stop once goodput and
+/// responsiveness are both stable (or at the stage's time limit).
+async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>) -> Result<RpmStage, String> {
+    let mut run = StageRun::open(cfg, t, ep, dir, verified).await?;
+    let start = run.start;
+    let id = cfg.interval;
+    let mut goodput = Stability::new(cfg.mad as usize, cfg.sdt);
+    let mut resp = Stability::new(cfg.mad as usize, cfg.sdt);
+    let mut intervals: Vec<RpmInterval> = vec![];
+    let (mut last_bytes, mut last_tick, mut next_tick) = (0u64, start, start + id);
+    let stable = loop {
+        run.probe_until(next_tick).await;
         tokio::time::sleep_until(next_tick.into()).await;
         next_tick += id;
-        if failed.load(Ordering::Relaxed) {
+        if run.failed.load(Ordering::Relaxed) {
             return Err(format!("a load-generating connection of the {} stage failed (the server closed or refused it)", dir.name()));
         }
-        let bytes = counter.load(Ordering::Relaxed) + uploads.total();
-        let now = Instant::now();
+        let (bytes, now) = (run.bytes(), Instant::now());
         let end_s = (now - start).as_secs_f64();
         let inst = bytes.saturating_sub(last_bytes) as f64 * 8.0 / (now - last_tick).as_secs_f64();
         let from_s = (last_tick - start).as_secs_f64();
-        last_bytes = bytes;
-        last_tick = now;
-        for h in std::mem::take(&mut pending) {
-            if h.is_finished() {
-                let l = h.await.map_err(|e| e.to_string())??;
-                loads.push(l);
-            } else {
-                pending.push(h);
-            }
-        }
+        (last_bytes, last_tick) = (bytes, now);
+        run.adopt_opened().await?;
         let ma = goodput.push(inst);
-        // The interval's responsiveness: the probe rounds that completed in it.
-        let rpm = {
-            let p = probes.lock().unwrap();
-            rtts(&p.samples, &p.done_s, from_s, end_s).responsiveness().map(|r| r.rpm)
-        };
+        let rpm = run.interval_rpm(from_s, end_s);
         if let Some(r) = rpm {
             resp.push(r);
         }
-        let n_conns = (loads.len() / kinds.len()) as u32;
-        intervals.push(RpmInterval { t_s: end_s, goodput_bps: inst, moving_average_bps: ma, connections: n_conns, rpm });
-        progress(&StageProgress {
-            direction: dir,
-            t_s: end_s,
-            max_s: cfg.max_stage.as_secs_f64(),
-            goodput_bps: inst,
-            moving_average_bps: ma,
-            connections: n_conns,
-            rpm,
-        });
+        let connections = run.connections();
+        intervals.push(RpmInterval { t_s: end_s, goodput_bps: inst, moving_average_bps: ma, connections, rpm });
+        progress(&StageProgress { direction: dir, t_s: end_s, max_s: cfg.max_stage.as_secs_f64(), goodput_bps: inst, moving_average_bps: ma, connections, rpm });
         if goodput.is_stable() && resp.is_stable() {
-            stable = true;
-            break;
+            break true;
         }
         if start.elapsed() + Duration::from_millis(1) >= cfg.max_stage {
-            stable = false;
-            break;
+            break false;
         }
-        if !goodput.is_stable() && pending.is_empty() {
-            for k in add(loads.len()) {
-                pending.push(tokio::spawn(start_load(t.clone(), ep.clone(), k, counter.clone(), uploads.clone(), failed.clone(), verified)));
-            }
+        if !goodput.is_stable() {
+            run.add_connections();
         }
-    }
-    for h in pending {
-        h.abort();
-    }
-    // Rounds still running finish under the same load (a slow probe dropped
-    // now would make the result look better than the network is).
-    let wait_until = Instant::now() + PROBE_TIMEOUT + Duration::from_secs(1);
-    let mut unfinished = 0u32;
-    for mut h in rounds {
-        let left = wait_until.saturating_duration_since(Instant::now());
-        if tokio::time::timeout(left, &mut h).await.is_err() {
-            h.abort();
-            unfinished += 1;
-        }
-    }
-    let duration_s = start.elapsed().as_secs_f64();
-    let connections = (loads.len() / kinds.len()) as u32;
-    drop(loads);
-    uploads.0.lock().unwrap().clear();
-    let mut p = std::mem::take(&mut *probes.lock().unwrap());
-    // A round still running after the wait counts as failed, not as absent.
-    p.failed += unfinished;
-    let end_s = intervals.last().map(|i| i.t_s).unwrap_or(0.0);
-    let window_from = end_s - (mad as f64) * id.as_secs_f64();
+    };
+    let (connections, p) = run.finish().await;
+    stage_result(cfg, dir, Outcome { stable, goodput, resp, intervals, connections, duration_s: start.elapsed().as_secs_f64() }, p)
+}
+
+/// How a stage's loop ended.
+struct Outcome {
+    stable: bool,
+    goodput: Stability,
+    resp: Stability,
+    intervals: Vec<RpmInterval>,
+    connections: u32,
+    duration_s: f64,
+}
+
+/// The stage's result: the RPM of the probes of the last MAD intervals,
+/// and why confidence is low when it is.
+fn stage_result(cfg: &RpmConfig, dir: RpmDirection, o: Outcome, p: Probes) -> Result<RpmStage, String> {
+    let end_s = o.intervals.last().map(|i| i.t_s).unwrap_or(0.0);
+    let window_from = end_s - (cfg.mad as f64) * cfg.interval.as_secs_f64();
     let starts: Vec<f64> = p.samples.iter().map(|s| s.t_s).collect();
-    let final_rtts = rtts(&p.samples, &starts, window_from, f64::INFINITY);
-    let r = final_rtts.responsiveness();
+    let r = rtts(&p.samples, &starts, window_from, f64::INFINITY).responsiveness();
     if r.is_none() && p.samples.is_empty() {
         return Err(format!(
             "no probe of the {} stage completed: {}",
@@ -506,12 +580,12 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
             p.errors.first().cloned().unwrap_or_else(|| "none was started".into())
         ));
     }
-    let low_because = (!stable).then(|| {
+    let low_because = (!o.stable).then(|| {
         let mut parts = vec![];
-        if !goodput.is_stable() {
+        if !o.goodput.is_stable() {
             parts.push("goodput");
         }
-        if !resp.is_stable() {
+        if !o.resp.is_stable() {
             parts.push("responsiveness");
         }
         format!("{} not stable within {} s", parts.join(" and "), cfg.max_stage.as_secs_f64())
@@ -519,20 +593,20 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
     Ok(RpmStage {
         direction: dir,
         rpm: r.map(|r| r.rpm),
-        confidence: if stable { "high".into() } else { "low".into() },
+        confidence: if o.stable { "high".into() } else { "low".into() },
         low_because,
-        goodput_stable: goodput.is_stable(),
-        responsiveness_stable: resp.is_stable(),
-        goodput_bps: goodput.moving_average().unwrap_or(0.0),
-        connections,
-        duration_s,
+        goodput_stable: o.goodput.is_stable(),
+        responsiveness_stable: o.resp.is_stable(),
+        goodput_bps: o.goodput.moving_average().unwrap_or(0.0),
+        connections: o.connections,
+        duration_s: o.duration_s,
         tcp_foreign_ms: r.map(|r| r.tcp_foreign_ms),
         tls_foreign_ms: r.map(|r| r.tls_foreign_ms),
         http_foreign_ms: r.map(|r| r.http_foreign_ms),
         http_self_ms: r.map(|r| r.http_self_ms),
         round_trip_ms: r.map(|r| r.weighted_ms),
         probes_failed: p.failed,
-        intervals,
+        intervals: o.intervals,
         probes: p.samples,
     })
 }
