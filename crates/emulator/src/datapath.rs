@@ -108,7 +108,6 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
     // 1 ns timer slack: ppoll timeouts fire when asked, not up to 50 us later
     bloatlab_host::sched::set_current_thread_timer_slack(1);
     let mut rt_error = None;
-    let (mut spin_window_start, mut spin_used, mut spin_limited) = (0u64, 0u64, 0u64);
     // a spinning real-time thread would starve its CPU (and then be throttled
     // by the kernel for tens of ms): never real-time in pure spin mode
     if opts.rt_priority > 0 && opts.timer != TimerMode::Spin {
@@ -117,142 +116,252 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
         }
     }
     let cpu0 = thread_cpu_ns();
-    let start = mono_ns();
-    let mut link = Link::new(&cfg, opts.seed, start);
-    let hdr = if tun.offload() { crate::tun::VNET_HDR_LEN } else { 0 };
-    let buf_size = if tun.offload() { 65536 + hdr + 64 } else { opts.buf_size };
-    let mut pool: Vec<Box<[u8]>> = (0..256).map(|_| vec![0u8; buf_size].into_boxed_slice()).collect();
-    let mut garbage: Vec<Packet> = Vec::new();
-    let mut release_error = LogHist::default();
-    let mut samples = Vec::new();
-    let mut next_sample = start;
-    let mut seq = 0u64;
-    let (mut bytes_read, mut batches, mut max_batch, mut write_errors, mut truncated) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let mut last_write_error = None;
-    let mut max_packet = 0u64;
-    let mut fatal: Option<String> = None;
-    // per-interval sojourn tracking
-    let (mut soj_n, mut soj_sum) = (0u64, 0u128);
-    let fd = tun.raw_fd();
-    let interval = opts.sample_interval_ns;
+    let mut d = Datapath::new(&tun, &cfg, &opts, clock);
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        // 1. releases that are due
+        d.release_due(&tun);
+        let got = d.read_batch(&tun);
+        if d.fatal.is_some() {
+            // the device is gone or broken: stop the whole emulator (it writes its statistics)
+            stop.store(true, Ordering::SeqCst);
+            break;
+        }
+        let now = d.advance();
+        d.sample(now);
+        if got > 0 {
+            continue; // more may be waiting: read again before sleeping
+        }
+        d.wait(&tun);
+    }
+    let link = &d.link;
+    DirectionReport {
+        name: name.to_string(),
+        tun: tun.name().to_string(),
+        qdisc_kind: link.qdisc.kind(),
+        qdisc: link.qdisc.counters().clone(),
+        qdisc_details: link.qdisc.details(),
+        link: link.counters.clone(),
+        sojourn: link.sojourn.clone(),
+        backlog_packets_at_stop: link.qdisc.backlog_packets() as u64,
+        in_flight_at_stop: link.in_flight() as u64,
+        config: cfg,
+        release_error: d.release_error,
+        samples: d.samples,
+        packets_read: d.seq,
+        bytes_read: d.bytes_read,
+        read_batches: d.batches,
+        max_batch: d.max_batch,
+        write_errors: d.write_errors,
+        last_write_error: d.last_write_error,
+        oversize_truncated: d.truncated,
+        cpu_ns: thread_cpu_ns() - cpu0,
+        kernel_tun: bloatlab_host::proc_net_dev(tun.name()),
+        rt_error,
+        spin_limited: d.spin_limited,
+        max_packet: d.max_packet,
+        fatal_error: d.fatal,
+        offload: tun.offload(),
+    }
+}
+
+/// One direction's datapath between its TUN device and its [`Link`]: each
+/// pass releases what is due, reads a batch of arrivals, runs the
+/// serializer to now, samples, and waits for the next deadline or arrival.
+struct Datapath {
+    link: Link,
+    opts: RunOpts,
+    clock: Clock,
+    /// Bytes of virtio-net header before each frame (offloads on).
+    hdr: usize,
+    buf_size: usize,
+    /// Packet buffers to reuse.
+    pool: Vec<Box<[u8]>>,
+    garbage: Vec<Packet>,
+    release_error: LogHist,
+    samples: Vec<Sample>,
+    next_sample: u64,
+    seq: u64,
+    bytes_read: u64,
+    batches: u64,
+    max_batch: u64,
+    write_errors: u64,
+    truncated: u64,
+    last_write_error: Option<String>,
+    max_packet: u64,
+    fatal: Option<String>,
+    /// Sojourn count and sum at the last sample (per-interval means).
+    soj_n: u64,
+    soj_sum: u128,
+    spin_window_start: u64,
+    spin_used: u64,
+    spin_limited: u64,
+}
+
+impl Datapath {
+    fn new(tun: &Tun, cfg: &DirectionConfig, opts: &RunOpts, clock: Clock) -> Datapath {
+        let start = mono_ns();
+        let hdr = if tun.offload() { crate::tun::VNET_HDR_LEN } else { 0 };
+        let buf_size = if tun.offload() { 65536 + hdr + 64 } else { opts.buf_size };
+        Datapath {
+            link: Link::new(cfg, opts.seed, start),
+            opts: opts.clone(),
+            clock,
+            hdr,
+            buf_size,
+            pool: (0..256).map(|_| vec![0u8; buf_size].into_boxed_slice()).collect(),
+            garbage: Vec::new(),
+            release_error: LogHist::default(),
+            samples: Vec::new(),
+            next_sample: start,
+            seq: 0,
+            bytes_read: 0,
+            batches: 0,
+            max_batch: 0,
+            write_errors: 0,
+            truncated: 0,
+            last_write_error: None,
+            max_packet: 0,
+            fatal: None,
+            soj_n: 0,
+            soj_sum: 0,
+            spin_window_start: 0,
+            spin_used: 0,
+            spin_limited: 0,
+        }
+    }
+
+    /// 1. Write out the packets whose release time has come.
+    #[inline]
+    fn release_due(&mut self, tun: &Tun) {
         let mut now = mono_ns();
-        while let Some(p) = link.pop_ready(now) {
-            release_error.record(now.saturating_sub(p.release_ns));
+        while let Some(p) = self.link.pop_ready(now) {
+            self.release_error.record(now.saturating_sub(p.release_ns));
             if let Err(e) = tun.write(p.frame()) {
-                write_errors += 1;
-                last_write_error = Some(e.to_string());
+                self.write_errors += 1;
+                self.last_write_error = Some(e.to_string());
             }
-            pool.push(p.buf);
+            self.pool.push(p.buf);
             now = mono_ns();
         }
-        // 2. a batch of arrivals
+    }
+
+    /// 2. Read up to a batch of arrivals into the link; how many came.
+    #[inline]
+    fn read_batch(&mut self, tun: &Tun) -> u64 {
         let mut got = 0u64;
-        while (got as usize) < opts.batch {
-            let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; buf_size].into_boxed_slice());
+        while (got as usize) < self.opts.batch {
+            let mut buf = self.pool.pop().unwrap_or_else(|| vec![0u8; self.buf_size].into_boxed_slice());
             match tun.read(&mut buf) {
                 Ok(n) => {
                     let t = mono_ns();
                     if n >= buf.len() {
-                        truncated += 1;
+                        self.truncated += 1;
                     }
-                    bytes_read += n.saturating_sub(hdr) as u64;
-                    let mut p = Packet::with_header(buf, hdr, n, t);
-                    if p.size() > max_packet {
-                        max_packet = p.size();
+                    self.bytes_read += n.saturating_sub(self.hdr) as u64;
+                    let mut p = Packet::with_header(buf, self.hdr, n, t);
+                    if p.size() > self.max_packet {
+                        self.max_packet = p.size();
                     }
-                    p.seq = seq;
-                    seq += 1;
-                    link.arrive(p, t);
+                    p.seq = self.seq;
+                    self.seq += 1;
+                    self.link.arrive(p, t);
                     got += 1;
                 }
                 Err(e) => {
-                    pool.push(buf);
+                    self.pool.push(buf);
                     match e.kind() {
                         std::io::ErrorKind::Interrupted => continue,
                         std::io::ErrorKind::WouldBlock => {}
-                        _ => fatal = Some(format!("reading {}: {e}", tun.name())),
+                        _ => self.fatal = Some(format!("reading {}: {e}", tun.name())),
                     }
                     break;
                 }
             }
         }
-        if fatal.is_some() {
-            // the device is gone or broken: stop the whole emulator (it writes its statistics)
-            stop.store(true, Ordering::SeqCst);
-            break;
-        }
         if got > 0 {
-            batches += 1;
-            max_batch = max_batch.max(got);
+            self.batches += 1;
+            self.max_batch = self.max_batch.max(got);
         }
-        // 3. run the serializer to now; recycle dropped packets
-        now = mono_ns();
-        link.advance(now);
-        link.take_garbage(&mut garbage);
-        for p in garbage.drain(..) {
-            pool.push(p.buf);
+        got
+    }
+
+    /// 3. Run the serializer to now and recycle the dropped packets' buffers.
+    #[inline]
+    fn advance(&mut self) -> u64 {
+        let now = mono_ns();
+        self.link.advance(now);
+        self.link.take_garbage(&mut self.garbage);
+        for p in self.garbage.drain(..) {
+            self.pool.push(p.buf);
         }
-        // 4. sampling
-        if now >= next_sample {
-            let dn = link.sojourn.n - soj_n;
-            let dsum = link.sojourn.sum - soj_sum;
-            let imax = link.take_interval_sojourn_max();
-            soj_n = link.sojourn.n;
-            soj_sum = link.sojourn.sum;
-            let c = link.qdisc.counters();
-            samples.push(Sample {
-                t_unix_ns: clock.to_unix(now),
-                backlog_packets: link.qdisc.backlog_packets() as u64,
-                backlog_bytes: link.qdisc.backlog_bytes(),
-                in_flight: link.in_flight() as u64,
-                enqueued: c.enqueued,
-                dequeued: c.dequeued,
-                dequeued_bytes: c.dequeued_bytes,
-                dropped: c.dropped,
-                dropped_overlimit: c.dropped_overlimit,
-                dropped_head: c.dropped_head,
-                dropped_aqm: c.dropped_aqm,
-                ecn_marked: c.ecn_marked,
-                lost: link.counters.lost,
-                delivered: link.counters.delivered,
-                sojourn_max_us: imax as f64 / 1e3,
-                sojourn_mean_us: if dn > 0 { dsum as f64 / dn as f64 / 1e3 } else { 0.0 },
-            });
-            next_sample += interval;
-            if next_sample <= now {
-                next_sample = now + interval;
-            }
+        now
+    }
+
+    /// 4. A sample of the queue and link counters when one is due.
+    #[inline]
+    fn sample(&mut self, now: u64) {
+        if now < self.next_sample {
+            return;
         }
-        if got > 0 {
-            continue; // more may be waiting: read again before sleeping
+        let link = &mut self.link;
+        let dn = link.sojourn.n - self.soj_n;
+        let dsum = link.sojourn.sum - self.soj_sum;
+        let imax = link.take_interval_sojourn_max();
+        self.soj_n = link.sojourn.n;
+        self.soj_sum = link.sojourn.sum;
+        let c = link.qdisc.counters();
+        self.samples.push(Sample {
+            t_unix_ns: self.clock.to_unix(now),
+            backlog_packets: link.qdisc.backlog_packets() as u64,
+            backlog_bytes: link.qdisc.backlog_bytes(),
+            in_flight: link.in_flight() as u64,
+            enqueued: c.enqueued,
+            dequeued: c.dequeued,
+            dequeued_bytes: c.dequeued_bytes,
+            dropped: c.dropped,
+            dropped_overlimit: c.dropped_overlimit,
+            dropped_head: c.dropped_head,
+            dropped_aqm: c.dropped_aqm,
+            ecn_marked: c.ecn_marked,
+            lost: link.counters.lost,
+            delivered: link.counters.delivered,
+            sojourn_max_us: imax as f64 / 1e3,
+            sojourn_mean_us: if dn > 0 { dsum as f64 / dn as f64 / 1e3 } else { 0.0 },
+        });
+        let interval = self.opts.sample_interval_ns;
+        self.next_sample += interval;
+        if self.next_sample <= now {
+            self.next_sample = now + interval;
         }
-        // 5. wait for the next deadline or an arrival
-        let deadline = link.next_event().unwrap_or(u64::MAX).min(next_sample);
+    }
+
+    /// 5. Wait for the next deadline or an arrival, as the timer mode says.
+    #[inline]
+    fn wait(&mut self, tun: &Tun) {
+        let deadline = self.link.next_event().unwrap_or(u64::MAX).min(self.next_sample);
         let now = mono_ns();
         if deadline <= now {
-            continue;
+            return;
         }
+        let fd = tun.raw_fd();
         let remaining = (deadline - now).min(50_000_000);
-        match opts.timer {
+        match self.opts.timer {
             TimerMode::Spin => {}
             TimerMode::Sleep => {
                 wait_readable(fd, remaining);
             }
             TimerMode::SleepSpin => {
-                if now >= spin_window_start + SPIN_WINDOW_NS {
-                    spin_window_start = now;
-                    spin_used = 0;
+                if now >= self.spin_window_start + SPIN_WINDOW_NS {
+                    self.spin_window_start = now;
+                    self.spin_used = 0;
                 }
-                if remaining > opts.spin_ns {
-                    wait_readable(fd, remaining - opts.spin_ns);
-                } else if spin_used + remaining > SPIN_WINDOW_NS * SPIN_MAX_PERCENT / 100 {
+                if remaining > self.opts.spin_ns {
+                    wait_readable(fd, remaining - self.opts.spin_ns);
+                } else if self.spin_used + remaining > SPIN_WINDOW_NS * SPIN_MAX_PERCENT / 100 {
                     // spin budget of this window used up: sleep the rest
-                    spin_limited += 1;
+                    self.spin_limited += 1;
                     wait_readable(fd, remaining);
                 } else {
                     // spin to the deadline, leaving early if a packet arrives
@@ -260,38 +369,10 @@ pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, 
                     while mono_ns() < deadline && !readable_now(fd) {
                         std::hint::spin_loop();
                     }
-                    spin_used += mono_ns() - t0;
+                    self.spin_used += mono_ns() - t0;
                 }
             }
         }
-    }
-    DirectionReport {
-        name: name.to_string(),
-        tun: tun.name().to_string(),
-        config: cfg,
-        qdisc_kind: link.qdisc.kind(),
-        qdisc: link.qdisc.counters().clone(),
-        qdisc_details: link.qdisc.details(),
-        link: link.counters.clone(),
-        sojourn: link.sojourn.clone(),
-        release_error,
-        samples,
-        packets_read: seq,
-        bytes_read,
-        read_batches: batches,
-        max_batch,
-        write_errors,
-        last_write_error,
-        oversize_truncated: truncated,
-        backlog_packets_at_stop: link.qdisc.backlog_packets() as u64,
-        in_flight_at_stop: link.in_flight() as u64,
-        cpu_ns: thread_cpu_ns() - cpu0,
-        kernel_tun: bloatlab_host::proc_net_dev(tun.name()),
-        rt_error,
-        spin_limited,
-        max_packet,
-        fatal_error: fatal,
-        offload: tun.offload(),
     }
 }
 
