@@ -72,7 +72,7 @@ pub struct LabRunArgs {
     #[command(flatten)]
     pub link: OptionArgs<LabConfig>,
     /// Port of the bloatlab servers inside the lab.
-    #[arg(long, default_value_t = bloatlab_model::DEFAULT_PORT)]
+    #[arg(long, default_value_t = bloatlab_model::DEFAULT_PORT, value_parser = super::server_port)]
     pub port: u16,
     /// Write the result JSON (with the lab section) here; several queues: FILE's stem + ".QUEUE.json" each.
     #[arg(long, value_name = "FILE")]

@@ -14,6 +14,31 @@ pub mod test;
 
 use anyhow::{anyhow, Result};
 
+/// A client's `--secret-file` (`bloatlab test`, `bloatlab rpm`), defined once.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClientSecret {
+    /// The server's shared secret (the same file as its --secret-file): answer
+    /// its challenge and sign every probe (probes are then at least 64 bytes).
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<std::path::PathBuf>,
+}
+
+impl ClientSecret {
+    /// The secret, read and checked once, here at the edge.
+    pub fn read(&self) -> Result<Option<bloatlab_model::Secret>> {
+        self.secret_file.as_deref().map(read_secret).transpose()
+    }
+}
+
+/// A server's port as a client names it: 1-65535 (as `HOST:PORT` is checked).
+pub fn server_port(s: &str) -> Result<u16, String> {
+    match s.trim().parse::<u16>() {
+        Ok(0) => Err("port 0 is no server's port (1-65535)".into()),
+        Ok(p) => Ok(p),
+        Err(_) => Err(format!("`{s}` is not a port (1-65535)")),
+    }
+}
+
 /// Read a `--secret-file` once, here at the edge.
 pub fn read_secret(path: &std::path::Path) -> Result<bloatlab_model::Secret> {
     let bytes = std::fs::read(path).map_err(|e| anyhow!("--secret-file {}: {e}", path.display()))?;

@@ -1,6 +1,5 @@
 //! `bloatlab rpm URL`: the IETF responsiveness test against any
 //! networkQuality-style server (bloatlab's own, goserver, Apple's).
-use super::read_secret;
 use anyhow::{anyhow, Result};
 use bloatlab_model::units::parse_duration;
 use bloatlab_model::{RpmConfig, RpmDirection};
@@ -46,9 +45,8 @@ pub struct RpmArgs {
     /// Connect to this host or address instead of resolving the URL's host.
     #[arg(long, value_name = "HOST")]
     pub connect_to: Option<String>,
-    /// Shared secret of an authenticated bloatlab server (the same file as its --secret-file).
-    #[arg(long, value_name = "FILE")]
-    pub secret_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub secret: super::ClientSecret,
     /// Write the result (every interval and probe) as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -80,7 +78,7 @@ impl RpmArgs {
             pin_sha256: self.pin_sha256.clone(),
             ca_pem,
             connect_to: self.connect_to.clone(),
-            secret: self.secret_file.as_deref().map(read_secret).transpose()?,
+            secret: self.secret.read()?,
         };
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)

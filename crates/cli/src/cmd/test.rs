@@ -2,7 +2,6 @@
 //! here and nowhere else; then it measures (the engine), shows progress and
 //! interval lines, runs the RPM stage and prints the summary. The options
 //! after `bloatlab lab --` and `bloatlab sweep --` are parsed here too.
-use super::read_secret;
 use crate::options::LoadArgs;
 use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_engine::client::{self, Live};
@@ -21,7 +20,7 @@ pub struct TestArgs {
     /// Server: host, host:port, [v6addr]:port.
     pub host: String,
     /// The server's TCP and UDP port (when HOST has none).
-    #[arg(long, short, default_value_t = DEFAULT_PORT)]
+    #[arg(long, short, default_value_t = DEFAULT_PORT, value_parser = super::server_port)]
     pub port: u16,
     #[command(flatten)]
     pub load: LoadArgs,
@@ -47,10 +46,8 @@ pub struct TestArgs {
     /// Write the text output (interval lines, summary table) to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub logfile: Option<std::path::PathBuf>,
-    /// The server's shared secret (its --secret-file): answer its challenge
-    /// and sign every probe (probes are then at least 64 bytes).
-    #[arg(long, value_name = "FILE")]
-    pub secret_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub secret: super::ClientSecret,
 }
 
 impl TestArgs {
@@ -67,7 +64,7 @@ impl TestArgs {
                 Family::Any
             },
             command: std::env::args().collect(),
-            secret: self.secret_file.as_deref().map(read_secret).transpose()?,
+            secret: self.secret.read()?,
             ..Default::default()
         };
         self.load.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
@@ -99,7 +96,7 @@ pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
         (t.port != DEFAULT_PORT, "--port", "use the lab's own --port N"),
         (t.ipv4 || t.ipv6, "-4/-6", "use the lab's --ipv6"),
         (t.report, "--report", "write a report from the result JSON with `bloatlab report`"),
-        (t.secret_file.is_some(), "--secret-file", "the lab's own servers are open to its client only"),
+        (t.secret.secret_file.is_some(), "--secret-file", "the lab's own servers are open to its client only"),
     ];
     for (given, flag, instead) in owned {
         if given {
@@ -374,6 +371,8 @@ mod tests {
         assert!(c.scenarios.is_empty());
         assert_eq!((c.max_flows(), c.max_scenarios()), (32, 6));
         assert!(cfg(&["h", "-s", "auto"]).unwrap().ramp.is_some_and(|r| r.up && r.down));
+        // --port 0 is refused as HOST:0 is, before anything connects
+        assert!(cfg(&["h", "--port", "0"]).unwrap_err().to_string().contains("port 0 is no server's port"));
         for (bad, why) in [
             (&["h", "-s", "1u0d,40u0d"][..], "at most 32"),
             (&["h", "-s", "sideways"], "or auto, auto-up, auto-down"),
