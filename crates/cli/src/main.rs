@@ -136,6 +136,8 @@ mod tests {
         };
         for q in ["fifo:1000", "pfifo:10", "fifo:limit=5", "100", "bfifo:64k", "bfifo:65536", "drophead:50", "codel", "codel:target=10ms", "fq_codel", "fq_codel:quantum=300,flows=64", "pie", "pie:target=20ms,noecn"] {
             assert!(lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]), "lab refuses {q}");
+            // in the lab's comma list too (one run each): a queue keeps its own parameters
+            assert!(lab_accepts(&["--queue", &format!("fifo:10,{q}")]), "lab refuses the list fifo:10,{q}");
             assert!(recipe_accepts("queue", q), "recipes refuse {q}");
             assert!(emulate_accepts(q), "emulate refuses {q}");
         }

@@ -30,7 +30,11 @@ fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
     let check = ValueParser::new(move |s: &str| o.canonical(s));
     a = match o.arity {
         Arity::Switch => a.action(ArgAction::SetTrue).value_name(None::<&str>),
-        Arity::Value if o.one_run_each => a.action(ArgAction::Append).value_delimiter(',').value_parser(check),
+        // a comma list, each value with its own key=value parameters
+        // (`--queue fifo:10,fq_codel:quantum=300,flows=64` is two queues)
+        Arity::Value if o.one_run_each => a.action(ArgAction::Append).value_parser(ValueParser::new(move |s: &str| {
+            bloatlab_model::options::split_values(s).iter().map(|v| o.canonical(v)).collect::<Result<Vec<String>, String>>()
+        })),
         Arity::Value => a.action(ArgAction::Set).value_parser(check),
         Arity::OptionalValue { missing } => {
             a.action(ArgAction::Set).num_args(0..=1).require_equals(true).default_missing_value(missing).value_parser(check)
@@ -67,9 +71,14 @@ fn overrides<T: Configurable>(m: &ArgMatches, keep: fn(&str) -> bool) -> Result<
                     o.set(opt.long, "on").map_err(err)?;
                 }
             }
+            _ if opt.one_run_each => {
+                for v in m.get_many::<Vec<String>>(opt.long).into_iter().flatten().flatten() {
+                    o.add(opt.long, v).map_err(err)?;
+                }
+            }
             _ => {
                 for v in m.get_many::<String>(opt.long).into_iter().flatten() {
-                    if opt.one_run_each { o.add(opt.long, v) } else { o.set(opt.long, v) }.map_err(err)?;
+                    o.set(opt.long, v).map_err(err)?;
                 }
             }
         }

@@ -1070,6 +1070,26 @@ pub fn differing_args<T: Configurable>(t: &T) -> Vec<String> {
     out
 }
 
+/// Split a comma list of values (`--queue A,B`, `--set KEY=A,B`), keeping
+/// a value's own `key=value` parameters with it: "fifo:10,codel:target=5ms,interval=50ms" is two
+/// values, "ge:p=1%,r=25%,1%" two losses (no value starts with `key=` or
+/// is a queue's bare flag such as `noecn`).
+pub fn split_values(v: &str) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    for piece in v.split(',') {
+        let is_param = piece.split_once('=').is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            || crate::queue::QUEUE_FLAGS.contains(&piece.trim());
+        match out.last_mut() {
+            Some(last) if is_param && last.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_string()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1091,6 +1111,15 @@ mod tests {
         }
         let names: std::collections::BTreeSet<_> = T::options().iter().map(|o| o.long).collect();
         assert_eq!(names.len(), T::options().len(), "an option is defined twice");
+    }
+
+    #[test]
+    fn list_values_keep_their_own_parameters() {
+        assert_eq!(split_values("fifo:10,fifo:100"), ["fifo:10", "fifo:100"]);
+        assert_eq!(split_values("fifo:10,codel:target=5ms,interval=50ms"), ["fifo:10", "codel:target=5ms,interval=50ms"]);
+        assert_eq!(split_values("ge:p=1%,r=25%,good=0%,bad=100%,1%"), ["ge:p=1%,r=25%,good=0%,bad=100%", "1%"]);
+        assert_eq!(split_values("5s,6s"), ["5s", "6s"]);
+        assert_eq!(split_values("pie:target=20ms,noecn,codel"), ["pie:target=20ms,noecn", "codel"]);
     }
 
     #[test]

@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bytes of one full-size frame as a qdisc counts it on a veth: 1500 (MTU) + 14 (Ethernet header).
+/// A queue's parameters that are bare words, not `key=value`.
+pub const QUEUE_FLAGS: &[&str] = &["ecn", "noecn"];
+
 pub const FRAME_BYTES: u64 = 1514;
 /// The lab's MTU.
 pub const MTU: u32 = 1500;

@@ -22,31 +22,13 @@ pub struct SweepRequest {
     pub repeat: Option<u32>,
 }
 
-/// Split a `--set` value list on commas, keeping a value's own `key=value`
-/// parameters with it: "fifo:10,codel:target=5ms,interval=50ms" is two
-/// values, "ge:p=1%,r=25%,1%" two losses (no value starts with `key=`).
-fn split_values(v: &str) -> Vec<String> {
-    let mut out: Vec<String> = vec![];
-    for piece in v.split(',') {
-        let is_param = piece.split_once('=').is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
-        match out.last_mut() {
-            Some(last) if is_param && last.contains(':') => {
-                last.push(',');
-                last.push_str(piece);
-            }
-            _ => out.push(piece.to_string()),
-        }
-    }
-    out
-}
-
 /// Parse "KEY=V1,V2" into (key, values) checked against the parameter table.
 fn parse_set(kind: RecipeKind, s: &str) -> Result<(String, Vec<params::Value>)> {
     let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected KEY=VALUE[,VALUE...]"))?;
     let k = k.trim().replace('-', "_");
     let spec = params::spec(kind, &k).ok_or_else(|| anyhow!("--set {s}: {}", params::unknown_param(kind, &k)))?;
     let mut vals: Vec<params::Value> = vec![];
-    for raw in split_values(v) {
+    for raw in bloatlab_model::options::split_values(v) {
         let val = check_value(spec, &raw).map_err(|e| anyhow!("--set {s}: {e}"))?;
         if vals.iter().any(|x| x.text == val.text) {
             bail!("--set {s}: value \"{}\" is listed twice", val.text);
@@ -217,15 +199,3 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
     Ok(r)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::split_values;
-
-    #[test]
-    fn set_values_keep_their_own_parameters() {
-        assert_eq!(split_values("fifo:10,fifo:100"), ["fifo:10", "fifo:100"]);
-        assert_eq!(split_values("fifo:10,codel:target=5ms,interval=50ms"), ["fifo:10", "codel:target=5ms,interval=50ms"]);
-        assert_eq!(split_values("ge:p=1%,r=25%,good=0%,bad=100%,1%"), ["ge:p=1%,r=25%,good=0%,bad=100%", "1%"]);
-        assert_eq!(split_values("5s,6s"), ["5s", "6s"]);
-    }
-}
