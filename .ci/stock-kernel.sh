@@ -4,12 +4,18 @@
 # machine's filesystem, load its queue disciplines, and run the kernel-qdisc
 # lab test (fq_codel, codel, pie, cake, fq, netem) inside. Judged by the
 # guest's own log (vng exits 255 without udev). Skips, saying why, when QEMU
-# cannot start the guest. Run by .ci/run after the test suite.
+# cannot start the guest; with BLOATLAB_STRICT=1 (as .ci/run sets it) that
+# is a failure. Run by .ci/run after the test suite.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work="${STOCK_KERNEL_DIR:-/tmp/bloatlab-stock-kernel}"
 mkdir -p "$work"
-skip() { echo "SKIP stock-kernel job: $*"; exit 0; }
+skip() {
+  if [ -n "${BLOATLAB_STRICT:-}" ] && [ "${BLOATLAB_STRICT}" != 0 ]; then
+    echo "FAIL stock-kernel job (BLOATLAB_STRICT): $*"; exit 1
+  fi
+  echo "SKIP stock-kernel job: $*"; exit 0
+}
 
 export DEBIAN_FRONTEND=noninteractive
 need=""

@@ -390,7 +390,7 @@ fn interrupted_client_writes_what_it_measured() {
 fn ipv6_loopback_works() {
     let _serial = serial();
     if std::net::UdpSocket::bind("[::1]:0").is_err() {
-        eprintln!("SKIP ipv6_loopback_works: this host has no IPv6 loopback");
+        bloatlab_testkit::cannot_run("ipv6_loopback_works", "this host has no IPv6 loopback");
         return;
     }
     let srv = TestServer::start_on("::1", &[]);

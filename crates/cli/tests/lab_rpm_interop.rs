@@ -44,7 +44,7 @@ fn rpm_peers_interoperate_through_a_lab_bottleneck() {
         return;
     }
     let (Some(nq), Some(gs)) = (peer("BLOATLAB_GORESPONSIVENESS", &["networkQuality", "goresponsiveness"]), peer("BLOATLAB_GOSERVER", &["networkqualityd"])) else {
-        eprintln!("SKIP: goresponsiveness and goserver are not both installed (see crates/cli/tests/rpm.rs)");
+        bloatlab_testkit::cannot_run("rpm_peers_interoperate_through_a_lab_bottleneck", "goresponsiveness and goserver are not both installed (.ci/peers.sh builds them; see crates/cli/tests/rpm.rs)");
         return;
     };
     guarded(|| {

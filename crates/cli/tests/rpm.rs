@@ -259,7 +259,7 @@ fn peer(env: &str, name: &str) -> Option<PathBuf> {
 #[test]
 fn goresponsiveness_measures_the_bloatlab_rpm_server() {
     let Some(nq) = peer("BLOATLAB_GORESPONSIVENESS", "networkQuality").or_else(|| peer("BLOATLAB_GORESPONSIVENESS", "goresponsiveness")) else {
-        eprintln!("SKIP: goresponsiveness (networkQuality) is not installed (go install github.com/network-quality/goresponsiveness@latest, or BLOATLAB_GORESPONSIVENESS=PATH)");
+        bloatlab_testkit::cannot_run("goresponsiveness_measures_the_bloatlab_rpm_server", "goresponsiveness (networkQuality) is not installed (.ci/peers.sh builds it from ../shared/peers; or BLOATLAB_GORESPONSIVENESS=PATH)");
         return;
     };
     let _g = serial();
@@ -296,7 +296,7 @@ fn goresponsiveness_measures_the_bloatlab_rpm_server() {
 #[test]
 fn the_bloatlab_rpm_client_measures_goserver() {
     let Some(gs) = peer("BLOATLAB_GOSERVER", "networkqualityd") else {
-        eprintln!("SKIP: goserver (networkqualityd) is not installed (go install github.com/network-quality/goserver/cmd/networkqualityd@latest, or BLOATLAB_GOSERVER=PATH)");
+        bloatlab_testkit::cannot_run("the_bloatlab_rpm_client_measures_goserver", "goserver (networkqualityd) is not installed (.ci/peers.sh builds it from ../shared/peers; or BLOATLAB_GOSERVER=PATH)");
         return;
     };
     let _g = serial();

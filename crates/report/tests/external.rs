@@ -75,11 +75,11 @@ fn ensure_flent(py: &Path) -> Result<(), String> {
 #[test]
 fn flent_loads_and_plots_export() {
     let Some(py) = python() else {
-        eprintln!("SKIP flent test: no python3 on PATH");
+        bloatlab_testkit::cannot_run("flent test", "no python3 on PATH");
         return;
     };
     if let Err(why) = ensure_flent(&py) {
-        eprintln!("SKIP flent test: {why}");
+        bloatlab_testkit::cannot_run("flent test", &why);
         return;
     }
     let r = common::small();
@@ -136,7 +136,7 @@ print(json.dumps({
         let _ = pip_install(&py, "matplotlib");
     }
     if !py_has(&py, "matplotlib") {
-        eprintln!("SKIP flent plot part: matplotlib unavailable");
+        bloatlab_testkit::cannot_run("flent plot part", "matplotlib unavailable (pip install matplotlib)");
         return;
     }
     for plot in ["totals", "ping_cdf"] {
@@ -182,7 +182,7 @@ fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
 #[test]
 fn chromium_renders_html_report() {
     let Some(bin) = chromium() else {
-        eprintln!("SKIP screenshot test: no chromium on PATH (apt-get install chromium)");
+        bloatlab_testkit::cannot_run("screenshot test", "no chromium on PATH (apt-get install chromium)");
         return;
     };
     let r = common::small();
@@ -228,7 +228,7 @@ fn chromium_renders_html_report() {
 #[test]
 fn chromium_layout_has_no_overflow_or_overlapping_labels() {
     let Some(bin) = chromium() else {
-        eprintln!("SKIP layout test: no chromium on PATH (apt-get install chromium)");
+        bloatlab_testkit::cannot_run("layout test", "no chromium on PATH (apt-get install chromium)");
         return;
     };
     let mut r = common::small();

@@ -9,6 +9,26 @@
 
 use std::time::Duration;
 
+/// The environment variable that turns a test's "cannot run here" into a
+/// failure. `.ci/run` sets it: a green CI means every test ran.
+pub const STRICT_ENV: &str = "BLOATLAB_STRICT";
+
+/// Strict mode: [`STRICT_ENV`] is set to anything but "0" or "".
+pub fn strict() -> bool {
+    std::env::var(STRICT_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A test that cannot run on this machine (a tool, root, a peer or a
+/// platform feature missing): on a developer's machine print why and return
+/// true (the caller returns); in strict mode fail with the same reason.
+pub fn cannot_run(test: &str, why: &str) -> bool {
+    if strict() {
+        panic!("{test} cannot run here and {STRICT_ENV} is set (CI runs every test): {why}");
+    }
+    eprintln!("SKIP {test}: {why} (with {STRICT_ENV}=1 this fails)");
+    true
+}
+
 /// CPU time the hypervisor took from this VM since [`StealMeter::start`].
 pub struct StealMeter(bloatlab_host::StealMeter);
 
@@ -84,6 +104,26 @@ fn settle(r: std::thread::Result<()>, stolen: impl FnOnce() -> f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strict_mode_turns_a_skip_into_a_failure() {
+        // one test owns the variable: set, check, restore
+        let before = std::env::var(STRICT_ENV).ok();
+        std::env::remove_var(STRICT_ENV);
+        assert!(!strict());
+        assert!(cannot_run("t", "no such tool"), "a developer's machine skips");
+        std::env::set_var(STRICT_ENV, "1");
+        assert!(strict());
+        let e = std::panic::catch_unwind(|| cannot_run("t", "no such tool")).unwrap_err();
+        let msg = e.downcast_ref::<String>().unwrap();
+        assert!(msg.contains("no such tool") && msg.contains(STRICT_ENV), "{msg}");
+        std::env::set_var(STRICT_ENV, "0");
+        assert!(!strict());
+        match before {
+            Some(v) => std::env::set_var(STRICT_ENV, v),
+            None => std::env::remove_var(STRICT_ENV),
+        }
+    }
 
     #[test]
     fn widening_only_under_steal() {

@@ -20,17 +20,19 @@ pub fn is_root() -> bool {
     bloatlab_host::is_root()
 }
 
-/// Why the environment cannot run namespace tests, if it cannot.
+/// Why the environment cannot run namespace tests, if it cannot (a missing
+/// root, TUN or iproute2 fails in strict mode; a starved VM is a skip).
 pub fn skip_reason() -> Option<String> {
+    let missing = |why: &str| bloatlab_testkit::cannot_run("emulator end-to-end test", why).then(|| why.to_string());
     if !is_root() {
-        return Some("not root".into());
+        return missing("not root");
     }
     if !std::path::Path::new("/dev/net/tun").exists() {
-        return Some("no /dev/net/tun".into());
+        return missing("no /dev/net/tun");
     }
     match Command::new("ip").arg("-V").output() {
         Ok(o) if o.status.success() => {}
-        _ => return Some("iproute2 (ip) not found".into()),
+        _ => return missing("iproute2 (ip) not found"),
     }
     // The emulator can only keep time with the CPU it gets.
     bloatlab_testkit::starved().map(|p| format!("the hypervisor is taking {p:.0}% of this VM's CPU right now; timing checks would measure the VM"))

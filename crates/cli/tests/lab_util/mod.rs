@@ -12,16 +12,14 @@ pub const EXE: &str = env!("CARGO_BIN_EXE_bloatlab");
 /// True (after printing why) when this machine cannot run labs: not root, or tools missing.
 pub fn skip(test: &str) -> bool {
     if !bloatlab_host::is_root() {
-        eprintln!("skipping {test}: needs root to create network namespaces (run cargo test as root)");
-        return true;
+        return bloatlab_testkit::cannot_run(test, "needs root to create network namespaces (run cargo test as root)");
     }
     for tool in ["ip", "tc", "ethtool"] {
         let found = std::env::var_os("PATH")
             .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
             .unwrap_or(false);
         if !found {
-            eprintln!("skipping {test}: `{tool}` is not installed (apt-get install iproute2 ethtool)");
-            return true;
+            return bloatlab_testkit::cannot_run(test, &format!("`{tool}` is not installed (apt-get install iproute2 ethtool)"));
         }
     }
     if let Some(p) = starved() {
