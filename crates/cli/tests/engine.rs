@@ -337,20 +337,49 @@ fn client_killed_mid_scenario_frees_everything() {
     assert!(srv.log().contains("disconnected") || srv.log().contains("ended"), "{}", srv.log());
 }
 
+/// Read a child's interval lines (stdout) until one matches, within 30 s;
+/// the rest of its stdout is drained in the background so it never blocks.
+fn wait_for_line(child: &mut std::process::Child, want: impl Fn(&str) -> bool) -> Vec<String> {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = vec![];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => {
+                let hit = want(&l);
+                seen.push(l);
+                if hit {
+                    return seen;
+                }
+            }
+            Err(_) => panic!("no such line within 30 s; the test printed {seen:?}"),
+        }
+    }
+}
+
 #[test]
 fn server_dying_mid_test_leaves_a_partial_result() {
     let _serial = serial();
     let mut srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let child = std::process::Command::new(exe())
+    let mut child = std::process::Command::new(exe())
         .args(["test", &srv.addr(), "--scenarios", "1u0d,0u1d,1u1d", "--duration", "1s", "--idle", "0.5s", "--pause", "0.2s"])
-        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .args(["--quiet", "--interval", "0.2s", "--json", json.to_str().unwrap()])
         .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2200));
+    // the event, not a guess at the time: the second scenario is carrying data
+    let _lines = wait_for_line(&mut child, |l| l.contains("0u1d down"));
     srv.child.kill().unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -368,14 +397,15 @@ fn interrupted_client_writes_what_it_measured() {
     let srv = TestServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let child = std::process::Command::new(exe())
+    let mut child = std::process::Command::new(exe())
         .args(["test", &srv.addr(), "--scenarios", "1u0d,0u1d", "--duration", "3s", "--idle", "0.5s"])
-        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .args(["--quiet", "--interval", "0.2s", "--json", json.to_str().unwrap()])
         .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1800));
+    // the event, not a guess at the time: the first scenario has carried data for a second
+    let _lines = wait_for_line(&mut child, |l| l.contains("1u0d up") && l.contains("0.80-1.0"));
     bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Int);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));

@@ -207,9 +207,24 @@ mod tests {
         assert!(from_realtime(realtime_ns()).abs_diff(now_ns()) < 100_000_000);
     }
     #[test]
-    fn monotonic() {
-        let a = now_ns();
-        let b = now_ns();
-        assert!(b >= a);
+    fn monotonic_and_advancing_with_real_time() {
+        // never backwards over many reads, from two threads at once
+        let run = || {
+            let mut last = mono_ns();
+            for _ in 0..200_000 {
+                let t = mono_ns();
+                assert!(t >= last, "the monotonic clock went back from {last} to {t}");
+                last = t;
+            }
+        };
+        let h = std::thread::spawn(run);
+        run();
+        h.join().unwrap();
+        // and it advances by what a sleep took, as the realtime clock does
+        let (m0, r0) = (mono_ns(), realtime_ns());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let (dm, dr) = (mono_ns() - m0, realtime_ns().saturating_sub(r0));
+        assert!((50_000_000..2_000_000_000).contains(&dm), "slept 50 ms, the monotonic clock moved {dm} ns");
+        assert!(dm.abs_diff(dr) < 20_000_000, "monotonic {dm} ns vs realtime {dr} ns over the same sleep");
     }
 }

@@ -382,12 +382,14 @@ fn large_result_renders() {
     assert_eq!(probes, r.idle.iter().chain(r.scenarios.iter()).map(|p| p.probes.len()).sum::<usize>());
 }
 
-/// With REPORT_SAMPLES_DIR set, writes sample reports there for eyeballing
-/// (no-op otherwise).
+/// Every output a user gets from a result, written and checked: the JSON
+/// reads back, the flent file is gzip, the CSV has its header, the reports
+/// are HTML with PNG plots, the sweep plots are PNG and SVG. With
+/// REPORT_SAMPLES_DIR set they are kept there for eyeballing.
 #[test]
-fn dump_samples() {
-    let Some(dir) = std::env::var_os("REPORT_SAMPLES_DIR") else { return };
-    let dir = PathBuf::from(dir);
+fn sample_outputs_are_complete_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::env::var_os("REPORT_SAMPLES_DIR").map(PathBuf::from).unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir).unwrap();
     if std::env::var_os("REPORT_SAMPLES_LARGE").is_some() {
         std::fs::write(dir.join("large.json"), serde_json::to_string(&common::large()).unwrap()).unwrap();
@@ -402,6 +404,19 @@ fn dump_samples() {
     let series = vec![("latency p50 (ms)".to_string(), vec![(1.0, 21.0), (10.0, 32.0), (100.0, 140.0), (1000.0, 1220.0)])];
     sweep_plot("txqueuelen sweep", "queue length (packets)", SweepAxes::new(true, false), &series, "ms", &dir.join("sweep.png"), Format::Png).unwrap();
     std::fs::write(dir.join("sweep.svg"), sweep_plot_svg_string("txqueuelen sweep", "queue length (packets)", SweepAxes::new(true, false), &series, "ms").unwrap()).unwrap();
+    let read = |n: &str| std::fs::read(dir.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+    let back = TestResult::read_file(&dir.join("small.json")).unwrap();
+    assert!(back.scenarios.len() == r.scenarios.len() && back.metadata.start_unix_ns == r.metadata.start_unix_ns, "small.json does not read back");
+    assert_eq!(&read("small.flent.gz")[..2], &[0x1f, 0x8b], "gzip magic");
+    assert!(String::from_utf8(read("small.csv")).unwrap().starts_with(&CSV_COLUMNS.join(",")));
+    for html in ["small.html", "compare.html"] {
+        let t = String::from_utf8(read(html)).unwrap();
+        assert!(t.starts_with("<!DOCTYPE html>") && t.trim_end().ends_with("</html>"), "{html}");
+    }
+    assert_eq!(&read("sweep.png")[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(String::from_utf8(read("sweep.svg")).unwrap().contains("<svg"));
+    let pngs = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "png")).count();
+    assert!(pngs >= 4, "{pngs} PNG plots");
 }
 
 /// Sparse and broken-off results still give a report (plots that have
