@@ -15,12 +15,15 @@ fn the_verdict_quotes_the_graded_phase_and_not_the_rpm_stage() {
     guarded(|| {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("verdict.json");
-        let r = run_lab(
+        let (r, printed) = run_lab_printed(
             &json,
             &["--rate", "10mbit", "--queue-up", "fifo:50", "--queue-down", "fifo:200"],
-            &["--scenarios", "1u0d", "--duration", "6s", "--idle", "2s", "--rpm=download"],
+            &["--scenarios", "1u0d", "--duration", "6s", "--idle", "2s", "--rpm=download", "--ping", "router"],
         );
         assert!(r.rpm.is_some(), "the RPM stage ran");
+        // the lab's own table shows the pings and the RPM stage beside the queue figures
+        assert!(printed.contains("Pings to other hosts") && printed.contains("icmp 10."), "{printed}");
+        assert!(printed.contains("IETF responsiveness") && printed.contains("download"), "{printed}");
         let graded = &r.scenarios[0];
         let q = |p: &bloatlab_results::Phase, role: &str| p.summary.queues.iter().find(|q| q.role == role).cloned().unwrap_or_else(|| panic!("{role}: {:?}", p.summary.queues));
         let up = q(graded, "bottleneck-up");

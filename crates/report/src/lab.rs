@@ -133,7 +133,23 @@ max backlog / drops = the bottleneck qdisc during the load",
             notes.push_str(&format!("\n{}", d.line(mbit)));
         }
     }
-    format!("{t}{notes}")
+    format!("{t}{notes}{}", extras(results))
+}
+
+/// What a run measured besides the table's columns, per queue: the pings to
+/// other hosts (`-- --ping`) and the IETF RPM stages (`-- --rpm`).
+fn extras(results: &[TestResult]) -> String {
+    let mut out = String::new();
+    for r in results {
+        let label = r.lab.as_ref().map(|l| l.config.queue.clone()).filter(|q| !q.is_empty()).unwrap_or_else(|| "?".into());
+        if let Some((how, rows)) = crate::table::ping_rows(r) {
+            out.push_str(&format!("\n\nPings to other hosts ({label}): {how}\n{}", crate::fmt::text_table(&rows).trim_end()));
+        }
+        if let Some(x) = &r.rpm {
+            out.push_str(&format!("\n\nIETF responsiveness ({label}), after the scenarios (-- --rpm):\n{}", crate::rpm::rpm_table(x).trim_end()));
+        }
+    }
+    out
 }
 
 /// For several single-scenario runs: the largest and smallest added latency side by side.
@@ -253,6 +269,38 @@ mod tests {
         let q = &p.summary.queues[0];
         assert_eq!(q.drain_bps, Some(10e6));
         assert!((q.max_delay_ms.unwrap() - 121.12).abs() < 1e-9);
+    }
+
+    #[test]
+    fn pings_and_rpm_stages_follow_the_table() {
+        use bloatlab_results::{PingInfo, PingSeries, PingSummary, RpmResult, RpmStage};
+        let mut p = Phase { name: "1u0d".into(), uploads: 1, ..Default::default() };
+        p.summary.pings = vec![PingSummary { target: "icmp 10.0.0.1".into(), added_latency_ms: Some(88.5), ..Default::default() }];
+        p.summary.pings[0].latency.received = 10;
+        p.summary.pings[0].latency.p50_ms = 90.0;
+        p.pings = vec![PingSeries { target: "icmp 10.0.0.1".into(), samples: vec![] }];
+        let mut r = TestResult {
+            schema: bloatlab_results::SCHEMA_NAME.into(),
+            schema_version: bloatlab_results::SCHEMA_VERSION,
+            complete: true,
+            incomplete_reason: None,
+            metadata: Default::default(),
+            idle: None,
+            scenarios: vec![p],
+            headline: Default::default(),
+            lab: None,
+            rpm: None,
+            ramp: vec![],
+        };
+        r.metadata.pings = vec![PingInfo { target: "icmp 10.0.0.1".into(), address: "10.0.0.1".into(), method: "raw ICMP socket".into(), interval_ms: 100.0 }];
+        r.lab = Some(bloatlab_results::LabInfo { config: bloatlab_results::LabRecord { queue: "fifo:100".into(), ..Default::default() }, ..Default::default() });
+        let mut x = RpmResult::default();
+        x.stages.push(RpmStage { direction: bloatlab_model::RpmDirection::Download, rpm: Some(133.0), confidence: "low".into(), ..Default::default() });
+        r.rpm = Some(x);
+        let t = report(&[r]);
+        assert!(t.contains("Pings to other hosts (fifo:100): icmp 10.0.0.1 = 10.0.0.1"), "{t}");
+        assert!(t.contains("+88.5"), "{t}");
+        assert!(t.contains("IETF responsiveness (fifo:100)") && t.contains("download") && t.contains("133"), "{t}");
     }
 
     #[test]

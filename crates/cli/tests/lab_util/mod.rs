@@ -165,6 +165,13 @@ pub fn run_lab(json: &Path, lab: &[&str], test: &[&str]) -> bloatlab_results::Te
     bloatlab_results::TestResult::read_file(json).unwrap()
 }
 
+/// [`run_lab`] without --quiet: the result and what the lab printed (its table).
+pub fn run_lab_printed(json: &Path, lab: &[&str], test: &[&str]) -> (bloatlab_results::TestResult, String) {
+    let out = Command::new(EXE).arg("lab").args(lab).arg("--json").arg(json).arg("--").args(test).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (bloatlab_results::TestResult::read_file(json).unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Removes a kept lab (`bloatlab lab --no-run --id ID`) when dropped,
 /// whether or not the test's assertions passed.
 pub struct KeptLab(pub String);
