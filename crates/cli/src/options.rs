@@ -44,6 +44,13 @@ fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
     if !o.choices.is_empty() && o.arity != Arity::Switch {
         a = a.value_parser(PossibleValuesParser::new(o.choices));
     }
+    // A value that starts with '-' (`--delay -20ms`) goes to the model's
+    // parser, which says what is wrong with it; clap would call it an
+    // unknown flag and suggest `-- -20ms`, which means something else to
+    // `lab` (the test's options).
+    if o.arity != Arity::Switch {
+        a = a.allow_hyphen_values(true);
+    }
     match (o.arity, o.shape) {
         (Arity::Switch, _) => a,
         (_, Shape::Host) => a.value_hint(ValueHint::Hostname),

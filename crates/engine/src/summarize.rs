@@ -170,6 +170,8 @@ pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms:
             s.retransmits += b.total_retrans.saturating_sub(a.total_retrans) as u64;
         }
     }
+    let (up, down) = (s.upload_bps, s.download_bps);
+    s.udp = m::udp::direction_summaries(&p.flows, |d| if d == Direction::Up { up } else { down });
     let rtts: Vec<Option<u64>> = p.probes.iter().map(|x| x.rtt_ns).collect();
     s.latency = m::latency_stats_ns(&rtts);
     let received = s.latency.received > 0;

@@ -1,7 +1,7 @@
 //! A UDP load flow's receiver statistics: distinct datagrams, loss against
 //! what the sender says it sent, reordering, and RFC 3550 interarrival
 //! jitter (the sender's and receiver's clock offset cancels out of it).
-use bloatlab_results::UdpStats;
+use bloatlab_results::{Direction, Flow, UdpStats, UdpSummary};
 
 /// Fed each datagram as it arrives.
 #[derive(Debug, Clone, Default)]
@@ -79,9 +79,48 @@ pub fn with_sent(receiver: UdpStats, sent: u64) -> UdpStats {
     UdpStats { sent, lost, loss_pct: if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 }, ..receiver }
 }
 
+/// Each direction's UDP load in a phase: its flows' statistics summed
+/// (jitter: the largest), with the direction's goodput as what arrived.
+/// Directions without UDP flows are left out.
+pub fn direction_summaries(flows: &[Flow], received_bps: impl Fn(Direction) -> f64) -> Vec<UdpSummary> {
+    [Direction::Up, Direction::Down]
+        .into_iter()
+        .filter_map(|d| {
+            let fl: Vec<&UdpStats> = flows.iter().filter(|f| f.direction == d).filter_map(|f| f.udp.as_ref()).collect();
+            if fl.is_empty() {
+                return None;
+            }
+            let (sent, received, lost) = (fl.iter().map(|u| u.sent).sum::<u64>(), fl.iter().map(|u| u.received).sum(), fl.iter().map(|u| u.lost).sum::<u64>());
+            Some(UdpSummary {
+                direction: d,
+                flows: fl.len() as u32,
+                offered_bps: fl.iter().map(|u| u.target_bps).sum(),
+                received_bps: received_bps(d),
+                sent,
+                received,
+                lost,
+                loss_pct: if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 },
+                out_of_order: fl.iter().map(|u| u.out_of_order).sum(),
+                jitter_ms: fl.iter().map(|u| u.jitter_ms).fold(0.0, f64::max),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_direction_sums_its_flows() {
+        let u = |sent, received, jitter_ms| UdpStats { target_bps: 5e6, payload_bytes: 1000, sent, received, lost: sent - received, jitter_ms, ..Default::default() };
+        let flow = |direction, udp| Flow { id: 0, direction, goodput: vec![], tcp_info: vec![], bytes: 0, max_gap_ns: 0, max_gap_at_ns: 0, dscp: 0, udp };
+        let flows = vec![flow(Direction::Up, Some(u(100, 90, 0.5))), flow(Direction::Up, Some(u(100, 100, 1.5))), flow(Direction::Down, None)];
+        let s = direction_summaries(&flows, |d| if d == Direction::Up { 9.5e6 } else { 0.0 });
+        assert_eq!(s.len(), 1, "the TCP download has no UDP summary");
+        assert_eq!((s[0].flows, s[0].sent, s[0].received, s[0].lost), (2, 200, 190, 10));
+        assert_eq!((s[0].offered_bps, s[0].received_bps, s[0].loss_pct, s[0].jitter_ms), (10e6, 9.5e6, 5.0, 1.5));
+    }
 
     #[test]
     fn loss_reordering_duplicates_and_jitter() {

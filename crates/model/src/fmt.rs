@@ -10,6 +10,22 @@ pub fn sig3(v: f64) -> String {
     sig3_max(v, 9)
 }
 
+/// A count-like figure (RPM, Hz above 100) as an integer with three
+/// significant digits: 3431726 -> "3430000", 11420 -> "11400", 270.4 ->
+/// "270", 52.3 -> "52". Its input is at best three digits good (60000 / a
+/// round trip measured to the microsecond), so the rest are zeros.
+pub fn int3(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v.abs() < 1000.0 {
+        return format!("{v:.0}");
+    }
+    let mag = v.abs().log10().floor() as i32;
+    let scale = 10f64.powi(mag - 2);
+    format!("{:.0}", (v / scale).round() * scale)
+}
+
 /// [`sig3`] with at most `max_decimals` decimals: the resolution the
 /// measurement has (a microsecond clock gives milliseconds 3 decimals).
 pub fn sig3_max(v: f64, max_decimals: i32) -> String {
@@ -249,6 +265,10 @@ mod tests {
         assert_eq!(sig3(99.97), "100");
         assert_eq!(sig3(-0.00326), "-0.00326");
         assert_eq!(sig3(0.0), "0");
+        assert_eq!(int3(3431726.0), "3430000");
+        assert_eq!(int3(11420.0), "11400");
+        assert_eq!(int3(270.4), "270");
+        assert_eq!(int3(52.3), "52");
         assert_eq!(ms(1211.2), "1211");
         assert_eq!(ms(12.11), "12.1");
         assert_eq!(ms(0.146), "0.146");

@@ -8,7 +8,7 @@ use crate::table::{compare_grid, context_line, seed003_lines};
 use crate::verdict::{verdict, GRADE_THRESHOLDS_MS};
 use crate::Run;
 use anyhow::{bail, Context, Result};
-use bloatlab_results::{Phase, TestResult};
+use bloatlab_results::{Direction, Phase, TestResult};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -128,14 +128,24 @@ fn cards(r: &TestResult) -> String {
         let u = RateUnit::fit(bps);
         if measured { (u.num(bps), u.name()) } else { ("not measured".to_string(), "") }
     };
-    let (v, u) = cap(up, h.upload_capacity_bps);
-    s.push_str(&card("Upload capacity", v, u, "highest upload goodput over scenarios (not measured when no scenario uploads)"));
-    let (v, u) = cap(down, h.download_capacity_bps);
-    s.push_str(&card("Download capacity", v, u, "highest download goodput over scenarios (not measured when no scenario downloads)"));
+    for (d, any, bps, name) in [(Direction::Up, up, h.upload_capacity_bps, "upload"), (Direction::Down, down, h.download_capacity_bps, "download")] {
+        match crate::table::udp_best(r, d) {
+            Some(x) => {
+                let u = RateUnit::fit(x.received_bps);
+                let title = format!("UDP at {} offered: {} received, {}% lost (a UDP load measures delivery at its rate, not capacity)", rate(x.offered_bps), rate(x.received_bps), sig3(x.loss_pct));
+                s.push_str(&card(&format!("{} (UDP) received", if name == "upload" { "Upload" } else { "Download" }), u.num(x.received_bps), u.name(), &title));
+            }
+            None => {
+                let (v, u) = cap(any, bps);
+                let title = format!("highest {name} goodput over scenarios (not measured when no scenario loads that direction)");
+                s.push_str(&card(&format!("{} capacity", if name == "upload" { "Upload" } else { "Download" }), v, u, &title));
+            }
+        }
+    }
     s.push_str(&card("Link responsiveness", opt_sig3(h.link_responsiveness_hz), "Hz", "1 / worst TCP request-response round trip under load"));
     s.push_str(&card("Flow smoothness", opt_sig3(h.flow_smoothness_hz), "Hz", "1 / longest gap between data arrivals in a bulk flow"));
     s.push_str(&card("Latency idle → loaded", format!("{}\u{a0}→ {}", opt_sig3(h.idle_latency_ms), opt_sig3(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
-    s.push_str(&card("UDP-probe RPM", h.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), "RPM", "60000 / the 95% trimmed mean of the UDP probes' round trips under load, a lost probe counted as 3 s (the IETF draft's unit, not its method: bloatlab rpm runs that)"));
+    s.push_str(&card("UDP-probe RPM", h.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()), "RPM", "60000 / the 95% trimmed mean of the UDP probes' round trips under load, a lost probe counted as 3 s (the IETF draft's unit, not its method: bloatlab rpm runs that)"));
     s.push_str("</section>\n");
     s
 }
@@ -157,7 +167,7 @@ fn phase_cells(p: &Phase, unit: RateUnit) -> Vec<String> {
         format!("{} / {}", opt_sig3(s.owd_up_p50_ms), opt_sig3(s.owd_down_p50_ms)),
         opt_sig3(s.responsiveness_hz),
         opt_sig3(s.smoothness_hz),
-        s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+        s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()),
         s.retransmits.to_string(),
     ]
 }

@@ -13,7 +13,7 @@ pub fn rpm_table(r: &RpmResult) -> String {
     for s in &r.stages {
         rows.push(vec![
             s.direction.to_string(),
-            s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+            s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()),
             opt_ms(s.round_trip_ms),
             opt_ms(s.tcp_foreign_ms),
             opt_ms(s.tls_foreign_ms),
@@ -85,7 +85,7 @@ pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
         cards.push_str(&format!(
             "<div class=\"card\"><div class=\"k\">{} RPM</div><div class=\"v\">{}</div><div class=\"u\">{} confidence{}</div></div>",
             esc(s.direction.name()),
-            s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+            s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()),
             esc(&s.confidence),
             s.low_because.as_deref().map(|w| format!(": {}", esc(w))).unwrap_or_default()
         ));

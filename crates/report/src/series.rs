@@ -26,19 +26,14 @@ pub fn loaded(r: &TestResult) -> impl Iterator<Item = &Phase> {
     r.scenarios.iter()
 }
 
-/// Time span of the whole test on the test clock, seconds (0 .. last event).
+/// Time span of the test's phases on the test clock, seconds (0 .. the end
+/// of the last phase): the time axes end where the measured data does, not
+/// where a lab's queue sampler stopped (it samples on through an RPM stage
+/// and the teardown). Without phases, the queue samples' end.
 pub fn test_span_s(r: &TestResult) -> f64 {
-    let mut end = 0u64;
-    for p in phases(r) {
-        end = end.max(p.end_ns);
-    }
-    if let Some(lab) = &r.lab {
-        for q in &lab.queues {
-            if let Some(s) = q.samples.last() {
-                end = end.max(s.t_ns);
-            }
-        }
-    }
+    let end = phases(r).iter().map(|p| p.end_ns).max().filter(|&e| e > 0).unwrap_or_else(|| {
+        r.lab.iter().flat_map(|l| l.queues.iter()).filter_map(|q| q.samples.last()).map(|s| s.t_ns).max().unwrap_or(0)
+    });
     secs(end).max(1e-3)
 }
 

@@ -3,7 +3,7 @@
 use crate::fmt::{ms, opt_ms, opt_sig3, pct_change, rate, sig3, signed, text_table, trim_num, RateUnit};
 use crate::series::loaded;
 use crate::verdict::verdict;
-use bloatlab_results::{Phase, TestResult};
+use bloatlab_results::{Direction, Phase, TestResult};
 
 fn opt_rate(bps: f64, present: bool, unit: RateUnit) -> String {
     if present {
@@ -71,45 +71,52 @@ fn phase_row(p: &Phase, unit: RateUnit) -> Vec<String> {
         if s.latency.sent > 0 { format!("{:.1}", s.latency.loss_pct) } else { "-".into() },
         opt_sig3(s.responsiveness_hz),
         opt_sig3(s.smoothness_hz),
-        s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()),
+        s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()),
     ]
 }
 
-/// UDP load flows (`--udp`): per phase and direction, the target and
-/// delivered rates, loss, reordering and jitter (empty without UDP flows).
+/// The phase where a direction's UDP load delivered most, when every
+/// scenario loaded that direction with UDP only.
+pub(crate) fn udp_best(r: &TestResult, d: Direction) -> Option<&bloatlab_results::UdpSummary> {
+    let loading: Vec<&Phase> = r.scenarios.iter().filter(|p| p.flows.iter().any(|f| f.direction == d)).collect();
+    if loading.is_empty() || !loading.iter().all(|p| p.flows.iter().filter(|f| f.direction == d).all(|f| f.udp.is_some())) {
+        return None;
+    }
+    loading.iter().flat_map(|p| p.summary.udp.iter().filter(|u| u.direction == d)).max_by(|a, b| a.received_bps.total_cmp(&b.received_bps))
+}
+
+fn udp_phase_name<'a>(r: &'a TestResult, u: &bloatlab_results::UdpSummary) -> &'a str {
+    r.scenarios.iter().find(|p| p.summary.udp.iter().any(|x| std::ptr::eq(x, u))).map(|p| p.name.as_str()).unwrap_or("?")
+}
+
+/// UDP load flows (`--udp`): per phase and direction, what was offered
+/// and what arrived, loss, reordering and jitter, from the phase summary's
+/// `udp` (empty without UDP flows).
 pub(crate) fn udp_table(r: &TestResult) -> String {
-    // one unit for both rate columns: the largest target or delivered rate's
-    let targets: f64 = r.scenarios.iter().map(|p| p.flows.iter().filter_map(|f| f.udp.map(|u| u.target_bps)).sum::<f64>()).fold(0.0, f64::max);
-    let unit = RateUnit::fit_all(std::iter::once(targets).chain(r.scenarios.iter().flat_map(|p| [p.summary.upload_bps, p.summary.download_bps])));
-    let (target_h, got_h) = (format!("Target {}", unit.name()), format!("Got {}", unit.name()));
-    let mut rows = vec![["Phase", "Dir", "Flows", &target_h, &got_h, "Sent", "Lost", "Loss %", "Reordered", "Jitter ms"]
+    let all: Vec<(&Phase, &bloatlab_results::UdpSummary)> = r.scenarios.iter().flat_map(|p| p.summary.udp.iter().map(move |u| (p, u))).collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    // one unit for both rate columns: the largest offered or received rate's
+    let unit = RateUnit::fit_all(all.iter().flat_map(|(_, u)| [u.offered_bps, u.received_bps]));
+    let (offered_h, got_h) = (format!("Offered {}", unit.name()), format!("Received {}", unit.name()));
+    let mut rows = vec![["Phase", "Dir", "Flows", &offered_h, &got_h, "Sent", "Lost", "Loss %", "Reordered", "Jitter ms"]
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()];
-    for p in &r.scenarios {
-        for dir in [bloatlab_results::Direction::Up, bloatlab_results::Direction::Down] {
-            let fl: Vec<_> = p.flows.iter().filter(|f| f.direction == dir).filter_map(|f| f.udp).collect();
-            if fl.is_empty() {
-                continue;
-            }
-            let (sent, lost) = (fl.iter().map(|u| u.sent).sum::<u64>(), fl.iter().map(|u| u.lost).sum::<u64>());
-            let got = if dir == bloatlab_results::Direction::Up { p.summary.upload_bps } else { p.summary.download_bps };
-            rows.push(vec![
-                p.name.clone(),
-                dir.name().into(),
-                fl.len().to_string(),
-                unit.num(fl.iter().map(|u| u.target_bps).sum::<f64>()),
-                unit.num(got),
-                sent.to_string(),
-                lost.to_string(),
-                format!("{:.2}", if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 }),
-                fl.iter().map(|u| u.out_of_order).sum::<u64>().to_string(),
-                ms(fl.iter().map(|u| u.jitter_ms).fold(0.0, f64::max)),
-            ]);
-        }
-    }
-    if rows.len() == 1 {
-        return String::new();
+    for (p, u) in all {
+        rows.push(vec![
+            p.name.clone(),
+            u.direction.name().into(),
+            u.flows.to_string(),
+            unit.num(u.offered_bps),
+            unit.num(u.received_bps),
+            u.sent.to_string(),
+            u.lost.to_string(),
+            format!("{:.2}", u.loss_pct),
+            u.out_of_order.to_string(),
+            ms(u.jitter_ms),
+        ]);
     }
     format!("\nUDP load (datagrams at a target rate; jitter: RFC 3550, the largest flow's):\n{}", text_table(&rows))
 }
@@ -213,8 +220,24 @@ pub fn summary_table(r: &TestResult) -> String {
     let h = &r.headline;
     out.push('\n');
     let (any_up, any_down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
-    out.push_str(&format!("    Upload Capacity: {}\n", capacity(h.upload_capacity_bps, any_up)));
-    out.push_str(&format!("  Download Capacity: {}\n", capacity(h.download_capacity_bps, any_down)));
+    for (d, any, cap, label) in [
+        (Direction::Up, any_up, h.upload_capacity_bps, "    Upload Capacity"),
+        (Direction::Down, any_down, h.download_capacity_bps, "  Download Capacity"),
+    ] {
+        match udp_best(r, d) {
+            // a UDP load measures delivery at the rate it was given, not capacity
+            Some(u) => out.push_str(&format!(
+                "{:>19}: {} received of {} offered ({}), {}% lost, jitter {} ms\n",
+                if d == Direction::Up { "Upload (UDP)" } else { "Download (UDP)" },
+                rate(u.received_bps),
+                rate(u.offered_bps),
+                udp_phase_name(r, u),
+                sig3(u.loss_pct),
+                ms(u.jitter_ms)
+            )),
+            None => out.push_str(&format!("{label}: {}\n", capacity(cap, any))),
+        }
+    }
     for l in ramp_lines(r) {
         out.push_str(&format!("          {l}\n"));
     }
@@ -235,7 +258,7 @@ pub fn summary_table(r: &TestResult) -> String {
         lat.push_str(&format!(" ({} ms)", signed(a)));
     }
     if let Some(rpm) = h.rpm {
-        lat.push_str(&format!("; UDP-probe RPM {rpm:.0}"));
+        lat.push_str(&format!("; UDP-probe RPM {}", crate::fmt::int3(rpm)));
     }
     out.push_str(&lat);
     out.push('\n');
@@ -243,16 +266,16 @@ pub fn summary_table(r: &TestResult) -> String {
         let stages: Vec<String> = x
             .stages
             .iter()
-            .map(|s| format!("{} {} ({} confidence)", s.direction, s.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()), s.confidence))
+            .map(|s| format!("{} {} ({} confidence)", s.direction, s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()), s.confidence))
             .collect();
         out.push_str(&format!("           IETF RPM: {}; {}, HTTP/2 load\n", stages.join(", "), x.method.specification));
     }
     if !r.metadata.trimming_rule.is_empty() {
-        // the rule itself is in the JSON (metadata.trimming_rule) and docs/metrics.md
-        out.push_str(&format!(
-            "            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule); received data {}\n",
-            r.metadata.socket.receive_mode()
-        ));
+        // the rule itself is in the JSON (metadata.trimming_rule) and docs/metrics.md;
+        // what the receivers did with the data is a TCP statement
+        let tcp = r.scenarios.iter().any(|p| p.flows.iter().any(|f| f.udp.is_none()));
+        let received = if tcp { format!("; TCP data received {}", r.metadata.socket.receive_mode()) } else { "; UDP datagram payload".into() };
+        out.push_str(&format!("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule){received}\n"));
     }
     let c = &r.metadata.clock_offset;
     if !c.method.is_empty() {
@@ -432,7 +455,7 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
     push(&mut rows, Metric { name: "  Idle latency ms".into(), values: all(&|r| r.headline.idle_latency_ms), fmt: fmt_ms });
     push(&mut rows, Metric { name: "  Loaded latency ms".into(), values: all(&|r| r.headline.loaded_latency_ms), fmt: fmt_ms });
     push(&mut rows, Metric { name: "  Added latency ms".into(), values: all(&|r| r.headline.max_added_latency_ms), fmt: fmt_ms });
-    push(&mut rows, Metric { name: "  UDP RPM".into(), values: all(&|r| r.headline.rpm), fmt: fmt_int });
+    push(&mut rows, Metric { name: "  UDP RPM".into(), values: all(&|r| r.headline.rpm), fmt: crate::fmt::int3 });
 
     // Scenarios by name, in first-seen order.
     let mut names: Vec<String> = Vec::new();
@@ -457,7 +480,7 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
         push(&mut rows, Metric { name: "  Loss %".into(), values: get(&|p| (p.summary.latency.sent > 0).then_some(p.summary.latency.loss_pct)), fmt: fmt_pct });
         push(&mut rows, Metric { name: "  Responsiveness Hz".into(), values: get(&|p| p.summary.responsiveness_hz), fmt: fmt_sig3 });
         push(&mut rows, Metric { name: "  Smoothness Hz".into(), values: get(&|p| p.summary.smoothness_hz), fmt: fmt_sig3 });
-        push(&mut rows, Metric { name: "  UDP RPM".into(), values: get(&|p| p.summary.rpm), fmt: fmt_int });
+        push(&mut rows, Metric { name: "  UDP RPM".into(), values: get(&|p| p.summary.rpm), fmt: crate::fmt::int3 });
         push(&mut rows, Metric { name: "  Retransmits".into(), values: get(&|p| (p.uploads + p.downloads > 0).then_some(p.summary.retransmits as f64)), fmt: fmt_int });
     }
     rows

@@ -222,15 +222,16 @@ pub fn verdict(r: &TestResult) -> Verdict {
     let queue = worst_queue(wp);
     match latency_grade {
         Grade::APlus | Grade::A => {
-            if added > 0.0 {
+            // a rise below the probes' microsecond resolution is no rise
+            if added > 0.0 && crate::fmt::ms(added) != "0" {
                 s.push_str(&format!(
                     "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
                     human_ms(added)
                 ));
             } else {
                 s.push_str(&format!(
-                    "Latency did not rise under load (the loaded median was {} ms from the idle one{scen}): this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
-                    signed(added)
+                    "Latency did not rise under load (the loaded median was {}{scen}): this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
+                    if signed(added) == "0" { "the idle one, to the microsecond".to_string() } else { format!("{} ms from the idle one", signed(added)) }
                 ));
             }
         }

@@ -118,6 +118,10 @@ fn verdict_weighs_lost_goodput_and_probe_loss() {
     r.headline.max_added_latency_ms = Some(0.007);
     let v = verdict(&r);
     assert!(v.sentence.contains("only 0.007 ms"), "{}", v.sentence);
+    // below the probes' microsecond resolution: no "rose by only 0.000 ms"
+    r.headline.max_added_latency_ms = Some(0.0003);
+    let v = verdict(&r);
+    assert!(v.sentence.contains("did not rise") && v.sentence.contains("to the microsecond") && !v.sentence.contains("0.000"), "{}", v.sentence);
 }
 
 #[test]
@@ -482,19 +486,32 @@ fn pings_and_an_ietf_rpm_result_show_in_the_table_and_the_html_report() {
         saturated_at: Some(1),
         capacity_bps: 5.1e6,
         growth: 0.05,
-        stopped: "saturated at 1 flow(s): doubling them to 2 changed goodput by +2.0% (less than 5%)".into(),
+        stopped: "saturated at 1 flow(s): doubling them to 2 added only 2.0% goodput (less than 5%)".into(),
     }];
     let t = summary_table(&r);
     assert!(t.contains("Auto-ramp upload: 1 flow(s) 5.00 Mbit/s, 2 flow(s) 5.10 Mbit/s; saturated at 1 flow(s)"), "{t}");
     assert!(t.contains("Pings to other hosts: icmp 10.0.0.1 = 10.0.0.1 (raw ICMP socket, every 100 ms)"), "{t}");
     let row = t.lines().find(|l| l.contains("icmp 10.0.0.1") && l.contains("+88.5")).unwrap_or_else(|| panic!("no loaded ping row: {t}"));
     assert!(row.contains("88.8") && row.contains("93.8") && row.ends_with("2.0"), "{row}");
-    assert!(t.contains("IETF RPM: download 1234 (high confidence); draft-ietf-ippm-responsiveness-08, HTTP/2 load"), "{t}");
+    assert!(t.contains("IETF RPM: download 1230 (high confidence); draft-ietf-ippm-responsiveness-08, HTTP/2 load"), "{t}");
     assert!(t.contains("pinned by SHA-256"), "{t}");
     let html = render_html(&[Run { label: "x", result: &r }]).unwrap();
     let pings = &html[html.find("<table class=\"pings\">").expect("an HTML ping table")..];
     let pings = &pings[..pings.find("</table>").unwrap()];
     assert!(pings.contains("<td>+88.5</td>") && pings.contains("<td>icmp 10.0.0.1</td>"), "{pings}");
     assert!(html.contains("<p class=\"ramp\">Auto-ramp upload: 1 flow(s)"), "no ramp line in the HTML");
-    assert!(html.contains("<h2>Responsiveness (IETF RPM)</h2>") && html.contains("download RPM") && html.contains(">1234<"), "no RPM section");
+    assert!(html.contains("<h2>Responsiveness (IETF RPM)</h2>") && html.contains("download RPM") && html.contains(">1230<"), "no RPM section");
+}
+
+/// The time axes end with the last phase, not with a lab sampler that ran
+/// on through an RPM stage (the issue saw 0-39 s for a 10 s test).
+#[test]
+fn the_time_axis_ends_with_the_last_phase() {
+    let mut r = common::small();
+    let end = r.scenarios.last().unwrap().end_ns;
+    let lab = r.lab.as_mut().unwrap();
+    let mut late = lab.queues[0].samples.last().unwrap().clone();
+    late.t_ns = end + 29_000_000_000;
+    lab.queues[0].samples.push(late);
+    assert!((bloatlab_report::series::test_span_s(&r) - end as f64 / 1e9).abs() < 1e-9);
 }

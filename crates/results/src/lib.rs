@@ -463,6 +463,29 @@ pub struct Summary {
     /// What each of a lab's queues did during this phase (lab results only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<PhaseQueue>,
+    /// The UDP load (`--udp`) per direction that carried it (`metrics::udp::direction_summaries`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<UdpSummary>,
+}
+
+/// One direction's UDP load flows during one phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UdpSummary {
+    pub direction: Direction,
+    pub flows: u32,
+    /// The senders' target rates summed (payload bits/s): what was offered.
+    pub offered_bps: f64,
+    /// The payload the receivers got, over the phase's steady part (bits/s):
+    /// the direction's goodput.
+    pub received_bps: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    /// lost / sent x 100.
+    pub loss_pct: f64,
+    pub out_of_order: u64,
+    /// RFC 3550 jitter, the largest of the direction's flows, ms.
+    pub jitter_ms: f64,
 }
 
 /// One lab queue during one phase (`metrics::queue::phase_queue`).

@@ -83,6 +83,21 @@ enum Verified {
     No,
 }
 
+/// A failed TLS handshake, said so a user can act on it: a certificate no
+/// CA here vouches for (a self-signed server) names the two ways through.
+fn tls_error(authority: &str, e: &str) -> String {
+    let untrusted = ["UnknownIssuer", "invalid peer certificate", "NotValidForName", "Expired"].iter().any(|k| e.contains(k));
+    if untrusted {
+        format!(
+            "TLS with {authority}: the server's certificate is not one this machine trusts ({e}); for a self-signed \
+             server (bloatlab server makes one) pin it with --pin-sha256 HEX, the SHA-256 the server prints at start, \
+             or skip verification with --insecure"
+        )
+    } else {
+        format!("TLS with {authority}: {e}")
+    }
+}
+
 /// TCP connect, TLS handshake (each timed), then HTTP/2.
 async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
     let a = Instant::now();
@@ -106,7 +121,7 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
                 // there is no channel yet to say why.
                 format!("{} closed the connection before the TLS handshake ({e}): the server may be refusing this address (a connection limit; its log says why)", t.authority)
             } else {
-                format!("TLS with {}: {e}", t.authority)
+                tls_error(&t.authority, &e.to_string())
             }
         })?;
     let tls_ms = ms(b.elapsed());
@@ -353,7 +368,7 @@ impl StageProgress {
             bloatlab_model::fmt::rate(self.goodput_bps),
             bloatlab_model::fmt::rate(self.moving_average_bps),
             self.connections,
-            self.rpm.map(|r| format!("{r:.0} RPM")).unwrap_or_else(|| "no complete probe round yet".into())
+            self.rpm.map(|r| format!("{} RPM", bloatlab_model::fmt::int3(r))).unwrap_or_else(|| "no complete probe round yet".into())
         )
     }
 }
@@ -714,6 +729,13 @@ async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_untrusted_certificate_names_the_two_ways_through() {
+        let e = super::tls_error("h:4043", "invalid peer certificate: UnknownIssuer");
+        assert!(e.contains("UnknownIssuer") && e.contains("--pin-sha256") && e.contains("--insecure"), "{e}");
+        assert_eq!(super::tls_error("h:4043", "unexpected message"), "TLS with h:4043: unexpected message");
+    }
     use super::*;
 
     #[test]

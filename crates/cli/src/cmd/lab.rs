@@ -333,6 +333,7 @@ fn run(a: &LabRun) -> Result<i32> {
                 return Err(e);
             }
         };
+        let mut written: Option<PathBuf> = None;
         if let Some(base) = &a.json {
             let seen = used_labels.iter().filter(|l| **l == label).count();
             used_labels.push(label.clone());
@@ -341,18 +342,25 @@ fn run(a: &LabRun) -> Result<i32> {
             let text = serde_json::to_string_pretty(&out.result)? + "\n";
             if p == Path::new("-") {
                 print!("{text}");
+                written = Some(PathBuf::from("stdout"));
             } else {
                 std::fs::write(&p, text).map_err(|e| anyhow!("cannot write {}: {e}", p.display()))?;
                 say(format!("  result written to {}", p.display()));
+                written = Some(p.clone());
             }
         }
         results.push(out.result);
+        // say where the partial result is, or that only the table shows it
+        let kept = match &written {
+            Some(p) => format!("partial result kept in {}", p.display()),
+            None => "partial result in the table below (no --json: no file written)".into(),
+        };
         if let Some(f) = &out.failure {
-            eprintln!("bloatlab lab: {f}; partial result kept");
+            eprintln!("bloatlab lab: {f}; {kept}");
             exit = 1;
         }
         if out.interrupted_by != 0 {
-            eprintln!("bloatlab lab: interrupted by {}; partial result kept, lab removed", signals::name(out.interrupted_by));
+            eprintln!("bloatlab lab: interrupted by {}; {kept}, lab removed", signals::name(out.interrupted_by));
             exit = signals::exit_code(out.interrupted_by);
             break;
         }

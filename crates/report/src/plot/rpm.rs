@@ -25,7 +25,7 @@ pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {
             let title = format!(
                 "{}: {} RPM ({} confidence), {} with {} connection(s)",
                 st.direction,
-                st.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "no".into()),
+                st.rpm.map(crate::fmt::int3).unwrap_or_else(|| "no".into()),
                 st.confidence,
                 crate::fmt::rate(st.goodput_bps),
                 st.connections

@@ -267,6 +267,7 @@ pub fn build(spec: &Spec) -> TestResult {
         let loaded = ups + downs > 0;
         ph.summary = Summary {
             pings: vec![],
+            udp: vec![],
             upload_bps: up_bps,
             download_bps: down_bps,
             flow_bps,
