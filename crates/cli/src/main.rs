@@ -147,4 +147,15 @@ mod tests {
             assert!(!emulate_accepts(q), "emulate accepts {q}");
         }
     }
+
+    #[test]
+    fn a_negative_value_is_explained_not_taken_for_a_flag() {
+        // clap alone would call -20ms an unknown flag and suggest `-- -20ms`,
+        // which for `lab` means the test's options
+        for args in [&["bloatlab", "lab", "--delay", "-20ms"][..], &["bloatlab", "test", "h", "--duration", "-5s"]] {
+            let e = Cli::try_parse_from(args).err().expect("refused").to_string();
+            assert!(e.contains("is negative") && !e.contains("use '--"), "{args:?}: {e}");
+        }
+    }
+
 }
