@@ -501,7 +501,7 @@ fn receivers_discard_by_default_and_copy_on_request() {
             assert!(f.bytes > 1_000_000, "copy={copy}: flow {} {:?} carried {} bytes", f.id, f.direction, f.bytes);
         }
         let text = String::from_utf8_lossy(&out.stdout);
-        let said = if copy { "received data copied to user space" } else { "received data discarded by the kernel (MSG_TRUNC)" };
+        let said = if copy { "TCP data copied to user space" } else { "TCP data discarded by the kernel (MSG_TRUNC)" };
         assert!(text.contains(said), "copy={copy}: {text}");
     }
 }

@@ -274,7 +274,7 @@ pub fn summary_table(r: &TestResult) -> String {
         // the rule itself is in the JSON (metadata.trimming_rule) and docs/metrics.md;
         // what the receivers did with the data is a TCP statement
         let tcp = r.scenarios.iter().any(|p| p.flows.iter().any(|f| f.udp.is_none()));
-        let received = if tcp { format!("; TCP data received {}", r.metadata.socket.receive_mode()) } else { "; UDP datagram payload".into() };
+        let received = if tcp { format!("; TCP data {}", r.metadata.socket.receive_mode()) } else { "; UDP datagram payload".into() };
         out.push_str(&format!("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule){received}\n"));
     }
     let c = &r.metadata.clock_offset;
