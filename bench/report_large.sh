@@ -8,7 +8,7 @@ profile=debug
 if [[ "${1:-}" == "--release" ]]; then profile=release; cargo build -q --release -p bloatlab; else cargo build -q -p bloatlab; fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-REPORT_SAMPLES_LARGE=1 REPORT_SAMPLES_DIR="$dir" cargo test -q -p bloatlab-report --test report dump_samples >/dev/null
+REPORT_SAMPLES_LARGE=1 REPORT_SAMPLES_DIR="$dir" cargo test -q -p bloatlab-report --test report sample_outputs_are_complete_files >/dev/null
 echo "result: $(du -h "$dir/large.json" | cut -f1) JSON"
 start=$(date +%s.%N)
 "target/$profile/bloatlab" report "$dir/large.json" -q >/dev/null
