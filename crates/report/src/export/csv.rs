@@ -50,138 +50,172 @@ fn phase_at<'a>(phases: &[&'a Phase], t_ns: u64) -> &'a str {
     phases.iter().find(|p| t_ns >= p.start_ns && t_ns < p.end_ns).map(|p| p.name.as_str()).unwrap_or("")
 }
 
+/// One CSV row, its cells named as [`CSV_COLUMNS`] (empty where a sample has no such value).
+#[derive(Default)]
+struct Row {
+    phase: String,
+    kind: &'static str,
+    t_s: String,
+    id: String,
+    direction: &'static str,
+    rtt_ms: String,
+    lost: String,
+    owd_up_ms: String,
+    owd_down_ms: String,
+    bytes: String,
+    rate_mbps: String,
+    cwnd: String,
+    retrans: String,
+    backlog_packets: String,
+    drops: String,
+    queue: String,
+}
+
+impl Row {
+    fn line(self) -> String {
+        let cells = [
+            self.phase,
+            self.kind.into(),
+            self.t_s,
+            self.id,
+            self.direction.into(),
+            self.rtt_ms,
+            self.lost,
+            self.owd_up_ms,
+            self.owd_down_ms,
+            self.bytes,
+            self.rate_mbps,
+            self.cwnd,
+            self.retrans,
+            self.backlog_packets,
+            self.drops,
+            self.queue,
+        ];
+        let mut line = cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",");
+        line.push('\n');
+        line
+    }
+}
+
+fn ms(ns: u64) -> String {
+    f(ns as f64 / 1e6, 3)
+}
+
+/// A phase's probes and witness probes, then its request/response exchanges.
+fn probe_rows(p: &Phase, out: &mut String) {
+    for (kind, probes) in [("probe", &p.probes), ("witness_probe", &p.witness_probes)] {
+        for pr in probes.iter() {
+            out.push_str(
+                &Row {
+                    phase: p.name.clone(),
+                    kind,
+                    t_s: f(secs(pr.t_ns), 6),
+                    id: pr.seq.to_string(),
+                    rtt_ms: pr.rtt_ns.map(ms).unwrap_or_default(),
+                    lost: if pr.rtt_ns.is_some() { "0" } else { "1" }.into(),
+                    owd_up_ms: pr.owd_up_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    owd_down_ms: pr.owd_down_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    ..Default::default()
+                }
+                .line(),
+            );
+        }
+    }
+    for s in &p.rr {
+        out.push_str(
+            &Row {
+                phase: p.name.clone(),
+                kind: "rr",
+                t_s: f(secs(s.t_ns), 6),
+                id: s.seq.to_string(),
+                rtt_ms: ms(s.rtt_ns),
+                lost: if s.completed { "0" } else { "1" }.into(),
+                ..Default::default()
+            }
+            .line(),
+        );
+    }
+}
+
+/// A phase's flows: each goodput sample (with the rate since the one
+/// before), then each TCP_INFO sample.
+fn flow_rows(p: &Phase, out: &mut String) {
+    for fl in &p.flows {
+        let mut prev: Option<(u64, u64)> = None;
+        for g in &fl.goodput {
+            let rate_mbps = match prev {
+                Some((t0, b0)) if g.t_ns > t0 => f(g.bytes.saturating_sub(b0) as f64 * 8.0 / ((g.t_ns - t0) as f64 / 1e9) / 1e6, 3),
+                _ => String::new(),
+            };
+            prev = Some((g.t_ns, g.bytes));
+            out.push_str(
+                &Row {
+                    phase: p.name.clone(),
+                    kind: "goodput",
+                    t_s: f(secs(g.t_ns), 6),
+                    id: fl.id.to_string(),
+                    direction: dir(fl.direction),
+                    bytes: g.bytes.to_string(),
+                    rate_mbps,
+                    ..Default::default()
+                }
+                .line(),
+            );
+        }
+        for t in &fl.tcp_info {
+            out.push_str(
+                &Row {
+                    phase: p.name.clone(),
+                    kind: "tcp_info",
+                    t_s: f(secs(t.t_ns), 6),
+                    id: fl.id.to_string(),
+                    direction: dir(fl.direction),
+                    rtt_ms: f(t.srtt_us as f64 / 1000.0, 3),
+                    bytes: t.bytes_acked.to_string(),
+                    rate_mbps: f(t.delivery_rate_bps as f64 / 1e6, 3),
+                    cwnd: t.cwnd.to_string(),
+                    retrans: t.total_retrans.to_string(),
+                    ..Default::default()
+                }
+                .line(),
+            );
+        }
+    }
+}
+
+/// A lab's queue samples, each with the phase it fell in.
+fn queue_rows(r: &TestResult, phases: &[&Phase], out: &mut String) {
+    for q in r.lab.iter().flat_map(|l| l.queues.iter()) {
+        for s in &q.samples {
+            out.push_str(
+                &Row {
+                    phase: phase_at(phases, s.t_ns).to_string(),
+                    kind: "queue",
+                    t_s: f(secs(s.t_ns), 6),
+                    id: q.role.clone(),
+                    bytes: s.backlog_bytes.to_string(),
+                    backlog_packets: s.backlog_packets.to_string(),
+                    drops: s.drops.to_string(),
+                    queue: format!("{} {}", q.qdisc, q.location).trim().to_string(),
+                    ..Default::default()
+                }
+                .line(),
+            );
+        }
+    }
+}
+
 /// The CSV text: a header line with [`CSV_COLUMNS`], then one row per raw
 /// sample, phase by phase: probes, witness probes, request/response
 /// exchanges, goodput samples, TCP_INFO samples; then lab queue samples.
 pub fn csv_string(r: &TestResult) -> String {
-    let mut out = String::new();
-    out.push_str(&CSV_COLUMNS.join(","));
-    out.push('\n');
-    let mut row = |cells: [String; 16]| {
-        let line: Vec<String> = cells.iter().map(|c| csv_field(c)).collect();
-        out.push_str(&line.join(","));
-        out.push('\n');
-    };
-    let e = String::new;
+    let mut out = CSV_COLUMNS.join(",") + "\n";
     let phases = series::phases(r);
     for p in &phases {
-        let name = p.name.clone();
-        for (kind, probes) in [("probe", &p.probes), ("witness_probe", &p.witness_probes)] {
-            for pr in probes.iter() {
-                row([
-                    name.clone(),
-                    kind.into(),
-                    f(secs(pr.t_ns), 6),
-                    pr.seq.to_string(),
-                    e(),
-                    pr.rtt_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
-                    if pr.rtt_ns.is_some() { "0".into() } else { "1".into() },
-                    pr.owd_up_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
-                    pr.owd_down_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                ]);
-            }
-        }
-        for s in &p.rr {
-            row([
-                name.clone(),
-                "rr".into(),
-                f(secs(s.t_ns), 6),
-                s.seq.to_string(),
-                e(),
-                f(s.rtt_ns as f64 / 1e6, 3),
-                if s.completed { "0".into() } else { "1".into() },
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-                e(),
-            ]);
-        }
-        for fl in &p.flows {
-            let mut prev: Option<(u64, u64)> = None;
-            for g in &fl.goodput {
-                let rate = match prev {
-                    Some((t0, b0)) if g.t_ns > t0 => f(g.bytes.saturating_sub(b0) as f64 * 8.0 / ((g.t_ns - t0) as f64 / 1e9) / 1e6, 3),
-                    _ => String::new(),
-                };
-                prev = Some((g.t_ns, g.bytes));
-                row([
-                    name.clone(),
-                    "goodput".into(),
-                    f(secs(g.t_ns), 6),
-                    fl.id.to_string(),
-                    dir(fl.direction).into(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    g.bytes.to_string(),
-                    rate,
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                ]);
-            }
-            for t in &fl.tcp_info {
-                row([
-                    name.clone(),
-                    "tcp_info".into(),
-                    f(secs(t.t_ns), 6),
-                    fl.id.to_string(),
-                    dir(fl.direction).into(),
-                    f(t.srtt_us as f64 / 1000.0, 3),
-                    e(),
-                    e(),
-                    e(),
-                    t.bytes_acked.to_string(),
-                    f(t.delivery_rate_bps as f64 / 1e6, 3),
-                    t.cwnd.to_string(),
-                    t.total_retrans.to_string(),
-                    e(),
-                    e(),
-                    e(),
-                ]);
-            }
-        }
+        probe_rows(p, &mut out);
+        flow_rows(p, &mut out);
     }
-    if let Some(lab) = &r.lab {
-        for q in &lab.queues {
-            for s in &q.samples {
-                row([
-                    phase_at(&phases, s.t_ns).to_string(),
-                    "queue".into(),
-                    f(secs(s.t_ns), 6),
-                    q.role.clone(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    e(),
-                    s.backlog_bytes.to_string(),
-                    e(),
-                    e(),
-                    e(),
-                    s.backlog_packets.to_string(),
-                    s.drops.to_string(),
-                    format!("{} {}", q.qdisc, q.location).trim().to_string(),
-                ]);
-            }
-        }
-    }
+    queue_rows(r, &phases, &mut out);
     out
 }
-
 
