@@ -174,6 +174,26 @@ pub fn summary_table(r: &TestResult) -> String {
     }
     out.push_str(&context_line(r));
     out.push('\n');
+    out.push_str(&phase_table(r));
+    out.push_str(&witness_table(r));
+    out.push_str(&ping_table(r));
+    out.push_str(&udp_table(r));
+    if let Some(x) = &r.rpm {
+        out.push_str("\nIETF responsiveness against the same server, after the scenarios (bloatlab test --rpm):\n");
+        out.push_str(&crate::rpm::rpm_table(x));
+    }
+    out.push('\n');
+    out.push_str(&capacity_lines(r));
+    out.push_str(&headline_lines(r));
+    out.push_str(&clock_lines(r));
+    out.push_str(&verdict(r).line());
+    out.push('\n');
+    out
+}
+
+/// A row per phase: goodput, probe RTT percentiles, added latency, loss,
+/// responsiveness, smoothness, UDP-probe RPM.
+fn phase_table(r: &TestResult) -> String {
     let unit = phase_rate_unit(r);
     let (up, down) = (format!("Up {}", unit.name()), format!("Down {}", unit.name()));
     let mut rows = vec![[
@@ -186,9 +206,12 @@ pub fn summary_table(r: &TestResult) -> String {
     for p in r.idle.iter().chain(r.scenarios.iter()) {
         rows.push(phase_row(p, unit));
     }
-    out.push_str(&text_table(&rows));
+    text_table(&rows)
+}
 
-    // Witness host, when one was probed.
+/// The witness host's latency per phase, when one was probed.
+fn witness_table(r: &TestResult) -> String {
+    let mut out = String::new();
     let wit: Vec<&Phase> =
         r.idle.iter().chain(r.scenarios.iter()).filter(|p| p.summary.witness_latency.is_some()).collect();
     if !wit.is_empty() {
@@ -209,16 +232,13 @@ pub fn summary_table(r: &TestResult) -> String {
         }
         out.push_str(&text_table(&rows));
     }
+    out
+}
 
-    out.push_str(&ping_table(r));
-    out.push_str(&udp_table(r));
-    if let Some(x) = &r.rpm {
-        out.push_str("\nIETF responsiveness against the same server, after the scenarios (bloatlab test --rpm):\n");
-        out.push_str(&crate::rpm::rpm_table(x));
-    }
-
+/// Capacity per direction (or, for a UDP-only direction, what it delivered), and the ramp's lines.
+fn capacity_lines(r: &TestResult) -> String {
+    let mut out = String::new();
     let h = &r.headline;
-    out.push('\n');
     let (any_up, any_down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
     for (d, any, cap, label) in [
         (Direction::Up, any_up, h.upload_capacity_bps, "    Upload Capacity"),
@@ -241,6 +261,13 @@ pub fn summary_table(r: &TestResult) -> String {
     for l in ramp_lines(r) {
         out.push_str(&format!("          {l}\n"));
     }
+    out
+}
+
+/// Responsiveness, smoothness, latency, the IETF RPM and the goodput rule.
+fn headline_lines(r: &TestResult) -> String {
+    let mut out = String::new();
+    let h = &r.headline;
     let worst_rr = r.scenarios.iter().filter_map(|p| p.summary.responsiveness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
     let worst_gap = r.scenarios.iter().filter_map(|p| p.summary.smoothness_ms).fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
     out.push_str(&format!(
@@ -277,6 +304,12 @@ pub fn summary_table(r: &TestResult) -> String {
         let received = if tcp { format!("; TCP data {}", r.metadata.socket.receive_mode()) } else { "; UDP datagram payload".into() };
         out.push_str(&format!("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule){received}\n"));
     }
+    out
+}
+
+/// One-way delays and the clock offset they rest on.
+fn clock_lines(r: &TestResult) -> String {
+    let mut out = String::new();
     let c = &r.metadata.clock_offset;
     if !c.method.is_empty() {
         // One-way delays are only as good as this estimate: say how it was made.
@@ -295,8 +328,6 @@ pub fn summary_table(r: &TestResult) -> String {
             c.drift_ppm,
         ));
     }
-    out.push_str(&verdict(r).line());
-    out.push('\n');
     out
 }
 
