@@ -20,7 +20,12 @@ if [ -z "$src" ]; then
   echo "peers: no goresponsiveness.tar.gz and goserver.tar.gz in ../shared/peers" >&2
   exit 1
 fi
-command -v go >/dev/null || { echo "peers: Go is not installed" >&2; exit 1; }
+# Go as the machine has it (/usr/local/go on these machines), else Debian's golang-go.
+command -v go >/dev/null || [ ! -x /usr/local/go/bin/go ] || export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null; then
+  (apt-get update -q && apt-get install -y -q --no-install-recommends golang-go) >&2 || true
+fi
+command -v go >/dev/null || { echo "peers: Go is not installed and could not be installed" >&2; exit 1; }
 out="$repo/target/peers"
 bin="$out/bin"
 mkdir -p "$bin"
