@@ -126,10 +126,13 @@ fn rpm_peers_interoperate_through_a_lab_bottleneck() {
             assert!(bytes >= 5_000_000, "the upload stage carried nothing by the server's log either ({bytes} bytes): {t}");
             mbps.pop();
         }
-        for m in &mbps {
-            // goresponsiveness counts the bytes its uploads hand to the
-            // socket over its own intervals: up to 6% above the link's payload rate
-            assert!(*m > 1.0 && *m * 1e6 <= ceiling * 1.08, "throughput {m} Mbit/s through a 10 Mbit/s link: {t}");
+        // The download figure is what goresponsiveness received: at most the
+        // link's payload rate. Its upload figure counts the bytes its uploads
+        // hand to their sockets, which runs ahead of the link by what the
+        // socket buffers hold (seen: 10.1 Mbit/s through this 9.56 Mbit/s
+        // link with 7 connections): bounded loosely.
+        for (m, bound) in mbps.iter().zip([1.05, 1.5]) {
+            assert!(*m > 1.0 && *m * 1e6 <= ceiling * bound, "throughput {m} Mbit/s through a 10 Mbit/s link: {t}");
         }
         let fin = t.lines().find(|l| l.starts_with("Final RPM:") && l.contains("Trimmed Mean")).unwrap_or_else(|| panic!("no final RPM: {t}"));
         assert!(!fin.contains("NaN") && !fin.contains("Inf"), "{t}");
