@@ -130,7 +130,7 @@ fn cards(r: &TestResult) -> String {
     };
     for (d, any, bps, name) in [(Direction::Up, up, h.upload_capacity_bps, "upload"), (Direction::Down, down, h.download_capacity_bps, "download")] {
         match crate::table::udp_best(r, d) {
-            Some(x) => {
+            Some((_, x)) => {
                 let u = RateUnit::fit(x.received_bps);
                 let title = format!("UDP at {} offered: {} received, {}% lost (a UDP load measures delivery at its rate, not capacity)", rate(x.offered_bps), rate(x.received_bps), sig3(x.loss_pct));
                 s.push_str(&card(&format!("{} (UDP) received", if name == "upload" { "Upload" } else { "Download" }), u.num(x.received_bps), u.name(), &title));
@@ -144,7 +144,7 @@ fn cards(r: &TestResult) -> String {
     }
     s.push_str(&card("Link responsiveness", opt_sig3(h.link_responsiveness_hz), "Hz", "1 / worst TCP request-response round trip under load"));
     s.push_str(&card("Flow smoothness", opt_sig3(h.flow_smoothness_hz), "Hz", "1 / longest gap between data arrivals in a bulk flow"));
-    s.push_str(&card("Latency idle → loaded", format!("{}\u{a0}→ {}", opt_sig3(h.idle_latency_ms), opt_sig3(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
+    s.push_str(&card("Latency idle → loaded", format!("{}\u{a0}→ {}", crate::fmt::opt_ms(h.idle_latency_ms), crate::fmt::opt_ms(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
     s.push_str(&card("UDP-probe RPM", h.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()), "RPM", "60000 / the 95% trimmed mean of the UDP probes' round trips under load, a lost probe counted as 3 s (the IETF draft's unit, not its method: bloatlab rpm runs that)"));
     s.push_str("</section>\n");
     s
@@ -164,7 +164,7 @@ fn phase_cells(p: &Phase, unit: RateUnit) -> Vec<String> {
         if rx { ms(l.p99_ms) } else { "-".into() },
         s.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
         format!("{:.1}% ({}/{})", l.loss_pct, l.lost, l.sent),
-        format!("{} / {}", opt_sig3(s.owd_up_p50_ms), opt_sig3(s.owd_down_p50_ms)),
+        format!("{} / {}", crate::fmt::opt_ms(s.owd_up_p50_ms), crate::fmt::opt_ms(s.owd_down_p50_ms)),
         opt_sig3(s.responsiveness_hz),
         opt_sig3(s.smoothness_hz),
         s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()),

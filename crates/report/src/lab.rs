@@ -238,15 +238,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn queue_statistics_over_a_phase() {
-        let p = Phase { name: "1u0d".into(), uploads: 1, start_ns: 2_000_000_000, end_ns: 8_000_000_000, ..Default::default() };
-        let lab = bloatlab_results::LabInfo {
-            queues: vec![series("bottleneck-up"), series("sender-local-up")],
-            config: bloatlab_results::LabRecord { rate_up_bps: Some(10e6), ..Default::default() },
-            ..Default::default()
-        };
-        let mut r = TestResult {
+    /// A complete result of one scenario phase and nothing else.
+    fn one_phase(p: Phase) -> TestResult {
+        TestResult {
             schema: bloatlab_results::SCHEMA_NAME.into(),
             schema_version: bloatlab_results::SCHEMA_VERSION,
             complete: true,
@@ -258,7 +252,18 @@ mod tests {
             lab: None,
             rpm: None,
             ramp: vec![],
+        }
+    }
+
+    #[test]
+    fn queue_statistics_over_a_phase() {
+        let p = Phase { name: "1u0d".into(), uploads: 1, start_ns: 2_000_000_000, end_ns: 8_000_000_000, ..Default::default() };
+        let lab = bloatlab_results::LabInfo {
+            queues: vec![series("bottleneck-up"), series("sender-local-up")],
+            config: bloatlab_results::LabRecord { rate_up_bps: Some(10e6), ..Default::default() },
+            ..Default::default()
         };
+        let mut r = one_phase(p);
         bloatlab_metrics::queue::phase_queues(&mut r, &lab);
         let p = &r.scenarios[0];
         assert_eq!(queue_in_phase("bottleneck", p), (12, 100, 151_400));
@@ -279,19 +284,7 @@ mod tests {
         p.summary.pings[0].latency.received = 10;
         p.summary.pings[0].latency.p50_ms = 90.0;
         p.pings = vec![PingSeries { target: "icmp 10.0.0.1".into(), samples: vec![] }];
-        let mut r = TestResult {
-            schema: bloatlab_results::SCHEMA_NAME.into(),
-            schema_version: bloatlab_results::SCHEMA_VERSION,
-            complete: true,
-            incomplete_reason: None,
-            metadata: Default::default(),
-            idle: None,
-            scenarios: vec![p],
-            headline: Default::default(),
-            lab: None,
-            rpm: None,
-            ramp: vec![],
-        };
+        let mut r = one_phase(p);
         r.metadata.pings = vec![PingInfo { target: "icmp 10.0.0.1".into(), address: "10.0.0.1".into(), method: "raw ICMP socket".into(), interval_ms: 100.0 }];
         r.lab = Some(bloatlab_results::LabInfo { config: bloatlab_results::LabRecord { queue: "fifo:100".into(), ..Default::default() }, ..Default::default() });
         let mut x = RpmResult::default();

@@ -77,16 +77,15 @@ fn phase_row(p: &Phase, unit: RateUnit) -> Vec<String> {
 
 /// The phase where a direction's UDP load delivered most, when every
 /// scenario loaded that direction with UDP only.
-pub(crate) fn udp_best(r: &TestResult, d: Direction) -> Option<&bloatlab_results::UdpSummary> {
+pub(crate) fn udp_best(r: &TestResult, d: Direction) -> Option<(&Phase, &bloatlab_results::UdpSummary)> {
     let loading: Vec<&Phase> = r.scenarios.iter().filter(|p| p.flows.iter().any(|f| f.direction == d)).collect();
     if loading.is_empty() || !loading.iter().all(|p| p.flows.iter().filter(|f| f.direction == d).all(|f| f.udp.is_some())) {
         return None;
     }
-    loading.iter().flat_map(|p| p.summary.udp.iter().filter(|u| u.direction == d)).max_by(|a, b| a.received_bps.total_cmp(&b.received_bps))
-}
-
-fn udp_phase_name<'a>(r: &'a TestResult, u: &bloatlab_results::UdpSummary) -> &'a str {
-    r.scenarios.iter().find(|p| p.summary.udp.iter().any(|x| std::ptr::eq(x, u))).map(|p| p.name.as_str()).unwrap_or("?")
+    loading
+        .into_iter()
+        .flat_map(|p| p.summary.udp.iter().filter(|u| u.direction == d).map(move |u| (p, u)))
+        .max_by(|a, b| a.1.received_bps.total_cmp(&b.1.received_bps))
 }
 
 /// UDP load flows (`--udp`): per phase and direction, what was offered
@@ -246,12 +245,12 @@ fn capacity_lines(r: &TestResult) -> String {
     ] {
         match udp_best(r, d) {
             // a UDP load measures delivery at the rate it was given, not capacity
-            Some(u) => out.push_str(&format!(
+            Some((p, u)) => out.push_str(&format!(
                 "{:>19}: {} received of {} offered ({}), {}% lost, jitter {} ms\n",
                 if d == Direction::Up { "Upload (UDP)" } else { "Download (UDP)" },
                 rate(u.received_bps),
                 rate(u.offered_bps),
-                udp_phase_name(r, u),
+                p.name,
                 sig3(u.loss_pct),
                 ms(u.jitter_ms)
             )),

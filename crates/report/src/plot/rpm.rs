@@ -21,7 +21,10 @@ pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {
         for (area, st) in root.split_evenly((n as usize, 1)).iter().zip(&r.stages) {
             let (top, bottom) = area.split_vertically(190);
             let span = st.intervals.last().map(|i| i.t_s).unwrap_or(1.0).max(st.duration_s).max(0.1);
-            let gmax = st.intervals.iter().map(|i| i.goodput_bps.max(i.moving_average_bps) / 1e6).fold(0.0, f64::max).max(1e-3) * 1.15;
+            // the unit the stage's largest rate needs (Gbit/s on loopback)
+            let unit = crate::fmt::RateUnit::fit_all(st.intervals.iter().flat_map(|i| [i.goodput_bps, i.moving_average_bps]));
+            let div = unit.divisor();
+            let gmax = st.intervals.iter().map(|i| i.goodput_bps.max(i.moving_average_bps) / div).fold(0.0, f64::max).max(1e-3) * 1.15;
             let title = format!(
                 "{}: {} RPM ({} confidence), {} with {} connection(s)",
                 st.direction,
@@ -36,9 +39,9 @@ pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {
                 .x_label_area_size(24)
                 .y_label_area_size(60)
                 .build_cartesian_2d(0.0..span, 0.0..gmax)?;
-            c.configure_mesh().y_desc("Mbit/s").light_line_style(GRID).draw()?;
-            let inst: Vec<(f64, f64)> = st.intervals.iter().map(|i| (i.t_s, i.goodput_bps / 1e6)).collect();
-            let ma: Vec<(f64, f64)> = st.intervals.iter().map(|i| (i.t_s, i.moving_average_bps / 1e6)).collect();
+            c.configure_mesh().y_desc(unit.name()).light_line_style(GRID).draw()?;
+            let inst: Vec<(f64, f64)> = st.intervals.iter().map(|i| (i.t_s, i.goodput_bps / div)).collect();
+            let ma: Vec<(f64, f64)> = st.intervals.iter().map(|i| (i.t_s, i.moving_average_bps / div)).collect();
             c.draw_series(LineSeries::new(inst, UP.stroke_width(1)))?.label("goodput per interval").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], UP.stroke_width(2)));
             c.draw_series(LineSeries::new(ma, DOWN.stroke_width(2)))?.label("moving average").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], DOWN.stroke_width(2)));
             c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(GRID).position(SeriesLabelPosition::LowerRight).draw()?;
