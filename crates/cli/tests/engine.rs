@@ -557,11 +557,28 @@ fn udp_load_flows_report_loss_and_jitter() {
     let json = dir.path().join("udp.json");
     let out = run(&[
         "test", &srv.addr(), "--scenarios", "1u1d,2u0d", "--duration", "1.5s", "--idle", "0.3s", "--pause", "0.3s",
-        "--udp", "20mbit", "--udp-size", "1000", "--dscp", "EF", "--interval", "0", "--json", json.to_str().unwrap(),
+        "--udp", "20mbit", "--udp-size", "1000", "--dscp", "EF", "--interval", "500ms", "--json", json.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("UDP load") && table.contains("Jitter ms"), "{table}");
+    // Live lines show what arrived: an upload's from the server's receipts
+    // (20 Mbit/s a flow; the first interval may miss one 100 ms receipt).
+    let mut seen = 0;
+    for l in table.lines().filter(|l| l.starts_with('[')) {
+        let before: Vec<&str> = l.split("bit/s").next().unwrap().split_whitespace().collect();
+        let (num, unit) = (before[before.len() - 2], before[before.len() - 1]);
+        assert_eq!(unit, "M", "{l}");
+        let mbps: f64 = num.parse().unwrap();
+        let flows = if l.contains("2u0d up") { 2.0 } else { 1.0 };
+        if !l.contains("-1.50 s") {
+            assert!(mbps > 0.7 * 20.0 * flows && mbps < 1.3 * 20.0 * flows, "{l}");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 8, "3 intervals in each of 1u1d up, 1u1d down, 2u0d up:\n{table}");
+    // The summary names the UDP upload for what it is, and no TCP receive path.
+    assert!(table.contains("Upload (UDP):") && !table.contains("Upload Capacity") && !table.contains("MSG_TRUNC"), "{table}");
     let r = TestResult::read_file(&json).unwrap();
     for p in &r.scenarios {
         for f in &p.flows {

@@ -741,10 +741,18 @@ impl Flows {
                             if !g.wait(&st, Duration::from_secs(60)) {
                                 return RecvOutcome::default();
                             }
+                            // The server's receipts: what arrived, for live lines.
+                            let receipts = u.try_clone().ok().map(|r| {
+                                let (st, c) = (st.clone(), counter.clone());
+                                thread::spawn(move || crate::udpflow::read_receipts(&r, id, &c, &st))
+                            });
                             let sent = crate::udpflow::send_paced(&u, id, p, &st);
+                            if let Some(h) = receipts {
+                                let _ = h.join();
+                            }
                             bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
                         }
-                        Direction::Down => crate::udpflow::receive(&u, id, &counter, &st, true).stats(None, p.rate_bps as f64, p.payload),
+                        Direction::Down => crate::udpflow::receive(&u, id, &counter, &st, crate::udpflow::Receiving::Download).stats(None, p.rate_bps as f64, p.payload),
                     };
                     RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() }
                 }));

@@ -245,7 +245,8 @@ impl Latest {
 pub struct Sampled {
     pub id: u32,
     pub direction: Direction,
-    /// True when this end receives (count bytes), false when it sends (TCP_INFO).
+    /// True when this end receives (count bytes), false when it sends
+    /// (TCP_INFO; a UDP sender's `counter` holds the receiver's receipts).
     pub receiving: bool,
     /// A TCP flow (a UDP flow's sender has no TCP_INFO worth sampling).
     pub tcp: bool,
@@ -292,7 +293,9 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Sid
                 add(f.direction, s.1);
                 out[i].goodput.push(s);
             } else if !f.tcp {
-                // a UDP flow's sender: nothing to sample
+                // A UDP flow's sender: the receiver's newest receipt, for
+                // the live totals only (the result takes the receiver's samples).
+                add(f.direction, f.counter.load(Ordering::Relaxed));
             } else if let Some(info) = sys::tcp_info(&f.sock, t, side) {
                 add(f.direction, info.bytes_acked);
                 out[i].tcp_info.push(info);

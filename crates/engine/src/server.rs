@@ -913,7 +913,7 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
     if let Some((u, p)) = udp {
         let _keep = s; // the TCP connection controls the flow for its life
         let stats = match dir {
-            Direction::Up => crate::udpflow::receive(&u, id, &counter, &sc.stop, false).stats(None, p.rate_bps as f64, p.payload),
+            Direction::Up => crate::udpflow::receive(&u, id, &counter, &sc.stop, crate::udpflow::Receiving::Upload).stats(None, p.rate_bps as f64, p.payload),
             Direction::Down => {
                 let limit = sh.cfg.idle_timeout + Duration::from_secs(30);
                 let sent = crate::udpflow::serve_download(&u, id, p, &sc.gate, &sc.stop, limit);

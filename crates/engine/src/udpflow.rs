@@ -5,7 +5,7 @@
 use crate::flow::Gate;
 use bloatlab_host::clock;
 use bloatlab_metrics::udp::UdpReceiver;
-use bloatlab_wire::{UdpDatagram, UdpParams, UDP_HELLO_SEQ};
+use bloatlab_wire::{UdpDatagram, UdpParams, UdpReceipt, UDP_HELLO_SEQ, UDP_RECEIPT_SEQ};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -53,37 +53,82 @@ pub fn send_paced(sock: &UdpSocket, flow_id: u32, p: UdpParams, stop: &AtomicBoo
     seq
 }
 
-/// Receive the flow's datagrams until `stop`, counting payload bytes into
-/// `counter`. With `hello`, a connected socket tells the sender where to
-/// send (a datagram with the hello sequence number) until data arrives.
-pub fn receive(sock: &UdpSocket, flow_id: u32, counter: &AtomicU64, stop: &AtomicBool, hello: bool) -> UdpReceiver {
-    let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+/// Which end of a flow a receiver is, and so what it tells the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receiving {
+    /// A download's client on a connected socket: it says hello (a datagram
+    /// with the hello sequence number) until data arrives, so the server
+    /// learns where to send.
+    Download,
+    /// An upload's server: every [`RECEIPT_EVERY`] it sends the newest
+    /// sender a receipt of the payload bytes received so far, which the
+    /// client's live lines show (it has no other view of what arrived).
+    Upload,
+}
+
+/// How often an upload's receiver sends a receipt.
+pub const RECEIPT_EVERY: Duration = Duration::from_millis(100);
+
+/// Receive the flow's datagrams until `stop`, counting payload bytes into `counter`.
+pub fn receive(sock: &UdpSocket, flow_id: u32, counter: &AtomicU64, stop: &AtomicBool, role: Receiving) -> UdpReceiver {
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(50)));
     let mut rx = UdpReceiver::new();
     let mut buf = vec![0u8; 65536];
     let mut hello_buf = [0u8; bloatlab_wire::UDP_HEADER];
-    let mut last_hello = 0u64;
+    let mut last_sent = 0u64;
+    let mut sender: Option<SocketAddr> = None;
+    let every = RECEIPT_EVERY.as_nanos() as u64;
     while !stop.load(Ordering::Relaxed) {
-        if hello && rx.received() == 0 && clock::now_ns().saturating_sub(last_hello) > 100_000_000 {
-            let h = UdpDatagram { flow_id, seq: UDP_HELLO_SEQ, send_ns: clock::now_ns() };
-            if h.encode(&mut hello_buf).is_ok() {
-                let _ = sock.send(&hello_buf);
+        let now = clock::now_ns();
+        match role {
+            Receiving::Download if rx.received() == 0 && now.saturating_sub(last_sent) > 100_000_000 => {
+                let h = UdpDatagram { flow_id, seq: UDP_HELLO_SEQ, send_ns: now };
+                if h.encode(&mut hello_buf).is_ok() {
+                    let _ = sock.send(&hello_buf);
+                }
+                last_sent = now;
             }
-            last_hello = clock::now_ns();
+            Receiving::Upload if now.saturating_sub(last_sent) >= every => {
+                if let Some(to) = sender {
+                    let r = UdpReceipt { flow_id, send_ns: now, received_bytes: rx.bytes() };
+                    let _ = sock.send_to(&r.encode(), to);
+                }
+                last_sent = now;
+            }
+            _ => {}
         }
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
-            Err(_) => continue, // timeout (or an ICMP error): look at stop, say hello again
+        let (n, from) = match sock.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(_) => continue, // timeout (or an ICMP error): look at stop, say hello or send a receipt
         };
         let t = clock::now_ns();
         match UdpDatagram::decode(&buf[..n]) {
-            Ok(d) if d.flow_id == flow_id && d.seq != UDP_HELLO_SEQ => {
+            Ok(d) if d.flow_id == flow_id && d.seq < UDP_RECEIPT_SEQ => {
                 rx.on_datagram(d.seq, d.send_ns, t, n);
                 counter.store(rx.bytes(), Ordering::Relaxed);
+                sender = Some(from);
             }
-            _ => {} // not this flow's: ignored
+            _ => {} // not this flow's data: ignored
         }
     }
     rx
+}
+
+/// An upload's sender side: read the receiver's receipts from `sock` (a
+/// clone of the sending socket) until `stop`, keeping the newest count in
+/// `received` (the bytes the server has received, for live lines).
+pub fn read_receipts(sock: &UdpSocket, flow_id: u32, received: &AtomicU64, stop: &AtomicBool) {
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(n) = sock.recv(&mut buf) {
+            if let Ok(r) = UdpReceipt::decode(&buf[..n]) {
+                if r.flow_id == flow_id {
+                    received.fetch_max(r.received_bytes, Ordering::Relaxed);
+                }
+            }
+        }
+    }
 }
 
 /// The server's side of a download: wait (up to `limit`) for the client's
@@ -123,12 +168,21 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let counter = Arc::new(AtomicU64::new(0));
         let (s2, c2) = (stop.clone(), counter.clone());
-        let rx = std::thread::spawn(move || receive(&rx_sock, 3, &c2, &s2, false));
+        let rx = std::thread::spawn(move || receive(&rx_sock, 3, &c2, &s2, Receiving::Upload));
+        // the sender learns from receipts what arrived
+        let (rs, s4, got) = (tx_sock.try_clone().unwrap(), stop.clone(), Arc::new(AtomicU64::new(0)));
+        let g2 = got.clone();
+        let receipts = std::thread::spawn(move || read_receipts(&rs, 3, &g2, &s4));
         let p = UdpParams { rate_bps: 20_000_000, payload: 1000 };
         let (s3, t0) = (stop.clone(), std::time::Instant::now());
         let tx = std::thread::spawn(move || send_paced(&tx_sock, 3, p, &s3));
         std::thread::sleep(Duration::from_millis(500));
+        let receipted = got.load(Ordering::Relaxed);
+        let received = counter.load(Ordering::Relaxed);
+        assert!(receipted > 0 && receipted <= received, "receipts said {receipted} of {received} bytes");
+        assert!(receipted as f64 >= received as f64 - 20e6 / 8.0 * 0.3, "a receipt is at most ~100 ms old: {receipted} of {received}");
         stop.store(true, Ordering::SeqCst);
+        receipts.join().unwrap();
         let sent = tx.join().unwrap();
         let secs = t0.elapsed().as_secs_f64();
         let r = rx.join().unwrap();

@@ -216,21 +216,30 @@ fn summary_html(r: &TestResult) -> String {
         }
         s.push_str("</tbody></table></div>\n");
     }
-    if let Some((how, rows)) = crate::table::ping_rows(r) {
-        let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p><div class=\"scroll\"><table class=\"pings\"><thead><tr>", esc(&how));
-        for h in &rows[0] {
-            let _ = write!(s, "<th>{}</th>", esc(h));
-        }
-        s.push_str("</tr></thead><tbody>");
-        for row in &rows[1..] {
-            s.push_str("<tr>");
-            for c in row {
-                let _ = write!(s, "<td>{}</td>", esc(c));
-            }
-            s.push_str("</tr>");
-        }
-        s.push_str("</tbody></table></div>\n");
+    if let Some(rows) = crate::table::udp_rows(r) {
+        let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), rows_table("udp", &rows));
     }
+    if let Some((how, rows)) = crate::table::ping_rows(r) {
+        let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p>{}", esc(&how), rows_table("pings", &rows));
+    }
+    s
+}
+
+/// A header row and data rows as a scrolling HTML table of `class`.
+fn rows_table(class: &str, rows: &[Vec<String>]) -> String {
+    let mut s = format!("<div class=\"scroll\"><table class=\"{class}\"><thead><tr>");
+    for h in &rows[0] {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in &rows[1..] {
+        s.push_str("<tr>");
+        for c in row {
+            let _ = write!(s, "<td>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table></div>\n");
     s
 }
 

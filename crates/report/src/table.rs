@@ -90,11 +90,12 @@ pub(crate) fn udp_best(r: &TestResult, d: Direction) -> Option<(&Phase, &bloatla
 
 /// UDP load flows (`--udp`): per phase and direction, what was offered
 /// and what arrived, loss, reordering and jitter, from the phase summary's
-/// `udp` (empty without UDP flows).
-pub(crate) fn udp_table(r: &TestResult) -> String {
+/// `udp`: a header row and one row each (None without UDP flows). The
+/// terminal and the HTML report render these rows.
+pub(crate) fn udp_rows(r: &TestResult) -> Option<Vec<Vec<String>>> {
     let all: Vec<(&Phase, &bloatlab_results::UdpSummary)> = r.scenarios.iter().flat_map(|p| p.summary.udp.iter().map(move |u| (p, u))).collect();
     if all.is_empty() {
-        return String::new();
+        return None;
     }
     // one unit for both rate columns: the largest offered or received rate's
     let unit = RateUnit::fit_all(all.iter().flat_map(|(_, u)| [u.offered_bps, u.received_bps]));
@@ -117,7 +118,14 @@ pub(crate) fn udp_table(r: &TestResult) -> String {
             ms(u.jitter_ms),
         ]);
     }
-    format!("\nUDP load (datagrams at a target rate; jitter: RFC 3550, the largest flow's):\n{}", text_table(&rows))
+    Some(rows)
+}
+
+/// What the UDP table shows, in one line (terminal heading, HTML caption).
+pub(crate) const UDP_TABLE_TITLE: &str = "UDP load (datagrams at a target rate; jitter: RFC 3550, the largest flow's)";
+
+fn udp_table(r: &TestResult) -> String {
+    udp_rows(r).map(|rows| format!("\n{UDP_TABLE_TITLE}:\n{}", text_table(&rows))).unwrap_or_default()
 }
 
 /// The terminal summary printed after a test: per-phase table, seed 003's

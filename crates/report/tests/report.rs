@@ -515,3 +515,31 @@ fn the_time_axis_ends_with_the_last_phase() {
     lab.queues[0].samples.push(late);
     assert!((bloatlab_report::series::test_span_s(&r) - end as f64 / 1e9).abs() < 1e-9);
 }
+
+/// A UDP load's rows (offered, received, loss, jitter per phase and
+/// direction) are in the terminal summary and the HTML report alike.
+#[test]
+fn udp_rows_show_in_the_terminal_and_the_html_report() {
+    let mut r = common::small_nolab();
+    r.scenarios[0].summary.udp = vec![bloatlab_results::UdpSummary {
+        direction: bloatlab_results::Direction::Up,
+        flows: 2,
+        offered_bps: 40e6,
+        received_bps: 31.25e6,
+        sent: 10000,
+        received: 7812,
+        lost: 2188,
+        loss_pct: 21.88,
+        out_of_order: 3,
+        jitter_ms: 0.4567,
+    }];
+    let t = summary_table(&r);
+    let row = t.lines().find(|l| l.contains("21.88")).unwrap_or_else(|| panic!("no UDP row: {t}"));
+    assert!(row.contains("40.0") && row.contains("31.3") && row.contains("0.457"), "{row}");
+    let html = render_html(&[Run { label: "x", result: &r }]).unwrap();
+    let udp = &html[html.find("<table class=\"udp\">").expect("an HTML UDP table")..];
+    let udp = &udp[..udp.find("</table>").unwrap()];
+    for cell in ["<th>Offered Mbit/s</th>", "<td>40.0</td>", "<td>31.3</td>", "<td>2188</td>", "<td>21.88</td>", "<td>0.457</td>"] {
+        assert!(udp.contains(cell), "{cell} not in {udp}");
+    }
+}

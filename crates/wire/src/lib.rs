@@ -44,6 +44,8 @@ pub enum WireError {
     Truncated { needed: usize, have: usize },
     #[error("probe: {0}")]
     BadProbe(&'static str),
+    #[error("a UDP datagram with sequence number {0}, not a receipt")]
+    NotReceipt(u64),
 }
 
 /// Status byte of a handshake reply.
@@ -340,6 +342,12 @@ pub const UDP_MAGIC: [u8; 4] = *b"BLUD";
 pub const UDP_HEADER: usize = 24;
 /// The sequence number a download flow's receiver sends to tell the server where to send.
 pub const UDP_HELLO_SEQ: u64 = u64::MAX;
+/// The sequence number of an upload flow's receipt: the server tells the
+/// sender how many payload bytes it has received so far ([`UdpReceipt`]),
+/// which the sender's live lines show.
+pub const UDP_RECEIPT_SEQ: u64 = u64::MAX - 1;
+/// A receipt's length: the header and the received byte count.
+pub const UDP_RECEIPT: usize = 32;
 
 /// The UDP load datagram's header fields as byte ranges (as smoltcp's
 /// `field::`): one definition for encoding and decoding.
@@ -351,6 +359,8 @@ pub mod udp_field {
     pub const SEND_NS: Range<usize> = 16..24;
     /// The header's length: [`super::UDP_HEADER`].
     pub const END: usize = 24;
+    /// A receipt's payload bytes received so far (after the header).
+    pub const RECEIVED: Range<usize> = 24..32;
 }
 
 /// The UDP latency probe's 48-byte header fields as byte ranges (as
@@ -419,6 +429,37 @@ impl UdpDatagram {
             return Err(WireError::BadMagic(buf[f::MAGIC].to_vec()));
         }
         Ok(UdpDatagram { flow_id: be_u32(&buf[f::FLOW_ID]), seq: be_u64(&buf[f::SEQ]), send_ns: be_u64(&buf[f::SEND_NS]) })
+    }
+}
+
+/// What an upload flow's receiver has received so far, sent back to the
+/// sender a few times a second on the flow's own UDP socket. A header with
+/// [`UDP_RECEIPT_SEQ`] and the receiver's send time, then the byte count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpReceipt {
+    pub flow_id: u32,
+    pub send_ns: u64,
+    pub received_bytes: u64,
+}
+
+impl UdpReceipt {
+    pub fn encode(&self) -> [u8; UDP_RECEIPT] {
+        let mut buf = [0u8; UDP_RECEIPT];
+        UdpDatagram { flow_id: self.flow_id, seq: UDP_RECEIPT_SEQ, send_ns: self.send_ns }.encode(&mut buf).expect("a receipt holds the header");
+        buf[udp_field::RECEIVED].copy_from_slice(&self.received_bytes.to_be_bytes());
+        buf
+    }
+
+    /// A receipt, or why these bytes are none.
+    pub fn decode(buf: &[u8]) -> Result<UdpReceipt, WireError> {
+        let d = UdpDatagram::decode(buf)?;
+        if d.seq != UDP_RECEIPT_SEQ {
+            return Err(WireError::NotReceipt(d.seq));
+        }
+        if buf.len() < UDP_RECEIPT {
+            return Err(WireError::Truncated { needed: UDP_RECEIPT, have: buf.len() });
+        }
+        Ok(UdpReceipt { flow_id: d.flow_id, send_ns: d.send_ns, received_bytes: be_u64(&buf[udp_field::RECEIVED]) })
     }
 }
 
@@ -742,6 +783,13 @@ mod tests {
         b[0] = b'X';
         assert!(matches!(UdpDatagram::decode(&b), Err(WireError::BadMagic(_))));
         assert!(d.encode(&mut [0u8; 10]).is_err());
+        // a receipt is a datagram with its own sequence number and a count
+        let r = UdpReceipt { flow_id: 7, send_ns: 5, received_bytes: 123_456_789 };
+        let rb = r.encode();
+        assert_eq!(UdpDatagram::decode(&rb).unwrap().seq, UDP_RECEIPT_SEQ);
+        assert_eq!(UdpReceipt::decode(&rb).unwrap(), r);
+        assert!(matches!(UdpReceipt::decode(&rb[..30]), Err(WireError::Truncated { .. })));
+        assert!(UdpReceipt::decode(&b).is_err(), "a data datagram is no receipt");
         // random input never panics
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for n in 0..5000 {
@@ -779,6 +827,7 @@ mod tests {
         tiles(&[p::MAGIC, one(p::VERSION), one(p::KIND), one(p::FLAGS), one(p::RESERVED), p::TOKEN, p::SEQ, p::STREAM, p::CLIENT_SEND_NS, p::SERVER_RECV_NS, p::SERVER_SEND_NS], p::END);
         assert_eq!(p::END, PROBE_HEADER);
         tiles(&[udp_field::MAGIC, udp_field::FLOW_ID, udp_field::SEQ, udp_field::SEND_NS], udp_field::END);
+        tiles(&[udp_field::MAGIC, udp_field::FLOW_ID, udp_field::SEQ, udp_field::SEND_NS, udp_field::RECEIVED], UDP_RECEIPT);
         assert_eq!(udp_field::END, UDP_HEADER);
         tiles(&[rr_field::SEQ, rr_field::MAGIC], 8);
     }
