@@ -282,22 +282,23 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Sid
                 // whole pass would be off by however long the pass took to
                 // reach this flow, more so when the thread is preempted
                 // midway through many flows.
-                let kernel = f.tcp && sys::tcp_bytes_received(&f.sock).is_some();
-                let s = clock::stamped(clock::now_ns, || {
-                    if kernel {
-                        sys::tcp_bytes_received(&f.sock).unwrap_or(0)
-                    } else {
-                        f.counter.load(Ordering::Relaxed)
+                let mut arrived = 0;
+                let s = clock::stamped(clock::now_ns, || match f.tcp.then(|| sys::tcp_received(&f.sock)).flatten() {
+                    Some(r) => {
+                        arrived = r.arrived;
+                        r.in_sequence
                     }
+                    None => f.counter.load(Ordering::Relaxed),
                 });
-                add(f.direction, s.1);
+                // live totals count data when it arrives (sys::Received)
+                add(f.direction, arrived.max(s.1));
                 out[i].goodput.push(s);
             } else if !f.tcp {
                 // A UDP flow's sender: the receiver's newest receipt, for
                 // the live totals only (the result takes the receiver's samples).
                 add(f.direction, f.counter.load(Ordering::Relaxed));
             } else if let Some(info) = sys::tcp_info(&f.sock, t, side) {
-                add(f.direction, info.bytes_acked);
+                add(f.direction, info.delivered_bytes());
                 out[i].tcp_info.push(info);
             }
         }
