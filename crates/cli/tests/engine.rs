@@ -597,3 +597,30 @@ fn udp_load_flows_report_loss_and_jitter() {
     let out = run(&["test", &srv.addr(), "--udp", "1mbit", "--udp-size", "20"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--udp-size"));
 }
+
+/// `--dscp`: each class gets its own marked probe stream, answered by the
+/// server; the summary prints a row per phase and class, the JSON has it.
+#[test]
+fn dscp_classes_get_their_own_probes_and_rows() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("dscp.json");
+    let out = run(&["test", &srv.addr(), "--scenarios", "2u2d", "--duration", "1.5s", "--idle", "0.5s", "--dscp", "BE,EF", "--interval", "0", "--json", json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Per DSCP class (--dscp)"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("2u2d") && l.contains(" EF ") && l.contains("1/1")), "{text}");
+    let r = TestResult::read_file(&json).unwrap();
+    let p = &r.scenarios[0];
+    assert_eq!(p.class_probes.iter().map(|c| c.dscp).collect::<Vec<_>>(), [0, 46]);
+    for c in &p.summary.classes {
+        // 1.5 s every 10 ms
+        assert!(c.latency.sent >= 140 && c.latency.received + 3 >= c.latency.sent, "{c:?}");
+        assert!(c.upload_bps > 1e8 && c.download_bps > 1e8 && c.added_latency_ms.is_some(), "{c:?}");
+    }
+    assert_eq!(r.idle.as_ref().unwrap().summary.classes.len(), 2, "the idle baseline has the classes' idle latency");
+    // more distinct classes than probe streams: refused before anything runs
+    let out = run(&["test", &srv.addr(), "--dscp", "CS0,CS1,CS2,CS3,CS4,CS5,CS6,CS7"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("8 distinct DSCP classes; at most 7"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -330,7 +330,8 @@ impl Connections {
             pings: seen.pings,
             server_rpm: self.sess.rpm.clone(),
         };
-        let mut result = summarize::build_result(&meta_in, &m.phases, &seen.exchanges, &seen.witness_exchanges, &seen.rr, complete, reason.clone());
+        let ex = summarize::Exchanges { server: &seen.exchanges, witness: &seen.witness_exchanges, classes: &seen.class_exchanges, rr: &seen.rr };
+        let mut result = summarize::build_result(&meta_in, &m.phases, &ex, complete, reason.clone());
         result.ramp = m.ramp.map(RampState::results).unwrap_or_default();
         result.rpm = m.rpm;
         let line = summarize::one_line(&result);
@@ -364,6 +365,8 @@ const RPM_STAGE_MAX: Duration = Duration::from_secs(25);
 struct Probes {
     server: ProbeStream,
     witness: Option<ProbeStream>,
+    /// (DSCP, its marked stream) per `--dscp` class.
+    class_streams: Vec<(u8, ProbeStream)>,
     pingers: Vec<crate::ping::Pinger>,
     rr: RrProbe,
 }
@@ -372,6 +375,8 @@ struct Probes {
 struct Seen {
     exchanges: Vec<Exchange>,
     witness_exchanges: Vec<Exchange>,
+    /// Per DSCP class (`--dscp`): its marked probes.
+    class_exchanges: Vec<(u8, Vec<Exchange>)>,
     rr: Vec<RrRecord>,
     pings: Vec<(bloatlab_results::PingInfo, Vec<crate::ping::PingSample>)>,
     probe_timestamps: String,
@@ -395,6 +400,15 @@ impl Probes {
             ),
             None => None,
         };
+        // One stream per DSCP class, marked, between the others' instants.
+        let classes = bloatlab_model::Dscp::distinct(&cfg.dscp);
+        let mut class_streams = vec![];
+        for (k, d) in classes.iter().enumerate() {
+            let offset = iv * (2 * k as u64 + 1) / (2 * classes.len() as u64) + iv / 32;
+            let s = ProbeStream::start_marked(addr, sess.token, 2 + k as u32, first_due + offset, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth, d.0)
+                .map_err(|e| format!("cannot start UDP probes marked {d} to {addr}: {e}"))?;
+            class_streams.push((d.0, s));
+        }
         let mut pingers = vec![];
         for t in &cfg.pings {
             pingers.push(crate::ping::Pinger::start(t, cfg.ping_interval, first_due + iv * 3 / 4).map_err(|e| format!("--ping: {e}"))?);
@@ -402,7 +416,7 @@ impl Probes {
         let rr = join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token })
             .and_then(|s| RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string()))
             .map_err(|e| format!("cannot open the request/response connection: {e}"))?;
-        Ok(Probes { server, witness, pingers, rr })
+        Ok(Probes { server, witness, class_streams, pingers, rr })
     }
 
     /// Stop the probes and collect their exchanges, after waiting for late
@@ -424,6 +438,8 @@ impl Probes {
             rks + rus
         );
         let witness_exchanges = self.witness.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
+        // The class streams ran as long as the server's: their late replies had the same drain.
+        let class_exchanges = self.class_streams.into_iter().map(|(d, s)| (d, s.finish(Duration::from_millis(300)))).collect();
         // The pingers kept sending through the probes' drain, so the last
         // phase's pings have had that long to come back.
         let interval_ms = cfg.ping_interval.as_secs_f64() * 1e3;
@@ -435,7 +451,7 @@ impl Probes {
                 (info, p.finish(Duration::from_millis(300)))
             })
             .collect();
-        Seen { exchanges, witness_exchanges, rr, pings, probe_timestamps }
+        Seen { exchanges, witness_exchanges, class_exchanges, rr, pings, probe_timestamps }
     }
 }
 

@@ -108,10 +108,30 @@ impl ProbeStream {
         secret: Option<Secret>,
         verify: bool,
     ) -> std::io::Result<ProbeStream> {
+        Self::start_marked(target, token, stream, first_due_ns, interval, size, secret, verify, 0)
+    }
+
+    /// [`ProbeStream::start`] with every probe marked with DSCP `dscp` (the
+    /// server answers in the same class).
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_marked(
+        target: SocketAddr,
+        token: u64,
+        stream: u32,
+        first_due_ns: u64,
+        interval: Duration,
+        size: usize,
+        secret: Option<Secret>,
+        verify: bool,
+        dscp: u8,
+    ) -> std::io::Result<ProbeStream> {
         let verify = if verify { secret.clone() } else { None };
         let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
         let sock = UdpSocket::bind(bind)?;
         sock.connect(target)?;
+        if dscp > 0 {
+            crate::sys::set_dscp(&sock, dscp)?;
+        }
         sock.set_read_timeout(Some(Duration::from_millis(20)))?;
         crate::sys::enable_rx_timestamps(&sock);
         let m = Matcher {

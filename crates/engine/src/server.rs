@@ -273,9 +273,15 @@ fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
     // Receive times from the kernel where it stamps datagrams: a probe's
     // server time then excludes this thread's wake-up latency.
     sys::enable_rx_timestamps(&sock);
+    // Each probe's DSCP, so its answer travels back in the same class (a
+    // router's priority queue treats both directions of a marked probe alike).
+    let mirror = bloatlab_host::sock::enable_recv_tos(&sock).is_ok();
     loop {
-        let (n, from, kts) = match sys::recv_stamped(&sock, &mut buf) {
-            Ok((n, Some(from), kts)) => (n, from, kts),
+        let (n, from, kts, tos) = match bloatlab_host::sock::recv_meta(&sock, &mut buf, 0) {
+            Ok(r) => match r.from {
+                Some(from) => (r.len, from, r.stamp_ns, r.tos.unwrap_or(0) & 0xfc),
+                None => continue,
+            },
             _ => continue,
         };
         let t_rx = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
@@ -284,7 +290,7 @@ fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
             admit_probe(&sh, p, from.ip())
         });
         if let Some(len) = answer {
-            let _ = sock.send_to(&pkt[..len], from);
+            let _ = if mirror && tos != 0 { bloatlab_host::sock::send_to_with_tos(&sock, &pkt[..len], from, tos) } else { sock.send_to(&pkt[..len], from) };
         }
     }
 }

@@ -233,18 +233,20 @@ pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
 /// offset from the probe exchanges, each phase's samples on the test clock,
 /// every phase's summary (against the idle baseline), the headline and the
 /// metadata.
-pub fn build_result(
-    mi: &MetaIn,
-    raw: &[RawPhase],
-    ex: &[Exchange],
-    wex: &[Exchange],
-    rr: &[RrRecord],
-    complete: bool,
-    reason: Option<String>,
-) -> TestResult {
+/// Every probe exchange of a test, by stream.
+pub struct Exchanges<'a> {
+    /// UDP probes to the server.
+    pub server: &'a [Exchange],
+    pub witness: &'a [Exchange],
+    /// Per DSCP class: its marked UDP probes to the server.
+    pub classes: &'a [(u8, Vec<Exchange>)],
+    pub rr: &'a [RrRecord],
+}
+
+pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: bool, reason: Option<String>) -> TestResult {
     let t0 = mi.start_unix_ns;
-    let (est, clock_offset) = clock_offset(ex, t0);
-    let phases: Vec<Phase> = raw.iter().map(|r| phase_of(r, mi, ex, wex, rr, est.as_ref(), t0)).collect();
+    let (est, clock_offset) = clock_offset(ex.server, t0);
+    let phases: Vec<Phase> = raw.iter().map(|r| phase_of(r, mi, ex, est.as_ref(), t0)).collect();
     let (idle, scenarios) = summarize_phases(phases);
     TestResult {
         schema: SCHEMA_NAME.into(),
@@ -280,7 +282,7 @@ fn clock_offset(ex: &[Exchange], t0: u64) -> (Option<m::OffsetEstimate>, ClockOf
 }
 
 /// One phase's samples on the test clock (its summary comes later, with the idle baseline's).
-fn phase_of(r: &RawPhase, mi: &MetaIn, ex: &[Exchange], wex: &[Exchange], rr: &[RrRecord], est: Option<&m::OffsetEstimate>, t0: u64) -> Phase {
+fn phase_of(r: &RawPhase, mi: &MetaIn, ex: &Exchanges, est: Option<&m::OffsetEstimate>, t0: u64) -> Phase {
     let (start, end) = (r.start_unix_ns, r.end_unix_ns);
     Phase {
         name: r.name.clone(),
@@ -289,15 +291,17 @@ fn phase_of(r: &RawPhase, mi: &MetaIn, ex: &[Exchange], wex: &[Exchange], rr: &[
         start_ns: rel(start, t0),
         end_ns: rel(end, t0),
         flows: r.flows.iter().map(|(spec, smp, out)| flow_of(spec, smp, out, r.server_flows.iter().find(|f| f.id == spec.id), est, t0)).collect(),
-        probes: probes_in(ex, start, end, t0, est),
-        rr: rr
+        probes: probes_in(ex.server, start, end, t0, est),
+        rr: ex
+            .rr
             .iter()
             .enumerate()
             .filter(|(_, x)| x.0 >= start && x.0 < end)
             .map(|(i, x)| RrSample { seq: i as u32, t_ns: rel(x.0, t0), rtt_ns: x.1, completed: x.2 })
             .collect(),
-        witness_probes: witness_in(wex, start, end, t0),
+        witness_probes: witness_in(ex.witness, start, end, t0),
         pings: pings_in(&mi.pings, start, end, t0),
+        class_probes: ex.classes.iter().map(|(d, cx)| bloatlab_results::ClassProbes { dscp: *d, probes: probes_in(cx, start, end, t0, est) }).collect(),
         summary: Summary::default(),
     }
 }
@@ -356,11 +360,20 @@ fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
         .and_then(|i| i.summary.witness_latency)
         .filter(|w| w.received > 0)
         .map(|w| w.p50_ms);
+    let name = |d: u8| bloatlab_model::Dscp(d).to_string();
+    if let Some(i) = idle.as_mut() {
+        i.summary.classes = m::classes::class_summaries(i, &i.summary.flow_bps, &|_| None, &name);
+    }
+    let idle_class = |d: u8| {
+        let c = idle.as_ref()?.summary.classes.iter().find(|c| c.dscp == d)?;
+        (c.latency.received > 0).then_some(c.latency.p50_ms)
+    };
     let scenarios = scenarios
         .into_iter()
         .map(|mut p| {
             p.summary = summarize_phase(&p, idle_p50, idle_w);
             p.summary.pings = ping_summaries(&p, idle.as_ref());
+            p.summary.classes = m::classes::class_summaries(&p, &p.summary.flow_bps, &idle_class, &name);
             p
         })
         .collect();

@@ -146,6 +146,17 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<(TcpInfo, usize)> {
     (r == 0).then_some((raw, len as usize))
 }
 
+/// One received datagram (or stream read) and what the kernel said about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    pub len: usize,
+    pub from: Option<std::net::SocketAddr>,
+    /// The kernel's receive time (CLOCK_REALTIME ns) when SO_TIMESTAMPNS is on.
+    pub stamp_ns: Option<u64>,
+    /// The IPv4 TOS / IPv6 traffic-class byte when [`enable_recv_tos`] is on.
+    pub tos: Option<u8>,
+}
+
 /// recvmsg(2) with `flags` (e.g. MSG_DONTWAIT), returning the datagram
 /// length, its source address and the kernel's receive time (CLOCK_REALTIME
 /// ns) when SO_TIMESTAMPNS is on.
@@ -154,6 +165,12 @@ pub fn recv_stamped(
     buf: &mut [u8],
     flags: libc::c_int,
 ) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
+    recv_meta(sock, buf, flags).map(|r| (r.len, r.from, r.stamp_ns))
+}
+
+/// recvmsg(2) with `flags`: the datagram and its control messages (receive
+/// stamp, TOS / traffic class).
+pub fn recv_meta(sock: &impl AsRawFd, buf: &mut [u8], flags: libc::c_int) -> std::io::Result<Received> {
     // SAFETY: every pointer handed to recvmsg points into locals that outlive the call,
     // with their true lengths; control-message parsing uses the libc CMSG helpers.
     unsafe {
@@ -171,17 +188,64 @@ pub fn recv_stamped(
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let mut ts = None;
+        let (mut ts, mut tos) = (None, None);
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+            if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS {
                 let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                 ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
+            } else if level == libc::IPPROTO_IP && kind == libc::IP_TOS {
+                tos = Some(*libc::CMSG_DATA(c));
+            } else if level == libc::IPPROTO_IPV6 && kind == libc::IPV6_TCLASS {
+                tos = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int) as u8);
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
-        let addr = socket2::SockAddr::new(storage, msg.msg_namelen).as_socket();
-        Ok((n as usize, addr, ts))
+        let from = socket2::SockAddr::new(storage, msg.msg_namelen).as_socket();
+        Ok(Received { len: n as usize, from, stamp_ns: ts, tos })
+    }
+}
+
+/// Ask the kernel for each datagram's TOS / traffic-class byte
+/// (IP_RECVTOS, and IPV6_RECVTCLASS on an IPv6 socket), for [`recv_meta`].
+pub fn enable_recv_tos(sock: &impl AsRawFd) -> std::io::Result<()> {
+    let v4 = set_int(sock, libc::IPPROTO_IP, libc::IP_RECVTOS, 1);
+    let v6 = set_int(sock, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1);
+    v4.or(v6)
+}
+
+/// sendmsg(2) of one datagram to `to` with the TOS / traffic-class byte
+/// `tos` for this datagram only (an IP_TOS or IPV6_TCLASS control
+/// message): a server answers each client in the client's own class.
+pub fn send_to_with_tos(sock: &impl AsRawFd, buf: &[u8], to: std::net::SocketAddr, tos: u8) -> std::io::Result<usize> {
+    let addr = socket2::SockAddr::from(to);
+    // A v4-mapped address on a dual-stack socket leaves as IPv4: IP_TOS.
+    let v6 = matches!(to, std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none());
+    // SAFETY: the message points at `buf`, `addr` and `control`, all alive
+    // for the call, with their true lengths; the control message is built
+    // with the libc CMSG helpers inside a buffer sized by CMSG_SPACE.
+    unsafe {
+        let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+        let mut control = [0u64; 4]; // 32 bytes >= CMSG_SPACE(sizeof(int))
+        let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = addr.as_ptr() as *mut libc::c_void;
+        msg.msg_namelen = addr.len();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = if v6 { libc::IPPROTO_IPV6 } else { libc::IPPROTO_IP };
+        (*c).cmsg_type = if v6 { libc::IPV6_TCLASS } else { libc::IP_TOS };
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, libc::c_int::from(tos));
+        let n = libc::sendmsg(sock.as_raw_fd(), &msg, 0);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
     }
 }
 
@@ -206,5 +270,27 @@ mod tests {
         assert!(set_tcp_congestion(&c, "no-such-cc").is_err());
         assert_eq!(if_index("lo").unwrap(), 1);
         assert!(if_index("no-such-if0").is_err());
+    }
+
+    /// A datagram's TOS byte comes with it, and a reply can carry one of its
+    /// own without marking the socket (IPv4 and IPv6).
+    #[test]
+    fn tos_is_received_and_sent_per_datagram() {
+        for (a, b) in [("127.0.0.1:0", "127.0.0.1:0"), ("[::1]:0", "[::1]:0")] {
+            let (Ok(x), Ok(y)) = (std::net::UdpSocket::bind(a), std::net::UdpSocket::bind(b)) else { continue };
+            enable_recv_tos(&x).unwrap();
+            enable_recv_tos(&y).unwrap();
+            let mut buf = [0u8; 64];
+            y.send_to(b"plain", x.local_addr().unwrap()).unwrap();
+            let r = recv_meta(&x, &mut buf, 0).unwrap();
+            assert_eq!((r.len, r.from, r.tos), (5, Some(y.local_addr().unwrap()), Some(0)), "{a}");
+            // EF (46) in the upper six bits
+            send_to_with_tos(&x, b"marked", y.local_addr().unwrap(), 46 << 2).unwrap();
+            let r = recv_meta(&y, &mut buf, 0).unwrap();
+            assert_eq!((r.len, r.tos), (6, Some(46 << 2)), "{a}");
+            // the socket itself stays unmarked
+            x.send_to(b"after", y.local_addr().unwrap()).unwrap();
+            assert_eq!(recv_meta(&y, &mut buf, 0).unwrap().tos, Some(0), "{a}");
+        }
     }
 }

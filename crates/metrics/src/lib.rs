@@ -25,6 +25,7 @@
 
 mod clock;
 mod goodput;
+pub mod classes;
 pub mod queue;
 pub mod ramp;
 pub mod udp;

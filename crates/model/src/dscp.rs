@@ -36,6 +36,10 @@ const NAMES: &[(&str, u8)] = &[
     ("cs7", 56),
 ];
 
+/// Most distinct classes a test marks (the server answers 8 probe streams
+/// per test: the unmarked one and one per class).
+pub const MAX_CLASSES: usize = 7;
+
 pub const DSCP_FORMS: &str = "accepted forms: BE (0), BK (CS1, 8), CS0..CS7, AF11..AF43, EF (46), VA (44), LE (1), or a number 0..63";
 
 impl Dscp {
@@ -58,7 +62,23 @@ impl Dscp {
         if v.is_empty() {
             return Err(format!("no DSCP class given; {DSCP_FORMS}"));
         }
+        let n = Dscp::distinct(&v).len();
+        if n > MAX_CLASSES {
+            return Err(format!("{n} distinct DSCP classes; at most {MAX_CLASSES} (each gets its own probe stream)"));
+        }
         Ok(v)
+    }
+
+    /// The distinct classes of a list, in the order first given: one probe
+    /// stream and one summary row each.
+    pub fn distinct(classes: &[Dscp]) -> Vec<Dscp> {
+        let mut v: Vec<Dscp> = vec![];
+        for c in classes {
+            if !v.contains(c) {
+                v.push(*c);
+            }
+        }
+        v
     }
 
     /// The TOS / traffic-class byte: DSCP in the upper six bits, ECN bits 0.

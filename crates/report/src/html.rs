@@ -216,6 +216,9 @@ fn summary_html(r: &TestResult) -> String {
         }
         s.push_str("</tbody></table></div>\n");
     }
+    if let Some(rows) = crate::table::class_rows(r) {
+        let _ = write!(s, "<h3>Per DSCP class</h3><p>{}</p>{}", esc(crate::table::CLASS_TABLE_TITLE), rows_table("classes", &rows));
+    }
     if let Some(rows) = crate::table::udp_rows(r) {
         let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), rows_table("udp", &rows));
     }
@@ -376,6 +379,10 @@ fn single_body(run: Run) -> Result<String> {
         if r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty())) {
             b.push_str("<h2>Bottleneck queues</h2>\n");
             b.push_str(&figure(&runs, PlotKind::Queue, "Queue backlog from the kernel (tc) or the emulator; queueing delay = backlog bytes / drain rate measured while the queue was busy.")?);
+        }
+        if crate::plot::plot_available(&runs, PlotKind::Classes).is_ok() {
+            b.push_str("<h2>Per DSCP class</h2>\n");
+            b.push_str(&figure(&runs, PlotKind::Classes, "Each class's goodput (solid: upload, dashed: download) and the round trips of UDP probes marked with it (answered in the same class), as flent's RRUL plots them: a working priority queue keeps the higher classes' latency low.")?);
         }
         if series::phases(r).iter().any(|p| p.flows.iter().any(|f| !f.tcp_info.is_empty())) {
             b.push_str("<h2>TCP internals</h2>\n");
@@ -548,6 +555,9 @@ pub fn write_report(runs: &[Run], dir: &Path, stem: &str, image_format: Format) 
         }
         if series::phases(r).iter().any(|p| p.flows.iter().any(|f| !f.tcp_info.is_empty())) {
             emit(runs, PlotKind::Tcp, format!("{stem}.tcp.{ext}"))?;
+        }
+        if !series::phases(r).iter().all(|p| p.summary.classes.is_empty()) {
+            emit(runs, PlotKind::Classes, format!("{stem}.classes.{ext}"))?;
         }
     } else {
         emit(runs, PlotKind::Cdf, format!("{stem}.cdf.{ext}"))?;

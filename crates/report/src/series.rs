@@ -80,7 +80,16 @@ fn cum_at(flow: &Flow, start_ns: u64, t_ns: u64) -> f64 {
 /// `step_ns` (flows' cumulative counters interpolated at the grid points):
 /// (t_s at the end of each bin, bits/s). Empty when the phase has no flow that way.
 pub fn direction_rate(phase: &Phase, dir: Direction, step_ns: u64) -> Vec<(f64, f64)> {
-    let flows: Vec<&Flow> = phase.flows.iter().filter(|f| f.direction == dir).collect();
+    summed_rate(phase, |f| f.direction == dir, step_ns)
+}
+
+/// [`direction_rate`] of the flows marked `dscp` only (`--dscp`).
+pub fn class_rate(phase: &Phase, dir: Direction, dscp: u8, step_ns: u64) -> Vec<(f64, f64)> {
+    summed_rate(phase, |f| f.direction == dir && f.dscp == dscp, step_ns)
+}
+
+fn summed_rate(phase: &Phase, which: impl Fn(&Flow) -> bool, step_ns: u64) -> Vec<(f64, f64)> {
+    let flows: Vec<&Flow> = phase.flows.iter().filter(|f| which(f)).collect();
     if flows.is_empty() || phase.end_ns <= phase.start_ns {
         return vec![];
     }

@@ -121,6 +121,50 @@ pub(crate) fn udp_rows(r: &TestResult) -> Option<Vec<Vec<String>>> {
     Some(rows)
 }
 
+/// Per DSCP class (`--dscp`), per phase: the class's flows and goodput, its
+/// marked probes' latency, loss and one-way delays, from the phase
+/// summary's `classes` (None without classes). Terminal and HTML render these.
+pub(crate) fn class_rows(r: &TestResult) -> Option<Vec<Vec<String>>> {
+    let all: Vec<(&Phase, &bloatlab_results::ClassSummary)> =
+        r.idle.iter().chain(r.scenarios.iter()).flat_map(|p| p.summary.classes.iter().map(move |c| (p, c))).collect();
+    if all.is_empty() {
+        return None;
+    }
+    let unit = RateUnit::fit_all(all.iter().flat_map(|(_, c)| [c.upload_bps, c.download_bps]));
+    let (up_h, down_h) = (format!("Up {}", unit.name()), format!("Down {}", unit.name()));
+    let mut rows = vec![["Phase", "Class", "DSCP", "Flows up/down", &up_h, &down_h, "RTT p50 ms", "p99 ms", "Added ms", "Loss %", "OWD up/down ms", "Retrans"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
+    for (p, c) in all {
+        let l = &c.latency;
+        let rx = l.received > 0;
+        rows.push(vec![
+            p.name.clone(),
+            c.class.clone(),
+            c.dscp.to_string(),
+            format!("{}/{}", c.upload_flows, c.download_flows),
+            if c.upload_flows > 0 { unit.num(c.upload_bps) } else { "-".into() },
+            if c.download_flows > 0 { unit.num(c.download_bps) } else { "-".into() },
+            if rx { ms(l.p50_ms) } else { "-".into() },
+            if rx { ms(l.p99_ms) } else { "-".into() },
+            c.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
+            format!("{:.1}", l.loss_pct),
+            format!("{} / {}", crate::fmt::opt_ms(c.owd_up_p50_ms), crate::fmt::opt_ms(c.owd_down_p50_ms)),
+            c.retransmits.to_string(),
+        ]);
+    }
+    Some(rows)
+}
+
+/// What the class table shows (terminal heading, HTML caption).
+pub(crate) const CLASS_TABLE_TITLE: &str =
+    "Per DSCP class (--dscp): goodput of the class's flows; latency, loss and one-way delays of UDP probes marked with the class and answered in it";
+
+fn class_table(r: &TestResult) -> String {
+    class_rows(r).map(|rows| format!("\n{CLASS_TABLE_TITLE}:\n{}", text_table(&rows))).unwrap_or_default()
+}
+
 /// What the UDP table shows, in one line (terminal heading, HTML caption).
 pub(crate) const UDP_TABLE_TITLE: &str = "UDP load (datagrams at a target rate; jitter: RFC 3550, the largest flow's)";
 
@@ -185,6 +229,7 @@ pub fn summary_table(r: &TestResult) -> String {
     out.push_str(&witness_table(r));
     out.push_str(&ping_table(r));
     out.push_str(&udp_table(r));
+    out.push_str(&class_table(r));
     if let Some(x) = &r.rpm {
         out.push_str("\nIETF responsiveness against the same server, after the scenarios (bloatlab test --rpm):\n");
         out.push_str(&crate::rpm::rpm_table(x));

@@ -543,3 +543,40 @@ fn udp_rows_show_in_the_terminal_and_the_html_report() {
         assert!(udp.contains(cell), "{cell} not in {udp}");
     }
 }
+
+/// `--dscp` classes: a row per phase and class in the terminal summary and
+/// the HTML report, a `classes` plot, and the class probes in the CSV.
+#[test]
+fn dscp_classes_show_in_every_output() {
+    use bloatlab_results::{ClassProbes, ClassSummary, LatencyStats};
+    let mut r = common::small_nolab();
+    let ph = r.scenarios[0].clone();
+    let marked: Vec<_> = ph.probes.iter().map(|p| bloatlab_results::Probe { rtt_ns: p.rtt_ns.map(|v| v / 10), ..*p }).collect();
+    r.scenarios[0].class_probes = vec![ClassProbes { dscp: 0, probes: ph.probes.clone() }, ClassProbes { dscp: 46, probes: marked }];
+    r.scenarios[0].flows[0].dscp = 46;
+    let lat = |p50: f64| LatencyStats { sent: 100, received: 99, lost: 1, loss_pct: 1.0, p50_ms: p50, p99_ms: p50 * 2.0, ..Default::default() };
+    r.scenarios[0].summary.classes = vec![
+        ClassSummary { dscp: 0, class: "BE".into(), download_flows: 1, download_bps: 7.25e6, latency: lat(80.0), added_latency_ms: Some(60.0), ..Default::default() },
+        ClassSummary { dscp: 46, class: "EF".into(), upload_flows: 1, upload_bps: 2.5e6, latency: lat(4.5), added_latency_ms: Some(2.25), retransmits: 3, ..Default::default() },
+    ];
+    let t = summary_table(&r);
+    assert!(t.contains("Per DSCP class (--dscp)"), "{t}");
+    let ef = t.lines().find(|l| l.contains(" EF ")).unwrap_or_else(|| panic!("no EF row: {t}"));
+    for cell in ["46", "1/0", "2.50", "4.50", "9.00", "+2.25", "1.0"] {
+        assert!(ef.contains(cell), "{cell} not in {ef}");
+    }
+    let html = render_html(&[Run { label: "x", result: &r }]).unwrap();
+    let tab = &html[html.find("<table class=\"classes\">").expect("an HTML class table")..];
+    let tab = &tab[..tab.find("</table>").unwrap()];
+    assert!(tab.contains("<td>EF</td>") && tab.contains("<td>+60.0</td>") && tab.contains("<td>7.25</td>"), "{tab}");
+    assert!(html.contains("<h2>Per DSCP class</h2>") && html.contains("Round trip of each class"), "no class plot in the HTML");
+    let csv = bloatlab_report::csv_string(&r);
+    assert!(csv.lines().next().unwrap().ends_with(",queue,dscp"));
+    let rows: Vec<&str> = csv.lines().filter(|l| l.contains(",class_probe,")).collect();
+    assert_eq!(rows.len(), 2 * ph.probes.len());
+    assert!(rows.iter().filter(|l| l.ends_with(",46")).count() == ph.probes.len(), "EF probes carry their DSCP");
+    assert!(csv.lines().any(|l| l.contains(",goodput,") && l.ends_with(",46")), "a marked flow's rows carry its DSCP");
+    // a result without classes has no class plot
+    let plain = common::small_nolab();
+    assert!(bloatlab_report::plot_available(&[Run { label: "p", result: &plain }], bloatlab_report::PlotKind::Classes).is_err());
+}

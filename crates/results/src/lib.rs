@@ -252,7 +252,42 @@ pub struct Phase {
     /// Pings to other hosts (--ping, --tcp-ping), one series per target.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pings: Vec<PingSeries>,
+    /// UDP probes marked with each `--dscp` class (to the server, answered
+    /// in the same class), one series per distinct class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_probes: Vec<ClassProbes>,
     pub summary: Summary,
+}
+
+/// The probes of one DSCP class within a phase.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ClassProbes {
+    pub dscp: u8,
+    pub probes: Vec<Probe>,
+}
+
+/// One DSCP class during one phase (`--dscp`): its flows' goodput and its
+/// probes' latency (`metrics::classes::class_summaries`), as flent's RRUL
+/// reports each class.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ClassSummary {
+    pub dscp: u8,
+    /// The class's name (BE, BK, CS5, EF, ...) or its number.
+    pub class: String,
+    pub upload_flows: u32,
+    pub download_flows: u32,
+    /// Steady goodput of the class's flows, bits/s (the phase's rule).
+    pub upload_bps: f64,
+    pub download_bps: f64,
+    /// TCP retransmits of the class's flows.
+    pub retransmits: u64,
+    /// The class's marked UDP probes (RTT, loss).
+    pub latency: LatencyStats,
+    /// latency.p50 - the class's idle p50, ms.
+    pub added_latency_ms: Option<f64>,
+    /// One-way delay medians of the class's probes, ms.
+    pub owd_up_p50_ms: Option<f64>,
+    pub owd_down_p50_ms: Option<f64>,
 }
 
 /// The pings of one target within a phase.
@@ -481,6 +516,9 @@ pub struct Summary {
     /// The UDP load (`--udp`) per direction that carried it (`metrics::udp::direction_summaries`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub udp: Vec<UdpSummary>,
+    /// Per DSCP class (`--dscp`), in the order the classes were given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassSummary>,
 }
 
 /// One direction's UDP load flows during one phase.

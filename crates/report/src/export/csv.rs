@@ -20,9 +20,9 @@ impl Exporter for Csv {
 }
 
 /// CSV columns, in order. Documented in docs/report.md.
-pub const CSV_COLUMNS: [&str; 16] = [
+pub const CSV_COLUMNS: [&str; 17] = [
     "phase", "kind", "t_s", "id", "direction", "rtt_ms", "lost", "owd_up_ms", "owd_down_ms", "bytes",
-    "rate_mbps", "cwnd", "retrans", "backlog_packets", "drops", "queue",
+    "rate_mbps", "cwnd", "retrans", "backlog_packets", "drops", "queue", "dscp",
 ];
 
 fn f(v: f64, decimals: usize) -> String {
@@ -69,6 +69,8 @@ struct Row {
     backlog_packets: String,
     drops: String,
     queue: String,
+    /// A marked flow's or class probe's DSCP (`--dscp`).
+    dscp: String,
 }
 
 impl Row {
@@ -90,11 +92,17 @@ impl Row {
             self.backlog_packets,
             self.drops,
             self.queue,
+            self.dscp,
         ];
         let mut line = cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",");
         line.push('\n');
         line
     }
+}
+
+/// A flow's DSCP cell: empty when unmarked.
+fn marked(dscp: u8) -> String {
+    if dscp == 0 { String::new() } else { dscp.to_string() }
 }
 
 fn ms(ns: u64) -> String {
@@ -103,7 +111,9 @@ fn ms(ns: u64) -> String {
 
 /// A phase's probes and witness probes, then its request/response exchanges.
 fn probe_rows(p: &Phase, out: &mut String) {
-    for (kind, probes) in [("probe", &p.probes), ("witness_probe", &p.witness_probes)] {
+    let plain = [("probe", None, &p.probes), ("witness_probe", None, &p.witness_probes)];
+    let classes = p.class_probes.iter().map(|c| ("class_probe", Some(c.dscp), &c.probes));
+    for (kind, dscp, probes) in plain.into_iter().chain(classes) {
         for pr in probes.iter() {
             out.push_str(
                 &Row {
@@ -115,6 +125,7 @@ fn probe_rows(p: &Phase, out: &mut String) {
                     lost: if pr.rtt_ns.is_some() { "0" } else { "1" }.into(),
                     owd_up_ms: pr.owd_up_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
                     owd_down_ms: pr.owd_down_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    dscp: dscp.map(|d| d.to_string()).unwrap_or_default(),
                     ..Default::default()
                 }
                 .line(),
@@ -155,6 +166,7 @@ fn flow_rows(p: &Phase, out: &mut String) {
                     t_s: f(secs(g.t_ns), 6),
                     id: fl.id.to_string(),
                     direction: dir(fl.direction),
+                    dscp: marked(fl.dscp),
                     bytes: g.bytes.to_string(),
                     rate_mbps,
                     ..Default::default()
@@ -170,6 +182,7 @@ fn flow_rows(p: &Phase, out: &mut String) {
                     t_s: f(secs(t.t_ns), 6),
                     id: fl.id.to_string(),
                     direction: dir(fl.direction),
+                    dscp: marked(fl.dscp),
                     rtt_ms: f(t.srtt_us as f64 / 1000.0, 3),
                     bytes: t.bytes_acked.to_string(),
                     rate_mbps: f(t.delivery_rate_bps as f64 / 1e6, 3),

@@ -5,7 +5,8 @@
 //! backlog on one time axis, scenario phases shaded and labelled),
 //! `throughput`, `latency`, `cdf` (several runs overlaid), `box` (RTT per
 //! scenario, several runs side by side), `queue` (lab queue backlog, delay,
-//! drops), `tcp` (cwnd and smoothed RTT of the load flows) and the generic
+//! drops), `tcp` (cwnd and smoothed RTT of the load flows), `classes` (per
+//! DSCP class: goodput and marked-probe RTT) and the generic
 //! [`sweep_plot`].
 use crate::fmt::sig3;
 use crate::series::{self, secs};
@@ -20,6 +21,7 @@ use std::path::Path;
 use std::sync::Once;
 
 mod boxplot;
+mod classes;
 mod cdf;
 mod latency;
 mod queue;
@@ -32,6 +34,7 @@ mod time;
 mod timeseries;
 
 use boxplot::*;
+use classes::*;
 use cdf::*;
 use latency::*;
 use queue::*;
@@ -74,13 +77,15 @@ pub enum PlotKind {
     Queue,
     /// TCP_INFO of the load flows: cwnd and smoothed RTT over time.
     Tcp,
+    /// Per DSCP class (`--dscp`): goodput and marked-probe RTT over time.
+    Classes,
 }
 
 impl PlotKind {
-    pub const ALL: [PlotKind; 7] =
-        [PlotKind::Timeseries, PlotKind::Throughput, PlotKind::Latency, PlotKind::Cdf, PlotKind::Box, PlotKind::Queue, PlotKind::Tcp];
+    pub const ALL: [PlotKind; 8] =
+        [PlotKind::Timeseries, PlotKind::Throughput, PlotKind::Latency, PlotKind::Cdf, PlotKind::Box, PlotKind::Queue, PlotKind::Tcp, PlotKind::Classes];
     /// The names the command line accepts, in [`PlotKind::ALL`] order.
-    pub const NAMES: [&'static str; 7] = ["timeseries", "throughput", "latency", "cdf", "box", "queue", "tcp"];
+    pub const NAMES: [&'static str; 8] = ["timeseries", "throughput", "latency", "cdf", "box", "queue", "tcp", "classes"];
     pub fn name(self) -> &'static str {
         match self {
             PlotKind::Timeseries => "timeseries",
@@ -90,6 +95,7 @@ impl PlotKind {
             PlotKind::Box => "box",
             PlotKind::Queue => "queue",
             PlotKind::Tcp => "tcp",
+            PlotKind::Classes => "classes",
         }
     }
     /// Whether the kind overlays several results (others need exactly one).
@@ -177,6 +183,7 @@ fn job_size(job: &Job) -> (u32, u32) {
             PlotKind::Throughput | PlotKind::Latency => (1200, 460),
             PlotKind::Queue => (1200, 860),
             PlotKind::Tcp => (1200, 700),
+            PlotKind::Classes => (1200, 760),
             PlotKind::Cdf => (900, 600),
             PlotKind::Box => (1000, 600),
         },
@@ -191,6 +198,9 @@ fn check_job(job: &Job) -> Result<()> {
             }
             if !kind.multi_run() && runs.len() > 1 {
                 bail!("a {} plot shows one result; use --kind cdf or --kind box to overlay several", kind.name());
+            }
+            if *kind == PlotKind::Classes && result_classes(runs[0].result).is_empty() {
+                bail!("this result has no DSCP classes (run the test with --dscp, e.g. --dscp BE,BK,CS5,EF)");
             }
             if *kind == PlotKind::Queue && !has_queues(runs[0].result) {
                 bail!("this result has no queue samples (queue plots need a `bloatlab lab` run)");
@@ -241,6 +251,7 @@ where
             PlotKind::Box => draw_box(root, runs),
             PlotKind::Queue => draw_queue(root, runs[0].result),
             PlotKind::Tcp => draw_tcp(root, runs[0].result),
+            PlotKind::Classes => draw_classes(root, runs[0].result),
         },
     }
 }

@@ -187,6 +187,7 @@ pub fn build(spec: &Spec) -> TestResult {
                         total_retrans: (x * 3.0) as u32,
                         lost: 0,
                         unacked: 10,
+                        sacked: 0,
                         snd_mss: 1448,
                         delivery_rate_bps: (share * ramp) as u64,
                         pacing_rate_bps: (share * 1.2) as u64,
@@ -234,7 +235,7 @@ pub fn build(spec: &Spec) -> TestResult {
             }
         }
         let lat = stats(&probes);
-        let mut ph = Phase { name, uploads: ups, downloads: downs, start_ns: start, end_ns: end, flows, probes, rr, witness_probes: wprobes, pings: vec![], summary: Summary::default() };
+        let mut ph = Phase { name, uploads: ups, downloads: downs, start_ns: start, end_ns: end, flows, probes, rr, witness_probes: wprobes, pings: vec![], class_probes: vec![], summary: Summary::default() };
         // Summary: steady part = after the first 1 s.
         let steady = |dir: Direction| -> f64 {
             ph.flows
@@ -268,6 +269,7 @@ pub fn build(spec: &Spec) -> TestResult {
         ph.summary = Summary {
             pings: vec![],
             udp: vec![],
+            classes: vec![],
             upload_bps: up_bps,
             download_bps: down_bps,
             flow_bps,
