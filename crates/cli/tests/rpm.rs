@@ -244,6 +244,64 @@ fn the_rpm_endpoints_count_against_the_servers_per_source_limit() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// Four sources dripping silent TLS handshakes (480 at a time, more than the 256
+/// handshake slots between them, each connection held to the 5 s deadline
+/// and reopened) cannot lock out a fifth: it takes its share, each slot cut
+/// from the biggest holder, and a real `bloatlab rpm` from it runs.
+#[test]
+fn handshake_slots_are_shared_fairly_among_sources() {
+    let _g = serial();
+    let srv = TestServer::start(&[]);
+    let url = srv.rpm_url.clone().unwrap();
+    let port: u16 = url.split(':').nth(2).unwrap().split('/').next().unwrap().parse().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let drips: Vec<_> = (2..6)
+        .map(|i| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let src: std::net::SocketAddr = format!("127.0.0.{i}:0").parse().unwrap();
+                let to: std::net::SocketAddr = ("127.0.0.1".parse::<std::net::IpAddr>().unwrap(), port).into();
+                let connect = || -> Option<std::net::TcpStream> {
+                    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).ok()?;
+                    s.bind(&src.into()).ok()?;
+                    s.connect_timeout(&to.into(), Duration::from_secs(1)).ok()?;
+                    let s: std::net::TcpStream = s.into();
+                    s.set_nonblocking(true).ok()?;
+                    Some(s)
+                };
+                let mut held: Vec<std::net::TcpStream> = vec![];
+                let mut opened = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // drop the ones the server closed (refused or timed out), reopen up to 120
+                    held.retain(|s| matches!(std::io::Read::read(&mut &*s, &mut [0u8; 64]), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock));
+                    while held.len() < 120 {
+                        match connect() {
+                            Some(s) => {
+                                held.push(s);
+                                opened += 1;
+                            }
+                            None => break,
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                opened
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = run(&["rpm", &url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "3s", "--max-connections", "2"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened: u32 = drips.into_iter().map(|d| d.join().unwrap()).sum();
+    assert!(opened >= 480, "the drip opened only {opened} connections");
+    assert!(o.status.success(), "a fifth source was locked out: {}", String::from_utf8_lossy(&o.stderr));
+    std::thread::sleep(Duration::from_millis(1200));
+    let log = srv.log();
+    // The slots were full meanwhile (the drip's own refusals say so; a cut
+    // for the newcomer is logged in the same rate-limited refusal lines).
+    assert!(log.contains("256 connections are in their TLS handshake"), "the handshake slots never filled\n{log}");
+}
+
 /// A peer tool: an env var naming it, else PATH, else ~/go/bin.
 fn peer(env: &str, name: &str) -> Option<PathBuf> {
     if let Ok(p) = std::env::var(env) {

@@ -92,6 +92,113 @@ impl Drop for Permit {
     }
 }
 
+/// Slots shared fairly among sources (TLS handshakes in progress): any
+/// source may take a free slot; when all are taken, a source holding less
+/// than its fair share (the slots / the sources that want them) takes one
+/// from the source holding the most, whose oldest holder is cut (its
+/// `cut` action runs). A few sources dripping slow handshakes can then
+/// hold at most their share, never every slot.
+pub struct FairSlots {
+    max: u32,
+    state: Mutex<FairState>,
+}
+
+type Cut = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct FairState {
+    total: u32,
+    next_id: u64,
+    /// Each source's holders, oldest first: (id, the action that cuts it).
+    per: HashMap<IpAddr, std::collections::VecDeque<(u64, Option<Cut>)>>,
+}
+
+/// One [`FairSlots`] slot; dropping it gives the slot back (unless it was
+/// cut, which gave it to another source already).
+pub struct Slot {
+    slots: Arc<FairSlots>,
+    source: IpAddr,
+    id: u64,
+}
+
+/// What [`FairSlots::take`] did to make room: the source it cut one holder of.
+pub type CutFrom = Option<IpAddr>;
+
+impl FairSlots {
+    pub fn new(max: u32) -> Arc<FairSlots> {
+        Arc::new(FairSlots { max, state: Mutex::new(FairState::default()) })
+    }
+
+    /// A slot for `ip`, cutting another source's oldest holder when all are
+    /// taken and `ip` holds less than its share; `Full::Total` when it does not.
+    pub fn take(self: &Arc<Self>, ip: IpAddr) -> Result<(Slot, CutFrom), Full> {
+        let source = source_of(ip);
+        let mut cut: Option<(IpAddr, Cut)> = None;
+        let mut cut_from = None;
+        {
+            let mut st = self.state.lock().unwrap();
+            if st.total >= self.max {
+                let mine = st.per.get(&source).map_or(0, |v| v.len()) as u32;
+                let wanting = st.per.len() as u32 + u32::from(!st.per.contains_key(&source));
+                let share = (self.max / wanting.max(1)).max(1);
+                let (big, held) = st.per.iter().map(|(k, v)| (*k, v.len() as u32)).max_by_key(|(_, n)| *n).unwrap_or((source, 0));
+                if mine + 1 > share || big == source || held <= mine + 1 {
+                    return Err(Full::Total { limit: self.max });
+                }
+                let q = st.per.get_mut(&big).expect("the biggest holder");
+                let (_, action) = q.pop_front().expect("a holder");
+                if q.is_empty() {
+                    st.per.remove(&big);
+                }
+                st.total -= 1;
+                cut_from = Some(big);
+                if let Some(a) = action {
+                    cut = Some((big, a));
+                }
+            }
+            st.total += 1;
+            st.next_id += 1;
+            let id = st.next_id;
+            st.per.entry(source).or_default().push_back((id, None));
+            drop(st);
+            if let Some((_, a)) = cut {
+                a();
+            }
+            Ok((Slot { slots: self.clone(), source, id }, cut_from))
+        }
+    }
+
+    /// What cutting this slot's holder does (e.g. abort its task).
+    pub fn on_cut(&self, slot: &Slot, cut: Cut) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(e) = st.per.get_mut(&slot.source).and_then(|q| q.iter_mut().find(|(i, _)| *i == slot.id)) {
+            e.1 = Some(cut);
+        }
+    }
+
+    pub fn total(&self) -> u32 {
+        self.state.lock().unwrap().total
+    }
+
+    /// Slots `ip`'s source holds.
+    pub fn held_by(&self, ip: IpAddr) -> u32 {
+        self.state.lock().unwrap().per.get(&source_of(ip)).map_or(0, |q| q.len() as u32)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut st = self.slots.state.lock().unwrap();
+        let Some(q) = st.per.get_mut(&self.source) else { return };
+        let Some(i) = q.iter().position(|(id, _)| *id == self.id) else { return }; // cut: already given away
+        q.remove(i);
+        if q.is_empty() {
+            st.per.remove(&self.source);
+        }
+        st.total -= 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +229,42 @@ mod tests {
         let p4 = q.take(y).unwrap();
         drop((p2, p3, p4));
         assert_eq!((q.total(), q.sources()), (0, 0));
+    }
+
+    /// Four sources fill every slot; a fifth still gets its share, each
+    /// slot it takes cut from the biggest holder (whose cut action runs),
+    /// and never beyond its share.
+    #[test]
+    fn fair_slots_give_a_newcomer_its_share() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let f = FairSlots::new(8);
+        let cuts = Arc::new(AtomicU32::new(0));
+        let ip = |i: u8| -> IpAddr { format!("192.0.2.{i}").parse().unwrap() };
+        let mut held = vec![];
+        for i in 0..8u8 {
+            let (s, cut) = f.take(ip(1 + i % 4)).unwrap();
+            assert_eq!(cut, None);
+            let c = cuts.clone();
+            f.on_cut(&s, Box::new(move || { c.fetch_add(1, Ordering::SeqCst); }));
+            held.push(s);
+        }
+        assert_eq!(f.total(), 8);
+        // a holder of 2 may not take from another holder of 2
+        assert_eq!(f.take(ip(1)).err(), Some(Full::Total { limit: 8 }));
+        // the newcomer: share 8 / 5 = 1
+        let (n1, cut) = f.take(ip(9)).unwrap();
+        assert!(cut.is_some() && cuts.load(Ordering::SeqCst) == 1, "{cut:?}");
+        assert_eq!((f.total(), f.held_by(ip(9))), (8, 1));
+        assert_eq!(f.take(ip(9)).err(), Some(Full::Total { limit: 8 }), "beyond its share");
+        // the cut slot's own drop gives nothing back twice
+        drop(held);
+        assert_eq!(f.total(), 1);
+        drop(n1);
+        assert_eq!(f.total(), 0);
+        // a lone source takes every free slot
+        let all: Vec<_> = (0..8).map(|_| f.take(ip(1)).unwrap().0).collect();
+        assert_eq!(f.take(ip(1)).err(), Some(Full::Total { limit: 8 }));
+        drop(all);
     }
 }
 

@@ -12,7 +12,7 @@
 //! endpoints live under a path derived from it (`wire::rpm_path_prefix`).
 //! One JSON log line per connection and per refusal.
 use crate::nq::{self, NqConfig};
-use bloatlab_engine::quota::{Full, Quota, RefusalLine, RefusalLog};
+use bloatlab_engine::quota::{FairSlots, Full, Quota, RefusalLine, RefusalLog, Slot};
 use bloatlab_engine::server::{log_line, watch_peer, HELLO_DEADLINE};
 use bloatlab_host::clock;
 use bloatlab_model::{RpmServe, ServerConfig};
@@ -33,7 +33,11 @@ use tokio_rustls::TlsAcceptor;
 
 /// HTTP/2 streams one connection may have open at once.
 pub const MAX_STREAMS: u32 = 32;
-/// TLS handshakes in progress, all sources together (each bounded by HELLO_DEADLINE).
+/// TLS handshakes in progress, all sources together (each bounded by
+/// HELLO_DEADLINE), shared fairly: when all are taken, a source below its
+/// share (256 / the sources handshaking) cuts the oldest handshake of the
+/// source holding the most ([`FairSlots`]), so a few sources dripping slow
+/// handshakes cannot lock every other client out.
 pub const MAX_TLS_HANDSHAKING: u32 = 256;
 /// A connection that has served its requests and has none in progress is
 /// closed after this long: clients open a fresh connection per foreign probe
@@ -79,7 +83,7 @@ struct Shared {
     prefix: String,
     public_name: Option<String>,
     conns: Arc<Quota>,
-    handshaking: Arc<Quota>,
+    handshaking: Arc<FairSlots>,
     open: AtomicU32,
     served: AtomicU64,
     /// Refusals not yet logged: a flood writes one line a second.
@@ -108,7 +112,7 @@ impl RpmServer {
             prefix: prefix.clone(),
             public_name: rpm.public_name.clone(),
             conns,
-            handshaking: Quota::new(MAX_TLS_HANDSHAKING, MAX_TLS_HANDSHAKING),
+            handshaking: FairSlots::new(MAX_TLS_HANDSHAKING),
             open: AtomicU32::new(0),
             served: AtomicU64::new(0),
             refusals: std::sync::Mutex::new(RefusalLog::default()),
@@ -230,21 +234,56 @@ async fn accept_loop(l: TcpListener, acceptor: TlsAcceptor, sh: Arc<Shared>) {
             }
         };
         let hs = match sh.handshaking.take(peer.ip()) {
-            Ok(p) => p,
+            Ok((slot, _)) => slot,
             Err(_) => {
-                log_refusal(&sh, peer, format!("{MAX_TLS_HANDSHAKING} connections are in their TLS handshake"));
+                let held = sh.handshaking.held_by(peer.ip());
+                log_refusal(&sh, peer, format!("{MAX_TLS_HANDSHAKING} connections are in their TLS handshake, {held} of them from your address (its share)"));
                 continue;
             }
         };
+        // Cut when a source below its share needs the slot: the task ends
+        // (dropping its connection and permits) and the log says why.
+        let handle: Arc<(std::sync::OnceLock<tokio::task::AbortHandle>, std::sync::atomic::AtomicBool)> = Default::default();
+        let (h, shc) = (handle.clone(), sh.clone());
+        sh.handshaking.on_cut(
+            &hs,
+            Box::new(move || {
+                h.1.store(true, Ordering::SeqCst);
+                if let Some(a) = h.0.get() {
+                    a.abort();
+                }
+                log_refusal(&shc, peer, format!("TLS handshake cut after the {MAX_TLS_HANDSHAKING} handshake slots filled: another source needed its share"));
+            }),
+        );
         let sh2 = sh.clone();
         let acc = acceptor.clone();
-        tokio::spawn(async move {
-            sh2.open.fetch_add(1, Ordering::Relaxed);
+        let task = tokio::spawn(async move {
+            let _open = Open::new(&sh2);
             serve_conn(tcp, peer, acc, hs, &sh2).await;
-            sh2.open.fetch_sub(1, Ordering::Relaxed);
-            sh2.served.fetch_add(1, Ordering::Relaxed);
             drop(permit);
         });
+        let _ = handle.0.set(task.abort_handle());
+        if handle.1.load(Ordering::SeqCst) {
+            task.abort(); // cut before its handle was known
+        }
+    }
+}
+
+/// A connection being served, counted in `open` until its task ends or is
+/// aborted; then counted as served.
+struct Open(Arc<Shared>);
+
+impl Open {
+    fn new(sh: &Arc<Shared>) -> Open {
+        sh.open.fetch_add(1, Ordering::Relaxed);
+        Open(sh.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+        self.0.served.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -281,7 +320,7 @@ impl Drop for Active {
     }
 }
 
-async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs: bloatlab_engine::quota::Permit, sh: &Arc<Shared>) {
+async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs: Slot, sh: &Arc<Shared>) {
     let _ = tcp.set_nodelay(true);
     let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
     watch_peer(&SockRef::from(&tcp));
