@@ -492,7 +492,7 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t
             let deadline = tokio::time::Instant::now() + sh.max_duration;
             let mut body = req.into_body();
             let mut total = 0u64;
-            loop {
+            let ended = loop {
                 match tokio::time::timeout_at(deadline, body.frame()).await {
                     Ok(Some(Ok(f))) => {
                         if let Some(d) = f.data_ref() {
@@ -500,12 +500,18 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t
                             st.bytes_up.fetch_add(d.len() as u64, Ordering::Relaxed);
                         }
                     }
-                    Ok(Some(Err(_))) | Ok(None) => break,
-                    Err(_) => break,
+                    Ok(None) => break "complete".to_string(),
+                    Ok(Some(Err(e))) => break format!("the upload failed: {e}"),
+                    Err(_) => break format!("cut at --max-duration ({} s)", sh.max_duration.as_secs_f64()),
                 }
-            }
+            };
             drop(active);
-            let mut r = Response::new(FullBody::new(Bytes::from(format!("{{\"bytes\":{total}}}"))).boxed());
+            // Cut or not, over HTTP/1.1 or HTTP/2, the answer is the same: 200
+            // and the byte count. A cut request is answered while the client
+            // still sends (RFC 9113 8.1: HTTP/2 then resets the stream with
+            // NO_ERROR; HTTP/1.1 closes the connection after the answer).
+            let answer = json!({"bytes": total, "ended": ended}).to_string();
+            let mut r = Response::new(FullBody::new(Bytes::from(answer)).boxed());
             r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
             r
         }
@@ -526,5 +532,51 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t
                 nq::UPLOAD
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_model::RpmTls;
+
+    /// An endless upload cut at --max-duration gets the same answer over
+    /// HTTP/1.1 and HTTP/2: 200, the bytes received and why it ended.
+    #[test]
+    fn a_cut_upload_is_answered_alike_over_http1_and_http2() {
+        let cfg = ServerConfig { binds: vec!["127.0.0.1:0".parse().unwrap()], max_duration: Duration::from_secs(1), quiet: true, ..Default::default() };
+        let rpm = RpmServe { port: 0, public_name: None, tls: RpmTls::SelfSigned { names: vec!["127.0.0.1".into()] } };
+        let srv = RpmServer::start(&cfg, &rpm, Quota::new(100, 100)).unwrap();
+        let addr = srv.addrs[0];
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        for h2 in [false, true] {
+            let answer: serde_json::Value = rt.block_on(async {
+                let mut tls = (*crate::tls::client_config(true, None, None).unwrap()).clone();
+                tls.alpn_protocols = vec![if h2 { crate::tls::ALPN_H2.to_vec() } else { crate::tls::ALPN_H1.to_vec() }];
+                let tcp = TcpStream::connect(addr).await.unwrap();
+                let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+                let io = TokioIo::new(tokio_rustls::TlsConnector::from(Arc::new(tls)).connect(name, tcp).await.unwrap());
+                // an endless body: 64 KiB chunks every 5 ms (~100 Mbit/s)
+                let chunks = futures_util::stream::unfold((), |_| async {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), ()))
+                });
+                let req = Request::post(format!("https://127.0.0.1{}", nq::UPLOAD)).body(BodyExt::boxed(StreamBody::new(chunks))).unwrap();
+                let res = if h2 {
+                    let (mut send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await.unwrap();
+                    tokio::spawn(conn);
+                    send.send_request(req).await.unwrap()
+                } else {
+                    let (mut send, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+                    tokio::spawn(conn);
+                    send.send_request(req).await.unwrap()
+                };
+                assert_eq!(res.status(), StatusCode::OK, "h2={h2}");
+                let body = res.into_body().collect().await.unwrap().to_bytes();
+                serde_json::from_slice(&body).unwrap()
+            });
+            assert!(answer["bytes"].as_u64().unwrap() > 1_000_000, "h2={h2}: {answer}");
+            assert_eq!(answer["ended"], "cut at --max-duration (1 s)", "h2={h2}: {answer}");
+        }
     }
 }
