@@ -13,6 +13,26 @@ pub enum Style {
     Markdown,
 }
 
+/// The same rows as a scrolling HTML table of `class` (the report's
+/// tables): `rows[0]` is the header, every cell escaped.
+pub fn html_table(class: &str, rows: &[Vec<String>]) -> String {
+    use std::fmt::Write;
+    let mut s = format!("<div class=\"scroll\"><table class=\"{}\"><thead><tr>", esc(class));
+    for h in rows.first().into_iter().flatten() {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for row in rows.iter().skip(1) {
+        s.push_str("<tr>");
+        for c in row {
+            let _ = write!(s, "<td>{}</td>", esc(c));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table></div>\n");
+    s
+}
+
 /// The one table renderer: `rows[0]` is the header. Short rows are padded
 /// with empty cells.
 pub fn table(rows: &[Vec<String>], style: Style) -> String {

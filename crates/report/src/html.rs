@@ -50,8 +50,6 @@ table.meta td:first-child { color: var(--muted); width: 220px; }
 figure { margin: 10px 0 18px; border:1px solid var(--line); border-radius: 10px; padding: 8px; }
 figure svg { width: 100%; height: auto; display:block; }
 figcaption { color: var(--muted); font-size: 12.5px; padding: 4px 6px 0; }
-.grid2 { display:grid; grid-template-columns: 1fr 1fr; gap: 14px; }
-@media (max-width: 900px) { .grid2 { grid-template-columns: 1fr; } }
 pre { background: var(--soft); border:1px solid var(--line); border-radius: 8px; padding: 10px 12px;
   font: 12.5px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace; overflow-x: auto; }
 .scroll { overflow-x: auto; }
@@ -217,32 +215,14 @@ fn summary_html(r: &TestResult) -> String {
         s.push_str("</tbody></table></div>\n");
     }
     if let Some(rows) = crate::table::class_rows(r) {
-        let _ = write!(s, "<h3>Per DSCP class</h3><p>{}</p>{}", esc(crate::table::CLASS_TABLE_TITLE), rows_table("classes", &rows));
+        let _ = write!(s, "<h3>Per DSCP class</h3><p>{}</p>{}", esc(crate::table::CLASS_TABLE_TITLE), crate::fmt::html_table("classes", &rows));
     }
     if let Some(rows) = crate::table::udp_rows(r) {
-        let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), rows_table("udp", &rows));
+        let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), crate::fmt::html_table("udp", &rows));
     }
     if let Some((how, rows)) = crate::table::ping_rows(r) {
-        let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p>{}", esc(&how), rows_table("pings", &rows));
+        let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p>{}", esc(&how), crate::fmt::html_table("pings", &rows));
     }
-    s
-}
-
-/// A header row and data rows as a scrolling HTML table of `class`.
-fn rows_table(class: &str, rows: &[Vec<String>]) -> String {
-    let mut s = format!("<div class=\"scroll\"><table class=\"{class}\"><thead><tr>");
-    for h in &rows[0] {
-        let _ = write!(s, "<th>{}</th>", esc(h));
-    }
-    s.push_str("</tr></thead><tbody>");
-    for row in &rows[1..] {
-        s.push_str("<tr>");
-        for c in row {
-            let _ = write!(s, "<td>{}</td>", esc(c));
-        }
-        s.push_str("</tr>");
-    }
-    s.push_str("</tbody></table></div>\n");
     s
 }
 
@@ -370,12 +350,11 @@ fn single_body(run: Run) -> Result<String> {
         } else {
             "Goodput (top) and latency (bottom)"
         };
-        let caption = format!("{panels} on one time axis; shaded bands are the test phases. Lost probes are red ticks at the top of the latency panel. Long series are thinned for display only (min/max per pixel bucket); all statistics use every sample.");
+        let caption = format!("{panels} on one time axis; shaded bands are the test phases. Lost probes are red ticks at the top of the latency panel (lost witness probes brown, just below). Goodput is the data each receiver got in sequence per sample: data held behind a lost packet arrives all at once when the loss is repaired, so a line can spike above the link rate right after a dip. Long series are thinned for display only (min/max per pixel bucket); all statistics use every sample.");
         b.push_str(&figure(&runs, PlotKind::Timeseries, &caption)?);
-        b.push_str("<h2>Latency distribution</h2>\n<div class=\"grid2\">");
+        b.push_str("<h2>Latency distribution</h2>\n");
         b.push_str(&figure(&runs, PlotKind::Cdf, "CDF over all probes sent: lost probes count as infinitely late, so a curve tops out at 1 - loss.")?);
         b.push_str(&figure(&runs, PlotKind::Box, "RTT per phase.")?);
-        b.push_str("</div>\n");
         if r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty())) {
             b.push_str("<h2>Bottleneck queues</h2>\n");
             b.push_str(&figure(&runs, PlotKind::Queue, "Queue backlog from the kernel (tc) or the emulator; queueing delay = backlog bytes / drain rate measured while the queue was busy.")?);

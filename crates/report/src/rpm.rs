@@ -4,8 +4,8 @@ use bloatlab_results::RpmResult;
 use crate::fmt::{opt_ms, rate, text_table};
 
 /// One row per stage: RPM and its four parts, goodput, connections,
-/// confidence; then the conditions the numbers hold for.
-pub fn rpm_table(r: &RpmResult) -> String {
+/// confidence (the header first).
+fn rpm_rows(r: &RpmResult) -> Vec<Vec<String>> {
     let mut rows = vec![["stage", "RPM", "round ms", "tcp_f", "tls_f", "http_f", "http_s", "goodput", "conns", "probes", "confidence"]
         .iter()
         .map(|s| s.to_string())
@@ -25,22 +25,27 @@ pub fn rpm_table(r: &RpmResult) -> String {
             s.confidence.clone(),
         ]);
     }
-    let mut out = text_table(&rows);
+    rows
+}
+
+/// What the table's numbers mean and the conditions they hold for, a line each.
+fn rpm_notes(r: &RpmResult) -> Vec<String> {
+    let mut out = vec![];
     for s in &r.stages {
         if let Some(w) = &s.low_because {
-            out.push_str(&format!("{}: low confidence: {w}\n", s.direction));
+            out.push(format!("{}: low confidence: {w}", s.direction));
         }
         if s.probes_failed > 0 {
-            out.push_str(&format!("{}: {} probe(s) failed or not started\n", s.direction, s.probes_failed));
+            out.push(format!("{}: {} probe(s) failed or not started", s.direction, s.probes_failed));
         }
     }
-    out.push_str(&format!(
+    out.push(format!(
         "RPM per {}: 60000 / (1/6 (tcp_f + tls_f + http_f) + 1/2 http_s), each a 95% trimmed mean (ms) of the last {} intervals' probes; \
-         _f = a fresh connection, _s = a load-generating one\n",
+         _f = a fresh connection, _s = a load-generating one",
         r.method.specification, r.method.mad
     ));
-    out.push_str(&format!(
-        "server {} ({}, {} {}, certificate {}), client cc {}, kernel {}\n",
+    out.push(format!(
+        "server {} ({}, {} {}, certificate {}), client cc {}, kernel {}",
         r.server_address,
         r.http_version,
         r.tls.version,
@@ -56,6 +61,16 @@ pub fn rpm_table(r: &RpmResult) -> String {
     out
 }
 
+/// The terminal table of an RPM result, then its notes.
+pub fn rpm_table(r: &RpmResult) -> String {
+    let mut out = text_table(&rpm_rows(r));
+    for l in rpm_notes(r) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
 /// A self-contained HTML page for an RPM result: the table, the plot
 /// (inline SVG) and the conditions.
 pub fn rpm_html(r: &RpmResult) -> anyhow::Result<String> {
@@ -64,7 +79,9 @@ pub fn rpm_html(r: &RpmResult) -> anyhow::Result<String> {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bloatlab rpm {url}</title>\n<style>\
 body{{font-family:sans-serif;margin:1.5em auto;max-width:1150px;color:#222}} pre{{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:12px}}\
 .cards{{display:flex;gap:1em;flex-wrap:wrap}} .card{{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;min-width:12em}}\
-.k{{color:#666;font-size:13px}} .v{{font-size:28px;font-weight:bold}} .u{{color:#666;font-size:13px}} svg{{max-width:100%;height:auto}}</style></head>\n\
+.k{{color:#666;font-size:13px}} .v{{font-size:28px;font-weight:bold}} .u{{color:#666;font-size:13px}} svg{{width:100%;height:auto;display:block}}\
+table{{border-collapse:collapse;font-size:13px;margin:1em 0}} th,td{{padding:4px 9px;text-align:right;border-bottom:1px solid #ddd}} th:first-child,td:first-child{{text-align:left}}\
+.note{{color:#555;font-size:13px;margin:.3em 0}} .scroll{{overflow-x:auto}} figure{{margin:1em 0}}</style></head>\n\
 <body><h1>Responsiveness (RPM) of {url}</h1>\n<p>{spec}, measured {time} by bloatlab {ver}: working conditions from HTTP/2 load-generating connections, \
 foreign probes on fresh connections and self probes on the loaded ones.</p>\n{section}</body></html>\n",
         url = esc(&r.url),
@@ -78,6 +95,8 @@ foreign probes on fresh connections and self probes on the loaded ones.</p>\n{se
 /// The cards (RPM per stage), the table and the plot of an RPM result: its
 /// own page's body, and a section of a `bloatlab test --rpm` report.
 pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
+    // the SVG element alone (no XML prolog), as the report's figures
+    let svg_body = |svg: &str| svg.find("<svg").map(|i| svg[i..].to_string()).unwrap_or_else(|| svg.to_string());
     use crate::fmt::esc;
     let svg = crate::plot::rpm_svg_string(r)?;
     let mut cards = String::new();
@@ -90,7 +109,9 @@ pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
             s.low_because.as_deref().map(|w| format!(": {}", esc(w))).unwrap_or_default()
         ));
     }
-    Ok(format!("<section class=\"cards\">{cards}</section>\n<pre>{}</pre>\n{svg}\n", esc(&rpm_table(r))))
+    let notes: String = rpm_notes(r).iter().map(|l| format!("<p class=\"note\">{}</p>", esc(l))).collect();
+    let table = crate::fmt::html_table("rpm", &rpm_rows(r));
+    Ok(format!("<section class=\"cards\">{cards}</section>\n{table}{notes}\n<figure class=\"plot-rpm\">{}</figure>\n", svg_body(&svg)))
 }
 
 #[cfg(test)]

@@ -278,3 +278,72 @@ window.addEventListener('load', () => {
     eprintln!("layout check: {found}");
     assert!(found.starts_with("overflow=0 overlaps=0"), "{found}");
 }
+
+/// The whole report as a reader sees it at 1280 px in Chromium, with every
+/// section filled (pings, DSCP classes, an IETF RPM result, one 5 s probe):
+/// no plot text under 10 px, nothing wider than its box (no table or
+/// formula cut off behind a scrollbar), no legend or label over a data
+/// point, and no box of the box plot flattened by the one late probe.
+#[test]
+fn chromium_report_at_1280_px_reads_well() {
+    let Some(bin) = chromium() else {
+        bloatlab_testkit::cannot_run("1280 px report test", "no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let r = common::everything();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("everything.html");
+    bloatlab_report::write_html(&[Run { label: "everything", result: &r }], &html).unwrap();
+    let check = r#"<script>
+window.addEventListener('load', () => {
+  const out = [];
+  let minText = 1e9, minWhat = '';
+  for (const svg of document.querySelectorAll('svg')) {
+    const vb = svg.viewBox.baseVal;
+    const scale = svg.getBoundingClientRect().width / (vb && vb.width ? vb.width : svg.width.baseVal.value);
+    const pts = [];
+    for (const p of svg.querySelectorAll('polyline')) {
+      for (const xy of p.getAttribute('points').trim().split(/\s+/)) { const [x, y] = xy.split(',').map(Number); pts.push([x, y]); }
+    }
+    for (const c of svg.querySelectorAll('circle')) pts.push([+c.getAttribute('cx'), +c.getAttribute('cy')]);
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.textContent.trim()) continue;
+      const px = parseFloat(t.getAttribute('font-size')) * scale;
+      if (px < minText) { minText = px; minWhat = t.textContent; }
+      const b = t.getBBox();
+      const over = pts.filter(([x, y]) => x > b.x + 1 && x < b.x + b.width - 1 && y > b.y + 1 && y < b.y + b.height - 1).length;
+      if (over > 2) out.push('text over data: "' + t.textContent + '" covers ' + over + ' points');
+    }
+  }
+  out.push('min-text=' + minText.toFixed(1) + ' (' + minWhat + ')');
+  for (const e of document.querySelectorAll('pre, table, .scroll, figure, section, .card, p, main')) {
+    if (e.scrollWidth > e.clientWidth + 1) out.push('overflow: <' + e.tagName.toLowerCase() + ' class=' + e.className + '> ' + e.scrollWidth + ' > ' + e.clientWidth + ': ' + e.textContent.slice(0, 60));
+  }
+  if (document.documentElement.scrollWidth > window.innerWidth) out.push('page wider than the window: ' + document.documentElement.scrollWidth);
+  const boxes = [...document.querySelectorAll('figure.plot-box svg rect[opacity="0.45"]')].map(r => r.getBoundingClientRect().height);
+  out.push('boxes=' + boxes.map(h => h.toFixed(0)).join(','));
+  const pre = document.createElement('pre');
+  pre.id = 'layout-check';
+  pre.textContent = out.join('\n');
+  document.body.appendChild(pre);
+});
+</script></body>"#;
+    let page = std::fs::read_to_string(&html).unwrap().replace("</body>", check);
+    std::fs::write(&html, page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = chromium_cmd(&bin, profile.path());
+    c.arg("--window-size=1280,4000").arg("--virtual-time-budget=5000").arg("--dump-dom").arg(format!("file://{}", html.display()));
+    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    assert!(ok, "chromium --dump-dom failed: {err}");
+    let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
+    let found = found.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"");
+    eprintln!("layout at 1280 px:\n{found}");
+    let problems: Vec<&str> = found.lines().filter(|l| l.starts_with("overflow") || l.starts_with("page wider") || l.starts_with("text over data")).collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let min: f64 = found.lines().find_map(|l| l.strip_prefix("min-text=")).and_then(|v| v.split(' ').next()).unwrap().parse().unwrap();
+    assert!(min >= 10.0, "plot text of {min:.1} px at 1280 px (the smallest: {found})");
+    let boxes: Vec<f64> = found.lines().find_map(|l| l.strip_prefix("boxes=")).unwrap().split(',').filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    assert!(boxes.len() >= 3, "box plot boxes: {boxes:?}");
+    // the loaded phases' boxes (p25-p75 of a bloated queue) stay boxes, not lines
+    assert!(boxes.iter().filter(|h| **h >= 8.0).count() >= 2, "boxes flattened: {boxes:?}");
+}

@@ -25,8 +25,10 @@ where
                 let lost = if p.probes.is_empty() { 0.0 } else { 100.0 * (p.probes.len() - v.len()) as f64 / p.probes.len() as f64 };
                 series::box_stats(v).map(|b| (b, lost))
             });
+            // The axis fits the whiskers: one late probe (a max of seconds
+            // beside boxes of milliseconds) would flatten every box.
             if let Some((b, _)) = &st {
-                ymax = ymax.max(b.max);
+                ymax = ymax.max(b.p95);
             }
             row.push(st);
         }
@@ -42,13 +44,13 @@ where
     };
     let area = root.titled(&title, font(20.0))?;
     let n = names.len();
-    let ymax = nice_max(ymax) * 1.15;
+    let ymax = nice_max(ymax) * 1.2;
     let mut chart = ChartBuilder::on(&area)
         .margin(10)
         .margin_right(25)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .caption("box: p25–p75, line: median, whiskers: p5–p95, dot: max", font(14.0))
+        .caption("box: p25–p75, line: median, whiskers: p5–p95, dot: max (a max above the axis: a triangle at the top, with its value)", font(15.0))
         .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)?;
     let names_c = names.clone();
     let xf = move |v: &f64| {
@@ -68,8 +70,8 @@ where
         .y_label_formatter(&tk)
         .y_desc("round-trip time (ms)")
         .x_desc("phase")
-        .label_style(font(13.0))
-        .axis_desc_style(font(14.0))
+        .label_style(font(14.0))
+        .axis_desc_style(font(15.0))
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
         .draw()?;
@@ -100,7 +102,13 @@ where
             let area = chart.plotting_area();
             area.draw(&Rectangle::new([(x - half, b.p25), (x + half, b.p75)], c.stroke_width(1)))?;
             area.draw(&PathElement::new(vec![(x - half, b.p50), (x + half, b.p50)], BLACK.stroke_width(2)))?;
-            area.draw(&Circle::new((x, b.max), 3, RTT.filled()))?;
+            if b.max <= ymax {
+                area.draw(&Circle::new((x, b.max), 3, RTT.filled()))?;
+            } else {
+                let top = ymax * 0.985;
+                area.draw(&TriangleMarker::new((x, top), 5, RTT.filled()))?;
+                area.draw(&Text::new(format!("max {} ms", sig3(b.max)), (x + half * 0.15, ymax * 0.975), font(13.5)))?;
+            }
         }
     }
     if runs.len() > 1 {

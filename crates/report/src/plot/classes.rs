@@ -46,44 +46,41 @@ where
         v.iter_mut().for_each(|p| p.1 /= unit.divisor());
     }
     let ymax = nice_max(rates.iter().flat_map(|(_, _, v)| v.iter().map(|p| p.1)).fold(0.0, f64::max)) * 1.3;
-    let mut chart = time_chart(&panels[0], Some("Goodput per class (solid: upload, dashed: download)"), span, ymax, unit.name(), false)?;
+    let (area, strip) = split_legend(&panels[0]);
+    let mut leg = Legend::default();
+    let mut chart = time_chart(&area, Some("Goodput per class (solid: upload, dashed: download)"), span, ymax, unit.name(), false)?;
     shade_phases(&mut chart, r, ymax, true)?;
-    let mut labelled = vec![false; classes.len()];
     for (i, dir, pts) in &rates {
         let c = run_color(*i);
         let pts = series::thin_minmax(pts, MAX_POINTS);
-        let s = match dir {
-            Direction::Up => chart.draw_series(LineSeries::new(pts, c.stroke_width(2)))?,
-            Direction::Down => chart.draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))?,
-        };
-        if !labelled[*i] {
-            labelled[*i] = true;
-            s.label(classes[*i].1.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        match dir {
+            Direction::Up => {
+                chart.draw_series(LineSeries::new(pts, c.stroke_width(2)))?;
+                leg.add(&format!("{} upload", classes[*i].1), Mark::Line(c, 3));
+            }
+            Direction::Down => {
+                chart.draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))?;
+                leg.add(&format!("{} download", classes[*i].1), Mark::Dashed(c, 3));
+            }
         }
     }
-    if !rates.is_empty() {
-        legend(&mut chart, left_is_quieter(rates.iter().map(|(_, _, v)| v.as_slice()), span))?;
-    }
+    leg.draw(&strip, LEGEND_TOP)?;
     // Latency: each class's probes; the axis fits the 99th percentile so one
     // late probe does not flatten the rest (points above are drawn at the top).
     let mut all: Vec<f64> = rtts.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)).collect();
     all.sort_by(|a, b| a.total_cmp(b));
     let top = if all.is_empty() { 1.0 } else { series::quantile_sorted(&all, 0.99) };
     let ymax = nice_max(top) * 1.3;
-    let mut chart = time_chart(&panels[1], Some("Round trip of each class's marked UDP probes"), span, ymax, "ms", true)?;
+    let (area, strip) = split_legend(&panels[1]);
+    let mut leg = Legend::default();
+    let mut chart = time_chart(&area, Some("Round trip of each class's marked UDP probes"), span, ymax, "ms", true)?;
     shade_phases(&mut chart, r, ymax, false)?;
-    let mut labelled = vec![false; classes.len()];
     for (i, pts) in &rtts {
         let c = run_color(*i);
         let pts = series::thin_minmax(pts, MAX_POINTS).into_iter().map(|(x, y)| (x, y.min(ymax)));
-        let s = chart.draw_series(LineSeries::new(pts, c.stroke_width(1)))?;
-        if !labelled[*i] {
-            labelled[*i] = true;
-            s.label(classes[*i].1.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
-        }
+        chart.draw_series(LineSeries::new(pts, c.stroke_width(1)))?;
+        leg.add(&classes[*i].1, Mark::Line(c, 3));
     }
-    if !rtts.is_empty() {
-        legend(&mut chart, left_is_quieter(rtts.iter().map(|(_, v)| v.as_slice()), span))?;
-    }
+    leg.draw(&strip, LEGEND_TOP)?;
     Ok(())
 }

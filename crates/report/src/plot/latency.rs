@@ -62,51 +62,33 @@ where
         "Latency (UDP probes; one-way delays from the clock-offset estimate)".to_string()
     };
     let caption = if r.metadata.pings.is_empty() { caption } else { caption.replacen("(UDP probes;", "(UDP probes and pings to other hosts;", 1) };
-    let mut chart = time_chart_from(area, Some(&caption), span, ymin, ymax, "ms", x_desc)?;
+    let (area, strip) = split_legend(area);
+    let mut leg = Legend::default();
+    let mut chart = time_chart_from(&area, Some(&caption), span, ymin, ymax, "ms", x_desc)?;
     shade_phases(&mut chart, r, ymax, false)?;
-    let mut done = [false; 7];
     let targets: Vec<String> = r.metadata.pings.iter().map(|p| p.target.clone()).collect();
-    let mut ping_done = vec![false; targets.len()];
-    fn lab<'a, DB: DrawingBackend + 'a>(
-        s: &mut plotters::chart::SeriesAnno<'a, DB>,
-        done: &mut bool,
-        name: &str,
-        c: RGBColor,
-        w: u32,
-        dot: bool,
-    ) {
-        if *done {
-            return;
-        }
-        *done = true;
-        if dot {
-            s.label(name).legend(move |(x, y)| Circle::new((x + 9, y), 3, c.filled()));
-        } else {
-            s.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(w + 1)));
-        }
-    }
     for ps in &all {
         if !ps.up.is_empty() {
-            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.up, MAX_POINTS), OWD_UP.stroke_width(1)))?;
-            lab(s, &mut done[0], "one-way up", OWD_UP, 1, false);
+            chart.draw_series(LineSeries::new(series::thin_minmax(&ps.up, MAX_POINTS), OWD_UP.stroke_width(1)))?;
+            leg.add("one-way up", Mark::Line(OWD_UP, 2));
         }
         if !ps.down.is_empty() {
-            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.down, MAX_POINTS), OWD_DOWN.stroke_width(1)))?;
-            lab(s, &mut done[1], "one-way down", OWD_DOWN, 1, false);
+            chart.draw_series(LineSeries::new(series::thin_minmax(&ps.down, MAX_POINTS), OWD_DOWN.stroke_width(1)))?;
+            leg.add("one-way down", Mark::Line(OWD_DOWN, 2));
         }
         if !ps.rtt.is_empty() {
-            let s = chart.draw_series(LineSeries::new(series::thin_minmax(&ps.rtt, MAX_POINTS), RTT.stroke_width(1)))?;
-            lab(s, &mut done[2], "round trip", RTT, 1, false);
+            chart.draw_series(LineSeries::new(series::thin_minmax(&ps.rtt, MAX_POINTS), RTT.stroke_width(1)))?;
+            leg.add("round trip", Mark::Line(RTT, 2));
         }
         if !ps.rr.is_empty() {
             let pts = series::thin_minmax(&ps.rr, MAX_POINTS);
-            let s = chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, RR.filled())))?;
-            lab(s, &mut done[3], "TCP request/response", RR, 1, true);
+            chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 2, RR.filled())))?;
+            leg.add("TCP request/response", Mark::Dot(RR));
         }
         if !ps.wit.is_empty() {
             let pts = series::thin_minmax(&ps.wit, MAX_POINTS);
-            let s = chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
-            lab(s, &mut done[4], "witness host RTT", WITNESS, 1, false);
+            chart.draw_series(LineSeries::new(pts, WITNESS.stroke_width(1)))?;
+            leg.add("witness host RTT", Mark::Line(WITNESS, 2));
         }
         for (target, pts) in &ps.pings {
             let Some(i) = targets.iter().position(|t| t == target) else { continue };
@@ -114,34 +96,24 @@ where
                 continue;
             }
             let c = PINGS[i % PINGS.len()];
-            let s = chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(1)))?;
-            lab(s, &mut ping_done[i], target, c, 1, false);
+            chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(1)))?;
+            leg.add(target, Mark::Line(c, 2));
         }
         if !ps.lost.is_empty() {
             let (y0, y1) = (ymax * 0.97, ymax);
-            let s = chart.draw_series(
+            chart.draw_series(
                 series::thin_xs(&ps.lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], LOST.stroke_width(1))),
             )?;
-            lab(s, &mut done[5], "lost probe", LOST, 1, false);
+            leg.add("lost probe", Mark::Line(LOST, 2));
         }
         if !ps.wit_lost.is_empty() {
             let (y0, y1) = (ymax * 0.93, ymax * 0.96);
-            let s = chart.draw_series(
-                series::thin_xs(&ps.wit_lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], WITNESS.stroke_width(1))),
+            chart.draw_series(
+                series::thin_xs(&ps.wit_lost, MAX_POINTS).into_iter().map(|x| PathElement::new(vec![(x, y0), (x, y1)], LOST_WITNESS.stroke_width(1))),
             )?;
-            lab(s, &mut done[6], "lost witness probe", WITNESS, 1, false);
+            leg.add("lost witness probe", Mark::Line(LOST_WITNESS, 2));
         }
     }
-    if done.iter().chain(ping_done.iter()).any(|d| *d) {
-        let mut v: Vec<&[(f64, f64)]> = vec![];
-        let mut marks: Vec<(f64, f64)> = vec![];
-        for ps in &all {
-            v.extend([ps.rtt.as_slice(), ps.up.as_slice(), ps.down.as_slice(), ps.rr.as_slice(), ps.wit.as_slice()]);
-            v.extend(ps.pings.iter().map(|(_, p)| p.as_slice()));
-            marks.extend(ps.lost.iter().chain(ps.wit_lost.iter()).map(|x| (*x, ymax)));
-        }
-        v.push(&marks);
-        legend(&mut chart, left_is_quieter(v, span))?;
-    }
+    leg.draw(&strip, LEGEND_TOP)?;
     Ok(())
 }

@@ -184,8 +184,8 @@ fn job_size(job: &Job) -> (u32, u32) {
             PlotKind::Queue => (1200, 860),
             PlotKind::Tcp => (1200, 700),
             PlotKind::Classes => (1200, 760),
-            PlotKind::Cdf => (900, 600),
-            PlotKind::Box => (1000, 600),
+            PlotKind::Cdf => (1200, 560),
+            PlotKind::Box => (1200, 560),
         },
     }
 }

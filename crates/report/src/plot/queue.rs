@@ -24,18 +24,17 @@ where
     // Panel 1: backlog packets.
     let ymax = nice_max(qs.iter().flat_map(|q| q.samples.iter()).map(|s| s.backlog_packets as f64).fold(0.0, f64::max)) * 1.3;
     let last = areas.len() - 1;
-    let mut chart = time_chart(&areas[0], Some("Queue backlog"), span, ymax, "packets", x_desc_last && last == 0)?;
+    let (area, strip) = split_legend(&areas[0]);
+    let mut leg = Legend::default();
+    let mut chart = time_chart(&area, Some("Queue backlog"), span, ymax, "packets", x_desc_last && last == 0)?;
     shade_phases(&mut chart, r, ymax, true)?;
     for (i, q) in qs.iter().enumerate() {
         let c = run_color(i);
         let (p, _) = series::queue_backlog(q);
-        chart
-            .draw_series(LineSeries::new(series::thin_minmax(&p, MAX_POINTS), c.stroke_width(2)))?
-            .label(name(q))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        chart.draw_series(LineSeries::new(series::thin_minmax(&p, MAX_POINTS), c.stroke_width(2)))?;
+        leg.add(&name(q), Mark::Line(c, 3));
     }
-    let backlog: Vec<Vec<(f64, f64)>> = qs.iter().map(|q| series::queue_backlog(q).0).collect();
-    legend(&mut chart, left_is_quieter(backlog.iter().map(|v| v.as_slice()), span))?;
+    leg.draw(&strip, LEGEND_TOP)?;
     if areas.len() < 3 {
         return Ok(());
     }
@@ -49,14 +48,14 @@ where
         })
         .collect();
     let ymax = nice_max(delays.iter().flat_map(|(_, v)| v.iter()).map(|p| p.1).fold(0.0, f64::max)) * 1.6;
-    let mut chart = time_chart(&areas[1], Some("Queueing delay (backlog bytes / measured drain rate)"), span, ymax, "ms", false)?;
+    let (area, strip) = split_legend(&areas[1]);
+    let mut leg = Legend::default();
+    let mut chart = time_chart(&area, Some("Queueing delay (backlog bytes / measured drain rate)"), span, ymax, "ms", false)?;
     shade_phases(&mut chart, r, ymax, false)?;
     for (i, pts) in &delays {
         let c = run_color(*i);
-        chart
-            .draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(2)))?
-            .label(name(qs[*i]))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
+        chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(2)))?;
+        leg.add(&name(qs[*i]), Mark::Line(c, 3));
     }
     let mut analytic = vec![];
     if let Some(a) = lab.analytic_queue_delay_up_ms {
@@ -69,29 +68,26 @@ where
         let c = if k == 0 { UP } else { DOWN };
         let line = if *a < ymax { vec![(0.0, *a), (span, *a)] } else { vec![] };
         let label = if *a < ymax { format!("{n} ({} ms)", sig3(*a)) } else { format!("{n}: {} ms (above the plot)", sig3(*a)) };
-        chart
-            .draw_series(DashedLineSeries::new(line, 6, 4, c.mix(0.7).stroke_width(1)))?
-            .label(label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.mix(0.7).stroke_width(1)));
+        chart.draw_series(DashedLineSeries::new(line, 6, 4, c.mix(0.7).stroke_width(1)))?;
+        leg.add(&label, Mark::Dashed(c, 1));
     }
     if delays.is_empty() {
-        chart.plotting_area().draw(&Text::new("drain rate unknown (queue never busy)", (span * 0.35, ymax * 0.5), font(14.0)))?;
-    } else {
-        legend(&mut chart, left_is_quieter(delays.iter().map(|(_, v)| v.as_slice()), span))?;
+        chart.plotting_area().draw(&Text::new("drain rate unknown (queue never busy)", (span * 0.35, ymax * 0.5), font(15.0)))?;
     }
+    leg.draw(&strip, LEGEND_TOP)?;
     // Panel 3: drops per second.
     let drops: Vec<(usize, Vec<(f64, f64)>)> = qs.iter().enumerate().map(|(i, q)| (i, series::queue_drop_rate(q))).collect();
     let ymax = nice_max(drops.iter().flat_map(|(_, v)| v.iter()).map(|p| p.1).fold(0.0, f64::max)) * 1.3;
-    let mut chart = time_chart(&areas[2], Some("Queue drops"), span, ymax, "drops/s", x_desc_last)?;
+    let (area, strip) = split_legend(&areas[2]);
+    let mut leg = Legend::default();
+    let mut chart = time_chart(&area, Some("Queue drops"), span, ymax, "drops/s", x_desc_last)?;
     shade_phases(&mut chart, r, ymax, false)?;
     for (i, pts) in &drops {
         let c = run_color(*i);
-        chart
-            .draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(1)))?
-            .label(name(qs[*i]))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(1)))?;
+        leg.add(&name(qs[*i]), Mark::Line(c, 2));
     }
-    legend(&mut chart, left_is_quieter(drops.iter().map(|(_, v)| v.as_slice()), span))?;
+    leg.draw(&strip, LEGEND_TOP)?;
     Ok(())
 }
 

@@ -13,18 +13,18 @@ pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {
         bail!("the RPM result has no stage to plot");
     }
     let n = r.stages.len() as u32;
-    let size = (1100u32, 420 * n);
+    let size = (1200u32, 460 * n);
     let mut s = String::new();
     {
         let root = SVGBackend::with_string(&mut s, size).into_drawing_area();
         root.fill(&WHITE)?;
         for (area, st) in root.split_evenly((n as usize, 1)).iter().zip(&r.stages) {
-            let (top, bottom) = area.split_vertically(190);
+            let (top, bottom) = area.split_vertically(210);
             let span = st.intervals.last().map(|i| i.t_s).unwrap_or(1.0).max(st.duration_s).max(0.1);
             // the unit the stage's largest rate needs (Gbit/s on loopback)
             let unit = crate::fmt::RateUnit::fit_all(st.intervals.iter().flat_map(|i| [i.goodput_bps, i.moving_average_bps]));
             let div = unit.divisor();
-            let gmax = st.intervals.iter().map(|i| i.goodput_bps.max(i.moving_average_bps) / div).fold(0.0, f64::max).max(1e-3) * 1.15;
+            let gmax = nice_max(st.intervals.iter().map(|i| i.goodput_bps.max(i.moving_average_bps) / div).fold(0.0, f64::max)) * 1.15;
             let title = format!(
                 "{}: {} RPM ({} confidence), {} with {} connection(s)",
                 st.direction,
@@ -33,34 +33,31 @@ pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {
                 crate::fmt::rate(st.goodput_bps),
                 st.connections
             );
-            let mut c = ChartBuilder::on(&top)
-                .caption(title, (FAMILY, 16))
-                .margin(8)
-                .x_label_area_size(24)
-                .y_label_area_size(60)
-                .build_cartesian_2d(0.0..span, 0.0..gmax)?;
-            c.configure_mesh().y_desc(unit.name()).light_line_style(GRID).draw()?;
+            let (top, top_strip) = split_legend(&top);
+            let mut leg = Legend::default();
+            let mut c = styled_chart(&top, Some(&title), 0.0..span, 0.0..gmax, unit.name(), None)?;
             let inst: Vec<(f64, f64)> = st.intervals.iter().map(|i| (i.t_s, i.goodput_bps / div)).collect();
             let ma: Vec<(f64, f64)> = st.intervals.iter().map(|i| (i.t_s, i.moving_average_bps / div)).collect();
-            c.draw_series(LineSeries::new(inst, UP.stroke_width(1)))?.label("goodput per interval").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], UP.stroke_width(2)));
-            c.draw_series(LineSeries::new(ma, DOWN.stroke_width(2)))?.label("moving average").legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], DOWN.stroke_width(2)));
-            c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(GRID).position(SeriesLabelPosition::LowerRight).draw()?;
-            let pmax = st.probes.iter().map(|p| p.rtt_ms).fold(0.0, f64::max).max(1e-3) * 1.15;
-            let mut c = ChartBuilder::on(&bottom)
-                .margin(8)
-                .x_label_area_size(30)
-                .y_label_area_size(60)
-                .build_cartesian_2d(0.0..span, 0.0..pmax)?;
-            c.configure_mesh().x_desc("seconds from the stage's start").y_desc("probe ms").light_line_style(GRID).draw()?;
+            c.draw_series(LineSeries::new(inst, UP.stroke_width(1)))?;
+            leg.add("goodput per interval", Mark::Line(UP, 2));
+            c.draw_series(LineSeries::new(ma, DOWN.stroke_width(2)))?;
+            leg.add("moving average", Mark::Line(DOWN, 2));
+            leg.draw(&top_strip, LEGEND_TOP)?;
+            let pmax = nice_max(st.probes.iter().map(|p| p.rtt_ms).fold(0.0, f64::max)) * 1.1;
+            let (bottom, bottom_strip) = split_legend(&bottom);
+            let mut leg = Legend::default();
+            let mut c = styled_chart(&bottom, Some("each probe's round trip"), 0.0..span, 0.0..pmax, "ms", Some("seconds from the stage's start"))?;
             for (i, (kind, label)) in KINDS.iter().enumerate() {
                 let col = PALETTE[i % PALETTE.len()];
                 let pts: Vec<(f64, f64)> = st.probes.iter().filter(|p| p.kind == *kind).map(|p| (p.t_s, p.rtt_ms)).collect();
+                if pts.is_empty() {
+                    continue;
+                }
                 let pts = series::thin_minmax(&pts, MAX_POINTS);
-                c.draw_series(pts.into_iter().map(move |p| Circle::new(p, 2, col.filled())))?
-                    .label(*label)
-                    .legend(move |(x, y)| Circle::new((x + 9, y), 3, col.filled()));
+                c.draw_series(pts.into_iter().map(move |p| Circle::new(p, 2, col.filled())))?;
+                leg.add(label, Mark::Dot(col));
             }
-            c.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(GRID).position(SeriesLabelPosition::UpperLeft).draw()?;
+            leg.draw(&bottom_strip, LEGEND_TOP)?;
         }
         root.present()?;
     }

@@ -9,6 +9,8 @@ pub(super) const OWD_DOWN: RGBColor = RGBColor(245, 160, 70);
 pub(super) const RR: RGBColor = RGBColor(148, 103, 189);
 pub(super) const WITNESS: RGBColor = RGBColor(44, 160, 44);
 pub(super) const LOST: RGBColor = RGBColor(214, 39, 40);
+/// Lost witness probes: not the witness RTT's green, nor the server's lost red.
+pub(super) const LOST_WITNESS: RGBColor = RGBColor(140, 86, 75);
 /// --ping / --tcp-ping targets, in turn.
 pub(super) const PINGS: [RGBColor; 4] = [RGBColor(23, 190, 207), RGBColor(188, 189, 34), RGBColor(227, 119, 194), RGBColor(140, 86, 75)];
 pub(super) const GRID: RGBColor = RGBColor(225, 225, 225);
@@ -121,7 +123,7 @@ where
         .position(pos)
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(180, 180, 180))
-        .label_font(font(13.0))
+        .label_font(font(14.0))
         .draw()?;
     Ok(())
 }

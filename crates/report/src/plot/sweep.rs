@@ -54,7 +54,7 @@ where
             "log y axis: {hidden} point{} with y \u{2264} 0 not shown",
             if hidden == 1 { "" } else { "s" }
         );
-        b.caption(note, font(14.0));
+        b.caption(note, font(15.0));
     }
     macro_rules! body {
         ($chart:ident) => {{
@@ -62,8 +62,8 @@ where
                 .configure_mesh()
                 .x_desc(s.x_label)
                 .y_desc(s.y_label)
-                .label_style(font(13.0))
-                .axis_desc_style(font(14.0))
+                .label_style(font(14.0))
+                .axis_desc_style(font(15.0))
                 .bold_line_style(GRID)
                 .light_line_style(TRANSPARENT)
                 .x_label_formatter(&x_tk)

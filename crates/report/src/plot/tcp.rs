@@ -23,24 +23,19 @@ where
         [(&cw, "Congestion window (sender side)", "cwnd (packets)"), (&rt, "Smoothed RTT seen by the sender", "srtt (ms)")].into_iter().enumerate()
     {
         let ymax = nice_max(data.iter().flat_map(|(_, v)| v.iter()).map(|p| p.1).fold(0.0, f64::max)) * 1.3;
-        let mut chart = time_chart(&panels[k], Some(title), span, ymax, unit, k == 1)?;
+        let (area, strip) = split_legend(&panels[k]);
+        let mut leg = Legend::default();
+        let mut chart = time_chart(&area, Some(title), span, ymax, unit, k == 1)?;
         shade_phases(&mut chart, r, ymax, k == 0)?;
-        let mut labelled = [false; 2];
         for (d, pts) in data.iter() {
             let c = dir_color(*d);
-            let s = chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.mix(0.6).stroke_width(1)))?;
-            let i = if *d == Direction::Up { 0 } else { 1 };
-            if !labelled[i] {
-                labelled[i] = true;
-                s.label(if i == 0 { "upload flows (client sender)" } else { "download flows (server sender)" })
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-            }
+            chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.mix(0.6).stroke_width(1)))?;
+            leg.add(if *d == Direction::Up { "upload flows (client sender)" } else { "download flows (server sender)" }, Mark::Line(c, 2));
         }
         if data.is_empty() {
-            chart.plotting_area().draw(&Text::new("no TCP_INFO samples", (span * 0.4, ymax * 0.5), font(14.0)))?;
-        } else {
-            legend(&mut chart, left_is_quieter(data.iter().map(|(_, v)| v.as_slice()), span))?;
+            chart.plotting_area().draw(&Text::new("no TCP_INFO samples", (span * 0.4, ymax * 0.5), font(15.0)))?;
         }
+        leg.draw(&strip, LEGEND_TOP)?;
     }
     Ok(())
 }

@@ -48,38 +48,27 @@ where
         }
     }
     let ymax = nice_max(ymax) * 1.3;
-    let mut chart = time_chart(area, Some("Goodput (thin: per flow, bold: sum per direction)"), span, ymax, unit, x_desc)?;
+    let (area, strip) = split_legend(area);
+    let mut leg = Legend::default();
+    let mut chart = time_chart(&area, Some("Goodput (thin: per flow, bold: sum per direction)"), span, ymax, unit, x_desc)?;
     shade_phases(&mut chart, r, ymax, true)?;
-    let mut labelled = [false; 4];
     for (d, pts) in &flows {
         if flows.len() == sums.len() {
             break; // one flow per direction and phase: the sum is the flow
         }
         let c = dir_color(*d);
         let pts = series::thin_minmax(pts, MAX_POINTS).into_iter().map(|(x, y)| (x, y.min(ymax)));
-        let s = chart.draw_series(LineSeries::new(pts, c.mix(0.35).stroke_width(1)))?;
-        let k = if *d == Direction::Up { 0 } else { 1 };
-        if !labelled[k] {
-            labelled[k] = true;
-            let name = if *d == Direction::Up { "upload, per flow" } else { "download, per flow" };
-            s.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.mix(0.5).stroke_width(1)));
-        }
+        chart.draw_series(LineSeries::new(pts, c.mix(0.35).stroke_width(1)))?;
+        leg.add(if *d == Direction::Up { "upload, per flow" } else { "download, per flow" }, Mark::Faint(c, 0.5, 1));
     }
     for (d, pts) in &sums {
         let c = dir_color(*d);
-        let s = chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(2)))?;
-        let k = if *d == Direction::Up { 2 } else { 3 };
-        if !labelled[k] {
-            labelled[k] = true;
-            let name = if *d == Direction::Up { "upload (sum)" } else { "download (sum)" };
-            s.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
-        }
+        chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(2)))?;
+        leg.add(if *d == Direction::Up { "upload (sum)" } else { "download (sum)" }, Mark::Line(c, 3));
     }
     if sums.is_empty() {
-        chart.plotting_area().draw(&Text::new("no load flows", (span * 0.45, ymax * 0.5), font(14.0)))?;
-    } else {
-        let left = left_is_quieter(sums.iter().chain(flows.iter()).map(|(_, v)| v.as_slice()), span);
-        legend(&mut chart, left)?;
+        chart.plotting_area().draw(&Text::new("no load flows", (span * 0.45, ymax * 0.5), font(15.0)))?;
     }
+    leg.draw(&strip, LEGEND_TOP)?;
     Ok(())
 }

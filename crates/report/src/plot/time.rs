@@ -1,6 +1,11 @@
 //! The shared time axis: a chart over the test, phases shaded, legends placed where the data is quiet.
 use super::*;
 
+/// The strip right of a time panel where its legend goes.
+pub(super) const LEGEND_WIDTH: u32 = 180;
+/// Where a legend's first entry goes in its strip: below the panel's caption.
+pub(super) const LEGEND_TOP: i32 = 26;
+
 pub(super) type TimeChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 pub(super) fn time_chart<'a, DB: DrawingBackend>(
@@ -32,25 +37,43 @@ pub(super) fn time_chart_from<'a, DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    styled_chart(area, caption, 0f64..span, ymin..ymax, y_desc, x_desc.then_some("time since test start (s)"))
+}
+
+/// A chart in the house style (the time panels', the RPM plot's): light
+/// grid at the major ticks only, 13 px tick labels in 3 significant digits,
+/// 14 px axis names.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn styled_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: Option<&str>,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    y_desc: &str,
+    x_desc: Option<&str>,
+) -> Result<TimeChart<'a, DB>>
+where
+    DB::ErrorType: 'static,
+{
     let mut b = ChartBuilder::on(area);
-    b.margin(8).margin_right(20).x_label_area_size(if x_desc { 40 } else { 26 }).y_label_area_size(70);
+    b.margin(8).margin_right(12).x_label_area_size(if x_desc.is_some() { 40 } else { 26 }).y_label_area_size(70);
     if let Some(c) = caption {
         b.caption(c, font(16.0));
     }
-    let mut chart = b.build_cartesian_2d(0f64..span, ymin..ymax)?;
+    let mut chart = b.build_cartesian_2d(x, y)?;
     let tk = |v: &f64| tick(*v);
     let mut mesh = chart.configure_mesh();
     mesh.y_desc(y_desc)
-        .label_style(font(13.0))
-        .axis_desc_style(font(14.0))
+        .label_style(font(14.0))
+        .axis_desc_style(font(15.0))
         .bold_line_style(GRID)
         .light_line_style(TRANSPARENT)
         .x_labels(12)
         .y_labels(6)
         .x_label_formatter(&tk)
         .y_label_formatter(&tk);
-    if x_desc {
-        mesh.x_desc("time since test start (s)");
+    if let Some(d) = x_desc {
+        mesh.x_desc(d);
     }
     mesh.draw()?;
     Ok(chart)
@@ -76,41 +99,62 @@ where
         area.draw(&Rectangle::new([(x0, ymin), (x1, ymax)], fill.filled()))?;
         area.draw(&PathElement::new(vec![(x0, ymin), (x0, ymax)], RGBColor(150, 150, 170).stroke_width(1)))?;
         if label {
-            area.draw(&Text::new(format!(" {}", p.name), (x0, ymax), font(13.0).color(&RGBColor(70, 70, 100))))?;
+            area.draw(&Text::new(format!(" {}", p.name), (x0, ymax), font(14.0).color(&RGBColor(70, 70, 100))))?;
         }
     }
     Ok(())
 }
 
-/// Whether the left part of a time panel holds less data near the top than
-/// the right part (the legend then goes upper left, below the phase labels).
-pub(super) fn left_is_quieter<'p>(series: impl IntoIterator<Item = &'p [(f64, f64)]>, span: f64) -> bool {
-    let (mut l, mut r) = (0.0f64, 0.0f64);
-    for v in series {
-        for &(x, y) in v {
-            if x < span * 0.4 {
-                l = l.max(y);
-            } else if x > span * 0.6 {
-                r = r.max(y);
+/// How a legend entry is drawn.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Mark {
+    Line(RGBColor, u32),
+    /// A translucent line (per-flow series).
+    Faint(RGBColor, f64, u32),
+    Dashed(RGBColor, u32),
+    Dot(RGBColor),
+}
+
+/// A time panel's legend, drawn in a strip right of its plotting area
+/// ([`split_legend`]): it never covers data. Entries are added once each,
+/// in the order series are drawn.
+#[derive(Default)]
+pub(super) struct Legend(Vec<(String, Mark)>);
+
+impl Legend {
+    pub(super) fn add(&mut self, name: &str, mark: Mark) {
+        if !self.0.iter().any(|(n, _)| n == name) {
+            self.0.push((name.to_string(), mark));
+        }
+    }
+
+    /// Draw the entries top-down in `strip`, below `top` pixels (the panel's caption).
+    pub(super) fn draw<DB: DrawingBackend>(&self, strip: &DrawingArea<DB, Shift>, top: i32) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let (row, glyph) = (18, 22);
+        for (i, (name, mark)) in self.0.iter().enumerate() {
+            let y = top + 8 + row * i as i32;
+            let (x0, x1) = (4, 4 + glyph - 4);
+            match *mark {
+                Mark::Line(c, w) => strip.draw(&PathElement::new(vec![(x0, y), (x1, y)], c.stroke_width(w)))?,
+                Mark::Faint(c, a, w) => strip.draw(&PathElement::new(vec![(x0, y), (x1, y)], c.mix(a).stroke_width(w)))?,
+                Mark::Dashed(c, w) => {
+                    strip.draw(&PathElement::new(vec![(x0, y), (x0 + 6, y)], c.stroke_width(w)))?;
+                    strip.draw(&PathElement::new(vec![(x1 - 6, y), (x1, y)], c.stroke_width(w)))?;
+                }
+                Mark::Dot(c) => strip.draw(&Circle::new(((x0 + x1) / 2, y), 3, c.filled()))?,
             }
+            strip.draw(&Text::new(name.clone(), (4 + glyph + 4, y - 7), font(13.5)))?;
         }
+        Ok(())
     }
-    l < r * 0.75
 }
 
-pub(super) fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut TimeChart<'a, DB>, left: bool) -> Result<()>
-where
-    DB::ErrorType: 'static,
-{
-    let pos = if left { SeriesLabelPosition::Coordinate(8, 20) } else { SeriesLabelPosition::UpperRight };
-    chart
-        .configure_series_labels()
-        .position(pos)
-        .margin(6)
-        .legend_area_size(22)
-        .background_style(WHITE.mix(0.8))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font(font(12.0))
-        .draw()?;
-    Ok(())
+/// A time panel's area split into its chart and, right of it, the strip of
+/// [`LEGEND_WIDTH`] its legend goes in.
+pub(super) fn split_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let w = area.dim_in_pixel().0;
+    area.split_horizontally(w.saturating_sub(LEGEND_WIDTH))
 }

@@ -384,3 +384,60 @@ pub fn build(spec: &Spec) -> TestResult {
     }
     r
 }
+
+/// [`small`] with every section the report can show: pings, DSCP classes,
+/// an IETF RPM result with its plot and notes, and one late probe (5 s)
+/// that must not flatten the box plot.
+#[allow(dead_code)] // each test binary uses its own part of this module
+pub fn everything() -> TestResult {
+    use bloatlab_results::{ClassProbes, ClassSummary, LatencyStats, PingInfo, PingSample, PingSeries, PingSummary, RpmInterval, RpmProbe, RpmResult, RpmStage};
+    let mut r = small();
+    let last = r.scenarios.len() - 1;
+    if let Some(p) = r.scenarios[last].probes.iter_mut().find(|p| p.rtt_ns.is_some()) {
+        p.rtt_ns = Some(5_000_000_000);
+    }
+    r.metadata.pings = vec![PingInfo { target: "icmp 10.0.0.1".into(), address: "10.0.0.1".into(), method: "raw ICMP socket".into(), interval_ms: 100.0 }];
+    let lat = |p50: f64| LatencyStats { sent: 50, received: 49, lost: 1, loss_pct: 2.0, p50_ms: p50, p99_ms: p50 + 5.0, ..Default::default() };
+    for p in r.idle.iter_mut().chain(r.scenarios.iter_mut()) {
+        let samples: Vec<PingSample> = p.probes.iter().map(|x| PingSample { t_ns: x.t_ns + 5_000_000, rtt_ns: x.rtt_ns.map(|v| v * 9 / 10) }).collect();
+        p.pings = vec![PingSeries { target: "icmp 10.0.0.1".into(), samples }];
+        p.summary.pings = vec![PingSummary { target: "icmp 10.0.0.1".into(), latency: lat(40.0), added_latency_ms: Some(20.0) }];
+        let marked: Vec<Probe> = p.probes.iter().map(|x| Probe { rtt_ns: x.rtt_ns.map(|v| v / 4), ..*x }).collect();
+        p.class_probes = vec![ClassProbes { dscp: 0, probes: p.probes.clone() }, ClassProbes { dscp: 46, probes: marked }];
+        p.summary.classes = vec![
+            ClassSummary { dscp: 0, class: "BE".into(), download_flows: p.downloads, download_bps: p.summary.download_bps, latency: lat(80.0), added_latency_ms: Some(60.0), ..Default::default() },
+            ClassSummary { dscp: 46, class: "EF".into(), upload_flows: p.uploads, upload_bps: p.summary.upload_bps, latency: lat(20.0), added_latency_ms: Some(2.25), ..Default::default() },
+        ];
+        for f in p.flows.iter_mut().filter(|f| f.direction == Direction::Up) {
+            f.dscp = 46;
+        }
+    }
+    let mut x = RpmResult::default();
+    x.method.specification = "draft-ietf-ippm-responsiveness-08".into();
+    x.method.mad = 4;
+    x.server_address = "10.0.0.2:4043".into();
+    x.http_version = "HTTP/2".into();
+    for (d, rpm) in [(bloatlab_model::RpmDirection::Download, 1234.0), (bloatlab_model::RpmDirection::Upload, 987.0)] {
+        let intervals = (1..=10).map(|i| RpmInterval { t_s: i as f64, goodput_bps: 9.4e6 + 1e5 * (i % 3) as f64, moving_average_bps: 9.4e6, connections: 4, rpm: Some(rpm) }).collect();
+        let kinds = ["tcp_foreign", "tls_foreign", "http_foreign", "http_self"];
+        let probes = (0..400).map(|i| RpmProbe { t_s: i as f64 * 0.025, kind: kinds[i % 4].into(), rtt_ms: 20.0 + (i % 37) as f64 * 3.0 }).collect();
+        x.stages.push(RpmStage {
+            direction: d,
+            rpm: Some(rpm),
+            confidence: "high".into(),
+            goodput_bps: 9.4e6,
+            connections: 4,
+            duration_s: 10.0,
+            tcp_foreign_ms: Some(20.0),
+            tls_foreign_ms: Some(40.0),
+            http_foreign_ms: Some(25.0),
+            http_self_ms: Some(60.0),
+            round_trip_ms: Some(60000.0 / rpm),
+            intervals,
+            probes,
+            ..Default::default()
+        });
+    }
+    r.rpm = Some(x);
+    r
+}
