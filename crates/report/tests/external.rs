@@ -310,6 +310,8 @@ window.addEventListener('load', () => {
       if (!t.textContent.trim()) continue;
       const px = parseFloat(t.getAttribute('font-size')) * scale;
       if (px < minText) { minText = px; minWhat = t.textContent; }
+      const tr = t.getBoundingClientRect(), sr = svg.getBoundingClientRect();
+      if (tr.right > sr.right + 1 || tr.left < sr.left - 1) out.push('text cut at the plot edge: "' + t.textContent + '"');
       const b = t.getBBox();
       const over = pts.filter(([x, y]) => x > b.x + 1 && x < b.x + b.width - 1 && y > b.y + 1 && y < b.y + b.height - 1).length;
       if (over > 2) out.push('text over data: "' + t.textContent + '" covers ' + over + ' points');
@@ -338,7 +340,7 @@ window.addEventListener('load', () => {
     let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
     let found = found.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"");
     eprintln!("layout at 1280 px:\n{found}");
-    let problems: Vec<&str> = found.lines().filter(|l| l.starts_with("overflow") || l.starts_with("page wider") || l.starts_with("text over data")).collect();
+    let problems: Vec<&str> = found.lines().filter(|l| l.starts_with("overflow") || l.starts_with("page wider") || l.starts_with("text over data") || l.starts_with("text cut")).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let min: f64 = found.lines().find_map(|l| l.strip_prefix("min-text=")).and_then(|v| v.split(' ').next()).unwrap().parse().unwrap();
     assert!(min >= 10.0, "plot text of {min:.1} px at 1280 px (the smallest: {found})");

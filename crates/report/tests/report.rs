@@ -218,7 +218,7 @@ fn plots_png_and_svg() {
         (PlotKind::Cdf, &["latency CDF per phase", "idle (n=", "2u2d (n="]),
         (PlotKind::Box, &["RTT per phase", "whiskers"]),
         (PlotKind::Queue, &["bottleneck queues", "bottleneck-up (pfifo)", "Queueing delay", "Queue drops", "analytic max, up"]),
-        (PlotKind::Tcp, &["TCP_INFO", "Congestion window", "upload flows (client sender)"]),
+        (PlotKind::Tcp, &["TCP_INFO", "Congestion window", "uploads (client sends)"]),
     ];
     for (kind, words) in expect {
         let png = dir.path().join(format!("{}.png", kind.name()));

@@ -59,15 +59,15 @@ where
     }
     let mut analytic = vec![];
     if let Some(a) = lab.analytic_queue_delay_up_ms {
-        analytic.push(("analytic max, up", a));
+        analytic.push(("analytic up", a));
     }
     if let Some(a) = lab.analytic_queue_delay_down_ms {
-        analytic.push(("analytic max, down", a));
+        analytic.push(("analytic down", a));
     }
     for (k, (n, a)) in analytic.iter().enumerate() {
         let c = if k == 0 { UP } else { DOWN };
         let line = if *a < ymax { vec![(0.0, *a), (span, *a)] } else { vec![] };
-        let label = if *a < ymax { format!("{n} ({} ms)", sig3(*a)) } else { format!("{n}: {} ms (above the plot)", sig3(*a)) };
+        let label = if *a < ymax { format!("{n}: {} ms", sig3(*a)) } else { format!("{n}: {} ms (above)", sig3(*a)) };
         chart.draw_series(DashedLineSeries::new(line, 6, 4, c.mix(0.7).stroke_width(1)))?;
         leg.add(&label, Mark::Dashed(c, 1));
     }

@@ -4,7 +4,7 @@ use super::*;
 use bloatlab_results::RpmResult;
 
 const KINDS: [(&str, &str); 4] =
-    [("tcp_foreign", "TCP handshake (fresh conn.)"), ("tls_foreign", "TLS handshake (fresh conn.)"), ("http_foreign", "HTTP GET (fresh conn.)"), ("http_self", "HTTP GET (loaded conn.)")];
+    [("tcp_foreign", "TCP handshake, fresh"), ("tls_foreign", "TLS handshake, fresh"), ("http_foreign", "HTTP GET, fresh"), ("http_self", "HTTP GET, loaded conn.")];
 
 /// The plot as an SVG document.
 pub fn rpm_svg_string(r: &RpmResult) -> Result<String> {

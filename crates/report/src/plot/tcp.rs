@@ -30,7 +30,7 @@ where
         for (d, pts) in data.iter() {
             let c = dir_color(*d);
             chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.mix(0.6).stroke_width(1)))?;
-            leg.add(if *d == Direction::Up { "upload flows (client sender)" } else { "download flows (server sender)" }, Mark::Line(c, 2));
+            leg.add(if *d == Direction::Up { "uploads (client sends)" } else { "downloads (server sends)" }, Mark::Line(c, 2));
         }
         if data.is_empty() {
             chart.plotting_area().draw(&Text::new("no TCP_INFO samples", (span * 0.4, ymax * 0.5), font(15.0)))?;

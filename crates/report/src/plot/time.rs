@@ -2,7 +2,7 @@
 use super::*;
 
 /// The strip right of a time panel where its legend goes.
-pub(super) const LEGEND_WIDTH: u32 = 180;
+pub(super) const LEGEND_WIDTH: u32 = 230;
 /// Where a legend's first entry goes in its strip: below the panel's caption.
 pub(super) const LEGEND_TOP: i32 = 26;
 
