@@ -217,7 +217,7 @@ fn plots_png_and_svg() {
         (PlotKind::Latency, &["Latency", "TCP request/response", "witness host RTT"]),
         (PlotKind::Cdf, &["latency CDF per phase", "idle (n=", "2u2d (n="]),
         (PlotKind::Box, &["RTT per phase", "whiskers"]),
-        (PlotKind::Queue, &["bottleneck queues", "bottleneck-up (pfifo)", "Queueing delay", "Queue drops", "analytic max, up"]),
+        (PlotKind::Queue, &["bottleneck queues", "bottleneck-up (pfifo)", "Queueing delay", "Queue drops", "analytic up: "]),
         (PlotKind::Tcp, &["TCP_INFO", "Congestion window", "uploads (client sends)"]),
     ];
     for (kind, words) in expect {
