@@ -38,6 +38,13 @@ fn rpm_notes(r: &RpmResult) -> Vec<String> {
         if s.probes_failed > 0 {
             out.push(format!("{}: {} probe(s) failed or not started", s.direction, s.probes_failed));
         }
+        if s.handshake_retransmits > 0 {
+            out.push(format!(
+                "{}: {} of {} foreign probes had a handshake packet retransmitted (a drop at a full queue costs a retransmission \
+                 timeout, 1 s for a SYN): tcp_f and tls_f include loss recovery, not only queueing",
+                s.direction, s.handshake_retransmits, s.foreign_probes
+            ));
+        }
     }
     out.push(format!(
         "RPM per {}: 60000 / (1/6 (tcp_f + tls_f + http_f) + 1/2 http_s), each a 95% trimmed mean (ms) of the last {} intervals' probes; \

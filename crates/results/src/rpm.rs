@@ -78,6 +78,14 @@ pub struct RpmStage {
     pub round_trip_ms: Option<f64>,
     /// Probe rounds that failed (a connection refused or reset, a timeout).
     pub probes_failed: u32,
+    /// Foreign probes whose TCP or TLS handshake had a packet retransmitted
+    /// (a drop, usually at a full queue): their tcp_f / tls_f include a
+    /// retransmission timeout (1 s for a SYN), loss recovery, not queueing.
+    #[serde(default)]
+    pub handshake_retransmits: u32,
+    /// Foreign probes completed in the stage.
+    #[serde(default)]
+    pub foreign_probes: u32,
     pub intervals: Vec<RpmInterval>,
     pub probes: Vec<RpmProbe>,
 }

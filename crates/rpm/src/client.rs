@@ -42,8 +42,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// 160 connections per source, which would otherwise refuse a load
 /// connection and end the run (seen through a 10-packet FIFO).
 pub const MAX_ROUNDS_IN_FLIGHT: u32 = 100;
-const UPLOAD_CHUNK: usize = 64 * 1024;
-static FILL: [u8; UPLOAD_CHUNK] = [b'x'; UPLOAD_CHUNK];
+static FILL: [u8; crate::pace::MAX_CHUNK] = [b'x'; crate::pace::MAX_CHUNK];
 
 pub const SPECIFICATION: &str = "draft-ietf-ippm-responsiveness-08";
 pub const FORMULA: &str =
@@ -65,6 +64,8 @@ struct Opened {
     driver: JoinHandle<()>,
     tcp_ms: f64,
     tls_ms: f64,
+    /// Packets retransmitted during the TCP and TLS handshakes.
+    handshake_retransmits: u32,
     info: RpmTlsInfo,
 }
 
@@ -125,6 +126,7 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
             }
         })?;
     let tls_ms = ms(b.elapsed());
+    let handshake_retransmits = sock.as_ref().and_then(|s| bloatlab_engine::sys::tcp_info(s, 0, bloatlab_results::Side::Client)).map_or(0, |i| i.total_retrans);
     let c = tls.get_ref().1;
     if c.alpn_protocol() != Some(tls::ALPN_H2) {
         return Err(format!(
@@ -145,6 +147,7 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
         // As the server: a fixed window bounds what waits at this end.
         .initial_stream_window_size(crate::server::H2_WINDOW)
         .initial_connection_window_size(crate::server::H2_WINDOW)
+        .max_send_buf_size(crate::server::H2_SEND_BUFFER)
         .keep_alive_interval(Duration::from_secs(10))
         .keep_alive_timeout(Duration::from_secs(20))
         .handshake(TokioIo::new(tls))
@@ -153,7 +156,7 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
     let driver = tokio::spawn(async move {
         let _ = conn.await;
     });
-    Ok(Opened { sender, sock, driver, tcp_ms, tls_ms, info })
+    Ok(Opened { sender, sock, driver, tcp_ms, tls_ms, handshake_retransmits, info })
 }
 
 fn request(method: Method, url: &str, body: Body) -> Result<Request<Body>, String> {
@@ -227,6 +230,8 @@ async fn start_load(
     verified: Verified,
 ) -> Result<Load, String> {
     let o = open(&t, verified).await?;
+    // an upload paces itself by its socket's TCP_INFO (crate::pace)
+    let pacer = crate::pace::Pacer::new(if download { None } else { o.sock.as_ref().and_then(|s| s.try_clone().ok()) });
     if let (false, Some(sock)) = (download, o.sock) {
         let base = bytes_delivered(&sock);
         uploads.0.lock().unwrap().push((sock, base));
@@ -249,8 +254,9 @@ async fn start_load(
                     }
                 }
             } else {
-                let stream = futures_util::stream::unfold((), |_| async move {
-                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), ()))
+                let stream = futures_util::stream::unfold(pacer, |mut pacer| async move {
+                    let n = pacer.next_chunk().await;
+                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n]))), pacer))
                 });
                 let resp = sender.send_request(request(Method::POST, &url, StreamBody::new(stream).boxed())?).await.map_err(|e| e.to_string())?;
                 if resp.status() != StatusCode::OK {
@@ -275,6 +281,10 @@ struct Probes {
     done_s: Vec<f64>,
     failed: u32,
     errors: Vec<String>,
+    /// Foreign probes completed, and how many of them had a handshake
+    /// packet retransmitted.
+    foreign: u32,
+    retransmitted: u32,
 }
 
 /// One probe round: a foreign probe on a fresh connection and a self probe
@@ -295,7 +305,7 @@ async fn probe_round(
         if body.len() != 1 {
             return Err(format!("{small}: the small object has {} bytes, not 1", body.len()));
         }
-        Ok::<_, String>((o.tcp_ms, o.tls_ms, http_ms))
+        Ok::<_, String>((o.tcp_ms, o.tls_ms, http_ms, o.handshake_retransmits))
     };
     let selfp = async {
         match self_sender {
@@ -308,7 +318,12 @@ async fn probe_round(
     let mut got: Vec<(&str, f64)> = vec![];
     let mut errs: Vec<String> = vec![];
     match f {
-        Ok((tcp, tl, http)) => got.extend([("tcp_foreign", tcp), ("tls_foreign", tl), ("http_foreign", http)]),
+        Ok((tcp, tl, http, retrans)) => {
+            got.extend([("tcp_foreign", tcp), ("tls_foreign", tl), ("http_foreign", http)]);
+            let mut p = out.lock().unwrap();
+            p.foreign += 1;
+            p.retransmitted += u32::from(retrans > 0);
+        }
         Err(e) => errs.push(e),
     }
     match s {
@@ -621,6 +636,8 @@ fn stage_result(cfg: &RpmConfig, dir: RpmDirection, o: Outcome, p: Probes) -> Re
         http_self_ms: r.map(|r| r.http_self_ms),
         round_trip_ms: r.map(|r| r.weighted_ms),
         probes_failed: p.failed,
+        handshake_retransmits: p.retransmitted,
+        foreign_probes: p.foreign,
         intervals: o.intervals,
         probes: p.samples,
     })

@@ -13,6 +13,7 @@
 //! blocking threads of the bloatlab protocol.
 pub mod client;
 pub mod nq;
+pub mod pace;
 pub mod server;
 pub mod stage;
 pub mod tls;
