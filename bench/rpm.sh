@@ -63,6 +63,15 @@ d = full_ms()
 phys = "%.1f ms" % d if d else "AQM 5 ms"
 prpm = "%.0f" % (60000 / d) if d else "%.0f" % (60000 / 5)
 print("%-10s %-7s | %-11s %-14s | %-22s %-9s | %-20s %-10s" % (q, rate, phys, prpm, blr, gp, nqd + "/" + nqu, p90))
+# Where bloatlab's round trip goes, per probe kind (95% trimmed means, ms),
+# and how many foreign probes had a handshake packet retransmitted.
+try:
+    for d in ("download", "upload"):
+        s = st[d]
+        kinds = " ".join("%s %s" % (k, "%.3g" % s[k + "_ms"] if s.get(k + "_ms") is not None else "-") for k in ("tcp_foreign", "tls_foreign", "http_foreign", "http_self"))
+        print("    %-8s %s; handshakes retransmitted %d of %d" % (d, kinds, s.get("handshake_retransmits", 0), s.get("foreign_probes", 0)))
+except Exception:
+    pass
 EOF
   [ -s "$W/bl.json" ] || echo "  bloatlab rpm: $(tail -1 "$W/bl.err")"
   $BL lab cleanup --id "$LAB" >/dev/null 2>&1 || true
