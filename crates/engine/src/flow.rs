@@ -1,5 +1,5 @@
 //! Bulk flows (both ends use the same code) and the periodic sampler.
-use crate::sys;
+use crate::sys::{self, Received};
 use bloatlab_host::clock;
 use bloatlab_metrics::GapTracker;
 use bloatlab_results::{Direction, Side, TcpInfoSample};
@@ -241,6 +241,54 @@ impl Latest {
     }
 }
 
+/// The bytes that have reached a receiving socket, in sequence or held
+/// out of order behind a hole, from its successive TCP_INFO readings. In-
+/// sequence bytes alone stall while a loss is repaired and then jump by
+/// everything held meanwhile (a 250 ms window read 45 Mbit/s through a 10
+/// Mbit/s link). While no segment arrives out of order, every segment is in
+/// sequence: the count is the in-sequence one, and the mean segment size is
+/// learned. While segments arrive out of order, a hole is open: the count
+/// adds the segments received since the last in-order reading at that size.
+/// For live rates only; goodput is the in-sequence count.
+#[derive(Debug, Default)]
+pub struct Arrivals {
+    last: Option<Received>,
+    /// Data segments received (no wrap) and in-sequence bytes at the last
+    /// reading with no out-of-order arrival.
+    sync: (u64, u64),
+    segs: u64,
+    /// Mean payload of a segment, learned while in order.
+    seg_bytes: f64,
+    arrived: u64,
+}
+
+impl Arrivals {
+    pub fn update(&mut self, r: Received) -> u64 {
+        let Some(last) = self.last.replace(r) else {
+            self.sync = (0, r.in_sequence);
+            self.arrived = r.in_sequence;
+            return r.in_sequence;
+        };
+        let new_segs = r.data_segs.wrapping_sub(last.data_segs) as u64;
+        self.segs += new_segs;
+        let estimate = if r.ooo_packets == last.ooo_packets {
+            // every segment since the last reading arrived in order
+            if new_segs > 0 && r.in_sequence > last.in_sequence {
+                self.seg_bytes = (r.in_sequence - last.in_sequence) as f64 / new_segs as f64;
+            }
+            self.sync = (self.segs, r.in_sequence);
+            r.in_sequence
+        } else {
+            let size = if self.seg_bytes > 0.0 { self.seg_bytes } else { r.rcv_mss as f64 };
+            let since = (self.segs - self.sync.0) as f64 * size;
+            r.in_sequence.max(self.sync.1 + since as u64)
+        };
+        // never backwards: a resync after an overestimate waits for the count
+        self.arrived = self.arrived.max(estimate);
+        self.arrived
+    }
+}
+
 /// One flow as the sampler sees it.
 pub struct Sampled {
     pub id: u32,
@@ -264,6 +312,7 @@ pub struct FlowSamples {
 /// `clock::now_ns()`. After each pass the totals per direction go to `latest`.
 pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Side, latest: Option<&Latest>) -> Vec<FlowSamples> {
     let mut out = vec![FlowSamples::default(); flows.len()];
+    let mut arrivals: Vec<Arrivals> = (0..flows.len()).map(|_| Arrivals::default()).collect();
     let step = interval.as_nanos() as u64;
     let mut next = clock::now_ns();
     loop {
@@ -285,12 +334,12 @@ pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Sid
                 let mut arrived = 0;
                 let s = clock::stamped(clock::now_ns, || match f.tcp.then(|| sys::tcp_received(&f.sock)).flatten() {
                     Some(r) => {
-                        arrived = r.arrived;
+                        arrived = arrivals[i].update(r);
                         r.in_sequence
                     }
                     None => f.counter.load(Ordering::Relaxed),
                 });
-                // live totals count data when it arrives (sys::Received)
+                // live totals count data when it arrives ([`Arrivals`])
                 add(f.direction, arrived.max(s.1));
                 out[i].goodput.push(s);
             } else if !f.tcp {
@@ -388,6 +437,35 @@ mod tests {
         let t0 = std::time::Instant::now();
         assert_eq!(l.wait_newer(1, Duration::from_millis(30)).seq, 1);
         assert!(t0.elapsed() >= Duration::from_millis(29));
+    }
+
+    /// A hole's held data counts as it arrives, not when the hole fills;
+    /// in order, the count is the in-sequence one (loopback's varying
+    /// segment sizes included).
+    #[test]
+    fn arrivals_count_held_data_when_it_arrives() {
+        let r = |in_sequence: u64, data_segs: u32, ooo_packets: u32| Received { in_sequence, data_segs, ooo_packets, rcv_mss: 1448 };
+        let mut a = Arrivals::default();
+        assert_eq!(a.update(r(0, 0, 0)), 0);
+        assert_eq!(a.update(r(14480, 10, 0)), 14480, "in order: the in-sequence count");
+        // a segment is lost; 9 more arrive out of order, then 10 more
+        assert_eq!(a.update(r(14480, 19, 9)), 14480 + 9 * 1448);
+        assert_eq!(a.update(r(14480, 29, 19)), 14480 + 19 * 1448);
+        // the retransmission fills the hole: everything is in sequence
+        assert_eq!(a.update(r(14480 + 20 * 1448, 30, 19)), 14480 + 20 * 1448);
+        assert_eq!(a.update(r(14480 + 30 * 1448, 40, 19)), 14480 + 30 * 1448);
+        // loopback: segments of any size, always in order, never an estimate
+        let mut a = Arrivals::default();
+        let mut b = 0;
+        for k in 1..100u32 {
+            b += 65_483 - (k as u64 * 977) % 30_000;
+            assert_eq!(a.update(Received { in_sequence: b, data_segs: k * 3, ooo_packets: 0, rcv_mss: 65_483 }), b);
+        }
+        // data_segs wraps
+        let mut a = Arrivals::default();
+        a.update(r(0, u32::MAX - 1, 0));
+        assert_eq!(a.update(r(4 * 1448, 2, 0)), 4 * 1448);
+        assert_eq!(a.update(r(4 * 1448, 5, 3)), 7 * 1448);
     }
 
     /// The sampler publishes each pass's totals per direction: bytes

@@ -81,25 +81,24 @@ pub fn rcvbuf(sock: &impl AsRawFd) -> u32 {
 
 use bloatlab_host::sock::TcpInfo;
 
-/// What a receiving socket's TCP has received, two ways.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a receiving socket's TCP has received (its TCP_INFO counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Received {
     /// In sequence (tcpi_bytes_received, Linux 4.1+): what crossed the
     /// network, whether or not the application has read it yet. Goodput.
     pub in_sequence: u64,
-    /// In sequence or held out of order behind a hole: the larger of that
-    /// and tcpi_data_segs_in x tcpi_rcv_mss. In-sequence bytes alone stall
-    /// while a loss is repaired, then jump by everything held meanwhile (a
-    /// 250 ms window read 45 Mbit/s through a 10 Mbit/s link); counted this
-    /// way, data counts when it arrives. For live rates only.
-    pub arrived: u64,
+    /// Data segments received, in order or not (tcpi_data_segs_in, wraps).
+    pub data_segs: u32,
+    /// Segments received out of order (tcpi_rcv_ooopack, Linux 5.4+; 0 before).
+    pub ooo_packets: u32,
+    pub rcv_mss: u32,
 }
 
 /// A receiving socket's counts; None where the kernel lacks them.
 pub fn tcp_received(sock: &impl AsRawFd) -> Option<Received> {
     let (raw, len) = sock::tcp_info(sock)?;
     let end = std::mem::offset_of!(TcpInfo, data_segs_in) + std::mem::size_of::<u32>();
-    (len >= end).then_some(Received { in_sequence: raw.bytes_received, arrived: raw.bytes_received.max(raw.data_segs_in as u64 * raw.rcv_mss as u64) })
+    (len >= end).then_some(Received { in_sequence: raw.bytes_received, data_segs: raw.data_segs_in, ooo_packets: raw.rcv_ooopack, rcv_mss: raw.rcv_mss })
 }
 
 /// Payload bytes a sending socket's peer holds, counted when they arrive

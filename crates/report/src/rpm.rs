@@ -38,6 +38,15 @@ fn rpm_notes(r: &RpmResult) -> Vec<String> {
         if s.probes_failed > 0 {
             out.push(format!("{}: {} probe(s) failed or not started", s.direction, s.probes_failed));
         }
+        if s.connections_failed > 0 {
+            out.push(format!(
+                "{}: {} more load-generating connection(s) could not be opened ({}); the stage went on with {}",
+                s.direction,
+                s.connections_failed,
+                s.connection_error.as_deref().unwrap_or("no reason recorded"),
+                s.connections
+            ));
+        }
         if s.handshake_retransmits > 0 {
             out.push(format!(
                 "{}: {} of {} foreign probes had a handshake packet retransmitted (a drop at a full queue costs a retransmission \
@@ -152,6 +161,14 @@ mod tests {
         assert!(t.contains("9.50 Mbit/s"), "{t}");
         assert!(t.contains("download: low confidence: goodput not stable within 20 s"), "{t}");
         assert!(t.contains("NOT verified"), "{t}");
+        // what set the figure besides queueing, said under the table
+        r.stages[0].handshake_retransmits = 29;
+        r.stages[0].foreign_probes = 200;
+        r.stages[0].connections_failed = 1;
+        r.stages[0].connection_error = Some("no TLS handshake within 10 s".into());
+        let t = rpm_table(&r);
+        assert!(t.contains("download: 29 of 200 foreign probes had a handshake packet retransmitted"), "{t}");
+        assert!(t.contains("download: 1 more load-generating connection(s) could not be opened (no TLS handshake within 10 s); the stage went on with 16"), "{t}");
         // The HTML page carries the table and an SVG plot.
         r.stages[0].intervals.push(bloatlab_results::RpmInterval { t_s: 1.0, goodput_bps: 9e6, moving_average_bps: 9e6, connections: 1, rpm: None });
         r.stages[0].probes.push(bloatlab_results::RpmProbe { t_s: 0.5, kind: "http_self".into(), rtt_ms: 40.0 });

@@ -86,6 +86,12 @@ pub struct RpmStage {
     /// Foreign probes completed in the stage.
     #[serde(default)]
     pub foreign_probes: u32,
+    /// Additional load-generating connections that could not be opened (the
+    /// stage went on with the others), and the first one's reason.
+    #[serde(default)]
+    pub connections_failed: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_error: Option<String>,
     pub intervals: Vec<RpmInterval>,
     pub probes: Vec<RpmProbe>,
 }

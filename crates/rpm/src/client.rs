@@ -285,6 +285,8 @@ struct Probes {
     /// packet retransmitted.
     foreign: u32,
     retransmitted: u32,
+    /// Why additional load-generating connections could not be opened.
+    open_failed: Vec<String>,
 }
 
 /// One probe round: a foreign probe on a fresh connection and a self probe
@@ -470,8 +472,14 @@ impl<'a> StageRun<'a> {
     async fn adopt_opened(&mut self) -> Result<(), String> {
         for h in std::mem::take(&mut self.pending) {
             if h.is_finished() {
-                let l = h.await.map_err(|e| e.to_string())??;
-                self.loads.push(l);
+                // One more connection that could not be opened (through a
+                // full small queue a handshake can outlast the server's 5 s)
+                // does not end the stage: it goes on with those it has and
+                // tries again at the next interval; the result says so.
+                match h.await.map_err(|e| e.to_string()).and_then(|r| r) {
+                    Ok(l) => self.loads.push(l),
+                    Err(e) => self.probes.lock().unwrap().open_failed.push(e),
+                }
             } else {
                 self.pending.push(h);
             }
@@ -638,6 +646,8 @@ fn stage_result(cfg: &RpmConfig, dir: RpmDirection, o: Outcome, p: Probes) -> Re
         probes_failed: p.failed,
         handshake_retransmits: p.retransmitted,
         foreign_probes: p.foreign,
+        connections_failed: p.open_failed.len() as u32,
+        connection_error: p.open_failed.first().cloned(),
         intervals: o.intervals,
         probes: p.samples,
     })
