@@ -410,7 +410,8 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         short: None,
         value_name: "CLASS[,CLASS...]",
         help: "DSCP classes of the load flows, taken in turn by each direction's flows (e.g. BE,BK,CS5,EF as \
-               flent's RRUL; names or 0..63) [default: unmarked]",
+               flent's RRUL; names or 0..63; at most 7 distinct); each class also gets its own marked latency \
+               probes, and the summary a row per class [default: unmarked]",
         arity: Arity::Value,
         shape: Shape::List,
         choices: &[],
@@ -424,8 +425,8 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "udp",
         short: None,
         value_name: "RATE",
-        help: "UDP load instead of bulk TCP: every load flow sends datagrams at RATE (iperf3's -u -b); loss, \
-               reordering and jitter are reported per flow",
+        help: "UDP load instead of bulk TCP: every load flow sends datagrams at RATE (iperf3's -u -b); offered \
+               and received rate, loss, reordering and jitter are reported per direction (and per flow in the JSON)",
         arity: Arity::Value,
         shape: Shape::Rate,
         choices: &[],
