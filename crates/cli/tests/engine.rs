@@ -620,6 +620,9 @@ fn dscp_classes_get_their_own_probes_and_rows() {
         assert!(c.upload_bps > 1e8 && c.download_bps > 1e8 && c.added_latency_ms.is_some(), "{c:?}");
     }
     assert_eq!(r.idle.as_ref().unwrap().summary.classes.len(), 2, "the idle baseline has the classes' idle latency");
+    // the grade is in the result, the same letter the verdict prints
+    let g = r.headline.grade.clone().expect("a graded result");
+    assert!(text.contains(&format!("Verdict: {g} (")), "{g}: {text}");
     // more distinct classes than probe streams: refused before anything runs
     let out = run(&["test", &srv.addr(), "--dscp", "CS0,CS1,CS2,CS3,CS4,CS5,CS6,CS7"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("8 distinct DSCP classes; at most 7"), "{}", String::from_utf8_lossy(&out.stderr));

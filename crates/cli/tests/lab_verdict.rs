@@ -40,6 +40,8 @@ fn the_verdict_quotes_the_graded_phase_and_not_the_rpm_stage() {
         let v = bloatlab_report::verdict(&r);
         eprintln!("{}", v.line());
         assert_eq!(v.worst_scenario.as_deref(), Some("1u0d"));
+        // the grade is born once, in the result, with the lab's link rate
+        assert_eq!(r.headline.grade.as_deref(), Some(v.grade.as_str()), "the JSON's grade and the verdict's");
         assert!(v.sentence.contains("The upload bottleneck queue"), "{}", v.sentence);
         assert!(v.sentence.contains(&format!("({} packets", up.max_backlog_packets)), "{}", v.sentence);
         assert!(!v.sentence.contains(&format!("({down_max} packets")), "{}", v.sentence);

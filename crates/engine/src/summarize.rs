@@ -226,13 +226,11 @@ pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
         loaded_latency_ms: maxf(&mut scenarios.iter().filter(|p| p.summary.latency.received > 0).map(|p| p.summary.latency.p50_ms)),
         max_added_latency_ms: maxf(&mut scenarios.iter().filter_map(|p| p.summary.added_latency_ms)),
         rpm: minf(&mut scenarios.iter().filter_map(|p| p.summary.rpm)),
+        // graded once the result is whole (build_result, a lab's run)
+        grade: None,
     }
 }
 
-/// The whole result of a test from what its phases gathered: the clock
-/// offset from the probe exchanges, each phase's samples on the test clock,
-/// every phase's summary (against the idle baseline), the headline and the
-/// metadata.
 /// Every probe exchange of a test, by stream.
 pub struct Exchanges<'a> {
     /// UDP probes to the server.
@@ -243,12 +241,16 @@ pub struct Exchanges<'a> {
     pub rr: &'a [RrRecord],
 }
 
+/// The whole result of a test from what its phases gathered: the clock
+/// offset from the probe exchanges, each phase's samples on the test clock,
+/// every phase's summary (against the idle baseline), the headline and its
+/// grade, and the metadata.
 pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: bool, reason: Option<String>) -> TestResult {
     let t0 = mi.start_unix_ns;
     let (est, clock_offset) = clock_offset(ex.server, t0);
     let phases: Vec<Phase> = raw.iter().map(|r| phase_of(r, mi, ex, est.as_ref(), t0)).collect();
     let (idle, scenarios) = summarize_phases(phases);
-    TestResult {
+    let mut r = TestResult {
         schema: SCHEMA_NAME.into(),
         schema_version: SCHEMA_VERSION,
         complete,
@@ -260,7 +262,9 @@ pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: boo
         lab: None,
         rpm: None,
         ramp: vec![],
-    }
+    };
+    m::grade::record(&mut r);
+    r
 }
 
 /// The server's clock against the client's, from the answered probes.

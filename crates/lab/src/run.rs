@@ -372,6 +372,8 @@ impl Lab {
         }
         phase_queues(&mut result, &info);
         result.lab = Some(info);
+        // the lab's link rates cap the grade by the goodput the load lost
+        bloatlab_metrics::grade::record(&mut result);
         Ok(RunOutcome { result, interrupted_by, failure })
     }
 

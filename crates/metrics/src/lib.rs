@@ -26,6 +26,7 @@
 mod clock;
 mod goodput;
 pub mod classes;
+pub mod grade;
 pub mod queue;
 pub mod ramp;
 pub mod udp;

@@ -5,7 +5,7 @@ use crate::fmt::{esc, ms, opt_sig3, rate, sig3, signed, RateUnit};
 use crate::plot::{plot_runs, plot_svg_string, Format, PlotKind};
 use crate::series;
 use crate::table::{compare_grid, context_line, seed003_lines};
-use crate::verdict::{verdict, GRADE_THRESHOLDS_MS};
+use crate::verdict::{grade_color, verdict, GRADE_THRESHOLDS_MS};
 use crate::Run;
 use anyhow::{bail, Context, Result};
 use bloatlab_results::{Direction, Phase, TestResult};
@@ -106,7 +106,7 @@ fn verdict_block(r: &TestResult) -> String {
     format!(
         "<section class=\"verdict\"><div class=\"grade\" style=\"background:{}\" title=\"bufferbloat grade\">{}</div>\
 <div><p class=\"headline\">{}</p><p class=\"sentence\">{}</p><p class=\"note\">{}</p></div></section>\n",
-        v.grade.color(),
+        grade_color(v.grade),
         esc(v.grade.as_str()),
         esc(&head),
         esc(&v.sentence),
@@ -384,7 +384,7 @@ fn compare_body(runs: &[Run]) -> Result<String> {
             "<tr><td><b>{}</b><br><span class=\"note\">{}</span></td><td style=\"width:60px\"><div class=\"grade small\" style=\"background:{}\">{}</div></td><td>{}</td></tr>",
             esc(run.label),
             esc(&context_line(run.result)),
-            v.grade.color(),
+            grade_color(v.grade),
             esc(v.grade.as_str()),
             esc(&v.line())
         );

@@ -1,83 +1,21 @@
-//! A verdict a non-expert understands: a letter grade from the added latency
-//! under load, and one sentence on what it means and what to try.
-//!
-//! Thresholds (ms of added round-trip latency, loaded p50 - idle p50) are the
-//! bufferbloat grades published by the DSLReports speed test FAQ ("Bufferbloat
-//! Grades", dslreports.com/faq/17930) and used by the Waveform bufferbloat
-//! test: A+ < 5, A < 30, B < 60, C < 200, D < 400, F >= 400. bloatlab grades
-//! the *worst* loaded scenario (DSLReports averages the download and upload
-//! increases), so a path bloated in one direction cannot hide behind the other.
-//!
-//! A short queue can buy low latency by losing throughput and packets, so
-//! the grade is also capped by what the load lost: by the goodput's share of
-//! what the bottleneck can carry, where a lab knows its rate (below 90% at
-//! most B, 75% C, 50% D, 25% F), and by the latency probes lost under load
-//! (5% or more at most A, 10% B, 20% C, 40% D). The sentence says which
-//! cap applied.
+//! A verdict a non-expert understands: the result's grade
+//! (`bloatlab_metrics::grade`, the one rule: DSLReports' thresholds on the
+//! worst scenario's added latency, capped by lost goodput and probes) and
+//! one sentence on what it means and what to try.
 use crate::fmt::{human_bytes, human_ms, rate as fmt_rate, sig3, signed};
+pub use bloatlab_metrics::grade::{Grade, GRADE_THRESHOLDS_MS};
+use bloatlab_metrics::grade::{worst_phase, Cap};
 use bloatlab_results::{Direction, Phase, PhaseQueue, TestResult};
-use std::fmt;
 
-/// Goodput share of the link below which the grade is at most the given one.
-pub const GOODPUT_CAPS: [(f64, Grade); 4] = [(0.25, Grade::F), (0.5, Grade::D), (0.75, Grade::C), (0.9, Grade::B)];
-/// Probe loss (percent) from which the grade is at most the given one.
-pub const LOSS_CAPS: [(f64, Grade); 4] = [(40.0, Grade::D), (20.0, Grade::C), (10.0, Grade::B), (5.0, Grade::A)];
-
-/// Upper bounds (exclusive) of added latency in ms for A+, A, B, C, D; F above.
-pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] =
-    [(Grade::APlus, 5.0), (Grade::A, 30.0), (Grade::B, 60.0), (Grade::C, 200.0), (Grade::D, 400.0)];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Grade {
-    APlus,
-    A,
-    B,
-    C,
-    D,
-    F,
-    /// No idle baseline (or no loaded scenario): added latency unknown.
-    Unknown,
-}
-
-impl Grade {
-    pub fn from_added_ms(ms: f64) -> Grade {
-        if !ms.is_finite() {
-            return Grade::Unknown;
-        }
-        for (g, lim) in GRADE_THRESHOLDS_MS {
-            if ms < lim {
-                return g;
-            }
-        }
-        Grade::F
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Grade::APlus => "A+",
-            Grade::A => "A",
-            Grade::B => "B",
-            Grade::C => "C",
-            Grade::D => "D",
-            Grade::F => "F",
-            Grade::Unknown => "?",
-        }
-    }
-    /// A CSS colour for badges.
-    pub fn color(self) -> &'static str {
-        match self {
-            Grade::APlus | Grade::A => "#1a7f37",
-            Grade::B => "#7a9a01",
-            Grade::C => "#bf8700",
-            Grade::D => "#d1242f",
-            Grade::F => "#82071e",
-            Grade::Unknown => "#57606a",
-        }
-    }
-}
-
-impl fmt::Display for Grade {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+/// A CSS colour for a grade's badge.
+pub fn grade_color(g: Grade) -> &'static str {
+    match g {
+        Grade::APlus | Grade::A => "#1a7f37",
+        Grade::B => "#7a9a01",
+        Grade::C => "#bf8700",
+        Grade::D => "#d1242f",
+        Grade::F => "#82071e",
+        Grade::Unknown => "#57606a",
     }
 }
 
@@ -107,15 +45,6 @@ impl Verdict {
     }
 }
 
-fn worst_phase(r: &TestResult) -> Option<&Phase> {
-    r.scenarios
-        .iter()
-        .filter(|p| p.summary.added_latency_ms.is_some())
-        .max_by(|a, b| {
-            a.summary.added_latency_ms.unwrap().partial_cmp(&b.summary.added_latency_ms.unwrap()).unwrap()
-        })
-}
-
 fn direction_words(p: &Phase) -> &'static str {
     match (p.uploads > 0, p.downloads > 0) {
         (true, false) => "while uploading",
@@ -140,64 +69,25 @@ fn worst_queue(graded: Option<&Phase>) -> Option<&PhaseQueue> {
         })
 }
 
-/// The lowest goodput share of the bottleneck over loaded scenarios, where a
-/// lab recorded its rates: (share, scenario name, direction words, link bps).
-fn worst_goodput_share(r: &TestResult) -> Option<(f64, String, &'static str, f64)> {
-    let cfg = &r.lab.as_ref()?.config;
-    let mut worst: Option<(f64, String, &'static str, f64)> = None;
-    for p in &r.scenarios {
-        for (n, bps, rate, words) in [
-            (p.uploads, p.summary.upload_bps, cfg.rate_up_bps, "upload"),
-            (p.downloads, p.summary.download_bps, cfg.rate_down_bps, "download"),
-        ] {
-            let (Some(rate), true) = (rate, n > 0) else { continue };
-            if let Some(s) = bloatlab_metrics::goodput_share(bps, rate) {
-                if worst.as_ref().is_none_or(|w| s < w.0) {
-                    worst = Some((s, p.name.clone(), words, rate));
-                }
-            }
-        }
-    }
-    worst
-}
-
 fn has(list: &[String], name: &str) -> bool {
     list.iter().any(|q| q == name)
 }
 
 /// Compute the verdict of one result.
 pub fn verdict(r: &TestResult) -> Verdict {
+    let g = bloatlab_metrics::grade::grade(r);
+    let (grade, latency_grade, added) = (g.grade, g.latency_grade, g.added_latency_ms);
     let worst = worst_phase(r);
-    let added = r
-        .headline
-        .max_added_latency_ms
-        .or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
-    let latency_grade = added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown);
-    let mut grade = latency_grade;
-    let mut caps: Vec<String> = vec![];
-    if grade != Grade::Unknown {
-        if let Some((share, name, dir, rate)) = worst_goodput_share(r) {
-            if let Some((_, g)) = GOODPUT_CAPS.iter().find(|(lim, _)| share < *lim) {
-                if *g > grade {
-                    grade = *g;
-                }
-                caps.push(format!(
-                    "the {dir} in {name} reached only {:.0}% of what the {} link carries",
-                    share * 100.0,
-                    fmt_rate(rate)
-                ));
+    let caps: Vec<String> = g
+        .caps
+        .iter()
+        .map(|c| match c {
+            Cap::Goodput { share, scenario, direction, link_bps, .. } => {
+                format!("the {direction} in {scenario} reached only {:.0}% of what the {} link carries", share * 100.0, fmt_rate(*link_bps))
             }
-        }
-        let loss = r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| (p.summary.latency.loss_pct, p.name.clone())).max_by(|a, b| a.0.total_cmp(&b.0));
-        if let Some((loss, name)) = loss {
-            if let Some((_, g)) = LOSS_CAPS.iter().find(|(lim, _)| loss >= *lim) {
-                if *g > grade {
-                    grade = *g;
-                }
-                caps.push(format!("{}% of the latency probes were lost in {name}", sig3(loss)));
-            }
-        }
-    }
+            Cap::Loss { loss_pct, scenario, .. } => format!("{}% of the latency probes were lost in {scenario}", sig3(*loss_pct)),
+        })
+        .collect();
     let mut s = String::new();
     if !r.complete {
         s.push_str("Incomplete run");

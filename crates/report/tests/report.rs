@@ -580,3 +580,20 @@ fn dscp_classes_show_in_every_output() {
     let plain = common::small_nolab();
     assert!(bloatlab_report::plot_available(&[Run { label: "p", result: &plain }], bloatlab_report::PlotKind::Classes).is_err());
 }
+
+/// The grade recorded in a result's headline is the verdict's, for every
+/// fixture (one rule: `metrics::grade`).
+#[test]
+fn the_headline_grade_is_the_verdicts() {
+    for mut r in [common::small(), common::small_nolab(), common::large(), common::everything()] {
+        bloatlab_metrics::grade::record(&mut r);
+        let v = verdict(&r);
+        let want = if v.grade == Grade::Unknown { None } else { Some(v.grade.as_str().to_string()) };
+        assert_eq!(r.headline.grade, want, "{}", v.sentence);
+    }
+    // and it reaches the JSON
+    let mut r = common::small();
+    bloatlab_metrics::grade::record(&mut r);
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["headline"]["grade"].as_str(), r.headline.grade.as_deref());
+}

@@ -580,6 +580,10 @@ pub struct Headline {
     pub max_added_latency_ms: Option<f64>,
     /// Lowest RPM over loaded scenarios.
     pub rpm: Option<f64>,
+    /// The grade, A+ .. F (`metrics::grade`: the worst scenario's added
+    /// latency, capped by lost goodput and probes); absent when ungraded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grade: Option<String>,
 }
 
 /// Added by `bloatlab lab`: the lab's full configuration and queue observations.

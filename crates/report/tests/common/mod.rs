@@ -314,6 +314,7 @@ pub fn build(spec: &Spec) -> TestResult {
         loaded_latency_ms: Some(phases.iter().map(|p| p.summary.latency.p50_ms).fold(0.0, f64::max)),
         max_added_latency_ms: Some(phases.iter().filter_map(|p| p.summary.added_latency_ms).fold(f64::MIN, f64::max)),
         rpm: fold_min(&mut phases.iter().filter_map(|p| p.summary.rpm)),
+        grade: None,
     };
     let lab = spec.lab.then(|| LabInfo {
         backend: "kernel".into(),
@@ -382,6 +383,8 @@ pub fn build(spec: &Spec) -> TestResult {
     if let Some(lab) = r.lab.clone() {
         bloatlab_metrics::queue::phase_queues(&mut r, &lab);
     }
+    // and its grade, as the engine and the lab record it
+    bloatlab_metrics::grade::record(&mut r);
     r
 }
 

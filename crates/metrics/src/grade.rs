@@ -1,0 +1,184 @@
+//! The grade of a result: a letter from the added latency under load,
+//! capped by what the load lost. Computed once, from the result, and
+//! recorded in its headline (`headline.grade`), so every front end (the
+//! terminal verdict, the HTML report, the browser page, the monitor) shows
+//! the same letter; `report::verdict` words it.
+//!
+//! Thresholds (ms of added round-trip latency, loaded p50 - idle p50) are the
+//! bufferbloat grades published by the DSLReports speed test FAQ ("Bufferbloat
+//! Grades", dslreports.com/faq/17930) and used by the Waveform bufferbloat
+//! test: A+ < 5, A < 30, B < 60, C < 200, D < 400, F >= 400. bloatlab grades
+//! the *worst* loaded scenario (DSLReports averages the download and upload
+//! increases), so a path bloated in one direction cannot hide behind the other.
+//!
+//! A short queue can buy low latency by losing throughput and packets, so
+//! the grade is also capped by what the load lost: by the goodput's share of
+//! what the bottleneck can carry, where a lab knows its rate (below 90% at
+//! most B, 75% C, 50% D, 25% F), and by the latency probes lost under load
+//! (5% or more at most A, 10% B, 20% C, 40% D).
+use bloatlab_results::{Phase, TestResult};
+use std::fmt;
+
+/// Goodput share of the link below which the grade is at most the given one.
+pub const GOODPUT_CAPS: [(f64, Grade); 4] = [(0.25, Grade::F), (0.5, Grade::D), (0.75, Grade::C), (0.9, Grade::B)];
+/// Probe loss (percent) from which the grade is at most the given one.
+pub const LOSS_CAPS: [(f64, Grade); 4] = [(40.0, Grade::D), (20.0, Grade::C), (10.0, Grade::B), (5.0, Grade::A)];
+
+/// Upper bounds (exclusive) of added latency in ms for A+, A, B, C, D; F above.
+pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] =
+    [(Grade::APlus, 5.0), (Grade::A, 30.0), (Grade::B, 60.0), (Grade::C, 200.0), (Grade::D, 400.0)];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Grade {
+    APlus,
+    A,
+    B,
+    C,
+    D,
+    F,
+    /// No idle baseline (or no loaded scenario): added latency unknown.
+    Unknown,
+}
+
+impl Grade {
+    pub fn from_added_ms(ms: f64) -> Grade {
+        if !ms.is_finite() {
+            return Grade::Unknown;
+        }
+        for (g, lim) in GRADE_THRESHOLDS_MS {
+            if ms < lim {
+                return g;
+            }
+        }
+        Grade::F
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grade::APlus => "A+",
+            Grade::A => "A",
+            Grade::B => "B",
+            Grade::C => "C",
+            Grade::D => "D",
+            Grade::F => "F",
+            Grade::Unknown => "?",
+        }
+    }
+}
+
+impl fmt::Display for Grade {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What lowered the grade below the latency's, or would have.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cap {
+    /// A direction's goodput reached only `share` of the lab link's rate.
+    Goodput { share: f64, scenario: String, direction: &'static str, link_bps: f64, at_most: Grade },
+    /// `loss_pct` of the latency probes were lost in a loaded scenario.
+    Loss { loss_pct: f64, scenario: String, at_most: Grade },
+}
+
+impl Cap {
+    pub fn at_most(&self) -> Grade {
+        match self {
+            Cap::Goodput { at_most, .. } | Cap::Loss { at_most, .. } => *at_most,
+        }
+    }
+}
+
+/// A result's grade and what it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Graded {
+    pub grade: Grade,
+    /// The grade of the added latency alone.
+    pub latency_grade: Grade,
+    /// The added latency graded, ms (the worst loaded scenario's).
+    pub added_latency_ms: Option<f64>,
+    /// The scenario with the most added latency.
+    pub worst_scenario: Option<String>,
+    /// The caps that applied (each may or may not have lowered the grade).
+    pub caps: Vec<Cap>,
+}
+
+/// The loaded scenario with the most added latency.
+pub fn worst_phase(r: &TestResult) -> Option<&Phase> {
+    r.scenarios.iter().filter(|p| p.summary.added_latency_ms.is_some()).max_by(|a, b| {
+        a.summary.added_latency_ms.unwrap().total_cmp(&b.summary.added_latency_ms.unwrap())
+    })
+}
+
+/// The lowest goodput share of the bottleneck over loaded scenarios, where a
+/// lab recorded its rates.
+fn goodput_cap(r: &TestResult) -> Option<Cap> {
+    let cfg = &r.lab.as_ref()?.config;
+    let mut worst: Option<(f64, String, &'static str, f64)> = None;
+    for p in &r.scenarios {
+        for (n, bps, rate, words) in [
+            (p.uploads, p.summary.upload_bps, cfg.rate_up_bps, "upload"),
+            (p.downloads, p.summary.download_bps, cfg.rate_down_bps, "download"),
+        ] {
+            let (Some(rate), true) = (rate, n > 0) else { continue };
+            if let Some(s) = crate::goodput_share(bps, rate) {
+                if worst.as_ref().is_none_or(|w| s < w.0) {
+                    worst = Some((s, p.name.clone(), words, rate));
+                }
+            }
+        }
+    }
+    let (share, scenario, direction, link_bps) = worst?;
+    let (_, at_most) = GOODPUT_CAPS.iter().find(|(lim, _)| share < *lim)?;
+    Some(Cap::Goodput { share, scenario, direction, link_bps, at_most: *at_most })
+}
+
+fn loss_cap(r: &TestResult) -> Option<Cap> {
+    let (loss_pct, scenario) = r
+        .scenarios
+        .iter()
+        .filter(|p| p.summary.latency.sent > 0)
+        .map(|p| (p.summary.latency.loss_pct, p.name.clone()))
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    let (_, at_most) = LOSS_CAPS.iter().find(|(lim, _)| loss_pct >= *lim)?;
+    Some(Cap::Loss { loss_pct, scenario, at_most: *at_most })
+}
+
+/// Grade a result.
+pub fn grade(r: &TestResult) -> Graded {
+    let worst = worst_phase(r);
+    let added = r.headline.max_added_latency_ms.or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
+    let latency_grade = added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown);
+    let mut grade = latency_grade;
+    let mut caps = vec![];
+    if grade != Grade::Unknown {
+        caps.extend(goodput_cap(r));
+        caps.extend(loss_cap(r));
+        for c in &caps {
+            grade = grade.max(c.at_most());
+        }
+    }
+    Graded { grade, latency_grade, added_latency_ms: added, worst_scenario: worst.map(|p| p.name.clone()), caps }
+}
+
+/// Record the grade in the result's headline (after everything it rests on
+/// is in the result: the engine's phases, a lab's link rates).
+pub fn record(r: &mut TestResult) {
+    r.headline.grade = match grade(r).grade {
+        Grade::Unknown => None,
+        g => Some(g.as_str().to_string()),
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_are_dslreports() {
+        let g = |ms: f64| Grade::from_added_ms(ms).as_str();
+        assert_eq!([g(0.0), g(4.99), g(5.0), g(29.9), g(30.0), g(59.0), g(60.0), g(199.0), g(200.0), g(399.0), g(400.0)], ["A+", "A+", "A", "A", "B", "B", "C", "C", "D", "D", "F"]);
+        assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
+        // caps order: a worse grade is larger
+        assert!(Grade::F > Grade::D && Grade::A > Grade::APlus);
+    }
+}
