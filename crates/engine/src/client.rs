@@ -391,11 +391,11 @@ impl Probes {
         let (addr, sess) = (c.addr, &c.sess);
         let iv = cfg.probe_interval.as_nanos() as u64;
         let first_due = clock::now_ns() + 1_000_000;
-        let server = ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth)
+        let server = ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
             .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
         let witness = match &c.witness {
             Some((waddr, ws)) => Some(
-                ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), ws.auth)
+                ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), ws.auth, 0)
                     .map_err(|e| format!("cannot start UDP probes to the witness {waddr}: {e}"))?,
             ),
             None => None,
@@ -405,7 +405,7 @@ impl Probes {
         let mut class_streams = vec![];
         for (k, d) in classes.iter().enumerate() {
             let offset = iv * (2 * k as u64 + 1) / (2 * classes.len() as u64) + iv / 32;
-            let s = ProbeStream::start_marked(addr, sess.token, 2 + k as u32, first_due + offset, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth, d.0)
+            let s = ProbeStream::start(addr, sess.token, 2 + k as u32, first_due + offset, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth, d.0)
                 .map_err(|e| format!("cannot start UDP probes marked {d} to {addr}: {e}"))?;
             class_streams.push((d.0, s));
         }

@@ -97,24 +97,10 @@ impl ProbeStream {
     /// probe. A thread blocked on the socket instead wakes once more per
     /// probe, and on a host whose CPUs the load saturates every wake-up
     /// preempts a flow (docs/design.md).
+    /// Every probe is marked with DSCP `dscp` (0: unmarked; the server
+    /// answers in the same class).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
-        target: SocketAddr,
-        token: u64,
-        stream: u32,
-        first_due_ns: u64,
-        interval: Duration,
-        size: usize,
-        secret: Option<Secret>,
-        verify: bool,
-    ) -> std::io::Result<ProbeStream> {
-        Self::start_marked(target, token, stream, first_due_ns, interval, size, secret, verify, 0)
-    }
-
-    /// [`ProbeStream::start`] with every probe marked with DSCP `dscp` (the
-    /// server answers in the same class).
-    #[allow(clippy::too_many_arguments)]
-    pub fn start_marked(
         target: SocketAddr,
         token: u64,
         stream: u32,

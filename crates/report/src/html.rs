@@ -57,7 +57,7 @@ pre { background: var(--soft); border:1px solid var(--line); border-radius: 8px;
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 "#;
 
-fn svg_inline(svg: &str) -> String {
+pub(crate) fn svg_inline(svg: &str) -> String {
     // Drop any XML prolog; the SVG element carries its own viewBox.
     let s = match svg.find("<svg") {
         Some(i) => &svg[i..],

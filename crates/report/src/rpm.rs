@@ -111,8 +111,6 @@ foreign probes on fresh connections and self probes on the loaded ones.</p>\n{se
 /// The cards (RPM per stage), the table and the plot of an RPM result: its
 /// own page's body, and a section of a `bloatlab test --rpm` report.
 pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
-    // the SVG element alone (no XML prolog), as the report's figures
-    let svg_body = |svg: &str| svg.find("<svg").map(|i| svg[i..].to_string()).unwrap_or_else(|| svg.to_string());
     use crate::fmt::esc;
     let svg = crate::plot::rpm_svg_string(r)?;
     let mut cards = String::new();
@@ -127,7 +125,7 @@ pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
     }
     let notes: String = rpm_notes(r).iter().map(|l| format!("<p class=\"note\">{}</p>", esc(l))).collect();
     let table = crate::fmt::html_table("rpm", &rpm_rows(r));
-    Ok(format!("<section class=\"cards\">{cards}</section>\n{table}{notes}\n<figure class=\"plot-rpm\">{}</figure>\n", svg_body(&svg)))
+    Ok(format!("<section class=\"cards\">{cards}</section>\n{table}{notes}\n<figure class=\"plot-rpm\">{}</figure>\n", crate::html::svg_inline(&svg)))
 }
 
 #[cfg(test)]

@@ -179,6 +179,20 @@ fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
     c
 }
 
+/// Load `html` in headless Chromium at 1280 px wide with `script` (which
+/// appends a `<pre id="layout-check">` of its findings) and return them.
+fn layout_check(bin: &Path, html: &Path, script: &str, height: u32) -> String {
+    let page = std::fs::read_to_string(html).unwrap().replace("</body>", script);
+    std::fs::write(html, page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = chromium_cmd(bin, profile.path());
+    c.arg(format!("--window-size=1280,{height}")).arg("--virtual-time-budget=5000").arg("--dump-dom").arg(format!("file://{}", html.display()));
+    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    assert!(ok, "chromium --dump-dom failed: {err}");
+    let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
+    found.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"")
+}
+
 #[test]
 fn chromium_renders_html_report() {
     let Some(bin) = chromium() else {
@@ -267,14 +281,7 @@ window.addEventListener('load', () => {
   document.body.appendChild(pre);
 });
 </script></body>"#;
-    let page = std::fs::read_to_string(&html).unwrap().replace("</body>", check);
-    std::fs::write(&html, page).unwrap();
-    let profile = tempfile::tempdir().unwrap();
-    let mut c = chromium_cmd(&bin, profile.path());
-    c.arg("--window-size=1280,2000").arg("--virtual-time-budget=5000").arg("--dump-dom").arg(format!("file://{}", html.display()));
-    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
-    assert!(ok, "chromium --dump-dom failed: {err}");
-    let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
+    let found = layout_check(&bin, &html, check, 2000);
     eprintln!("layout check: {found}");
     assert!(found.starts_with("overflow=0 overlaps=0"), "{found}");
 }
@@ -330,15 +337,7 @@ window.addEventListener('load', () => {
   document.body.appendChild(pre);
 });
 </script></body>"#;
-    let page = std::fs::read_to_string(&html).unwrap().replace("</body>", check);
-    std::fs::write(&html, page).unwrap();
-    let profile = tempfile::tempdir().unwrap();
-    let mut c = chromium_cmd(&bin, profile.path());
-    c.arg("--window-size=1280,4000").arg("--virtual-time-budget=5000").arg("--dump-dom").arg(format!("file://{}", html.display()));
-    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
-    assert!(ok, "chromium --dump-dom failed: {err}");
-    let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
-    let found = found.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"");
+    let found = layout_check(&bin, &html, check, 4000);
     eprintln!("layout at 1280 px:\n{found}");
     let problems: Vec<&str> = found.lines().filter(|l| l.starts_with("overflow") || l.starts_with("page wider") || l.starts_with("text over data") || l.starts_with("text cut")).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
