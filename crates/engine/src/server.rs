@@ -187,6 +187,12 @@ impl Server {
     pub fn open_connections(&self) -> u32 {
         self.shared.conns.total()
     }
+    /// The tests quota (--max-tests, --max-tests-per-source), shared with
+    /// the browser test: a page's test takes a unit for as long as it runs.
+    pub fn tests_quota(&self) -> Arc<Quota> {
+        self.shared.tests_quota.clone()
+    }
+
     /// The connection counters (total and per source), for other services
     /// of the same server to take their connections from.
     pub fn connection_quota(&self) -> Arc<Quota> {
@@ -519,7 +525,7 @@ fn refuse(s: &mut TcpStream, sh: &Shared, peer: SocketAddr, reason: String) {
 }
 
 /// What the server tells a client about itself.
-fn disclosed_host_info(cfg: &ServerConfig) -> HostInfo {
+pub fn disclosed_host_info(cfg: &ServerConfig) -> HostInfo {
     let mut h = sys::host_info();
     if !cfg.allowed_cc.is_empty() {
         h.available_cc.retain(|c| cfg.allowed_cc.contains(c));

@@ -262,6 +262,7 @@ pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: boo
         lab: None,
         rpm: None,
         ramp: vec![],
+        client: Default::default(),
     };
     m::grade::record(&mut r);
     r
@@ -411,6 +412,7 @@ fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
         probe_timestamps: mi.probe_timestamps.clone(),
         pings: mi.pings.iter().map(|(i, _)| i.clone()).collect(),
         server_rpm: mi.server_rpm.clone(),
+        user_agent: None,
     }
 }
 

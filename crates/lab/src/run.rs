@@ -177,6 +177,8 @@ impl Lab {
                     public_name: None,
                     tls: bloatlab_model::RpmTls::SelfSigned { names: vec!["localhost".into()] },
                 }),
+                // and the browser test, for a browser in the client namespace
+                web: (h.role == "server").then(|| bloatlab_model::WebServe { port: bloatlab_model::DEFAULT_WEB_PORT, results: None }),
                 ..Default::default()
             };
             let job = self.run_dir.join(format!("{}-server.job.json", h.role));

@@ -30,6 +30,7 @@ pub mod grade;
 pub mod queue;
 pub mod ramp;
 pub mod udp;
+pub mod uses;
 mod rates;
 mod responsiveness;
 mod rpm;

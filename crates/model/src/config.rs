@@ -304,6 +304,10 @@ pub struct ServerConfig {
     pub max_socket_buffer: u32,
     /// Also serve the IETF responsiveness (RPM) endpoints over HTTPS.
     pub rpm: Option<crate::RpmServe>,
+    /// Also serve the browser test (plain HTTP, and on the HTTPS port when
+    /// the RPM endpoints are served).
+    #[serde(default)]
+    pub web: Option<crate::WebServe>,
 }
 
 impl Default for ServerConfig {
@@ -323,6 +327,7 @@ impl Default for ServerConfig {
             allowed_cc: vec![],
             max_socket_buffer: 64 << 20,
             rpm: None,
+            web: None,
         }
     }
 }
@@ -358,6 +363,21 @@ impl ServerConfig {
         }
         if let Some(r) = &self.rpm {
             r.validate()?;
+        }
+        if let Some(w) = &self.web {
+            if let Some(r) = &self.rpm {
+                if w.port != 0 && w.port == r.port {
+                    return Err(format!("--web-port {} is the RPM port too (--rpm-port): the browser test is served on both, plain HTTP on --web-port", w.port));
+                }
+            }
+            let quick = crate::WebPlan::of(crate::WebMode::Quick);
+            if self.max_duration < quick.total() {
+                return Err(format!(
+                    "--max-duration {} is shorter than the browser test ({} s): raise it or turn the page off with --no-web",
+                    crate::units::fmt_duration(self.max_duration),
+                    quick.total().as_secs()
+                ));
+            }
         }
         Ok(())
     }

@@ -14,6 +14,7 @@
 //!   ([`TEST_OPTIONS`]), and the [`TestOverrides`] a user sets over a front end's defaults.
 //! * [`lab`]: [`LabConfig`] and its enums.
 //! * [`secret`]: the shared [`Secret`] of an authenticated server.
+//! * [`web`]: the browser test a server serves ([`WebServe`]) and what it runs ([`WebPlan`]).
 //!
 //! Pure: no I/O except reading a trace file a configuration names.
 /// `WORDS`, `name`, `Display` and `FromStr` of an enum spelled by fixed words.
@@ -57,6 +58,7 @@ pub mod rpm;
 pub mod scenario;
 pub mod secret;
 pub mod units;
+pub mod web;
 
 pub use dscp::Dscp;
 pub use config::{Family, Job, ServerConfig, TestConfig, UdpLoad, DEFAULT_PORT};
@@ -68,3 +70,4 @@ pub use rate::{Rate, RateSpec};
 pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
+pub use web::{WebMode, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT};

@@ -48,6 +48,27 @@ pub struct TestResult {
     /// goodput stopped growing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ramp: Vec<RampResult>,
+    /// What ran the test: `bloatlab test` (absent) or the browser test
+    /// `bloatlab server` serves (`"browser"`).
+    #[serde(default, skip_serializing_if = "ClientKind::is_cli")]
+    pub client: ClientKind,
+}
+
+/// The program that measured a result.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientKind {
+    /// `bloatlab test` (or a lab, a sweep, a recipe running it).
+    #[default]
+    Cli,
+    /// The page `bloatlab server` serves, in a web browser.
+    Browser,
+}
+
+impl ClientKind {
+    pub fn is_cli(&self) -> bool {
+        *self == ClientKind::Cli
+    }
 }
 
 /// One direction of an auto-ramp (`--scenarios auto`).
@@ -138,6 +159,9 @@ pub struct Metadata {
     /// absent when it serves none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_rpm: Option<bloatlab_model::RpmOffer>,
+    /// A browser test: the browser's User-Agent header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

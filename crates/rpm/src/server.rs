@@ -68,7 +68,28 @@ pub const H2_SEND_BUFFER: usize = 16 * 1024;
 /// The bytes the large object's chunks are cut from.
 static FILL: [u8; crate::pace::MAX_CHUNK] = [b'x'; crate::pace::MAX_CHUNK];
 
-type Body = BoxBody<Bytes, Infallible>;
+/// A response body of the service (and of its [`Fallback`]).
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// Requests the RPM service does not answer itself (paths outside its
+/// endpoints) go here: the browser test's pages and endpoints, served on the
+/// same HTTPS port.
+pub trait Fallback: Send + Sync + 'static {
+    fn handle(&self, req: Request<Incoming>, conn: ConnInfo) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>;
+}
+
+/// The connection a request came in on.
+pub struct ConnInfo {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    /// A second handle on the connection's socket (TCP_INFO, pacing).
+    pub sock: Option<socket2::Socket>,
+    pub https: bool,
+    /// Keeps the connection's quota permit while it is held: a request that
+    /// takes the connection over (a WebSocket upgrade) holds it for as long
+    /// as it lives.
+    pub hold: Arc<dyn std::any::Any + Send + Sync>,
+}
 
 /// A running RPM service (its runtime lives as long as the process).
 pub struct RpmServer {
@@ -93,13 +114,16 @@ struct Shared {
     served: AtomicU64,
     /// Refusals not yet logged: a flood writes one line a second.
     refusals: std::sync::Mutex<RefusalLog>,
+    /// Where requests for other paths go.
+    fallback: Option<Arc<dyn Fallback>>,
 }
 
 impl RpmServer {
     /// Bind `rpm.port` on every address of `cfg.binds` and serve on a tokio
     /// runtime of two worker threads; `conns` is the bloatlab server's
     /// connection quota, so both services share its limits.
-    pub fn start(cfg: &ServerConfig, rpm: &RpmServe, conns: Arc<Quota>) -> Result<RpmServer, String> {
+    /// `fallback` answers every other path (the browser test).
+    pub fn start(cfg: &ServerConfig, rpm: &RpmServe, conns: Arc<Quota>, fallback: Option<Arc<dyn Fallback>>) -> Result<RpmServer, String> {
         rpm.validate()?;
         let (tls, fingerprint) = crate::tls::server_config(&rpm.tls)?;
         let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
@@ -121,6 +145,7 @@ impl RpmServer {
             open: AtomicU32::new(0),
             served: AtomicU64::new(0),
             refusals: std::sync::Mutex::new(RefusalLog::default()),
+            fallback,
         });
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -264,8 +289,9 @@ async fn accept_loop(l: TcpListener, acceptor: TlsAcceptor, sh: Arc<Shared>) {
         let acc = acceptor.clone();
         let task = tokio::spawn(async move {
             let _open = Open::new(&sh2);
-            serve_conn(tcp, peer, acc, hs, &sh2).await;
-            drop(permit);
+            // shared with a request that takes the connection over (a WebSocket)
+            let hold: Arc<dyn std::any::Any + Send + Sync> = Arc::new(permit);
+            serve_conn(tcp, peer, acc, hs, &sh2, hold).await;
         });
         let _ = handle.0.set(task.abort_handle());
         if handle.1.load(Ordering::SeqCst) {
@@ -303,6 +329,10 @@ struct ConnStats {
     last_ms: AtomicU64,
     /// The connection's socket, for pacing its load streams ([`crate::pace`]).
     sock: Option<socket2::Socket>,
+    /// The connection's quota permit and its addresses (for the fallback).
+    hold: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    peer: Option<SocketAddr>,
+    local: Option<SocketAddr>,
 }
 
 /// Marks a request in progress for as long as it lives (the body streams
@@ -327,7 +357,8 @@ impl Drop for Active {
     }
 }
 
-async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs: Slot, sh: &Arc<Shared>) {
+async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs: Slot, sh: &Arc<Shared>, hold: Arc<dyn std::any::Any + Send + Sync>) {
+    let local = tcp.local_addr().ok();
     let _ = tcp.set_nodelay(true);
     let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
     watch_peer(&SockRef::from(&tcp));
@@ -351,7 +382,7 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
         Some(b"h2") => "h2",
         _ => "http/1.1",
     };
-    let st = Arc::new(ConnStats { sock, ..Default::default() });
+    let st = Arc::new(ConnStats { sock, hold: Some(hold), peer: Some(peer), local, ..Default::default() });
     let svc = {
         let (sh, st) = (sh.clone(), st.clone());
         hyper::service::service_fn(move |req| {
@@ -370,7 +401,7 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
         .initial_stream_window_size(H2_WINDOW)
         .initial_connection_window_size(H2_WINDOW)
         .max_send_buf_size(H2_SEND_BUFFER);
-    let conn = builder.serve_connection(TokioIo::new(tls), svc);
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
     tokio::pin!(conn);
     let lifetime = tokio::time::sleep(sh.max_duration + sh.idle_timeout);
     tokio::pin!(lifetime);
@@ -447,6 +478,7 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t
     } else {
         match full_path.strip_prefix(sh.prefix.as_str()) {
             Some(p) if p.starts_with('/') => p,
+            _ if sh.fallback.is_some() => return fall_back(req, sh, st, active).await,
             _ => {
                 return text(
                     StatusCode::FORBIDDEN,
@@ -534,6 +566,7 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t
             r.headers_mut().insert(hyper::header::ALLOW, allowed.parse().unwrap());
             r
         }
+        _ if sh.fallback.is_some() => fall_back(req, sh, st, active).await,
         _ => text(
             StatusCode::NOT_FOUND,
             format!(
@@ -548,6 +581,28 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t
     }
 }
 
+/// A request for the fallback: its response body keeps the request counted
+/// as in progress (so an idle connection is not closed under a download).
+async fn fall_back(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, active: Active) -> Response<Body> {
+    let Some(fb) = sh.fallback.clone() else {
+        return text(StatusCode::NOT_FOUND, "not here".into());
+    };
+    let conn = ConnInfo {
+        peer: st.peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+        local: st.local.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+        sock: st.sock.as_ref().and_then(|s| s.try_clone().ok()),
+        https: true,
+        hold: st.hold.clone().unwrap_or_else(|| Arc::new(())),
+    };
+    let res = fb.handle(req, conn).await;
+    let (parts, body) = res.into_parts();
+    let body = body.map_frame(move |f| {
+        let _ = &active;
+        f
+    });
+    Response::from_parts(parts, body.boxed())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -559,7 +614,7 @@ mod tests {
     fn a_cut_upload_is_answered_alike_over_http1_and_http2() {
         let cfg = ServerConfig { binds: vec!["127.0.0.1:0".parse().unwrap()], max_duration: Duration::from_secs(1), quiet: true, ..Default::default() };
         let rpm = RpmServe { port: 0, public_name: None, tls: RpmTls::SelfSigned { names: vec!["127.0.0.1".into()] } };
-        let srv = RpmServer::start(&cfg, &rpm, Quota::new(100, 100)).unwrap();
+        let srv = RpmServer::start(&cfg, &rpm, Quota::new(100, 100), None).unwrap();
         let addr = srv.addrs[0];
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         for h2 in [false, true] {

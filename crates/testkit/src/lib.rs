@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+pub mod chrome;
+
 /// The environment variable that turns a test's "cannot run here" into a
 /// failure. `.ci/run` sets it: a green CI means every test ran.
 pub const STRICT_ENV: &str = "BLOATLAB_STRICT";

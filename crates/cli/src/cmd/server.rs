@@ -85,6 +85,31 @@ pub struct ServerArgs {
     /// Host name the RPM configuration's URLs use [default: the name the client asked for].
     #[arg(long, value_name = "HOST")]
     pub rpm_name: Option<String>,
+    /// Plain-HTTP port of the browser test (also served on the HTTPS port
+    /// of the RPM endpoints); 0 = pick one.
+    #[arg(long, default_value_t = bloatlab_model::DEFAULT_WEB_PORT, value_name = "PORT")]
+    pub web_port: u16,
+    /// Serve no browser test.
+    #[arg(long, conflicts_with_all = ["web_port", "web_results", "web_public"])]
+    pub no_web: bool,
+    /// Serve the browser test even with --secret-file. A page cannot keep a
+    /// secret: anyone who reaches the web port can run tests (within the
+    /// server's limits). Without this, a server with a secret serves no page.
+    #[arg(long)]
+    pub web_public: bool,
+    /// Keep browser results in DIR, each with a permalink (/r/ID); bounded
+    /// by --web-results-max, 1 GiB in all and --web-results-per-hour per source.
+    #[arg(long, value_name = "DIR")]
+    pub web_results: Option<std::path::PathBuf>,
+    /// Most browser results kept (the oldest go first).
+    #[arg(long, default_value_t = 10_000, value_name = "N", requires = "web_results")]
+    pub web_results_max: u32,
+    /// Browser results one source (an IPv4 address or IPv6 /64) may keep per hour.
+    #[arg(long, default_value_t = 30, value_name = "N", requires = "web_results")]
+    pub web_results_per_hour: u32,
+    /// Record each kept result's client address (in DIR/ID.source; off by default).
+    #[arg(long, requires = "web_results")]
+    pub web_results_keep_addresses: bool,
 }
 
 fn parse_server_buffer(s: &str) -> Result<u32, String> {
@@ -146,6 +171,24 @@ impl ServerArgs {
             binds.push(SocketAddr::from(([0u16; 8], self.port)));
         }
         let rpm = self.rpm_serve(&binds)?;
+        let web = if self.no_web || (self.secret_file.is_some() && !self.web_public) {
+            None
+        } else {
+            let results = self.web_results.as_ref().map(|d| {
+                let mut r = bloatlab_model::WebResults::new(d.clone());
+                r.max_count = self.web_results_max;
+                r.per_source_per_hour = self.web_results_per_hour;
+                r.keep_addresses = self.web_results_keep_addresses;
+                r
+            });
+            Some(bloatlab_model::WebServe { port: self.web_port, results })
+        };
+        if self.web_results.is_some() && web.is_none() {
+            return Err(anyhow!("--web-results: the browser test is off (--secret-file without --web-public)"));
+        }
+        if self.web_results_max == 0 || self.web_results_per_hour == 0 {
+            return Err(anyhow!("--web-results-max and --web-results-per-hour must be at least 1"));
+        }
         let cfg = ServerConfig {
             binds,
             max_duration: self.max_duration,
@@ -161,6 +204,7 @@ impl ServerArgs {
             allowed_cc: self.allow_cc.clone(),
             max_socket_buffer: self.max_socket_buffer,
             rpm,
+            web,
         };
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
@@ -177,15 +221,28 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
     let rpm_cfg = cfg.rpm.clone();
     let srv = Server::start(cfg.clone()).map_err(|e| anyhow!(e))?;
     let list: Vec<String> = srv.addrs.iter().map(|a| a.to_string()).collect();
+    let web = match &cfg.web {
+        Some(w) => Some(bloatlab_web::Web::new(&cfg, w, srv.connection_quota(), srv.tests_quota()).map_err(|e| anyhow!(e))?),
+        None => None,
+    };
     let rpm = match &rpm_cfg {
-        Some(r) => Some(bloatlab_rpm::RpmServer::start(&cfg, r, srv.connection_quota()).map_err(|e| {
+        Some(r) => Some(bloatlab_rpm::RpmServer::start(&cfg, r, srv.connection_quota(), web.as_ref().map(|w| w.fallback())).map_err(|e| {
             anyhow!("{e} (--rpm-port chooses another port, --no-rpm serves without the RPM endpoints)")
         })?),
         None => None,
     };
     if let Some(r) = &rpm {
         srv.offer_rpm(r.addrs.clone(), r.fingerprint.clone());
+        if let (Some(w), Some(a)) = (&web, r.addrs.first()) {
+            w.offer_rpm(bloatlab_model::RpmOffer { port: a.port(), certificate_sha256: r.fingerprint.clone() });
+        }
     }
+    let web_srv = match (&web, &cfg.web) {
+        (Some(w), Some(serve)) => Some(bloatlab_web::WebServer::start(w.clone(), serve.port).map_err(|e| {
+            anyhow!("{e} (--web-port chooses another port, --no-web serves without the browser test)")
+        })?),
+        _ => None,
+    };
     println!("bloatlab server listening on {} (tcp+udp)", list.join(", "));
     if let Some(r) = &rpm {
         let urls: Vec<String> = r.addrs.iter().map(|a| {
@@ -194,6 +251,23 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
         }).collect();
         let cert = if r.self_signed { "self-signed certificate" } else { "certificate" };
         println!("bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}", urls.join(", "), r.fingerprint);
+    }
+    match &web_srv {
+        Some(w) => {
+            let url = |scheme: &str, a: &SocketAddr| {
+                let host = if a.ip().is_unspecified() { "HOST".to_string() } else if a.is_ipv6() { format!("[{}]", a.ip()) } else { a.ip().to_string() };
+                format!("{scheme}://{host}:{}/", a.port())
+            };
+            let mut urls: Vec<String> = w.addrs.iter().map(|a| url("http", a)).collect();
+            if let Some(r) = &rpm {
+                urls.extend(r.addrs.iter().map(|a| url("https", a)));
+            }
+            println!("bloatlab server browser test at {}", urls.join(", "));
+        }
+        None if cfg.secret.is_some() && !quiet => {
+            eprintln!("bloatlab server: no browser test: a page cannot keep the --secret-file secret (--web-public serves it anyway)")
+        }
+        None => {}
     }
     std::io::stdout().flush().ok();
     signals::install();

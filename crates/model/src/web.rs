@@ -1,0 +1,226 @@
+//! The browser test `bloatlab server` serves: where it listens, where it
+//! keeps results, and what a test runs ([`WebPlan`], one definition the
+//! server sends the page and records in every result).
+use crate::config::TestConfig;
+use crate::scenario::Scenario;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Plain-HTTP port of the browser test.
+pub const DEFAULT_WEB_PORT: u16 = 9780;
+
+/// The browser test of a server: plain HTTP on `port` of every bound
+/// address, and the same pages on the HTTPS (RPM) port when that is served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebServe {
+    /// 0 = an ephemeral port.
+    pub port: u16,
+    /// Keep finished results and give each a permalink (`--web-results`).
+    #[serde(default)]
+    pub results: Option<WebResults>,
+}
+
+/// Where and how many results the server keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebResults {
+    pub dir: PathBuf,
+    /// The most results kept; the oldest go first.
+    pub max_count: u32,
+    /// The most bytes all kept results may take; the oldest go first.
+    pub max_bytes: u64,
+    /// Results one source may store per hour.
+    pub per_source_per_hour: u32,
+    /// Record the client's address in each stored result (off by default).
+    pub keep_addresses: bool,
+}
+
+impl WebResults {
+    pub fn new(dir: PathBuf) -> WebResults {
+        WebResults { dir, max_count: 10_000, max_bytes: 1 << 30, per_source_per_hour: 30, keep_addresses: false }
+    }
+}
+
+/// Which test the page runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WebMode {
+    /// About 17 s: idle, download, upload, both.
+    #[default]
+    Quick,
+    /// About 45 s: the same phases, each longer.
+    Thorough,
+}
+
+crate::words!(WebMode, "a browser test mode", Quick = "quick", Thorough = "thorough");
+
+/// One phase of a browser test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebPhase {
+    /// "idle", "download", "upload" or "both".
+    pub name: &'static str,
+    pub download: bool,
+    pub upload: bool,
+    pub duration: Duration,
+}
+
+/// Everything a browser test does, sent to the page as JSON (durations in
+/// milliseconds) and recorded in the result's metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebPlan {
+    pub mode: WebMode,
+    pub phases: Vec<WebPhase>,
+    /// Quiet time between phases, so the queue drains.
+    pub pause: Duration,
+    /// WebSocket probes, one every this long, from a Web Worker.
+    pub probe_interval: Duration,
+    /// How often the page and the server record byte counts and TCP_INFO.
+    pub sample_interval: Duration,
+    /// Load streams start at this many per loaded direction...
+    pub start_streams: u32,
+    /// ...and add one each `ramp_step` while the direction's goodput grew by
+    /// more than `ramp_growth` over the step, up to `max_streams` (a browser
+    /// opens at most 6 HTTP/1.1 connections to a server; a phase loading
+    /// both ways gives each half). Once it stops growing, the load is held:
+    /// never backed off because latency rose.
+    pub max_streams: u32,
+    pub ramp_step: Duration,
+    pub ramp_growth: f64,
+    /// The ramp ends by this share of a loaded phase (the steady part the
+    /// goodput is measured over begins after it: `metrics::DEFAULT_TRIM_START`).
+    pub ramp_until: f64,
+}
+
+impl WebPlan {
+    pub fn of(mode: WebMode) -> WebPlan {
+        let s = Duration::from_secs;
+        let loaded = |d: Duration| {
+            vec![
+                WebPhase { name: "idle", download: false, upload: false, duration: if d > s(5) { s(4) } else { s(2) } },
+                WebPhase { name: "download", download: true, upload: false, duration: d },
+                WebPhase { name: "upload", download: false, upload: true, duration: d },
+                WebPhase { name: "both", download: true, upload: true, duration: d },
+            ]
+        };
+        let phases = match mode {
+            WebMode::Quick => loaded(s(5)),
+            WebMode::Thorough => loaded(s(12)),
+        };
+        WebPlan {
+            mode,
+            phases,
+            pause: Duration::from_millis(500),
+            probe_interval: Duration::from_millis(20),
+            sample_interval: Duration::from_millis(100),
+            start_streams: 2,
+            max_streams: 6,
+            ramp_step: Duration::from_millis(250),
+            ramp_growth: 0.1,
+            ramp_until: 0.2,
+        }
+    }
+
+    /// The whole test, pauses included.
+    pub fn total(&self) -> Duration {
+        let phases: Duration = self.phases.iter().map(|p| p.duration).sum();
+        phases + self.pause * self.phases.len().saturating_sub(1) as u32
+    }
+
+    /// The longest loaded phase (what a server's --max-duration must allow).
+    pub fn longest_phase(&self) -> Duration {
+        self.phases.iter().map(|p| p.duration).max().unwrap_or_default()
+    }
+
+    /// Streams per direction a phase may ramp to.
+    pub fn max_streams_in(&self, p: &WebPhase) -> u32 {
+        if p.download && p.upload {
+            self.max_streams / 2
+        } else {
+            self.max_streams
+        }
+    }
+
+    /// The plan as the page reads it (milliseconds).
+    pub fn to_json_value(&self) -> PlanDoc {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        PlanDoc {
+            mode: self.mode,
+            phases: self
+                .phases
+                .iter()
+                .map(|p| PhaseDoc { name: p.name.into(), download: p.download, upload: p.upload, duration_ms: ms(p.duration), max_streams: self.max_streams_in(p) })
+                .collect(),
+            pause_ms: ms(self.pause),
+            probe_interval_ms: ms(self.probe_interval),
+            sample_interval_ms: ms(self.sample_interval),
+            start_streams: self.start_streams,
+            ramp_step_ms: ms(self.ramp_step),
+            ramp_growth: self.ramp_growth,
+            ramp_until: self.ramp_until,
+            total_ms: ms(self.total()),
+        }
+    }
+
+    /// The test configuration a browser test's result records (`metadata`):
+    /// the scenarios as the streams ran (`scenarios`), the plan's times.
+    pub fn test_config(&self, server: &str, scenarios: Vec<Scenario>) -> TestConfig {
+        let loaded = self.phases.iter().find(|p| p.name != "idle");
+        let idle = self.phases.iter().find(|p| p.name == "idle");
+        TestConfig {
+            server: server.into(),
+            scenarios,
+            duration: loaded.map(|p| p.duration).unwrap_or_default(),
+            idle: idle.map(|p| p.duration).unwrap_or_default(),
+            pause: self.pause,
+            probe_interval: self.probe_interval,
+            sample_interval: self.sample_interval,
+            command: vec!["browser".into(), self.mode.name().into()],
+            ..TestConfig::default()
+        }
+    }
+}
+
+/// [`WebPlan`] as JSON for the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanDoc {
+    pub mode: WebMode,
+    pub phases: Vec<PhaseDoc>,
+    pub pause_ms: f64,
+    pub probe_interval_ms: f64,
+    pub sample_interval_ms: f64,
+    pub start_streams: u32,
+    pub ramp_step_ms: f64,
+    pub ramp_growth: f64,
+    pub ramp_until: f64,
+    pub total_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseDoc {
+    pub name: String,
+    pub download: bool,
+    pub upload: bool,
+    pub duration_ms: f64,
+    pub max_streams: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_test_fits_in_20_seconds_and_loads_each_way_then_both() {
+        let p = WebPlan::of(WebMode::Quick);
+        assert!(p.total() <= Duration::from_secs(20), "{:?}", p.total());
+        let names: Vec<&str> = p.phases.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["idle", "download", "upload", "both"]);
+        // >= 100 probes in the steady part of each loaded phase
+        for ph in p.phases.iter().filter(|p| p.name != "idle") {
+            let steady = ph.duration.as_secs_f64() * (1.0 - p.ramp_until - 0.05);
+            assert!(steady / p.probe_interval.as_secs_f64() >= 100.0, "{}", ph.name);
+        }
+        assert_eq!(p.max_streams_in(&p.phases[3]), 3);
+        assert!(WebPlan::of(WebMode::Thorough).total() > p.total());
+        assert_eq!("thorough".parse::<WebMode>().unwrap(), WebMode::Thorough);
+    }
+}

@@ -1,0 +1,414 @@
+// bloatlab's browser test. The page runs the plan the server gives it,
+// measures (probes in a Web Worker, load with parallel fetch/XHR streams),
+// posts its raw measurements, and shows the result the server built from
+// them and from its own side: every number shown below the live view comes
+// from that result, as `bloatlab test` would print it.
+'use strict';
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const now = () => performance.timeOrigin + performance.now();
+  const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+  const SVG = 'http://www.w3.org/2000/svg';
+  const LABEL = { idle: 'Idle', download: 'Download', upload: 'Upload', both: 'Both ways' };
+
+  // ---- formatting (three significant digits, as the CLI prints) ----
+  function sig3(v, maxDec) {
+    if (v === null || v === undefined || !isFinite(v)) return '-';
+    if (v === 0) return '0';
+    if (Math.abs(v) >= 99.5) return v.toFixed(0);
+    const mag = Math.floor(Math.log10(Math.abs(v)));
+    const scale = Math.pow(10, mag - 2);
+    const r = Math.round(v / scale) * scale;
+    const m2 = Math.floor(Math.log10(Math.abs(r)));
+    const dec = Math.min(Math.max(2 - m2, 0), maxDec === undefined ? 9 : maxDec);
+    return r.toFixed(dec);
+  }
+  const ms = (v) => (v === null || v === undefined ? '-' : sig3(v, 3) + ' ms');
+  function rate(bps) {
+    if (bps === null || bps === undefined || !isFinite(bps)) return '-';
+    const a = Math.abs(bps);
+    const [d, u] = a >= 999.5e6 ? [1e9, 'Gbit/s'] : a >= 999.5e3 ? [1e6, 'Mbit/s'] : a >= 999.5 ? [1e3, 'kbit/s'] : [1, 'bit/s'];
+    return sig3(bps / d) + ' ' + u;
+  }
+  const int3 = (v) => (v === null || v === undefined ? '-' : (Math.abs(v) < 1000 ? v.toFixed(0) : (Math.round(v / Math.pow(10, Math.floor(Math.log10(Math.abs(v))) - 2)) * Math.pow(10, Math.floor(Math.log10(Math.abs(v))) - 2)).toFixed(0)));
+
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function table(t, head, rows) {
+    t.replaceChildren();
+    const tr = el('tr');
+    head.forEach((h) => tr.append(el('th', { scope: 'col' }, h)));
+    t.append(el('thead')).append(tr);
+    const tb = t.appendChild(el('tbody'));
+    rows.forEach((r) => {
+      const row = tb.appendChild(el('tr'));
+      r.forEach((c, i) => {
+        const cell = el(i === 0 ? 'th' : 'td', i === 0 ? { scope: 'row' } : {});
+        if (c instanceof Node) cell.append(c); else cell.textContent = c;
+        row.append(cell);
+      });
+    });
+  }
+
+  function fail(msg) {
+    window.bloatlabError = msg;
+    $('error').textContent = msg;
+    $('error').hidden = false;
+    $('status').textContent = '';
+    $('start').disabled = false;
+  }
+
+  async function api(path, opts) {
+    const r = await fetch(path, Object.assign({ cache: 'no-store' }, opts || {}));
+    let j = null;
+    try { j = await r.json(); } catch (e) { /* not JSON */ }
+    if (!r.ok) throw new Error((j && j.error) || path + ': HTTP ' + r.status);
+    return j;
+  }
+
+  // ---- live view ----
+  const live = { t0: 0, total: 1, phases: [], rtts: [], hist: [], server: null };
+
+  function drawPlot() {
+    const W = 800, H = 260, L = 52, R = 10, T = 22, B = 30;
+    const p = $('plot');
+    p.replaceChildren();
+    const xs = (t) => L + ((t - live.t0) / live.total) * (W - L - R);
+    let top = 50;
+    for (const [, r] of live.rtts) top = Math.max(top, r * 1.1);
+    const steps = [1, 2, 5];
+    let step = 10;
+    for (let k = 0; ; k++) {
+      const s = steps[k % 3] * Math.pow(10, Math.floor(k / 3));
+      if (top / s <= 5) { step = s; break; }
+    }
+    top = Math.ceil(top / step) * step;
+    const ys = (v) => T + (1 - v / top) * (H - T - B);
+    for (const ph of live.phases) {
+      const x0 = xs(ph.start), x1 = xs(ph.end || now());
+      p.append(svg('rect', { x: x0, y: T, width: Math.max(0, x1 - x0), height: H - T - B, class: 'band band-' + ph.name }));
+      p.append(svg('text', { x: x0 + 4, y: T - 6, class: 'plabel' }, LABEL[ph.name] || ph.name));
+    }
+    for (let v = 0; v <= top; v += step) {
+      p.append(svg('line', { x1: L, x2: W - R, y1: ys(v), y2: ys(v), class: 'grid' }));
+      p.append(svg('text', { x: L - 6, y: ys(v) + 4, class: 'tick', 'text-anchor': 'end' }, String(v)));
+    }
+    const secs = live.total / 1000;
+    const xstep = secs > 30 ? 10 : 5;
+    for (let s = 0; s <= secs; s += xstep) {
+      p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 10, class: 'tick', 'text-anchor': 'middle' }, s + ' s'));
+    }
+    p.append(svg('text', { x: 12, y: T + (H - T - B) / 2, class: 'tick', transform: `rotate(-90 12 ${T + (H - T - B) / 2})`, 'text-anchor': 'middle' }, 'round trip, ms'));
+    if (live.rtts.length) {
+      const pts = live.rtts.map(([t, r]) => xs(t).toFixed(1) + ',' + ys(r).toFixed(1)).join(' ');
+      p.append(svg('polyline', { points: pts, class: 'rtt' }));
+    }
+  }
+
+  function liveRates() {
+    const h = live.hist;
+    if (h.length < 2) return;
+    const last = h[h.length - 1];
+    let i = h.length - 1;
+    while (i > 0 && last[0] - h[i - 1][0] <= 1000) i--;
+    const first = h[i];
+    const dt = (last[0] - first[0]) / 1000;
+    if (dt <= 0) return;
+    $('now-down').textContent = rate(((last[1] - first[1]) * 8) / dt);
+    $('now-up').textContent = rate(((last[2] - first[2]) * 8) / dt);
+  }
+
+  function showServer(flows) {
+    if (!flows.length) { $('server-now').textContent = ''; return; }
+    const rng = (vals, f) => {
+      const v = vals.filter((x) => x !== null && x !== undefined);
+      if (!v.length) return '-';
+      const lo = Math.min(...v), hi = Math.max(...v);
+      return lo === hi ? f(lo) : f(lo) + ' to ' + f(hi);
+    };
+    const down = flows.filter((f) => f.direction === 'down');
+    const parts = [flows.length + ' load connection(s)'];
+    if (down.length) {
+      parts.push('sending: cwnd ' + rng(down.map((f) => f.cwnd), String) + ' segments');
+      parts.push('smoothed RTT ' + rng(down.map((f) => f.srtt_ms), (v) => sig3(v, 3)) + ' ms');
+      parts.push(rng(down.map((f) => f.retransmits), String) + ' retransmits');
+    }
+    $('server-now').textContent = 'Server now: ' + parts.join(', ');
+  }
+
+  // ---- load ----
+  let nextFlow = 1;
+  let upBuf = null;
+
+  async function runDown(sid, f, signal) {
+    try {
+      const r = await fetch(`/api/down?s=${sid}&f=${f.id}`, { signal, cache: 'no-store' });
+      if (!r.ok) { let j = null; try { j = await r.json(); } catch (e) { /* */ } throw new Error((j && j.error) || 'HTTP ' + r.status); }
+      const rd = r.body.getReader();
+      let last = 0;
+      for (;;) {
+        const { done, value } = await rd.read();
+        if (done) break;
+        const t = now();
+        if (last && t - last > f.max_gap_ms) { f.max_gap_ms = t - last; f.max_gap_at_ms = t; }
+        last = t;
+        f.bytes += value.byteLength;
+      }
+    } catch (e) {
+      if (!signal.aborted) f.error = String(e.message || e);
+    }
+  }
+
+  function runUp(sid, f, signal, end) {
+    let size = 256 * 1024;
+    return new Promise((resolve) => {
+      const next = () => {
+        if (signal.aborted || now() >= end) { resolve(); return; }
+        if (!upBuf) upBuf = new Uint8Array(32 << 20);
+        const xhr = new XMLHttpRequest();
+        const base = f.bytes;
+        const t0 = now();
+        xhr.open('POST', `/api/up?s=${sid}&f=${f.id}`);
+        xhr.upload.onprogress = (e) => { f.bytes = base + e.loaded; };
+        xhr.onloadend = () => {
+          if (xhr.status !== 200) {
+            if (!signal.aborted) {
+              let j = null; try { j = JSON.parse(xhr.responseText); } catch (e) { /* */ }
+              f.error = (j && j.error) || 'upload failed (HTTP ' + xhr.status + ')';
+            }
+            resolve();
+            return;
+          }
+          f.bytes = base + size;
+          // about a second per request: few gaps between them
+          const dt = Math.max(now() - t0, 1);
+          size = Math.min(Math.max(Math.round((size * 1000) / dt), 64 * 1024), upBuf.length);
+          next();
+        };
+        signal.addEventListener('abort', () => xhr.abort(), { once: true });
+        xhr.send(new Blob([upBuf.subarray(0, size)]));
+      };
+      next();
+    });
+  }
+
+  async function loadPhase(plan, sid, ph, idx, rep, start) {
+    const end = start + ph.duration_ms;
+    const dirs = [];
+    if (ph.download) dirs.push('down');
+    if (ph.upload) dirs.push('up');
+    const streams = [];
+    const open = (dir) => {
+      const f = { id: nextFlow++, direction: dir, phase: idx, samples: [], bytes: 0, max_gap_ms: 0, max_gap_at_ms: 0 };
+      rep.flows.push(f);
+      const ac = new AbortController();
+      const done = dir === 'down' ? runDown(sid, f, ac.signal) : runUp(sid, f, ac.signal, end);
+      streams.push({ dir, f, ac, done });
+    };
+    const count = (d) => streams.filter((s) => s.dir === d).length;
+    const bytes = (d) => streams.filter((s) => s.dir === d).reduce((a, s) => a + s.f.bytes, 0);
+    for (const d of dirs) for (let k = 0; k < Math.min(plan.start_streams, ph.max_streams); k++) open(d);
+    // ramp: add a stream each step while the direction's goodput still grew
+    const ramp = {};
+    for (const d of dirs) ramp[d] = { growing: true, bytes: 0, rate: 0 };
+    let lastStep = start;
+    while (now() < end) {
+      await sleep(Math.min(plan.sample_interval_ms, end - now()));
+      const t = now();
+      for (const s of streams) if (s.dir === 'down') s.f.samples.push([t, s.f.bytes]);
+      const err = streams.find((s) => s.f.error);
+      if (err) { streams.forEach((s) => s.ac.abort()); throw new Error(err.f.error); }
+      live.hist.push([t, bytes('down') + live.doneDown, bytes('up') + live.doneUp]);
+      liveRates();
+      if (t - lastStep >= plan.ramp_step_ms) {
+        const ramping = t < start + plan.ramp_until * ph.duration_ms;
+        for (const d of dirs) {
+          const r = ramp[d];
+          const b = bytes(d);
+          const rt = (b - r.bytes) / (t - lastStep);
+          if (ramping && r.growing && count(d) < ph.max_streams && rt > r.rate * (1 + plan.ramp_growth)) open(d);
+          else if (r.rate > 0) r.growing = false;
+          r.bytes = b;
+          r.rate = rt;
+        }
+        lastStep = t;
+      }
+    }
+    streams.forEach((s) => s.ac.abort());
+    await Promise.all(streams.map((s) => s.done));
+    live.doneDown += bytes('down');
+    live.doneUp += bytes('up');
+  }
+
+  // ---- the test ----
+  async function runTest(mode) {
+    $('error').hidden = true;
+    window.bloatlabError = undefined;
+    window.bloatlabResult = undefined;
+    $('start').disabled = true;
+    $('result').hidden = true;
+    $('status').textContent = 'Starting…';
+    const sess = await api('/api/session?mode=' + encodeURIComponent(mode), { method: 'POST' });
+    const plan = sess.plan;
+    const worker = new Worker('/worker.js');
+    const wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/ws?s=' + sess.id;
+    let probesDone = null;
+    let wsClosed = null;
+    const opened = new Promise((resolve, reject) => {
+      worker.onmessage = (e) => {
+        const m = e.data;
+        if (m.k === 'open') resolve();
+        else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
+        else if (m.k === 'rtt') { for (const v of m.v) live.rtts.push(v); const l = m.v[m.v.length - 1]; $('now-rtt').textContent = ms(l[1]); }
+        else if (m.k === 'server') showServer(m.flows);
+        else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
+        else if (m.k === 'done' && probesDone) probesDone(m.probes);
+      };
+    });
+    worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
+    await opened;
+    const rep = { start_ms: now(), phases: [], flows: [], probes: [], complete: true };
+    Object.assign(live, { t0: rep.start_ms, total: plan.total_ms, phases: [], rtts: [], hist: [], doneDown: 0, doneUp: 0 });
+    $('live').hidden = false;
+    const timer = setInterval(drawPlot, 250);
+    try {
+      for (const [i, ph] of plan.phases.entries()) {
+        if (i > 0) await sleep(plan.pause_ms);
+        if (wsClosed) throw new Error('the probe WebSocket closed: ' + wsClosed);
+        const start = now();
+        const p = { name: ph.name, start_ms: start, end_ms: start };
+        rep.phases.push(p);
+        live.phases.push({ name: ph.name, start });
+        $('now-phase').textContent = LABEL[ph.name] || ph.name;
+        $('status').textContent = 'Measuring: ' + (LABEL[ph.name] || ph.name).toLowerCase() + '…';
+        if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start);
+        else await sleep(ph.duration_ms);
+        p.end_ms = now();
+        live.phases[i].end = p.end_ms;
+      }
+    } finally {
+      clearInterval(timer);
+      drawPlot();
+    }
+    $('status').textContent = 'Computing the result…';
+    rep.probes = await new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
+    worker.terminate();
+    const out = await api('/api/result?s=' + sess.id, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rep) });
+    show(out, plan);
+    $('status').textContent = 'Done.';
+    $('start').disabled = false;
+    return out;
+  }
+
+  // ---- the result, as the server built it ----
+  function phaseLabel(r, i, plan) {
+    const names = plan ? plan.phases.filter((p) => p.name !== 'idle').map((p) => p.name) : [];
+    const s = r.scenarios[i];
+    const word = names[i] ? LABEL[names[i]] : (s.uploads && s.downloads ? LABEL.both : s.uploads ? LABEL.upload : LABEL.download);
+    return word + ' (' + s.uploads + ' up, ' + s.downloads + ' down streams)';
+  }
+
+  function show(out, plan) {
+    const r = out.result;
+    window.bloatlabResult = r;
+    const h = r.headline;
+    const g = h.grade || '?';
+    $('grade').textContent = g;
+    $('grade').className = 'grade grade-' + g.replace('+', 'plus');
+    const worst = r.scenarios.reduce((a, p, i) => (p.summary.added_latency_ms !== null && p.summary.added_latency_ms !== undefined && (a < 0 || p.summary.added_latency_ms > r.scenarios[a].summary.added_latency_ms) ? i : a), -1);
+    $('verdict').textContent = h.max_added_latency_ms === null || h.max_added_latency_ms === undefined
+      ? 'No idle baseline: the rise under load is unknown.'
+      : 'Under load your round trip rose by ' + ms(h.max_added_latency_ms) + ' (worst: ' + phaseLabel(r, worst, plan).split(' (')[0].toLowerCase() + '), from ' + ms(h.idle_latency_ms) + ' idle to ' + ms(h.loaded_latency_ms) + '.';
+    const dl = $('headline');
+    dl.replaceChildren();
+    for (const [k, v] of [
+      ['Idle latency', ms(h.idle_latency_ms)],
+      ['Loaded latency', ms(h.loaded_latency_ms)],
+      ['Added latency', ms(h.max_added_latency_ms)],
+      ['Download', rate(h.download_capacity_bps)],
+      ['Upload', rate(h.upload_capacity_bps)],
+      ['RPM', h.rpm === null || h.rpm === undefined ? '-' : int3(h.rpm)],
+    ]) {
+      const d = dl.appendChild(el('div'));
+      d.append(el('dt', {}, k), el('dd', {}, v));
+    }
+    const phases = [];
+    const row = (name, p) => {
+      const s = p.summary;
+      const l = s.latency;
+      phases.push([name, ms(l.p50_ms), ms(l.p90_ms), ms(l.p99_ms), ms(s.added_latency_ms), rate(s.download_bps), rate(s.upload_bps),
+        ms(s.owd_up_p50_ms) + ' / ' + ms(s.owd_down_p50_ms), l.lost + ' of ' + l.sent]);
+    };
+    if (r.idle) row('Idle', r.idle);
+    r.scenarios.forEach((p, i) => row(phaseLabel(r, i, plan), p));
+    table($('phases'), ['Phase', 'p50', 'p90', 'p99', 'Added (p50)', 'Download', 'Upload', 'One-way up / down (p50)', 'Probes lost'], phases);
+    table($('uses'), ['Use', 'Verdict', 'Measured', 'Rule'], (out.uses || []).map((u) => {
+      const b = el('span', { class: 'badge v-' + u.verdict }, u.verdict);
+      return [u.name, b, u.measured, u.rule];
+    }));
+    const srv = [];
+    r.scenarios.forEach((p, i) => {
+      const down = p.flows.filter((f) => f.direction === 'down' && f.tcp_info.length);
+      const last = down.map((f) => f.tcp_info[f.tcp_info.length - 1]);
+      const span = (v) => (v.length ? (Math.min(...v) === Math.max(...v) ? String(Math.min(...v)) : Math.min(...v) + ' to ' + Math.max(...v)) : '-');
+      srv.push([phaseLabel(r, i, plan), String(p.flows.length), span(last.map((x) => x.cwnd)), last.length ? span(last.map((x) => Number(sig3(x.srtt_us / 1000, 3)))) + ' ms' : '-', String(p.summary.retransmits)]);
+    });
+    table($('server'), ['Phase', 'Load streams', 'cwnd at the end (segments, download)', 'Smoothed RTT at the end (download)', 'Retransmits (download)'], srv);
+    const blob = new Blob([JSON.stringify(r, null, 1)], { type: 'application/json' });
+    const dlb = $('download');
+    dlb.onclick = () => {
+      const a = el('a', { href: URL.createObjectURL(blob), download: 'bloatlab-browser-' + r.metadata.start_time.replace(/[:.]/g, '-') + '.json' });
+      document.body.append(a);
+      a.click();
+      a.remove();
+    };
+    const pl = $('permalink');
+    pl.hidden = !out.permalink;
+    if (out.permalink) pl.href = out.permalink;
+    $('not-kept').hidden = !out.not_kept;
+    $('not-kept').textContent = out.not_kept || '';
+    $('result').hidden = false;
+  }
+
+  function mode() {
+    const m = document.querySelector('input[name=mode]:checked');
+    return m ? m.value : 'quick';
+  }
+
+  async function init() {
+    const q = new URLSearchParams(location.search);
+    if (q.get('mode')) {
+      const m = document.querySelector('input[name=mode][value="' + CSS.escape(q.get('mode')) + '"]');
+      if (m) m.checked = true;
+    }
+    $('start').addEventListener('click', () => { runTest(mode()).catch((e) => fail(String(e.message || e))); });
+    try {
+      for (const m of ['quick', 'thorough']) {
+        const p = await api('/api/plan?mode=' + m);
+        $('len-' + m).textContent = '(about ' + Math.round(p.plan.total_ms / 1000) + ' s)';
+        $('version').textContent = p.server.bloatlab_version;
+      }
+    } catch (e) { fail(String(e.message || e)); return; }
+    const kept = location.pathname.match(/^\/r\/([0-9a-f]{16})$/);
+    if (kept) {
+      try {
+        const out = await api('/api/results/' + kept[1]);
+        show(out, null);
+        $('status').textContent = 'A kept result from ' + out.result.metadata.start_time + '. Start a test to measure your own line.';
+      } catch (e) { fail(String(e.message || e)); }
+    } else if (q.get('autostart') === '1') {
+      $('start').click();
+    }
+  }
+  init();
+})();

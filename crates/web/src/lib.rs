@@ -1,0 +1,395 @@
+//! bloatlab's browser test: the page `bloatlab server` serves (plain HTTP on
+//! its web port, and on its HTTPS port beside the RPM endpoints) and the
+//! endpoints the page measures with:
+//!
+//! | path | what |
+//! |---|---|
+//! | `GET /`, `/r/ID` | the page (a permalink shows a kept result) |
+//! | `GET /app.js`, `/worker.js`, `/style.css`, `/icon.svg` | its parts |
+//! | `GET /api/plan?mode=M` | the test plan ([`bloatlab_model::WebPlan`]) and the server's limits |
+//! | `POST /api/session?mode=M` | begin a test: takes a unit of the tests quota |
+//! | `GET /api/ws?s=ID` | the probe WebSocket (ping/pong with server times, server TCP_INFO pushed) |
+//! | `GET /api/down?s=ID&f=N` | a download stream (paced, endless until the test ends) |
+//! | `POST /api/up?s=ID&f=N` | an upload sink (answers the bytes it read) |
+//! | `POST /api/result?s=ID` | end the test: the page's measurements in, the result out |
+//! | `GET /api/results/ID` | a kept result (`--web-results`) |
+//!
+//! Every refusal is a JSON `{"error": "..."}` with a status the page shows.
+//! Limits: the server's connection quota (total and per source) for every
+//! connection, its tests quota for every test, --max-duration for every
+//! stream; see [`session`] and docs/web.md.
+pub mod assets;
+mod http;
+mod load;
+pub mod result;
+pub mod session;
+pub mod store;
+mod ws;
+
+use bloatlab_engine::quota::{Full, Quota, RefusalLine, RefusalLog};
+use bloatlab_engine::server::log_line;
+use bloatlab_host::clock;
+use bloatlab_model::{ServerConfig, WebMode, WebPlan, WebServe};
+use bloatlab_rpm::server::{Body, ConnInfo, Fallback};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full as FullBody, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::json;
+use session::Sessions;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The browser test's shared state: configuration, sessions, kept results.
+pub struct Web {
+    cfg: ServerConfig,
+    sessions: Sessions,
+    tests: Arc<Quota>,
+    conns: Arc<Quota>,
+    store: Option<store::Store>,
+    refusals: Mutex<RefusalLog>,
+    server_rpm: Mutex<Option<bloatlab_model::RpmOffer>>,
+}
+
+/// A running plain-HTTP listener of the browser test.
+pub struct WebServer {
+    pub addrs: Vec<SocketAddr>,
+    pub web: Arc<Web>,
+}
+
+impl Web {
+    /// The browser test of a server with configuration `cfg`, sharing its
+    /// connection and tests quotas.
+    pub fn new(cfg: &ServerConfig, serve: &WebServe, conns: Arc<Quota>, tests: Arc<Quota>) -> Result<Arc<Web>, String> {
+        let store = serve.results.clone().map(store::Store::open).transpose()?;
+        Ok(Arc::new(Web {
+            cfg: cfg.clone(),
+            sessions: Sessions::default(),
+            tests,
+            conns,
+            store,
+            refusals: Mutex::new(RefusalLog::default()),
+            server_rpm: Mutex::new(None),
+        }))
+    }
+
+    /// Results record the RPM endpoints the server offers.
+    pub fn offer_rpm(&self, offer: bloatlab_model::RpmOffer) {
+        *self.server_rpm.lock().unwrap() = Some(offer);
+    }
+
+    /// The handler the HTTPS (RPM) service passes other paths to.
+    pub fn fallback(self: &Arc<Self>) -> Arc<dyn Fallback> {
+        Arc::new(Routes(self.clone()))
+    }
+
+    /// Tests running now.
+    pub fn active_tests(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Results kept (`--web-results`).
+    pub fn kept_results(&self) -> usize {
+        self.store.as_ref().map_or(0, |s| s.count())
+    }
+
+    fn log(&self, event: &str, fields: serde_json::Value) {
+        if !self.cfg.quiet {
+            eprintln!("{}", log_line(clock::now_ns(), event, &fields));
+        }
+    }
+
+    /// At most one `web_refused` line a second, with how many since the last.
+    fn log_refusal(&self, peer: SocketAddr, reason: String) {
+        let line = self.refusals.lock().unwrap().note(peer, reason, Instant::now());
+        self.say_refused(line);
+    }
+
+    fn say_refused(&self, line: Option<RefusalLine>) {
+        if let Some(l) = line {
+            self.log("web_refused", json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
+        }
+    }
+
+    /// Housekeeping every 250 ms: expire sessions, flush refusal lines.
+    async fn housekeeping(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tick.tick().await;
+            for s in self.sessions.expire(self.cfg.idle_timeout) {
+                self.log("web_test", json!({"client": s.source.to_string(), "id": s.id, "ended": "expired: no result within the plan's length + --idle-timeout"}));
+            }
+            let line = self.refusals.lock().unwrap().due(Instant::now());
+            self.say_refused(line);
+        }
+    }
+}
+
+struct Routes(Arc<Web>);
+
+impl Fallback for Routes {
+    fn handle(&self, req: Request<Incoming>, conn: ConnInfo) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
+        let web = self.0.clone();
+        Box::pin(async move { route(&web, req, conn).await })
+    }
+}
+
+impl WebServer {
+    /// Listen on `port` of every address the server binds and serve on a
+    /// runtime of two worker threads.
+    pub fn start(web: Arc<Web>, port: u16) -> Result<WebServer, String> {
+        let mut listeners = vec![];
+        for b in &web.cfg.binds {
+            let addr = SocketAddr::new(b.ip(), port);
+            let s = bloatlab_engine::server::make_socket(addr, socket2::Type::STREAM)
+                .and_then(|s| {
+                    s.listen(1024)?;
+                    s.set_nonblocking(true)?;
+                    Ok(s)
+                })
+                .map_err(|e| format!("browser test: cannot listen on {addr}: {e}"))?;
+            listeners.push(std::net::TcpListener::from(s));
+        }
+        let addrs: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("web")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("browser test: cannot start its runtime: {e}"))?;
+        let w = web.clone();
+        std::thread::Builder::new()
+            .name("web-main".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    for l in listeners {
+                        match tokio::net::TcpListener::from_std(l) {
+                            Ok(l) => {
+                                tokio::spawn(http::accept_loop(l, w.clone()));
+                            }
+                            Err(e) => eprintln!("browser test: {e}"),
+                        }
+                    }
+                    w.housekeeping().await
+                })
+            })
+            .map_err(|e| format!("browser test: cannot start a thread: {e}"))?;
+        Ok(WebServer { addrs, web })
+    }
+}
+
+/// A JSON answer.
+pub(crate) fn json_response(status: StatusCode, v: &serde_json::Value) -> Response<Body> {
+    let mut r = Response::new(FullBody::new(Bytes::from(serde_json::to_vec(v).unwrap())).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+    secure(r)
+}
+
+/// A refusal the page shows: `{"error": reason}`.
+pub(crate) fn refuse(status: StatusCode, reason: impl Into<String>) -> Response<Body> {
+    json_response(status, &json!({"error": reason.into()}))
+}
+
+/// The headers every answer carries: only this origin may load or frame it,
+/// and the page is cross-origin isolated.
+pub(crate) fn secure(mut r: Response<Body>) -> Response<Body> {
+    let h = r.headers_mut();
+    for (k, v) in [
+        ("content-security-policy", assets::CSP),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("cross-origin-opener-policy", "same-origin"),
+        ("cross-origin-embedder-policy", "require-corp"),
+        ("cross-origin-resource-policy", "same-origin"),
+    ] {
+        h.insert(k, v.parse().unwrap());
+    }
+    r
+}
+
+fn query<'a>(req: &'a Request<Incoming>, key: &str) -> Option<&'a str> {
+    req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+}
+
+fn mode_of(req: &Request<Incoming>) -> Result<WebMode, String> {
+    query(req, "mode").map(|m| m.parse::<WebMode>()).unwrap_or(Ok(WebMode::Quick))
+}
+
+fn full_reason(f: Full) -> String {
+    match f {
+        Full::Total { limit } => format!("the server is busy: {limit} tests are running (--max-tests); try again in a minute"),
+        Full::Source { limit } => format!("your address already runs {limit} tests (--max-tests-per-source)"),
+    }
+}
+
+/// The host the browser reached us as (its Host header), if plain.
+fn host_of(req: &Request<Incoming>, local: SocketAddr) -> String {
+    let h = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string));
+    match h {
+        Some(h) if !h.is_empty() && h.len() <= 255 && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) => h,
+        _ => local.to_string(),
+    }
+}
+
+fn page(index: &'static str) -> Response<Body> {
+    let mut r = Response::new(FullBody::new(Bytes::from_static(index.as_bytes())).boxed());
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "text/html; charset=utf-8".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
+    secure(r)
+}
+
+async fn route(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    let get = method == Method::GET || method == Method::HEAD;
+    match path.as_str() {
+        "/" | "/index.html" if get => page(assets::INDEX),
+        p if get && p.starts_with("/r/") && store::valid_id(&p[3..]) => page(assets::INDEX),
+        "/favicon.ico" if get => {
+            let mut r = Response::new(http_body_util::Empty::new().boxed());
+            *r.status_mut() = StatusCode::NO_CONTENT;
+            secure(r)
+        }
+        p if get && assets::ASSETS.iter().any(|a| a.path == p) => {
+            let a = assets::ASSETS.iter().find(|a| a.path == p).unwrap();
+            let mut r = Response::new(FullBody::new(Bytes::from_static(a.body.as_bytes())).boxed());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, a.content_type.parse().unwrap());
+            r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
+            secure(r)
+        }
+        "/api/plan" if get => match mode_of(&req) {
+            Ok(m) => json_response(StatusCode::OK, &plan_doc(web, m)),
+            Err(e) => refuse(StatusCode::BAD_REQUEST, e),
+        },
+        "/api/session" if method == Method::POST => begin(web, &req, &conn),
+        "/api/ws" if get => ws::upgrade(web, req, conn),
+        "/api/down" if get => load::download(web, &req, conn),
+        "/api/up" if method == Method::POST => load::upload(web, req, conn).await,
+        "/api/result" if method == Method::POST => finish(web, req, conn).await,
+        p if get && p.starts_with("/api/results/") => kept(web, &p["/api/results/".len()..]),
+        _ => refuse(StatusCode::NOT_FOUND, format!("{method} {path}: not here (this is a bloatlab server's browser test: open / )")),
+    }
+}
+
+/// The plan the page runs, the grade scale and the server's limits.
+fn plan_doc(web: &Web, mode: WebMode) -> serde_json::Value {
+    let plan = WebPlan::of(mode);
+    json!({
+        "plan": plan.to_json_value(),
+        "modes": WebMode::WORDS,
+        "grades_ms": bloatlab_metrics::grade::GRADE_THRESHOLDS_MS.iter().map(|(g, ms)| json!([g.as_str(), ms])).collect::<Vec<_>>(),
+        "server": {
+            "bloatlab_version": env!("CARGO_PKG_VERSION"),
+            "max_duration_s": web.cfg.max_duration.as_secs_f64(),
+            "keeps_results": web.store.is_some(),
+        },
+    })
+}
+
+fn user_agent(req: &Request<Incoming>) -> String {
+    let ua = req.headers().get(hyper::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    ua.chars().take(512).collect()
+}
+
+/// `POST /api/session`: a test begins if the tests quota has room and the
+/// plan fits --max-duration.
+fn begin(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -> Response<Body> {
+    let mode = match mode_of(req) {
+        Ok(m) => m,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
+    };
+    let plan = WebPlan::of(mode);
+    if plan.total() > web.cfg.max_duration {
+        let reason = format!(
+            "the {mode} test takes {} s; this server allows tests of at most {} s (--max-duration)",
+            plan.total().as_secs(),
+            web.cfg.max_duration.as_secs()
+        );
+        web.log_refusal(conn.peer, reason.clone());
+        return refuse(StatusCode::FORBIDDEN, reason);
+    }
+    let permit = match web.tests.take(conn.peer.ip()) {
+        Ok(p) => p,
+        Err(f) => {
+            let reason = full_reason(f);
+            web.log_refusal(conn.peer, reason.clone());
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, reason);
+        }
+    };
+    let s = web.sessions.begin(permit, conn.peer.ip(), plan, user_agent(req), host_of(req, conn.local));
+    // the server's half of the measurements: byte counts and TCP_INFO
+    let (sess, every) = (s.clone(), s.plan.sample_interval);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        while !sess.ended.load(std::sync::atomic::Ordering::Relaxed) {
+            tick.tick().await;
+            sess.sample();
+        }
+    });
+    web.log("web_test", json!({"client": conn.peer.to_string(), "id": s.id, "mode": mode.name(), "began": true}));
+    json_response(StatusCode::OK, &json!({"id": s.id, "plan": s.plan.to_json_value()}))
+}
+
+/// `POST /api/result`: the page's measurements in; the test ends and its
+/// result (with what it means for everyday uses, and a permalink when the
+/// server keeps results) goes back.
+async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
+    let id = query(&req, "s").unwrap_or("").to_string();
+    let s = match web.sessions.get(&id, conn.peer.ip()) {
+        Ok(s) => s,
+        Err(e) => return refuse(StatusCode::NOT_FOUND, e),
+    };
+    let body = match Limited::new(req.into_body(), result::MAX_REPORT_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the report could not be read (at most {} bytes): {e}", result::MAX_REPORT_BYTES)),
+    };
+    let rep: result::PageReport = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("the report is not a browser test report: {e}")),
+    };
+    if let Err(e) = rep.validate(&s) {
+        return refuse(StatusCode::BAD_REQUEST, format!("the report does not fit the test: {e}"));
+    }
+    web.sessions.finish(&id);
+    let server = bloatlab_engine::server::disclosed_host_info(&web.cfg);
+    let rpm = web.server_rpm.lock().unwrap().clone();
+    let r = result::build(&s, &rep, server, conn.local, rpm);
+    let text = serde_json::to_vec(&r).unwrap();
+    let (permalink, kept) = match &web.store {
+        Some(st) => match st.save(&text, conn.peer.ip()) {
+            Ok(id) => (Some(format!("/r/{id}")), None),
+            Err(e) => (None, Some(e)),
+        },
+        None => (None, None),
+    };
+    web.log(
+        "web_test",
+        json!({"client": conn.peer.to_string(), "id": s.id, "ended": if rep.complete { "complete" } else { "incomplete" },
+               "grade": r.headline.grade, "seconds": (s.began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0}),
+    );
+    json_response(
+        StatusCode::OK,
+        &json!({"result": r, "uses": bloatlab_metrics::uses::uses(&r), "permalink": permalink, "not_kept": kept}),
+    )
+}
+
+/// `GET /api/results/ID`: a kept result, with its uses.
+fn kept(web: &Web, id: &str) -> Response<Body> {
+    let Some(st) = &web.store else {
+        return refuse(StatusCode::NOT_FOUND, "this server keeps no results (bloatlab server --web-results DIR)");
+    };
+    let Some(text) = st.load(id) else {
+        return refuse(StatusCode::NOT_FOUND, format!("no result {id} here (results are kept while the server's bounds allow)"));
+    };
+    match bloatlab_results::TestResult::from_json(&String::from_utf8_lossy(&text)) {
+        Ok(r) => json_response(StatusCode::OK, &json!({"result": r, "uses": bloatlab_metrics::uses::uses(&r), "permalink": format!("/r/{id}")})),
+        Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("result {id} cannot be read: {e}")),
+    }
+}

@@ -1,0 +1,101 @@
+//! The page's load: download streams (an endless body, paced so the
+//! server's own buffers hold a few ms of the connection's rate:
+//! `rpm::pace`) and upload sinks (a body read and counted, answered with its
+//! byte count). Each request names its test and flow; the server counts
+//! the flow's bytes and samples its socket's TCP_INFO. A stream ends when
+//! the page aborts it, when the test ends, or at --max-duration.
+use crate::session::FlowRec;
+use crate::{query, refuse, Web};
+use bloatlab_results::Direction;
+use bloatlab_rpm::server::{Body, ConnInfo};
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response, StatusCode};
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+static FILL: [u8; bloatlab_rpm::pace::MAX_CHUNK] = [b'x'; bloatlab_rpm::pace::MAX_CHUNK];
+
+/// The flow a load request names (`s=ID&f=N`), with its connection's socket attached.
+fn flow_of(web: &Web, req: &Request<Incoming>, conn: &ConnInfo, dir: Direction) -> Result<(Arc<crate::session::Session>, Arc<FlowRec>), Response<Body>> {
+    let id = query(req, "s").unwrap_or("");
+    let s = web.sessions.get(id, conn.peer.ip()).map_err(|e| refuse(StatusCode::NOT_FOUND, e))?;
+    let f: u32 = query(req, "f").and_then(|f| f.parse().ok()).ok_or_else(|| refuse(StatusCode::BAD_REQUEST, "f=N names the flow"))?;
+    let flow = s.flow(f, dir).map_err(|e| refuse(StatusCode::FORBIDDEN, e))?;
+    if let Some(sock) = conn.sock.as_ref().and_then(|s| s.try_clone().ok()) {
+        *flow.sock.lock().unwrap() = Some(sock);
+    }
+    Ok((s, flow))
+}
+
+/// Marks a flow as being served while it lives.
+struct Serving(Arc<FlowRec>);
+
+impl Serving {
+    fn new(f: &Arc<FlowRec>) -> Serving {
+        f.active.fetch_add(1, Ordering::Relaxed);
+        Serving(f.clone())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// `GET /api/down?s=ID&f=N`.
+pub(crate) fn download(web: &Arc<Web>, req: &Request<Incoming>, conn: ConnInfo) -> Response<Body> {
+    let (s, flow) = match flow_of(web, req, &conn, Direction::Down) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let deadline = Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
+    let pacer = bloatlab_rpm::pace::Pacer::new(conn.sock);
+    let state = (Serving::new(&flow), s, deadline, pacer);
+    let stream = futures_util::stream::unfold(state, |(serving, s, deadline, mut pacer)| async move {
+        let n = pacer.next_chunk().await;
+        if Instant::now() >= deadline || s.ended.load(Ordering::Relaxed) {
+            return None;
+        }
+        serving.0.count(n as u64);
+        Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n]))), (serving, s, deadline, pacer)))
+    });
+    let mut r = Response::new(StreamBody::new(stream).boxed());
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/octet-stream".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+    crate::secure(r)
+}
+
+/// `POST /api/up?s=ID&f=N`: read and count the body; answer `{"bytes":N,"ended":...}`.
+pub(crate) async fn upload(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
+    let (s, flow) = match flow_of(web, &req, &conn, Direction::Up) {
+        Ok(x) => x,
+        Err(r) => return r,
+    };
+    let serving = Serving::new(&flow);
+    let deadline = tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
+    let mut body = req.into_body();
+    let mut total = 0u64;
+    let ended = loop {
+        if s.ended.load(Ordering::Relaxed) {
+            break "the test ended".to_string();
+        }
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    total += d.len() as u64;
+                    serving.0.count(d.len() as u64);
+                }
+            }
+            Ok(None) => break "complete".to_string(),
+            Ok(Some(Err(e))) => break format!("the upload failed: {e}"),
+            Err(_) => break format!("cut at --max-duration ({} s)", web.cfg.max_duration.as_secs_f64()),
+        }
+    };
+    drop(serving);
+    crate::json_response(StatusCode::OK, &serde_json::json!({"bytes": total, "ended": ended}))
+}

@@ -1,0 +1,201 @@
+//! The result of a browser test: what the page measured (its phases, the
+//! bytes its download streams read, the send and answer times of its
+//! WebSocket probes) joined with what the server measured (the probes'
+//! arrival and answer times, upload bytes, TCP_INFO of the load
+//! connections), built by the same code as `bloatlab test`'s result
+//! (`engine::summarize::build_result`): one schema, one set of numbers.
+use crate::session::Session;
+use bloatlab_engine::flow::{FlowSamples, RecvOutcome};
+use bloatlab_engine::probe::Exchange;
+use bloatlab_engine::summarize::{build_result, Exchanges, MetaIn, RawPhase};
+use bloatlab_model::Scenario;
+use bloatlab_results::{ClientKind, Direction, HostInfo, SocketInfo, TestResult};
+use bloatlab_wire::{FlowSpec, ServerFlowReport};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
+/// Largest report a page may post, bytes.
+pub const MAX_REPORT_BYTES: usize = 4 << 20;
+
+/// What the page measured. Times are Unix milliseconds on the browser's
+/// clock (`performance.timeOrigin + performance.now()`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageReport {
+    pub start_ms: f64,
+    pub phases: Vec<PagePhase>,
+    pub flows: Vec<PageFlow>,
+    /// `[seq, sent, answered or null]` per WebSocket probe.
+    pub probes: Vec<(u32, f64, Option<f64>)>,
+    pub complete: bool,
+    #[serde(default)]
+    pub incomplete_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PagePhase {
+    /// The plan's phase name ("idle", "download", "upload", "both").
+    pub name: String,
+    pub start_ms: f64,
+    pub end_ms: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageFlow {
+    pub id: u32,
+    pub direction: Direction,
+    /// Index into `phases`.
+    pub phase: usize,
+    /// `[time, cumulative bytes read]`, download flows (the page's reads).
+    #[serde(default)]
+    pub samples: Vec<(f64, u64)>,
+    /// Bytes read (download) or sent (upload) by the page.
+    pub bytes: u64,
+    /// Longest gap between reads after the first byte, and when it ended (download).
+    #[serde(default)]
+    pub max_gap_ms: f64,
+    #[serde(default)]
+    pub max_gap_at_ms: f64,
+}
+
+fn ns(ms: f64) -> u64 {
+    (ms * 1e6).round().max(0.0) as u64
+}
+
+impl PageReport {
+    /// Check the report against the session's plan before anything is built from it.
+    pub fn validate(&self, s: &Session) -> Result<(), String> {
+        let plan = &s.plan;
+        let span = plan.total().as_secs_f64() * 1e3 + 60_000.0;
+        let ok_t = |t: f64| t.is_finite() && t >= self.start_ms - 1000.0 && t <= self.start_ms + span;
+        if !self.start_ms.is_finite() || self.start_ms <= 0.0 {
+            return Err("start_ms is not a time".into());
+        }
+        if self.phases.len() > plan.phases.len() {
+            return Err(format!("{} phases; the plan has {}", self.phases.len(), plan.phases.len()));
+        }
+        for (i, p) in self.phases.iter().enumerate() {
+            if p.name != plan.phases[i].name {
+                return Err(format!("phase {i} is `{}`; the plan's is `{}`", p.name, plan.phases[i].name));
+            }
+            if !ok_t(p.start_ms) || !ok_t(p.end_ms) || p.end_ms < p.start_ms {
+                return Err(format!("phase `{}`: its times are outside the test", p.name));
+            }
+        }
+        if self.flows.len() > crate::session::MAX_FLOWS as usize {
+            return Err(format!("{} flows; a test has at most {}", self.flows.len(), crate::session::MAX_FLOWS));
+        }
+        let max_samples = (span / plan.sample_interval.as_secs_f64() / 1e3) as usize;
+        for f in &self.flows {
+            if f.phase >= self.phases.len() {
+                return Err(format!("flow {} names phase {} of {}", f.id, f.phase, self.phases.len()));
+            }
+            if f.samples.len() > max_samples || f.samples.iter().any(|(t, _)| !ok_t(*t)) {
+                return Err(format!("flow {}: its samples are too many or outside the test", f.id));
+            }
+            if !f.max_gap_ms.is_finite() || f.max_gap_ms < 0.0 {
+                return Err(format!("flow {}: max_gap_ms is not a duration", f.id));
+            }
+        }
+        if self.probes.len() > s.max_probes() {
+            return Err(format!("{} probes; the plan sends at most {}", self.probes.len(), s.max_probes()));
+        }
+        if self.probes.iter().any(|(_, t1, t4)| !ok_t(*t1) || t4.is_some_and(|t| !ok_t(t) || t < *t1)) {
+            return Err("a probe's times are outside the test".into());
+        }
+        Ok(())
+    }
+}
+
+/// Build the result of session `s` from the page's report.
+pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr, server_rpm: Option<bloatlab_model::RpmOffer>) -> TestResult {
+    let srv_flows = s.flows();
+    let mut raw = vec![];
+    let mut scenarios = vec![];
+    for (i, ph) in rep.phases.iter().enumerate() {
+        let mine: Vec<&PageFlow> = rep.flows.iter().filter(|f| f.phase == i).collect();
+        let ups = mine.iter().filter(|f| f.direction == Direction::Up).count() as u32;
+        let downs = mine.iter().filter(|f| f.direction == Direction::Down).count() as u32;
+        // A loaded phase is named by the streams it held, as `bloatlab test`
+        // names a scenario, so `bloatlab compare` lines the two up.
+        let name = if ph.name == "idle" { "idle".to_string() } else { Scenario::new(ups, downs).name() };
+        if ph.name != "idle" {
+            scenarios.push(Scenario::new(ups, downs));
+        }
+        let mut flows = vec![];
+        let mut server_flows = vec![];
+        for f in &mine {
+            let spec = FlowSpec { id: f.id, direction: f.direction, dscp: 0, udp: None };
+            let samples = FlowSamples {
+                goodput: if f.direction == Direction::Down { f.samples.iter().map(|&(t, b)| (ns(t), b)).collect() } else { vec![] },
+                tcp_info: vec![],
+            };
+            let out = RecvOutcome { bytes: f.bytes, max_gap_ns: ns(f.max_gap_ms), max_gap_at_ns: ns(f.max_gap_at_ms), udp: None };
+            flows.push((spec, samples, out));
+            if let Some(r) = srv_flows.iter().find(|r| r.id == f.id && r.direction == f.direction) {
+                server_flows.push(ServerFlowReport {
+                    id: r.id,
+                    direction: r.direction,
+                    goodput: r.goodput.lock().unwrap().clone(),
+                    bytes: r.bytes.load(Ordering::Relaxed),
+                    max_gap_ns: r.max_gap_ns.load(Ordering::Relaxed),
+                    max_gap_at_unix_ns: r.max_gap_at_ns.load(Ordering::Relaxed),
+                    tcp_info: r.tcp_info.lock().unwrap().clone(),
+                    udp: None,
+                });
+            }
+        }
+        raw.push(RawPhase {
+            name,
+            uploads: ups,
+            downloads: downs,
+            start_unix_ns: ns(ph.start_ms),
+            end_unix_ns: ns(ph.end_ms),
+            flows,
+            server_flows,
+        });
+    }
+    // Each probe: the page's send and answer times, the server's arrival and
+    // answer times. A probe the server has no record of counts as lost.
+    let stamps = s.probes();
+    let mut probes: Vec<Exchange> = rep
+        .probes
+        .iter()
+        .map(|&(seq, t1, t4)| match (stamps.iter().find(|p| p.seq == seq), t4) {
+            (Some(p), Some(t4)) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: ns(t4) },
+            _ => Exchange { t1: ns(t1), t2: 0, t3: 0, t4: 0 },
+        })
+        .collect();
+    probes.sort_by_key(|e| e.t1);
+    let cfg = s.plan.test_config(&s.host, scenarios);
+    let socket = srv_flows
+        .iter()
+        .find_map(|f| f.tcp_info.lock().unwrap().first().map(|i| i.snd_mss))
+        .map(|mss| SocketInfo { mss, sndbuf: 0, rcvbuf: 0, buffers_set: false, rx_copy: true })
+        .unwrap_or(SocketInfo { rx_copy: true, ..Default::default() });
+    let cc = srv_flows.iter().find_map(|f| f.sock.lock().unwrap().as_ref().map(bloatlab_engine::sys::get_cc)).unwrap_or_default();
+    let mi = MetaIn {
+        cfg: &cfg,
+        addr: local,
+        start_unix_ns: ns(rep.start_ms),
+        server,
+        cc,
+        socket,
+        witness: None,
+        probe_timestamps: "WebSocket ping/pong on its own connection from a Web Worker: the browser's performance.now() \
+                           (5 us steps, the page being cross-origin isolated) at send and answer, the server's clock at arrival and answer"
+            .into(),
+        pings: vec![],
+        server_rpm,
+    };
+    let ex = Exchanges { server: &probes, witness: &[], classes: &[], rr: &[] };
+    let mut r = build_result(&mi, &raw, &ex, rep.complete, rep.incomplete_reason.clone().filter(|_| !rep.complete));
+    r.client = ClientKind::Browser;
+    r.metadata.client = HostInfo::default();
+    r.metadata.server_address = s.host.clone();
+    r.metadata.user_agent = Some(s.user_agent.clone());
+    r
+}

@@ -1,0 +1,249 @@
+//! A browser test in progress on the server: the tests-quota unit it holds,
+//! the load flows it opened (bytes, arrival gaps and TCP_INFO, sampled on
+//! the server's clock) and the server's side of its WebSocket probes.
+//!
+//! Bounded: one unit of the server's tests quota per session (--max-tests,
+//! --max-tests-per-source), a session ends when its result is posted or,
+//! at the latest, its plan's length + --idle-timeout after it began; flows,
+//! probes and samples are capped at what the plan can produce.
+use bloatlab_engine::quota::Permit;
+use bloatlab_host::clock;
+use bloatlab_model::WebPlan;
+use bloatlab_results::{Direction, Side, TcpInfoSample};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Load flows one session may open (each fetch stream of the page is one;
+/// a ramp adds a few per phase).
+pub const MAX_FLOWS: u32 = 64;
+
+/// One load flow of a session (a download or upload stream of the page).
+pub struct FlowRec {
+    pub id: u32,
+    pub direction: Direction,
+    /// Bytes the server sent (download) or received (upload).
+    pub bytes: AtomicU64,
+    /// Requests serving this flow right now (an upload flow is a run of POSTs).
+    pub active: AtomicU32,
+    /// (server Unix ns, cumulative bytes), upload flows: the receiver's count.
+    pub goodput: Mutex<Vec<(u64, u64)>>,
+    /// TCP_INFO of the server's socket serving the flow.
+    pub tcp_info: Mutex<Vec<TcpInfoSample>>,
+    /// The connection serving the flow now.
+    pub sock: Mutex<Option<socket2::Socket>>,
+    last_arrival_ns: AtomicU64,
+    pub max_gap_ns: AtomicU64,
+    pub max_gap_at_ns: AtomicU64,
+}
+
+impl FlowRec {
+    fn new(id: u32, direction: Direction) -> FlowRec {
+        FlowRec {
+            id,
+            direction,
+            bytes: AtomicU64::new(0),
+            active: AtomicU32::new(0),
+            goodput: Mutex::new(vec![]),
+            tcp_info: Mutex::new(vec![]),
+            sock: Mutex::new(None),
+            last_arrival_ns: AtomicU64::new(0),
+            max_gap_ns: AtomicU64::new(0),
+            max_gap_at_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Count `n` bytes sent or received now (and, for an upload, the gap since the last).
+    pub fn count(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        if self.direction == Direction::Up {
+            let now = clock::now_ns();
+            let last = self.last_arrival_ns.swap(now, Ordering::Relaxed);
+            if last != 0 && now - last > self.max_gap_ns.load(Ordering::Relaxed) {
+                self.max_gap_ns.store(now - last, Ordering::Relaxed);
+                self.max_gap_at_ns.store(now, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The server's half of one WebSocket probe: when it arrived and when the
+/// answer left (server Unix ns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeStamp {
+    pub seq: u32,
+    pub t2: u64,
+    pub t3: u64,
+}
+
+pub struct Session {
+    pub id: String,
+    pub source: IpAddr,
+    pub plan: WebPlan,
+    pub began: Instant,
+    /// Server Unix ns at the start.
+    pub t0_ns: u64,
+    /// The browser's User-Agent header.
+    pub user_agent: String,
+    /// The host the page reached the server as (its Host header).
+    pub host: String,
+    pub ended: AtomicBool,
+    pub ws_open: AtomicBool,
+    flows: Mutex<Vec<Arc<FlowRec>>>,
+    probes: Mutex<Vec<ProbeStamp>>,
+    /// The tests-quota unit, given back when the session ends.
+    permit: Mutex<Option<Permit>>,
+}
+
+impl Session {
+    /// The most probes the plan sends, with room for a late start.
+    pub fn max_probes(&self) -> usize {
+        (self.plan.total().as_secs_f64() / self.plan.probe_interval.as_secs_f64() * 1.5) as usize + 100
+    }
+
+    fn max_samples(&self) -> usize {
+        (self.plan.total().as_secs_f64() / self.plan.sample_interval.as_secs_f64() * 1.5) as usize + 20
+    }
+
+    /// How long it may live: the plan, a margin for the page's own work, and
+    /// the server's idle timeout.
+    pub fn lifetime(&self, idle_timeout: Duration) -> Duration {
+        self.plan.total() + idle_timeout + Duration::from_secs(10)
+    }
+
+    /// The flow `id`, opened on first use. Refused: another direction under
+    /// the same id, more than [`MAX_FLOWS`], or an ended session.
+    pub fn flow(&self, id: u32, direction: Direction) -> Result<Arc<FlowRec>, String> {
+        if self.ended.load(Ordering::Relaxed) {
+            return Err("this test has ended".into());
+        }
+        let mut fl = self.flows.lock().unwrap();
+        if let Some(f) = fl.iter().find(|f| f.id == id) {
+            return if f.direction == direction { Ok(f.clone()) } else { Err(format!("flow {id} is an {} flow", f.direction)) };
+        }
+        if fl.len() as u32 >= MAX_FLOWS {
+            return Err(format!("a test opens at most {MAX_FLOWS} load flows"));
+        }
+        let f = Arc::new(FlowRec::new(id, direction));
+        fl.push(f.clone());
+        Ok(f)
+    }
+
+    pub fn flows(&self) -> Vec<Arc<FlowRec>> {
+        self.flows.lock().unwrap().clone()
+    }
+
+    /// Record a probe's server stamps; false once the plan's count is reached.
+    pub fn probe(&self, p: ProbeStamp) -> bool {
+        let mut pr = self.probes.lock().unwrap();
+        if pr.len() >= self.max_probes() {
+            return false;
+        }
+        pr.push(p);
+        true
+    }
+
+    pub fn probes(&self) -> Vec<ProbeStamp> {
+        self.probes.lock().unwrap().clone()
+    }
+
+    /// One sampling pass: each flow being served gets its byte count (an
+    /// upload) and its socket's TCP_INFO.
+    pub fn sample(&self) {
+        let now = clock::now_ns();
+        let max = self.max_samples();
+        for f in self.flows() {
+            if f.active.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            if f.direction == Direction::Up {
+                let mut g = f.goodput.lock().unwrap();
+                if g.len() < max {
+                    g.push((now, f.bytes.load(Ordering::Relaxed)));
+                }
+            }
+            let info = f.sock.lock().unwrap().as_ref().and_then(|s| bloatlab_engine::sys::tcp_info(s, now, Side::Server));
+            if let Some(i) = info {
+                let mut t = f.tcp_info.lock().unwrap();
+                if t.len() < max {
+                    t.push(i);
+                }
+            }
+        }
+    }
+
+    /// End the session: give back its tests-quota unit; streams stop at their next chunk.
+    pub fn end(&self) {
+        self.ended.store(true, Ordering::Relaxed);
+        self.permit.lock().unwrap().take();
+    }
+}
+
+/// The sessions in progress.
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Sessions {
+    pub fn begin(&self, permit: Permit, source: IpAddr, plan: WebPlan, user_agent: String, host: String) -> Arc<Session> {
+        use rand::Rng;
+        let mut rng = rand::rng();
+        let id: String = (0..16).map(|_| format!("{:02x}", rng.random::<u8>())).collect();
+        let s = Arc::new(Session {
+            id: id.clone(),
+            source,
+            plan,
+            began: Instant::now(),
+            t0_ns: clock::now_ns(),
+            user_agent,
+            host,
+            ended: AtomicBool::new(false),
+            ws_open: AtomicBool::new(false),
+            flows: Mutex::new(vec![]),
+            probes: Mutex::new(vec![]),
+            permit: Mutex::new(Some(permit)),
+        });
+        self.map.lock().unwrap().insert(id, s.clone());
+        s
+    }
+
+    /// The session `id`, if it runs and belongs to `source` (a page's
+    /// requests all come from one address).
+    pub fn get(&self, id: &str, source: IpAddr) -> Result<Arc<Session>, String> {
+        let m = self.map.lock().unwrap();
+        match m.get(id) {
+            Some(s) if bloatlab_engine::quota::source_of(s.source) == bloatlab_engine::quota::source_of(source) => Ok(s.clone()),
+            Some(_) => Err("this test belongs to another address".into()),
+            None => Err("no such test running (it ended, expired or never began)".into()),
+        }
+    }
+
+    /// Remove and end a session.
+    pub fn finish(&self, id: &str) -> Option<Arc<Session>> {
+        let s = self.map.lock().unwrap().remove(id)?;
+        s.end();
+        Some(s)
+    }
+
+    /// End the sessions older than their lifetime; returns them.
+    pub fn expire(&self, idle_timeout: Duration) -> Vec<Arc<Session>> {
+        let mut m = self.map.lock().unwrap();
+        let old: Vec<String> = m.iter().filter(|(_, s)| s.began.elapsed() > s.lifetime(idle_timeout)).map(|(k, _)| k.clone()).collect();
+        old.iter().filter_map(|k| m.remove(k)).inspect(|s| s.end()).collect()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.map.lock().unwrap().values().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().unwrap().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
