@@ -76,14 +76,18 @@ pub struct WebPlan {
     pub probe_interval: Duration,
     /// How often the page and the server record byte counts and TCP_INFO.
     pub sample_interval: Duration,
-    /// Load streams start at this many per loaded direction...
+    /// Load streams start at this many per loaded direction (all at once, as
+    /// `bloatlab test` starts a scenario's flows)...
     pub start_streams: u32,
-    /// ...and add one each `ramp_step` while the direction's goodput grew by
-    /// more than `ramp_growth` over the step, up to `max_streams` (a browser
-    /// opens at most 6 HTTP/1.1 connections to a server; a phase loading
-    /// both ways gives each half). Once it stops growing, the load is held:
-    /// never backed off because latency rose.
+    /// ...and, from `ramp_from` on (slow start is over by then on a path
+    /// they fill, so growth means room, not slow start), add one each
+    /// `ramp_step` while the direction's goodput grew by more than
+    /// `ramp_growth` over the step, up to `max_streams` (a browser opens at
+    /// most 6 HTTP/1.1 connections to a server; a phase loading both ways
+    /// gives each half). Once it stops growing, the load is held: never
+    /// backed off because latency rose.
     pub max_streams: u32,
+    pub ramp_from: Duration,
     pub ramp_step: Duration,
     pub ramp_growth: f64,
     /// The ramp ends by this share of a loaded phase (the steady part the
@@ -112,8 +116,9 @@ impl WebPlan {
             pause: Duration::from_millis(500),
             probe_interval: Duration::from_millis(20),
             sample_interval: Duration::from_millis(100),
-            start_streams: 2,
+            start_streams: 4,
             max_streams: 6,
+            ramp_from: Duration::from_millis(500),
             ramp_step: Duration::from_millis(250),
             ramp_growth: 0.1,
             ramp_until: 0.2,
@@ -154,6 +159,7 @@ impl WebPlan {
             probe_interval_ms: ms(self.probe_interval),
             sample_interval_ms: ms(self.sample_interval),
             start_streams: self.start_streams,
+            ramp_from_ms: ms(self.ramp_from),
             ramp_step_ms: ms(self.ramp_step),
             ramp_growth: self.ramp_growth,
             ramp_until: self.ramp_until,
@@ -189,6 +195,7 @@ pub struct PlanDoc {
     pub probe_interval_ms: f64,
     pub sample_interval_ms: f64,
     pub start_streams: u32,
+    pub ramp_from_ms: f64,
     pub ramp_step_ms: f64,
     pub ramp_growth: f64,
     pub ramp_until: f64,

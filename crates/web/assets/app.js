@@ -190,9 +190,10 @@
             return;
           }
           f.bytes = base + size;
-          // about a second per request: few gaps between them
+          // about 4 s per request: each ends with a round trip without
+          // data (the answer, behind the download queue), so few of them
           const dt = Math.max(now() - t0, 1);
-          size = Math.min(Math.max(Math.round((size * 1000) / dt), 64 * 1024), upBuf.length);
+          size = Math.min(Math.max(Math.round((size * 4000) / dt), 256 * 1024), upBuf.length);
           next();
         };
         signal.addEventListener('abort', () => xhr.abort(), { once: true });
@@ -218,10 +219,11 @@
     const count = (d) => streams.filter((s) => s.dir === d).length;
     const bytes = (d) => streams.filter((s) => s.dir === d).reduce((a, s) => a + s.f.bytes, 0);
     for (const d of dirs) for (let k = 0; k < Math.min(plan.start_streams, ph.max_streams); k++) open(d);
-    // ramp: add a stream each step while the direction's goodput still grew
+    // ramp: from ramp_from on, add a stream each step while the
+    // direction's goodput still grew; then hold (never back off)
     const ramp = {};
     for (const d of dirs) ramp[d] = { growing: true, bytes: 0, rate: 0 };
-    let lastStep = start;
+    let lastStep = 0;
     while (now() < end) {
       await sleep(Math.min(plan.sample_interval_ms, end - now()));
       const t = now();
@@ -230,14 +232,17 @@
       if (err) { streams.forEach((s) => s.ac.abort()); throw new Error(err.f.error); }
       live.hist.push([t, bytes('down') + live.doneDown, bytes('up') + live.doneUp]);
       liveRates();
-      if (t - lastStep >= plan.ramp_step_ms) {
-        const ramping = t < start + plan.ramp_until * ph.duration_ms;
+      const from = start + plan.ramp_from_ms - plan.ramp_step_ms;
+      if (t >= from && t - lastStep >= plan.ramp_step_ms) {
+        const ramping = lastStep > 0 && t < start + plan.ramp_until * ph.duration_ms;
         for (const d of dirs) {
           const r = ramp[d];
           const b = bytes(d);
-          const rt = (b - r.bytes) / (t - lastStep);
-          if (ramping && r.growing && count(d) < ph.max_streams && rt > r.rate * (1 + plan.ramp_growth)) open(d);
-          else if (r.rate > 0) r.growing = false;
+          const rt = lastStep > 0 ? (b - r.bytes) / (t - lastStep) : 0;
+          if (ramping && r.growing && r.rate > 0) {
+            if (count(d) < ph.max_streams && rt > r.rate * (1 + plan.ramp_growth)) open(d);
+            else r.growing = false;
+          }
           r.bytes = b;
           r.rate = rt;
         }

@@ -1,6 +1,9 @@
-//! The page's load: download streams (an endless body, paced so the
-//! server's own buffers hold a few ms of the connection's rate:
-//! `rpm::pace`) and upload sinks (a body read and counted, answered with its
+//! The page's load: download streams (an endless body written as fast as
+//! the socket takes it, as `bloatlab test`'s server sends: the page's probes
+//! have their own connection, so the load's own buffers delay nothing
+//! measured; pacing the writes, as the RPM service must for its self probes,
+//! would keep slow start application-limited and fill the path later than
+//! the CLI does) and upload sinks (a body read and counted, answered with its
 //! byte count). Each request names its test and flow; the server counts
 //! the flow's bytes and samples its socket's TCP_INFO. A stream ends when
 //! the page aborts it, when the test ends, or at --max-duration.
@@ -17,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-static FILL: [u8; bloatlab_rpm::pace::MAX_CHUNK] = [b'x'; bloatlab_rpm::pace::MAX_CHUNK];
+static FILL: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
 /// The flow a load request names (`s=ID&f=N`), with its connection's socket attached.
 fn flow_of(web: &Web, req: &Request<Incoming>, conn: &ConnInfo, dir: Direction) -> Result<(Arc<crate::session::Session>, Arc<FlowRec>), Response<Body>> {
@@ -54,15 +57,13 @@ pub(crate) fn download(web: &Arc<Web>, req: &Request<Incoming>, conn: ConnInfo) 
         Err(r) => return r,
     };
     let deadline = Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
-    let pacer = bloatlab_rpm::pace::Pacer::new(conn.sock);
-    let state = (Serving::new(&flow), s, deadline, pacer);
-    let stream = futures_util::stream::unfold(state, |(serving, s, deadline, mut pacer)| async move {
-        let n = pacer.next_chunk().await;
+    let state = (Serving::new(&flow), s, deadline);
+    let stream = futures_util::stream::unfold(state, |(serving, s, deadline)| async move {
         if Instant::now() >= deadline || s.ended.load(Ordering::Relaxed) {
             return None;
         }
-        serving.0.count(n as u64);
-        Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n]))), (serving, s, deadline, pacer)))
+        serving.0.count(FILL.len() as u64);
+        Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), (serving, s, deadline)))
     });
     let mut r = Response::new(StreamBody::new(stream).boxed());
     r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/octet-stream".parse().unwrap());
