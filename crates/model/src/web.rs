@@ -113,7 +113,7 @@ impl WebPlan {
         WebPlan {
             mode,
             phases,
-            pause: Duration::from_millis(500),
+            pause: Duration::from_secs(1),
             probe_interval: Duration::from_millis(20),
             sample_interval: Duration::from_millis(100),
             start_streams: 4,

@@ -89,6 +89,9 @@ pub struct ConnInfo {
     /// takes the connection over (a WebSocket upgrade) holds it for as long
     /// as it lives.
     pub hold: Arc<dyn std::any::Any + Send + Sync>,
+    /// Keeps the request counted as in progress while it is held (so the
+    /// connection is not closed as idle under a WebSocket it was upgraded to).
+    pub busy: Arc<dyn std::any::Any + Send + Sync>,
 }
 
 /// A running RPM service (its runtime lives as long as the process).
@@ -587,12 +590,14 @@ async fn fall_back(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>
     let Some(fb) = sh.fallback.clone() else {
         return text(StatusCode::NOT_FOUND, "not here".into());
     };
+    let active = Arc::new(active);
     let conn = ConnInfo {
         peer: st.peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
         local: st.local.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
         sock: st.sock.as_ref().and_then(|s| s.try_clone().ok()),
         https: true,
         hold: st.hold.clone().unwrap_or_else(|| Arc::new(())),
+        busy: active.clone(),
     };
     let res = fb.handle(req, conn).await;
     let (parts, body) = res.into_parts();

@@ -80,12 +80,13 @@
   const live = { t0: 0, total: 1, phases: [], rtts: [], hist: [], server: null };
 
   function drawPlot() {
-    const W = 800, H = 260, L = 52, R = 10, T = 22, B = 30;
+    const W = 800, H = 280, L = 52, R = 10, T = 22, B = 48;
     const p = $('plot');
     p.replaceChildren();
     const xs = (t) => L + ((t - live.t0) / live.total) * (W - L - R);
     let top = 50;
     for (const [, r] of live.rtts) top = Math.max(top, r * 1.1);
+    if (!live.rtts.length) for (const [, r] of live.tcp) top = Math.max(top, r * 1.1);
     const steps = [1, 2, 5];
     let step = 10;
     for (let k = 0; ; k++) {
@@ -106,13 +107,19 @@
     const secs = live.total / 1000;
     const xstep = secs > 30 ? 10 : 5;
     for (let s = 0; s <= secs; s += xstep) {
-      p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 10, class: 'tick', 'text-anchor': 'middle' }, s + ' s'));
+      p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 30, class: 'tick', 'text-anchor': 'middle' }, s + ' s'));
     }
     p.append(svg('text', { x: 12, y: T + (H - T - B) / 2, class: 'tick', transform: `rotate(-90 12 ${T + (H - T - B) / 2})`, 'text-anchor': 'middle' }, 'round trip, ms'));
-    if (live.rtts.length) {
-      const pts = live.rtts.map(([t, r]) => xs(t).toFixed(1) + ',' + ys(r).toFixed(1)).join(' ');
-      p.append(svg('polyline', { points: pts, class: 'rtt' }));
+    // the WebSocket (TCP) round trips, clipped to the axis, under the UDP ones
+    for (const [list, cls] of [[live.tcp, 'tcp'], [live.rtts, 'rtt']]) {
+      if (!list.length) continue;
+      const pts = list.map(([t, r]) => xs(t).toFixed(1) + ',' + ys(Math.min(r, top)).toFixed(1)).join(' ');
+      p.append(svg('polyline', { points: pts, class: cls }));
     }
+    p.append(svg('line', { x1: L, x2: L + 20, y1: H - 10, y2: H - 10, class: 'rtt' }));
+    p.append(svg('text', { x: L + 24, y: H - 6, class: 'tick' }, 'round trip, UDP probes (WebRTC)'));
+    p.append(svg('line', { x1: L + 250, x2: L + 270, y1: H - 10, y2: H - 10, class: 'tcp' }));
+    p.append(svg('text', { x: L + 274, y: H - 6, class: 'tick' }, 'round trip, TCP probes (WebSocket)'));
   }
 
   function liveRates() {
@@ -148,7 +155,7 @@
 
   // ---- load ----
   let nextFlow = 1;
-  let upBuf = null;
+  const wsBase = () => (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host;
 
   async function runDown(sid, f, signal) {
     try {
@@ -169,52 +176,71 @@
     }
   }
 
-  function runUp(sid, f, signal, end) {
-    let size = 256 * 1024;
+  // An upload stream: a WebSocket of binary messages, kept topped up with
+  // about 20 ms of the stream's rate (at least 128 KiB) so the data flows
+  // without pause (a browser streams a request body only over HTTP/2, and
+  // POSTs one after another leave a round trip idle between them). The
+  // sockets of a phase are opened before it begins: a browser opens one
+  // WebSocket to a host at a time (RFC 6455 4.1), and through a full queue
+  // each handshake takes a loaded round trip or more.
+  const CHUNK = new ArrayBuffer(64 * 1024);
+  function openUp(sid, f) {
+    const ws = new WebSocket(wsBase() + '/api/upws?s=' + sid + '&f=' + f.id);
+    const opened = new Promise((resolve) => {
+      ws.onopen = () => resolve(true);
+      ws.onerror = () => resolve(false);
+      ws.onclose = () => resolve(false);
+    });
+    return { ws, f, opened };
+  }
+
+  function runUp(up, signal, end) {
+    const { ws, f } = up;
     return new Promise((resolve) => {
-      const next = () => {
-        if (signal.aborted || now() >= end) { resolve(); return; }
-        if (!upBuf) upBuf = new Uint8Array(32 << 20);
-        const xhr = new XMLHttpRequest();
-        const base = f.bytes;
-        const t0 = now();
-        xhr.open('POST', `/api/up?s=${sid}&f=${f.id}`);
-        xhr.upload.onprogress = (e) => { f.bytes = base + e.loaded; };
-        xhr.onloadend = () => {
-          if (xhr.status !== 200) {
-            if (!signal.aborted) {
-              let j = null; try { j = JSON.parse(xhr.responseText); } catch (e) { /* */ }
-              f.error = (j && j.error) || 'upload failed (HTTP ' + xhr.status + ')';
-            }
-            resolve();
-            return;
-          }
-          f.bytes = base + size;
-          // about 4 s per request: each ends with a round trip without
-          // data (the answer, behind the download queue), so few of them
-          const dt = Math.max(now() - t0, 1);
-          size = Math.min(Math.max(Math.round((size * 4000) / dt), 256 * 1024), upBuf.length);
-          next();
-        };
-        signal.addEventListener('abort', () => xhr.abort(), { once: true });
-        xhr.send(new Blob([upBuf.subarray(0, size)]));
+      let sent = 0, timer = null, last = [now(), 0], rate = 0;
+      const fill = () => {
+        if (ws.readyState !== WebSocket.OPEN) return;
+        const t = now();
+        f.bytes = sent - ws.bufferedAmount;
+        if (t - last[0] >= 100) { rate = ((f.bytes - last[1]) * 1000) / (t - last[0]); last = [t, f.bytes]; }
+        const target = Math.max(128 * 1024, rate * 0.02);
+        while (ws.bufferedAmount < target) { ws.send(CHUNK); sent += CHUNK.byteLength; }
       };
-      next();
+      const stop = () => { clearInterval(timer); f.bytes = sent - ws.bufferedAmount; };
+      ws.onclose = (ev) => {
+        stop();
+        // the server resets it as the phase ends (see until_ms)
+        if (!signal.aborted && !f.error && now() < end - 250) f.error = 'an upload stream closed: ' + (ev.reason || ev.code);
+        resolve();
+      };
+      signal.addEventListener('abort', () => { stop(); ws.close(1000); resolve(); }, { once: true });
+      up.opened.then((ok) => {
+        if (signal.aborted) return;
+        if (!ok) { f.error = 'an upload stream could not connect'; resolve(); return; }
+        // when the phase ends the server resets the connection, dropping what
+        // this browser still holds to send
+        ws.send(JSON.stringify({ until_ms: Math.max(0, end - now()) }));
+        fill();
+        timer = setInterval(fill, 5);
+      });
     });
   }
 
-  async function loadPhase(plan, sid, ph, idx, rep, start) {
+  async function loadPhase(plan, sid, ph, idx, rep, start, ready) {
     const end = start + ph.duration_ms;
     const dirs = [];
     if (ph.download) dirs.push('down');
     if (ph.upload) dirs.push('up');
     const streams = [];
     const open = (dir) => {
-      const f = { id: nextFlow++, direction: dir, phase: idx, samples: [], bytes: 0, max_gap_ms: 0, max_gap_at_ms: 0 };
-      rep.flows.push(f);
       const ac = new AbortController();
-      const done = dir === 'down' ? runDown(sid, f, ac.signal) : runUp(sid, f, ac.signal, end);
-      streams.push({ dir, f, ac, done });
+      if (dir === 'up') {
+        const up = ready.length ? ready.shift() : openUp(sid, newFlow(rep, 'up', idx));
+        streams.push({ dir, f: up.f, ac, done: runUp(up, ac.signal, end) });
+        return;
+      }
+      const f = newFlow(rep, 'down', idx);
+      streams.push({ dir, f, ac, done: runDown(sid, f, ac.signal) });
     };
     const count = (d) => streams.filter((s) => s.dir === d).length;
     const bytes = (d) => streams.filter((s) => s.dir === d).reduce((a, s) => a + s.f.bytes, 0);
@@ -255,6 +281,55 @@
     live.doneUp += bytes('up');
   }
 
+  function newFlow(rep, dir, phase) {
+    const f = { id: nextFlow++, direction: dir, phase, samples: [], bytes: 0, max_gap_ms: 0, max_gap_at_ms: 0 };
+    rep.flows.push(f);
+    return f;
+  }
+
+  // ---- UDP probes: a WebRTC data channel, unordered, never retransmitted ----
+  async function openRtc(sid, interval) {
+    if (!window.RTCPeerConnection) throw new Error('this browser offers no WebRTC');
+    const pc = new RTCPeerConnection({ iceServers: [] });
+    // negotiated (the server opens stream 0 alike): both ends then send unreliably
+    const dc = pc.createDataChannel('probe', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+    await pc.setLocalDescription(await pc.createOffer());
+    const answer = await api('/api/rtc?s=' + sid, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
+    await pc.setRemoteDescription(answer);
+    await new Promise((resolve, reject) => {
+      dc.onopen = resolve;
+      setTimeout(() => reject(new Error('the channel did not open within 5 s (UDP to the server blocked?)')), 5000);
+    });
+    const probes = [];
+    let seq = 0;
+    dc.onmessage = (ev) => {
+      const t4 = now();
+      let d;
+      try { d = JSON.parse(ev.data); } catch (e) { return; }
+      const r = probes[d.p];
+      if (r && r[0] === d.p && r[2] === null) {
+        r[2] = t4;
+        live.rtts.push([r[1], t4 - r[1]]);
+        $('now-rtt').textContent = ms(t4 - r[1]);
+      }
+    };
+    const timer = setInterval(() => {
+      if (dc.readyState !== 'open') return;
+      const s = seq++;
+      probes.push([s, now(), null]);
+      dc.send('{"p":' + s + '}');
+    }, interval);
+    return {
+      stop: async () => {
+        clearInterval(timer);
+        await sleep(1000); // the last answers (UDP: lost ones never come)
+        dc.close();
+        pc.close();
+        return probes;
+      },
+    };
+  }
+
   // ---- the test ----
   async function runTest(mode) {
     $('error').hidden = true;
@@ -266,7 +341,7 @@
     const sess = await api('/api/session?mode=' + encodeURIComponent(mode), { method: 'POST' });
     const plan = sess.plan;
     const worker = new Worker('/worker.js');
-    const wsUrl = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/ws?s=' + sess.id;
+    const wsUrl = wsBase() + '/api/ws?s=' + sess.id;
     let probesDone = null;
     let wsClosed = null;
     const opened = new Promise((resolve, reject) => {
@@ -274,18 +349,25 @@
         const m = e.data;
         if (m.k === 'open') resolve();
         else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
-        else if (m.k === 'rtt') { for (const v of m.v) live.rtts.push(v); const l = m.v[m.v.length - 1]; $('now-rtt').textContent = ms(l[1]); }
+        else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); }
         else if (m.k === 'server') showServer(m.flows);
         else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
         else if (m.k === 'done' && probesDone) probesDone(m.probes);
       };
     });
+    Object.assign(live, { phases: [], rtts: [], tcp: [], hist: [], doneDown: 0, doneUp: 0 });
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
+    let rtc = null;
+    let rtcError = null;
+    const rtcUp = openRtc(sess.id, plan.probe_interval_ms).then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
     await opened;
-    const rep = { start_ms: now(), phases: [], flows: [], probes: [], complete: true };
-    Object.assign(live, { t0: rep.start_ms, total: plan.total_ms, phases: [], rtts: [], hist: [], doneDown: 0, doneUp: 0 });
+    await rtcUp;
+    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true };
+    Object.assign(live, { t0: rep.start_ms, total: plan.total_ms });
     $('live').hidden = false;
     const timer = setInterval(drawPlot, 250);
+    // each uploading phase's first streams, connected ahead of it
+    const ready = plan.phases.map((ph, i) => (ph.upload ? Array.from({ length: Math.min(plan.start_streams, ph.max_streams) }, () => openUp(sess.id, newFlow(rep, 'up', i))) : []));
     try {
       for (const [i, ph] of plan.phases.entries()) {
         if (i > 0) await sleep(plan.pause_ms);
@@ -296,7 +378,7 @@
         live.phases.push({ name: ph.name, start });
         $('now-phase').textContent = LABEL[ph.name] || ph.name;
         $('status').textContent = 'Measuring: ' + (LABEL[ph.name] || ph.name).toLowerCase() + '…';
-        if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start);
+        if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start, ready[i]);
         else await sleep(ph.duration_ms);
         p.end_ms = now();
         live.phases[i].end = p.end_ms;
@@ -306,7 +388,9 @@
       drawPlot();
     }
     $('status').textContent = 'Computing the result…';
-    rep.probes = await new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
+    const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
+    rep.rtc_probes = rtc ? await rtc.stop() : [];
+    rep.ws_probes = await wsDone;
     worker.terminate();
     const out = await api('/api/result?s=' + sess.id, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rep) });
     show(out, plan);

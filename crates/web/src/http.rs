@@ -73,8 +73,8 @@ async fn serve(tcp: tokio::net::TcpStream, peer: std::net::SocketAddr, web: Arc<
             let sock = sock.as_ref().and_then(|s| s.try_clone().ok());
             async move {
                 act.active.fetch_add(1, Ordering::Relaxed);
-                let guard = InProgress(act.clone());
-                let conn = ConnInfo { peer, local, sock, https: false, hold };
+                let guard = Arc::new(InProgress(act.clone()));
+                let conn = ConnInfo { peer, local, sock, https: false, hold, busy: guard.clone() };
                 let res = route(&web, req, conn).await;
                 // the request stays in progress until its body has been sent
                 let (parts, body) = res.into_parts();

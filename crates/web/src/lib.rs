@@ -8,8 +8,10 @@
 //! | `GET /app.js`, `/worker.js`, `/style.css`, `/icon.svg` | its parts |
 //! | `GET /api/plan?mode=M` | the test plan ([`bloatlab_model::WebPlan`]) and the server's limits |
 //! | `POST /api/session?mode=M` | begin a test: takes a unit of the tests quota |
+//! | `POST /api/rtc?s=ID` | the WebRTC probe channel: the page's offer in, the answer out ([`rtc`]) |
 //! | `GET /api/ws?s=ID` | the probe WebSocket (ping/pong with server times, server TCP_INFO pushed) |
 //! | `GET /api/down?s=ID&f=N` | a download stream (paced, endless until the test ends) |
+//! | `GET /api/upws?s=ID&f=N` | an upload stream (a WebSocket of binary messages, counted) |
 //! | `POST /api/up?s=ID&f=N` | an upload sink (answers the bytes it read) |
 //! | `POST /api/result?s=ID` | end the test: the page's measurements in, the result out |
 //! | `GET /api/results/ID` | a kept result (`--web-results`) |
@@ -22,6 +24,7 @@ pub mod assets;
 mod http;
 mod load;
 pub mod result;
+pub mod rtc;
 pub mod session;
 pub mod store;
 mod ws;
@@ -50,6 +53,7 @@ pub struct Web {
     store: Option<store::Store>,
     refusals: Mutex<RefusalLog>,
     server_rpm: Mutex<Option<bloatlab_model::RpmOffer>>,
+    rtcs: rtc::Rtcs,
 }
 
 /// A running plain-HTTP listener of the browser test.
@@ -71,6 +75,7 @@ impl Web {
             store,
             refusals: Mutex::new(RefusalLog::default()),
             server_rpm: Mutex::new(None),
+            rtcs: rtc::Rtcs::new(serve.port),
         }))
     }
 
@@ -152,6 +157,9 @@ impl WebServer {
             listeners.push(std::net::TcpListener::from(s));
         }
         let addrs: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+        if let Some(a) = addrs.first() {
+            web.rtcs.set_port(a.port());
+        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("web")
@@ -270,6 +278,8 @@ async fn route(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respon
         },
         "/api/session" if method == Method::POST => begin(web, &req, &conn),
         "/api/ws" if get => ws::upgrade(web, req, conn),
+        "/api/upws" if get => ws::upload(web, req, conn),
+        "/api/rtc" if method == Method::POST => rtc_offer(web, req, conn).await,
         "/api/down" if get => load::download(web, &req, conn),
         "/api/up" if method == Method::POST => load::upload(web, req, conn).await,
         "/api/result" if method == Method::POST => finish(web, req, conn).await,
@@ -378,6 +388,27 @@ async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respo
         StatusCode::OK,
         &json!({"result": r, "uses": bloatlab_metrics::uses::uses(&r), "permalink": permalink, "not_kept": kept}),
     )
+}
+
+/// `POST /api/rtc`: the page's WebRTC offer in, the server's answer out.
+async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
+    let id = query(&req, "s").unwrap_or("").to_string();
+    let s = match web.sessions.get(&id, conn.peer.ip()) {
+        Ok(s) => s,
+        Err(e) => return refuse(StatusCode::NOT_FOUND, e),
+    };
+    let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the offer could not be read (at most 64 KiB): {e}")),
+    };
+    let offer: str0m::change::SdpOffer = match serde_json::from_slice(&body) {
+        Ok(o) => o,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("not a WebRTC offer: {e}")),
+    };
+    match web.rtcs.answer(&s, conn.local.ip(), offer) {
+        Ok(a) => json_response(StatusCode::OK, &serde_json::to_value(&a).unwrap()),
+        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
 }
 
 /// `GET /api/results/ID`: a kept result, with its uses.

@@ -26,8 +26,13 @@ pub struct PageReport {
     pub start_ms: f64,
     pub phases: Vec<PagePhase>,
     pub flows: Vec<PageFlow>,
-    /// `[seq, sent, answered or null]` per WebSocket probe.
-    pub probes: Vec<(u32, f64, Option<f64>)>,
+    /// `[seq, sent, answered or null]` per WebRTC (UDP) probe; empty when
+    /// the browser could not open the channel (`rtc_error` says why).
+    pub rtc_probes: Vec<(u32, f64, Option<f64>)>,
+    #[serde(default)]
+    pub rtc_error: Option<String>,
+    /// `[seq, sent, answered or null]` per WebSocket (TCP) probe.
+    pub ws_probes: Vec<(u32, f64, Option<f64>)>,
     pub complete: bool,
     #[serde(default)]
     pub incomplete_reason: Option<String>,
@@ -100,11 +105,16 @@ impl PageReport {
                 return Err(format!("flow {}: max_gap_ms is not a duration", f.id));
             }
         }
-        if self.probes.len() > s.max_probes() {
-            return Err(format!("{} probes; the plan sends at most {}", self.probes.len(), s.max_probes()));
+        for list in [&self.rtc_probes, &self.ws_probes] {
+            if list.len() > s.max_probes() {
+                return Err(format!("{} probes; the plan sends at most {}", list.len(), s.max_probes()));
+            }
+            if list.iter().any(|(_, t1, t4)| !ok_t(*t1) || t4.is_some_and(|t| !ok_t(t) || t < *t1)) {
+                return Err("a probe's times are outside the test".into());
+            }
         }
-        if self.probes.iter().any(|(_, t1, t4)| !ok_t(*t1) || t4.is_some_and(|t| !ok_t(t) || t < *t1)) {
-            return Err("a probe's times are outside the test".into());
+        if self.rtc_error.as_ref().is_some_and(|e| e.len() > 500) {
+            return Err("rtc_error is too long".into());
         }
         Ok(())
     }
@@ -160,16 +170,39 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
     }
     // Each probe: the page's send and answer times, the server's arrival and
     // answer times. A probe the server has no record of counts as lost.
-    let stamps = s.probes();
-    let mut probes: Vec<Exchange> = rep
-        .probes
-        .iter()
-        .map(|&(seq, t1, t4)| match (stamps.iter().find(|p| p.seq == seq), t4) {
-            (Some(p), Some(t4)) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: ns(t4) },
-            _ => Exchange { t1: ns(t1), t2: 0, t3: 0, t4: 0 },
-        })
-        .collect();
-    probes.sort_by_key(|e| e.t1);
+    let exchanges = |list: &[(u32, f64, Option<f64>)], stamps: &[crate::session::ProbeStamp]| {
+        let mut v: Vec<Exchange> = list
+            .iter()
+            .map(|&(seq, t1, t4)| match (stamps.iter().find(|p| p.seq == seq), t4) {
+                (Some(p), Some(t4)) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: ns(t4) },
+                _ => Exchange { t1: ns(t1), t2: 0, t3: 0, t4: 0 },
+            })
+            .collect();
+        v.sort_by_key(|e| e.t1);
+        v
+    };
+    let rtc = exchanges(&rep.rtc_probes, &s.rtc_stamps());
+    let ws = exchanges(&rep.ws_probes, &s.ws_stamps());
+    // The UDP (WebRTC) probes are the result's probes, as `bloatlab test`'s
+    // UDP probes; the WebSocket probes its TCP request/response exchanges
+    // (loss recovery included). Without WebRTC the WebSocket probes stand
+    // in for the UDP ones, and the metadata says so.
+    let have_rtc = rtc.iter().any(|e| e.answered());
+    let (probes, rr): (Vec<Exchange>, Vec<bloatlab_engine::probe::RrRecord>) = if have_rtc {
+        let rr = ws.iter().map(|e| (e.t1, if e.answered() { e.t4 - e.t1 } else { 0 }, e.answered())).collect();
+        (rtc, rr)
+    } else {
+        (ws, vec![])
+    };
+    let probe_timestamps = if have_rtc {
+        "probes: a WebRTC data channel (UDP, unordered, never retransmitted) from the page; request/response: WebSocket          messages on their own TCP connection from a Web Worker; the browser's performance.now() (5 us steps, the page          being cross-origin isolated) at send and answer, the server's clock at arrival and answer"
+            .to_string()
+    } else {
+        format!(
+            "probes: WebSocket messages on their own TCP connection from a Web Worker (no WebRTC: {}), so a lost packet              shows as a round trip stretched by TCP's loss recovery, not as a lost probe; the browser's performance.now()              at send and answer, the server's clock at arrival and answer",
+            rep.rtc_error.as_deref().unwrap_or("the channel did not open")
+        )
+    };
     let cfg = s.plan.test_config(&s.host, scenarios);
     let socket = srv_flows
         .iter()
@@ -185,13 +218,11 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         cc,
         socket,
         witness: None,
-        probe_timestamps: "WebSocket ping/pong on its own connection from a Web Worker: the browser's performance.now() \
-                           (5 us steps, the page being cross-origin isolated) at send and answer, the server's clock at arrival and answer"
-            .into(),
+        probe_timestamps,
         pings: vec![],
         server_rpm,
     };
-    let ex = Exchanges { server: &probes, witness: &[], classes: &[], rr: &[] };
+    let ex = Exchanges { server: &probes, witness: &[], classes: &[], rr: &rr };
     let mut r = build_result(&mi, &raw, &ex, rep.complete, rep.incomplete_reason.clone().filter(|_| !rep.complete));
     r.client = ClientKind::Browser;
     r.metadata.client = HostInfo::default();

@@ -91,8 +91,12 @@ pub struct Session {
     pub host: String,
     pub ended: AtomicBool,
     pub ws_open: AtomicBool,
+    pub rtc_open: AtomicBool,
     flows: Mutex<Vec<Arc<FlowRec>>>,
-    probes: Mutex<Vec<ProbeStamp>>,
+    /// The server's stamps of the WebSocket (TCP) probes and of the WebRTC
+    /// (UDP) probes.
+    ws_probes: Mutex<Vec<ProbeStamp>>,
+    rtc_probes: Mutex<Vec<ProbeStamp>>,
     /// The tests-quota unit, given back when the session ends.
     permit: Mutex<Option<Permit>>,
 }
@@ -135,9 +139,8 @@ impl Session {
         self.flows.lock().unwrap().clone()
     }
 
-    /// Record a probe's server stamps; false once the plan's count is reached.
-    pub fn probe(&self, p: ProbeStamp) -> bool {
-        let mut pr = self.probes.lock().unwrap();
+    fn record(&self, list: &Mutex<Vec<ProbeStamp>>, p: ProbeStamp) -> bool {
+        let mut pr = list.lock().unwrap();
         if pr.len() >= self.max_probes() {
             return false;
         }
@@ -145,8 +148,22 @@ impl Session {
         true
     }
 
-    pub fn probes(&self) -> Vec<ProbeStamp> {
-        self.probes.lock().unwrap().clone()
+    /// Record a WebSocket probe's server stamps; false once the plan's count is reached.
+    pub fn ws_probe(&self, p: ProbeStamp) -> bool {
+        self.record(&self.ws_probes, p)
+    }
+
+    /// Record a WebRTC probe's server stamps; false once the plan's count is reached.
+    pub fn rtc_probe(&self, p: ProbeStamp) -> bool {
+        self.record(&self.rtc_probes, p)
+    }
+
+    pub fn ws_stamps(&self) -> Vec<ProbeStamp> {
+        self.ws_probes.lock().unwrap().clone()
+    }
+
+    pub fn rtc_stamps(&self) -> Vec<ProbeStamp> {
+        self.rtc_probes.lock().unwrap().clone()
     }
 
     /// One sampling pass: each flow being served gets its byte count (an
@@ -202,8 +219,10 @@ impl Sessions {
             host,
             ended: AtomicBool::new(false),
             ws_open: AtomicBool::new(false),
+            rtc_open: AtomicBool::new(false),
             flows: Mutex::new(vec![]),
-            probes: Mutex::new(vec![]),
+            ws_probes: Mutex::new(vec![]),
+            rtc_probes: Mutex::new(vec![]),
             permit: Mutex::new(Some(permit)),
         });
         self.map.lock().unwrap().insert(id, s.clone());
@@ -245,5 +264,56 @@ impl Sessions {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// How many probes a probe channel may send: a token bucket refilled at
+/// twice the plan's probe rate, holding 10 s of probes, so the burst a TCP
+/// connection releases after a stall (every probe sent while a segment was
+/// being retransmitted, at once) passes, and a flood does not.
+pub struct ProbeBudget {
+    tokens: f64,
+    last: Instant,
+    rate: f64,
+    cap: f64,
+}
+
+impl ProbeBudget {
+    pub fn new(plan: &WebPlan) -> ProbeBudget {
+        let per_s = 1.0 / plan.probe_interval.as_secs_f64();
+        ProbeBudget { tokens: 10.0 * per_s, last: Instant::now(), rate: 2.0 * per_s, cap: 10.0 * per_s }
+    }
+
+    /// Spend one probe; false when the budget is out.
+    pub fn take(&mut self) -> bool {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.cap);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The sustained rate allowed, probes per second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_after_a_stall_passes_and_a_flood_does_not() {
+        let plan = WebPlan::of(bloatlab_model::WebMode::Quick);
+        let mut b = ProbeBudget::new(&plan);
+        // 3 s of probes at once (a connection stalled 3 s, then released)
+        assert!((0..150).all(|_| b.take()));
+        // a flood: far beyond 10 s of probes
+        assert!(!(0..1000).all(|_| b.take()));
     }
 }

@@ -6,8 +6,9 @@
 //! `{"server":[...]}`: each load flow's bytes and its socket's TCP_INFO
 //! (cwnd, smoothed RTT, retransmits, delivery rate).
 //!
-//! Bounded: messages of at most 1 KiB, at most 4x the plan's probe rate
-//! (over a second), the plan's probe count, and the test's lifetime.
+//! Bounded: messages of at most 1 KiB, twice the plan's probe rate (with
+//! bursts of 10 s of probes: [`crate::session::ProbeBudget`]), the plan's
+//! probe count, and the test's lifetime.
 use crate::session::{ProbeStamp, Session};
 use crate::{query, refuse, Web};
 use bloatlab_host::clock;
@@ -20,7 +21,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
@@ -32,26 +33,43 @@ fn header<'a>(req: &'a Request<Incoming>, name: &str) -> &'a str {
     req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
+/// The WebSocket handshake's answer (101) for a valid upgrade request.
+fn switching(req: &Request<Incoming>, path: &str) -> Result<Response<Body>, Response<Body>> {
+    let is_ws = header(req, "upgrade").eq_ignore_ascii_case("websocket")
+        && header(req, "connection").split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+    let key = header(req, "sec-websocket-key").to_string();
+    if !is_ws || key.is_empty() || header(req, "sec-websocket-version") != "13" {
+        return Err(refuse(StatusCode::BAD_REQUEST, format!("{path} is a WebSocket (version 13)")));
+    }
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let mut r = Response::new(Empty::new().boxed());
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = r.headers_mut();
+    h.insert(hyper::header::UPGRADE, "websocket".parse().unwrap());
+    h.insert(hyper::header::CONNECTION, "Upgrade".parse().unwrap());
+    h.insert("sec-websocket-accept", accept.parse().unwrap());
+    Ok(r)
+}
+
+/// `GET /api/ws?s=ID`: the probe socket.
 pub(crate) fn upgrade(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
     let id = query(&req, "s").unwrap_or("");
     let s = match web.sessions.get(id, conn.peer.ip()) {
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
-    let is_ws = header(&req, "upgrade").eq_ignore_ascii_case("websocket")
-        && header(&req, "connection").split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
-    let key = header(&req, "sec-websocket-key").to_string();
-    if !is_ws || key.is_empty() || header(&req, "sec-websocket-version") != "13" {
-        return refuse(StatusCode::BAD_REQUEST, "/api/ws is a WebSocket (version 13)");
-    }
+    let answer = match switching(&req, "/api/ws") {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
     if s.ws_open.swap(true, Ordering::SeqCst) {
         return refuse(StatusCode::CONFLICT, "this test already has its probe WebSocket");
     }
-    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     let on = hyper::upgrade::on(&mut req);
-    let (web2, hold) = (web.clone(), conn.hold);
+    let (web2, hold, busy) = (web.clone(), conn.hold, conn.busy);
     tokio::spawn(async move {
-        let _hold = hold; // the connection's quota permit, for as long as the socket lives
+        // the connection's quota permit, and its request in progress, for as long as the socket lives
+        let _hold = (hold, busy);
         let Ok(up) = on.await else {
             s.ws_open.store(false, Ordering::SeqCst);
             return;
@@ -63,13 +81,96 @@ pub(crate) fn upgrade(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo
             web2.log("web_probe_socket", json!({"client": conn.peer.to_string(), "id": s.id, "ended": why}));
         }
     });
-    let mut r = Response::new(Empty::new().boxed());
-    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = r.headers_mut();
-    h.insert(hyper::header::UPGRADE, "websocket".parse().unwrap());
-    h.insert(hyper::header::CONNECTION, "Upgrade".parse().unwrap());
-    h.insert("sec-websocket-accept", accept.parse().unwrap());
-    r
+    answer
+}
+
+/// Largest upload message, bytes.
+pub const MAX_UPLOAD_MESSAGE: usize = 1 << 20;
+
+/// `GET /api/upws?s=ID&f=N`: an upload stream as a WebSocket. A browser
+/// streams a request body only over HTTP/2; a WebSocket carries the page's
+/// data continuously over plain HTTP too (POSTs one after another pause a
+/// round trip between them, which lets a bloated queue drain). The server
+/// reads binary messages of at most 1 MiB and counts them to flow N.
+pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
+    let id = query(&req, "s").unwrap_or("");
+    let s = match web.sessions.get(id, conn.peer.ip()) {
+        Ok(s) => s,
+        Err(e) => return refuse(StatusCode::NOT_FOUND, e),
+    };
+    let Some(f) = query(&req, "f").and_then(|f| f.parse::<u32>().ok()) else {
+        return refuse(StatusCode::BAD_REQUEST, "f=N names the flow");
+    };
+    let answer = match switching(&req, "/api/upws") {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
+    let flow = match s.flow(f, bloatlab_results::Direction::Up) {
+        Ok(f) => f,
+        Err(e) => return refuse(StatusCode::FORBIDDEN, e),
+    };
+    if let Some(sock) = conn.sock.as_ref().and_then(|s| s.try_clone().ok()) {
+        *flow.sock.lock().unwrap() = Some(sock);
+    }
+    let on = hyper::upgrade::on(&mut req);
+    let deadline = tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
+    let hold = (conn.hold, conn.busy);
+    tokio::spawn(async move {
+        let _hold = hold;
+        let Ok(up) = on.await else { return };
+        let cfg = WebSocketConfig::default().max_message_size(Some(MAX_UPLOAD_MESSAGE)).max_frame_size(Some(MAX_UPLOAD_MESSAGE));
+        let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(cfg)).await;
+        let (mut tx, mut rx) = ws.split();
+        flow.active.fetch_add(1, Ordering::Relaxed);
+        // When the page's phase ends (it says when, in a text message as the
+        // phase begins), the connection is reset: the data still in the
+        // browser's socket buffer (seconds of it at a bloated queue's rate)
+        // is then dropped instead of loading the next phase.
+        let mut until: Option<tokio::time::Instant> = None;
+        let longest = s.plan.longest_phase() + Duration::from_secs(1);
+        loop {
+            if s.ended.load(Ordering::Relaxed) {
+                break;
+            }
+            let now = tokio::time::Instant::now();
+            if until.is_some_and(|u| now >= u) {
+                if let Some(sock) = flow.sock.lock().unwrap().take() {
+                    let _ = sock.set_linger(Some(Duration::ZERO));
+                }
+                break;
+            }
+            // wake at least once a second to see whether the test ended
+            let wake = deadline.min(now + Duration::from_secs(1)).min(until.unwrap_or(deadline));
+            match tokio::time::timeout_at(wake, rx.next()).await {
+                Ok(Some(Ok(Message::Binary(b)))) => flow.count(b.len() as u64),
+                Ok(Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)))) => {}
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    let ms = serde_json::from_str::<serde_json::Value>(t.as_str()).ok().and_then(|v| v["until_ms"].as_f64());
+                    match ms {
+                        Some(ms) if ms.is_finite() && ms >= 0.0 => {
+                            // a little after the page's own end of the phase
+                            let left = Duration::from_secs_f64(ms / 1e3).min(longest) + Duration::from_millis(100);
+                            until = Some(tokio::time::Instant::now() + left);
+                        }
+                        _ => {
+                            let reason = "upload data is binary; the one text message is {\"until_ms\":N}";
+                            let _ = tx.send(Message::Close(Some(CloseFrame { code: CloseCode::Unsupported, reason: reason.into() }))).await;
+                            break;
+                        }
+                    }
+                }
+                Ok(Some(Ok(Message::Close(_)))) | Ok(None) | Ok(Some(Err(_))) => break,
+                Err(_) if tokio::time::Instant::now() < deadline => {}
+                Err(_) if until.is_some_and(|u| tokio::time::Instant::now() >= u) => {}
+                Err(_) => {
+                    let _ = tx.send(Message::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "cut at --max-duration".into() }))).await;
+                    break;
+                }
+            }
+        }
+        flow.active.fetch_sub(1, Ordering::Relaxed);
+    });
+    answer
 }
 
 /// The flows' server-side state now, for the page's live view.
@@ -106,8 +207,7 @@ where
     tokio::pin!(end);
     let mut push = tokio::time::interval(Duration::from_millis(500));
     // at most 4x the plan's probe rate, counted over a second
-    let per_second = (4.0 / s.plan.probe_interval.as_secs_f64()).ceil() as u32;
-    let (mut window, mut seen) = (Instant::now(), 0u32);
+    let mut budget = crate::session::ProbeBudget::new(&s.plan);
     let close = |code: CloseCode, why: &str| Message::Close(Some(CloseFrame { code, reason: why.to_string().into() }));
     loop {
         if s.ended.load(Ordering::Relaxed) {
@@ -127,12 +227,8 @@ where
                     }
                     Some(Err(e)) => return Some(format!("{e}")),
                 };
-                if window.elapsed() >= Duration::from_secs(1) {
-                    (window, seen) = (Instant::now(), 0);
-                }
-                seen += 1;
-                if seen > per_second {
-                    let why = format!("more than {per_second} probes in a second");
+                if !budget.take() {
+                    let why = format!("more probes than {:.0} a second (bursts of 10 s allowed)", budget.rate());
                     let _ = tx.send(close(CloseCode::Policy, &why)).await;
                     return Some(why);
                 }
@@ -142,7 +238,7 @@ where
                     return Some("a malformed probe".into());
                 };
                 let t3 = clock::now_ns();
-                if !s.probe(ProbeStamp { seq: seq as u32, t2, t3 }) {
+                if !s.ws_probe(ProbeStamp { seq: seq as u32, t2, t3 }) {
                     let _ = tx.send(close(CloseCode::Policy, "the plan's probes are all sent")).await;
                     return Some("more probes than the plan sends".into());
                 }
