@@ -61,6 +61,12 @@ impl Chrome {
     /// Start Chromium (in network namespace `netns` when given) at
     /// `width`x`height`; `allow_host` is the one host it may reach directly.
     pub fn start(bin: &std::path::Path, netns: Option<&str>, allow_host: &str, width: u32, height: u32) -> Result<Chrome, String> {
+        Chrome::start_with(bin, netns, allow_host, width, height, &[])
+    }
+
+    /// [`Chrome::start`] with extra command-line flags (e.g.
+    /// `--ignore-certificate-errors` for a self-signed server).
+    pub fn start_with(bin: &std::path::Path, netns: Option<&str>, allow_host: &str, width: u32, height: u32, extra: &[&str]) -> Result<Chrome, String> {
         let profile = tempfile_dir::Dir::new();
         let mut c = match netns {
             Some(ns) => {
@@ -92,6 +98,7 @@ impl Chrome {
         .arg(format!("--proxy-bypass-list={allow_host}"))
         .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.0.display()))
+        .args(extra)
         .arg("about:blank")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -157,73 +157,45 @@
   let nextFlow = 1;
   const wsBase = () => (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host;
 
-  async function runDown(sid, f, signal) {
-    try {
-      const r = await fetch(`/api/down?s=${sid}&f=${f.id}`, { signal, cache: 'no-store' });
-      if (!r.ok) { let j = null; try { j = await r.json(); } catch (e) { /* */ } throw new Error((j && j.error) || 'HTTP ' + r.status); }
-      const rd = r.body.getReader();
-      let last = 0;
-      for (;;) {
-        const { done, value } = await rd.read();
-        if (done) break;
-        const t = now();
-        if (last && t - last > f.max_gap_ms) { f.max_gap_ms = t - last; f.max_gap_at_ms = t; }
-        last = t;
-        f.bytes += value.byteLength;
+  // The load runs in its own worker (load.js); this thread keeps the flows'
+  // records and runs the ramp from the byte counts the worker reports.
+  let loader = null;
+  const known = new Map();
+  let stopped = null;
+  function startLoader() {
+    loader = new Worker('/load.js');
+    loader.onmessage = (e) => {
+      const m = e.data;
+      if (m.k === 'bytes') {
+        for (const [id, bytes, error] of m.flows) {
+          const f = known.get(id);
+          if (f) { f.bytes = bytes; if (error) f.error = error; }
+        }
+      } else if (m.k === 'stopped' && stopped) {
+        stopped(m.flows);
       }
-    } catch (e) {
-      if (!signal.aborted) f.error = String(e.message || e);
-    }
+    };
   }
-
-  // An upload stream: a WebSocket of binary messages, kept topped up with
-  // about 20 ms of the stream's rate (at least 128 KiB) so the data flows
-  // without pause (a browser streams a request body only over HTTP/2, and
-  // POSTs one after another leave a round trip idle between them). The
-  // sockets of a phase are opened before it begins: a browser opens one
-  // WebSocket to a host at a time (RFC 6455 4.1), and through a full queue
-  // each handshake takes a loaded round trip or more.
-  const CHUNK = new ArrayBuffer(64 * 1024);
-  function openUp(sid, f) {
-    const ws = new WebSocket(wsBase() + '/api/upws?s=' + sid + '&f=' + f.id);
-    const opened = new Promise((resolve) => {
-      ws.onopen = () => resolve(true);
-      ws.onerror = () => resolve(false);
-      ws.onclose = () => resolve(false);
-    });
-    return { ws, f, opened };
-  }
-
-  function runUp(up, signal, end) {
-    const { ws, f } = up;
+  function stopFlows(fs) {
     return new Promise((resolve) => {
-      let sent = 0, timer = null, last = [now(), 0], rate = 0;
-      const fill = () => {
-        if (ws.readyState !== WebSocket.OPEN) return;
-        const t = now();
-        f.bytes = sent - ws.bufferedAmount;
-        if (t - last[0] >= 100) { rate = ((f.bytes - last[1]) * 1000) / (t - last[0]); last = [t, f.bytes]; }
-        const target = Math.max(128 * 1024, rate * 0.02);
-        while (ws.bufferedAmount < target) { ws.send(CHUNK); sent += CHUNK.byteLength; }
-      };
-      const stop = () => { clearInterval(timer); f.bytes = sent - ws.bufferedAmount; };
-      ws.onclose = (ev) => {
-        stop();
-        // the server resets it as the phase ends (see until_ms)
-        if (!signal.aborted && !f.error && now() < end - 250) f.error = 'an upload stream closed: ' + (ev.reason || ev.code);
+      stopped = (list) => {
+        for (const x of list) {
+          const f = known.get(x.id);
+          if (!f) continue;
+          Object.assign(f, { bytes: x.bytes, max_gap_ms: x.max_gap_ms, max_gap_at_ms: x.max_gap_at_ms });
+          if (f.direction === 'down') f.samples = x.samples;
+          if (x.error && !f.error) f.error = x.error;
+          known.delete(x.id);
+        }
         resolve();
       };
-      signal.addEventListener('abort', () => { stop(); ws.close(1000); resolve(); }, { once: true });
-      up.opened.then((ok) => {
-        if (signal.aborted) return;
-        if (!ok) { f.error = 'an upload stream could not connect'; resolve(); return; }
-        // when the phase ends the server resets the connection, dropping what
-        // this browser still holds to send
-        ws.send(JSON.stringify({ until_ms: Math.max(0, end - now()) }));
-        fill();
-        timer = setInterval(fill, 5);
-      });
+      loader.postMessage({ cmd: 'stop', ids: fs.map((f) => f.id) });
     });
+  }
+  function openUp(sid, f) {
+    known.set(f.id, f);
+    loader.postMessage({ cmd: 'open-up', id: f.id, url: wsBase() + '/api/upws?s=' + sid + '&f=' + f.id });
+    return f;
   }
 
   async function loadPhase(plan, sid, ph, idx, rep, start, ready) {
@@ -233,14 +205,16 @@
     if (ph.upload) dirs.push('up');
     const streams = [];
     const open = (dir) => {
-      const ac = new AbortController();
       if (dir === 'up') {
-        const up = ready.length ? ready.shift() : openUp(sid, newFlow(rep, 'up', idx));
-        streams.push({ dir, f: up.f, ac, done: runUp(up, ac.signal, end) });
+        const f = ready.length ? ready.shift() : openUp(sid, newFlow(rep, 'up', idx));
+        loader.postMessage({ cmd: 'start-up', id: f.id, end });
+        streams.push({ dir, f });
         return;
       }
       const f = newFlow(rep, 'down', idx);
-      streams.push({ dir, f, ac, done: runDown(sid, f, ac.signal) });
+      known.set(f.id, f);
+      loader.postMessage({ cmd: 'down', id: f.id, url: `/api/down?s=${sid}&f=${f.id}` });
+      streams.push({ dir, f });
     };
     const count = (d) => streams.filter((s) => s.dir === d).length;
     const bytes = (d) => streams.filter((s) => s.dir === d).reduce((a, s) => a + s.f.bytes, 0);
@@ -250,33 +224,34 @@
     const ramp = {};
     for (const d of dirs) ramp[d] = { growing: true, bytes: 0, rate: 0 };
     let lastStep = 0;
-    while (now() < end) {
-      await sleep(Math.min(plan.sample_interval_ms, end - now()));
-      const t = now();
-      for (const s of streams) if (s.dir === 'down') s.f.samples.push([t, s.f.bytes]);
-      const err = streams.find((s) => s.f.error);
-      if (err) { streams.forEach((s) => s.ac.abort()); throw new Error(err.f.error); }
-      live.hist.push([t, bytes('down') + live.doneDown, bytes('up') + live.doneUp]);
-      liveRates();
-      const from = start + plan.ramp_from_ms - plan.ramp_step_ms;
-      if (t >= from && t - lastStep >= plan.ramp_step_ms) {
-        const ramping = lastStep > 0 && t < start + plan.ramp_until * ph.duration_ms;
-        for (const d of dirs) {
-          const r = ramp[d];
-          const b = bytes(d);
-          const rt = lastStep > 0 ? (b - r.bytes) / (t - lastStep) : 0;
-          if (ramping && r.growing && r.rate > 0) {
-            if (count(d) < ph.max_streams && rt > r.rate * (1 + plan.ramp_growth)) open(d);
-            else r.growing = false;
+    try {
+      while (now() < end) {
+        await sleep(Math.min(plan.sample_interval_ms, end - now()));
+        const t = now();
+        const err = streams.find((s) => s.f.error);
+        if (err) throw new Error(err.f.error);
+        live.hist.push([t, bytes('down') + live.doneDown, bytes('up') + live.doneUp]);
+        liveRates();
+        const from = start + plan.ramp_from_ms - plan.ramp_step_ms;
+        if (t >= from && t - lastStep >= plan.ramp_step_ms) {
+          const ramping = lastStep > 0 && t < start + plan.ramp_until * ph.duration_ms;
+          for (const d of dirs) {
+            const r = ramp[d];
+            const b = bytes(d);
+            const rt = lastStep > 0 ? (b - r.bytes) / (t - lastStep) : 0;
+            if (ramping && r.growing && r.rate > 0) {
+              if (count(d) < ph.max_streams && rt > r.rate * (1 + plan.ramp_growth)) open(d);
+              else r.growing = false;
+            }
+            r.bytes = b;
+            r.rate = rt;
           }
-          r.bytes = b;
-          r.rate = rt;
+          lastStep = t;
         }
-        lastStep = t;
       }
+    } finally {
+      await stopFlows(streams.map((s) => s.f));
     }
-    streams.forEach((s) => s.ac.abort());
-    await Promise.all(streams.map((s) => s.done));
     live.doneDown += bytes('down');
     live.doneUp += bytes('up');
   }
@@ -367,6 +342,7 @@
     $('live').hidden = false;
     const timer = setInterval(drawPlot, 250);
     // each uploading phase's first streams, connected ahead of it
+    startLoader();
     const ready = plan.phases.map((ph, i) => (ph.upload ? Array.from({ length: Math.min(plan.start_streams, ph.max_streams) }, () => openUp(sess.id, newFlow(rep, 'up', i))) : []));
     try {
       for (const [i, ph] of plan.phases.entries()) {
@@ -392,6 +368,7 @@
     rep.rtc_probes = rtc ? await rtc.stop() : [];
     rep.ws_probes = await wsDone;
     worker.terminate();
+    loader.terminate();
     const out = await api('/api/result?s=' + sess.id, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rep) });
     show(out, plan);
     $('status').textContent = 'Done.';

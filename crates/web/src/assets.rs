@@ -15,6 +15,7 @@ pub const INDEX: &str = include_str!("../assets/index.html");
 pub static ASSETS: &[Asset] = &[
     Asset { path: "/app.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/app.js") },
     Asset { path: "/worker.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/worker.js") },
+    Asset { path: "/load.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/load.js") },
     Asset { path: "/style.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/style.css") },
     Asset { path: "/icon.svg", content_type: "image/svg+xml", body: include_str!("../assets/icon.svg") },
 ];
