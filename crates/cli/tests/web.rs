@@ -29,7 +29,8 @@ impl Drop for Srv {
 fn server(extra: &[&str]) -> Srv {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(EXE)
-        .args(["server", "--bind", "127.0.0.1", "--port", "0", "--rpm-port", "0", "--web-port", "0", "--quiet"])
+        .args(["server", "--bind", "127.0.0.1", "--port", "0", "--rpm-port", "0", "--web-port", "0"])
+        .args(if std::env::var_os("BLOATLAB_WEB_LOG").is_some() { vec![] } else { vec!["--quiet"] })
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -117,4 +118,150 @@ fn chromium_runs_the_quick_test_over_https() {
     let v = run.value.unwrap_or_else(|| panic!("no result within 40 s; console: {:#?}", run.console));
     assert!(v.get("error").is_none(), "the page failed: {v}\n{:#?}", run.console);
     check_result(&v, &run.requests, &srv.https);
+}
+
+/// One HTTP/1.1 request on its own connection: (status, body).
+fn http(base: &str, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    s.write_all(head.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut out = vec![];
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+}
+
+fn session(base: &str) -> (u16, serde_json::Value) {
+    let (st, body) = http(base, "POST", "/api/session?mode=quick", b"");
+    (st, serde_json::from_str(&body).unwrap_or_default())
+}
+
+/// The web endpoints under abuse: floods of connections, tests beyond the
+/// quota, aborted streams and sockets, oversized bodies and messages, probe
+/// floods. Every refusal says why, and the server gives back what it took.
+#[test]
+fn the_web_endpoints_stay_bounded_under_abuse() {
+    let srv = server(&["--max-tests", "2", "--max-tests-per-source", "2", "--max-conns-per-source", "24", "--max-flows", "8"]);
+    let base = srv.url.trim_end_matches('/').to_string();
+    let addr = base.trim_start_matches("http://").to_string();
+
+    // 1. Page loads: 60 connections at once from one source; 24 are served,
+    // the others closed at once; then every connection is given back.
+    let conns: Vec<std::net::TcpStream> = (0..60).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let closed = conns
+        .iter()
+        .filter(|c| {
+            use std::io::Read;
+            c.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+            let mut b = [0u8; 1];
+            matches!((&**c).read(&mut b), Ok(0) | Err(_)) && c.peer_addr().is_ok() && {
+                c.set_nonblocking(true).unwrap();
+                let r = (&**c).read(&mut b);
+                c.set_nonblocking(false).unwrap();
+                matches!(r, Ok(0))
+            }
+        })
+        .count();
+    assert!(closed >= 30, "{closed} of 60 connections closed at once (24 allowed per source)");
+    drop(conns);
+    std::thread::sleep(Duration::from_millis(300));
+    let (st, page) = http(&base, "GET", "/", b"");
+    assert!(st == 200 && page.contains("id=\"start\""), "{st}");
+
+    // 2. Tests beyond the quota are refused with the reason.
+    let (s1, a) = session(&base);
+    let (s2, b) = session(&base);
+    let (s3, c) = session(&base);
+    assert_eq!((s1, s2), (200, 200), "{a} {b}");
+    assert_eq!(s3, 503, "{c}");
+    assert!(c["error"].as_str().is_some_and(|e| e.contains("--max-tests")), "{c}");
+    let id = a["id"].as_str().unwrap().to_string();
+
+    // 3. Load requests need a running test of the same source.
+    let (st, e) = http(&base, "GET", "/api/down?s=0123&f=1", b"");
+    assert_eq!(st, 404, "{e}");
+    assert!(e.contains("no such test"), "{e}");
+
+    // 4. Aborted downloads: 8 streams cut after a few bytes; the test's
+    // flows are bounded (64) and the connections come back.
+    for f in 0..8 {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET /api/down?s={id}&f={f} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut buf = [0u8; 4096];
+        s.read_exact(&mut buf).unwrap();
+        drop(s);
+    }
+    let (st, e) = http(&base, "POST", &format!("/api/up?s={id}&f=3"), b"xx");
+    assert_eq!(st, 403, "{e}");
+    assert!(e.contains("flow 3 is a download"), "a flow's id is its direction's: {e}");
+
+    // 5. One probe WebSocket per test; a probe flood is cut with the reason.
+    let url = format!("ws://{addr}/api/ws?s={id}");
+    let (mut ws, _) = tungstenite::connect(url.as_str()).unwrap();
+    match tungstenite::connect(url.as_str()) {
+        Err(tungstenite::Error::Http(r)) => assert_eq!(r.status(), 409),
+        other => panic!("a second probe socket: {:?}", other.map(|_| ())),
+    }
+    let mut reason = String::new();
+    for i in 0..5000 {
+        if ws.send(tungstenite::Message::text(format!("{{\"p\":{i}}}"))).is_err() {
+            break;
+        }
+    }
+    loop {
+        match ws.read() {
+            Ok(tungstenite::Message::Close(Some(f))) => {
+                reason = f.reason.to_string();
+                break;
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    assert!(reason.contains("probes") , "the flood was cut: {reason:?}");
+
+    // 6. An upload message over 1 MiB ends its stream.
+    let (mut up, _) = tungstenite::connect(format!("ws://{addr}/api/upws?s={id}&f=20").as_str()).unwrap();
+    if let tungstenite::stream::MaybeTlsStream::Plain(s) = up.get_ref() {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    }
+    let t0 = std::time::Instant::now();
+    let _ = up.send(tungstenite::Message::binary(vec![0u8; 2 << 20]));
+    let mut ended = false;
+    for _ in 0..100 {
+        match up.read() {
+            Ok(tungstenite::Message::Close(_)) | Err(_) => {
+                ended = true;
+                break;
+            }
+            Ok(_) => {}
+        }
+    }
+    assert!(ended && t0.elapsed() < Duration::from_secs(5), "an oversized upload message ends the stream at once ({:?})", t0.elapsed());
+
+    // 7. An oversized report is refused; a report that does not fit its test too.
+    let (st, e) = http(&base, "POST", &format!("/api/result?s={id}"), &vec![b' '; 5 << 20]);
+    assert_eq!(st, 413, "{e}");
+    let (st, e) = http(&base, "POST", &format!("/api/result?s={id}"), b"{\"start_ms\":1}");
+    assert_eq!(st, 400, "{e}");
+    assert!(e.contains("not a browser test report"), "{e}");
+
+    // 8. A result ends the test and gives its unit back: a third test begins.
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64() * 1e3;
+    let rep = serde_json::json!({"start_ms": t, "phases": [{"name": "idle", "start_ms": t, "end_ms": t + 10.0}], "flows": [],
+                                 "rtc_probes": [], "ws_probes": [], "complete": false, "incomplete_reason": "test"});
+    let (st, e) = http(&base, "POST", &format!("/api/result?s={id}"), rep.to_string().as_bytes());
+    assert_eq!(st, 200, "{e}");
+    let (st, e) = session(&base);
+    assert_eq!(st, 200, "{e}");
+    // and the ended test's endpoints say so
+    let (st, e) = http(&base, "GET", &format!("/api/down?s={id}&f=40"), b"");
+    assert_eq!(st, 404, "{e}");
 }

@@ -601,6 +601,9 @@ async fn fall_back(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>
     };
     let res = fb.handle(req, conn).await;
     let (parts, body) = res.into_parts();
+    if hyper::body::Body::size_hint(&body).exact().is_some() {
+        return Response::from_parts(parts, body);
+    }
     let body = body.map_frame(move |f| {
         let _ = &active;
         f

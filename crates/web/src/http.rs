@@ -76,8 +76,12 @@ async fn serve(tcp: tokio::net::TcpStream, peer: std::net::SocketAddr, web: Arc<
                 let guard = Arc::new(InProgress(act.clone()));
                 let conn = ConnInfo { peer, local, sock, https: false, hold, busy: guard.clone() };
                 let res = route(&web, req, conn).await;
-                // the request stays in progress until its body has been sent
+                // a streamed body keeps the request in progress until it has
+                // been sent (one of known length goes at once, with its length)
                 let (parts, body) = res.into_parts();
+                if hyper::body::Body::size_hint(&body).exact().is_some() {
+                    return Ok::<_, Infallible>(hyper::Response::from_parts(parts, body));
+                }
                 let body = http_body_util::BodyExt::map_frame(body, move |f| {
                     let _ = &guard;
                     f

@@ -46,7 +46,11 @@ impl Serving {
 
 impl Drop for Serving {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::Relaxed);
+        // the flow's handle on the socket goes with its last request, so the
+        // connection closes when its stream does
+        if self.0.active.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.0.sock.lock().unwrap().take();
+        }
     }
 }
 

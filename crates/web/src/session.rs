@@ -125,7 +125,7 @@ impl Session {
         }
         let mut fl = self.flows.lock().unwrap();
         if let Some(f) = fl.iter().find(|f| f.id == id) {
-            return if f.direction == direction { Ok(f.clone()) } else { Err(format!("flow {id} is an {} flow", f.direction)) };
+            return if f.direction == direction { Ok(f.clone()) } else { Err(format!("flow {id} is {}", if f.direction == Direction::Up { "an upload" } else { "a download" })) };
         }
         if fl.len() as u32 >= MAX_FLOWS {
             return Err(format!("a test opens at most {MAX_FLOWS} load flows"));

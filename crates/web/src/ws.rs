@@ -169,6 +169,8 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
             }
         }
         flow.active.fetch_sub(1, Ordering::Relaxed);
+        // the flow's handle on the socket too, so the connection closes now
+        flow.sock.lock().unwrap().take();
     });
     answer
 }
