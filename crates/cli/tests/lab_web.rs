@@ -40,7 +40,12 @@ fn page(bin: &std::path::Path, id: &str, server: &str, mode: bloatlab_model::Web
     let chrome = Chrome::start(bin, Some(&ns), server, 1280, 900).unwrap();
     let url = format!("http://{server}:{}/?autostart=1&mode={mode}", bloatlab_model::DEFAULT_WEB_PORT);
     let plan = bloatlab_model::WebPlan::of(mode);
-    let run = chrome.run(&url, "window.bloatlabResult || (window.bloatlabError && {error: window.bloatlabError})", plan.total() + Duration::from_secs(25)).unwrap();
+    // BLOATLAB_WEB_SCREENSHOTS=DIR keeps a screenshot of each finished page (for the docs)
+    let look = bloatlab_testkit::chrome::Look {
+        screenshot: std::env::var_os("BLOATLAB_WEB_SCREENSHOTS").map(|d| std::path::Path::new(&d).join(format!("web-{}.png", server.replace('.', "-") + "-" + &mode.to_string()))),
+        ..Default::default()
+    };
+    let run = chrome.run_with(&url, "window.bloatlabResult || (window.bloatlabError && {error: window.bloatlabError})", plan.total() + Duration::from_secs(25), &look).unwrap();
     let v = run.value.unwrap_or_else(|| panic!("no result in time; console: {:#?}", run.console));
     assert!(v.get("error").is_none(), "the page failed: {v}\n{:#?}", run.console);
     // the quick test's result within 30 s of opening the page

@@ -102,6 +102,41 @@ fn check_result(v: &serde_json::Value, requests: &[String], base: &str) {
     assert!(requests.iter().any(|u| u.contains("/api/result?s=")), "{requests:?}");
 }
 
+/// On a phone-sized screen in dark mode the finished page fits its width
+/// (tables scroll inside their boxes), and its text is at least 10 px.
+#[test]
+fn the_page_fits_a_phone_in_dark_mode() {
+    let Some(bin) = chromium() else {
+        bloatlab_testkit::cannot_run("browser test on a phone-sized screen", "no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let srv = server(&[]);
+    let chrome = Chrome::start(&bin, None, "127.0.0.1", 390, 800).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let shot = dir.path().join("phone.png");
+    let look = bloatlab_testkit::chrome::Look { dark: true, width: Some(390), screenshot: Some(shot.clone()) };
+    let probe = "window.bloatlabResult && (() => {
+        const small = [...document.querySelectorAll('body *')].filter(e => e.childElementCount === 0 && e.textContent.trim() && e.getClientRects().length
+            && (e instanceof SVGElement ? e.getBoundingClientRect().height < 10 : parseFloat(getComputedStyle(e).fontSize) < 10))
+            .map(e => e.tagName + ':' + e.textContent.trim().slice(0, 20));
+        return {overflow: document.documentElement.scrollWidth - window.innerWidth, width: window.innerWidth, small, error: window.bloatlabError || null,
+                dark: getComputedStyle(document.body).backgroundColor, grade: document.getElementById('grade').textContent};
+    })()";
+    let run = chrome.run_with(&format!("{}?autostart=1", srv.url), probe, Duration::from_secs(40), &look).unwrap();
+    let v = run.value.unwrap_or_else(|| panic!("no result within 40 s; console: {:#?}", run.console));
+    eprintln!("{v}");
+    assert_eq!(v["width"], 390, "{v}");
+    assert!(v["error"].is_null(), "{v}");
+    assert!(v["overflow"].as_i64().unwrap() <= 0, "the page is wider than the phone: {v}");
+    assert!(v["small"].as_array().unwrap().is_empty(), "text under 10 px: {v}");
+    assert_eq!(v["dark"], "rgb(13, 17, 23)", "dark mode: {v}");
+    assert!(["A+", "A", "B", "C", "D", "F"].contains(&v["grade"].as_str().unwrap()), "{v}");
+    assert!(std::fs::metadata(&shot).unwrap().len() > 10_000, "a screenshot");
+    if let Some(d) = std::env::var_os("BLOATLAB_WEB_SCREENSHOTS") {
+        std::fs::copy(&shot, std::path::Path::new(&d).join("web-phone-dark.png")).unwrap();
+    }
+}
+
 #[test]
 fn chromium_runs_the_quick_test_over_https() {
     let Some(bin) = chromium() else {

@@ -63,7 +63,7 @@ fn by_ms(v: Option<f64>, (good, fair): (f64, f64)) -> Verdict {
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map(|v| bloatlab_model::fmt::ms(v)).unwrap_or_else(|| "not measured".into())
+    v.map(|v| format!("{} ms", bloatlab_model::fmt::ms(v))).unwrap_or_else(|| "not measured".into())
 }
 
 /// The worst loaded phase's value of `f` (the highest).

@@ -25,6 +25,16 @@ pub struct Chrome {
     netns: Option<String>,
 }
 
+/// How to look at a page: its color scheme, and where to save a full-page
+/// screenshot once it is done.
+#[derive(Debug, Clone, Default)]
+pub struct Look {
+    pub dark: bool,
+    pub screenshot: Option<PathBuf>,
+    /// Viewport width for the screenshot (a phone: 390), or the window's.
+    pub width: Option<u32>,
+}
+
 /// What a page did.
 #[derive(Debug, Clone)]
 pub struct PageRun {
@@ -121,8 +131,14 @@ impl Chrome {
     /// Open `url` and poll `expr` (a JavaScript expression) every 250 ms
     /// until it yields something other than null/undefined, or `timeout`.
     pub fn run(&self, url: &str, expr: &str, timeout: Duration) -> Result<PageRun, String> {
-        let (port, url, expr) = (self.port, url.to_string(), expr.to_string());
-        let go = move || cdp_run(port, &url, &expr, timeout);
+        self.run_with(url, expr, timeout, &Look::default())
+    }
+
+    /// [`Chrome::run`], then (once the expression yielded) a full-page
+    /// screenshot as `look` says.
+    pub fn run_with(&self, url: &str, expr: &str, timeout: Duration, look: &Look) -> Result<PageRun, String> {
+        let (port, url, expr, look) = (self.port, url.to_string(), expr.to_string(), look.clone());
+        let go = move || cdp_run(port, &url, &expr, timeout, &look);
         match &self.netns {
             Some(ns) => bloatlab_host::netns::in_netns(ns, go),
             None => go(),
@@ -162,7 +178,7 @@ fn http_get(port: u16, path: &str) -> Result<String, String> {
     Ok(text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
 }
 
-fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration) -> Result<PageRun, String> {
+fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration, look: &Look) -> Result<PageRun, String> {
     // the page target may take a moment to appear
     let mut list = serde_json::Value::Null;
     for _ in 0..40 {
@@ -189,6 +205,12 @@ fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration) -> Result<PageRu
         Ok(id)
     };
     send(&mut ws, "Network.enable", serde_json::json!({}))?;
+    if look.dark {
+        send(&mut ws, "Emulation.setEmulatedMedia", serde_json::json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}))?;
+    }
+    if let Some(w) = look.width {
+        send(&mut ws, "Emulation.setDeviceMetricsOverride", serde_json::json!({"width": w, "height": 800, "deviceScaleFactor": 2, "mobile": true}))?;
+    }
     send(&mut ws, "Runtime.enable", serde_json::json!({}))?;
     send(&mut ws, "Page.navigate", serde_json::json!({"url": url}))?;
     let t0 = Instant::now();
@@ -223,6 +245,29 @@ fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration) -> Result<PageRu
         }
     }
     run.elapsed = t0.elapsed();
+    if let (Some(path), Some(_)) = (&look.screenshot, &run.value) {
+        std::thread::sleep(Duration::from_millis(500)); // the last paint
+        let id = send(&mut ws, "Page.captureScreenshot", serde_json::json!({"format": "png", "captureBeyondViewport": true}))?;
+        let t1 = Instant::now();
+        loop {
+            if t1.elapsed() > Duration::from_secs(20) {
+                return Err("no screenshot within 20 s".into());
+            }
+            let msg = match ws.read() {
+                Ok(tungstenite::Message::Text(t)) => t,
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
+                Err(e) => return Err(format!("DevTools: {e}")),
+            };
+            let v: serde_json::Value = serde_json::from_str(msg.as_str()).unwrap_or_default();
+            if v["id"].as_u64() == Some(id) {
+                let data = v["result"]["data"].as_str().ok_or("no screenshot data")?;
+                std::fs::write(path, base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).map_err(|e| format!("screenshot: {e}"))?).map_err(|e| format!("{}: {e}", path.display()))?;
+                break;
+            }
+        }
+    }
     let _ = ws.close(None);
     Ok(run)
 }
+

@@ -48,7 +48,7 @@
     t.replaceChildren();
     const tr = el('tr');
     head.forEach((h) => tr.append(el('th', { scope: 'col' }, h)));
-    t.append(el('thead')).append(tr);
+    t.appendChild(el('thead')).appendChild(tr);
     const tb = t.appendChild(el('tbody'));
     rows.forEach((r) => {
       const row = tb.appendChild(el('tr'));
@@ -80,8 +80,11 @@
   const live = { t0: 0, total: 1, phases: [], rtts: [], hist: [], server: null };
 
   function drawPlot() {
-    const W = 800, H = 280, L = 52, R = 10, T = 22, B = 48;
+    // drawn at the size it is shown, so its text is the size it says
     const p = $('plot');
+    const W = Math.max(300, Math.round(p.clientWidth || 800)), H = W < 600 ? 240 : 280, L = 44, R = 8, T = 22, B = 48;
+    p.setAttribute('viewBox', `0 0 ${W} ${H}`);
+    p.setAttribute('height', H);
     p.replaceChildren();
     const xs = (t) => L + ((t - live.t0) / live.total) * (W - L - R);
     let top = 50;
@@ -105,7 +108,7 @@
       p.append(svg('text', { x: L - 6, y: ys(v) + 4, class: 'tick', 'text-anchor': 'end' }, String(v)));
     }
     const secs = live.total / 1000;
-    const xstep = secs > 30 ? 10 : 5;
+    const xstep = secs > 30 || W < 500 ? 10 : 5;
     for (let s = 0; s <= secs; s += xstep) {
       p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 30, class: 'tick', 'text-anchor': 'middle' }, s + ' s'));
     }
@@ -116,10 +119,11 @@
       const pts = list.map(([t, r]) => xs(t).toFixed(1) + ',' + ys(Math.min(r, top)).toFixed(1)).join(' ');
       p.append(svg('polyline', { points: pts, class: cls }));
     }
+    const second = W < 560 ? L + 120 : L + 250;
     p.append(svg('line', { x1: L, x2: L + 20, y1: H - 10, y2: H - 10, class: 'rtt' }));
-    p.append(svg('text', { x: L + 24, y: H - 6, class: 'tick' }, 'round trip, UDP probes (WebRTC)'));
-    p.append(svg('line', { x1: L + 250, x2: L + 270, y1: H - 10, y2: H - 10, class: 'tcp' }));
-    p.append(svg('text', { x: L + 274, y: H - 6, class: 'tick' }, 'round trip, TCP probes (WebSocket)'));
+    p.append(svg('text', { x: L + 24, y: H - 6, class: 'tick' }, W < 560 ? 'UDP (WebRTC)' : 'round trip, UDP probes (WebRTC)'));
+    p.append(svg('line', { x1: second, x2: second + 20, y1: H - 10, y2: H - 10, class: 'tcp' }));
+    p.append(svg('text', { x: second + 24, y: H - 6, class: 'tick' }, W < 560 ? 'TCP (WebSocket)' : 'round trip, TCP probes (WebSocket)'));
   }
 
   function liveRates() {
@@ -377,24 +381,22 @@
   }
 
   // ---- the result, as the server built it ----
+  // "Download · 4 streams": the plan's phase word and the streams it held
   function phaseLabel(r, i, plan) {
     const names = plan ? plan.phases.filter((p) => p.name !== 'idle').map((p) => p.name) : [];
     const s = r.scenarios[i];
     const word = names[i] ? LABEL[names[i]] : (s.uploads && s.downloads ? LABEL.both : s.uploads ? LABEL.upload : LABEL.download);
-    return word + ' (' + s.uploads + ' up, ' + s.downloads + ' down streams)';
+    const n = s.uploads && s.downloads ? s.downloads + '↓ ' + s.uploads + '↑' : String(s.uploads + s.downloads);
+    return word + ' · ' + n + ' streams';
   }
 
   function show(out, plan) {
     const r = out.result;
-    window.bloatlabResult = r;
     const h = r.headline;
     const g = h.grade || '?';
     $('grade').textContent = g;
     $('grade').className = 'grade grade-' + g.replace('+', 'plus');
-    const worst = r.scenarios.reduce((a, p, i) => (p.summary.added_latency_ms !== null && p.summary.added_latency_ms !== undefined && (a < 0 || p.summary.added_latency_ms > r.scenarios[a].summary.added_latency_ms) ? i : a), -1);
-    $('verdict').textContent = h.max_added_latency_ms === null || h.max_added_latency_ms === undefined
-      ? 'No idle baseline: the rise under load is unknown.'
-      : 'Under load your round trip rose by ' + ms(h.max_added_latency_ms) + ' (worst: ' + phaseLabel(r, worst, plan).split(' (')[0].toLowerCase() + '), from ' + ms(h.idle_latency_ms) + ' idle to ' + ms(h.loaded_latency_ms) + '.';
+    $('verdict').textContent = out.verdict.sentence;
     const dl = $('headline');
     dl.replaceChildren();
     for (const [k, v] of [
@@ -412,24 +414,31 @@
     const row = (name, p) => {
       const s = p.summary;
       const l = s.latency;
-      phases.push([name, ms(l.p50_ms), ms(l.p90_ms), ms(l.p99_ms), ms(s.added_latency_ms), rate(s.download_bps), rate(s.upload_bps),
-        ms(s.owd_up_p50_ms) + ' / ' + ms(s.owd_down_p50_ms), l.lost + ' of ' + l.sent]);
+      const good = [];
+      if (p.downloads) good.push(rate(s.download_bps) + ' ↓');
+      if (p.uploads) good.push(rate(s.upload_bps) + ' ↑');
+      phases.push([name, ms(l.p50_ms), ms(l.p90_ms), ms(l.p99_ms), ms(s.added_latency_ms), good.join(', ') || '-',
+        ms(s.owd_up_p50_ms) + ' ↑ ' + ms(s.owd_down_p50_ms) + ' ↓', l.lost + ' of ' + l.sent]);
     };
     if (r.idle) row('Idle', r.idle);
     r.scenarios.forEach((p, i) => row(phaseLabel(r, i, plan), p));
-    table($('phases'), ['Phase', 'p50', 'p90', 'p99', 'Added (p50)', 'Download', 'Upload', 'One-way up / down (p50)', 'Probes lost'], phases);
-    table($('uses'), ['Use', 'Verdict', 'Measured', 'Rule'], (out.uses || []).map((u) => {
-      const b = el('span', { class: 'badge v-' + u.verdict }, u.verdict);
-      return [u.name, b, u.measured, u.rule];
-    }));
+    table($('phases'), ['Phase', 'p50', 'p90', 'p99', 'Added', 'Goodput', 'One-way (p50)', 'Lost'], phases);
+    const uses = $('uses');
+    uses.replaceChildren();
+    for (const u of out.uses || []) {
+      const c = uses.appendChild(el('div', { class: 'use' }));
+      const head = c.appendChild(el('h3', {}, u.name + ' '));
+      head.append(el('span', { class: 'badge v-' + u.verdict }, u.verdict));
+      c.append(el('p', {}, u.measured), el('p', { class: 'small' }, u.rule));
+    }
     const srv = [];
     r.scenarios.forEach((p, i) => {
       const down = p.flows.filter((f) => f.direction === 'down' && f.tcp_info.length);
       const last = down.map((f) => f.tcp_info[f.tcp_info.length - 1]);
       const span = (v) => (v.length ? (Math.min(...v) === Math.max(...v) ? String(Math.min(...v)) : Math.min(...v) + ' to ' + Math.max(...v)) : '-');
-      srv.push([phaseLabel(r, i, plan), String(p.flows.length), span(last.map((x) => x.cwnd)), last.length ? span(last.map((x) => Number(sig3(x.srtt_us / 1000, 3)))) + ' ms' : '-', String(p.summary.retransmits)]);
+      srv.push([phaseLabel(r, i, plan), span(last.map((x) => x.cwnd)), last.length ? span(last.map((x) => Number(sig3(x.srtt_us / 1000, 3)))) + ' ms' : '-', down.length ? String(p.summary.retransmits) : '-']);
     });
-    table($('server'), ['Phase', 'Load streams', 'cwnd at the end (segments, download)', 'Smoothed RTT at the end (download)', 'Retransmits (download)'], srv);
+    table($('server'), ['Phase', 'cwnd (segments)', 'Smoothed RTT', 'Retransmits'], srv);
     const blob = new Blob([JSON.stringify(r, null, 1)], { type: 'application/json' });
     const dlb = $('download');
     dlb.onclick = () => {
@@ -444,6 +453,8 @@
     $('not-kept').hidden = !out.not_kept;
     $('not-kept').textContent = out.not_kept || '';
     $('result').hidden = false;
+    // last: automation reads it once the page shows it
+    window.bloatlabResult = r;
   }
 
   function mode() {

@@ -384,10 +384,22 @@ async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respo
         json!({"client": conn.peer.to_string(), "id": s.id, "ended": if rep.complete { "complete" } else { "incomplete" },
                "grade": r.headline.grade, "seconds": (s.began.elapsed().as_secs_f64() * 1000.0).round() / 1000.0}),
     );
-    json_response(
-        StatusCode::OK,
-        &json!({"result": r, "uses": bloatlab_metrics::uses::uses(&r), "permalink": permalink, "not_kept": kept}),
-    )
+    let mut answer = answer_of(&r);
+    answer["permalink"] = json!(permalink);
+    answer["not_kept"] = json!(kept);
+    json_response(StatusCode::OK, &answer)
+}
+
+/// What the page shows of a result: the result itself, the CLI's verdict
+/// on it (`report::verdict`: grade, the sentence, the worst scenario) and
+/// what it means for everyday uses (`metrics::uses`).
+fn answer_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
+    let v = bloatlab_report::verdict(r);
+    json!({
+        "result": r,
+        "verdict": {"grade": v.grade.as_str(), "sentence": v.sentence, "line": v.line(), "worst_scenario": v.worst_scenario},
+        "uses": bloatlab_metrics::uses::uses(r),
+    })
 }
 
 /// `POST /api/rtc`: the page's WebRTC offer in, the server's answer out.
@@ -420,7 +432,11 @@ fn kept(web: &Web, id: &str) -> Response<Body> {
         return refuse(StatusCode::NOT_FOUND, format!("no result {id} here (results are kept while the server's bounds allow)"));
     };
     match bloatlab_results::TestResult::from_json(&String::from_utf8_lossy(&text)) {
-        Ok(r) => json_response(StatusCode::OK, &json!({"result": r, "uses": bloatlab_metrics::uses::uses(&r), "permalink": format!("/r/{id}")})),
+        Ok(r) => {
+            let mut answer = answer_of(&r);
+            answer["permalink"] = json!(format!("/r/{id}"));
+            json_response(StatusCode::OK, &answer)
+        }
         Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("result {id} cannot be read: {e}")),
     }
 }
