@@ -300,3 +300,93 @@ fn the_web_endpoints_stay_bounded_under_abuse() {
     let (st, e) = http(&base, "GET", &format!("/api/down?s={id}&f=40"), b"");
     assert_eq!(st, 404, "{e}");
 }
+
+/// Start `bloatlab server` with `args`; (the lines it printed within 3 s, its stderr).
+fn server_lines(args: &[&str]) -> (Vec<String>, String) {
+    let web_port: &[&str] = if args.contains(&"--no-web") { &[] } else { &["--web-port", "0"] };
+    let mut child = Command::new(EXE)
+        .args(["server", "--bind", "127.0.0.1", "--port", "0", "--rpm-port", "0"])
+        .args(web_port)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    (String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect(), String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+/// A page cannot keep a secret: a server with --secret-file serves no page
+/// unless --web-public says so, and says why; --no-web turns it off.
+#[test]
+fn the_page_is_off_with_a_secret_unless_asked_and_with_no_web() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "a shared secret of enough bytes").unwrap();
+    let s = secret.to_str().unwrap();
+    let url = |lines: &[String]| lines.iter().any(|l| l.starts_with("bloatlab server browser test at "));
+    let (lines, err) = server_lines(&["--secret-file", s]);
+    assert!(lines.iter().any(|l| l.starts_with("bloatlab server listening")), "{lines:?} {err}");
+    assert!(!url(&lines), "{lines:?}");
+    assert!(err.contains("a page cannot keep the --secret-file secret (--web-public serves it anyway)"), "{err}");
+    let (lines, err) = server_lines(&["--secret-file", s, "--web-public"]);
+    assert!(url(&lines), "{lines:?} {err}");
+    let (lines, err) = server_lines(&["--no-web"]);
+    assert!(!url(&lines) && lines.iter().any(|l| l.starts_with("bloatlab server listening")), "{lines:?} {err}");
+    let out = Command::new(EXE).args(["server", "--secret-file", s, "--web-results", "/tmp/x"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--web-results: the browser test is off"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// With --web-results the page gets a permalink; the kept result is the
+/// page's, served at /api/results/ID, and `bloatlab report` and `bloatlab
+/// compare` read the file the server kept.
+#[test]
+fn kept_results_get_a_permalink_that_the_report_tools_read() {
+    let Some(bin) = chromium() else {
+        bloatlab_testkit::cannot_run("kept browser results", "no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let keep = tempfile::tempdir().unwrap();
+    let srv = server(&["--web-results", keep.path().to_str().unwrap()]);
+    let chrome = Chrome::start(&bin, None, "127.0.0.1", 1280, 900).unwrap();
+    let run = chrome
+        .run(&format!("{}?autostart=1", srv.url), "window.bloatlabResult ? {r: window.bloatlabResult, text: window.bloatlabResultJson, link: window.bloatlabPermalink} : (window.bloatlabError && {error: window.bloatlabError})", Duration::from_secs(40))
+        .unwrap();
+    let v = run.value.unwrap_or_else(|| panic!("no result within 40 s; console: {:#?}", run.console));
+    assert!(v.get("error").is_none(), "the page failed: {v}");
+    let link = v["link"].as_str().unwrap_or_else(|| panic!("no permalink: {v}")).to_string();
+    let id = link.strip_prefix("/r/").unwrap();
+    let base = srv.url.trim_end_matches('/');
+    let (st, body) = http(base, "GET", &format!("/api/results/{id}"), b"");
+    assert_eq!(st, 200, "{body}");
+    let kept: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // the kept result is the page's (floats compared as numbers: the page's
+    // copy went through JavaScript's number formatting)
+    // the page's download text is the kept document, exactly
+    let text: serde_json::Value = serde_json::from_str(v["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, kept["result"]);
+    assert_eq!(std::fs::read_to_string(keep.path().join(format!("{id}.json"))).map(|t| serde_json::from_str::<serde_json::Value>(&t).unwrap()).unwrap(), text);
+    for k in ["idle_latency_ms", "loaded_latency_ms", "max_added_latency_ms", "download_capacity_bps", "upload_capacity_bps", "rpm"] {
+        let (a, b) = (kept["result"]["headline"][k].as_f64().unwrap(), v["r"]["headline"][k].as_f64().unwrap());
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(1.0), "{k}: kept {a}, page {b}");
+    }
+    assert_eq!(kept["verdict"]["grade"], v["r"]["headline"]["grade"]);
+    let (st, page) = http(base, "GET", &link, b"");
+    assert!(st == 200 && page.contains("id=\"start\""), "{st}");
+    let file = keep.path().join(format!("{id}.json"));
+    assert!(file.is_file());
+    assert!(std::fs::read_dir(keep.path()).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().ends_with(".source")), "no address kept");
+    let out = Command::new(EXE).args(["report", "-q", "--no-images", "-o"]).arg(keep.path()).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(keep.path().join(format!("{id}.html"))).unwrap();
+    assert!(html.contains(v["r"]["headline"]["grade"].as_str().unwrap()));
+    let out = Command::new(EXE).arg("compare").arg(&file).arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = v["r"]["scenarios"][0]["name"].as_str().unwrap();
+    assert!(text.contains(first) && text.contains("browser test to 127.0.0.1"), "{text}");
+    assert!(!text.contains("cc default"), "the server's congestion control is recorded: {text}");
+}

@@ -22,8 +22,9 @@ pub(crate) fn phase_rate_unit(r: &TestResult) -> RateUnit {
 /// One line of context: where, when, how.
 pub(crate) fn context_line(r: &TestResult) -> String {
     let m = &r.metadata;
+    let what = if r.client == bloatlab_results::ClientKind::Browser { "browser test" } else { "test" };
     let mut s = format!(
-        "bloatlab {} test to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms",
+        "bloatlab {} {what} to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms",
         m.bloatlab_version,
         if m.server_address.is_empty() { "?" } else { &m.server_address },
         if m.start_time.is_empty() { "?" } else { &m.start_time },

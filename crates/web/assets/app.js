@@ -77,7 +77,7 @@
   }
 
   // ---- live view ----
-  const live = { t0: 0, total: 1, phases: [], rtts: [], hist: [], server: null };
+  const live = { t0: 0, total: 1, phases: [], rtts: [], tcp: [], arrived: [] };
 
   function drawPlot() {
     // drawn at the size it is shown, so its text is the size it says
@@ -126,8 +126,9 @@
     p.append(svg('text', { x: second + 24, y: H - 6, class: 'tick' }, W < 560 ? 'TCP (WebSocket)' : 'round trip, TCP probes (WebSocket)'));
   }
 
+  // what arrived over the last second, as the server counts it
   function liveRates() {
-    const h = live.hist;
+    const h = live.arrived;
     if (h.length < 2) return;
     const last = h[h.length - 1];
     let i = h.length - 1;
@@ -234,8 +235,6 @@
         const t = now();
         const err = streams.find((s) => s.f.error);
         if (err) throw new Error(err.f.error);
-        live.hist.push([t, bytes('down') + live.doneDown, bytes('up') + live.doneUp]);
-        liveRates();
         const from = start + plan.ramp_from_ms - plan.ramp_step_ms;
         if (t >= from && t - lastStep >= plan.ramp_step_ms) {
           const ramping = lastStep > 0 && t < start + plan.ramp_until * ph.duration_ms;
@@ -256,8 +255,6 @@
     } finally {
       await stopFlows(streams.map((s) => s.f));
     }
-    live.doneDown += bytes('down');
-    live.doneUp += bytes('up');
   }
 
   function newFlow(rep, dir, phase) {
@@ -329,12 +326,12 @@
         if (m.k === 'open') resolve();
         else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
         else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); }
-        else if (m.k === 'server') showServer(m.flows);
+        else if (m.k === 'server') { showServer(m.flows); live.arrived.push([m.t, m.down, m.up]); liveRates(); }
         else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
         else if (m.k === 'done' && probesDone) probesDone(m.probes);
       };
     });
-    Object.assign(live, { phases: [], rtts: [], tcp: [], hist: [], doneDown: 0, doneUp: 0 });
+    Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [] });
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
     let rtc = null;
     let rtcError = null;
@@ -439,7 +436,8 @@
       srv.push([phaseLabel(r, i, plan), span(last.map((x) => x.cwnd)), last.length ? span(last.map((x) => Number(sig3(x.srtt_us / 1000, 3)))) + ' ms' : '-', down.length ? String(p.summary.retransmits) : '-']);
     });
     table($('server'), ['Phase', 'cwnd (segments)', 'Smoothed RTT', 'Retransmits'], srv);
-    const blob = new Blob([JSON.stringify(r, null, 1)], { type: 'application/json' });
+    // the server's text: its nanosecond integers are beyond a JS number's precision
+    const blob = new Blob([out.result_json], { type: 'application/json' });
     const dlb = $('download');
     dlb.onclick = () => {
       const a = el('a', { href: URL.createObjectURL(blob), download: 'bloatlab-browser-' + r.metadata.start_time.replace(/[:.]/g, '-') + '.json' });
@@ -454,6 +452,8 @@
     $('not-kept').textContent = out.not_kept || '';
     $('result').hidden = false;
     // last: automation reads it once the page shows it
+    window.bloatlabPermalink = out.permalink || null;
+    window.bloatlabResultJson = out.result_json;
     window.bloatlabResult = r;
   }
 

@@ -35,7 +35,7 @@ function start(m) {
         batch.push([r[1], t4 - r[1]]);
       }
     } else if (d.server) {
-      postMessage({ k: 'server', flows: d.server });
+      postMessage({ k: 'server', flows: d.server, t: d.t_ns / 1e6, up: d.arrived_up, down: d.arrived_down });
     }
   };
   ws.onclose = (ev) => {

@@ -397,6 +397,9 @@ fn answer_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
     let v = bloatlab_report::verdict(r);
     json!({
         "result": r,
+        // the same document as text: Unix-nanosecond integers exceed what a
+        // JavaScript number holds exactly, so the page offers this for download
+        "result_json": serde_json::to_string_pretty(r).unwrap(),
         "verdict": {"grade": v.grade.as_str(), "sentence": v.sentence, "line": v.line(), "worst_scenario": v.worst_scenario},
         "uses": bloatlab_metrics::uses::uses(r),
     })

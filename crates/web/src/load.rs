@@ -28,9 +28,7 @@ fn flow_of(web: &Web, req: &Request<Incoming>, conn: &ConnInfo, dir: Direction) 
     let s = web.sessions.get(id, conn.peer.ip()).map_err(|e| refuse(StatusCode::NOT_FOUND, e))?;
     let f: u32 = query(req, "f").and_then(|f| f.parse().ok()).ok_or_else(|| refuse(StatusCode::BAD_REQUEST, "f=N names the flow"))?;
     let flow = s.flow(f, dir).map_err(|e| refuse(StatusCode::FORBIDDEN, e))?;
-    if let Some(sock) = conn.sock.as_ref().and_then(|s| s.try_clone().ok()) {
-        *flow.sock.lock().unwrap() = Some(sock);
-    }
+    flow.attach(conn.sock.as_ref().and_then(|s| s.try_clone().ok()));
     Ok((s, flow))
 }
 

@@ -209,7 +209,7 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         .find_map(|f| f.tcp_info.lock().unwrap().first().map(|i| i.snd_mss))
         .map(|mss| SocketInfo { mss, sndbuf: 0, rcvbuf: 0, buffers_set: false, rx_copy: true })
         .unwrap_or(SocketInfo { rx_copy: true, ..Default::default() });
-    let cc = srv_flows.iter().find_map(|f| f.sock.lock().unwrap().as_ref().map(bloatlab_engine::sys::get_cc)).unwrap_or_default();
+    let cc = srv_flows.iter().find_map(|f| f.cc.get().cloned()).unwrap_or_default();
     let mi = MetaIn {
         cfg: &cfg,
         addr: local,

@@ -34,6 +34,8 @@ pub struct FlowRec {
     pub tcp_info: Mutex<Vec<TcpInfoSample>>,
     /// The connection serving the flow now.
     pub sock: Mutex<Option<socket2::Socket>>,
+    /// The congestion control of the first connection that served it.
+    pub cc: std::sync::OnceLock<String>,
     last_arrival_ns: AtomicU64,
     pub max_gap_ns: AtomicU64,
     pub max_gap_at_ns: AtomicU64,
@@ -49,9 +51,18 @@ impl FlowRec {
             goodput: Mutex::new(vec![]),
             tcp_info: Mutex::new(vec![]),
             sock: Mutex::new(None),
+            cc: std::sync::OnceLock::new(),
             last_arrival_ns: AtomicU64::new(0),
             max_gap_ns: AtomicU64::new(0),
             max_gap_at_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// The connection serving the flow from now on.
+    pub fn attach(&self, sock: Option<socket2::Socket>) {
+        if let Some(s) = sock {
+            let _ = self.cc.set(bloatlab_engine::sys::get_cc(&s));
+            *self.sock.lock().unwrap() = Some(s);
         }
     }
 

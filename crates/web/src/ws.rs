@@ -2,9 +2,10 @@
 //! on its own connection: the page's Web Worker sends `{"p":SEQ}` every
 //! probe interval; the server answers at once with `{"p":SEQ,"t2":NS,"t3":NS}`
 //! (its clock at arrival and at answer, ns since the test began) and keeps
-//! both times for the result's one-way delays. Twice a second it also pushes
-//! `{"server":[...]}`: each load flow's bytes and its socket's TCP_INFO
-//! (cwnd, smoothed RTT, retransmits, delivery rate).
+//! both times for the result's one-way delays. Four times a second it also
+//! pushes `{"server":[...],"arrived_up":N,"arrived_down":N,"t_ns":NS}`: each
+//! load flow's bytes and its socket's TCP_INFO (cwnd, smoothed RTT,
+//! retransmits, delivery rate), and the bytes that have arrived each way.
 //!
 //! Bounded: messages of at most 1 KiB, twice the plan's probe rate (with
 //! bursts of 10 s of probes: [`crate::session::ProbeBudget`]), the plan's
@@ -109,9 +110,7 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
         Ok(f) => f,
         Err(e) => return refuse(StatusCode::FORBIDDEN, e),
     };
-    if let Some(sock) = conn.sock.as_ref().and_then(|s| s.try_clone().ok()) {
-        *flow.sock.lock().unwrap() = Some(sock);
-    }
+    flow.attach(conn.sock.as_ref().and_then(|s| s.try_clone().ok()));
     let on = hyper::upgrade::on(&mut req);
     let deadline = tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
     let hold = (conn.hold, conn.busy);
@@ -175,10 +174,24 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
     answer
 }
 
-/// The flows' server-side state now, for the page's live view.
+/// The flows' server-side state now, for the page's live view, and the
+/// bytes that have arrived each way (all the test's flows): a download's
+/// acknowledged + SACKed bytes from its socket's TCP_INFO, an upload's
+/// received bytes (as `bloatlab test`'s live lines count them; the page's
+/// own counts would read bursts: a browser hands an upload to its socket
+/// buffer faster than the link carries it).
 fn server_state(s: &Session) -> serde_json::Value {
-    let flows: Vec<serde_json::Value> = s
-        .flows()
+    let all = s.flows();
+    let mut arrived = [0u64; 2];
+    for f in &all {
+        match f.direction {
+            bloatlab_results::Direction::Up => arrived[0] += f.bytes.load(Ordering::Relaxed),
+            bloatlab_results::Direction::Down => {
+                arrived[1] += f.tcp_info.lock().unwrap().last().map(|i| i.delivered_bytes()).unwrap_or(0);
+            }
+        }
+    }
+    let flows: Vec<serde_json::Value> = all
         .iter()
         .filter(|f| f.active.load(Ordering::Relaxed) > 0)
         .map(|f| {
@@ -194,7 +207,7 @@ fn server_state(s: &Session) -> serde_json::Value {
             })
         })
         .collect();
-    json!({"server": flows})
+    json!({"server": flows, "t_ns": clock::now_ns().saturating_sub(s.t0_ns), "arrived_up": arrived[0], "arrived_down": arrived[1]})
 }
 
 /// Serve the probe socket until the page closes it or the test ends; an
@@ -207,7 +220,7 @@ where
     let left = s.lifetime(web.cfg.idle_timeout).saturating_sub(s.began.elapsed());
     let end = tokio::time::sleep(left);
     tokio::pin!(end);
-    let mut push = tokio::time::interval(Duration::from_millis(500));
+    let mut push = tokio::time::interval(Duration::from_millis(250));
     // at most 4x the plan's probe rate, counted over a second
     let mut budget = crate::session::ProbeBudget::new(&s.plan);
     let close = |code: CloseCode, why: &str| Message::Close(Some(CloseFrame { code, reason: why.to_string().into() }));
