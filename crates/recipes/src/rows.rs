@@ -297,6 +297,7 @@ mod tests {
             }),
             rpm: None,
             ramp: vec![],
+            client: Default::default(),
         };
         // as the lab records them when it merges its queues into the result
         let lab = r.lab.clone().unwrap();

@@ -252,6 +252,7 @@ mod tests {
             lab: None,
             rpm: None,
             ramp: vec![],
+            client: Default::default(),
         }
     }
 

@@ -152,30 +152,11 @@ print(json.dumps({
     }
 }
 
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"].iter().find_map(|n| which(n))
-}
+use bloatlab_testkit::chrome::chromium;
 
 fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
     let mut c = Command::new(bin);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-default-apps",
-        "--no-pings",
-        "--disable-breakpad",
-        "--hide-scrollbars",
-        // Anything that would leave the machine goes to a closed loopback port.
-        "--proxy-server=127.0.0.1:9",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
+    c.args(bloatlab_testkit::chrome::HEADLESS_FLAGS).arg(format!("--user-data-dir={}", profile.display()));
     c
 }
 

@@ -239,7 +239,9 @@ async fn flush_refusals(sh: Arc<Shared>) {
     }
 }
 
-fn full_reason(f: Full, what: &str) -> String {
+/// Why a connection was refused by the server's connection quota, for a
+/// log line (`what`: "connections").
+pub fn full_reason(f: Full, what: &str) -> String {
     match f {
         Full::Total { limit } => format!("the server is busy: {limit} {what} open (--max-conns)"),
         Full::Source { limit } => format!("your address already has {limit} {what} open (--max-conns-per-source)"),

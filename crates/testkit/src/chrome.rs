@@ -17,6 +17,26 @@ pub fn chromium() -> Option<PathBuf> {
         .find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
 }
 
+/// The flags every headless run of the suite uses: no sandbox (root), no
+/// GPU, nothing in the background, and anything that would leave the
+/// machine sent to a closed loopback port.
+pub const HEADLESS_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--no-pings",
+    "--disable-breakpad",
+    "--hide-scrollbars",
+    "--proxy-server=127.0.0.1:9",
+];
+
 /// A running headless Chromium.
 pub struct Chrome {
     child: Child,
@@ -86,25 +106,9 @@ impl Chrome {
             }
             None => Command::new(bin),
         };
-        c.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--disable-default-apps",
-            "--no-pings",
-            "--disable-breakpad",
-            "--hide-scrollbars",
-            "--remote-debugging-port=0",
-            "--remote-allow-origins=*",
-            // anything but the server goes to a closed port
-            "--proxy-server=127.0.0.1:9",
-        ])
+        c.args(HEADLESS_FLAGS)
+        .args(["--remote-debugging-port=0", "--remote-allow-origins=*"])
+        // the one host it may reach
         .arg(format!("--proxy-bypass-list={allow_host}"))
         .arg(format!("--window-size={width},{height}"))
         .arg(format!("--user-data-dir={}", profile.0.display()))
@@ -178,6 +182,16 @@ fn http_get(port: u16, path: &str) -> Result<String, String> {
     Ok(text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
 }
 
+/// The next DevTools message, or None when none came within the read timeout.
+fn next_message<S: std::io::Read + std::io::Write>(ws: &mut tungstenite::WebSocket<S>) -> Result<Option<serde_json::Value>, String> {
+    match ws.read() {
+        Ok(tungstenite::Message::Text(t)) => Ok(Some(serde_json::from_str(t.as_str()).unwrap_or_default())),
+        Ok(_) => Ok(None),
+        Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Ok(None),
+        Err(e) => Err(format!("DevTools: {e}")),
+    }
+}
+
 fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration, look: &Look) -> Result<PageRun, String> {
     // the page target may take a moment to appear
     let mut list = serde_json::Value::Null;
@@ -223,13 +237,7 @@ fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration, look: &Look) -> 
             pending = Some(send(&mut ws, "Runtime.evaluate", serde_json::json!({"expression": q, "returnByValue": true}))?);
             last_poll = Instant::now();
         }
-        let msg = match ws.read() {
-            Ok(tungstenite::Message::Text(t)) => t,
-            Ok(_) => continue,
-            Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
-            Err(e) => return Err(format!("DevTools: {e}")),
-        };
-        let v: serde_json::Value = serde_json::from_str(msg.as_str()).unwrap_or_default();
+        let Some(v) = next_message(&mut ws)? else { continue };
         match v["method"].as_str() {
             Some("Network.requestWillBeSent") => run.requests.push(v["params"]["request"]["url"].as_str().unwrap_or("").to_string()),
             Some("Runtime.consoleAPICalled") => run.console.push(format!("console: {}", v["params"]["args"])),
@@ -253,13 +261,7 @@ fn cdp_run(port: u16, url: &str, expr: &str, timeout: Duration, look: &Look) -> 
             if t1.elapsed() > Duration::from_secs(20) {
                 return Err("no screenshot within 20 s".into());
             }
-            let msg = match ws.read() {
-                Ok(tungstenite::Message::Text(t)) => t,
-                Ok(_) => continue,
-                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => continue,
-                Err(e) => return Err(format!("DevTools: {e}")),
-            };
-            let v: serde_json::Value = serde_json::from_str(msg.as_str()).unwrap_or_default();
+            let Some(v) = next_message(&mut ws)? else { continue };
             if v["id"].as_u64() == Some(id) {
                 let data = v["result"]["data"].as_str().ok_or("no screenshot data")?;
                 std::fs::write(path, base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).map_err(|e| format!("screenshot: {e}"))?).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -4,7 +4,6 @@
 //! --idle-timeout and is closed after --idle-timeout without a request in
 //! progress. A refused connection is closed at once; the log says why.
 use crate::{Web, route};
-use bloatlab_engine::quota::Full;
 use bloatlab_engine::server::{watch_peer, HELLO_DEADLINE};
 use bloatlab_rpm::server::ConnInfo;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -27,11 +26,7 @@ pub(crate) async fn accept_loop(l: TcpListener, web: Arc<Web>) {
         let permit = match web.conns.take(peer.ip()) {
             Ok(p) => p,
             Err(f) => {
-                let reason = match f {
-                    Full::Total { limit } => format!("the server is busy: {limit} connections open (--max-conns)"),
-                    Full::Source { limit } => format!("your address already has {limit} connections open (--max-conns-per-source)"),
-                };
-                web.log_refusal(peer, reason);
+                web.log_refusal(peer, bloatlab_rpm::server::full_reason(f, "connections"));
                 continue;
             }
         };

@@ -351,6 +351,7 @@ pub fn build(spec: &Spec) -> TestResult {
         metadata: Metadata {
             pings: vec![],
             server_rpm: None,
+            user_agent: None,
             bloatlab_version: "0.1.0".into(),
             protocol_version: 1,
             start_time: "2026-11-22T06:00:00Z".into(),
@@ -378,6 +379,7 @@ pub fn build(spec: &Spec) -> TestResult {
         lab,
         rpm: None,
         ramp: vec![],
+        client: Default::default(),
     };
     // each phase's queue figures, as the lab records them
     if let Some(lab) = r.lab.clone() {
