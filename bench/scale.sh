@@ -35,7 +35,7 @@ ulimit -n 65536 2>/dev/null || true
 # apart, standing in for clients on other hosts.
 SPIN=(); [ -n "${SERVER_CPUS:-}" ] && SPIN=(taskset -c "$SERVER_CPUS")
 CPIN=(); [ -n "${CLIENT_CPUS:-}" ] && CPIN=(taskset -c "$CLIENT_CPUS")
-"${SPIN[@]}" $BL server --bind 127.0.0.1 --port 19791 --no-rpm --max-flows 4 --max-tests $C --max-tests-per-source $C \
+"${SPIN[@]}" $BL server --bind 127.0.0.1 --port 19791 --no-rpm --no-web --max-flows 4 --max-tests $C --max-tests-per-source $C \
   --max-conns $((C * 8)) --max-conns-per-source $((C * 8)) --idle-timeout 60s > "$W/srv.out" 2> "$W/srv.log" & SRV=$!
 sleep 0.5
 kill -0 $SRV 2>/dev/null || { echo "the server did not start:"; cat "$W/srv.log"; exit 1; }

@@ -16,7 +16,7 @@ W=$(mktemp -d)
 SRV=
 cleanup() { [ -n "$SRV" ] && kill "$SRV" 2>/dev/null || true; rm -rf "$W"; }
 trap cleanup EXIT
-$BL server --bind 127.0.0.1 --port 19781 --no-rpm --idle-timeout 2s > "$W/srv.out" 2> "$W/srv.log" & SRV=$!
+$BL server --bind 127.0.0.1 --port 19781 --no-rpm --no-web --idle-timeout 2s > "$W/srv.out" 2> "$W/srv.log" & SRV=$!
 sleep 0.5
 state() {
   local t f r

@@ -29,7 +29,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 
 # Servers on fixed high ports, loopback only.
-$BL server --bind 127.0.0.1 --port 19771 --no-rpm --quiet > "$W/bl.out" 2>&1 & pids+=($!); BLPID=$!
+$BL server --bind 127.0.0.1 --port 19771 --no-rpm --no-web --quiet > "$W/bl.out" 2>&1 & pids+=($!); BLPID=$!
 "$IPERF3" -s -B 127.0.0.1 -p 19772 > /dev/null 2>&1 & pids+=($!); IPPID=$!
 irtt server -b 127.0.0.1:19773 > /dev/null 2>&1 & pids+=($!)
 sleep 1

@@ -370,14 +370,6 @@ impl ServerConfig {
                     return Err(format!("--web-port {} is the RPM port too (--rpm-port): the browser test is served on both, plain HTTP on --web-port", w.port));
                 }
             }
-            let quick = crate::WebPlan::of(crate::WebMode::Quick);
-            if self.max_duration < quick.total() {
-                return Err(format!(
-                    "--max-duration {} is shorter than the browser test ({} s): raise it or turn the page off with --no-web",
-                    crate::units::fmt_duration(self.max_duration),
-                    quick.total().as_secs()
-                ));
-            }
         }
         Ok(())
     }

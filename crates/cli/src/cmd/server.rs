@@ -243,14 +243,22 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
         })?),
         _ => None,
     };
-    println!("bloatlab server listening on {} (tcp+udp)", list.join(", "));
+    // Startup lines go to stdout, which a supervisor may close after reading
+    // what it wanted: a server does not die of a closed stdout (println!
+    // would panic on the broken pipe).
+    let say = |line: String| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    say(format!("bloatlab server listening on {} (tcp+udp)", list.join(", ")));
     if let Some(r) = &rpm {
         let urls: Vec<String> = r.addrs.iter().map(|a| {
             let host = if a.ip().is_unspecified() { "HOST".to_string() } else { a.ip().to_string() };
             r.config_url(&host, a.port())
         }).collect();
         let cert = if r.self_signed { "self-signed certificate" } else { "certificate" };
-        println!("bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}", urls.join(", "), r.fingerprint);
+        say(format!("bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}", urls.join(", "), r.fingerprint));
     }
     match &web_srv {
         Some(w) => {
@@ -262,7 +270,7 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
             if let Some(r) = &rpm {
                 urls.extend(r.addrs.iter().map(|a| url("https", a)));
             }
-            println!("bloatlab server browser test at {}", urls.join(", "));
+            say(format!("bloatlab server browser test at {}", urls.join(", ")));
         }
         None if cfg.secret.is_some() && !quiet => {
             eprintln!("bloatlab server: no browser test: a page cannot keep the --secret-file secret (--web-public serves it anyway)")

@@ -39,9 +39,12 @@ impl TestServer {
         // The RPM endpoints on an ephemeral port too (tests run in parallel),
         // unless the test chose.
         let rpm_default: &[&str] = if extra.iter().any(|a| a.starts_with("--rpm-") || *a == "--no-rpm") { &[] } else { &["--rpm-port", "0"] };
+        // the browser test on a port of its own too (tests run side by side)
+        let web_default: &[&str] = if extra.iter().any(|a| a.starts_with("--web") || *a == "--no-web") { &[] } else { &["--web-port", "0"] };
         let mut child = Command::new(exe())
             .args(["server", "--bind", bind, "--port", "0"])
             .args(rpm_default)
+            .args(web_default)
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(errf)
