@@ -117,6 +117,12 @@ impl Chrome {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+        // Chromium is a family of processes: in a group of their own, so
+        // ending the browser ends them all (renderers left running a test
+        // page would load the machine for the tests after), and gone with
+        // this process however it ends.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        bloatlab_host::process::die_with_parent(&mut c, bloatlab_host::process::Signal::Kill);
         let child = c.spawn().map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
         let file = profile.0.join("DevToolsActivePort");
         let t0 = Instant::now();
@@ -152,7 +158,7 @@ impl Chrome {
 
 impl Drop for Chrome {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        bloatlab_host::process::signal_group(self.child.id(), bloatlab_host::process::Signal::Kill);
         let _ = self.child.wait();
     }
 }
