@@ -82,7 +82,7 @@
   function drawPlot() {
     // drawn at the size it is shown, so its text is the size it says
     const p = $('plot');
-    const W = Math.max(300, Math.round(p.clientWidth || 800)), H = W < 600 ? 240 : 280, L = 44, R = 8, T = 22, B = 48;
+    const W = Math.max(300, Math.round(p.clientWidth || 800)), H = W < 600 ? 240 : 280, L = 58, R = 8, T = 22, B = 48;
     p.setAttribute('viewBox', `0 0 ${W} ${H}`);
     p.setAttribute('height', H);
     p.replaceChildren();
@@ -110,7 +110,7 @@
     const secs = live.total / 1000;
     const xstep = secs > 30 || W < 500 ? 10 : 5;
     for (let s = 0; s <= secs; s += xstep) {
-      p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 30, class: 'tick', 'text-anchor': 'middle' }, s + ' s'));
+      p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 30, class: 'tick', 'text-anchor': s + xstep > secs ? 'end' : 'middle' }, s + ' s'));
     }
     p.append(svg('text', { x: 12, y: T + (H - T - B) / 2, class: 'tick', transform: `rotate(-90 12 ${T + (H - T - B) / 2})`, 'text-anchor': 'middle' }, 'round trip, ms'));
     // the WebSocket (TCP) round trips, clipped to the axis, under the UDP ones
@@ -286,7 +286,7 @@
       if (r && r[0] === d.p && r[2] === null) {
         r[2] = t4;
         live.rtts.push([r[1], t4 - r[1]]);
-        $('now-rtt').textContent = ms(t4 - r[1]);
+        if (!live.over) $('now-rtt').textContent = ms(t4 - r[1]);
       }
     };
     const timer = setInterval(() => {
@@ -326,12 +326,12 @@
         if (m.k === 'open') resolve();
         else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
         else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); }
-        else if (m.k === 'server') { showServer(m.flows); live.arrived.push([m.t, m.down, m.up]); liveRates(); }
+        else if (m.k === 'server' && !live.over) { showServer(m.flows); live.arrived.push([m.t, m.down, m.up]); liveRates(); }
         else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
         else if (m.k === 'done' && probesDone) probesDone(m.probes);
       };
     });
-    Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [] });
+    Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [], over: false });
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
     let rtc = null;
     let rtcError = null;
@@ -363,6 +363,10 @@
     } finally {
       clearInterval(timer);
       drawPlot();
+      // the live numbers are over: the result below holds what was measured
+      live.over = true;
+      $('now-phase').textContent = 'Finished';
+      for (const id of ['now-rtt', 'now-down', 'now-up']) $(id).textContent = '-';
     }
     $('status').textContent = 'Computing the result…';
     const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
