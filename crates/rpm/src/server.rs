@@ -464,7 +464,7 @@ fn text(status: StatusCode, msg: String) -> Response<Body> {
 
 /// The host a client used (h2 `:authority`, HTTP/1.1 `Host`), if it is a
 /// plain host[:port]; used in the configuration's URLs.
-fn request_host(req: &Request<Incoming>) -> Option<String> {
+pub fn request_host(req: &Request<Incoming>) -> Option<String> {
     let h = req
         .uri()
         .authority()

@@ -233,17 +233,10 @@ fn full_reason(f: Full) -> String {
     }
 }
 
-/// The host the browser reached us as (its Host header), if plain.
+/// The host the browser reached us as (its Host header, if plain: the RPM
+/// service's rule), else the address it connected to.
 fn host_of(req: &Request<Incoming>, local: SocketAddr) -> String {
-    let h = req
-        .uri()
-        .authority()
-        .map(|a| a.as_str().to_string())
-        .or_else(|| req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string));
-    match h {
-        Some(h) if !h.is_empty() && h.len() <= 255 && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) => h,
-        _ => local.to_string(),
-    }
+    bloatlab_rpm::server::request_host(req).unwrap_or_else(|| local.to_string())
 }
 
 fn page(index: &'static str) -> Response<Body> {
