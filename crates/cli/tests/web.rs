@@ -68,6 +68,69 @@ fn chromium_runs_the_quick_test_on_loopback() {
     check_result(&v, &run.requests, &srv.url);
 }
 
+/// The household test on loopback: after the capacities, a game, a call, a
+/// stream and a bulk update run at once; each records what it needs for its
+/// verdict, and the page shows the verdicts the server computed.
+#[test]
+fn chromium_runs_the_household_test_on_loopback() {
+    let Some(bin) = chromium() else {
+        bloatlab_testkit::cannot_run("household browser test", "no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let srv = server(&[]);
+    let chrome = Chrome::start(&bin, None, "127.0.0.1", 1280, 900).unwrap();
+    let expr = "(window.bloatlabResult && {json: window.bloatlabResultJson, cards: [...document.querySelectorAll('#household .use')]
+            .map(c => [c.querySelector('h3').firstChild.textContent.trim(), c.querySelector('.badge').textContent]),
+            shown: !document.getElementById('household-box').hidden}) || (window.bloatlabError && {error: window.bloatlabError})";
+    let run = chrome.run(&format!("{}?autostart=1&mode=household", srv.url), expr, Duration::from_secs(50)).unwrap();
+    let v = run.value.unwrap_or_else(|| panic!("no result within 50 s; console: {:#?}", run.console));
+    assert!(v.get("error").is_none(), "the page failed: {v}\n{:#?}", run.console);
+    let r: bloatlab_results::TestResult = serde_json::from_str(v["json"].as_str().unwrap()).unwrap();
+    let plan = bloatlab_model::WebPlan::of(bloatlab_model::WebMode::Household);
+    let hp = plan.household.unwrap();
+    assert_eq!(r.metadata.command, ["browser", "household"]);
+    let names: Vec<&str> = r.scenarios.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names[2], "household", "{names:?}");
+    let hh = &r.scenarios[2];
+    assert_eq!((hh.uploads, hh.downloads), (1, 1), "the bulk update: one stream each way");
+    assert!(hh.summary.download_bps > 1e8 && hh.summary.upload_bps > 1e8, "{:?}", hh.summary);
+    // the game: 50 updates a second for 12 s
+    assert!(hh.summary.latency.sent >= 550 && hh.summary.latency.received >= 500, "{:?}", hh.summary.latency);
+    let h = r.household.as_ref().expect("the household record");
+    assert_eq!(h.phase, "household");
+    // the call: 30 frames a second for 12 s, sent back; one-way delays from the result's offset
+    let frames = &h.call.frames;
+    let back = frames.iter().filter(|f| f.rtt_ns.is_some()).count();
+    eprintln!("call: {} frames, {back} back; segments: {:?}", frames.len(), h.stream.segments);
+    assert!(frames.len() >= 330 && frames.len() <= 370, "{} frames", frames.len());
+    assert!(back as f64 >= 0.95 * frames.len() as f64, "{back} of {} frames back", frames.len());
+    assert!(frames.iter().filter(|f| f.owd_up_ns.is_some() && f.owd_down_ns.is_some()).count() == back);
+    assert!(frames.iter().all(|f| f.t_ns >= hh.start_ns && f.t_ns < hh.end_ns));
+    // the stream: a segment each 4 s, each whole
+    assert_eq!(h.stream.segments.len(), 3, "{:?}", h.stream.segments);
+    for g in &h.stream.segments {
+        assert_eq!(g.bytes, hp.stream_segment_bytes);
+        assert!(g.first_byte_ns.unwrap() <= g.done_ns.unwrap() && g.done_ns.unwrap() < 2_000_000_000, "{g:?}");
+    }
+    // the page shows the server's verdicts, one card per profile
+    let verdicts = bloatlab_metrics::household::household(&r);
+    let want: Vec<(String, String)> =
+        verdicts.iter().map(|u| (u.name.clone(), serde_json::to_value(u.verdict).unwrap().as_str().unwrap().to_string())).collect();
+    let shown: Vec<(String, String)> = serde_json::from_value(v["cards"].clone()).unwrap();
+    assert_eq!(shown, want);
+    assert_eq!(v["shown"], true);
+    assert!(verdicts.iter().all(|u| u.verdict != bloatlab_metrics::uses::Verdict::Unknown), "{verdicts:#?}");
+    // the stream has all it needs on loopback (the update's share there is
+    // the two processes' CPU, not a line's: one upload stream from a
+    // browser got 19-62% of what several did)
+    assert_eq!(verdicts[2].verdict, bloatlab_metrics::uses::Verdict::Good, "{:#?}", verdicts[2]);
+    let origin = srv.url.trim_end_matches('/');
+    for u in &run.requests {
+        assert!(u.starts_with(origin) || u.starts_with(&origin.replacen("http", "ws", 1)) || u.starts_with("blob:"), "a request elsewhere: {u}");
+    }
+}
+
 /// A page's result: the CLI's schema with `client: browser`, UDP probes over
 /// WebRTC, every phase with probes and goodput, and no request elsewhere.
 fn check_result(v: &serde_json::Value, requests: &[String], base: &str) {

@@ -107,6 +107,26 @@ fn probes_in(ex: &[Exchange], start: u64, end: u64, t0: u64, est: Option<&m::Off
         .collect()
 }
 
+/// Exchanges of another stream than the probes (the household test's call
+/// frames) sent within [start, end) on the test clock of `r`, with one-way
+/// delays from the clock offset `r` records (the probes' estimate, not a
+/// second one).
+pub fn exchanges_on_clock(ex: &[Exchange], start: u64, end: u64, r: &TestResult) -> Vec<Probe> {
+    let co = &r.metadata.clock_offset;
+    let t0 = r.metadata.start_unix_ns;
+    let est = (co.samples_used > 0).then(|| m::OffsetEstimate {
+        offset_at_t0_ns: co.offset_ns as f64,
+        t0_ns: t0 as i64,
+        drift_ppm: co.drift_ppm,
+        min_delay_ns: co.uncertainty_ns * 2,
+        samples_used: co.samples_used,
+        windows: 0,
+        windows_used: 0,
+        method: co.method.clone(),
+    });
+    probes_in(ex, start, end, t0, est.as_ref())
+}
+
 fn witness_in(ex: &[Exchange], start: u64, end: u64, t0: u64) -> Vec<Probe> {
     ex.iter()
         .enumerate()
@@ -263,6 +283,7 @@ pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: boo
         rpm: None,
         ramp: vec![],
         client: Default::default(),
+        household: None,
     };
     m::grade::record(&mut r);
     r

@@ -27,6 +27,7 @@ mod clock;
 mod goodput;
 pub mod classes;
 pub mod grade;
+pub mod household;
 pub mod queue;
 pub mod ramp;
 pub mod udp;

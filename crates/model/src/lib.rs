@@ -70,4 +70,4 @@ pub use rate::{Rate, RateSpec};
 pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
-pub use web::{WebMode, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT};
+pub use web::{HouseholdPlan, WebMode, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT, HOUSEHOLD_PHASE};

@@ -50,14 +50,64 @@ pub enum WebMode {
     Quick,
     /// About 45 s: the same phases, each longer.
     Thorough,
+    /// About 27 s: idle, download, upload, then a game, a video call, a
+    /// stream and a bulk update at once ([`HouseholdPlan`]), each judged.
+    Household,
 }
 
-crate::words!(WebMode, "a browser test mode", Quick = "quick", Thorough = "thorough");
+crate::words!(WebMode, "a browser test mode", Quick = "quick", Thorough = "thorough", Household = "household");
+
+/// The household test's traffic profiles, run at once in its `household`
+/// phase, each as the application it stands for loads a line:
+/// * a **game**: the UDP probe channel, one small message each
+///   `game_interval` (50 Hz, a fast game's update rate), answered;
+/// * a **video call**: a second unreliable, unordered WebRTC data channel
+///   carrying a frame of `call_frame_bytes` each `1/call_fps` s up, which
+///   the server sends back (the other side's video): 1.5 Mbit/s each way,
+///   a 720p call;
+/// * a **stream**: a video player fetching a segment of
+///   `stream_segment_bytes` for each `stream_segment` of play (3 Mbit/s, a
+///   720p stream), the next when it is due or when the last one arrived,
+///   whichever is later;
+/// * a **bulk update**: one download and one upload stream, as fast as
+///   they go (a game or system update, a cloud backup).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HouseholdPlan {
+    pub game_interval: Duration,
+    pub call_fps: u32,
+    pub call_frame_bytes: u32,
+    pub stream_segment: Duration,
+    pub stream_segment_bytes: u64,
+}
+
+impl Default for HouseholdPlan {
+    fn default() -> HouseholdPlan {
+        HouseholdPlan {
+            game_interval: Duration::from_millis(20),
+            call_fps: 30,
+            call_frame_bytes: 6250,
+            stream_segment: Duration::from_secs(4),
+            stream_segment_bytes: 1_500_000,
+        }
+    }
+}
+
+impl HouseholdPlan {
+    /// The call's rate each way, bits/s.
+    pub fn call_bps(&self) -> f64 {
+        self.call_fps as f64 * self.call_frame_bytes as f64 * 8.0
+    }
+
+    /// The stream's average rate, bits/s.
+    pub fn stream_bps(&self) -> f64 {
+        self.stream_segment_bytes as f64 * 8.0 / self.stream_segment.as_secs_f64()
+    }
+}
 
 /// One phase of a browser test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WebPhase {
-    /// "idle", "download", "upload" or "both".
+    /// "idle", "download", "upload", "both" or "household".
     pub name: &'static str,
     pub download: bool,
     pub upload: bool,
@@ -93,7 +143,13 @@ pub struct WebPlan {
     /// The ramp ends by this share of a loaded phase (the steady part the
     /// goodput is measured over begins after it: `metrics::DEFAULT_TRIM_START`).
     pub ramp_until: f64,
+    /// The household test's profiles (mode `household`): they run in the
+    /// phase named "household", whose bulk update is one stream each way.
+    pub household: Option<HouseholdPlan>,
 }
+
+/// The name of the household test's phase.
+pub const HOUSEHOLD_PHASE: &str = "household";
 
 impl WebPlan {
     pub fn of(mode: WebMode) -> WebPlan {
@@ -109,7 +165,16 @@ impl WebPlan {
         let phases = match mode {
             WebMode::Quick => loaded(s(5)),
             WebMode::Thorough => loaded(s(12)),
+            // the capacities first (the bulk update's share is judged by
+            // them), then the household: 12 s hold three stream segments
+            WebMode::Household => {
+                let mut p = loaded(s(5));
+                p.truncate(3);
+                p.push(WebPhase { name: HOUSEHOLD_PHASE, download: true, upload: true, duration: s(12) });
+                p
+            }
         };
+        let household = (mode == WebMode::Household).then(HouseholdPlan::default);
         WebPlan {
             mode,
             phases,
@@ -122,6 +187,7 @@ impl WebPlan {
             ramp_step: Duration::from_millis(250),
             ramp_growth: 0.1,
             ramp_until: 0.2,
+            household,
         }
     }
 
@@ -138,7 +204,9 @@ impl WebPlan {
 
     /// Streams per direction a phase may ramp to.
     pub fn max_streams_in(&self, p: &WebPhase) -> u32 {
-        if p.download && p.upload {
+        if p.name == HOUSEHOLD_PHASE {
+            1
+        } else if p.download && p.upload {
             self.max_streams / 2
         } else {
             self.max_streams
@@ -164,13 +232,20 @@ impl WebPlan {
             ramp_growth: self.ramp_growth,
             ramp_until: self.ramp_until,
             total_ms: ms(self.total()),
+            household: self.household.map(|h| HouseholdDoc {
+                game_interval_ms: ms(h.game_interval),
+                call_fps: h.call_fps,
+                call_frame_bytes: h.call_frame_bytes,
+                stream_segment_ms: ms(h.stream_segment),
+                stream_segment_bytes: h.stream_segment_bytes,
+            }),
         }
     }
 
     /// The test configuration a browser test's result records (`metadata`):
     /// the scenarios as the streams ran (`scenarios`), the plan's times.
     pub fn test_config(&self, server: &str, scenarios: Vec<Scenario>) -> TestConfig {
-        let loaded = self.phases.iter().find(|p| p.name != "idle");
+        let loaded = self.phases.iter().find(|p| p.name != "idle" && p.name != HOUSEHOLD_PHASE);
         let idle = self.phases.iter().find(|p| p.name == "idle");
         TestConfig {
             server: server.into(),
@@ -200,6 +275,18 @@ pub struct PlanDoc {
     pub ramp_growth: f64,
     pub ramp_until: f64,
     pub total_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub household: Option<HouseholdDoc>,
+}
+
+/// [`HouseholdPlan`] as JSON for the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HouseholdDoc {
+    pub game_interval_ms: f64,
+    pub call_fps: u32,
+    pub call_frame_bytes: u32,
+    pub stream_segment_ms: f64,
+    pub stream_segment_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,5 +316,23 @@ mod tests {
         assert_eq!(p.max_streams_in(&p.phases[3]), 3);
         assert!(WebPlan::of(WebMode::Thorough).total() > p.total());
         assert_eq!("thorough".parse::<WebMode>().unwrap(), WebMode::Thorough);
+    }
+
+    #[test]
+    fn the_household_test_measures_capacity_then_runs_its_profiles_at_once() {
+        let p = WebPlan::of(WebMode::Household);
+        let names: Vec<&str> = p.phases.iter().map(|p| p.name).collect();
+        assert_eq!(names, ["idle", "download", "upload", HOUSEHOLD_PHASE]);
+        assert!(p.total() <= Duration::from_secs(30), "{:?}", p.total());
+        let h = p.household.unwrap();
+        // the game is the probe channel
+        assert_eq!(h.game_interval, p.probe_interval);
+        assert_eq!(h.call_bps(), 1.5e6);
+        assert_eq!(h.stream_bps(), 3e6);
+        // one bulk stream each way, and at least three segments' time
+        assert_eq!(p.max_streams_in(&p.phases[3]), 1);
+        assert!(p.phases[3].duration >= h.stream_segment * 3);
+        assert!(WebPlan::of(WebMode::Quick).household.is_none());
+        assert_eq!(p.to_json_value().household.unwrap().call_frame_bytes, 6250);
     }
 }

@@ -298,6 +298,7 @@ mod tests {
             rpm: None,
             ramp: vec![],
             client: Default::default(),
+            household: None,
         };
         // as the lab records them when it merges its queues into the result
         let lab = r.lab.clone().unwrap();

@@ -253,6 +253,7 @@ mod tests {
             rpm: None,
             ramp: vec![],
             client: Default::default(),
+            household: None,
         }
     }
 

@@ -52,6 +52,61 @@ pub struct TestResult {
     /// `bloatlab server` serves (`"browser"`).
     #[serde(default, skip_serializing_if = "ClientKind::is_cli")]
     pub client: ClientKind,
+    /// The browser's household test: what its traffic profiles recorded in
+    /// the phase they ran in at once (their verdicts: `metrics::household`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub household: Option<Household>,
+}
+
+/// The household test (`client: "browser"`, mode `household`): a game, a
+/// video call, a stream and a bulk update at once in one scenario (`phase`).
+/// The game is that scenario's UDP `probes`; the bulk update its `flows`
+/// (one stream each way, so its goodput is the update's, not the line's);
+/// the call and the stream are recorded here.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Household {
+    /// The scenario they ran in (its `name`, "household").
+    pub phase: String,
+    /// The game's send interval: the probe interval, ms.
+    pub game_interval_ms: f64,
+    pub call: CallRecord,
+    pub stream: StreamRecord,
+}
+
+/// The video call: one frame up each `1/frames_per_second` s on an
+/// unreliable, unordered WebRTC data channel, sent back by the server.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CallRecord {
+    pub frames_per_second: u32,
+    /// Bytes of each frame, each way.
+    pub frame_bytes: u32,
+    /// One per frame sent, as a probe: `rtt_ns` the frame's round trip
+    /// (null: lost; `server_rx_unix_ns` set: lost on the way back),
+    /// one-way delays from the result's clock offset.
+    pub frames: Vec<Probe>,
+}
+
+/// The stream: segments fetched in turn, each when due or when the last one
+/// arrived, whichever is later.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct StreamRecord {
+    /// Play time one segment holds, ms.
+    pub segment_ms: f64,
+    pub segment_bytes: u64,
+    pub segments: Vec<Segment>,
+}
+
+/// One segment fetch.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct Segment {
+    /// Request time, test clock ns.
+    pub t_ns: u64,
+    /// From the request to the first byte, ns (null: none arrived).
+    pub first_byte_ns: Option<u64>,
+    /// From the request to the last byte, ns (null: not complete when the phase ended).
+    pub done_ns: Option<u64>,
+    /// Bytes that arrived.
+    pub bytes: u64,
 }
 
 /// The program that measured a result.

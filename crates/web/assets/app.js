@@ -9,7 +9,7 @@
   const now = () => performance.timeOrigin + performance.now();
   const sleep = (ms) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
   const SVG = 'http://www.w3.org/2000/svg';
-  const LABEL = { idle: 'Idle', download: 'Download', upload: 'Upload', both: 'Both ways' };
+  const LABEL = { idle: 'Idle', download: 'Download', upload: 'Upload', both: 'Both ways', household: 'Household' };
 
   // ---- formatting (three significant digits, as the CLI prints) ----
   function sig3(v, maxDec) {
@@ -264,11 +264,13 @@
   }
 
   // ---- UDP probes: a WebRTC data channel, unordered, never retransmitted ----
-  async function openRtc(sid, interval) {
+  async function openRtc(sid, interval, household) {
     if (!window.RTCPeerConnection) throw new Error('this browser offers no WebRTC');
     const pc = new RTCPeerConnection({ iceServers: [] });
     // negotiated (the server opens stream 0 alike): both ends then send unreliably
     const dc = pc.createDataChannel('probe', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+    // the household test's video call: stream 1, as unreliable; the server sends each frame back
+    const call = household ? pc.createDataChannel('call', { negotiated: true, id: 1, ordered: false, maxRetransmits: 0 }) : null;
     await pc.setLocalDescription(await pc.createOffer());
     const answer = await api('/api/rtc?s=' + sid, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
     await pc.setRemoteDescription(answer);
@@ -295,15 +297,76 @@
       probes.push([s, now(), null]);
       dc.send('{"p":' + s + '}');
     }, interval);
+    // frames: [seq, sent, back or null]; each frame's first 4 bytes are its number
+    const frames = [];
+    let callTimer = null;
+    if (call) {
+      call.binaryType = 'arraybuffer';
+      call.onmessage = (ev) => {
+        const t4 = now();
+        if (!(ev.data instanceof ArrayBuffer) || ev.data.byteLength < 4) return;
+        const n = new DataView(ev.data).getUint32(0);
+        const r = frames[n];
+        if (r && r[2] === null) r[2] = t4;
+      };
+    }
     return {
+      // send a frame every 1/fps s until `end` (the household phase)
+      startCall: (h, end) => {
+        if (!call) return;
+        const frame = new ArrayBuffer(h.call_frame_bytes);
+        callTimer = setInterval(() => {
+          if (now() >= end) { clearInterval(callTimer); return; }
+          if (call.readyState !== 'open') return;
+          const n = frames.length;
+          new DataView(frame).setUint32(0, n);
+          frames.push([n, now(), null]);
+          call.send(frame);
+        }, 1000 / h.call_fps);
+      },
       stop: async () => {
         clearInterval(timer);
+        clearInterval(callTimer);
         await sleep(1000); // the last answers (UDP: lost ones never come)
         dc.close();
+        if (call) call.close();
         pc.close();
-        return probes;
+        return { probes, frames };
       },
     };
+  }
+
+  // ---- the household test's stream: segments fetched in turn, each when
+  // due or when the last one arrived, whichever is later ----
+  async function streamSegments(sid, h, start, end) {
+    const segs = [];
+    let due = start;
+    while (now() < end) {
+      await sleep(due - now());
+      if (now() >= end) break;
+      const g = { requested_ms: now(), first_byte_ms: null, done_ms: null, bytes: 0 };
+      segs.push(g);
+      const ac = new AbortController();
+      const cut = setTimeout(() => ac.abort(), Math.max(0, end - now()));
+      try {
+        const r = await fetch(`/api/down?s=${sid}&f=${nextFlow++}&bytes=${h.stream_segment_bytes}`, { signal: ac.signal, cache: 'no-store' });
+        if (!r.ok) throw new Error('a stream segment: HTTP ' + r.status);
+        const rd = r.body.getReader();
+        for (;;) {
+          const { done, value } = await rd.read();
+          if (done) break;
+          if (g.first_byte_ms === null) g.first_byte_ms = now();
+          g.bytes += value.byteLength;
+        }
+        g.done_ms = now();
+      } catch (e) {
+        if (!ac.signal.aborted) throw e;
+      } finally {
+        clearTimeout(cut);
+      }
+      due += h.stream_segment_ms;
+    }
+    return segs;
   }
 
   // ---- the test ----
@@ -335,10 +398,10 @@
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
     let rtc = null;
     let rtcError = null;
-    const rtcUp = openRtc(sess.id, plan.probe_interval_ms).then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
+    const rtcUp = openRtc(sess.id, plan.probe_interval_ms, plan.household).then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
     await opened;
     await rtcUp;
-    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true };
+    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true, call_frames: [], segments: [] };
     Object.assign(live, { t0: rep.start_ms, total: plan.total_ms });
     $('live').hidden = false;
     const timer = setInterval(drawPlot, 250);
@@ -355,7 +418,13 @@
         live.phases.push({ name: ph.name, start });
         $('now-phase').textContent = LABEL[ph.name] || ph.name;
         $('status').textContent = 'Measuring: ' + (LABEL[ph.name] || ph.name).toLowerCase() + '…';
-        if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start, ready[i]);
+        if (ph.name === 'household') {
+          // a game (the probes), a call, a stream and a bulk update at once
+          const end = start + ph.duration_ms;
+          if (rtc) rtc.startCall(plan.household, end);
+          const [segs] = await Promise.all([streamSegments(sess.id, plan.household, start, end), loadPhase(plan, sess.id, ph, i, rep, start, ready[i])]);
+          rep.segments = segs;
+        } else if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start, ready[i]);
         else await sleep(ph.duration_ms);
         p.end_ms = now();
         live.phases[i].end = p.end_ms;
@@ -370,7 +439,11 @@
     }
     $('status').textContent = 'Computing the result…';
     const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
-    rep.rtc_probes = rtc ? await rtc.stop() : [];
+    if (rtc) {
+      const got = await rtc.stop();
+      rep.rtc_probes = got.probes;
+      rep.call_frames = got.frames;
+    }
     rep.ws_probes = await wsDone;
     worker.terminate();
     loader.terminate();
@@ -386,6 +459,7 @@
   function phaseLabel(r, i, plan) {
     const names = plan ? plan.phases.filter((p) => p.name !== 'idle').map((p) => p.name) : [];
     const s = r.scenarios[i];
+    if (s.name === 'household') return LABEL.household + ' · bulk 1↓ 1↑';
     const word = names[i] ? LABEL[names[i]] : (s.uploads && s.downloads ? LABEL.both : s.uploads ? LABEL.upload : LABEL.download);
     const n = s.uploads && s.downloads ? s.downloads + '↓ ' + s.uploads + '↑' : String(s.uploads + s.downloads);
     return word + ' · ' + n + ' streams';
@@ -424,14 +498,18 @@
     if (r.idle) row('Idle', r.idle);
     r.scenarios.forEach((p, i) => row(phaseLabel(r, i, plan), p));
     table($('phases'), ['Phase', 'p50', 'p90', 'p99', 'Added', 'Goodput', 'One-way (p50)', 'Lost'], phases);
-    const uses = $('uses');
-    uses.replaceChildren();
-    for (const u of out.uses || []) {
-      const c = uses.appendChild(el('div', { class: 'use' }));
-      const head = c.appendChild(el('h3', {}, u.name + ' '));
-      head.append(el('span', { class: 'badge v-' + u.verdict }, u.verdict));
-      c.append(el('p', {}, u.measured), el('p', { class: 'small' }, u.rule));
-    }
+    const cards = (box, list) => {
+      box.replaceChildren();
+      for (const u of list || []) {
+        const c = box.appendChild(el('div', { class: 'use' }));
+        const head = c.appendChild(el('h3', {}, u.name + ' '));
+        head.append(el('span', { class: 'badge v-' + u.verdict }, u.verdict));
+        c.append(el('p', {}, u.measured), el('p', { class: 'small' }, u.rule));
+      }
+    };
+    cards($('uses'), out.uses);
+    cards($('household'), out.household);
+    $('household-box').hidden = !(out.household && out.household.length);
     const srv = [];
     r.scenarios.forEach((p, i) => {
       const down = p.flows.filter((f) => f.direction === 'down' && f.tcp_info.length);
@@ -474,7 +552,7 @@
     }
     $('start').addEventListener('click', () => { runTest(mode()).catch((e) => fail(String(e.message || e))); });
     try {
-      for (const m of ['quick', 'thorough']) {
+      for (const m of ['quick', 'thorough', 'household']) {
         const p = await api('/api/plan?mode=' + m);
         $('len-' + m).textContent = '(about ' + Math.round(p.plan.total_ms / 1000) + ' s)';
         $('version').textContent = p.server.bloatlab_version;

@@ -8,9 +8,9 @@
 //! | `GET /app.js`, `/worker.js`, `/style.css`, `/icon.svg` | its parts |
 //! | `GET /api/plan?mode=M` | the test plan ([`bloatlab_model::WebPlan`]) and the server's limits |
 //! | `POST /api/session?mode=M` | begin a test: takes a unit of the tests quota |
-//! | `POST /api/rtc?s=ID` | the WebRTC probe channel: the page's offer in, the answer out ([`rtc`]) |
+//! | `POST /api/rtc?s=ID` | the WebRTC probe channel (and the household test's call channel): the page's offer in, the answer out ([`rtc`]) |
 //! | `GET /api/ws?s=ID` | the probe WebSocket (ping/pong with server times, server TCP_INFO pushed) |
-//! | `GET /api/down?s=ID&f=N` | a download stream (paced, endless until the test ends) |
+//! | `GET /api/down?s=ID&f=N[&bytes=B]` | a download stream (endless until the test ends), or a household test's stream segment of B bytes |
 //! | `GET /api/upws?s=ID&f=N` | an upload stream (a WebSocket of binary messages, counted) |
 //! | `POST /api/up?s=ID&f=N` | an upload sink (answers the bytes it read) |
 //! | `POST /api/result?s=ID` | end the test: the page's measurements in, the result out |
@@ -385,7 +385,8 @@ async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respo
 
 /// What the page shows of a result: the result itself, the CLI's verdict
 /// on it (`report::verdict`: grade, the sentence, the worst scenario) and
-/// what it means for everyday uses (`metrics::uses`).
+/// what it means for everyday uses (`metrics::uses`), and the household
+/// test's verdicts (`metrics::household`).
 fn answer_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
     let v = bloatlab_report::verdict(r);
     json!({
@@ -395,6 +396,8 @@ fn answer_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
         "result_json": serde_json::to_string_pretty(r).unwrap(),
         "verdict": {"grade": v.grade.as_str(), "sentence": v.sentence, "line": v.line(), "worst_scenario": v.worst_scenario},
         "uses": bloatlab_metrics::uses::uses(r),
+        // the household test's profiles, each judged (empty for the others)
+        "household": bloatlab_metrics::household::household(r),
     })
 }
 

@@ -52,22 +52,38 @@ impl Drop for Serving {
     }
 }
 
-/// `GET /api/down?s=ID&f=N`.
+/// `GET /api/down?s=ID&f=N[&bytes=B]`: endless, or (the household test's
+/// stream segments) `B` bytes, at most the plan's segment size.
 pub(crate) fn download(web: &Arc<Web>, req: &Request<Incoming>, conn: ConnInfo) -> Response<Body> {
     let (s, flow) = match flow_of(web, req, &conn, Direction::Down) {
         Ok(x) => x,
         Err(r) => return r,
     };
+    let limit = match query(req, "bytes") {
+        None => None,
+        Some(b) => {
+            let most = s.plan.household.map(|h| h.stream_segment_bytes).unwrap_or(0);
+            match b.parse::<u64>() {
+                Ok(n) if n > 0 && n <= most => Some(n),
+                _ if most == 0 => return refuse(StatusCode::BAD_REQUEST, "bytes=N: only the household test fetches segments"),
+                _ => return refuse(StatusCode::BAD_REQUEST, format!("bytes=N: a segment is 1 to {most} bytes")),
+            }
+        }
+    };
     let deadline = Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
-    let state = (Serving::new(&flow), s, deadline);
-    let stream = futures_util::stream::unfold(state, |(serving, s, deadline)| async move {
-        if Instant::now() >= deadline || s.ended.load(Ordering::Relaxed) {
+    let state = (Serving::new(&flow), s, deadline, limit.unwrap_or(u64::MAX));
+    let stream = futures_util::stream::unfold(state, |(serving, s, deadline, left)| async move {
+        if left == 0 || Instant::now() >= deadline || s.ended.load(Ordering::Relaxed) {
             return None;
         }
-        serving.0.count(FILL.len() as u64);
-        Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), (serving, s, deadline)))
+        let n = left.min(FILL.len() as u64);
+        serving.0.count(n);
+        Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n as usize]))), (serving, s, deadline, left - n)))
     });
     let mut r = Response::new(StreamBody::new(stream).boxed());
+    if let Some(n) = limit {
+        r.headers_mut().insert(hyper::header::CONTENT_LENGTH, n.into());
+    }
     r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/octet-stream".parse().unwrap());
     r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
     crate::secure(r)

@@ -7,9 +7,10 @@
 use crate::session::Session;
 use bloatlab_engine::flow::{FlowSamples, RecvOutcome};
 use bloatlab_engine::probe::Exchange;
-use bloatlab_engine::summarize::{build_result, Exchanges, MetaIn, RawPhase};
+use bloatlab_engine::summarize::{self, build_result, Exchanges, MetaIn, RawPhase};
+use bloatlab_model::HOUSEHOLD_PHASE;
 use bloatlab_model::Scenario;
-use bloatlab_results::{ClientKind, Direction, HostInfo, SocketInfo, TestResult};
+use bloatlab_results::{CallRecord, ClientKind, Direction, HostInfo, Household, Segment, SocketInfo, StreamRecord, TestResult};
 use bloatlab_wire::{FlowSpec, ServerFlowReport};
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -36,6 +37,32 @@ pub struct PageReport {
     pub complete: bool,
     #[serde(default)]
     pub incomplete_reason: Option<String>,
+    /// The household test's call: `[seq, sent, back or null]` per frame.
+    #[serde(default)]
+    pub call_frames: Vec<(u32, f64, Option<f64>)>,
+    /// The household test's stream segments.
+    #[serde(default)]
+    pub segments: Vec<PageSegment>,
+}
+
+/// One stream segment the page fetched (household test).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageSegment {
+    pub requested_ms: f64,
+    /// The first and last byte's arrival (null: not yet when the phase ended).
+    pub first_byte_ms: Option<f64>,
+    pub done_ms: Option<f64>,
+    pub bytes: u64,
+}
+
+/// The most segments a household phase can fetch (one each segment's play
+/// time at most; a fast line fetches each when due, not sooner).
+fn max_segments(plan: &bloatlab_model::WebPlan) -> usize {
+    match plan.household {
+        Some(h) => (plan.longest_phase().as_secs_f64() / h.stream_segment.as_secs_f64()).ceil() as usize + 1,
+        None => 0,
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -113,11 +140,73 @@ impl PageReport {
                 return Err("a probe's times are outside the test".into());
             }
         }
+        if self.call_frames.len() > s.max_call_frames() {
+            return Err(format!("{} call frames; the plan sends at most {}", self.call_frames.len(), s.max_call_frames()));
+        }
+        if self.call_frames.iter().any(|(_, t1, t4)| !ok_t(*t1) || t4.is_some_and(|t| !ok_t(t) || t < *t1)) {
+            return Err("a call frame's times are outside the test".into());
+        }
+        if self.segments.len() > max_segments(plan) {
+            return Err(format!("{} stream segments; the plan fetches at most {}", self.segments.len(), max_segments(plan)));
+        }
+        let most = plan.household.map(|h| h.stream_segment_bytes).unwrap_or(0);
+        for g in &self.segments {
+            let after = |t: Option<f64>| t.is_none_or(|t| ok_t(t) && t >= g.requested_ms);
+            if !ok_t(g.requested_ms) || !after(g.first_byte_ms) || !after(g.done_ms) || g.bytes > most {
+                return Err("a stream segment's times or size are outside the plan".into());
+            }
+        }
         if self.rtc_error.as_ref().is_some_and(|e| e.len() > 500) {
             return Err("rtc_error is too long".into());
         }
         Ok(())
     }
+}
+
+/// Each probe: the page's send and answer times, the server's arrival and
+/// answer times. A probe the server has no record of counts as lost.
+fn exchanges(list: &[(u32, f64, Option<f64>)], stamps: &[crate::session::ProbeStamp]) -> Vec<Exchange> {
+    let mut v: Vec<Exchange> = list
+        .iter()
+        .map(|&(seq, t1, t4)| match (stamps.iter().find(|p| p.seq == seq), t4) {
+            (Some(p), Some(t4)) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: ns(t4) },
+            _ => Exchange { t1: ns(t1), t2: 0, t3: 0, t4: 0 },
+        })
+        .collect();
+    v.sort_by_key(|e| e.t1);
+    v
+}
+
+/// The household test's call and stream, on the test clock of `r`.
+fn household(s: &Session, rep: &PageReport, r: &TestResult) -> Option<Household> {
+    let h = s.plan.household?;
+    let ph = rep.phases.iter().find(|p| p.name == HOUSEHOLD_PHASE)?;
+    let t0 = ns(rep.start_ms);
+    let frames = exchanges(&rep.call_frames, &s.call_stamps());
+    let since = |a: f64, b: Option<f64>| b.map(|b| ns(b).saturating_sub(ns(a)));
+    Some(Household {
+        phase: HOUSEHOLD_PHASE.into(),
+        game_interval_ms: h.game_interval.as_secs_f64() * 1e3,
+        call: CallRecord {
+            frames_per_second: h.call_fps,
+            frame_bytes: h.call_frame_bytes,
+            frames: summarize::exchanges_on_clock(&frames, ns(ph.start_ms), ns(ph.end_ms), r),
+        },
+        stream: StreamRecord {
+            segment_ms: h.stream_segment.as_secs_f64() * 1e3,
+            segment_bytes: h.stream_segment_bytes,
+            segments: rep
+                .segments
+                .iter()
+                .map(|g| Segment {
+                    t_ns: ns(g.requested_ms).saturating_sub(t0),
+                    first_byte_ns: since(g.requested_ms, g.first_byte_ms),
+                    done_ns: since(g.requested_ms, g.done_ms),
+                    bytes: g.bytes,
+                })
+                .collect(),
+        },
+    })
 }
 
 /// Build the result of session `s` from the page's report.
@@ -131,7 +220,10 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         let downs = mine.iter().filter(|f| f.direction == Direction::Down).count() as u32;
         // A loaded phase is named by the streams it held, as `bloatlab test`
         // names a scenario, so `bloatlab compare` lines the two up.
-        let name = if ph.name == "idle" { "idle".to_string() } else { Scenario::new(ups, downs).name() };
+        let name = match ph.name.as_str() {
+            "idle" | HOUSEHOLD_PHASE => ph.name.clone(),
+            _ => Scenario::new(ups, downs).name(),
+        };
         if ph.name != "idle" {
             scenarios.push(Scenario::new(ups, downs));
         }
@@ -168,19 +260,6 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
             server_flows,
         });
     }
-    // Each probe: the page's send and answer times, the server's arrival and
-    // answer times. A probe the server has no record of counts as lost.
-    let exchanges = |list: &[(u32, f64, Option<f64>)], stamps: &[crate::session::ProbeStamp]| {
-        let mut v: Vec<Exchange> = list
-            .iter()
-            .map(|&(seq, t1, t4)| match (stamps.iter().find(|p| p.seq == seq), t4) {
-                (Some(p), Some(t4)) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: ns(t4) },
-                _ => Exchange { t1: ns(t1), t2: 0, t3: 0, t4: 0 },
-            })
-            .collect();
-        v.sort_by_key(|e| e.t1);
-        v
-    };
     let rtc = exchanges(&rep.rtc_probes, &s.rtc_stamps());
     let ws = exchanges(&rep.ws_probes, &s.ws_stamps());
     // The UDP (WebRTC) probes are the result's probes, as `bloatlab test`'s
@@ -224,6 +303,7 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
     };
     let ex = Exchanges { server: &probes, witness: &[], classes: &[], rr: &rr };
     let mut r = build_result(&mi, &raw, &ex, rep.complete, rep.incomplete_reason.clone().filter(|_| !rep.complete));
+    r.household = household(s, rep, &r);
     r.client = ClientKind::Browser;
     r.metadata.client = HostInfo::default();
     r.metadata.server_address = s.host.clone();

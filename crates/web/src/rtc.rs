@@ -23,15 +23,20 @@ use str0m::change::{SdpAnswer, SdpOffer};
 use str0m::net::{Protocol, Receive};
 use str0m::channel::{ChannelConfig, Reliability};
 use str0m::{Candidate, Event, Input, Output, Rtc};
+use str0m::channel::ChannelId;
 
 /// Largest probe message, bytes.
 const MAX_MESSAGE: usize = 1024;
 /// The SCTP stream id of the probe channel (negotiated: the page opens it with this id).
 pub const PROBE_CHANNEL: u16 = 0;
+/// The household test's video call: frames the server sends back as they came.
+pub const CALL_CHANNEL: u16 = 1;
 
 struct NewPeer {
     rtc: Rtc,
     session: Arc<Session>,
+    probe: ChannelId,
+    call: Option<ChannelId>,
 }
 
 /// The WebRTC side of the browser test: one driver per local address.
@@ -93,14 +98,17 @@ impl Rtcs {
         // str0m applies a channel's reliability to its own sending only then,
         // and the answers must be as unreliable as the probes (a reliable
         // answer lost at a full queue held every later one for seconds).
-        rtc.direct_api().create_data_channel(ChannelConfig {
-            label: "probe".into(),
+        let unreliable = |label: &str, id: u16| ChannelConfig {
+            label: label.into(),
             ordered: false,
             reliability: Reliability::MaxRetransmits { retransmits: 0 },
-            negotiated: Some(PROBE_CHANNEL),
+            negotiated: Some(id),
             protocol: String::new(),
-        });
-        tx.send(NewPeer { rtc, session: s.clone() }).map_err(|_| "WebRTC probes: the driver stopped".to_string())?;
+        };
+        let probe = rtc.direct_api().create_data_channel(unreliable("probe", PROBE_CHANNEL));
+        // the household test's call: as unreliable, each frame sent back
+        let call = s.plan.household.is_some().then(|| rtc.direct_api().create_data_channel(unreliable("call", CALL_CHANNEL)));
+        tx.send(NewPeer { rtc, session: s.clone(), probe, call }).map_err(|_| "WebRTC probes: the driver stopped".to_string())?;
         Ok(answer)
     }
 }
@@ -111,6 +119,8 @@ struct Peer {
     /// Arrival of the datagram being handled (server Unix ns).
     rx_ns: u64,
     budget: crate::session::ProbeBudget,
+    probe: ChannelId,
+    call: Option<(ChannelId, crate::session::ProbeBudget, usize)>,
 }
 
 fn drive(sock: UdpSocket, local: SocketAddr, rx: Receiver<NewPeer>) {
@@ -119,7 +129,10 @@ fn drive(sock: UdpSocket, local: SocketAddr, rx: Receiver<NewPeer>) {
     loop {
         while let Ok(p) = rx.try_recv() {
             let budget = crate::session::ProbeBudget::new(&p.session.plan);
-            peers.push(Peer { rtc: p.rtc, session: p.session, rx_ns: 0, budget });
+            let call = p.call.zip(p.session.plan.household).map(|(id, h)| {
+                (id, crate::session::ProbeBudget::per_second(h.call_fps as f64), h.call_frame_bytes as usize)
+            });
+            peers.push(Peer { rtc: p.rtc, session: p.session, rx_ns: 0, budget, probe: p.probe, call });
         }
         for p in peers.iter_mut() {
             if p.session.ended.load(Ordering::Relaxed) {
@@ -169,7 +182,11 @@ fn poll(p: &mut Peer, sock: &UdpSocket) -> Instant {
                 let _ = sock.send_to(&t.contents, t.destination);
             }
             Ok(Output::Event(Event::ChannelData(d))) => {
-                if d.data.len() > MAX_MESSAGE {
+                if let Some((id, budget, size)) = p.call.as_mut().filter(|c| c.0 == d.id) {
+                    call_frame(&p.session, p.rx_ns, *id, budget, *size, &d.data, &mut p.rtc);
+                    continue;
+                }
+                if d.id != p.probe || d.data.len() > MAX_MESSAGE {
                     p.rtc.disconnect();
                     continue;
                 }
@@ -193,5 +210,23 @@ fn poll(p: &mut Peer, sock: &UdpSocket) -> Instant {
                 return Instant::now();
             }
         }
+    }
+}
+
+/// A video-call frame of the household test: its first 4 bytes are its
+/// number (big-endian); recorded and sent back whole, as the other side's
+/// video. Frames of another size than the plan's, or beyond twice its
+/// frame rate, are dropped (counted lost).
+fn call_frame(s: &Session, rx_ns: u64, id: ChannelId, budget: &mut crate::session::ProbeBudget, size: usize, data: &[u8], rtc: &mut Rtc) {
+    if data.len() != size || size < 4 || !budget.take() {
+        return;
+    }
+    let seq = u32::from_be_bytes([data[0], data[1], data[2], data[3]]);
+    let t3 = clock::now_ns();
+    if !s.call_frame(ProbeStamp { seq, t2: rx_ns, t3 }) {
+        return;
+    }
+    if let Some(mut ch) = rtc.channel(id) {
+        let _ = ch.write(true, data);
     }
 }

@@ -108,6 +108,8 @@ pub struct Session {
     /// (UDP) probes.
     ws_probes: Mutex<Vec<ProbeStamp>>,
     rtc_probes: Mutex<Vec<ProbeStamp>>,
+    /// The household test's call frames, as the server saw them.
+    call_frames: Mutex<Vec<ProbeStamp>>,
     /// The tests-quota unit, given back when the session ends.
     permit: Mutex<Option<Permit>>,
 }
@@ -116,6 +118,14 @@ impl Session {
     /// The most probes the plan sends, with room for a late start.
     pub fn max_probes(&self) -> usize {
         (self.plan.total().as_secs_f64() / self.plan.probe_interval.as_secs_f64() * 1.5) as usize + 100
+    }
+
+    /// The most call frames the plan sends (none without a household test).
+    pub fn max_call_frames(&self) -> usize {
+        match self.plan.household {
+            Some(h) => (self.plan.total().as_secs_f64() * h.call_fps as f64 * 1.5) as usize + 100,
+            None => 0,
+        }
     }
 
     fn max_samples(&self) -> usize {
@@ -167,6 +177,20 @@ impl Session {
     /// Record a WebRTC probe's server stamps; false once the plan's count is reached.
     pub fn rtc_probe(&self, p: ProbeStamp) -> bool {
         self.record(&self.rtc_probes, p)
+    }
+
+    /// Record a call frame's server stamps; false once the plan's count is reached.
+    pub fn call_frame(&self, p: ProbeStamp) -> bool {
+        let mut v = self.call_frames.lock().unwrap();
+        if v.len() >= self.max_call_frames() {
+            return false;
+        }
+        v.push(p);
+        true
+    }
+
+    pub fn call_stamps(&self) -> Vec<ProbeStamp> {
+        self.call_frames.lock().unwrap().clone()
     }
 
     pub fn ws_stamps(&self) -> Vec<ProbeStamp> {
@@ -234,6 +258,7 @@ impl Sessions {
             flows: Mutex::new(vec![]),
             ws_probes: Mutex::new(vec![]),
             rtc_probes: Mutex::new(vec![]),
+            call_frames: Mutex::new(vec![]),
             permit: Mutex::new(Some(permit)),
         });
         self.map.lock().unwrap().insert(id, s.clone());
@@ -291,7 +316,11 @@ pub struct ProbeBudget {
 
 impl ProbeBudget {
     pub fn new(plan: &WebPlan) -> ProbeBudget {
-        let per_s = 1.0 / plan.probe_interval.as_secs_f64();
+        ProbeBudget::per_second(1.0 / plan.probe_interval.as_secs_f64())
+    }
+
+    /// For a channel that sends `per_s` messages a second.
+    pub fn per_second(per_s: f64) -> ProbeBudget {
         ProbeBudget { tokens: 10.0 * per_s, last: Instant::now(), rate: 2.0 * per_s, cap: 10.0 * per_s }
     }
 

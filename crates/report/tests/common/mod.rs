@@ -380,6 +380,7 @@ pub fn build(spec: &Spec) -> TestResult {
         rpm: None,
         ramp: vec![],
         client: Default::default(),
+        household: None,
     };
     // each phase's queue figures, as the lab records them
     if let Some(lab) = r.lab.clone() {
