@@ -6,13 +6,15 @@
 //! - loaded latency (p50) within 15% or 5 ms of the CLI's, phase by phase;
 //! - goodput within 10% of the CLI's (loaded both ways: the sum; each
 //!   direction within 20%; through fifo:1000, where reno's recovery from the
-//!   slow-start overflow varies run to run, 15%);
+//!   slow-start overflow varies run to run, 20%);
 //! - goodput 8.5-10 Mbit/s per loaded direction, added latency at most what
 //!   the full queue holds (1000 packets: 1211 ms);
 //! - the added latency graded as the CLI grades it; fifo:1000 C..F (its
 //!   latency D or F), fifo:10's latency A or A+ (the grade capped by the
 //!   quarter of the probes the short queue drops, as the CLI's), fq_codel A+ or A;
-//! - the page's result within 30 s, with no request but to the server.
+//! - the page's result within 30 s, with no request but to the server;
+//! - the household test: the game and the call good through fq_codel and
+//!   poor through fifo:1000, the stream poor there and not through fq_codel.
 mod lab_util;
 use bloatlab_results::TestResult;
 use bloatlab_testkit::chrome::{chromium, Chrome};
@@ -110,9 +112,12 @@ fn compare(queue: &str, web: &TestResult, cli: &TestResult) {
         let both = w.uploads > 0 && w.downloads > 0;
         // Through the long FIFO reno's slow start overflows it 1.2 s in and
         // the recovery from ~1000 losses at once costs 0-15% of a 5 s
-        // phase's goodput, differently each run (the CLI alone: 8.25-9.02
-        // Mbit/s; the page 7.65-9.5): 15% there, 10% on the short queues.
-        let each = if both { 0.20 } else if queue == "fifo:1000" { 0.15 } else { 0.10 };
+        // phase's goodput, differently each run, whichever client runs it
+        // (the CLI alone: 8.24-9.02 Mbit/s; the page 7.65-9.51; pairs in
+        // one run: 9.10/9.01, 8.00/8.91, 9.51/8.24, 8.90/8.46, 8.13/8.63,
+        // no side ahead): 20% there, above the 7.5 Mbit/s physics floor
+        // below; 10% on the short queues, where nothing overflows at once.
+        let each = if both || queue == "fifo:1000" { 0.20 } else { 0.10 };
         for (wg, cg, dir) in [(w.summary.download_bps, c.summary.download_bps, "download"), (w.summary.upload_bps, c.summary.upload_bps, "upload")] {
             assert!((wg - cg).abs() <= each * cg, "{queue} {} {dir}: goodput browser {wg:.0} vs cli {cg:.0} bit/s", w.name);
         }
@@ -134,6 +139,7 @@ fn the_browser_test_matches_the_cli_and_physics() {
     };
     guarded(|| {
         let mut grades = vec![];
+        let mut households = vec![];
         use bloatlab_model::WebMode;
         for (queue, mode) in [("fifo:1000", WebMode::Quick), ("fifo:10", WebMode::Quick), ("fq_codel", WebMode::Quick)] {
             let id = unique_id();
@@ -181,7 +187,30 @@ fn the_browser_test_matches_the_cli_and_physics() {
             assert_eq!(wg.latency_grade, cg.latency_grade, "{queue}: the added latency's grade");
             assert_eq!(web.headline.grade.as_deref(), Some(wg.grade.as_str()));
             grades.push((queue, wg));
+            // the household test on the same link: the long FIFO and the AQM
+            if queue != "fifo:10" {
+                let h = page(&bin, &id, &server, WebMode::Household);
+                let v = bloatlab_metrics::household::household(&h);
+                for u in &v {
+                    eprintln!("{queue} household {}: {:?}, {}", u.name, u.verdict, u.measured);
+                }
+                households.push((queue, v));
+            }
         }
+        // A game and a call beside a bulk update and a stream: the AQM keeps
+        // their few packets out of the bulk flows' queue (good), the long
+        // FIFO holds them behind a second of it (poor); the stream's
+        // segments wait there too. fq_codel's stream gets a fair share, at
+        // least as good as the FIFO's.
+        use bloatlab_metrics::uses::Verdict;
+        let verdict = |q: usize, name: &str| households[q].1.iter().find(|u| u.name == name).map(|u| u.verdict).unwrap();
+        assert_eq!((households[0].0, households[1].0), ("fifo:1000", "fq_codel"));
+        for name in ["game", "video call"] {
+            assert_eq!(verdict(0, name), Verdict::Poor, "fifo:1000 {name}: {:#?}", households[0].1);
+            assert_eq!(verdict(1, name), Verdict::Good, "fq_codel {name}: {:#?}", households[1].1);
+        }
+        assert_eq!(verdict(0, "stream"), Verdict::Poor, "{:#?}", households[0].1);
+        assert_ne!(verdict(1, "stream"), Verdict::Poor, "{:#?}", households[1].1);
         use bloatlab_metrics::grade::Grade;
         // the long FIFO bloats; the short one does not (its grade is capped by
         // the probes it drops: a quarter of them, as the CLI's); the AQM neither

@@ -264,20 +264,26 @@
   }
 
   // ---- UDP probes: a WebRTC data channel, unordered, never retransmitted ----
-  async function openRtc(sid, interval, household) {
+  // One peer connection per channel: one SCTP association sends its
+  // channels' messages through one congestion window, so the probes would
+  // wait behind the household test's call frames in this browser.
+  async function connect(sid, kind, id) {
     if (!window.RTCPeerConnection) throw new Error('this browser offers no WebRTC');
     const pc = new RTCPeerConnection({ iceServers: [] });
-    // negotiated (the server opens stream 0 alike): both ends then send unreliably
-    const dc = pc.createDataChannel('probe', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
-    // the household test's video call: stream 1, as unreliable; the server sends each frame back
-    const call = household ? pc.createDataChannel('call', { negotiated: true, id: 1, ordered: false, maxRetransmits: 0 }) : null;
+    // negotiated (the server opens the same stream id): both ends then send unreliably
+    const dc = pc.createDataChannel(kind, { negotiated: true, id, ordered: false, maxRetransmits: 0 });
     await pc.setLocalDescription(await pc.createOffer());
-    const answer = await api('/api/rtc?s=' + sid, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
+    const answer = await api('/api/rtc?s=' + sid + '&c=' + kind, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
     await pc.setRemoteDescription(answer);
     await new Promise((resolve, reject) => {
       dc.onopen = resolve;
-      setTimeout(() => reject(new Error('the channel did not open within 5 s (UDP to the server blocked?)')), 5000);
+      setTimeout(() => reject(new Error('the ' + kind + ' channel did not open within 5 s (UDP to the server blocked?)')), 5000);
     });
+    return { pc, dc };
+  }
+
+  async function openRtc(sid, interval) {
+    const { pc, dc } = await connect(sid, 'probe', 0);
     const probes = [];
     let seq = 0;
     dc.onmessage = (ev) => {
@@ -297,41 +303,49 @@
       probes.push([s, now(), null]);
       dc.send('{"p":' + s + '}');
     }, interval);
-    // frames: [seq, sent, back or null]; each frame's first 4 bytes are its number
-    const frames = [];
-    let callTimer = null;
-    if (call) {
-      call.binaryType = 'arraybuffer';
-      call.onmessage = (ev) => {
-        const t4 = now();
-        if (!(ev.data instanceof ArrayBuffer) || ev.data.byteLength < 4) return;
-        const n = new DataView(ev.data).getUint32(0);
-        const r = frames[n];
-        if (r && r[2] === null) r[2] = t4;
-      };
-    }
     return {
-      // send a frame every 1/fps s until `end` (the household phase)
-      startCall: (h, end) => {
-        if (!call) return;
+      stop: async () => {
+        clearInterval(timer);
+        await sleep(1000); // the last answers (UDP: lost ones never come)
+        dc.close();
+        pc.close();
+        return probes;
+      },
+    };
+  }
+
+  // ---- the household test's video call: a frame every 1/fps s, each sent
+  // back by the server; [seq, sent, back or null], the frame's first 4 bytes
+  // its number ----
+  async function openCall(sid, h) {
+    const { pc, dc } = await connect(sid, 'call', 1);
+    dc.binaryType = 'arraybuffer';
+    const frames = [];
+    let timer = null;
+    dc.onmessage = (ev) => {
+      const t4 = now();
+      if (!(ev.data instanceof ArrayBuffer) || ev.data.byteLength < 4) return;
+      const r = frames[new DataView(ev.data).getUint32(0)];
+      if (r && r[2] === null) r[2] = t4;
+    };
+    return {
+      start: (end) => {
         const frame = new ArrayBuffer(h.call_frame_bytes);
-        callTimer = setInterval(() => {
-          if (now() >= end) { clearInterval(callTimer); return; }
-          if (call.readyState !== 'open') return;
+        timer = setInterval(() => {
+          if (now() >= end) { clearInterval(timer); return; }
+          if (dc.readyState !== 'open') return;
           const n = frames.length;
           new DataView(frame).setUint32(0, n);
           frames.push([n, now(), null]);
-          call.send(frame);
+          dc.send(frame);
         }, 1000 / h.call_fps);
       },
       stop: async () => {
         clearInterval(timer);
-        clearInterval(callTimer);
-        await sleep(1000); // the last answers (UDP: lost ones never come)
+        await sleep(1000);
         dc.close();
-        if (call) call.close();
         pc.close();
-        return { probes, frames };
+        return frames;
       },
     };
   }
@@ -398,9 +412,11 @@
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
     let rtc = null;
     let rtcError = null;
-    const rtcUp = openRtc(sess.id, plan.probe_interval_ms, plan.household).then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
+    const rtcUp = openRtc(sess.id, plan.probe_interval_ms).then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
     await opened;
     await rtcUp;
+    // the household test's call, connected ahead of its phase
+    const call = plan.household ? await openCall(sess.id, plan.household) : null;
     const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true, call_frames: [], segments: [] };
     Object.assign(live, { t0: rep.start_ms, total: plan.total_ms });
     $('live').hidden = false;
@@ -421,7 +437,7 @@
         if (ph.name === 'household') {
           // a game (the probes), a call, a stream and a bulk update at once
           const end = start + ph.duration_ms;
-          if (rtc) rtc.startCall(plan.household, end);
+          call.start(end);
           const [segs] = await Promise.all([streamSegments(sess.id, plan.household, start, end), loadPhase(plan, sess.id, ph, i, rep, start, ready[i])]);
           rep.segments = segs;
         } else if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start, ready[i]);
@@ -439,11 +455,7 @@
     }
     $('status').textContent = 'Computing the result…';
     const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
-    if (rtc) {
-      const got = await rtc.stop();
-      rep.rtc_probes = got.probes;
-      rep.call_frames = got.frames;
-    }
+    [rep.rtc_probes, rep.call_frames] = await Promise.all([rtc ? rtc.stop() : [], call ? call.stop() : []]);
     rep.ws_probes = await wsDone;
     worker.terminate();
     loader.terminate();

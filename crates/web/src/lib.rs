@@ -8,7 +8,7 @@
 //! | `GET /app.js`, `/worker.js`, `/style.css`, `/icon.svg` | its parts |
 //! | `GET /api/plan?mode=M` | the test plan ([`bloatlab_model::WebPlan`]) and the server's limits |
 //! | `POST /api/session?mode=M` | begin a test: takes a unit of the tests quota |
-//! | `POST /api/rtc?s=ID` | the WebRTC probe channel (and the household test's call channel): the page's offer in, the answer out ([`rtc`]) |
+//! | `POST /api/rtc?s=ID[&c=call]` | the WebRTC probe channel (or the household test's call, on a connection of its own): the page's offer in, the answer out ([`rtc`]) |
 //! | `GET /api/ws?s=ID` | the probe WebSocket (ping/pong with server times, server TCP_INFO pushed) |
 //! | `GET /api/down?s=ID&f=N[&bytes=B]` | a download stream (endless until the test ends), or a household test's stream segment of B bytes |
 //! | `GET /api/upws?s=ID&f=N` | an upload stream (a WebSocket of binary messages, counted) |
@@ -404,6 +404,12 @@ fn answer_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
 /// `POST /api/rtc`: the page's WebRTC offer in, the server's answer out.
 async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
     let id = query(&req, "s").unwrap_or("").to_string();
+    // `c=call`: the household test's video call, on a connection of its own
+    let kind = match query(&req, "c") {
+        None | Some("probe") => rtc::Kind::Probe,
+        Some("call") => rtc::Kind::Call,
+        Some(c) => return refuse(StatusCode::BAD_REQUEST, format!("c={c}: a channel is `probe` or `call`")),
+    };
     let s = match web.sessions.get(&id, conn.peer.ip()) {
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
@@ -416,7 +422,7 @@ async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Re
         Ok(o) => o,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("not a WebRTC offer: {e}")),
     };
-    match web.rtcs.answer(&s, conn.local.ip(), offer) {
+    match web.rtcs.answer(&s, conn.local.ip(), offer, kind) {
         Ok(a) => json_response(StatusCode::OK, &serde_json::to_value(&a).unwrap()),
         Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, e),
     }

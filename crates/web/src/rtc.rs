@@ -29,14 +29,24 @@ use str0m::channel::ChannelId;
 const MAX_MESSAGE: usize = 1024;
 /// The SCTP stream id of the probe channel (negotiated: the page opens it with this id).
 pub const PROBE_CHANNEL: u16 = 0;
-/// The household test's video call: frames the server sends back as they came.
+/// The household test's video call: frames the server sends back as they
+/// came, on a peer connection of its own (one SCTP association carries its
+/// channels' messages through one congestion window: the probes would wait
+/// behind the call's frames in the browser).
 pub const CALL_CHANNEL: u16 = 1;
+
+/// What a peer connection carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Probe,
+    Call,
+}
 
 struct NewPeer {
     rtc: Rtc,
     session: Arc<Session>,
-    probe: ChannelId,
-    call: Option<ChannelId>,
+    channel: ChannelId,
+    kind: Kind,
 }
 
 /// The WebRTC side of the browser test: one driver per local address.
@@ -84,9 +94,12 @@ impl Rtcs {
     }
 
     /// Answer the page's offer for session `s`, which reached the server at `local`.
-    pub fn answer(&self, s: &Arc<Session>, local: IpAddr, offer: SdpOffer) -> Result<SdpAnswer, String> {
-        if s.rtc_open.swap(true, Ordering::SeqCst) {
-            return Err("this test already has its WebRTC probe channel".into());
+    pub fn answer(&self, s: &Arc<Session>, local: IpAddr, offer: SdpOffer, kind: Kind) -> Result<SdpAnswer, String> {
+        match kind {
+            Kind::Call if s.plan.household.is_none() => return Err("only the household test has a call".into()),
+            Kind::Call if s.rtc_call_open.swap(true, Ordering::SeqCst) => return Err("this test already has its call".into()),
+            Kind::Probe if s.rtc_open.swap(true, Ordering::SeqCst) => return Err("this test already has its WebRTC probe channel".into()),
+            _ => {}
         }
         let ip = unmapped(local);
         let tx = self.driver(ip)?;
@@ -105,10 +118,11 @@ impl Rtcs {
             negotiated: Some(id),
             protocol: String::new(),
         };
-        let probe = rtc.direct_api().create_data_channel(unreliable("probe", PROBE_CHANNEL));
-        // the household test's call: as unreliable, each frame sent back
-        let call = s.plan.household.is_some().then(|| rtc.direct_api().create_data_channel(unreliable("call", CALL_CHANNEL)));
-        tx.send(NewPeer { rtc, session: s.clone(), probe, call }).map_err(|_| "WebRTC probes: the driver stopped".to_string())?;
+        let channel = match kind {
+            Kind::Probe => rtc.direct_api().create_data_channel(unreliable("probe", PROBE_CHANNEL)),
+            Kind::Call => rtc.direct_api().create_data_channel(unreliable("call", CALL_CHANNEL)),
+        };
+        tx.send(NewPeer { rtc, session: s.clone(), channel, kind }).map_err(|_| "WebRTC probes: the driver stopped".to_string())?;
         Ok(answer)
     }
 }
@@ -119,8 +133,10 @@ struct Peer {
     /// Arrival of the datagram being handled (server Unix ns).
     rx_ns: u64,
     budget: crate::session::ProbeBudget,
-    probe: ChannelId,
-    call: Option<(ChannelId, crate::session::ProbeBudget, usize)>,
+    channel: ChannelId,
+    kind: Kind,
+    /// A call frame's size.
+    frame_bytes: usize,
 }
 
 fn drive(sock: UdpSocket, local: SocketAddr, rx: Receiver<NewPeer>) {
@@ -128,11 +144,11 @@ fn drive(sock: UdpSocket, local: SocketAddr, rx: Receiver<NewPeer>) {
     let mut buf = vec![0u8; 2048];
     loop {
         while let Ok(p) = rx.try_recv() {
-            let budget = crate::session::ProbeBudget::new(&p.session.plan);
-            let call = p.call.zip(p.session.plan.household).map(|(id, h)| {
-                (id, crate::session::ProbeBudget::per_second(h.call_fps as f64), h.call_frame_bytes as usize)
-            });
-            peers.push(Peer { rtc: p.rtc, session: p.session, rx_ns: 0, budget, probe: p.probe, call });
+            let (budget, frame_bytes) = match (p.kind, p.session.plan.household) {
+                (Kind::Call, Some(h)) => (crate::session::ProbeBudget::per_second(h.call_fps as f64), h.call_frame_bytes as usize),
+                _ => (crate::session::ProbeBudget::new(&p.session.plan), 0),
+            };
+            peers.push(Peer { rtc: p.rtc, session: p.session, rx_ns: 0, budget, channel: p.channel, kind: p.kind, frame_bytes });
         }
         for p in peers.iter_mut() {
             if p.session.ended.load(Ordering::Relaxed) {
@@ -182,11 +198,15 @@ fn poll(p: &mut Peer, sock: &UdpSocket) -> Instant {
                 let _ = sock.send_to(&t.contents, t.destination);
             }
             Ok(Output::Event(Event::ChannelData(d))) => {
-                if let Some((id, budget, size)) = p.call.as_mut().filter(|c| c.0 == d.id) {
-                    call_frame(&p.session, p.rx_ns, *id, budget, *size, &d.data, &mut p.rtc);
+                if d.id != p.channel {
+                    p.rtc.disconnect();
                     continue;
                 }
-                if d.id != p.probe || d.data.len() > MAX_MESSAGE {
+                if p.kind == Kind::Call {
+                    call_frame(&p.session, p.rx_ns, d.id, &mut p.budget, p.frame_bytes, &d.data, &mut p.rtc);
+                    continue;
+                }
+                if d.data.len() > MAX_MESSAGE {
                     p.rtc.disconnect();
                     continue;
                 }

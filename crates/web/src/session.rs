@@ -103,6 +103,8 @@ pub struct Session {
     pub ended: AtomicBool,
     pub ws_open: AtomicBool,
     pub rtc_open: AtomicBool,
+    /// The household test's call connection is open.
+    pub rtc_call_open: AtomicBool,
     flows: Mutex<Vec<Arc<FlowRec>>>,
     /// The server's stamps of the WebSocket (TCP) probes and of the WebRTC
     /// (UDP) probes.
@@ -255,6 +257,7 @@ impl Sessions {
             ended: AtomicBool::new(false),
             ws_open: AtomicBool::new(false),
             rtc_open: AtomicBool::new(false),
+            rtc_call_open: AtomicBool::new(false),
             flows: Mutex::new(vec![]),
             ws_probes: Mutex::new(vec![]),
             rtc_probes: Mutex::new(vec![]),
