@@ -239,7 +239,6 @@ fn vanished_client_is_cleaned_up() {
     s.read_exact(&mut hs).unwrap();
     let msg = bloatlab_wire::ClientMsg::NewTest {
         client: Default::default(),
-        household: None,
         cc: String::new(),
         planned_duration_ms: 5000,
         max_flows: 1,

@@ -56,7 +56,6 @@ fn hello(s: &mut TcpStream, secret: Option<&Secret>, first: &ClientMsg) -> Resul
 fn new_test(planned_ms: u64, max_flows: u32) -> ClientMsg {
     ClientMsg::NewTest {
         client: Default::default(),
-        household: None,
         cc: String::new(),
         planned_duration_ms: planned_ms,
         max_flows,
