@@ -82,10 +82,18 @@ fn chromium_runs_the_household_test_on_loopback() {
     let expr = "(window.bloatlabResult && {json: window.bloatlabResultJson, cards: [...document.querySelectorAll('#household .use')]
             .map(c => [c.querySelector('h3').firstChild.textContent.trim(), c.querySelector('.badge').textContent]),
             shown: !document.getElementById('household-box').hidden}) || (window.bloatlabError && {error: window.bloatlabError})";
-    let run = chrome.run(&format!("{}?autostart=1&mode=household", srv.url), expr, Duration::from_secs(50)).unwrap();
+    // BLOATLAB_WEB_SCREENSHOTS=DIR keeps a screenshot of the finished page
+    let look = bloatlab_testkit::chrome::Look {
+        screenshot: std::env::var_os("BLOATLAB_WEB_SCREENSHOTS").map(|d| std::path::Path::new(&d).join("web-household-loopback.png")),
+        ..Default::default()
+    };
+    let run = chrome.run_with(&format!("{}?autostart=1&mode=household", srv.url), expr, Duration::from_secs(50), &look).unwrap();
     let v = run.value.unwrap_or_else(|| panic!("no result within 50 s; console: {:#?}", run.console));
     assert!(v.get("error").is_none(), "the page failed: {v}\n{:#?}", run.console);
     let r: bloatlab_results::TestResult = serde_json::from_str(v["json"].as_str().unwrap()).unwrap();
+    if let Some(d) = std::env::var_os("BLOATLAB_KEEP_RESULTS") {
+        std::fs::write(std::path::Path::new(&d).join("web-household-loopback.json"), v["json"].as_str().unwrap()).unwrap();
+    }
     let plan = bloatlab_model::WebPlan::of(bloatlab_model::WebMode::Household);
     let hp = plan.household.unwrap();
     assert_eq!(r.metadata.command, ["browser", "household"]);
@@ -94,7 +102,7 @@ fn chromium_runs_the_household_test_on_loopback() {
     assert_eq!(names[2], "household", "{names:?}");
     let hh = &r.scenarios[2];
     assert_eq!((hh.uploads, hh.downloads), (1, 1), "the bulk update: one stream each way");
-    assert!(hh.summary.download_bps > 1e8 && hh.summary.upload_bps > 1e8, "{:?}", hh.summary);
+    assert!(hh.summary.download_bps > LOADED_BPS && hh.summary.upload_bps > LOADED_BPS, "{:?}", hh.summary);
     // the game: 50 updates a second for 12 s
     assert!(hh.summary.latency.sent >= 550 && hh.summary.latency.received >= 500, "{:?}", hh.summary.latency);
     let h = r.household.as_ref().expect("the household record");
@@ -116,7 +124,7 @@ fn chromium_runs_the_household_test_on_loopback() {
     // the page shows the server's verdicts, one card per profile
     let verdicts = bloatlab_metrics::household::household(&r);
     let want: Vec<(String, String)> =
-        verdicts.iter().map(|u| (u.name.clone(), serde_json::to_value(u.verdict).unwrap().as_str().unwrap().to_string())).collect();
+        verdicts.iter().map(|u| (u.name.clone(), u.verdict.as_str().to_string())).collect();
     let shown: Vec<(String, String)> = serde_json::from_value(v["cards"].clone()).unwrap();
     assert_eq!(shown, want);
     assert_eq!(v["shown"], true);
@@ -130,6 +138,12 @@ fn chromium_runs_the_household_test_on_loopback() {
         assert!(u.starts_with(origin) || u.starts_with(&origin.replacen("http", "ws", 1)) || u.starts_with("blob:"), "a request elsewhere: {u}");
     }
 }
+
+/// A phase that loaded loopback carried at least this (bits/s). Loopback
+/// speed is the two processes' CPU (a browser's upload got 94 Mbit/s to
+/// 3.5 Gbit/s here, beside another test's Chromium or not): how fast is
+/// for bench/, this checks that the load ran and was counted.
+const LOADED_BPS: f64 = 10e6;
 
 /// A page's result: the CLI's schema with `client: browser`, UDP probes over
 /// WebRTC, every phase with probes and goodput, and no request elsewhere.
@@ -149,11 +163,11 @@ fn check_result(v: &serde_json::Value, requests: &[String], base: &str) {
         assert!(p.rr.len() >= 100, "{}: {} WebSocket exchanges", p.name, p.rr.len());
         assert!(p.summary.owd_up_p50_ms.is_some() && p.summary.owd_down_p50_ms.is_some(), "{}: one-way delays", p.name);
         if p.downloads > 0 {
-            assert!(p.summary.download_bps > 1e8, "{}: {} bit/s down on loopback", p.name, p.summary.download_bps);
+            assert!(p.summary.download_bps > LOADED_BPS, "{}: {} bit/s down on loopback", p.name, p.summary.download_bps);
             assert!(p.flows.iter().any(|f| f.direction == bloatlab_results::Direction::Down && !f.tcp_info.is_empty()), "{}: the server's TCP_INFO", p.name);
         }
         if p.uploads > 0 {
-            assert!(p.summary.upload_bps > 1e8, "{}: {} bit/s up on loopback", p.name, p.summary.upload_bps);
+            assert!(p.summary.upload_bps > LOADED_BPS, "{}: {} bit/s up on loopback", p.name, p.summary.upload_bps);
         }
     }
     assert!(r.headline.grade.is_some());

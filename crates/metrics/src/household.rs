@@ -86,8 +86,8 @@ pub fn household(r: &TestResult) -> Vec<UseVerdict> {
                 format!("p99 round trip {}, {} of {} updates lost ({})", ms(game.p99_ms), game.lost, game.sent, pct(game.loss_pct))
             },
             rule: format!(
-                "a small UDP update each {} ms, answered: good up to 50 ms p99 and 1% lost, fair up to 100 ms and 5% (game-industry guidance at the 99th percentile: a game feels its worst moments)",
-                bloatlab_model::fmt::sig3(h.game_interval_ms)
+                "a small UDP update every {} ms, answered: good up to 50 ms p99 and 1% lost, fair up to 100 ms and 5% (game-industry guidance at the 99th percentile: a game feels its worst moments)",
+                bloatlab_model::fmt::trim_num(h.game_interval_ms)
             ),
         },
         UseVerdict {
@@ -150,15 +150,15 @@ fn stream(h: &bloatlab_results::Household, phase: Option<&Phase>) -> UseVerdict 
             Some(w) => format!(
                 "slowest segment {} for {} s of play ({} fetched{})",
                 bloatlab_model::fmt::human_ms(w),
-                bloatlab_model::fmt::sig3(play_ms / 1e3),
+                bloatlab_model::fmt::trim_num(play_ms / 1e3),
                 s.segments.len(),
                 if unfinished > 0 { format!(", {unfinished} still arriving when the test ended") } else { String::new() }
             ),
         },
         rule: format!(
-            "a {} B segment for each {} s of play ({}), fetched in turn: good when each arrives within half its play time, fair within its play time, poor when one takes longer (the player's buffer drains)",
-            s.segment_bytes,
-            bloatlab_model::fmt::sig3(play_ms / 1e3),
+            "a {} segment for each {} s of play ({}), fetched in turn: good when each arrives within half its play time, fair within its play time, poor when one takes longer (the player's buffer drains)",
+            bloatlab_model::fmt::human_bytes(s.segment_bytes as f64),
+            bloatlab_model::fmt::trim_num(play_ms / 1e3),
             bloatlab_model::fmt::rate(rate)
         ),
     }

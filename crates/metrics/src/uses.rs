@@ -125,6 +125,16 @@ pub fn uses(r: &TestResult) -> Vec<UseVerdict> {
 }
 
 impl Verdict {
+    /// "good", "fair", "poor", "unknown" (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Good => "good",
+            Verdict::Fair => "fair",
+            Verdict::Poor => "poor",
+            Verdict::Unknown => "unknown",
+        }
+    }
+
     fn rank(self) -> u8 {
         match self {
             Verdict::Good => 0,
@@ -173,5 +183,12 @@ mod tests {
         assert_eq!(v(&result(20.0, 40.0, 50e6, 2e6))[1], Fair);
         assert_eq!(v(&result(20.0, 40.0, 50e6, 1e6))[1], Poor);
         assert_eq!(v(&result(20.0, 40.0, 1e6, 1e6))[2], Poor);
+    }
+
+    #[test]
+    fn a_verdict_word_is_its_serialized_name() {
+        for v in [Verdict::Good, Verdict::Fair, Verdict::Poor, Verdict::Unknown] {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
     }
 }

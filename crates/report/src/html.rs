@@ -220,6 +220,9 @@ fn summary_html(r: &TestResult) -> String {
     if let Some(rows) = crate::table::udp_rows(r) {
         let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), crate::fmt::html_table("udp", &rows));
     }
+    if let Some(rows) = crate::table::household_rows(r) {
+        let _ = write!(s, "<h3>Household test</h3><p>{}</p>{}", esc(crate::table::HOUSEHOLD_TABLE_TITLE), crate::fmt::html_table("household", &rows));
+    }
     if let Some((how, rows)) = crate::table::ping_rows(r) {
         let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p>{}", esc(&how), crate::fmt::html_table("pings", &rows));
     }

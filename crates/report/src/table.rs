@@ -23,14 +23,23 @@ pub(crate) fn phase_rate_unit(r: &TestResult) -> RateUnit {
 pub(crate) fn context_line(r: &TestResult) -> String {
     let m = &r.metadata;
     let what = if r.client == bloatlab_results::ClientKind::Browser { "browser test" } else { "test" };
+    // the household test's phase has its own length
+    let household = r.household.as_ref().and_then(|h| r.scenarios.iter().find(|p| p.name == h.phase));
+    let scenarios = match household {
+        Some(h) => format!(
+            "{} scenario(s) x {} s + household {} s",
+            r.scenarios.len() - 1,
+            trim_num(m.scenario_duration_s),
+            trim_num(((h.end_ns - h.start_ns) as f64 / 1e8).round() / 10.0)
+        ),
+        None => format!("{} x {} s", scenario_count(r), trim_num(m.scenario_duration_s)),
+    };
     let mut s = format!(
-        "bloatlab {} {what} to {} at {}; cc {}; {} x {} s, idle {} s; probes every {} ms",
+        "bloatlab {} {what} to {} at {}; cc {}; {scenarios}, idle {} s; probes every {} ms",
         m.bloatlab_version,
         if m.server_address.is_empty() { "?" } else { &m.server_address },
         if m.start_time.is_empty() { "?" } else { &m.start_time },
         if m.cc.is_empty() { "default" } else { &m.cc },
-        scenario_count(r),
-        trim_num(m.scenario_duration_s),
         trim_num(m.idle_duration_s),
         trim_num(m.probe_interval_ms),
     );
@@ -209,6 +218,34 @@ pub(crate) fn ramp_lines(r: &TestResult) -> Vec<String> {
     r.ramp.iter().map(|d| d.line(rate)).collect()
 }
 
+/// What the household table shows (terminal heading, HTML caption).
+pub(crate) const HOUSEHOLD_TABLE_TITLE: &str =
+    "Household test (the browser's: a game, a video call, a stream and a bulk update at once; each judged by its rule, docs/web.md)";
+
+/// The household test's verdicts (`metrics::household`), a row per profile
+/// (the first row is the header); None without a household test.
+pub(crate) fn household_rows(r: &TestResult) -> Option<Vec<Vec<String>>> {
+    let v = bloatlab_metrics::household::household(r);
+    if v.is_empty() {
+        return None;
+    }
+    let mut rows = vec![vec!["Profile".to_string(), "Verdict".into(), "Measured".into()]];
+    for u in v {
+        rows.push(vec![u.name, u.verdict.as_str().into(), u.measured]);
+    }
+    Some(rows)
+}
+
+/// A line per profile (its words are long: a table would pad them apart).
+fn household_table(r: &TestResult) -> String {
+    let Some(rows) = household_rows(r) else { return String::new() };
+    let mut s = format!("\n{HOUSEHOLD_TABLE_TITLE}:\n");
+    for row in &rows[1..] {
+        s.push_str(&format!("  {:<12} {:<5} {}\n", row[0], row[1], row[2]));
+    }
+    s
+}
+
 fn ping_table(r: &TestResult) -> String {
     match ping_rows(r) {
         Some((how, rows)) => format!("\nPings to other hosts: {how}\n{}", text_table(&rows)),
@@ -231,6 +268,7 @@ pub fn summary_table(r: &TestResult) -> String {
     out.push_str(&ping_table(r));
     out.push_str(&udp_table(r));
     out.push_str(&class_table(r));
+    out.push_str(&household_table(r));
     if let Some(x) = &r.rpm {
         out.push_str("\nIETF responsiveness against the same server, after the scenarios (bloatlab test --rpm):\n");
         out.push_str(&crate::rpm::rpm_table(x));

@@ -597,3 +597,39 @@ fn the_headline_grade_is_the_verdicts() {
     let j = serde_json::to_value(&r).unwrap();
     assert_eq!(j["headline"]["grade"].as_str(), r.headline.grade.as_deref());
 }
+
+/// A browser's household test: `bloatlab report` shows each profile's
+/// verdict (`metrics::household`) in the terminal and the HTML report.
+#[test]
+fn the_household_verdicts_are_in_the_text_and_html_reports() {
+    use bloatlab_results::{CallRecord, Household, Probe, Segment, StreamRecord};
+    let mut r = common::small();
+    let last = r.scenarios.len() - 1;
+    r.scenarios[last].name = "household".into();
+    let (start, end) = (r.scenarios[last].start_ns, r.scenarios[last].end_ns);
+    let frames = (0..100u32)
+        .map(|i| Probe { seq: i, t_ns: start + i as u64 * 33_000_000, rtt_ns: (i % 10 != 0).then_some(40_000_000), server_rx_unix_ns: Some(1), owd_up_ns: None, owd_down_ns: None })
+        .collect();
+    r.household = Some(Household {
+        phase: "household".into(),
+        game_interval_ms: 20.0,
+        call: CallRecord { frames_per_second: 30, frame_bytes: 6250, frames },
+        stream: StreamRecord {
+            segment_ms: 4000.0,
+            segment_bytes: 1_500_000,
+            segments: vec![Segment { t_ns: start, first_byte_ns: Some(5_000_000), done_ns: Some(1_500_000_000), bytes: 1_500_000 }],
+        },
+    });
+    assert!(end > start);
+    let t = summary_table(&r);
+    assert!(t.contains("Household test (the browser's"), "{t}");
+    let call = t.lines().find(|l| l.trim_start().starts_with("video call")).unwrap_or_else(|| panic!("no call row: {t}"));
+    assert!(call.contains("poor") && call.contains("10 of 100 frames lost"), "{call}");
+    let stream = t.lines().find(|l| l.trim_start().starts_with("stream")).unwrap_or_else(|| panic!("no stream row: {t}"));
+    assert!(stream.contains("good") && stream.contains("slowest segment 1.50 s"), "{stream}");
+    let html = render_html(&[Run { label: "x", result: &r }]).unwrap();
+    let table = &html[html.find("<table class=\"household\">").expect("an HTML household table")..];
+    assert!(table[..table.find("</table>").unwrap()].contains("<td>poor</td>"), "{table}");
+    // a result without one has no such table
+    assert!(!summary_table(&common::small()).contains("Household test"));
+}

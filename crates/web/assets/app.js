@@ -354,10 +354,10 @@
   // due or when the last one arrived, whichever is later ----
   async function streamSegments(sid, h, start, end) {
     const segs = [];
-    let due = start;
-    while (now() < end) {
-      await sleep(due - now());
-      if (now() >= end) break;
+    // segments due within the phase (timers wake up to a millisecond early:
+    // the schedule decides, not the clock, so a segment due at the end is not fetched)
+    for (let k = 0; start + k * h.stream_segment_ms < end; k++) {
+      await sleep(start + k * h.stream_segment_ms - now());
       const g = { requested_ms: now(), first_byte_ms: null, done_ms: null, bytes: 0 };
       segs.push(g);
       const ac = new AbortController();
@@ -378,7 +378,6 @@
       } finally {
         clearTimeout(cut);
       }
-      due += h.stream_segment_ms;
     }
     return segs;
   }
@@ -452,6 +451,7 @@
       live.over = true;
       $('now-phase').textContent = 'Finished';
       for (const id of ['now-rtt', 'now-down', 'now-up']) $(id).textContent = '-';
+      $('server-now').textContent = '';
     }
     $('status').textContent = 'Computing the result…';
     const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });

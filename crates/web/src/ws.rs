@@ -210,6 +210,26 @@ fn server_state(s: &Session) -> serde_json::Value {
     json!({"server": flows, "t_ns": clock::now_ns().saturating_sub(s.t0_ns), "arrived_up": arrived[0], "arrived_down": arrived[1]})
 }
 
+/// After a refusal's Close frame: read and drop what the client still sends
+/// (at most 2 s and 4 MiB) until its Close, so the reason reaches it. A
+/// socket closed with unread data resets the connection, and a reset can
+/// overtake the Close frame: the client then sees an error, not the reason.
+async fn linger<R>(rx: &mut R)
+where
+    R: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    let drain = async {
+        let mut bytes = 0usize;
+        while let Some(Ok(m)) = rx.next().await {
+            bytes += m.len();
+            if matches!(m, Message::Close(_)) || bytes > 4 << 20 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+}
+
 /// Serve the probe socket until the page closes it or the test ends; an
 /// abnormal end returns why (for the log).
 async fn run<S>(ws: WebSocketStream<S>, s: &Arc<Session>, web: &Web) -> Option<String>
@@ -238,6 +258,7 @@ where
                     Some(Ok(Message::Close(_))) | None => return None,
                     Some(Ok(_)) => {
                         let _ = tx.send(close(CloseCode::Unsupported, "probes are text messages")).await;
+                        linger(&mut rx).await;
                         return Some("a binary message".into());
                     }
                     Some(Err(e)) => return Some(format!("{e}")),
@@ -245,16 +266,19 @@ where
                 if !budget.take() {
                     let why = format!("more probes than {:.0} a second (bursts of 10 s allowed)", budget.rate());
                     let _ = tx.send(close(CloseCode::Policy, &why)).await;
+                    linger(&mut rx).await;
                     return Some(why);
                 }
                 let seq = serde_json::from_str::<serde_json::Value>(text.as_str()).ok().and_then(|v| v["p"].as_u64()).filter(|&v| v <= u32::MAX as u64);
                 let Some(seq) = seq else {
                     let _ = tx.send(close(CloseCode::Invalid, "a probe is {\"p\":SEQ}")).await;
+                    linger(&mut rx).await;
                     return Some("a malformed probe".into());
                 };
                 let t3 = clock::now_ns();
                 if !s.ws_probe(ProbeStamp { seq: seq as u32, t2, t3 }) {
                     let _ = tx.send(close(CloseCode::Policy, "the plan's probes are all sent")).await;
+                    linger(&mut rx).await;
                     return Some("more probes than the plan sends".into());
                 }
                 let answer = json!({"p": seq, "t2": t2.saturating_sub(s.t0_ns), "t3": t3.saturating_sub(s.t0_ns)});
