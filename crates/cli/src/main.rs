@@ -37,6 +37,10 @@ pub(crate) enum Cmd {
     Recipe(cmd::recipe::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
     Sweep(cmd::sweep::SweepArgs),
+    /// Test servers on a schedule for days and keep every result in a history (SQLite).
+    Monitor(Box<cmd::monitor::MonitorArgs>),
+    /// What `bloatlab monitor` kept: a row per run, or per hour or day.
+    History(cmd::monitor::HistoryArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cmd::docs::CompletionsArgs),
     /// Write the man pages (bloatlab(1), bloatlab-lab(1), ...).
@@ -76,6 +80,8 @@ fn main() {
         Cmd::Emulate(a) => cmd::emulate::run_emulate(*a),
         Cmd::Recipe(a) => cmd::recipe::run_recipe(a),
         Cmd::Sweep(a) => cmd::sweep::run_sweep(a),
+        Cmd::Monitor(a) => cmd::monitor::run_monitor(*a),
+        Cmd::History(a) => cmd::monitor::run_history(a),
         Cmd::Job { file } => cmd::job::run_job(&file, &bloatlab_report::summary_table),
         Cmd::Completions(a) => cmd::docs::run_completions(a),
         Cmd::Man(a) => cmd::docs::run_man(a),

@@ -5,7 +5,7 @@
 //! `bloatlab lab --` and `bloatlab sweep --`, the shell completions and the
 //! man pages.
 use bloatlab_model::options::{Arity, Shape};
-use bloatlab_model::{Configurable, LabConfig, OptionDef, Overrides, TestConfig};
+use bloatlab_model::{Configurable, LabConfig, MonitorConfig, OptionDef, Overrides, TestConfig};
 use clap::builder::{PossibleValuesParser, ValueParser};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches, ValueHint};
 
@@ -142,6 +142,33 @@ impl Args for LinkOptionArgs {
 impl FromArgMatches for LinkOptionArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         overrides(m, link).map(LinkOptionArgs)
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// `bloatlab history`'s `--db`: the monitor's option, from the same definition.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MonitorDbArgs(pub Overrides<MonitorConfig>);
+
+fn monitor_db(long: &str) -> bool {
+    long == "db"
+}
+
+impl Args for MonitorDbArgs {
+    fn augment_args(cmd: Command) -> Command {
+        augment::<MonitorConfig>(cmd, monitor_db)
+    }
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for MonitorDbArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        overrides(m, monitor_db).map(MonitorDbArgs)
     }
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
         *self = Self::from_arg_matches(m)?;

@@ -295,10 +295,20 @@ fn the_web_endpoints_stay_bounded_under_abuse() {
     assert!(c["error"].as_str().is_some_and(|e| e.contains("--max-tests")), "{c}");
     let id = a["id"].as_str().unwrap().to_string();
 
-    // 3. Load requests need a running test of the same source.
+    // 3. Load requests need a running test of the same source; stream
+    // segments and a call belong to a household test only.
     let (st, e) = http(&base, "GET", "/api/down?s=0123&f=1", b"");
     assert_eq!(st, 404, "{e}");
     assert!(e.contains("no such test"), "{e}");
+    let (st, e) = http(&base, "GET", &format!("/api/down?s={id}&f=40&bytes=1000"), b"");
+    assert_eq!(st, 400, "{e}");
+    assert!(e.contains("only the household test fetches segments"), "{e}");
+    let (st, e) = http(&base, "POST", &format!("/api/rtc?s={id}&c=call"), b"{\"type\":\"offer\",\"sdp\":\"v=0\"}");
+    assert_eq!(st, 400, "{e}");
+    assert!(e.contains("only the household test has a call"), "{e}");
+    let (st, e) = http(&base, "POST", &format!("/api/rtc?s={id}&c=video"), b"{}");
+    assert_eq!(st, 400, "{e}");
+    assert!(e.contains("`probe` or `call`"), "{e}");
 
     // 4. Aborted downloads: 8 streams cut after a few bytes; the test's
     // flows are bounded (64) and the connections come back.

@@ -284,6 +284,7 @@ pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: boo
         ramp: vec![],
         client: Default::default(),
         household: None,
+        monitor: None,
     };
     m::grade::record(&mut r);
     r

@@ -115,11 +115,11 @@ pub struct OptionDef<T: 'static> {
     pub examples: &'static [&'static str],
     /// Parse one value (of a [`Arity::Repeated`] option: one occurrence)
     /// and store it in the configuration.
-    set: fn(&mut T, &str) -> Result<(), String>,
+    pub(crate) set: fn(&mut T, &str) -> Result<(), String>,
     /// The configuration's value in the canonical spelling, one string per
     /// occurrence; empty when the option is off or unset (`--rpm` not run,
     /// no `--ping`, no `--witness`, `--rx-copy` off).
-    get: fn(&T) -> Vec<String>,
+    pub(crate) get: fn(&T) -> Vec<String>,
 }
 
 impl<T> Clone for OptionDef<T> {

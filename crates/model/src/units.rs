@@ -97,7 +97,7 @@ fn exact_decimal(v: u64, div: u64) -> String {
 
 /// Accepted duration spellings, for error messages and help.
 pub const DURATION_FORMS: &str =
-    "accepted forms: 5s, 500ms, 1.5s, 2m (minutes), 1h, 100us, 250ns, or a bare number of seconds";
+    "accepted forms: 5s, 500ms, 1.5s, 2m (minutes), 1h, 7d, 100us, 250ns, or a bare number of seconds";
 
 /// Accepted spellings where a unit is required.
 pub const DURATION_UNIT_FORMS: &str =
@@ -111,6 +111,7 @@ fn duration_unit_ns(unit: &str) -> Option<f64> {
         "s" | "sec" | "secs" => 1e9,
         "m" | "min" | "mins" => 60e9,
         "h" => 3600e9,
+        "d" => 86400e9,
         _ => return None,
     })
 }
@@ -155,6 +156,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn fmt_duration_ns(ns: u64) -> String {
     if ns == 0 {
         return "0s".into();
+    }
+    if ns.is_multiple_of(86_400_000_000_000) {
+        return format!("{}d", ns / 86_400_000_000_000);
     }
     if ns.is_multiple_of(60_000_000_000) {
         return format!("{}m", ns / 60_000_000_000);
@@ -321,6 +325,57 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Howard Hinnant's civil-to-days: (year, month 1-12, day 1-31) to days
+/// since 1970-01-01, proleptic Gregorian.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 } as i64;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// A UTC date or time as Unix ns: `2026-11-20`, `2026-11-20T08:00Z`,
+/// `2026-11-20T08:00:30Z` (the `Z` may be left out; it is UTC either way).
+pub fn parse_utc_time(s: &str) -> Result<u64, String> {
+    let forms = "a UTC date or time: 2026-11-20, 2026-11-20T08:00Z or 2026-11-20T08:00:30Z";
+    let bad = || format!("`{s}` is not {forms}");
+    let t = s.trim().trim_end_matches(['Z', 'z']);
+    let (date, time) = match t.split_once(['T', 't', ' ']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (t, None),
+    };
+    let num = |x: &str, lo: u32, hi: u32| -> Result<u32, String> {
+        let v: u32 = x.parse().map_err(|_| bad())?;
+        if x.is_empty() || v < lo || v > hi {
+            return Err(bad());
+        }
+        Ok(v)
+    };
+    let dp: Vec<&str> = date.split('-').collect();
+    if dp.len() != 3 || dp[0].len() != 4 {
+        return Err(bad());
+    }
+    let (y, m, d) = (num(dp[0], 1970, 9999)? as i64, num(dp[1], 1, 12)?, num(dp[2], 1, 31)?);
+    if civil_from_days(days_from_civil(y, m, d)) != (y, m, d) {
+        return Err(format!("`{s}`: {y}-{m:02} has no day {d}"));
+    }
+    let mut secs = days_from_civil(y, m, d) * 86_400;
+    if let Some(tm) = time {
+        let tp: Vec<&str> = tm.split(':').collect();
+        if !(2..=3).contains(&tp.len()) {
+            return Err(bad());
+        }
+        secs += num(tp[0], 0, 23)? as i64 * 3600 + num(tp[1], 0, 59)? as i64 * 60;
+        if tp.len() == 3 {
+            secs += num(tp[2], 0, 59)? as i64;
+        }
+    }
+    Ok(secs as u64 * 1_000_000_000)
+}
+
 /// A UTC calendar time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UtcTime {
@@ -466,7 +521,7 @@ mod tests {
         assert!(e("-5ms").contains("negative"));
         assert!(e("1e30s").contains("too large"));
         assert!(e("600years").contains("unknown unit"));
-        assert!(e("5d").contains("unknown unit"));
+        assert!(e("5w").contains("unknown unit"));
         assert!(e(".s").contains("not a duration"));
         assert!(e("inf").contains("not a duration"));
         assert!(e("nan").contains("not a duration"));
@@ -654,6 +709,15 @@ mod tests {
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(civil_from_days(11016), (2000, 2, 29)); // 2000 is a leap year
         assert_eq!(civil_from_days(11017), (2000, 3, 1));
+        for d in [-1, 0, 11016, 11017, 20454, 20777] {
+            let (y, m, dd) = civil_from_days(d);
+            assert_eq!(days_from_civil(y, m, dd), d);
+        }
+        assert_eq!(parse_utc_time("2026-11-20").unwrap(), 1_795_132_800 * S);
+        assert_eq!(parse_utc_time("2026-11-20T10:00Z").unwrap(), 1_795_168_800 * S);
+        assert_eq!(parse_utc_time("2026-11-20T10:00:30").unwrap(), 1_795_168_830 * S);
+        assert!(parse_utc_time("2026-02-30").unwrap_err().contains("no day 30"));
+        assert!(parse_utc_time("20-11-2026").unwrap_err().contains("UTC date"));
         assert_eq!(civil_from_days(47541), (2100, 3, 1)); // 2100 is not: Feb 28 is the day before
         assert_eq!(civil_from_days(47540), (2100, 2, 28));
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");

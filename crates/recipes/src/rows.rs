@@ -299,6 +299,7 @@ mod tests {
             ramp: vec![],
             client: Default::default(),
             household: None,
+            monitor: None,
         };
         // as the lab records them when it merges its queues into the result
         let lab = r.lab.clone().unwrap();

@@ -254,6 +254,7 @@ mod tests {
             ramp: vec![],
             client: Default::default(),
             household: None,
+            monitor: None,
         }
     }
 

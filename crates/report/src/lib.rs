@@ -11,6 +11,7 @@
 pub mod files;
 mod export;
 pub mod fmt;
+pub mod history;
 mod html;
 pub mod lab;
 mod plot;

@@ -56,6 +56,27 @@ pub struct TestResult {
     /// the phase they ran in at once (their verdicts: `metrics::household`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub household: Option<Household>,
+    /// A run of `bloatlab monitor`: which monitor ran it, for which target,
+    /// on what schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<MonitorRun>,
+}
+
+/// What `bloatlab monitor` adds to each result it keeps.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct MonitorRun {
+    /// The monitor's id (`--id`, the host name by default).
+    pub monitor_id: String,
+    /// The target as given (`HOST[:PORT]`).
+    pub target: String,
+    /// The schedule: a loaded test every this many seconds, started up to
+    /// `jitter_s` later at random.
+    pub every_s: f64,
+    pub jitter_s: f64,
+    /// When this run was due (Unix ns) and how many runs of this target the
+    /// monitor had made before it in this process.
+    pub due_unix_ns: u64,
+    pub sequence: u64,
 }
 
 /// The household test (`client: "browser"`, mode `household`): a game, a

@@ -414,6 +414,9 @@ async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Re
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
+    if kind == rtc::Kind::Call && s.plan.household.is_none() {
+        return refuse(StatusCode::BAD_REQUEST, "only the household test has a call");
+    }
     let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the offer could not be read (at most 64 KiB): {e}")),

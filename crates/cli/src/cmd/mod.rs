@@ -5,6 +5,7 @@ pub mod docs;
 pub mod emulate;
 pub mod job;
 pub mod lab;
+pub mod monitor;
 pub mod recipe;
 pub mod report;
 pub mod rpm;

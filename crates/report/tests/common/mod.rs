@@ -381,6 +381,7 @@ pub fn build(spec: &Spec) -> TestResult {
         ramp: vec![],
         client: Default::default(),
         household: None,
+        monitor: None,
     };
     // each phase's queue figures, as the lab records them
     if let Some(lab) = r.lab.clone() {

@@ -1,0 +1,204 @@
+//! `bloatlab monitor` (scheduled tests kept in a history) and `bloatlab
+//! history` (what it kept). The monitor's options are the model's
+//! [`MONITOR_OPTIONS`](bloatlab_model::MONITOR_OPTIONS): the flags here and
+//! the keys of `--config FILE` are both read from that one table.
+use crate::options::{MonitorDbArgs, OptionArgs};
+use anyhow::{anyhow, bail, Context, Result};
+use bloatlab_host::signals;
+use bloatlab_model::options::{option, Arity, Overrides};
+use bloatlab_model::{MonitorConfig, MonitorTarget};
+use bloatlab_report::history::{history_csv, history_table, run_line, By};
+use bloatlab_store::sqlite::Sqlite;
+use bloatlab_store::{Query, RunRow, Store};
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// Bloatlab servers to test on the schedule: HOST or HOST:PORT (the same as --target).
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub opts: OptionArgs<MonitorConfig>,
+    /// Read the options from a TOML file: the flags' names as keys (`every = "10m"`,
+    /// `target = ["a.example:9770", "b.example"]`); flags given here win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print nothing but errors (each run is still kept).
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub secret: super::ClientSecret,
+}
+
+/// The line of `text` that sets `key` (1-based), for messages.
+fn line_of(text: &str, key: &str) -> Option<usize> {
+    let alt = key.replace('_', "-");
+    let alt2 = key.replace('-', "_");
+    text.lines().position(|l| {
+        let t = l.trim_start();
+        [key, &alt, &alt2].iter().any(|k| t.strip_prefix(*k).is_some_and(|r| r.trim_start().starts_with('=')))
+    })
+    .map(|i| i + 1)
+}
+
+/// The options a config file sets, checked by the options' own parsers;
+/// an error names the file and the line at fault.
+pub fn read_config(path: &Path) -> Result<Overrides<MonitorConfig>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("--config {}", path.display()))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))?;
+    let mut o = Overrides::<MonitorConfig>::default();
+    for (key, value) in &table {
+        let at = |e: String| {
+            let line = line_of(&text, key).map(|l| format!(" line {l}")).unwrap_or_default();
+            anyhow!("--config {}{line}: {e}", path.display())
+        };
+        let Some(def) = option::<MonitorConfig>(key) else {
+            let names: Vec<&str> = bloatlab_model::MONITOR_OPTIONS.iter().map(|o| o.long).collect();
+            return Err(at(format!("`{key}` is not an option of `bloatlab monitor` ({})", names.join(", "))));
+        };
+        let scalar = |v: &toml::Value| -> Result<String, String> {
+            match v {
+                toml::Value::String(s) => Ok(s.clone()),
+                toml::Value::Integer(i) => Ok(i.to_string()),
+                toml::Value::Float(f) => Ok(f.to_string()),
+                toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.into()),
+                other => Err(format!("`{key}`: {} is not a value for --{}", other.type_str(), def.long)),
+            }
+        };
+        match value {
+            toml::Value::Array(vs) if def.arity == Arity::Repeated => {
+                for v in vs {
+                    o.add(key, &scalar(v).map_err(at)?).map_err(at)?;
+                }
+            }
+            toml::Value::Array(_) => return Err(at(format!("`{key}` takes one value (only target takes a list)"))),
+            v => o.set(key, &scalar(v).map_err(at)?).map_err(at)?,
+        }
+    }
+    Ok(o)
+}
+
+/// The monitor this command line (and its config file) asks for, checked.
+pub fn config(a: &MonitorArgs) -> Result<MonitorConfig> {
+    let mut o = match &a.config {
+        Some(p) => read_config(p)?,
+        None => Overrides::default(),
+    };
+    let mut cli = a.opts.0.clone();
+    for t in &a.targets {
+        cli.add("target", t).map_err(|e| anyhow!(e))?;
+    }
+    // targets on the command line replace the file's; other flags win one by one
+    o.merge(&cli);
+    let mut cfg = MonitorConfig::default();
+    o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+    cfg.secret = a.secret.read()?;
+    cfg.check().map_err(|e| anyhow!(e))?;
+    Ok(cfg)
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
+    let cfg = config(&a)?;
+    signals::install();
+    let mut store = Sqlite::open(&cfg.db).map_err(|e| anyhow!("--db: {e}"))?;
+    let quiet = a.quiet;
+    let mut out = std::io::stdout();
+    // a closed stdout (a pipe read and closed) must not end the monitor
+    let mut say = |s: String| {
+        if !quiet {
+            let _ = writeln!(out, "{s}");
+            let _ = out.flush();
+        }
+    };
+    say(format!(
+        "bloatlab monitor {}: {} target(s), a loaded test each every {} (+ up to {} jitter), results in {}",
+        bloatlab_monitor::monitor_id(&cfg),
+        cfg.targets.len(),
+        bloatlab_model::units::fmt_duration(cfg.every),
+        bloatlab_model::units::fmt_duration(cfg.jitter.of(cfg.every)),
+        cfg.db.display()
+    ));
+    let res = bloatlab_monitor::run(&cfg, &mut store, signals::flag(), &mut |ev| {
+        use bloatlab_monitor::Event;
+        match ev {
+            Event::Scheduled { target, first_in } => say(format!("{target}: first run in {}", bloatlab_model::fmt::hms(first_in.as_secs_f64()))),
+            Event::Started { .. } => {}
+            Event::Kept { run, id, retry_in } => {
+                let mut line = run_line(&RunRow::of(run));
+                if let Some(r) = retry_in {
+                    line.push_str(&format!("; retry in {}", bloatlab_model::units::fmt_duration(r)));
+                }
+                say(format!("{line} [run {id}]"));
+            }
+            Event::StoreFailed { error, pending } => {
+                eprintln!("bloatlab monitor: the database refused a write: {error}; {pending} run(s) held, written with the next ones")
+            }
+            Event::Flushed { count } => say(format!("{count} held run(s) written")),
+            Event::Pruned { count } => say(format!("{count} run(s) older than --retention deleted")),
+        }
+    });
+    let sig = signals::pending();
+    match res {
+        Ok(n) => {
+            if sig != 0 {
+                say(format!("stopped by {}: {n} run(s) kept", signals::name(sig)));
+            }
+            Ok(0)
+        }
+        Err(e) => bail!(e),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub db: MonitorDbArgs,
+    /// Only this target (HOST or HOST:PORT, as the monitor was given it).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub target: Option<String>,
+    /// Runs since: a duration back from now (12h, 7d) or a UTC date or time (2026-11-20, 2026-11-20T08:00Z).
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Runs before: a duration back from now or a UTC date or time.
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// A row per run, or per target and hour or day (medians, worst added latency and grade).
+    #[arg(long, default_value = "run", value_parser = crate::choice::<By>(By::WORDS))]
+    pub by: By,
+    /// CSV instead of a table (numbers in ms and bits/s).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+/// `WHEN`: a duration back from `now` or a UTC date/time, as Unix ns.
+fn when(flag: &str, s: &str, now: u64) -> Result<u64> {
+    if let Ok(d) = bloatlab_model::units::parse_duration(s) {
+        return Ok(now.saturating_sub(d.as_nanos() as u64));
+    }
+    bloatlab_model::units::parse_utc_time(s).map_err(|e| anyhow!("--{flag}: {e}; or a duration back from now (12h, 7d)"))
+}
+
+pub fn run_history(a: HistoryArgs) -> Result<i32> {
+    let now = now_ns();
+    let target = a.target.as_deref().map(MonitorTarget::parse).transpose().map_err(|e| anyhow!("--target: {e}"))?.map(|t| t.name());
+    let q = Query {
+        target,
+        since_unix_ns: a.since.as_deref().map(|s| when("since", s, now)).transpose()?,
+        until_unix_ns: a.until.as_deref().map(|s| when("until", s, now)).transpose()?,
+    };
+    let mut c = MonitorConfig::default();
+    a.db.0.apply(&mut c).map_err(|e| anyhow!(e))?;
+    let store = Sqlite::open_read(&c.db).map_err(|e| anyhow!("--db: {e}"))?;
+    let rows = store.rows(&q).map_err(|e| anyhow!("--db: {e}"))?;
+    let text = if a.csv { history_csv(&rows, a.by) } else { history_table(&rows, a.by) };
+    let mut out = std::io::stdout();
+    let _ = out.write_all(text.as_bytes());
+    Ok(0)
+}

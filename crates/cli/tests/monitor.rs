@@ -1,0 +1,206 @@
+//! `bloatlab monitor` against a real `bloatlab server` on loopback and a
+//! target that refuses: every run is kept in the SQLite history (measured or
+//! failed, with its reason), `bloatlab history` shows them, SIGTERM ends a
+//! running test cleanly with exit status 0 and nothing lost, a restart
+//! resumes the schedule, a locked database holds runs until it can take
+//! them, and a bad config file is refused with the line at fault.
+mod common;
+use bloatlab_store::{sqlite::Sqlite, Query, Store};
+use bloatlab_host::process::Signal;
+use common::{exe, TestServer};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// A port nothing listens on.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A monitor whose stdout lines arrive on a channel.
+fn monitor(args: &[&str]) -> (Child, Receiver<String>) {
+    let mut child = Command::new(exe()).arg("monitor").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let (tx, rx) = channel();
+    let out = child.stdout.take().unwrap();
+    let err = child.stderr.take().unwrap();
+    let tx2 = tx.clone();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    std::thread::spawn(move || {
+        for l in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx2.send(format!("stderr: {l}"));
+        }
+    });
+    (child, rx)
+}
+
+/// Lines until one satisfies `f` (all of them, that one last).
+fn until(rx: &Receiver<String>, within: Duration, seen: &mut Vec<String>, f: impl Fn(&str) -> bool) -> String {
+    let end = Instant::now() + within;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => {
+                eprintln!("monitor: {l}");
+                seen.push(l.clone());
+                if f(&l) {
+                    return l;
+                }
+            }
+            Err(_) => panic!("no such line within {within:?}; seen:\n{}", seen.join("\n")),
+        }
+    }
+}
+
+fn signal(child: &Child, sig: Signal) {
+    assert!(bloatlab_host::process::signal_child(child, sig));
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let end = Instant::now() + within;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(Instant::now() < end, "the monitor did not exit within {within:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn history(args: &[&str]) -> String {
+    let o = Command::new(exe()).arg("history").args(args).output().unwrap();
+    assert!(o.status.success(), "history {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn the_monitor_keeps_every_run_history_shows_them_and_sigterm_loses_nothing() {
+    let _g = common::serial();
+    let srv = TestServer::start(&["--no-rpm", "--no-web"]);
+    let live = srv.addr();
+    let dead = format!("127.0.0.1:{}", closed_port());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let dbs = db.to_str().unwrap();
+    let (mut child, rx) = monitor(&[&live, &dead, "--every", "2s", "--jitter", "0%", "--db", dbs, "--id", "t1"]);
+    let mut seen = vec![];
+    until(&rx, Duration::from_secs(10), &mut seen, |l| l.starts_with("bloatlab monitor t1: 2 target(s)"));
+    // two measured runs of the live server, a failure of the dead one between
+    for _ in 0..2 {
+        until(&rx, Duration::from_secs(60), &mut seen, |l| l.contains(&format!(" {live} ")) && l.contains("idle") && l.contains("[run "));
+    }
+    assert!(seen.iter().any(|l| l.contains(&format!(" {dead} failed: ")) && l.contains("retry in 2s")), "{seen:#?}");
+    // SIGTERM while the third run of the live server measures
+    until(&rx, Duration::from_secs(30), &mut seen, |l| l.contains(&format!(" {dead} failed: ")));
+    std::thread::sleep(Duration::from_secs(3));
+    signal(&child, Signal::Term);
+    let st = wait_exit(&mut child, Duration::from_secs(15));
+    // the rest of its lines
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+        eprintln!("monitor: {l}");
+        seen.push(l);
+    }
+    assert!(st.success(), "exit {st:?}; {seen:#?}");
+    let stopped = seen.iter().find(|l| l.starts_with("stopped by SIGTERM")).unwrap_or_else(|| panic!("{seen:#?}"));
+    let printed = seen.iter().filter(|l| l.contains("[run ")).count();
+    assert!(stopped.contains(&format!("{printed} run(s) kept")), "{stopped} vs {printed} printed");
+
+    // every run printed is in the database; the live ones are results with the monitor's fields
+    let store = Sqlite::open_read(&db).unwrap();
+    let rows = store.rows(&Query::default()).unwrap();
+    assert_eq!(rows.len(), printed, "{rows:#?}");
+    let lives: Vec<_> = rows.iter().filter(|r| r.target == live).collect();
+    assert!(lives.len() >= 3, "{lives:#?}");
+    assert!(lives.iter().take(2).all(|r| r.complete && r.failure.is_none() && r.added_ms.is_some() && r.grade.is_some()), "{lives:#?}");
+    // the one SIGTERM cut short is kept, marked incomplete
+    let last = lives.last().unwrap();
+    assert!(!last.complete || last.failure.is_some(), "{last:?}");
+    let r = store.result(lives[0].id).unwrap().unwrap();
+    let m = r.monitor.as_ref().unwrap();
+    assert_eq!((m.monitor_id.as_str(), m.target.as_str(), m.every_s, m.sequence), ("t1", live.as_str(), 2.0, 0));
+    assert_eq!(r.headline.max_added_latency_ms, lives[0].added_ms);
+    assert_eq!(r.metadata.command, ["monitor", live.as_str()]);
+    let fails: Vec<_> = rows.iter().filter(|r| r.target == dead).collect();
+    assert!(!fails.is_empty() && fails.iter().all(|r| r.failure.as_deref().is_some_and(|f| f.contains("refused"))), "{fails:#?}");
+
+    // history: a row per run, failures with their reasons; per hour; CSV
+    let t = history(&["--db", dbs]);
+    assert!(t.contains(&live) && t.contains("Failures:") && t.contains("refused"), "{t}");
+    let t = history(&["--db", dbs, "--target", &live, "--by", "hour"]);
+    assert!(t.contains(&live) && t.contains("Per hour: medians") && !t.contains(&dead), "{t}");
+    let csv = history(&["--db", dbs, "--csv", "--since", "1h"]);
+    assert_eq!(csv.lines().count(), rows.len() + 1, "{csv}");
+    assert_eq!(history(&["--db", dbs, "--since", "2000-01-01", "--until", "2000-01-02"]), "no runs in this range\n");
+
+    // a restart resumes the schedule: the live server was tested within the hour
+    let (mut child, rx) = monitor(&[&live, "--every", "1h", "--jitter", "0%", "--db", dbs, "--id", "t1"]);
+    let mut seen = vec![];
+    let l = until(&rx, Duration::from_secs(10), &mut seen, |l| l.starts_with(&format!("{live}: first run in")));
+    assert!(l.contains(" in 59m") || l.contains(" in 58m"), "the schedule resumed: {l}");
+    signal(&child, Signal::Int);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    assert_eq!(Sqlite::open_read(&db).unwrap().rows(&Query::default()).unwrap().len(), rows.len());
+}
+
+#[test]
+fn a_locked_database_holds_the_runs_until_it_takes_them() {
+    let dead = format!("127.0.0.1:{}", closed_port());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let dbs = db.to_str().unwrap();
+    let (mut child, rx) = monitor(&[&dead, "--every", "1s", "--jitter", "0%", "--db", dbs]);
+    let mut seen = vec![];
+    until(&rx, Duration::from_secs(10), &mut seen, |l| l.contains(" failed: "));
+    // another process takes the write lock for 8 s
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    until(&rx, Duration::from_secs(20), &mut seen, |l| l.contains("the database refused a write") && l.contains("locked"));
+    std::thread::sleep(Duration::from_secs(2));
+    conn.execute_batch("COMMIT").unwrap();
+    drop(conn);
+    until(&rx, Duration::from_secs(20), &mut seen, |l| l.contains("held run(s) written"));
+    signal(&child, Signal::Term);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(300)) {
+        seen.push(l);
+    }
+    let printed = seen.iter().filter(|l| l.contains("[run ")).count();
+    let rows = Sqlite::open_read(&db).unwrap().rows(&Query::default()).unwrap();
+    assert_eq!(rows.len(), printed, "{seen:#?}");
+    assert!(rows.len() >= 3, "{seen:#?}");
+}
+
+#[test]
+fn bad_input_is_refused_with_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("m.toml");
+    let run = |args: &[&str]| {
+        let o = Command::new(exe()).args(args).output().unwrap();
+        assert!(!o.status.success(), "{args:?} was accepted");
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    std::fs::write(&cfg, "target = [\"127.0.0.1:5201\"]\nevery = \"10m\"\njitter = \"80%\"\n").unwrap();
+    let e = run(&["monitor", "--config", cfg.to_str().unwrap()]);
+    assert!(e.contains("line 3") && e.contains("0% to 50%"), "{e}");
+    std::fs::write(&cfg, "every = \"10m\"\n\nevry = \"5m\"\n").unwrap();
+    let e = run(&["monitor", "--config", cfg.to_str().unwrap()]);
+    assert!(e.contains("line 3") && e.contains("`evry` is not an option"), "{e}");
+    std::fs::write(&cfg, "every = \"10m\"\ntarget = [\"a\", \n").unwrap();
+    let e = run(&["monitor", "--config", cfg.to_str().unwrap()]);
+    assert!(e.contains("line 2") || e.contains("line 3"), "a TOML error names its line: {e}");
+    // the file's targets and the command line's: the command line wins
+    std::fs::write(&cfg, "target = [\"127.0.0.1:1\"]\nevery = \"5s\"\n").unwrap();
+    let e = run(&["monitor", "--config", cfg.to_str().unwrap(), "host:0"]);
+    assert!(e.contains("not a port"), "{e}");
+    assert!(run(&["monitor"]).contains("no target"));
+    assert!(run(&["monitor", "h", "--every", "100ms"]).contains("under 1s"));
+    assert!(run(&["monitor", "h", "h:9770"]).contains("given twice"));
+    assert!(run(&["history", "--db", dir.path().join("none.sqlite").to_str().unwrap()]).contains("no such database"));
+    let e = run(&["history", "--db", "x", "--since", "yesterday"]);
+    assert!(e.contains("UTC date") && e.contains("12h, 7d"), "{e}");
+}

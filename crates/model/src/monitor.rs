@@ -1,0 +1,339 @@
+//! `bloatlab monitor`: what it watches, how often, and where it keeps what
+//! it measured ([`MonitorConfig`], whose options are defined once in
+//! [`MONITOR_OPTIONS`]: the command line and the config file both read them).
+use crate::options::{Arity, Configurable, OptionDef, Shape};
+use crate::units::{fmt_duration, parse_duration};
+use crate::{Scenario, TestConfig, DEFAULT_PORT};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where results go when `--db` is not given.
+pub const DEFAULT_MONITOR_DB: &str = "bloatlab-monitor.sqlite";
+
+/// A target of the monitor: a bloatlab server (`HOST[:PORT]`), which gets
+/// a short loaded test on the schedule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorTarget {
+    /// The host as given (a name, an IPv4 address, or an IPv6 address).
+    pub host: String,
+    pub port: u16,
+}
+
+impl MonitorTarget {
+    pub fn parse(s: &str) -> Result<MonitorTarget, String> {
+        let s = s.trim();
+        let form = "a target is HOST or HOST:PORT (a bloatlab server; [v6addr]:port for IPv6)";
+        if s.is_empty() {
+            return Err(format!("an empty target; {form}"));
+        }
+        if s.contains('/') || s.contains(char::is_whitespace) {
+            return Err(format!("`{s}`: {form}"));
+        }
+        let port = |p: &str| match p.parse::<u16>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("`{s}`: `{p}` is not a port (1-65535); {form}")),
+        };
+        if let Some(rest) = s.strip_prefix('[') {
+            let (h, after) = rest.split_once(']').ok_or_else(|| format!("`{s}`: no closing `]`; {form}"))?;
+            let p = match after {
+                "" => DEFAULT_PORT,
+                a => port(a.strip_prefix(':').ok_or_else(|| format!("`{s}`: {form}"))?)?,
+            };
+            return Ok(MonitorTarget { host: h.to_string(), port: p });
+        }
+        match s.matches(':').count() {
+            0 => Ok(MonitorTarget { host: s.to_string(), port: DEFAULT_PORT }),
+            1 => {
+                let (h, p) = s.split_once(':').unwrap();
+                if h.is_empty() {
+                    return Err(format!("`{s}`: no host; {form}"));
+                }
+                Ok(MonitorTarget { host: h.to_string(), port: port(p)? })
+            }
+            // a bare IPv6 address
+            _ => Ok(MonitorTarget { host: s.to_string(), port: DEFAULT_PORT }),
+        }
+    }
+
+    /// The target's name in results and history: `host:port` (`[v6]:port`).
+    pub fn name(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// How much later than due a run may start, at random (so that monitors
+/// started together do not load a shared line at the same moments).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Jitter {
+    /// A share of the interval (`10%`).
+    Share(f64),
+    Fixed(Duration),
+}
+
+impl Jitter {
+    pub fn parse(s: &str) -> Result<Jitter, String> {
+        let s = s.trim();
+        if let Some(p) = s.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| format!("`{s}` is not a share; a jitter is N% of --every (0-50%) or a duration"))?;
+            if !(0.0..=50.0).contains(&v) {
+                return Err(format!("jitter `{s}`: a share of --every is 0% to 50%"));
+            }
+            return Ok(Jitter::Share(v / 100.0));
+        }
+        parse_duration(s).map(Jitter::Fixed).map_err(|e| format!("{e}; or N% of --every"))
+    }
+
+    /// The most a run of a schedule of `every` may start late.
+    pub fn of(&self, every: Duration) -> Duration {
+        match *self {
+            Jitter::Share(f) => every.mul_f64(f),
+            Jitter::Fixed(d) => d.min(every / 2),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match *self {
+            Jitter::Share(f) => format!("{}%", crate::fmt::trim_num(f * 100.0)),
+            Jitter::Fixed(d) => fmt_duration(d),
+        }
+    }
+}
+
+/// Everything `bloatlab monitor` does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorConfig {
+    pub targets: Vec<MonitorTarget>,
+    /// A loaded test of each target this often.
+    pub every: Duration,
+    pub jitter: Jitter,
+    /// The SQLite database file.
+    pub db: PathBuf,
+    /// The monitor's id in every result ("" = the host name).
+    pub id: String,
+    /// Results older than this are deleted (0 = kept forever).
+    pub retention: Duration,
+    /// The targets' shared secret (their --secret-file), read at the edge.
+    pub secret: Option<crate::Secret>,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> MonitorConfig {
+        MonitorConfig {
+            targets: vec![],
+            every: Duration::from_secs(15 * 60),
+            jitter: Jitter::Share(0.1),
+            db: PathBuf::from(DEFAULT_MONITOR_DB),
+            id: String::new(),
+            retention: Duration::from_secs(90 * 86400),
+            secret: None,
+        }
+    }
+}
+
+/// The shortest interval between a target's runs (a run itself takes about 20 s).
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+
+impl MonitorConfig {
+    /// The short loaded test a target gets (about 20 s, so it can run
+    /// often): 2 s idle, then 5 s each of 4 downloads, 4 uploads, and both.
+    pub fn test_config(&self, t: &MonitorTarget) -> TestConfig {
+        TestConfig {
+            server: if t.host.contains(':') { format!("[{}]", t.host) } else { t.host.clone() },
+            port: t.port,
+            scenarios: Scenario::parse_list("0u4d,4u0d,4u4d").expect("the monitor's scenarios parse"),
+            duration: Duration::from_secs(5),
+            idle: Duration::from_secs(2),
+            pause: Duration::from_secs(1),
+            command: vec!["monitor".into(), t.name()],
+            secret: self.secret.clone(),
+            ..TestConfig::default()
+        }
+    }
+
+    /// Check what options alone cannot: at least one target.
+    pub fn check(&self) -> Result<(), String> {
+        if self.targets.is_empty() {
+            return Err("no target: give one or more HOST[:PORT] (bloatlab servers)".into());
+        }
+        let mut names: Vec<String> = self.targets.iter().map(|t| t.name()).collect();
+        names.sort();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("target {} is given twice", w[0]));
+        }
+        Ok(())
+    }
+}
+
+impl Configurable for MonitorConfig {
+    const COMMAND: &'static str = "`bloatlab monitor`";
+    fn options() -> &'static [OptionDef<MonitorConfig>] {
+        MONITOR_OPTIONS
+    }
+}
+
+fn one<T: ToString>(v: T) -> Vec<String> {
+    vec![v.to_string()]
+}
+
+/// Every option of `bloatlab monitor`, in `--help` order (the config file's
+/// keys are the same names, `_` or `-`).
+pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
+    OptionDef {
+        long: "target",
+        short: None,
+        value_name: "HOST[:PORT]",
+        help: "A bloatlab server to test on the schedule (also given as the command's arguments); repeat for more",
+        arity: Arity::Repeated,
+        shape: Shape::Host,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["example.net:5201"],
+        set: |c, s| Ok(c.targets.push(MonitorTarget::parse(s)?)),
+        get: |c| c.targets.iter().map(|t| t.name()).collect(),
+    },
+    OptionDef {
+        long: "every",
+        short: None,
+        value_name: "DURATION",
+        help: "A loaded test of each target this often (about 20 s each, run one at a time) [default: 15m]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["10s"],
+        set: |c, s| {
+            let d = parse_duration(s)?;
+            if d < MIN_EVERY {
+                return Err(format!("`{s}` is under {}", fmt_duration(MIN_EVERY)));
+            }
+            c.every = d;
+            Ok(())
+        },
+        get: |c| one(fmt_duration(c.every)),
+    },
+    OptionDef {
+        long: "jitter",
+        short: None,
+        value_name: "N%|DURATION",
+        help: "Start each run up to this much later than due, at random: a share of --every or a duration [default: 10%]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["0%", "30s"],
+        set: |c, s| Ok(c.jitter = Jitter::parse(s)?),
+        get: |c| one(c.jitter.name()),
+    },
+    OptionDef {
+        long: "db",
+        short: None,
+        value_name: "PATH",
+        help: "The monitor's SQLite database (the monitor creates it if missing) [default: bloatlab-monitor.sqlite]",
+        arity: Arity::Value,
+        shape: Shape::File,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["m.sqlite"],
+        set: |c, s| {
+            if s.is_empty() {
+                return Err("an empty path".into());
+            }
+            c.db = PathBuf::from(s);
+            Ok(())
+        },
+        get: |c| one(c.db.display()),
+    },
+    OptionDef {
+        long: "id",
+        short: None,
+        value_name: "NAME",
+        help: "This monitor's id in every result it keeps [default: the host name]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["home-router"],
+        set: |c, s| {
+            if s.is_empty() || s.len() > 64 || !s.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+                return Err(format!("`{s}`: an id is 1-64 letters, digits, `-`, `_` or `.`"));
+            }
+            c.id = s.to_string();
+            Ok(())
+        },
+        get: |c| if c.id.is_empty() { vec![] } else { one(&c.id) },
+    },
+    OptionDef {
+        long: "retention",
+        short: None,
+        value_name: "DURATION",
+        help: "Delete results older than this (0 = keep all) [default: 90d]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["7d", "0s"],
+        set: |c, s| Ok(c.retention = parse_duration(s)?),
+        get: |c| one(fmt_duration(c.retention)),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Overrides;
+
+    #[test]
+    fn targets_parse_as_servers_with_their_ports() {
+        let t = |s: &str| MonitorTarget::parse(s).map(|t| (t.host, t.port));
+        assert_eq!(t("example.net"), Ok(("example.net".into(), DEFAULT_PORT)));
+        assert_eq!(t("10.0.0.2:5300"), Ok(("10.0.0.2".into(), 5300)));
+        assert_eq!(t("[::1]:5300"), Ok(("::1".into(), 5300)));
+        assert_eq!(t("fe80::1"), Ok(("fe80::1".into(), DEFAULT_PORT)));
+        assert!(t("host:0").unwrap_err().contains("not a port"));
+        assert!(t("https://x/y").unwrap_err().contains("HOST or HOST:PORT"));
+        assert_eq!(MonitorTarget::parse("[::1]:9").unwrap().name(), "[::1]:9");
+    }
+
+    #[test]
+    fn every_option_reads_back_its_examples() {
+        for o in MONITOR_OPTIONS {
+            for &e in o.examples {
+                let mut ov = Overrides::<MonitorConfig>::default();
+                ov.set(o.long, e).unwrap();
+                let mut c = MonitorConfig::default();
+                ov.apply(&mut c).unwrap();
+                assert_eq!(o.get(&c).last().map(String::as_str), Some(e), "--{}", o.long);
+            }
+        }
+        let mut c = MonitorConfig::default();
+        assert!(option_err(&mut c, "every", "500ms").contains("under 1s"));
+        assert!(option_err(&mut c, "jitter", "80%").contains("0% to 50%"));
+        assert!(option_err(&mut c, "id", "a b").contains("letters, digits"));
+        assert_eq!(Jitter::Share(0.1).of(Duration::from_secs(600)), Duration::from_secs(60));
+        assert_eq!(Jitter::Fixed(Duration::from_secs(600)).of(Duration::from_secs(60)), Duration::from_secs(30));
+    }
+
+    fn option_err(c: &mut MonitorConfig, name: &str, v: &str) -> String {
+        crate::options::option::<MonitorConfig>(name).unwrap().set(c, v).unwrap_err()
+    }
+
+    #[test]
+    fn the_short_test_fits_in_about_20_seconds() {
+        let c = MonitorConfig::default();
+        let t = c.test_config(&MonitorTarget::parse("[::1]:9").unwrap());
+        assert_eq!(t.server, "[::1]");
+        let total = t.idle + (t.duration + t.pause) * t.scenarios.len() as u32;
+        assert!(total <= Duration::from_secs(20), "{total:?}");
+        assert!(c.check().unwrap_err().contains("no target"));
+    }
+}

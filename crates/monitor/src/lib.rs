@@ -1,0 +1,243 @@
+//! bloatlab-monitor: the schedule of `bloatlab monitor`. Each target (a
+//! bloatlab server) gets the short loaded test of
+//! [`MonitorConfig::test_config`] every `--every`, started up to
+//! `--jitter` late at random, one test at a time (two tests on one line
+//! would load each other); every run, measured or failed, goes to the
+//! [`Store`] as a result of `bloatlab test`'s schema with its `monitor`
+//! field.
+//!
+//! Reliability:
+//! * a target that fails (down, refusing, busy) is recorded with the reason
+//!   and retried sooner, with backoff (30 s, doubling, at most `--every`);
+//!   the others go on as scheduled;
+//! * a store that refuses a write (locked, read-only, full) is reported and
+//!   the run kept in memory and written with the next ones: nothing is lost
+//!   while the process lives (at most [`MAX_PENDING`] runs are held; beyond
+//!   that the oldest result's samples are dropped, its row kept);
+//! * a stop (SIGTERM, SIGINT) ends the running test at once, keeps what it
+//!   measured (marked incomplete), writes what is pending and returns;
+//! * on start the schedule resumes from the store: a target tested within
+//!   the last `--every` waits for the rest of it.
+use bloatlab_engine::client;
+use bloatlab_model::{MonitorConfig, MonitorTarget};
+use bloatlab_results::{MonitorRun, TestResult};
+use bloatlab_store::{Outcome, Query, Run, Store, StoreError};
+use rand::Rng;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Runs held while the store refuses writes.
+pub const MAX_PENDING: usize = 1000;
+/// The first retry after a failure; each next one doubles, up to `--every`.
+pub const FIRST_RETRY: Duration = Duration::from_secs(30);
+/// How often old results are pruned (`--retention`).
+pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// What the monitor tells its front end.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The schedule of a target, at start: when its first run is due.
+    Scheduled { target: &'a str, first_in: Duration },
+    /// A run began.
+    Started { target: &'a str },
+    /// A run ended and was written (`row` is what history shows of it).
+    Kept { run: &'a Run, id: i64, retry_in: Option<Duration> },
+    /// The store refused; the runs are held (how many now).
+    StoreFailed { error: &'a StoreError, pending: usize },
+    /// Held runs were written at last.
+    Flushed { count: usize },
+    /// Results older than the retention were deleted.
+    Pruned { count: usize },
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+struct Slot {
+    target: MonitorTarget,
+    name: String,
+    /// Unix ns the next run is due (before jitter) and starts (after).
+    due_ns: u64,
+    start_ns: u64,
+    failures: u32,
+    runs: u64,
+}
+
+/// The monitor's id: `--id`, or the host name.
+pub fn monitor_id(cfg: &MonitorConfig) -> String {
+    if !cfg.id.is_empty() {
+        return cfg.id.clone();
+    }
+    let h = bloatlab_host::hostname();
+    if h.is_empty() {
+        "bloatlab-monitor".into()
+    } else {
+        h
+    }
+}
+
+/// The backoff after `failures` failures in a row.
+pub fn retry_after(failures: u32, every: Duration) -> Duration {
+    let d = FIRST_RETRY.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
+    d.min(every)
+}
+
+/// Run the schedule until `stop` is set. Returns how many runs were kept;
+/// Err when runs could not be written by the time it stopped (they are
+/// lost with the process: the error says how many).
+pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<u64, String> {
+    cfg.check()?;
+    let id = monitor_id(cfg);
+    let every_ns = cfg.every.as_nanos() as u64;
+    let jitter_ns = cfg.jitter.of(cfg.every).as_nanos() as u64;
+    let mut rng = rand::rng();
+    let now = now_ns();
+    // resume: a target's next run is due `every` after its last one
+    let mut slots: Vec<Slot> = vec![];
+    for t in &cfg.targets {
+        let name = t.name();
+        let last = store
+            .rows(&Query { target: Some(name.clone()), since_unix_ns: Some(now.saturating_sub(every_ns)), ..Default::default() })
+            .map_err(|e| format!("{e}"))?
+            .last()
+            .map(|r| r.started_unix_ns);
+        let due = last.map(|l| l + every_ns).unwrap_or(now).max(now);
+        let start = due + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
+        on(Event::Scheduled { target: &name, first_in: Duration::from_nanos(start - now) });
+        slots.push(Slot { target: t.clone(), name, due_ns: due, start_ns: start, failures: 0, runs: 0 });
+    }
+    let mut pending: VecDeque<Run> = VecDeque::new();
+    let mut kept = 0u64;
+    let mut pruned_at: Option<std::time::Instant> = None;
+    while !stop.load(Ordering::Relaxed) {
+        if !cfg.retention.is_zero() && pruned_at.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
+            pruned_at = Some(std::time::Instant::now());
+            match store.prune(now_ns().saturating_sub(cfg.retention.as_nanos() as u64)) {
+                Ok(0) => {}
+                Ok(n) => on(Event::Pruned { count: n }),
+                Err(e) => on(Event::StoreFailed { error: &e, pending: pending.len() }),
+            }
+        }
+        let i = (0..slots.len()).min_by_key(|&i| slots[i].start_ns).expect("at least one target");
+        // wait for it, waking to see a stop
+        loop {
+            let n = now_ns();
+            if stop.load(Ordering::Relaxed) || n >= slots[i].start_ns {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos(slots[i].start_ns - n).min(Duration::from_millis(100)));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let s = &mut slots[i];
+        on(Event::Started { target: &s.name });
+        let started = now_ns();
+        let test = cfg.test_config(&s.target);
+        let out = client::run(&test, stop, &mut |_| {}, None);
+        let monitor = MonitorRun {
+            monitor_id: id.clone(),
+            target: s.name.clone(),
+            every_s: cfg.every.as_secs_f64(),
+            jitter_s: cfg.jitter.of(cfg.every).as_secs_f64(),
+            due_unix_ns: s.due_ns,
+            sequence: s.runs,
+        };
+        s.runs += 1;
+        let outcome = match out.result {
+            Some(mut r) => {
+                r.monitor = Some(monitor);
+                Outcome::Measured(Box::new(r))
+            }
+            None => Outcome::Failed(out.error.unwrap_or_else(|| "the test ended without a result".into())),
+        };
+        // the next run: on schedule, or sooner after a failure
+        let failed = matches!(outcome, Outcome::Failed(_));
+        let retry = if failed {
+            s.failures += 1;
+            Some(retry_after(s.failures, cfg.every))
+        } else {
+            s.failures = 0;
+            None
+        };
+        let end = now_ns();
+        s.due_ns = match retry {
+            Some(r) => end + r.as_nanos() as u64,
+            None => (s.due_ns + every_ns).max(end),
+        };
+        s.start_ns = s.due_ns + if jitter_ns > 0 && retry.is_none() { rng.random_range(0..=jitter_ns) } else { 0 };
+        pending.push_back(Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome });
+        kept += write(store, &mut pending, on, retry);
+    }
+    // a stop: what is held gets one more try
+    kept += write(store, &mut pending, on, None);
+    if pending.is_empty() {
+        Ok(kept)
+    } else {
+        Err(format!("{} run(s) could not be written to the database and are lost", pending.len()))
+    }
+}
+
+/// Write the held runs, oldest first; stop at the first refusal. Returns how many went.
+fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(Event), retry: Option<Duration>) -> u64 {
+    let held = pending.len();
+    let mut n = 0u64;
+    while let Some(run) = pending.front() {
+        match store.put(run) {
+            Ok(id) => {
+                let run = pending.pop_front().unwrap();
+                n += 1;
+                // the newest run is the one just measured: its retry is known
+                let r = if pending.is_empty() { retry } else { None };
+                on(Event::Kept { run: &run, id, retry_in: r });
+            }
+            Err(e) => {
+                shed(pending);
+                on(Event::StoreFailed { error: &e, pending: pending.len() });
+                return n;
+            }
+        }
+    }
+    if held > 1 && n as usize == held {
+        on(Event::Flushed { count: held });
+    }
+    n
+}
+
+/// Bound what is held: past [`MAX_PENDING`] runs the oldest results lose
+/// their samples (their headline rows stay).
+fn shed(pending: &mut VecDeque<Run>) {
+    let over = pending.len().saturating_sub(MAX_PENDING);
+    for run in pending.iter_mut().take(over) {
+        if let Outcome::Measured(r) = &mut run.outcome {
+            strip(r);
+        }
+    }
+}
+
+fn strip(r: &mut TestResult) {
+    for p in r.idle.iter_mut().chain(r.scenarios.iter_mut()) {
+        p.probes.clear();
+        p.rr.clear();
+        p.flows.iter_mut().for_each(|f| {
+            f.goodput.clear();
+            f.tcp_info.clear();
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_up_to_the_interval() {
+        let every = Duration::from_secs(600);
+        let r: Vec<u64> = (1..=6).map(|n| retry_after(n, every).as_secs()).collect();
+        assert_eq!(r, [30, 60, 120, 240, 480, 600]);
+        assert_eq!(retry_after(1, Duration::from_secs(10)), Duration::from_secs(10));
+        assert_eq!(retry_after(u32::MAX, every), every);
+    }
+}

@@ -1,0 +1,294 @@
+//! `bloatlab history`: the runs a monitor kept, a row each or aggregated
+//! per hour or day, as a terminal table or CSV. A run's numbers are its
+//! result's headline as the store keeps it; an aggregate row's are the
+//! medians of its runs' (Hyndman-Fan type 7, `metrics::percentile`) and the
+//! worst added latency and grade among them.
+use crate::fmt::text_table;
+use bloatlab_model::fmt::{int3, ms, rate};
+use bloatlab_model::units::UtcTime;
+use bloatlab_store::RunRow;
+
+/// How runs are grouped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Run,
+    Hour,
+    Day,
+}
+
+bloatlab_model::words!(By, "a grouping", Run = "run", Hour = "hour", Day = "day");
+
+impl By {
+    fn bucket_ns(self) -> u64 {
+        match self {
+            By::Run => 1,
+            By::Hour => 3_600_000_000_000,
+            By::Day => 86_400_000_000_000,
+        }
+    }
+}
+
+/// Runs of one target in one hour or day.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Bucket {
+    pub start_unix_ns: u64,
+    pub target: String,
+    pub runs: usize,
+    pub failed: usize,
+    pub idle_ms: Option<f64>,
+    pub loaded_ms: Option<f64>,
+    pub added_ms: Option<f64>,
+    pub added_max_ms: Option<f64>,
+    pub download_bps: Option<f64>,
+    pub upload_bps: Option<f64>,
+    pub rpm: Option<f64>,
+    pub worst_grade: Option<String>,
+}
+
+const GRADES: [&str; 6] = ["A+", "A", "B", "C", "D", "F"];
+
+fn grade_rank(g: &str) -> usize {
+    GRADES.iter().position(|x| *x == g).unwrap_or(GRADES.len())
+}
+
+fn median(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = v.flatten().collect();
+    bloatlab_metrics::percentile(&v, 50.0)
+}
+
+/// Group `rows` (oldest first) per target and hour or day (UTC).
+pub fn aggregate(rows: &[RunRow], by: By) -> Vec<Bucket> {
+    let size = by.bucket_ns();
+    let mut out: Vec<Bucket> = vec![];
+    let mut groups: Vec<(u64, String, Vec<&RunRow>)> = vec![];
+    for r in rows {
+        let start = r.started_unix_ns - r.started_unix_ns % size;
+        match groups.iter_mut().find(|g| g.0 == start && g.1 == r.target) {
+            Some(g) => g.2.push(r),
+            None => groups.push((start, r.target.clone(), vec![r])),
+        }
+    }
+    for (start, target, rs) in groups {
+        let ok: Vec<&&RunRow> = rs.iter().filter(|r| r.failure.is_none()).collect();
+        out.push(Bucket {
+            start_unix_ns: start,
+            target,
+            runs: rs.len(),
+            failed: rs.len() - ok.len(),
+            idle_ms: median(ok.iter().map(|r| r.idle_ms)),
+            loaded_ms: median(ok.iter().map(|r| r.loaded_ms)),
+            added_ms: median(ok.iter().map(|r| r.added_ms)),
+            added_max_ms: ok.iter().filter_map(|r| r.added_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
+            download_bps: median(ok.iter().map(|r| r.download_bps)),
+            upload_bps: median(ok.iter().map(|r| r.upload_bps)),
+            rpm: median(ok.iter().map(|r| r.rpm)),
+            worst_grade: ok.iter().filter_map(|r| r.grade.clone()).max_by_key(|g| grade_rank(g)),
+        });
+    }
+    out.sort_by(|a, b| (a.start_unix_ns, &a.target).cmp(&(b.start_unix_ns, &b.target)));
+    out
+}
+
+fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.map(f).unwrap_or_else(|| "-".into())
+}
+
+fn signed_ms(v: f64) -> String {
+    format!("+{}", ms(v))
+}
+
+fn time(ns: u64, by: By) -> String {
+    let t = UtcTime::from_unix_ns(ns);
+    match by {
+        By::Run => t.rfc3339_secs(),
+        By::Hour => format!("{:04}-{:02}-{:02}T{:02}Z", t.year, t.month, t.day, t.hour),
+        By::Day => format!("{:04}-{:02}-{:02}", t.year, t.month, t.day),
+    }
+}
+
+/// One line of a run, as the monitor prints it when the run is kept.
+pub fn run_line(r: &RunRow) -> String {
+    match &r.failure {
+        Some(why) => format!("{} {} failed: {why}", time(r.started_unix_ns, By::Run), r.target),
+        None => format!(
+            "{} {} {}: idle {} ms, loaded {} ms ({} ms), down {}, up {}, RPM {}{}",
+            time(r.started_unix_ns, By::Run),
+            r.target,
+            r.grade.as_deref().unwrap_or("?"),
+            opt(r.idle_ms, ms),
+            opt(r.loaded_ms, ms),
+            opt(r.added_ms, signed_ms),
+            opt(r.download_bps, rate),
+            opt(r.upload_bps, rate),
+            opt(r.rpm, int3),
+            if r.complete { String::new() } else { format!(" (incomplete: {})", r.incomplete_reason.as_deref().unwrap_or("cut short")) }
+        ),
+    }
+}
+
+/// The terminal table: a row per run (failures with their reason) or per
+/// target and hour/day.
+pub fn history_table(rows: &[RunRow], by: By) -> String {
+    if rows.is_empty() {
+        return "no runs in this range\n".into();
+    }
+    let mut t: Vec<Vec<String>> = vec![];
+    if by == By::Run {
+        t.push(["Time (UTC)", "Target", "Idle ms", "Loaded ms", "Added ms", "Down", "Up", "RPM", "Grade"].iter().map(|s| s.to_string()).collect());
+        let mut failures = vec![];
+        for r in rows {
+            match &r.failure {
+                Some(why) => {
+                    t.push(vec![time(r.started_unix_ns, by), r.target.clone(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "failed".into()]);
+                    failures.push(format!("{} {}: {why}", time(r.started_unix_ns, by), r.target));
+                }
+                None => t.push(vec![
+                    time(r.started_unix_ns, by),
+                    r.target.clone(),
+                    opt(r.idle_ms, ms),
+                    opt(r.loaded_ms, ms),
+                    opt(r.added_ms, signed_ms),
+                    opt(r.download_bps, rate),
+                    opt(r.upload_bps, rate),
+                    opt(r.rpm, int3),
+                    format!("{}{}", r.grade.as_deref().unwrap_or("?"), if r.complete { "" } else { " (incomplete)" }),
+                ]),
+            }
+        }
+        let mut s = text_table(&t);
+        if !failures.is_empty() {
+            s.push_str("\nFailures:\n");
+            for f in failures {
+                s.push_str(&format!("  {f}\n"));
+            }
+        }
+        return s;
+    }
+    t.push(
+        ["Time (UTC)", "Target", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst grade"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    );
+    for b in aggregate(rows, by) {
+        t.push(vec![
+            time(b.start_unix_ns, by),
+            b.target,
+            b.runs.to_string(),
+            b.failed.to_string(),
+            opt(b.idle_ms, ms),
+            opt(b.loaded_ms, ms),
+            opt(b.added_ms, signed_ms),
+            opt(b.added_max_ms, signed_ms),
+            opt(b.download_bps, rate),
+            opt(b.upload_bps, rate),
+            opt(b.rpm, int3),
+            b.worst_grade.unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    format!("{}\nPer {}: medians of the runs' numbers; worst added latency and grade among them.\n", text_table(&t), by.name())
+}
+
+/// CSV (RFC 4180), a row per run or per bucket; numbers in base units
+/// (ms, bits/s), empty when absent.
+pub fn history_csv(rows: &[RunRow], by: By) -> String {
+    let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let q = |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
+    let mut out = String::new();
+    if by == By::Run {
+        out.push_str("time_utc,unix_ns,monitor_id,target,failure,complete,idle_ms,loaded_ms,added_ms,download_bps,upload_bps,rpm,grade\n");
+        for r in rows {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                time(r.started_unix_ns, by),
+                r.started_unix_ns,
+                q(&r.monitor_id),
+                q(&r.target),
+                q(r.failure.as_deref().unwrap_or("")),
+                r.failure.is_none() && r.complete,
+                num(r.idle_ms),
+                num(r.loaded_ms),
+                num(r.added_ms),
+                num(r.download_bps),
+                num(r.upload_bps),
+                num(r.rpm),
+                r.grade.as_deref().unwrap_or("")
+            ));
+        }
+        return out;
+    }
+    out.push_str("time_utc,unix_ns,target,runs,failed,idle_ms,loaded_ms,added_ms,added_max_ms,download_bps,upload_bps,rpm,worst_grade\n");
+    for b in aggregate(rows, by) {
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            time(b.start_unix_ns, by),
+            b.start_unix_ns,
+            q(&b.target),
+            b.runs,
+            b.failed,
+            num(b.idle_ms),
+            num(b.loaded_ms),
+            num(b.added_ms),
+            num(b.added_max_ms),
+            num(b.download_bps),
+            num(b.upload_bps),
+            num(b.rpm),
+            b.worst_grade.as_deref().unwrap_or("")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(t_s: u64, target: &str, added: Option<f64>, grade: &str) -> RunRow {
+        RunRow {
+            started_unix_ns: t_s * 1_000_000_000,
+            target: target.into(),
+            monitor_id: "m".into(),
+            failure: added.is_none().then(|| "connection refused".into()),
+            complete: true,
+            idle_ms: added.map(|_| 1.0),
+            loaded_ms: added.map(|a| 1.0 + a),
+            added_ms: added,
+            download_bps: added.map(|_| 9.4e6),
+            upload_bps: added.map(|_| 9.3e6),
+            rpm: added.map(|a| 60_000.0 / (1.0 + a)),
+            grade: added.map(|_| grade.to_string()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hours_hold_the_medians_and_the_worst_of_their_runs() {
+        // 2026-11-20T10:00:00Z
+        let h = 1_795_168_800;
+        let rows = vec![
+            row(h + 10, "a:1", Some(10.0), "A"),
+            row(h + 900, "a:1", Some(500.0), "F"),
+            row(h + 1800, "a:1", Some(20.0), "A"),
+            row(h + 2000, "a:1", None, ""),
+            row(h + 3700, "a:1", Some(3.0), "A+"),
+            row(h + 20, "b:1", Some(40.0), "B"),
+        ];
+        let b = aggregate(&rows, By::Hour);
+        assert_eq!(b.len(), 3);
+        let first = &b[0];
+        assert_eq!((first.target.as_str(), first.runs, first.failed), ("a:1", 4, 1));
+        assert_eq!(first.added_ms, Some(20.0));
+        assert_eq!(first.added_max_ms, Some(500.0));
+        assert_eq!(first.worst_grade.as_deref(), Some("F"));
+        assert_eq!(b[1].target, "b:1");
+        assert_eq!(aggregate(&rows, By::Day).len(), 2);
+        let t = history_table(&rows, By::Hour);
+        assert!(t.contains("2026-11-20T10Z") && t.contains("+500"), "{t}");
+        let t = history_table(&rows, By::Run);
+        assert!(t.contains("Failures:\n  2026-11-20T10:33:20Z a:1: connection refused"), "{t}");
+        let csv = history_csv(&rows, By::Run);
+        assert_eq!(csv.lines().count(), 7);
+        assert!(csv.lines().nth(4).unwrap().contains(",connection refused,false,,"), "{csv}");
+        assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms)"), "{}", run_line(&rows[0]));
+    }
+}

@@ -1,0 +1,117 @@
+//! bloatlab-store: the history `bloatlab monitor` keeps and `bloatlab
+//! history` reads, behind one trait ([`Store`]).
+//!
+//! A run is a result document of `bloatlab test`'s schema (with its
+//! `monitor` field) or a failure with its reason. Beside the document each
+//! row keeps the headline numbers the result already holds (idle, loaded and
+//! added latency, capacities, RPM, grade) as columns, so history queries
+//! need not parse documents; they are copied from the result, never
+//! computed here.
+//!
+//! SQLite ([`sqlite::Sqlite`]): one file, WAL (readers never block the
+//! writer), a versioned schema (`PRAGMA user_version`) migrated forward on
+//! open; a database written by a newer bloatlab is refused, not changed.
+use bloatlab_results::TestResult;
+
+pub mod sqlite;
+
+/// One run of a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub monitor_id: String,
+    pub target: String,
+    /// When the run started, Unix ns.
+    pub started_unix_ns: u64,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// What was measured (a run cut short is kept too: `complete` says so).
+    Measured(Box<TestResult>),
+    /// Nothing was measured: why, in one line.
+    Failed(String),
+}
+
+/// A run as history lists it: the result's headline, not its samples.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunRow {
+    pub id: i64,
+    pub monitor_id: String,
+    pub target: String,
+    pub started_unix_ns: u64,
+    /// The failure's reason; None when measured.
+    pub failure: Option<String>,
+    /// The result was complete (false: cut short, `incomplete_reason`).
+    pub complete: bool,
+    pub incomplete_reason: Option<String>,
+    pub idle_ms: Option<f64>,
+    pub loaded_ms: Option<f64>,
+    pub added_ms: Option<f64>,
+    pub download_bps: Option<f64>,
+    pub upload_bps: Option<f64>,
+    pub rpm: Option<f64>,
+    pub grade: Option<String>,
+}
+
+impl RunRow {
+    /// The row of `run`: the headline numbers of its result, as they are.
+    pub fn of(run: &Run) -> RunRow {
+        let mut row = RunRow { monitor_id: run.monitor_id.clone(), target: run.target.clone(), started_unix_ns: run.started_unix_ns, ..Default::default() };
+        match &run.outcome {
+            Outcome::Failed(why) => row.failure = Some(why.clone()),
+            Outcome::Measured(r) => {
+                let h = &r.headline;
+                let bps = |v: f64, loaded: bool| loaded.then_some(v);
+                row.complete = r.complete;
+                row.incomplete_reason = r.incomplete_reason.clone();
+                row.idle_ms = h.idle_latency_ms;
+                row.loaded_ms = h.loaded_latency_ms;
+                row.added_ms = h.max_added_latency_ms;
+                row.download_bps = bps(h.download_capacity_bps, r.scenarios.iter().any(|p| p.downloads > 0));
+                row.upload_bps = bps(h.upload_capacity_bps, r.scenarios.iter().any(|p| p.uploads > 0));
+                row.rpm = h.rpm;
+                row.grade = h.grade.clone();
+            }
+        }
+        row
+    }
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Query {
+    pub target: Option<String>,
+    /// Runs started at or after (Unix ns).
+    pub since_unix_ns: Option<u64>,
+    /// Runs started before (Unix ns).
+    pub until_unix_ns: Option<u64>,
+}
+
+/// Why the store refused: each kind says what to do about it, and a
+/// monitor keeps the runs it could not write and tries again.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the database is locked by another process (still busy after {0} s)")]
+    Locked(u64),
+    #[error("the database is read-only: {0}")]
+    ReadOnly(String),
+    #[error("the disk holding the database is full: {0}")]
+    Full(String),
+    #[error("{0} was written by a newer bloatlab (schema {1}; this one knows up to {2}): not changed")]
+    Newer(String, i64, i64),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The history of runs.
+pub trait Store {
+    /// Keep `run`; its row id.
+    fn put(&mut self, run: &Run) -> Result<i64, StoreError>;
+    /// The runs `q` selects, oldest first.
+    fn rows(&self, q: &Query) -> Result<Vec<RunRow>, StoreError>;
+    /// The result document of run `id` (None: a failure, or no such run).
+    fn result(&self, id: i64) -> Result<Option<TestResult>, StoreError>;
+    /// Delete runs started before `unix_ns`; how many went.
+    fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError>;
+}

@@ -1,0 +1,255 @@
+//! The history in one SQLite file.
+use crate::{Outcome, Query, Run, RunRow, Store, StoreError};
+use bloatlab_results::TestResult;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a write waits for another writer before it is refused.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The schema, one migration per version: version N is reached by running
+/// `MIGRATIONS[N - 1]` on version N - 1 (0: an empty file).
+const MIGRATIONS: &[&str] = &["CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        monitor_id TEXT NOT NULL,
+        target TEXT NOT NULL,
+        started_unix_ns INTEGER NOT NULL,
+        failure TEXT,
+        complete INTEGER NOT NULL,
+        incomplete_reason TEXT,
+        idle_ms REAL,
+        loaded_ms REAL,
+        added_ms REAL,
+        download_bps REAL,
+        upload_bps REAL,
+        rpm REAL,
+        grade TEXT,
+        result TEXT
+    );
+    CREATE INDEX runs_by_time ON runs (started_unix_ns);
+    CREATE INDEX runs_by_target ON runs (target, started_unix_ns);"];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub struct Sqlite {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn error(path: &Path, e: rusqlite::Error) -> StoreError {
+    let msg = format!("{}: {e}", path.display());
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked(BUSY_TIMEOUT.as_secs()),
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly(msg),
+        Some(ErrorCode::DiskFull) => StoreError::Full(msg),
+        _ => StoreError::Other(msg),
+    }
+}
+
+impl Sqlite {
+    /// Open (or create) the database at `path` for writing, migrated to
+    /// this build's schema.
+    pub fn open(path: &Path) -> Result<Sqlite, StoreError> {
+        let conn = Connection::open(path).map_err(|e| error(path, e))?;
+        let mut s = Sqlite { conn, path: path.to_path_buf() };
+        s.setup(true)?;
+        Ok(s)
+    }
+
+    /// Open an existing database to read (while a monitor writes it).
+    pub fn open_read(path: &Path) -> Result<Sqlite, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Other(format!("{}: no such database", path.display())));
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(|e| error(path, e))?;
+        let mut s = Sqlite { conn, path: path.to_path_buf() };
+        s.setup(false)?;
+        Ok(s)
+    }
+
+    fn setup(&mut self, write: bool) -> Result<(), StoreError> {
+        let p = self.path.clone();
+        let e = |e| error(&p, e);
+        self.conn.busy_timeout(BUSY_TIMEOUT).map_err(e)?;
+        let version: i64 = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Newer(p.display().to_string(), version, SCHEMA_VERSION));
+        }
+        if !write {
+            if version < SCHEMA_VERSION {
+                return Err(StoreError::Other(format!(
+                    "{}: schema {version}, older than this bloatlab's {SCHEMA_VERSION}; `bloatlab monitor --db` on it migrates it",
+                    p.display()
+                )));
+            }
+            return Ok(());
+        }
+        // WAL: readers (bloatlab history) never block the monitor's writes
+        let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(e)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Other(format!("{}: the database cannot use WAL (journal mode {mode})", p.display())));
+        }
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(e)?;
+        let tx = self.conn.transaction().map_err(e)?;
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(m).map_err(e)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(e)?;
+        }
+        tx.commit().map_err(e)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Store for Sqlite {
+    fn put(&mut self, run: &Run) -> Result<i64, StoreError> {
+        let row = RunRow::of(run);
+        let doc = match &run.outcome {
+            Outcome::Measured(r) => Some(serde_json::to_string(r).map_err(|e| StoreError::Other(format!("the result: {e}")))?),
+            Outcome::Failed(_) => None,
+        };
+        self.conn
+            .execute(
+                "INSERT INTO runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
+                 download_bps, upload_bps, rpm, grade, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                params![
+                    row.monitor_id,
+                    row.target,
+                    row.started_unix_ns as i64,
+                    row.failure,
+                    row.complete,
+                    row.incomplete_reason,
+                    row.idle_ms,
+                    row.loaded_ms,
+                    row.added_ms,
+                    row.download_bps,
+                    row.upload_bps,
+                    row.rpm,
+                    row.grade,
+                    doc
+                ],
+            )
+            .map_err(|e| error(&self.path, e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn rows(&self, q: &Query) -> Result<Vec<RunRow>, StoreError> {
+        let e = |e| error(&self.path, e);
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
+                 download_bps, upload_bps, rpm, grade FROM runs
+                 WHERE (?1 IS NULL OR target = ?1) AND started_unix_ns >= ?2 AND started_unix_ns < ?3
+                 ORDER BY started_unix_ns, id",
+            )
+            .map_err(e)?;
+        let since = q.since_unix_ns.unwrap_or(0).min(i64::MAX as u64) as i64;
+        let until = q.until_unix_ns.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
+        let rows = st
+            .query_map(params![q.target, since, until], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    monitor_id: r.get(1)?,
+                    target: r.get(2)?,
+                    started_unix_ns: r.get::<_, i64>(3)? as u64,
+                    failure: r.get(4)?,
+                    complete: r.get(5)?,
+                    incomplete_reason: r.get(6)?,
+                    idle_ms: r.get(7)?,
+                    loaded_ms: r.get(8)?,
+                    added_ms: r.get(9)?,
+                    download_bps: r.get(10)?,
+                    upload_bps: r.get(11)?,
+                    rpm: r.get(12)?,
+                    grade: r.get(13)?,
+                })
+            })
+            .map_err(e)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(e)
+    }
+
+    fn result(&self, id: i64) -> Result<Option<TestResult>, StoreError> {
+        let doc: Option<Option<String>> =
+            self.conn.query_row("SELECT result FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(|e| error(&self.path, e))?;
+        match doc.flatten() {
+            None => Ok(None),
+            Some(d) => serde_json::from_str(&d).map(Some).map_err(|e| StoreError::Other(format!("{}: run {id}: {e}", self.path.display()))),
+        }
+    }
+
+    fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError> {
+        self.conn
+            .execute("DELETE FROM runs WHERE started_unix_ns < ?1", [before_unix_ns.min(i64::MAX as u64) as i64])
+            .map_err(|e| error(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(added: f64) -> TestResult {
+        let mut r: TestResult = serde_json::from_value(serde_json::json!({
+            "schema": "bloatlab-result", "schema_version": 2, "complete": true,
+            "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
+            "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
+        }))
+        .unwrap();
+        r.headline.max_added_latency_ms = Some(added);
+        r.headline.grade = Some("B".into());
+        r
+    }
+
+    fn run(target: &str, t: u64, outcome: Outcome) -> Run {
+        Run { monitor_id: "m".into(), target: target.into(), started_unix_ns: t, outcome }
+    }
+
+    #[test]
+    fn runs_are_kept_listed_read_back_and_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let mut s = Sqlite::open(&path).unwrap();
+        let a = s.put(&run("a:1", 10, Outcome::Measured(Box::new(result(42.5))))).unwrap();
+        s.put(&run("b:1", 20, Outcome::Failed("connection refused".into()))).unwrap();
+        s.put(&run("a:1", 30, Outcome::Measured(Box::new(result(7.0))))).unwrap();
+        let all = s.rows(&Query::default()).unwrap();
+        assert_eq!(all.len(), 3);
+        assert_eq!((all[0].added_ms, all[0].grade.as_deref()), (Some(42.5), Some("B")));
+        assert_eq!(all[1].failure.as_deref(), Some("connection refused"));
+        let a_only = s.rows(&Query { target: Some("a:1".into()), since_unix_ns: Some(15), ..Default::default() }).unwrap();
+        assert_eq!(a_only.iter().map(|r| r.started_unix_ns).collect::<Vec<_>>(), [30]);
+        assert_eq!(s.result(a).unwrap().unwrap().headline.max_added_latency_ms, Some(42.5));
+        // a reader beside the writer (WAL)
+        let r = Sqlite::open_read(&path).unwrap();
+        assert_eq!(r.rows(&Query::default()).unwrap().len(), 3);
+        assert_eq!(s.prune(25).unwrap(), 2);
+        assert_eq!(r.rows(&Query::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        drop(Sqlite::open(&path).unwrap());
+        Connection::open(&path).unwrap().pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
+        let e = Sqlite::open(&path).err().unwrap();
+        assert!(matches!(e, StoreError::Newer(_, v, _) if v == SCHEMA_VERSION + 1), "{e}");
+        assert!(e.to_string().contains("newer bloatlab"), "{e}");
+    }
+
+    #[test]
+    fn a_read_only_database_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        drop(Sqlite::open(&path).unwrap());
+        // a reader cannot write: the error says read-only
+        let mut r = Sqlite::open_read(&path).unwrap();
+        let e = r.put(&run("a:1", 1, Outcome::Failed("x".into()))).unwrap_err();
+        assert!(matches!(e, StoreError::ReadOnly(_)), "{e:?}");
+    }
+}
