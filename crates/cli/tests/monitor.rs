@@ -204,3 +204,32 @@ fn bad_input_is_refused_with_what_is_wrong() {
     let e = run(&["history", "--db", "x", "--since", "yesterday"]);
     assert!(e.contains("UTC date") && e.contains("12h, 7d"), "{e}");
 }
+
+/// The shipped systemd unit (dist/bloatlab-monitor.service) passes
+/// `systemd-analyze verify` with this binary in its ExecStart, and its
+/// command line is one `bloatlab monitor` accepts.
+#[test]
+fn the_systemd_unit_verifies_and_its_command_line_parses() {
+    let Some(analyze) = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].iter().map(std::path::Path::new).find(|p| p.is_file()) else {
+        bloatlab_testkit::cannot_run("the_systemd_unit_verifies", "no systemd-analyze (apt-get install systemd)");
+        return;
+    };
+    let unit = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/bloatlab-monitor.service")).unwrap();
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("an ExecStart line");
+    let mut args = exec.split_whitespace();
+    assert_eq!(args.next(), Some("/usr/local/bin/bloatlab"));
+    let args: Vec<&str> = args.collect();
+    assert_eq!(args[0], "monitor");
+    // its flags parse: the only complaint is the config file this machine lacks
+    let o = Command::new(exe()).args(&args).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("--config /etc/bloatlab/monitor.toml") && !e.contains("unexpected"), "{e}");
+    // the unit with this binary in it verifies
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bloatlab-monitor.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/bloatlab", exe())).unwrap();
+    let o = Command::new(analyze).arg("verify").arg(&path).output().unwrap();
+    let out = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let ours: Vec<&str> = out.lines().filter(|l| l.contains("bloatlab-monitor")).collect();
+    assert!(ours.is_empty(), "systemd-analyze verify: {out}");
+}

@@ -118,6 +118,8 @@ pub struct MonitorConfig {
     pub retention: Duration,
     /// The targets' shared secret (their --secret-file), read at the edge.
     pub secret: Option<crate::Secret>,
+    /// Serve Prometheus metrics (`/metrics`) on this address.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl Default for MonitorConfig {
@@ -130,6 +132,7 @@ impl Default for MonitorConfig {
             id: String::new(),
             retention: Duration::from_secs(90 * 86400),
             secret: None,
+            metrics: None,
         }
     }
 }
@@ -270,6 +273,28 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
             Ok(())
         },
         get: |c| if c.id.is_empty() { vec![] } else { one(&c.id) },
+    },
+    OptionDef {
+        long: "metrics",
+        short: None,
+        value_name: "ADDR:PORT",
+        help: "Serve Prometheus metrics (OpenMetrics text) at http://ADDR:PORT/metrics, e.g. 127.0.0.1:9771 [default: off]",
+        arity: Arity::Value,
+        shape: Shape::Host,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["127.0.0.1:9771", "[::1]:9771"],
+        set: |c, s| {
+            if s == "off" {
+                c.metrics = None;
+                return Ok(());
+            }
+            let a: std::net::SocketAddr = s.parse().map_err(|_| format!("`{s}` is not ADDR:PORT (127.0.0.1:9771, [::]:9771, 0.0.0.0:9771)"))?;
+            c.metrics = Some(a);
+            Ok(())
+        },
+        get: |c| c.metrics.map(|a| one(a)).unwrap_or_default(),
     },
     OptionDef {
         long: "retention",

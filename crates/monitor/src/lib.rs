@@ -18,6 +18,9 @@
 //!   measured (marked incomplete), writes what is pending and returns;
 //! * on start the schedule resumes from the store: a target tested within
 //!   the last `--every` waits for the rest of it.
+pub mod http;
+pub mod metrics;
+
 use bloatlab_engine::client;
 use bloatlab_model::{MonitorConfig, MonitorTarget};
 use bloatlab_results::{MonitorRun, TestResult};
@@ -49,6 +52,8 @@ pub enum Event<'a> {
     Flushed { count: usize },
     /// Results older than the retention were deleted.
     Pruned { count: usize },
+    /// Prometheus metrics are served here.
+    Metrics { url: String },
 }
 
 fn now_ns() -> u64 {
@@ -94,15 +99,24 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let jitter_ns = cfg.jitter.of(cfg.every).as_nanos() as u64;
     let mut rng = rand::rng();
     let now = now_ns();
+    let exp = std::sync::Arc::new(metrics::Exposition::new());
+    if let Some(addr) = cfg.metrics {
+        let at = http::serve(addr, exp.clone())?;
+        let host = if at.is_ipv6() { format!("[{}]", at.ip()) } else { at.ip().to_string() };
+        on(Event::Metrics { url: format!("http://{host}:{}/metrics", at.port()) });
+    }
     // resume: a target's next run is due `every` after its last one
     let mut slots: Vec<Slot> = vec![];
     for t in &cfg.targets {
         let name = t.name();
-        let last = store
-            .rows(&Query { target: Some(name.clone()), since_unix_ns: Some(now.saturating_sub(every_ns)), ..Default::default() })
-            .map_err(|e| format!("{e}"))?
-            .last()
-            .map(|r| r.started_unix_ns);
+        // the last day's runs: the newest shows in the metrics until the first run here
+        let recent = store
+            .rows(&Query { target: Some(name.clone()), since_unix_ns: Some(now.saturating_sub(every_ns.max(86_400_000_000_000))), ..Default::default() })
+            .map_err(|e| format!("{e}"))?;
+        if let Some(r) = recent.last() {
+            exp.show_row(r);
+        }
+        let last = recent.last().map(|r| r.started_unix_ns).filter(|&t| t + every_ns > now);
         let due = last.map(|l| l + every_ns).unwrap_or(now).max(now);
         let start = due + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
         on(Event::Scheduled { target: &name, first_in: Duration::from_nanos(start - now) });
@@ -168,8 +182,11 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             None => (s.due_ns + every_ns).max(end),
         };
         s.start_ns = s.due_ns + if jitter_ns > 0 && retry.is_none() { rng.random_range(0..=jitter_ns) } else { 0 };
-        pending.push_back(Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome });
+        let run = Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome };
+        exp.record(&run);
+        pending.push_back(run);
         kept += write(store, &mut pending, on, retry);
+        exp.set_pending(pending.len());
     }
     // a stop: what is held gets one more try
     kept += write(store, &mut pending, on, None);

@@ -93,8 +93,10 @@ fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "-".into())
 }
 
+/// An added latency as the reports print it: `+12.3`, `-0.010` (a loaded
+/// median under the idle one, within the probes' noise).
 fn signed_ms(v: f64) -> String {
-    format!("+{}", ms(v))
+    bloatlab_model::fmt::signed(v)
 }
 
 fn time(ns: u64, by: By) -> String {
@@ -111,7 +113,7 @@ pub fn run_line(r: &RunRow) -> String {
     match &r.failure {
         Some(why) => format!("{} {} failed: {why}", time(r.started_unix_ns, By::Run), r.target),
         None => format!(
-            "{} {} {}: idle {} ms, loaded {} ms ({} ms), down {}, up {}, RPM {}{}",
+            "{} {} {}: idle {} ms, loaded {} ms ({} ms added), down {}, up {}, RPM {}{}",
             time(r.started_unix_ns, By::Run),
             r.target,
             r.grade.as_deref().unwrap_or("?"),
@@ -289,6 +291,9 @@ mod tests {
         let csv = history_csv(&rows, By::Run);
         assert_eq!(csv.lines().count(), 7);
         assert!(csv.lines().nth(4).unwrap().contains(",connection refused,false,,"), "{csv}");
-        assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms)"), "{}", run_line(&rows[0]));
+        assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms added)"), "{}", run_line(&rows[0]));
+        let mut below = rows[0].clone();
+        below.added_ms = Some(-0.01);
+        assert!(run_line(&below).contains("(-0.010 ms added)"), "{}", run_line(&below));
     }
 }

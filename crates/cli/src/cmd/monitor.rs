@@ -142,6 +142,7 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
             }
             Event::Flushed { count } => say(format!("{count} held run(s) written")),
             Event::Pruned { count } => say(format!("{count} run(s) older than --retention deleted")),
+            Event::Metrics { url } => say(format!("Prometheus metrics at {url}")),
         }
     });
     let sig = signals::pending();

@@ -1,0 +1,243 @@
+//! The monitor's Prometheus exposition: `/metrics` in the OpenMetrics text
+//! format (prometheus-client), one series per target (and direction), in
+//! base units. Every value is read from a kept run (its result's headline,
+//! its phases), never measured again.
+//!
+//! | metric | type | labels | what |
+//! |---|---|---|---|
+//! | `bloatlab_up` | gauge | target | 1: the last run measured; 0: it failed |
+//! | `bloatlab_idle_latency_seconds` | gauge | target | the last run's idle median round trip |
+//! | `bloatlab_loaded_latency_seconds` | gauge | target | its worst loaded median round trip |
+//! | `bloatlab_added_latency_seconds` | gauge | target | loaded minus idle (the grade's number) |
+//! | `bloatlab_added_latency_histogram_seconds` | histogram | target | every run's added latency, buckets at the grade boundaries |
+//! | `bloatlab_goodput_bits_per_second` | gauge | target, direction | the last run's capacity each way |
+//! | `bloatlab_rpm` | gauge | target | its UDP-probe responsiveness, round trips per minute |
+//! | `bloatlab_probe_loss_ratio` | gauge | target | the worst loaded phase's probe loss, 0-1 |
+//! | `bloatlab_grade` | gauge | target | the grade as a number: 0 A+, 1 A, 2 B, 3 C, 4 D, 5 F |
+//! | `bloatlab_last_run_timestamp_seconds`, `bloatlab_last_success_timestamp_seconds` | gauge | target | Unix time |
+//! | `bloatlab_runs_total` | counter | target | runs since the monitor started |
+//! | `bloatlab_failures_total` | counter | target, reason | failed runs: refused, timeout, busy, unreachable, auth, interrupted, other |
+//! | `bloatlab_bytes_total` | counter | target, direction | bytes the tests moved (their flows' bytes) |
+//! | `bloatlab_pending_runs` | gauge | | runs held while the database refuses |
+//! | `bloatlab_build_info` | info | version | 1 |
+use bloatlab_results::{Direction, TestResult};
+use bloatlab_store::{Outcome, Run, RunRow};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+type Labels = Vec<(String, String)>;
+type G = Family<Labels, Gauge<f64, AtomicU64>>;
+type C = Family<Labels, Counter>;
+
+/// Added-latency buckets, seconds: the grade's boundaries (A+ < 5 ms, A < 30,
+/// B < 60, C < 200, D < 400) and beyond.
+pub const ADDED_BUCKETS: [f64; 8] = [0.005, 0.03, 0.06, 0.2, 0.4, 1.0, 2.0, 5.0];
+
+fn added_histogram() -> Histogram {
+    Histogram::new(ADDED_BUCKETS)
+}
+
+pub struct Exposition {
+    registry: Registry,
+    up: G,
+    idle: G,
+    loaded: G,
+    added: G,
+    added_hist: Family<Labels, Histogram, fn() -> Histogram>,
+    goodput: G,
+    rpm: G,
+    loss: G,
+    grade: G,
+    last_run: G,
+    last_success: G,
+    runs: C,
+    failures: C,
+    bytes: C,
+    pending: Gauge<i64>,
+}
+
+/// The reason class of a failure, for `bloatlab_failures_total`.
+pub fn failure_reason(why: &str) -> &'static str {
+    let w = why.to_ascii_lowercase();
+    if w.contains("interrupted") || w.contains("sigterm") || w.contains("sigint") {
+        "interrupted"
+    } else if w.contains("refused") {
+        "refused"
+    } else if w.contains("timed out") || w.contains("timeout") {
+        "timeout"
+    } else if w.contains("secret") || w.contains("authenticat") || w.contains("challenge") {
+        "auth"
+    } else if w.contains("busy") || w.contains("limit") || w.contains("--max-") {
+        "busy"
+    } else if w.contains("resolve") || w.contains("unreachable") || w.contains("no route") || w.contains("lookup") {
+        "unreachable"
+    } else {
+        "other"
+    }
+}
+
+const GRADES: [&str; 6] = ["A+", "A", "B", "C", "D", "F"];
+
+fn target(t: &str) -> Labels {
+    vec![("target".into(), t.into())]
+}
+
+fn target_dir(t: &str, d: &str) -> Labels {
+    vec![("target".into(), t.into()), ("direction".into(), d.into())]
+}
+
+impl Exposition {
+    pub fn new() -> Exposition {
+        let mut registry = Registry::default();
+        let g = |r: &mut Registry, name: &str, help: &str| {
+            let f = G::default();
+            r.register(name, help, f.clone());
+            f
+        };
+        let c = |r: &mut Registry, name: &str, help: &str| {
+            let f = C::default();
+            r.register(name, help, f.clone());
+            f
+        };
+        let up = g(&mut registry, "bloatlab_up", "1 when the target's last run measured, 0 when it failed");
+        let idle = g(&mut registry, "bloatlab_idle_latency_seconds", "The last measured run's idle median round trip");
+        let loaded = g(&mut registry, "bloatlab_loaded_latency_seconds", "The last measured run's worst loaded median round trip");
+        let added = g(&mut registry, "bloatlab_added_latency_seconds", "The last measured run's added latency under load (loaded minus idle median)");
+        let added_hist = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(added_histogram as fn() -> Histogram);
+        registry.register(
+            "bloatlab_added_latency_histogram_seconds",
+            "Every run's added latency under load (buckets at the grade boundaries)",
+            added_hist.clone(),
+        );
+        let goodput = g(&mut registry, "bloatlab_goodput_bits_per_second", "The last measured run's goodput (capacity) each way");
+        let rpm = g(&mut registry, "bloatlab_rpm", "The last measured run's UDP-probe responsiveness, round trips per minute");
+        let loss = g(&mut registry, "bloatlab_probe_loss_ratio", "The last measured run's worst loaded phase's probe loss, 0 to 1");
+        let grade = g(&mut registry, "bloatlab_grade", "The last measured run's grade: 0 A+, 1 A, 2 B, 3 C, 4 D, 5 F");
+        let last_run = g(&mut registry, "bloatlab_last_run_timestamp_seconds", "When the target's last run started, Unix time");
+        let last_success = g(&mut registry, "bloatlab_last_success_timestamp_seconds", "When the target's last measured run started, Unix time");
+        let runs = c(&mut registry, "bloatlab_runs", "Runs since the monitor started");
+        let failures = c(&mut registry, "bloatlab_failures", "Failed runs since the monitor started, by reason");
+        let bytes = c(&mut registry, "bloatlab_bytes", "Bytes the loaded tests moved since the monitor started");
+        let pending = Gauge::<i64>::default();
+        registry.register("bloatlab_pending_runs", "Runs held while the database refuses writes", pending.clone());
+        registry.register("bloatlab_build", "bloatlab's version", Info::new(vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]));
+        Exposition { registry, up, idle, loaded, added, added_hist, goodput, rpm, loss, grade, last_run, last_success, runs, failures, bytes, pending }
+    }
+
+    /// The gauges of a run's row (at start: each target's last run in the database).
+    pub fn show_row(&self, r: &RunRow) {
+        let t = target(&r.target);
+        let secs = r.started_unix_ns as f64 / 1e9;
+        self.last_run.get_or_create(&t).set(secs);
+        self.up.get_or_create(&t).set(if r.failure.is_none() { 1.0 } else { 0.0 });
+        if r.failure.is_some() {
+            return;
+        }
+        self.last_success.get_or_create(&t).set(secs);
+        let set = |g: &G, l: &Labels, v: Option<f64>, scale: f64| match v {
+            Some(v) => {
+                g.get_or_create(l).set(v * scale);
+            }
+            None => {
+                g.remove(l);
+            }
+        };
+        set(&self.idle, &t, r.idle_ms, 1e-3);
+        set(&self.loaded, &t, r.loaded_ms, 1e-3);
+        set(&self.added, &t, r.added_ms, 1e-3);
+        set(&self.rpm, &t, r.rpm, 1.0);
+        set(&self.goodput, &target_dir(&r.target, "download"), r.download_bps, 1.0);
+        set(&self.goodput, &target_dir(&r.target, "upload"), r.upload_bps, 1.0);
+        set(&self.grade, &t, r.grade.as_deref().and_then(|g| GRADES.iter().position(|x| *x == g)).map(|i| i as f64), 1.0);
+    }
+
+    /// A run just kept: its gauges, and the counters.
+    pub fn record(&self, run: &Run) {
+        let row = RunRow::of(run);
+        self.show_row(&row);
+        let t = target(&run.target);
+        self.runs.get_or_create(&t).inc();
+        match &run.outcome {
+            Outcome::Failed(why) => {
+                self.failures.get_or_create(&vec![("target".into(), run.target.clone()), ("reason".into(), failure_reason(why).into())]).inc();
+            }
+            Outcome::Measured(r) => {
+                if let Some(a) = row.added_ms {
+                    self.added_hist.get_or_create(&t).observe(a / 1e3);
+                }
+                match worst_loss(r) {
+                    Some(l) => {
+                        self.loss.get_or_create(&t).set(l);
+                    }
+                    None => {
+                        self.loss.remove(&t);
+                    }
+                }
+                for (d, name) in [(Direction::Down, "download"), (Direction::Up, "upload")] {
+                    self.bytes.get_or_create(&target_dir(&run.target, name)).inc_by(moved(r, d));
+                }
+            }
+        }
+    }
+
+    pub fn set_pending(&self, n: usize) {
+        self.pending.set(n as i64);
+    }
+
+    /// The exposition, OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        encode(&mut s, &self.registry).expect("encoding to a String does not fail");
+        s
+    }
+}
+
+impl Default for Exposition {
+    fn default() -> Exposition {
+        Exposition::new()
+    }
+}
+
+/// The worst loaded phase's probe loss, 0-1 (the phases' own summaries).
+fn worst_loss(r: &TestResult) -> Option<f64> {
+    r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct / 100.0).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
+}
+
+/// Bytes the test's flows moved in direction `d` (each flow's receiver's count).
+pub fn moved(r: &TestResult, d: Direction) -> u64 {
+    r.scenarios.iter().flat_map(|p| p.flows.iter()).filter(|f| f.direction == d).map(|f| f.bytes).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_classed_by_their_reason() {
+        assert_eq!(failure_reason("cannot connect to 1.2.3.4:9770: connection refused (is `bloatlab server` running there?)"), "refused");
+        assert_eq!(failure_reason("connect to x: timed out after 5 s"), "timeout");
+        assert_eq!(failure_reason("the server is busy: --max-tests 4 reached"), "busy");
+        assert_eq!(failure_reason("cannot resolve nowhere.invalid"), "unreachable");
+        assert_eq!(failure_reason("interrupted by SIGTERM"), "interrupted");
+        assert_eq!(failure_reason("something else"), "other");
+    }
+
+    #[test]
+    fn a_failed_run_reads_down_and_counts_its_reason() {
+        let e = Exposition::new();
+        e.record(&Run { monitor_id: "m".into(), target: "a:1".into(), started_unix_ns: 2_000_000_000, outcome: Outcome::Failed("connection refused".into()) });
+        let s = e.encode();
+        assert!(s.contains("bloatlab_up{target=\"a:1\"} 0"), "{s}");
+        assert!(s.contains("bloatlab_failures_total{target=\"a:1\",reason=\"refused\"} 1"), "{s}");
+        assert!(s.contains("bloatlab_runs_total{target=\"a:1\"} 1"), "{s}");
+        assert!(s.contains("bloatlab_last_run_timestamp_seconds{target=\"a:1\"} 2.0"), "{s}");
+        assert!(s.contains("bloatlab_build_info{version=\""), "{s}");
+        assert!(s.ends_with("# EOF\n"), "{s}");
+    }
+}
