@@ -137,3 +137,13 @@ mod tests {
         assert_eq!(t, "a     bb\n--------\nlong   1\n");
     }
 }
+
+/// An SVG document as an element to inline in HTML: any XML prolog dropped
+/// (the SVG element carries its own viewBox).
+pub(crate) fn svg_inline(svg: &str) -> String {
+    let s = match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    };
+    s.to_string()
+}

@@ -57,15 +57,6 @@ pre { background: var(--soft); border:1px solid var(--line); border-radius: 8px;
 footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 "#;
 
-pub(crate) fn svg_inline(svg: &str) -> String {
-    // Drop any XML prolog; the SVG element carries its own viewBox.
-    let s = match svg.find("<svg") {
-        Some(i) => &svg[i..],
-        None => svg,
-    };
-    s.to_string()
-}
-
 /// An inline SVG figure; a plot that has nothing to draw becomes a short note
 /// instead of failing the whole report.
 fn figure(runs: &[Run], kind: PlotKind, caption: &str) -> Result<String> {
@@ -76,7 +67,7 @@ fn figure(runs: &[Run], kind: PlotKind, caption: &str) -> Result<String> {
     Ok(format!(
         "<figure class=\"plot-{}\">{}<figcaption>{}</figcaption></figure>\n",
         kind.name(),
-        svg_inline(&svg),
+        crate::fmt::svg_inline(&svg),
         esc(caption)
     ))
 }

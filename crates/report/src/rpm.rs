@@ -125,7 +125,7 @@ pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
     }
     let notes: String = rpm_notes(r).iter().map(|l| format!("<p class=\"note\">{}</p>", esc(l))).collect();
     let table = crate::fmt::html_table("rpm", &rpm_rows(r));
-    Ok(format!("<section class=\"cards\">{cards}</section>\n{table}{notes}\n<figure class=\"plot-rpm\">{}</figure>\n", crate::html::svg_inline(&svg)))
+    Ok(format!("<section class=\"cards\">{cards}</section>\n{table}{notes}\n<figure class=\"plot-rpm\">{}</figure>\n", crate::fmt::svg_inline(&svg)))
 }
 
 #[cfg(test)]

@@ -203,3 +203,43 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
     let _ = out.write_all(text.as_bytes());
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every monitor option, through both front ends (the command line and
+    //! the config file), reaches the same configuration.
+    use super::*;
+    use crate::{Cli, Cmd};
+    use bloatlab_model::MONITOR_OPTIONS;
+    use clap::Parser;
+
+    fn from_flags(args: &[String]) -> MonitorConfig {
+        let mut v = vec!["bloatlab".to_string(), "monitor".into(), "h".into()];
+        v.extend_from_slice(args);
+        let Cmd::Monitor(a) = Cli::try_parse_from(&v).unwrap_or_else(|e| panic!("{v:?}: {e}")).cmd else { unreachable!() };
+        config(&a).unwrap()
+    }
+
+    fn from_file(key: &str, value: &str) -> MonitorConfig {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.toml");
+        // a repeated option as a list, the others as a string; the file's own target too
+        let v = if key == "target" { format!("[{value:?}]") } else { format!("{value:?}") };
+        let extra = if key == "target" { "" } else { "target = [\"h\"]\n" };
+        std::fs::write(&p, format!("{extra}{} = {v}\n", key.replace('-', "_"))).unwrap();
+        let Cmd::Monitor(a) = Cli::try_parse_from(["bloatlab", "monitor", "--config", p.to_str().unwrap()]).unwrap().cmd else { unreachable!() };
+        config(&a).unwrap()
+    }
+
+    #[test]
+    fn every_option_is_the_same_from_flags_and_from_the_config_file() {
+        for o in MONITOR_OPTIONS {
+            for &e in o.examples {
+                let flags = from_flags(&o.args(e));
+                let file = from_file(o.long, e);
+                assert!(o.get(&flags).contains(&e.to_string()), "--{} {e}: {:?}", o.long, o.get(&flags));
+                assert!(o.get(&file).contains(&e.to_string()), "{} = {e} in a file: {:?}", o.long, o.get(&file));
+            }
+        }
+    }
+}
