@@ -233,3 +233,78 @@ fn the_systemd_unit_verifies_and_its_command_line_parses() {
     let ours: Vec<&str> = out.lines().filter(|l| l.contains("bloatlab-monitor")).collect();
     assert!(ours.is_empty(), "systemd-analyze verify: {out}");
 }
+
+/// A tiny webhook receiver: answers the first POST 500 (the monitor tries
+/// again), the others 200; each body arrives on the channel.
+fn receiver() -> (String, Receiver<serde_json::Value>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for (n, s) in l.incoming().enumerate() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = vec![];
+            let mut b = [0u8; 4096];
+            let body = loop {
+                let Ok(k) = s.read(&mut b) else { break None };
+                if k == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&b[..k]);
+                let text = String::from_utf8_lossy(&buf).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let len: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
+                    if body.len() >= len {
+                        break Some(body[..len].to_string());
+                    }
+                }
+            };
+            let status = if n == 0 { "500 Internal Server Error" } else { "200 OK" };
+            let _ = write!(s, "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            if n > 0 {
+                if let Some(b) = body {
+                    let _ = tx.send(serde_json::from_str(&b).unwrap_or(serde_json::Value::String(b)));
+                }
+            }
+        }
+    });
+    (url, rx)
+}
+
+/// The webhook: a target that fails two runs in a row posts `failing` (the
+/// receiver's first answer is a 500: the monitor tries again), and once a
+/// server answers there, two measured runs post `back`.
+#[test]
+fn a_webhook_hears_of_a_failing_target_and_of_its_return() {
+    let _g = common::serial();
+    let port = closed_port();
+    let target = format!("127.0.0.1:{port}");
+    let (url, hooks) = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let (mut child, rx) = monitor(&[&target, "--every", "1s", "--jitter", "0%", "--db", db.to_str().unwrap(), "--alert-runs", "2", "--webhook", &url]);
+    let mut seen = vec![];
+    until(&rx, Duration::from_secs(20), &mut seen, |l| l.starts_with("ALERT bloatlab: ") && l.contains("failed 2 runs in a row"));
+    let h = hooks.recv_timeout(Duration::from_secs(20)).expect("the failing alert, posted");
+    assert_eq!(h["event"], "failing", "{h}");
+    assert_eq!(h["target"], target.as_str());
+    assert_eq!(h["runs"].as_array().unwrap().len(), 2, "{h}");
+    assert!(h["runs"][1]["failure"].as_str().unwrap().contains("refused"), "{h}");
+    assert!(h["text"].as_str().unwrap().starts_with(&format!("bloatlab: {target} failed 2 runs in a row")), "{h}");
+    until(&rx, Duration::from_secs(20), &mut seen, |l| l == &format!("webhook: the failing alert for {target} delivered"));
+    // a server comes up there: two measured runs later, `back`
+    let mut srv = Command::new(exe())
+        .args(["server", "--bind", "127.0.0.1", "--port", &port.to_string(), "--no-rpm", "--no-web", "--quiet"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    until(&rx, Duration::from_secs(80), &mut seen, |l| l.starts_with("ALERT ") && l.contains("measured again, 2 runs in a row"));
+    let h = hooks.recv_timeout(Duration::from_secs(20)).expect("the back alert, posted");
+    assert_eq!(h["event"], "back", "{h}");
+    assert!(h["runs"][0]["added_ms"].is_number() && h["runs"][1]["grade"].is_string(), "{h}");
+    signal(&child, Signal::Term);
+    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
+    let _ = srv.kill();
+    let _ = srv.wait();
+}

@@ -120,6 +120,12 @@ pub struct MonitorConfig {
     pub secret: Option<crate::Secret>,
     /// Serve Prometheus metrics (`/metrics`) on this address.
     pub metrics: Option<std::net::SocketAddr>,
+    /// POST alerts (JSON) here.
+    pub webhook: Option<String>,
+    /// An alert when the added latency is above this...
+    pub alert_added: Duration,
+    /// ...in this many runs in a row (and a recovery after as many under it).
+    pub alert_runs: u32,
 }
 
 impl Default for MonitorConfig {
@@ -133,6 +139,9 @@ impl Default for MonitorConfig {
             retention: Duration::from_secs(90 * 86400),
             secret: None,
             metrics: None,
+            webhook: None,
+            alert_added: Duration::from_millis(30),
+            alert_runs: 3,
         }
     }
 }
@@ -295,6 +304,67 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
             Ok(())
         },
         get: |c| c.metrics.map(|a| one(a)).unwrap_or_default(),
+    },
+    OptionDef {
+        long: "webhook",
+        short: None,
+        value_name: "URL",
+        help: "POST a JSON alert to this http:// or https:// URL when a target's added latency is above --alert-added, or its runs fail, --alert-runs runs in a row, and again when it is back [default: off]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["https://hooks.example.net/T0/B0/x"],
+        set: |c, s| {
+            if s == "off" {
+                c.webhook = None;
+                return Ok(());
+            }
+            let rest = s.strip_prefix("https://").or_else(|| s.strip_prefix("http://"));
+            match rest {
+                Some(r) if !r.is_empty() && !r.starts_with('/') && !s.contains(char::is_whitespace) => {
+                    c.webhook = Some(s.to_string());
+                    Ok(())
+                }
+                _ => Err(format!("`{s}` is not an http:// or https:// URL")),
+            }
+        },
+        get: |c| c.webhook.iter().cloned().collect(),
+    },
+    OptionDef {
+        long: "alert-added",
+        short: None,
+        value_name: "DURATION",
+        help: "Alert when the added latency under load is above this (the grade's A boundary by default) [default: 30ms]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["60ms"],
+        set: |c, s| Ok(c.alert_added = parse_duration(s)?),
+        get: |c| one(fmt_duration(c.alert_added)),
+    },
+    OptionDef {
+        long: "alert-runs",
+        short: None,
+        value_name: "N",
+        help: "Runs in a row over --alert-added (or failing) before an alert, and under it (or measuring) before the all-clear [default: 3]",
+        arity: Arity::Value,
+        shape: Shape::Int,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["2"],
+        set: |c, s| match s.parse::<u32>() {
+            Ok(n) if (1..=100).contains(&n) => {
+                c.alert_runs = n;
+                Ok(())
+            }
+            _ => Err(format!("`{s}` is not a number of runs (1-100)")),
+        },
+        get: |c| one(c.alert_runs),
     },
     OptionDef {
         long: "retention",

@@ -18,13 +18,14 @@
 //!   measured (marked incomplete), writes what is pending and returns;
 //! * on start the schedule resumes from the store: a target tested within
 //!   the last `--every` waits for the rest of it.
+pub mod alert;
 pub mod http;
 pub mod metrics;
 
 use bloatlab_engine::client;
 use bloatlab_model::{MonitorConfig, MonitorTarget};
 use bloatlab_results::{MonitorRun, TestResult};
-use bloatlab_store::{Outcome, Query, Run, Store, StoreError};
+use bloatlab_store::{Outcome, Query, Run, RunRow, Store, StoreError};
 use rand::Rng;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +55,11 @@ pub enum Event<'a> {
     Pruned { count: usize },
     /// Prometheus metrics are served here.
     Metrics { url: String },
+    /// A target crossed its threshold (or came back); `queued` says whether
+    /// it went to the webhook (None: no --webhook).
+    Alert { alert: &'a alert::Alert, queued: Option<Result<(), String>> },
+    /// The webhook took an alert, or refused it after every try.
+    Delivered { alert: &'a alert::Alert, error: Option<&'a str> },
 }
 
 fn now_ns() -> u64 {
@@ -107,6 +113,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     }
     // resume: a target's next run is due `every` after its last one
     let mut slots: Vec<Slot> = vec![];
+    let mut history = vec![];
     for t in &cfg.targets {
         let name = t.name();
         // the last day's runs: the newest shows in the metrics until the first run here
@@ -116,16 +123,31 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         if let Some(r) = recent.last() {
             exp.show_row(r);
         }
+        let keep = recent.len().saturating_sub(2 * cfg.alert_runs as usize);
+        history.extend(recent[keep..].iter().cloned());
         let last = recent.last().map(|r| r.started_unix_ns).filter(|&t| t + every_ns > now);
         let due = last.map(|l| l + every_ns).unwrap_or(now).max(now);
         let start = due + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
         on(Event::Scheduled { target: &name, first_in: Duration::from_nanos(start - now) });
         slots.push(Slot { target: t.clone(), name, due_ns: due, start_ns: start, failures: 0, runs: 0 });
     }
+    let mut alerting = alert::Alerting::new(&id, cfg.alert_added.as_secs_f64() * 1e3, cfg.alert_runs);
+    for r in &history {
+        // the state a restart resumes from: no alert for what was told before
+        let _ = alerting.observe(r);
+    }
+    let webhook = cfg.webhook.clone().map(alert::Webhook::start);
+    let mut outstanding = 0usize;
     let mut pending: VecDeque<Run> = VecDeque::new();
     let mut kept = 0u64;
     let mut pruned_at: Option<std::time::Instant> = None;
     while !stop.load(Ordering::Relaxed) {
+        if let Some(w) = &webhook {
+            for d in w.results.try_iter() {
+                outstanding = outstanding.saturating_sub(1);
+                on(Event::Delivered { alert: &d.alert, error: d.error.as_deref() });
+            }
+        }
         if !cfg.retention.is_zero() && pruned_at.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
             pruned_at = Some(std::time::Instant::now());
             match store.prune(now_ns().saturating_sub(cfg.retention.as_nanos() as u64)) {
@@ -184,12 +206,32 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         s.start_ns = s.due_ns + if jitter_ns > 0 && retry.is_none() { rng.random_range(0..=jitter_ns) } else { 0 };
         let run = Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome };
         exp.record(&run);
+        if let Some(a) = alerting.observe(&RunRow::of(&run)) {
+            let queued = webhook.as_ref().map(|w| w.send(a.clone()));
+            if matches!(queued, Some(Ok(()))) {
+                outstanding += 1;
+            }
+            on(Event::Alert { alert: &a, queued });
+        }
         pending.push_back(run);
         kept += write(store, &mut pending, on, retry);
         exp.set_pending(pending.len());
     }
-    // a stop: what is held gets one more try
+    // a stop: what is held gets one more try, alerts on their way their tries
     kept += write(store, &mut pending, on, None);
+    if let Some(w) = &webhook {
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while outstanding > 0 {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match w.results.recv_timeout(left) {
+                Ok(d) => {
+                    outstanding -= 1;
+                    on(Event::Delivered { alert: &d.alert, error: d.error.as_deref() });
+                }
+                Err(_) => break,
+            }
+        }
+    }
     if pending.is_empty() {
         Ok(kept)
     } else {

@@ -143,6 +143,17 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
             Event::Flushed { count } => say(format!("{count} held run(s) written")),
             Event::Pruned { count } => say(format!("{count} run(s) older than --retention deleted")),
             Event::Metrics { url } => say(format!("Prometheus metrics at {url}")),
+            Event::Alert { alert, queued } => match queued {
+                Some(Err(e)) => {
+                    say(format!("ALERT {}", alert.text));
+                    eprintln!("bloatlab monitor: webhook: {e}");
+                }
+                _ => say(format!("ALERT {}", alert.text)),
+            },
+            Event::Delivered { alert, error } => match error {
+                None => say(format!("webhook: the {} alert for {} delivered", alert.event.name(), alert.target)),
+                Some(e) => eprintln!("bloatlab monitor: webhook: the {} alert for {} was not delivered: {e}", alert.event.name(), alert.target),
+            },
         }
     });
     let sig = signals::pending();
