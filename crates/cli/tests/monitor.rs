@@ -308,3 +308,26 @@ fn a_webhook_hears_of_a_failing_target_and_of_its_return() {
     let _ = srv.kill();
     let _ = srv.wait();
 }
+
+/// A data budget: the first run (its cost unknown) runs and says what a
+/// month of them would move; the next ones would pass the budget and are
+/// skipped, said so, and not recorded as runs.
+#[test]
+fn a_data_budget_is_shown_and_enforced() {
+    let _g = common::serial();
+    let srv = TestServer::start(&["--no-rpm", "--no-web"]);
+    let live = srv.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let (mut child, rx) = monitor(&[&live, "--every", "1s", "--jitter", "0%", "--db", db.to_str().unwrap(), "--budget", "1MB/day"]);
+    let mut seen = vec![];
+    until(&rx, Duration::from_secs(10), &mut seen, |l| l == "data budget 1MB/day: 0 B used this day");
+    until(&rx, Duration::from_secs(60), &mut seen, |l| l.starts_with(&format!("{live}: a run moved ")) && l.contains("a month"));
+    until(&rx, Duration::from_secs(10), &mut seen, |l| l.starts_with("data budget 1MB/day: ") && l.contains("used this day") && !l.contains(": 0 B"));
+    until(&rx, Duration::from_secs(10), &mut seen, |l| l.starts_with(&format!("{live}: run skipped: ")) && l.contains("(--budget 1MB/day)"));
+    signal(&child, Signal::Term);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    let rows = Sqlite::open_read(&db).unwrap().rows(&Query::default()).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert!(rows[0].bytes > 1_000_000, "{:?}", rows[0]);
+}

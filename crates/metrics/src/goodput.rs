@@ -4,6 +4,12 @@ use serde::{Deserialize, Serialize};
 
 /// Default fraction of a phase's duration skipped at its start (slow start).
 pub const DEFAULT_TRIM_START: f64 = 0.2;
+
+/// Bytes a test's flows moved in direction `d`: each flow's receiver's count,
+/// summed over the scenarios (what the test cost the line, for a data budget).
+pub fn bytes_moved(r: &bloatlab_results::TestResult, d: bloatlab_results::Direction) -> u64 {
+    r.scenarios.iter().flat_map(|p| p.flows.iter()).filter(|f| f.direction == d).map(|f| f.bytes).sum()
+}
 /// Default fraction of a phase's duration skipped at its end (shutdown).
 pub const DEFAULT_TRIM_END: f64 = 0.05;
 /// Fewest goodput samples the trimmed window must contain; below this the

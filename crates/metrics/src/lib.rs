@@ -42,7 +42,7 @@ pub use clock::{
     CLOCK_MIN_DRIFT_SPAN_NS, CLOCK_MIN_PER_WINDOW, CLOCK_QUEUED_TOLERANCE_NS,
 };
 pub use goodput::{
-    rate_series, steady_goodput, steady_goodput_bps, trimming_rule, SteadyGoodput,
+    bytes_moved, rate_series, steady_goodput, steady_goodput_bps, trimming_rule, SteadyGoodput,
     DEFAULT_TRIM_END, DEFAULT_TRIM_START, MIN_WINDOW_SAMPLES, TRIMMING_RULE,
 };
 pub use rates::{

@@ -103,6 +103,87 @@ impl Jitter {
     }
 }
 
+/// How much data the monitor's tests may move, per UTC day or calendar
+/// month (an ISP's cap is per month; a test through a gigabit line moves
+/// gigabytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub bytes: u64,
+    pub per: BudgetPeriod,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetPeriod {
+    Day,
+    Month,
+}
+
+const BYTE_UNITS: [(&str, u64); 9] = [
+    ("tib", 1 << 40),
+    ("gib", 1 << 30),
+    ("mib", 1 << 20),
+    ("kib", 1 << 10),
+    ("tb", 1_000_000_000_000),
+    ("gb", 1_000_000_000),
+    ("mb", 1_000_000),
+    ("kb", 1_000),
+    ("b", 1),
+];
+
+impl Budget {
+    /// `10GB/month`, `500MB/day`, `1TiB/month` (GB = 10^9 bytes, GiB = 2^30).
+    pub fn parse(s: &str) -> Result<Budget, String> {
+        let form = "a budget is SIZE/day or SIZE/month: 10GB/month, 500MB/day, 1TiB/month";
+        let t = s.trim().to_ascii_lowercase();
+        let (size, per) = t.split_once('/').ok_or_else(|| format!("`{s}`: {form}"))?;
+        let per = match per.trim() {
+            "day" | "d" => BudgetPeriod::Day,
+            "month" | "mo" => BudgetPeriod::Month,
+            p => return Err(format!("`{s}`: `{p}` is not day or month; {form}")),
+        };
+        let size = size.trim();
+        let (num, mult) = BYTE_UNITS
+            .iter()
+            .find_map(|(u, m)| size.strip_suffix(u).map(|n| (n.trim(), *m)))
+            .ok_or_else(|| format!("`{s}`: the size needs a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB); {form}"))?;
+        let v: f64 = num.parse().map_err(|_| format!("`{s}`: `{num}` is not a number; {form}"))?;
+        if !v.is_finite() || v <= 0.0 || v * mult as f64 >= u64::MAX as f64 {
+            return Err(format!("`{s}`: the size must be above 0; {form}"));
+        }
+        Ok(Budget { bytes: (v * mult as f64).round() as u64, per })
+    }
+
+    pub fn name(&self) -> String {
+        let size = [("TB", 1_000_000_000_000u64), ("GB", 1_000_000_000), ("MB", 1_000_000), ("kB", 1_000), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+            .iter()
+            .find(|(_, m)| self.bytes >= *m && self.bytes % m == 0)
+            .map(|(u, m)| format!("{}{u}", self.bytes / m))
+            .unwrap_or_else(|| format!("{}B", self.bytes));
+        format!("{size}/{}", self.period_name())
+    }
+
+    pub fn period_name(&self) -> &'static str {
+        match self.per {
+            BudgetPeriod::Day => "day",
+            BudgetPeriod::Month => "month",
+        }
+    }
+
+    /// The start of the period `unix_ns` falls in (UTC midnight, or the 1st of the month).
+    pub fn window_start(&self, unix_ns: u64) -> u64 {
+        let day_ns = 86_400_000_000_000u64;
+        let days = (unix_ns / day_ns) as i64;
+        let start_day = match self.per {
+            BudgetPeriod::Day => days,
+            BudgetPeriod::Month => {
+                let (y, m, _) = crate::units::civil_from_days(days);
+                crate::units::days_from_civil(y, m, 1)
+            }
+        };
+        start_day as u64 * day_ns
+    }
+}
+
 /// Everything `bloatlab monitor` does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorConfig {
@@ -126,6 +207,8 @@ pub struct MonitorConfig {
     pub alert_added: Duration,
     /// ...in this many runs in a row (and a recovery after as many under it).
     pub alert_runs: u32,
+    /// Skip runs that would take the data used past this.
+    pub budget: Option<Budget>,
 }
 
 impl Default for MonitorConfig {
@@ -142,6 +225,7 @@ impl Default for MonitorConfig {
             webhook: None,
             alert_added: Duration::from_millis(30),
             alert_runs: 3,
+            budget: None,
         }
     }
 }
@@ -367,6 +451,23 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         get: |c| one(c.alert_runs),
     },
     OptionDef {
+        long: "budget",
+        short: None,
+        value_name: "SIZE/day|SIZE/month",
+        help: "The most data the tests may move per UTC day or calendar month (10GB/month, 500MB/day); a run that would pass it waits for the next period [default: none]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["10GB/month", "512MiB/day"],
+        set: |c, s| {
+            c.budget = if s == "off" { None } else { Some(Budget::parse(s)?) };
+            Ok(())
+        },
+        get: |c| c.budget.map(|b| one(b.name())).unwrap_or_default(),
+    },
+    OptionDef {
         long: "retention",
         short: None,
         value_name: "DURATION",
@@ -420,6 +521,20 @@ mod tests {
 
     fn option_err(c: &mut MonitorConfig, name: &str, v: &str) -> String {
         crate::options::option::<MonitorConfig>(name).unwrap().set(c, v).unwrap_err()
+    }
+
+    #[test]
+    fn budgets_parse_and_know_their_period() {
+        let b = Budget::parse("10GB/month").unwrap();
+        assert_eq!((b.bytes, b.per, b.name()), (10_000_000_000, BudgetPeriod::Month, "10GB/month".to_string()));
+        assert_eq!(Budget::parse("1.5 GiB / day").unwrap().bytes, 1_610_612_736);
+        assert!(Budget::parse("10GB").unwrap_err().contains("SIZE/day or SIZE/month"));
+        assert!(Budget::parse("10/month").unwrap_err().contains("needs a unit"));
+        assert!(Budget::parse("10GB/week").unwrap_err().contains("not day or month"));
+        // 2026-11-20T10:00Z: the day began at midnight, the month on the 1st
+        let t = 1_795_168_800_000_000_000u64;
+        assert_eq!(Budget::parse("1GB/day").unwrap().window_start(t), 1_795_132_800_000_000_000);
+        assert_eq!(b.window_start(t), crate::units::parse_utc_time("2026-11-01").unwrap());
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod http;
 pub mod metrics;
 
 use bloatlab_engine::client;
-use bloatlab_model::{MonitorConfig, MonitorTarget};
+use bloatlab_model::{Budget, MonitorConfig, MonitorTarget};
 use bloatlab_results::{MonitorRun, TestResult};
 use bloatlab_store::{Outcome, Query, Run, RunRow, Store, StoreError};
 use rand::Rng;
@@ -60,6 +60,13 @@ pub enum Event<'a> {
     Alert { alert: &'a alert::Alert, queued: Option<Result<(), String>> },
     /// The webhook took an alert, or refused it after every try.
     Delivered { alert: &'a alert::Alert, error: Option<&'a str> },
+    /// A target's first measured run here: what it moved, and what that
+    /// comes to in a month at this schedule.
+    Cost { target: &'a str, bytes: u64, per_month: f64 },
+    /// The data used in the budget's period, after a run (or at start).
+    Budget { used: u64, budget: &'a Budget },
+    /// A run was not started: it would have passed the budget.
+    Skipped { target: &'a str, used: u64, estimate: u64, budget: &'a Budget },
 }
 
 fn now_ns() -> u64 {
@@ -74,6 +81,8 @@ struct Slot {
     start_ns: u64,
     failures: u32,
     runs: u64,
+    /// What its last measured run moved (the next one's estimate for the budget).
+    last_bytes: Option<u64>,
 }
 
 /// The monitor's id: `--id`, or the host name.
@@ -129,7 +138,8 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         let due = last.map(|l| l + every_ns).unwrap_or(now).max(now);
         let start = due + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
         on(Event::Scheduled { target: &name, first_in: Duration::from_nanos(start - now) });
-        slots.push(Slot { target: t.clone(), name, due_ns: due, start_ns: start, failures: 0, runs: 0 });
+        let last_bytes = recent.iter().rev().find(|r| r.failure.is_none() && r.bytes > 0).map(|r| r.bytes);
+        slots.push(Slot { target: t.clone(), name, due_ns: due, start_ns: start, failures: 0, runs: 0, last_bytes });
     }
     let mut alerting = alert::Alerting::new(&id, cfg.alert_added.as_secs_f64() * 1e3, cfg.alert_runs);
     for r in &history {
@@ -138,6 +148,17 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     }
     let webhook = cfg.webhook.clone().map(alert::Webhook::start);
     let mut outstanding = 0usize;
+    // the budget's use: the database's for the period so far, then each run's
+    let mut usage = match &cfg.budget {
+        Some(b) => {
+            let start = b.window_start(now);
+            let used = store.bytes_since(start).map_err(|e| format!("{e}"))?;
+            exp.show_budget(b, used);
+            on(Event::Budget { used, budget: b });
+            Some((start, used))
+        }
+        None => None,
+    };
     let mut pending: VecDeque<Run> = VecDeque::new();
     let mut kept = 0u64;
     let mut pruned_at: Option<std::time::Instant> = None;
@@ -169,6 +190,21 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             break;
         }
         let s = &mut slots[i];
+        if let (Some(b), Some((start, used))) = (&cfg.budget, usage.as_mut()) {
+            let w = b.window_start(now_ns());
+            if w != *start {
+                *start = w;
+                *used = 0;
+            }
+            let estimate = s.last_bytes.unwrap_or(0);
+            if used.saturating_add(estimate) > b.bytes {
+                on(Event::Skipped { target: &s.name, used: *used, estimate, budget: b });
+                exp.skipped(&s.name);
+                s.due_ns += every_ns;
+                s.start_ns = s.due_ns + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
+                continue;
+            }
+        }
         on(Event::Started { target: &s.name });
         let started = now_ns();
         let test = cfg.test_config(&s.target);
@@ -206,6 +242,14 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         s.start_ns = s.due_ns + if jitter_ns > 0 && retry.is_none() { rng.random_range(0..=jitter_ns) } else { 0 };
         let run = Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome };
         exp.record(&run);
+        let bytes = RunRow::of(&run).bytes;
+        if bytes > 0 {
+            if s.last_bytes.is_none() {
+                let per_month = bytes as f64 * (30.0 * 86_400.0 / cfg.every.as_secs_f64());
+                on(Event::Cost { target: &s.name, bytes, per_month });
+            }
+            s.last_bytes = Some(bytes);
+        }
         if let Some(a) = alerting.observe(&RunRow::of(&run)) {
             let queued = webhook.as_ref().map(|w| w.send(a.clone()));
             if matches!(queued, Some(Ok(()))) {
@@ -216,6 +260,11 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         pending.push_back(run);
         kept += write(store, &mut pending, on, retry);
         exp.set_pending(pending.len());
+        if let (Some(b), Some((_, used))) = (&cfg.budget, usage.as_mut()) {
+            *used += bytes;
+            exp.show_budget(b, *used);
+            on(Event::Budget { used: *used, budget: b });
+        }
     }
     // a stop: what is held gets one more try, alerts on their way their tries
     kept += write(store, &mut pending, on, None);

@@ -19,8 +19,11 @@
 //! | `bloatlab_failures_total` | counter | target, reason | failed runs: refused, timeout, busy, unreachable, auth, interrupted, other |
 //! | `bloatlab_bytes_total` | counter | target, direction | bytes the tests moved (their flows' bytes) |
 //! | `bloatlab_pending_runs` | gauge | | runs held while the database refuses |
+//! | `bloatlab_budget_bytes`, `bloatlab_budget_used_bytes` | gauge | period | the data budget and what the tests moved in its current period |
+//! | `bloatlab_skipped_runs_total` | counter | target | runs not started: they would have passed the budget |
 //! | `bloatlab_build_info` | info | version | 1 |
 use bloatlab_results::{Direction, TestResult};
+
 use bloatlab_store::{Outcome, Run, RunRow};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -60,6 +63,9 @@ pub struct Exposition {
     failures: C,
     bytes: C,
     pending: Gauge<i64>,
+    budget: Family<Labels, Gauge<i64>>,
+    budget_used: Family<Labels, Gauge<i64>>,
+    skipped: C,
 }
 
 /// The reason class of a failure, for `bloatlab_failures_total`.
@@ -124,10 +130,15 @@ impl Exposition {
         let runs = c(&mut registry, "bloatlab_runs", "Runs since the monitor started");
         let failures = c(&mut registry, "bloatlab_failures", "Failed runs since the monitor started, by reason");
         let bytes = c(&mut registry, "bloatlab_bytes", "Bytes the loaded tests moved since the monitor started");
+        let budget = Family::<Labels, Gauge<i64>>::default();
+        registry.register("bloatlab_budget_bytes", "The data budget (--budget) per period", budget.clone());
+        let budget_used = Family::<Labels, Gauge<i64>>::default();
+        registry.register("bloatlab_budget_used_bytes", "Data the tests moved in the budget's current period", budget_used.clone());
+        let skipped = c(&mut registry, "bloatlab_skipped_runs", "Runs not started because they would pass the data budget");
         let pending = Gauge::<i64>::default();
         registry.register("bloatlab_pending_runs", "Runs held while the database refuses writes", pending.clone());
         registry.register("bloatlab_build", "bloatlab's version", Info::new(vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]));
-        Exposition { registry, up, idle, loaded, added, added_hist, goodput, rpm, loss, grade, last_run, last_success, runs, failures, bytes, pending }
+        Exposition { registry, up, idle, loaded, added, added_hist, goodput, rpm, loss, grade, last_run, last_success, runs, failures, bytes, pending, budget, budget_used, skipped }
     }
 
     /// The gauges of a run's row (at start: each target's last run in the database).
@@ -180,10 +191,20 @@ impl Exposition {
                     }
                 }
                 for (d, name) in [(Direction::Down, "download"), (Direction::Up, "upload")] {
-                    self.bytes.get_or_create(&target_dir(&run.target, name)).inc_by(moved(r, d));
+                    self.bytes.get_or_create(&target_dir(&run.target, name)).inc_by(bloatlab_metrics::bytes_moved(r, d));
                 }
             }
         }
+    }
+
+    pub fn show_budget(&self, b: &bloatlab_model::Budget, used: u64) {
+        let l = vec![("period".to_string(), b.period_name().to_string())];
+        self.budget.get_or_create(&l).set(b.bytes.min(i64::MAX as u64) as i64);
+        self.budget_used.get_or_create(&l).set(used.min(i64::MAX as u64) as i64);
+    }
+
+    pub fn skipped(&self, t: &str) {
+        self.skipped.get_or_create(&target(t)).inc();
     }
 
     pub fn set_pending(&self, n: usize) {
@@ -209,10 +230,6 @@ fn worst_loss(r: &TestResult) -> Option<f64> {
     r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct / 100.0).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
 }
 
-/// Bytes the test's flows moved in direction `d` (each flow's receiver's count).
-pub fn moved(r: &TestResult, d: Direction) -> u64 {
-    r.scenarios.iter().flat_map(|p| p.flows.iter()).filter(|f| f.direction == d).map(|f| f.bytes).sum()
-}
 
 #[cfg(test)]
 mod tests {

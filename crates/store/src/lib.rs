@@ -11,7 +11,7 @@
 //! SQLite ([`sqlite::Sqlite`]): one file, WAL (readers never block the
 //! writer), a versioned schema (`PRAGMA user_version`) migrated forward on
 //! open; a database written by a newer bloatlab is refused, not changed.
-use bloatlab_results::TestResult;
+use bloatlab_results::{Direction, TestResult};
 
 pub mod sqlite;
 
@@ -52,6 +52,8 @@ pub struct RunRow {
     pub upload_bps: Option<f64>,
     pub rpm: Option<f64>,
     pub grade: Option<String>,
+    /// Bytes the run's flows moved, both ways (0 for a failure).
+    pub bytes: u64,
 }
 
 impl RunRow {
@@ -72,6 +74,7 @@ impl RunRow {
                 row.upload_bps = bps(h.upload_capacity_bps, r.scenarios.iter().any(|p| p.uploads > 0));
                 row.rpm = h.rpm;
                 row.grade = h.grade.clone();
+                row.bytes = bloatlab_metrics::bytes_moved(r, Direction::Down) + bloatlab_metrics::bytes_moved(r, Direction::Up);
             }
         }
         row
@@ -114,4 +117,6 @@ pub trait Store {
     fn result(&self, id: i64) -> Result<Option<TestResult>, StoreError>;
     /// Delete runs started before `unix_ns`; how many went.
     fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError>;
+    /// Bytes the runs started at or after `unix_ns` moved (a data budget's use).
+    fn bytes_since(&self, unix_ns: u64) -> Result<u64, StoreError>;
 }

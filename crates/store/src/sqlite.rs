@@ -28,7 +28,9 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE runs (
         result TEXT
     );
     CREATE INDEX runs_by_time ON runs (started_unix_ns);
-    CREATE INDEX runs_by_target ON runs (target, started_unix_ns);"];
+    CREATE INDEX runs_by_target ON runs (target, started_unix_ns);",
+    // 2: what each run cost the line (a data budget's use)
+    "ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -115,7 +117,7 @@ impl Store for Sqlite {
         self.conn
             .execute(
                 "INSERT INTO runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, result) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 download_bps, upload_bps, rpm, grade, result, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 params![
                     row.monitor_id,
                     row.target,
@@ -130,7 +132,8 @@ impl Store for Sqlite {
                     row.upload_bps,
                     row.rpm,
                     row.grade,
-                    doc
+                    doc,
+                    row.bytes.min(i64::MAX as u64) as i64
                 ],
             )
             .map_err(|e| error(&self.path, e))?;
@@ -143,7 +146,7 @@ impl Store for Sqlite {
             .conn
             .prepare(
                 "SELECT id, monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade FROM runs
+                 download_bps, upload_bps, rpm, grade, bytes FROM runs
                  WHERE (?1 IS NULL OR target = ?1) AND started_unix_ns >= ?2 AND started_unix_ns < ?3
                  ORDER BY started_unix_ns, id",
             )
@@ -167,6 +170,7 @@ impl Store for Sqlite {
                     upload_bps: r.get(11)?,
                     rpm: r.get(12)?,
                     grade: r.get(13)?,
+                    bytes: r.get::<_, i64>(14)?.max(0) as u64,
                 })
             })
             .map_err(e)?;
@@ -180,6 +184,14 @@ impl Store for Sqlite {
             None => Ok(None),
             Some(d) => serde_json::from_str(&d).map(Some).map_err(|e| StoreError::Other(format!("{}: run {id}: {e}", self.path.display()))),
         }
+    }
+
+    fn bytes_since(&self, unix_ns: u64) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COALESCE(SUM(bytes), 0) FROM runs WHERE started_unix_ns >= ?1", [unix_ns.min(i64::MAX as u64) as i64], |r| r.get(0))
+            .map_err(|e| error(&self.path, e))?;
+        Ok(n.max(0) as u64)
     }
 
     fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError> {
@@ -229,6 +241,43 @@ mod tests {
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 3);
         assert_eq!(s.prune(25).unwrap(), 2);
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_version_1_database_is_migrated_and_keeps_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+            c.execute("INSERT INTO runs (monitor_id, target, started_unix_ns, complete) VALUES ('m', 'a:1', 5, 1)", []).unwrap();
+        }
+        // a reader refuses the old schema and says how to migrate it
+        assert!(Sqlite::open_read(&path).err().unwrap().to_string().contains("migrates it"));
+        let mut s = Sqlite::open(&path).unwrap();
+        let v: i64 = s.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let rows = s.rows(&Query::default()).unwrap();
+        assert_eq!((rows.len(), rows[0].bytes), (1, 0));
+        let mut r = result(1.0);
+        r.scenarios.push(bloatlab_results::Phase {
+            flows: vec![bloatlab_results::Flow {
+                id: 1,
+                direction: bloatlab_results::Direction::Down,
+                goodput: vec![],
+                tcp_info: vec![],
+                bytes: 1000,
+                max_gap_ns: 0,
+                max_gap_at_ns: 0,
+                dscp: 0,
+                udp: None,
+            }],
+            ..Default::default()
+        });
+        s.put(&run("a:1", 10, Outcome::Measured(Box::new(r)))).unwrap();
+        assert_eq!(s.bytes_since(6).unwrap(), 1000);
+        assert_eq!(s.bytes_since(0).unwrap(), 1000);
     }
 
     #[test]

@@ -143,6 +143,25 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
             Event::Flushed { count } => say(format!("{count} held run(s) written")),
             Event::Pruned { count } => say(format!("{count} run(s) older than --retention deleted")),
             Event::Metrics { url } => say(format!("Prometheus metrics at {url}")),
+            Event::Cost { target, bytes, per_month } => say(format!(
+                "{target}: a run moved {}; at --every {} that is about {} a month",
+                bloatlab_model::fmt::human_bytes(bytes as f64),
+                bloatlab_model::units::fmt_duration(cfg.every),
+                bloatlab_model::fmt::human_bytes(per_month)
+            )),
+            Event::Budget { used, budget } => say(format!(
+                "data budget {}: {} used this {}",
+                budget.name(),
+                bloatlab_model::fmt::human_bytes(used as f64),
+                budget.period_name()
+            )),
+            Event::Skipped { target, used, estimate, budget } => say(format!(
+                "{target}: run skipped: {} used this {} and a run moves about {} (--budget {})",
+                bloatlab_model::fmt::human_bytes(used as f64),
+                budget.period_name(),
+                bloatlab_model::fmt::human_bytes(estimate as f64),
+                budget.name()
+            )),
             Event::Alert { alert, queued } => match queued {
                 Some(Err(e)) => {
                     say(format!("ALERT {}", alert.text));
