@@ -136,6 +136,16 @@ fn the_monitor_keeps_every_run_history_shows_them_and_sigterm_loses_nothing() {
     let csv = history(&["--db", dbs, "--csv", "--since", "1h"]);
     assert_eq!(csv.lines().count(), rows.len() + 1, "{csv}");
     assert_eq!(history(&["--db", dbs, "--since", "2000-01-01", "--until", "2000-01-02"]), "no runs in this range\n");
+    // the HTML page: three plots over time and the table
+    let page = dir.path().join("h.html");
+    history(&["--db", dbs, "--by", "hour", "--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3, "three plots");
+    assert!(html.contains("<table class=\"history\">") && html.contains(&live) && html.contains("Loaded round trip per hour") && html.contains("smokeping-style"), "the table");
+    // before and after a moment between the first two live runs
+    let mid = (lives[0].started_unix_ns + lives[1].started_unix_ns) / 2 / 1_000_000_000;
+    let t = history(&["--db", dbs, "--target", &live, "--compare", &bloatlab_model::units::UtcTime::from_unix_secs(mid as i64).rfc3339_secs()]);
+    assert!(t.contains("before ") && t.contains("from ") && t.lines().any(|l| l.contains("change")), "{t}");
 
     // a restart resumes the schedule: the live server was tested within the hour
     let (mut child, rx) = monitor(&[&live, "--every", "1h", "--jitter", "0%", "--db", dbs, "--id", "t1"]);

@@ -37,6 +37,9 @@ pub struct Bucket {
     pub failed: usize,
     pub idle_ms: Option<f64>,
     pub loaded_ms: Option<f64>,
+    /// The lowest and highest loaded latency among the runs (a smokeping band).
+    pub loaded_min_ms: Option<f64>,
+    pub loaded_max_ms: Option<f64>,
     pub added_ms: Option<f64>,
     pub added_max_ms: Option<f64>,
     pub download_bps: Option<f64>,
@@ -69,24 +72,101 @@ pub fn aggregate(rows: &[RunRow], by: By) -> Vec<Bucket> {
         }
     }
     for (start, target, rs) in groups {
-        let ok: Vec<&&RunRow> = rs.iter().filter(|r| r.failure.is_none()).collect();
-        out.push(Bucket {
-            start_unix_ns: start,
-            target,
-            runs: rs.len(),
-            failed: rs.len() - ok.len(),
-            idle_ms: median(ok.iter().map(|r| r.idle_ms)),
-            loaded_ms: median(ok.iter().map(|r| r.loaded_ms)),
-            added_ms: median(ok.iter().map(|r| r.added_ms)),
-            added_max_ms: ok.iter().filter_map(|r| r.added_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
-            download_bps: median(ok.iter().map(|r| r.download_bps)),
-            upload_bps: median(ok.iter().map(|r| r.upload_bps)),
-            rpm: median(ok.iter().map(|r| r.rpm)),
-            worst_grade: ok.iter().filter_map(|r| r.grade.clone()).max_by_key(|g| grade_rank(g)),
-        });
+        out.push(summarize(start, target, &rs));
     }
     out.sort_by(|a, b| (a.start_unix_ns, &a.target).cmp(&(b.start_unix_ns, &b.target)));
     out
+}
+
+/// One bucket of runs: their medians, the worst added latency and grade.
+fn summarize(start: u64, target: String, rs: &[&RunRow]) -> Bucket {
+    let ok: Vec<&&RunRow> = rs.iter().filter(|r| r.failure.is_none()).collect();
+    Bucket {
+        start_unix_ns: start,
+        target,
+        runs: rs.len(),
+        failed: rs.len() - ok.len(),
+        idle_ms: median(ok.iter().map(|r| r.idle_ms)),
+        loaded_ms: median(ok.iter().map(|r| r.loaded_ms)),
+        loaded_min_ms: ok.iter().filter_map(|r| r.loaded_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
+        loaded_max_ms: ok.iter().filter_map(|r| r.loaded_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
+        added_ms: median(ok.iter().map(|r| r.added_ms)),
+        added_max_ms: ok.iter().filter_map(|r| r.added_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
+        download_bps: median(ok.iter().map(|r| r.download_bps)),
+        upload_bps: median(ok.iter().map(|r| r.upload_bps)),
+        rpm: median(ok.iter().map(|r| r.rpm)),
+        worst_grade: ok.iter().filter_map(|r| r.grade.clone()).max_by_key(|g| grade_rank(g)),
+    }
+}
+
+/// Each target's runs before `at` and from `at` on (`--compare WHEN`):
+/// the same summary as a bucket, for both periods.
+pub fn compare(rows: &[RunRow], at_unix_ns: u64) -> Vec<(Bucket, Bucket)> {
+    let mut targets: Vec<&str> = rows.iter().map(|r| r.target.as_str()).collect();
+    targets.sort();
+    targets.dedup();
+    targets
+        .into_iter()
+        .map(|t| {
+            let before: Vec<&RunRow> = rows.iter().filter(|r| r.target == t && r.started_unix_ns < at_unix_ns).collect();
+            let after: Vec<&RunRow> = rows.iter().filter(|r| r.target == t && r.started_unix_ns >= at_unix_ns).collect();
+            let first = |v: &[&RunRow]| v.first().map(|r| r.started_unix_ns).unwrap_or(at_unix_ns);
+            (summarize(first(&before), t.to_string(), &before), summarize(at_unix_ns, t.to_string(), &after))
+        })
+        .collect()
+}
+
+/// Before and after `at`, side by side, with the change of each median.
+pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
+    if rows.is_empty() {
+        return "no runs in this range\n".into();
+    }
+    let at = UtcTime::from_unix_ns(at_unix_ns).rfc3339_secs();
+    let mut t: Vec<Vec<String>> = vec![["Target", "Period", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst grade"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()];
+    let diff = |a: Option<f64>, b: Option<f64>, f: fn(f64) -> String| match (a, b) {
+        (Some(a), Some(b)) => f(b - a),
+        _ => "-".into(),
+    };
+    let pct = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if a != 0.0 => bloatlab_model::fmt::pct_change(a, b),
+        _ => "-".into(),
+    };
+    for (b, a) in compare(rows, at_unix_ns) {
+        for (label, x) in [(format!("before {at}"), &b), (format!("from {at}"), &a)] {
+            t.push(vec![
+                x.target.clone(),
+                label,
+                x.runs.to_string(),
+                x.failed.to_string(),
+                opt(x.idle_ms, ms),
+                opt(x.loaded_ms, ms),
+                opt(x.added_ms, signed_ms),
+                opt(x.added_max_ms, signed_ms),
+                opt(x.download_bps, rate),
+                opt(x.upload_bps, rate),
+                opt(x.rpm, int3),
+                x.worst_grade.clone().unwrap_or_else(|| "-".into()),
+            ]);
+        }
+        t.push(vec![
+            b.target.clone(),
+            "change".into(),
+            String::new(),
+            String::new(),
+            diff(b.idle_ms, a.idle_ms, signed_ms),
+            diff(b.loaded_ms, a.loaded_ms, signed_ms),
+            diff(b.added_ms, a.added_ms, signed_ms),
+            diff(b.added_max_ms, a.added_max_ms, signed_ms),
+            pct(b.download_bps, a.download_bps),
+            pct(b.upload_bps, a.upload_bps),
+            pct(b.rpm, a.rpm),
+            String::new(),
+        ]);
+    }
+    format!("{}\nMedians of each period's runs; change: after minus before (ms), or in percent.\n", text_table(&t))
 }
 
 fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
@@ -134,10 +214,29 @@ pub fn history_table(rows: &[RunRow], by: By) -> String {
     if rows.is_empty() {
         return "no runs in this range\n".into();
     }
+    let (t, failures, note) = history_rows(rows, by);
+    let mut s = text_table(&t);
+    if !failures.is_empty() {
+        s.push_str("\nFailures:\n");
+        for f in failures {
+            s.push_str(&format!("  {f}\n"));
+        }
+    }
+    if let Some(n) = note {
+        s.push('\n');
+        s.push_str(&n);
+        s.push('\n');
+    }
+    s
+}
+
+/// The table's rows (the first is the header), the failures' lines, and the
+/// note under an aggregated table: shared by the terminal and the HTML.
+pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<String>, Option<String>) {
     let mut t: Vec<Vec<String>> = vec![];
+    let mut failures = vec![];
     if by == By::Run {
         t.push(["Time (UTC)", "Target", "Idle ms", "Loaded ms", "Added ms", "Down", "Up", "RPM", "Grade"].iter().map(|s| s.to_string()).collect());
-        let mut failures = vec![];
         for r in rows {
             match &r.failure {
                 Some(why) => {
@@ -157,14 +256,7 @@ pub fn history_table(rows: &[RunRow], by: By) -> String {
                 ]),
             }
         }
-        let mut s = text_table(&t);
-        if !failures.is_empty() {
-            s.push_str("\nFailures:\n");
-            for f in failures {
-                s.push_str(&format!("  {f}\n"));
-            }
-        }
-        return s;
+        return (t, failures, None);
     }
     t.push(
         ["Time (UTC)", "Target", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst grade"]
@@ -188,7 +280,7 @@ pub fn history_table(rows: &[RunRow], by: By) -> String {
             b.worst_grade.unwrap_or_else(|| "-".into()),
         ]);
     }
-    format!("{}\nPer {}: medians of the runs' numbers; worst added latency and grade among them.\n", text_table(&t), by.name())
+    (t, failures, Some(format!("Per {}: medians of the runs' numbers; worst added latency and grade among them.", by.name())))
 }
 
 /// CSV (RFC 4180), a row per run or per bucket; numbers in base units
@@ -292,6 +384,14 @@ mod tests {
         assert_eq!(csv.lines().count(), 7);
         assert!(csv.lines().nth(4).unwrap().contains(",connection refused,false,,"), "{csv}");
         assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms added)"), "{}", run_line(&rows[0]));
+        // before and after 10:30: a:1 had 10, 500 (median 255) then 20, 3 (median 11.5)
+        let c = compare(&rows, (h + 1800) * 1_000_000_000);
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[0].0.added_ms, c[0].1.added_ms), (Some(255.0), Some(11.5)));
+        assert_eq!((c[0].0.runs, c[0].1.runs, c[0].1.failed), (2, 3, 1));
+        let t = compare_table(&rows, (h + 1800) * 1_000_000_000);
+        let change = t.lines().find(|l| l.contains("a:1") && l.contains("change")).unwrap();
+        assert!(change.contains("-244"), "{t}");
         let mut below = rows[0].clone();
         below.added_ms = Some(-0.01);
         assert!(run_line(&below).contains("(-0.010 ms added)"), "{}", run_line(&below));

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_host::signals;
 use bloatlab_model::options::{option, Arity, Overrides};
 use bloatlab_model::{MonitorConfig, MonitorTarget};
-use bloatlab_report::history::{history_csv, history_table, run_line, By};
+use bloatlab_report::history::{compare_table, history_csv, history_table, run_line, By};
 use bloatlab_store::sqlite::Sqlite;
 use bloatlab_store::{Query, RunRow, Store};
 use clap::Args;
@@ -206,6 +206,14 @@ pub struct HistoryArgs {
     /// CSV instead of a table (numbers in ms and bits/s).
     #[arg(long)]
     pub csv: bool,
+    /// Each target's runs before WHEN and from WHEN on, side by side (a change
+    /// made then: SQM on, new firmware): a UTC date or time, or a duration back from now.
+    #[arg(long, value_name = "WHEN", conflicts_with_all = ["csv", "by"])]
+    pub compare: Option<String>,
+    /// Also write a single-file HTML page: latency over time (smokeping-style
+    /// bands with --by hour|day), added latency over the grade's zones, goodput.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["csv", "compare"])]
+    pub html: Option<PathBuf>,
 }
 
 /// `WHEN`: a duration back from `now` or a UTC date/time, as Unix ns.
@@ -228,9 +236,28 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
     a.db.0.apply(&mut c).map_err(|e| anyhow!(e))?;
     let store = Sqlite::open_read(&c.db).map_err(|e| anyhow!("--db: {e}"))?;
     let rows = store.rows(&q).map_err(|e| anyhow!("--db: {e}"))?;
-    let text = if a.csv { history_csv(&rows, a.by) } else { history_table(&rows, a.by) };
+    let text = match &a.compare {
+        Some(w) => compare_table(&rows, when("compare", w, now)?),
+        None if a.csv => history_csv(&rows, a.by),
+        None => history_table(&rows, a.by),
+    };
     let mut out = std::io::stdout();
     let _ = out.write_all(text.as_bytes());
+    if let Some(path) = &a.html {
+        let what = format!(
+            "{} run(s) from {}{}; {}",
+            rows.len(),
+            c.db.display(),
+            q.target.as_deref().map(|t| format!(", target {t}")).unwrap_or_default(),
+            match a.by {
+                By::Run => "a point per run".to_string(),
+                b => format!("per {}", b.name()),
+            }
+        );
+        let html = bloatlab_report::history_html(&rows, a.by, &what)?;
+        std::fs::write(path, html).with_context(|| format!("--html {}", path.display()))?;
+        let _ = writeln!(out, "wrote {}", path.display());
+    }
     Ok(0)
 }
 

@@ -20,6 +20,7 @@ use plotters::style::{register_font, FontStyle};
 use std::path::Path;
 use std::sync::Once;
 
+pub(crate) mod history;
 mod boxplot;
 mod classes;
 mod cdf;
