@@ -240,7 +240,11 @@ pub fn human_ms(v: f64) -> String {
 
 /// Human byte count: "1.5 MB" (decimal units).
 pub fn human_bytes(b: f64) -> String {
-    if b >= 999.5e6 {
+    if b >= 999.5e12 {
+        format!("{} PB", sig3(b / 1e15))
+    } else if b >= 999.5e9 {
+        format!("{} TB", sig3(b / 1e12))
+    } else if b >= 999.5e6 {
         format!("{} GB", sig3(b / 1e9))
     } else if b >= 999.5e3 {
         format!("{} MB", sig3(b / 1e6))
