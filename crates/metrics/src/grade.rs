@@ -41,6 +41,15 @@ pub enum Grade {
 }
 
 impl Grade {
+    /// The letters, best first (their index is the grade's number in the
+    /// monitor's metrics: 0 A+ .. 5 F).
+    pub const LETTERS: [Grade; 6] = [Grade::APlus, Grade::A, Grade::B, Grade::C, Grade::D, Grade::F];
+
+    /// The grade a result records (`headline.grade`), from its letter.
+    pub fn parse(s: &str) -> Option<Grade> {
+        Grade::LETTERS.into_iter().find(|g| g.as_str() == s)
+    }
+
     pub fn from_added_ms(ms: f64) -> Grade {
         if !ms.is_finite() {
             return Grade::Unknown;
@@ -180,5 +189,14 @@ mod tests {
         assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
         // caps order: a worse grade is larger
         assert!(Grade::F > Grade::D && Grade::A > Grade::APlus);
+    }
+
+    #[test]
+    fn a_grade_reads_back_from_its_letter() {
+        for g in Grade::LETTERS {
+            assert_eq!(Grade::parse(g.as_str()), Some(g));
+        }
+        assert_eq!(Grade::parse("?"), None);
+        assert!(Grade::LETTERS.windows(2).all(|w| w[0] < w[1]), "best first");
     }
 }

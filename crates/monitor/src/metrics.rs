@@ -22,8 +22,8 @@
 //! | `bloatlab_budget_bytes`, `bloatlab_budget_used_bytes` | gauge | period | the data budget and what the tests moved in its current period |
 //! | `bloatlab_skipped_runs_total` | counter | target | runs not started: they would have passed the budget |
 //! | `bloatlab_build_info` | info | version | 1 |
+use bloatlab_metrics::grade::Grade;
 use bloatlab_results::{Direction, TestResult};
-
 use bloatlab_store::{Outcome, Run, RunRow};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -87,8 +87,6 @@ pub fn failure_reason(why: &str) -> &'static str {
         "other"
     }
 }
-
-const GRADES: [&str; 6] = ["A+", "A", "B", "C", "D", "F"];
 
 fn target(t: &str) -> Labels {
     vec![("target".into(), t.into())]
@@ -165,7 +163,7 @@ impl Exposition {
         set(&self.rpm, &t, r.rpm, 1.0);
         set(&self.goodput, &target_dir(&r.target, "download"), r.download_bps, 1.0);
         set(&self.goodput, &target_dir(&r.target, "upload"), r.upload_bps, 1.0);
-        set(&self.grade, &t, r.grade.as_deref().and_then(|g| GRADES.iter().position(|x| *x == g)).map(|i| i as f64), 1.0);
+        set(&self.grade, &t, r.grade.as_deref().and_then(Grade::parse).and_then(|g| Grade::LETTERS.iter().position(|x| *x == g)).map(|i| i as f64), 1.0);
     }
 
     /// A run just kept: its gauges, and the counters.

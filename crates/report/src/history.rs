@@ -48,10 +48,9 @@ pub struct Bucket {
     pub worst_grade: Option<String>,
 }
 
-const GRADES: [&str; 6] = ["A+", "A", "B", "C", "D", "F"];
-
-fn grade_rank(g: &str) -> usize {
-    GRADES.iter().position(|x| *x == g).unwrap_or(GRADES.len())
+/// Worse grades sort higher; a letter that is not a grade, highest.
+fn grade_rank(g: &str) -> bloatlab_metrics::grade::Grade {
+    bloatlab_metrics::grade::Grade::parse(g).unwrap_or(bloatlab_metrics::grade::Grade::Unknown)
 }
 
 fn median(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -136,20 +135,7 @@ pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
     };
     for (b, a) in compare(rows, at_unix_ns) {
         for (label, x) in [(format!("before {at}"), &b), (format!("from {at}"), &a)] {
-            t.push(vec![
-                x.target.clone(),
-                label,
-                x.runs.to_string(),
-                x.failed.to_string(),
-                opt(x.idle_ms, ms),
-                opt(x.loaded_ms, ms),
-                opt(x.added_ms, signed_ms),
-                opt(x.added_max_ms, signed_ms),
-                opt(x.download_bps, rate),
-                opt(x.upload_bps, rate),
-                opt(x.rpm, int3),
-                x.worst_grade.clone().unwrap_or_else(|| "-".into()),
-            ]);
+            t.push([vec![x.target.clone(), label], bucket_cells(x)].concat());
         }
         t.push(vec![
             b.target.clone(),
@@ -167,6 +153,23 @@ pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
         ]);
     }
     format!("{}\nMedians of each period's runs; change: after minus before (ms), or in percent.\n", text_table(&t))
+}
+
+/// A bucket's cells from "Runs" to "Worst grade" (the aggregated table and
+/// the comparison share them).
+fn bucket_cells(b: &Bucket) -> Vec<String> {
+    vec![
+        b.runs.to_string(),
+        b.failed.to_string(),
+        opt(b.idle_ms, ms),
+        opt(b.loaded_ms, ms),
+        opt(b.added_ms, signed_ms),
+        opt(b.added_max_ms, signed_ms),
+        opt(b.download_bps, rate),
+        opt(b.upload_bps, rate),
+        opt(b.rpm, int3),
+        b.worst_grade.clone().unwrap_or_else(|| "-".into()),
+    ]
 }
 
 fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
@@ -265,20 +268,7 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
             .collect(),
     );
     for b in aggregate(rows, by) {
-        t.push(vec![
-            time(b.start_unix_ns, by),
-            b.target,
-            b.runs.to_string(),
-            b.failed.to_string(),
-            opt(b.idle_ms, ms),
-            opt(b.loaded_ms, ms),
-            opt(b.added_ms, signed_ms),
-            opt(b.added_max_ms, signed_ms),
-            opt(b.download_bps, rate),
-            opt(b.upload_bps, rate),
-            opt(b.rpm, int3),
-            b.worst_grade.unwrap_or_else(|| "-".into()),
-        ]);
+        t.push([vec![time(b.start_unix_ns, by), b.target.clone()], bucket_cells(&b)].concat());
     }
     (t, failures, Some(format!("Per {}: medians of the runs' numbers; worst added latency and grade among them.", by.name())))
 }

@@ -44,6 +44,7 @@ td.worse { color: #b42318; } td.better { color: #1a7f37; }
 table.meta td { text-align: left; white-space: normal; }
 table.witness { width: auto; min-width: 50%; }
 table.verdicts td { white-space: normal; text-align: left; vertical-align: middle; }
+table.household th, table.household td { white-space: normal; text-align: left; }
 table.verdicts td:first-child { width: 34%; }
 table.compare { width: auto; min-width: 70%; }
 table.meta td:first-child { color: var(--muted); width: 220px; }
@@ -212,7 +213,11 @@ fn summary_html(r: &TestResult) -> String {
         let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), crate::fmt::html_table("udp", &rows));
     }
     if let Some(rows) = crate::table::household_rows(r) {
-        let _ = write!(s, "<h3>Household test</h3><p>{}</p>{}", esc(crate::table::HOUSEHOLD_TABLE_TITLE), crate::fmt::html_table("household", &rows));
+        let _ = write!(
+            s,
+            "<h3>Household test</h3><p>The browser's household test: a game, a video call, a stream and a bulk update at once, each judged by its rule (docs/web.md).</p>{}",
+            crate::fmt::html_table("household", &rows)
+        );
     }
     if let Some((how, rows)) = crate::table::ping_rows(r) {
         let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p>{}", esc(&how), crate::fmt::html_table("pings", &rows));
