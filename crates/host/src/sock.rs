@@ -24,6 +24,14 @@ pub fn set_int(sock: &impl AsRawFd, level: i32, opt: i32, v: i32) -> std::io::Re
     Ok(())
 }
 
+/// Bytes waiting in a socket's receive queue, not yet read (SIOCINQ/FIONREAD).
+pub fn unread(sock: &impl AsRawFd) -> Option<u64> {
+    let mut v: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer given.
+    let r = unsafe { libc::ioctl(sock.as_raw_fd(), libc::FIONREAD, &mut v as *mut libc::c_int) };
+    (r == 0 && v >= 0).then_some(v as u64)
+}
+
 /// Set TCP_CONGESTION.
 pub fn set_tcp_congestion(sock: &impl AsRawFd, name: &str) -> std::io::Result<()> {
     // SAFETY: pointer and length of a byte slice that outlives the call.

@@ -206,18 +206,39 @@ impl Session {
     /// One sampling pass: each flow being served gets its byte count (an
     /// upload) and its socket's TCP_INFO.
     pub fn sample(&self) {
-        let now = clock::now_ns();
         let max = self.max_samples();
-        for f in self.flows() {
+        let flows = self.flows();
+        // An upload counts what arrived, not what the server has read so
+        // far (as `bloatlab test`'s receiver does): a reader that lags (a
+        // busy host, a browser beside it) would move bytes between sampling
+        // windows, and a window that ends caught up would read faster than
+        // the link. So the bytes read plus those waiting in the socket,
+        // where the connection serves this flow alone (HTTP/1.1); an HTTP/2
+        // connection's queue holds every stream's bytes, and there the
+        // count read stands.
+        let peers: Vec<Option<std::net::SocketAddr>> = flows
+            .iter()
+            .map(|f| f.sock.lock().unwrap().as_ref().and_then(|s| s.peer_addr().ok()).and_then(|a| a.as_socket()))
+            .collect();
+        for (i, f) in flows.iter().enumerate() {
             if f.active.load(Ordering::Relaxed) == 0 {
                 continue;
             }
+            let alone = peers[i].is_some() && peers.iter().filter(|p| **p == peers[i]).count() == 1;
             if f.direction == Direction::Up {
+                let sock = f.sock.lock().unwrap();
+                let waiting = || if alone { sock.as_ref().and_then(bloatlab_host::sock::unread).unwrap_or(0) } else { 0 };
+                let s = clock::stamped(clock::now_ns, || f.bytes.load(Ordering::Relaxed) + waiting());
+                drop(sock);
                 let mut g = f.goodput.lock().unwrap();
+                // (bytes counted waiting in a connection the page then
+                // aborted were never read: the count does not step back)
+                let s = (s.0, s.1.max(g.last().map_or(0, |l| l.1)));
                 if g.len() < max {
-                    g.push((now, f.bytes.load(Ordering::Relaxed)));
+                    g.push(s);
                 }
             }
+            let now = clock::now_ns();
             let info = f.sock.lock().unwrap().as_ref().and_then(|s| bloatlab_engine::sys::tcp_info(s, now, Side::Server));
             if let Some(i) = info {
                 let mut t = f.tcp_info.lock().unwrap();
