@@ -111,7 +111,7 @@ fn the_monitor_keeps_every_run_history_shows_them_and_sigterm_loses_nothing() {
     assert!(stopped.contains(&format!("{printed} run(s) kept")), "{stopped} vs {printed} printed");
 
     // every run printed is in the database; the live ones are results with the monitor's fields
-    let store = Sqlite::open_read(&db).unwrap();
+    let mut store = Sqlite::open_read(&db).unwrap();
     let rows = store.rows(&Query::default()).unwrap();
     assert_eq!(rows.len(), printed, "{rows:#?}");
     let lives: Vec<_> = rows.iter().filter(|r| r.target == live).collect();

@@ -168,7 +168,7 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     assert_eq!(added.len(), 1, "{added:?}");
     assert_eq!(added[0]["metric"]["target"], live.as_str());
     let v: f64 = added[0]["value"][1].as_str().unwrap().parse().unwrap();
-    let row = &bloatlab_store::sqlite::Sqlite::open_read(&db).unwrap();
+    let row = &mut bloatlab_store::sqlite::Sqlite::open_read(&db).unwrap();
     use bloatlab_store::Store;
     let rows = row.rows(&bloatlab_store::Query { target: Some(live.clone()), ..Default::default() }).unwrap();
     // the gauge is the last measured run's number, in seconds

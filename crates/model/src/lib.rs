@@ -71,5 +71,5 @@ pub use rate::{Rate, RateSpec};
 pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
-pub use monitor::{Budget, BudgetPeriod, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB, MONITOR_OPTIONS};
+pub use monitor::{Budget, BudgetPeriod, Database, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB, MONITOR_OPTIONS};
 pub use web::{HouseholdPlan, WebMode, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT, HOUSEHOLD_PHASE};

@@ -184,6 +184,71 @@ impl Budget {
     }
 }
 
+/// Where the monitor keeps its runs: a SQLite file (one monitor, the
+/// default) or a PostgreSQL database (`postgres://` or `postgresql://`
+/// URL: a fleet of monitors writing into one place).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    Sqlite(PathBuf),
+    /// The connection URL as given (its password included: [`Database`]'s
+    /// `Display` hides it).
+    Postgres(String),
+}
+
+impl Database {
+    pub fn parse(s: &str) -> Result<Database, String> {
+        let t = s.trim();
+        if t.is_empty() {
+            return Err("an empty path".into());
+        }
+        let lower = t.to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            let rest = &t[t.find("://").unwrap() + 3..];
+            if rest.is_empty() || rest.starts_with('/') && !rest.contains("host=") {
+                return Err(format!("{}: a PostgreSQL URL names its host: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE", Database::Postgres(t.into())));
+            }
+            return Ok(Database::Postgres(t.to_string()));
+        }
+        if lower.contains("://") {
+            return Err(format!("{t:?}: a database is a SQLite file's path or a postgres:// URL"));
+        }
+        Ok(Database::Sqlite(PathBuf::from(t)))
+    }
+}
+
+impl std::fmt::Display for Database {
+    /// The path, or the URL with its password shown as `***`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::Sqlite(p) => write!(f, "{}", p.display()),
+            Database::Postgres(u) => {
+                let scheme_end = u.find("://").map(|i| i + 3).unwrap_or(0);
+                let (head, rest) = u.split_at(scheme_end);
+                let (auth_host, tail) = match rest.find(['/', '?']) {
+                    Some(i) => rest.split_at(i),
+                    None => (rest, ""),
+                };
+                let auth_host = match auth_host.rsplit_once('@') {
+                    Some((auth, host)) => match auth.split_once(':') {
+                        Some((user, _)) => format!("{user}:***@{host}"),
+                        None => format!("{auth}@{host}"),
+                    },
+                    None => auth_host.to_string(),
+                };
+                // a password given as a parameter is hidden too
+                let tail: Vec<String> = tail
+                    .split('&')
+                    .map(|kv| match kv.split_once('=') {
+                        Some((k, _)) if k.trim_start_matches('?').eq_ignore_ascii_case("password") => format!("{k}=***"),
+                        _ => kv.to_string(),
+                    })
+                    .collect();
+                write!(f, "{head}{auth_host}{}", tail.join("&"))
+            }
+        }
+    }
+}
+
 /// Everything `bloatlab monitor` does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MonitorConfig {
@@ -191,8 +256,8 @@ pub struct MonitorConfig {
     /// A loaded test of each target this often.
     pub every: Duration,
     pub jitter: Jitter,
-    /// The SQLite database file.
-    pub db: PathBuf,
+    /// Where runs are kept.
+    pub db: Database,
     /// The monitor's id in every result ("" = the host name).
     pub id: String,
     /// Results older than this are deleted (0 = kept forever).
@@ -217,7 +282,7 @@ impl Default for MonitorConfig {
             targets: vec![],
             every: Duration::from_secs(15 * 60),
             jitter: Jitter::Share(0.1),
-            db: PathBuf::from(DEFAULT_MONITOR_DB),
+            db: Database::Sqlite(PathBuf::from(DEFAULT_MONITOR_DB)),
             id: String::new(),
             retention: Duration::from_secs(90 * 86400),
             secret: None,
@@ -330,22 +395,19 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
     OptionDef {
         long: "db",
         short: None,
-        value_name: "PATH",
-        help: "The monitor's SQLite database (the monitor creates it if missing) [default: bloatlab-monitor.sqlite]",
+        value_name: "PATH|URL",
+        help: "Where runs are kept: a SQLite file (created if missing) or a PostgreSQL database, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (tables created if missing; many monitors may share one) [default: bloatlab-monitor.sqlite]",
         arity: Arity::Value,
         shape: Shape::File,
         choices: &[],
         requires: None,
         one_run_each: false,
-        examples: &["m.sqlite"],
-        set: |c, s| {
-            if s.is_empty() {
-                return Err("an empty path".into());
-            }
-            c.db = PathBuf::from(s);
-            Ok(())
-        },
-        get: |c| one(c.db.display()),
+        examples: &["m.sqlite", "postgres://bloatlab@db.example.net/fleet"],
+        set: |c, s| Ok(c.db = Database::parse(s)?),
+        get: |c| one(match &c.db {
+            Database::Sqlite(p) => p.display().to_string(),
+            Database::Postgres(u) => u.clone(),
+        }),
     },
     OptionDef {
         long: "id",
@@ -486,6 +548,20 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_is_a_file_or_a_postgres_url_whose_password_is_never_shown() {
+        assert_eq!(Database::parse("m.sqlite").unwrap(), Database::Sqlite("m.sqlite".into()));
+        let d = Database::parse("postgres://mon:s3cret@db.example.net:5433/fleet?sslmode=require").unwrap();
+        assert!(matches!(d, Database::Postgres(_)));
+        assert_eq!(d.to_string(), "postgres://mon:***@db.example.net:5433/fleet?sslmode=require");
+        let d = Database::parse("postgresql://db.example.net/fleet?user=mon&password=s3cret").unwrap();
+        assert_eq!(d.to_string(), "postgresql://db.example.net/fleet?user=mon&password=***");
+        assert_eq!(Database::parse("postgres://mon@h/db").unwrap().to_string(), "postgres://mon@h/db");
+        assert!(Database::parse("postgres://").unwrap_err().contains("names its host"));
+        assert!(Database::parse("mysql://h/db").unwrap_err().contains("postgres:// URL"));
+        assert!(Database::parse("").is_err());
+    }
     use crate::options::Overrides;
 
     #[test]

@@ -8,12 +8,18 @@
 //! need not parse documents; they are copied from the result, never
 //! computed here.
 //!
+//! PostgreSQL ([`postgres::Postgres`]): many monitors into one database,
+//! the same columns and documents.
+//!
 //! SQLite ([`sqlite::Sqlite`]): one file, WAL (readers never block the
 //! writer), a versioned schema (`PRAGMA user_version`) migrated forward on
 //! open; a database written by a newer bloatlab is refused, not changed.
 use bloatlab_results::{Direction, TestResult};
 
+pub mod postgres;
 pub mod sqlite;
+
+use bloatlab_model::Database;
 
 /// One run of a target.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +109,8 @@ pub enum StoreError {
     Full(String),
     #[error("{0} was written by a newer bloatlab (schema {1}; this one knows up to {2}): not changed")]
     Newer(String, i64, i64),
+    #[error("the database server cannot be reached: {0}")]
+    Unreachable(String),
     #[error("{0}")]
     Other(String),
 }
@@ -112,11 +120,27 @@ pub trait Store {
     /// Keep `run`; its row id.
     fn put(&mut self, run: &Run) -> Result<i64, StoreError>;
     /// The runs `q` selects, oldest first.
-    fn rows(&self, q: &Query) -> Result<Vec<RunRow>, StoreError>;
+    fn rows(&mut self, q: &Query) -> Result<Vec<RunRow>, StoreError>;
     /// The result document of run `id` (None: a failure, or no such run).
-    fn result(&self, id: i64) -> Result<Option<TestResult>, StoreError>;
+    fn result(&mut self, id: i64) -> Result<Option<TestResult>, StoreError>;
     /// Delete runs started before `unix_ns`; how many went.
     fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError>;
     /// Bytes the runs started at or after `unix_ns` moved (a data budget's use).
-    fn bytes_since(&self, unix_ns: u64) -> Result<u64, StoreError>;
+    fn bytes_since(&mut self, unix_ns: u64) -> Result<u64, StoreError>;
+}
+
+/// Open `db` to write (created or migrated as needed).
+pub fn open(db: &Database) -> Result<Box<dyn Store>, StoreError> {
+    Ok(match db {
+        Database::Sqlite(p) => Box::new(sqlite::Sqlite::open(p)?),
+        Database::Postgres(url) => Box::new(postgres::Postgres::open(url, &db.to_string())?),
+    })
+}
+
+/// Open `db` to read (it must exist, with this build's schema).
+pub fn open_read(db: &Database) -> Result<Box<dyn Store>, StoreError> {
+    Ok(match db {
+        Database::Sqlite(p) => Box::new(sqlite::Sqlite::open_read(p)?),
+        Database::Postgres(url) => Box::new(postgres::Postgres::open_read(url, &db.to_string())?),
+    })
 }

@@ -140,7 +140,7 @@ impl Store for Sqlite {
         Ok(self.conn.last_insert_rowid())
     }
 
-    fn rows(&self, q: &Query) -> Result<Vec<RunRow>, StoreError> {
+    fn rows(&mut self, q: &Query) -> Result<Vec<RunRow>, StoreError> {
         let e = |e| error(&self.path, e);
         let mut st = self
             .conn
@@ -177,7 +177,7 @@ impl Store for Sqlite {
         rows.collect::<Result<Vec<_>, _>>().map_err(e)
     }
 
-    fn result(&self, id: i64) -> Result<Option<TestResult>, StoreError> {
+    fn result(&mut self, id: i64) -> Result<Option<TestResult>, StoreError> {
         let doc: Option<Option<String>> =
             self.conn.query_row("SELECT result FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(|e| error(&self.path, e))?;
         match doc.flatten() {
@@ -186,7 +186,7 @@ impl Store for Sqlite {
         }
     }
 
-    fn bytes_since(&self, unix_ns: u64) -> Result<u64, StoreError> {
+    fn bytes_since(&mut self, unix_ns: u64) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
             .query_row("SELECT COALESCE(SUM(bytes), 0) FROM runs WHERE started_unix_ns >= ?1", [unix_ns.min(i64::MAX as u64) as i64], |r| r.get(0))
@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(a_only.iter().map(|r| r.started_unix_ns).collect::<Vec<_>>(), [30]);
         assert_eq!(s.result(a).unwrap().unwrap().headline.max_added_latency_ms, Some(42.5));
         // a reader beside the writer (WAL)
-        let r = Sqlite::open_read(&path).unwrap();
+        let mut r = Sqlite::open_read(&path).unwrap();
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 3);
         assert_eq!(s.prune(25).unwrap(), 2);
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 1);

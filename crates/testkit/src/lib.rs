@@ -10,6 +10,7 @@
 use std::time::Duration;
 
 pub mod chrome;
+pub mod postgres;
 
 /// The environment variable that turns a test's "cannot run here" into a
 /// failure. `.ci/run` sets it: a green CI means every test ran.

@@ -8,8 +8,7 @@ use bloatlab_host::signals;
 use bloatlab_model::options::{option, Arity, Overrides};
 use bloatlab_model::{MonitorConfig, MonitorTarget};
 use bloatlab_report::history::{compare_table, history_csv, history_table, run_line, By};
-use bloatlab_store::sqlite::Sqlite;
-use bloatlab_store::{Query, RunRow, Store};
+use bloatlab_store::{Query, RunRow};
 use clap::Args;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -107,7 +106,7 @@ fn now_ns() -> u64 {
 pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
     let cfg = config(&a)?;
     signals::install();
-    let mut store = Sqlite::open(&cfg.db).map_err(|e| anyhow!("--db: {e}"))?;
+    let mut store = bloatlab_store::open(&cfg.db).map_err(|e| anyhow!("--db: {e}"))?;
     let quiet = a.quiet;
     let mut out = std::io::stdout();
     // a closed stdout (a pipe read and closed) must not end the monitor
@@ -123,9 +122,9 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
         cfg.targets.len(),
         bloatlab_model::units::fmt_duration(cfg.every),
         bloatlab_model::units::fmt_duration(cfg.jitter.of(cfg.every)),
-        cfg.db.display()
+        cfg.db
     ));
-    let res = bloatlab_monitor::run(&cfg, &mut store, signals::flag(), &mut |ev| {
+    let res = bloatlab_monitor::run(&cfg, &mut *store, signals::flag(), &mut |ev| {
         use bloatlab_monitor::Event;
         match ev {
             Event::Scheduled { target, first_in } => say(format!("{target}: first run in {}", bloatlab_model::fmt::hms(first_in.as_secs_f64()))),
@@ -234,7 +233,7 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
     };
     let mut c = MonitorConfig::default();
     a.db.0.apply(&mut c).map_err(|e| anyhow!(e))?;
-    let store = Sqlite::open_read(&c.db).map_err(|e| anyhow!("--db: {e}"))?;
+    let mut store = bloatlab_store::open_read(&c.db).map_err(|e| anyhow!("--db: {e}"))?;
     let rows = store.rows(&q).map_err(|e| anyhow!("--db: {e}"))?;
     let text = match &a.compare {
         Some(w) => compare_table(&rows, when("compare", w, now)?),
@@ -247,7 +246,7 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
         let what = format!(
             "{} run(s) from {}{}; {}",
             rows.len(),
-            c.db.display(),
+            c.db,
             q.target.as_deref().map(|t| format!(", target {t}")).unwrap_or_default(),
             match a.by {
                 By::Run => "a point per run".to_string(),
