@@ -341,3 +341,71 @@ fn a_data_budget_is_shown_and_enforced() {
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert!(rows[0].bytes > 1_000_000, "{:?}", rows[0]);
 }
+
+#[test]
+fn rpm_and_latency_only_targets_are_kept_as_runs_of_their_own() {
+    let _g = common::serial();
+    let srv = TestServer::start(&["--no-web"]);
+    let rpm_url = srv.rpm_url.clone().expect("the server's RPM endpoints");
+    let rpm = format!("{rpm_url}#pin-sha256={}", srv.rpm_sha256.clone().unwrap());
+    let tcp = format!("tcp:{}", srv.addr());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let (mut child, rx) = monitor(&[&rpm, "ping:127.0.0.1", &tcp, "--every", "1h", "--jitter", "0%", "--round", "3s", "--probe-every", "100ms", "--db", db.to_str().unwrap(), "--id", "lat"]);
+    let mut seen = vec![];
+    let head = until(&rx, Duration::from_secs(10), &mut seen, |l| l.starts_with("bloatlab monitor lat: 3 target(s)"));
+    assert!(head.contains("2 latency-only, a probe each every 100ms, kept per 3s round"), "{head}");
+    // the RPM test (its stages take up to 8 s each), then rounds at rest
+    until(&rx, Duration::from_secs(60), &mut seen, |l| l.contains(&rpm_url) && l.contains("RPM ") && l.contains("[run "));
+    // (rounds that overlap the RPM test hold no pings or few: two whole ones after it)
+    for _ in 0..4 {
+        until(&rx, Duration::from_secs(30), &mut seen, |l| l.contains("ping:127.0.0.1 -: idle 0.") && l.contains("[run "));
+    }
+    signal(&child, Signal::Term);
+    assert!(wait_exit(&mut child, Duration::from_secs(15)).success());
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+        seen.push(l);
+    }
+    let mut store = Sqlite::open_read(&db).unwrap();
+    let rows = store.rows(&Query::default()).unwrap();
+    // the RPM run: its result whole, its headline the stages' worst RPM and goodput
+    let r = rows.iter().find(|r| r.target == rpm_url).unwrap_or_else(|| panic!("{rows:#?}"));
+    let doc = store.result(r.id).unwrap().unwrap();
+    let stages = &doc.rpm.as_ref().unwrap().stages;
+    assert_eq!(stages.len(), 2);
+    assert_eq!(r.rpm, stages.iter().filter_map(|s| s.rpm).reduce(f64::min));
+    assert!(r.download_bps.unwrap() > 1e8 && r.upload_bps.unwrap() > 1e8 && r.bytes > 0, "{r:?}");
+    assert_eq!(r.grade, None);
+    let rpm_from = doc.metadata.start_unix_ns;
+    let rpm_to = rpm_from + stages.iter().map(|s| (s.duration_s * 1e9) as u64).sum::<u64>();
+    // latency-only rounds: the pings of 3 s at 100 ms, none sent while the RPM test loaded the line
+    for t in ["ping:127.0.0.1", tcp.as_str()] {
+        let mine: Vec<_> = rows.iter().filter(|r| r.target == t).collect();
+        assert!(mine.len() >= 3, "{t}: {mine:#?}");
+        let mut full = 0;
+        for row in &mine {
+            assert!(row.failure.is_none(), "{row:?}");
+            let doc = store.result(row.id).unwrap().unwrap();
+            let idle = doc.idle.as_ref().unwrap();
+            let pings = &idle.pings[0];
+            let t0 = doc.metadata.start_unix_ns;
+            for s in &pings.samples {
+                let at = t0 + s.t_ns;
+                assert!(!(at > rpm_from + 500_000_000 && at < rpm_to), "{t}: a ping at {at} during the RPM test ({rpm_from}..{rpm_to})");
+            }
+            let sum = &idle.summary.pings[0];
+            if doc.complete && !doc.metadata.probe_timestamps.contains("left out") {
+                full += 1;
+                assert!((27..=31).contains(&pings.samples.len()), "{t}: {} pings in a round", pings.samples.len());
+                assert_eq!(sum.latency.lost, 0, "{t}: {sum:?}");
+                assert_eq!(row.idle_ms, Some(sum.latency.p50_ms));
+                assert!(sum.latency.p50_ms < 5.0, "{t}: {sum:?}");
+            }
+            assert_eq!(doc.monitor.as_ref().unwrap().every_s, 3.0);
+        }
+        assert!(full >= 2, "{t}: {full} whole rounds");
+    }
+    // history by target
+    let h = history(&["--db", db.to_str().unwrap(), "--target", "ping:127.0.0.1"]);
+    assert!(h.contains("ping:127.0.0.1") && !h.contains(&rpm_url) && !h.contains("tcp:"), "{h}");
+}

@@ -29,6 +29,15 @@ const ICMP_PAYLOAD: usize = 24;
 /// One ping: when it was sent (clock ns) and its round trip (None = lost).
 pub type PingSample = (u64, Option<u64>);
 
+/// The pings sent, oldest first; `base` of them were taken already
+/// ([`Pinger::take_settled`]), so ping number `n` (its ICMP sequence,
+/// modulo 2^16) sits at `v[n - base]`.
+#[derive(Default)]
+struct Sent {
+    base: usize,
+    v: Vec<PingSample>,
+}
+
 /// A running pinger of one target.
 pub struct Pinger {
     pub target: PingTarget,
@@ -40,7 +49,7 @@ pub struct Pinger {
     stop: Arc<AtomicBool>,
     /// Ends the ICMP receiver (after the drain).
     stop_rx: Arc<AtomicBool>,
-    samples: Arc<Mutex<Vec<PingSample>>>,
+    samples: Arc<Mutex<Sent>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -114,7 +123,7 @@ impl Pinger {
         let addr = resolve(t)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop_rx = Arc::new(AtomicBool::new(false));
-        let samples: Arc<Mutex<Vec<PingSample>>> = Arc::new(Mutex::new(vec![]));
+        let samples: Arc<Mutex<Sent>> = Arc::new(Mutex::new(Sent::default()));
         let iv = interval.as_nanos() as u64;
         let mut threads = vec![];
         let method;
@@ -141,7 +150,7 @@ impl Pinger {
                         }
                         let pkt = echo_request(v4, id, seq as u16);
                         let t0 = clock::now_ns();
-                        sm.lock().unwrap().push((t0, None));
+                        sm.lock().unwrap().v.push((t0, None));
                         // A send error (no route, ICMP unreachable reported) leaves the ping lost.
                         let _ = sock.send(&pkt);
                         seq += 1;
@@ -165,11 +174,12 @@ impl Pinger {
                                     continue;
                                 }
                                 let mut s = sm.lock().unwrap();
+                                let base = s.base;
                                 // The newest request with this 16-bit sequence.
-                                let idx = (0..s.len()).rev().find(|&i| i as u16 == rseq);
+                                let idx = (0..s.v.len()).rev().find(|&i| (base + i) as u16 == rseq);
                                 if let Some(i) = idx {
-                                    if s[i].1.is_none() {
-                                        s[i].1 = Some(t1.saturating_sub(s[i].0));
+                                    if s.v[i].1.is_none() {
+                                        s.v[i].1 = Some(t1.saturating_sub(s.v[i].0));
                                     }
                                 }
                             }
@@ -197,8 +207,8 @@ impl Pinger {
                         let t0 = clock::now_ns();
                         let i = {
                             let mut s = sm.lock().unwrap();
-                            s.push((t0, None));
-                            s.len() - 1
+                            s.v.push((t0, None));
+                            s.base + s.v.len() - 1
                         };
                         attempts.retain(|h| !h.is_finished());
                         if attempts.len() >= MAX_TCP_IN_FLIGHT {
@@ -216,7 +226,11 @@ impl Pinger {
                                 Err(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
                             };
                             if answered {
-                                sm2.lock().unwrap()[i].1 = Some(t1.saturating_sub(t0));
+                                let mut s = sm2.lock().unwrap();
+                                let base = s.base;
+                                if let Some(x) = i.checked_sub(base).and_then(|k| s.v.get_mut(k)) {
+                                    x.1 = Some(t1.saturating_sub(t0));
+                                }
                             }
                         }) {
                             attempts.push(h);
@@ -243,7 +257,7 @@ impl Pinger {
         self.stop.store(true, Ordering::Relaxed);
         if self.target.kind == PingKind::Icmp {
             let until = clock::now_ns() + drain.as_nanos() as u64;
-            while clock::now_ns() < until && self.samples.lock().unwrap().iter().any(|s| s.1.is_none()) {
+            while clock::now_ns() < until && self.samples.lock().unwrap().v.iter().any(|s| s.1.is_none()) {
                 thread::sleep(Duration::from_millis(20));
             }
         }
@@ -251,8 +265,19 @@ impl Pinger {
         for h in std::mem::take(&mut self.threads) {
             let _ = h.join();
         }
-        let v = self.samples.lock().unwrap().clone();
+        let v = std::mem::take(&mut self.samples.lock().unwrap().v);
         v
+    }
+
+    /// The pings sent before `before` (clock ns), taken out: a pinger that
+    /// runs for days hands its samples over in rounds and holds only the
+    /// newest. A ping still unanswered then is lost (`before` should lie
+    /// a timeout in the past: [`TCP_PING_TIMEOUT`] for TCP).
+    pub fn take_settled(&self, before: u64) -> Vec<PingSample> {
+        let mut s = self.samples.lock().unwrap();
+        let n = s.v.iter().take_while(|x| x.0 < before).count();
+        s.base += n;
+        s.v.drain(..n).collect()
     }
 }
 

@@ -3,64 +3,117 @@
 //! [`MONITOR_OPTIONS`]: the command line and the config file both read them).
 use crate::options::{Arity, Configurable, OptionDef, Shape};
 use crate::units::{fmt_duration, parse_duration};
-use crate::{Scenario, TestConfig, DEFAULT_PORT};
+use crate::{PingKind, PingTarget, RpmConfig, Scenario, TestConfig, DEFAULT_PORT};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where results go when `--db` is not given.
 pub const DEFAULT_MONITOR_DB: &str = "bloatlab-monitor.sqlite";
 
-/// A target of the monitor: a bloatlab server (`HOST[:PORT]`), which gets
-/// a short loaded test on the schedule.
+/// A target of the monitor. Loaded targets get a short loaded test on the
+/// schedule, one at a time; latency-only targets are probed continuously
+/// at a low rate, their probes kept as one run per round (smokeping-style).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MonitorTarget {
-    /// The host as given (a name, an IPv4 address, or an IPv6 address).
-    pub host: String,
-    pub port: u16,
+pub enum MonitorTarget {
+    /// A bloatlab server (`HOST[:PORT]`): `bloatlab test`'s short profile.
+    Server {
+        /// The host as given (a name, an IPv4 address, or an IPv6 address).
+        host: String,
+        port: u16,
+    },
+    /// An RPM server (`https://HOST[:PORT]/.well-known/nq`): the IETF
+    /// responsiveness test, download then upload. A `#pin-sha256=HEX`
+    /// fragment (never sent) pins the server's certificate.
+    Rpm { url: String, pin_sha256: Option<String> },
+    /// `ping:HOST` (ICMP echo) or `tcp:HOST:PORT` (TCP connect time): latency only.
+    Ping(PingTarget),
 }
+
+const TARGET_FORMS: &str = "a target is HOST[:PORT] (a bloatlab server; [v6addr]:port for IPv6), https://HOST[:PORT]/.well-known/nq (an RPM server), ping:HOST or tcp:HOST:PORT (latency only)";
 
 impl MonitorTarget {
     pub fn parse(s: &str) -> Result<MonitorTarget, String> {
         let s = s.trim();
-        let form = "a target is HOST or HOST:PORT (a bloatlab server; [v6addr]:port for IPv6)";
+        let form = TARGET_FORMS;
         if s.is_empty() {
             return Err(format!("an empty target; {form}"));
         }
-        if s.contains('/') || s.contains(char::is_whitespace) {
+        let lower = s.to_ascii_lowercase();
+        if let Some(h) = lower.strip_prefix("ping:").map(|_| &s[5..]) {
+            return PingTarget::icmp(h).map(MonitorTarget::Ping).map_err(|_| format!("`{s}`: ping:HOST takes a host name or IP address"));
+        }
+        if let Some(h) = lower.strip_prefix("tcp:").map(|_| &s[4..]) {
+            return PingTarget::tcp(h).map(MonitorTarget::Ping).map_err(|e| format!("`{s}`: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)));
+        }
+        if lower.starts_with("https://") || lower.starts_with("http://") {
+            let (url, pin) = match s.split_once('#') {
+                Some((u, f)) => {
+                    let hex = f.strip_prefix("pin-sha256=").ok_or_else(|| format!("`{s}`: the only fragment an RPM target takes is #pin-sha256=HEX"))?;
+                    let pin = crate::normalize_sha256(hex).ok_or_else(|| format!("`{s}`: {hex:?} is not a SHA-256 fingerprint"))?;
+                    (u.to_string(), Some(pin))
+                }
+                None => (s.to_string(), None),
+            };
+            if url.contains(char::is_whitespace) || url.split_once("://").is_none_or(|(_, r)| r.is_empty() || r.starts_with('/')) {
+                return Err(format!("`{s}`: an RPM server URL names its host: https://HOST[:PORT]/.well-known/nq"));
+            }
+            return Ok(MonitorTarget::Rpm { url, pin_sha256: pin });
+        }
+        if s.contains('/') || s.contains(char::is_whitespace) || lower.contains("://") {
             return Err(format!("`{s}`: {form}"));
         }
         let port = |p: &str| match p.parse::<u16>() {
             Ok(n) if n > 0 => Ok(n),
             _ => Err(format!("`{s}`: `{p}` is not a port (1-65535); {form}")),
         };
+        let server = |h: &str, port: u16| MonitorTarget::Server { host: h.to_string(), port };
         if let Some(rest) = s.strip_prefix('[') {
             let (h, after) = rest.split_once(']').ok_or_else(|| format!("`{s}`: no closing `]`; {form}"))?;
             let p = match after {
                 "" => DEFAULT_PORT,
                 a => port(a.strip_prefix(':').ok_or_else(|| format!("`{s}`: {form}"))?)?,
             };
-            return Ok(MonitorTarget { host: h.to_string(), port: p });
+            return Ok(server(h, p));
         }
         match s.matches(':').count() {
-            0 => Ok(MonitorTarget { host: s.to_string(), port: DEFAULT_PORT }),
+            0 => Ok(server(s, DEFAULT_PORT)),
             1 => {
                 let (h, p) = s.split_once(':').unwrap();
                 if h.is_empty() {
                     return Err(format!("`{s}`: no host; {form}"));
                 }
-                Ok(MonitorTarget { host: h.to_string(), port: port(p)? })
+                Ok(server(h, port(p)?))
             }
             // a bare IPv6 address
-            _ => Ok(MonitorTarget { host: s.to_string(), port: DEFAULT_PORT }),
+            _ => Ok(server(s, DEFAULT_PORT)),
         }
     }
 
-    /// The target's name in results and history: `host:port` (`[v6]:port`).
+    /// The target's name in results and history: `host:port` (`[v6]:port`),
+    /// the RPM URL (without its pin), `ping:HOST`, `tcp:HOST:PORT`.
     pub fn name(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
+        match self {
+            MonitorTarget::Server { host, port } if host.contains(':') => format!("[{host}]:{port}"),
+            MonitorTarget::Server { host, port } => format!("{host}:{port}"),
+            MonitorTarget::Rpm { url, .. } => url.clone(),
+            MonitorTarget::Ping(p) => match p.kind {
+                PingKind::Icmp => format!("ping:{}", p.host),
+                PingKind::Tcp if p.host.contains(':') => format!("tcp:[{}]:{}", p.host, p.port),
+                PingKind::Tcp => format!("tcp:{}:{}", p.host, p.port),
+            },
+        }
+    }
+
+    /// Probed continuously rather than tested on the schedule.
+    pub fn latency_only(&self) -> bool {
+        matches!(self, MonitorTarget::Ping(_))
+    }
+
+    /// The target as its command line gave it (pin included), for the config's round trip.
+    pub fn spec(&self) -> String {
+        match self {
+            MonitorTarget::Rpm { url, pin_sha256: Some(p) } => format!("{url}#pin-sha256={p}"),
+            t => t.name(),
         }
     }
 }
@@ -274,6 +327,14 @@ pub struct MonitorConfig {
     pub alert_runs: u32,
     /// Skip runs that would take the data used past this.
     pub budget: Option<Budget>,
+    /// Latency-only targets: a probe this often...
+    pub probe_every: Duration,
+    /// ...and their probes kept as one run per round.
+    pub round: Duration,
+    /// Also trust the CA certificates in this file for RPM targets.
+    pub ca_file: Option<PathBuf>,
+    /// Its PEM text, read at the edge.
+    pub ca_pem: Option<String>,
 }
 
 impl Default for MonitorConfig {
@@ -291,6 +352,10 @@ impl Default for MonitorConfig {
             alert_added: Duration::from_millis(30),
             alert_runs: 3,
             budget: None,
+            probe_every: Duration::from_secs(1),
+            round: Duration::from_secs(5 * 60),
+            ca_file: None,
+            ca_pem: None,
         }
     }
 }
@@ -301,24 +366,46 @@ pub const MIN_EVERY: Duration = Duration::from_secs(1);
 impl MonitorConfig {
     /// The short loaded test a target gets (about 20 s, so it can run
     /// often): 2 s idle, then 5 s each of 4 downloads, 4 uploads, and both.
-    pub fn test_config(&self, t: &MonitorTarget) -> TestConfig {
+    pub fn test_config(&self, host: &str, port: u16) -> TestConfig {
+        let name = MonitorTarget::Server { host: host.to_string(), port }.name();
         TestConfig {
-            server: if t.host.contains(':') { format!("[{}]", t.host) } else { t.host.clone() },
-            port: t.port,
+            server: if host.contains(':') { format!("[{host}]") } else { host.to_string() },
+            port,
             scenarios: Scenario::parse_list("0u4d,4u0d,4u4d").expect("the monitor's scenarios parse"),
             duration: Duration::from_secs(5),
             idle: Duration::from_secs(2),
             pause: Duration::from_secs(1),
-            command: vec!["monitor".into(), t.name()],
+            command: vec!["monitor".into(), name],
             secret: self.secret.clone(),
             ..TestConfig::default()
+        }
+    }
+
+    /// The RPM test an RPM target gets: download then upload, each stage
+    /// at most 8 s (the draft's 1 s intervals, MAD 4), so the run takes
+    /// about as long as a server target's.
+    pub fn rpm_config(&self, url: &str, pin: Option<&str>) -> RpmConfig {
+        RpmConfig {
+            url: url.to_string(),
+            max_stage: Duration::from_secs(8),
+            pin_sha256: pin.map(str::to_string),
+            ca_pem: self.ca_pem.clone(),
+            secret: self.secret.clone(),
+            ..RpmConfig::default()
         }
     }
 
     /// Check what options alone cannot: at least one target.
     pub fn check(&self) -> Result<(), String> {
         if self.targets.is_empty() {
-            return Err("no target: give one or more HOST[:PORT] (bloatlab servers)".into());
+            return Err(format!("no target: {TARGET_FORMS}"));
+        }
+        if self.targets.iter().any(|t| t.latency_only()) && self.round < self.probe_every * 2 {
+            return Err(format!(
+                "--round {} holds fewer than two probes at --probe-every {}",
+                fmt_duration(self.round),
+                fmt_duration(self.probe_every)
+            ));
         }
         let mut names: Vec<String> = self.targets.iter().map(|t| t.name()).collect();
         names.sort();
@@ -346,8 +433,8 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
     OptionDef {
         long: "target",
         short: None,
-        value_name: "HOST[:PORT]",
-        help: "A bloatlab server to test on the schedule (also given as the command's arguments); repeat for more",
+        value_name: "TARGET",
+        help: "A target (also given as the command's arguments; repeat for more): HOST[:PORT], a bloatlab server, or https://HOST[:PORT]/.well-known/nq, an RPM server (#pin-sha256=HEX pins its certificate), each tested on the schedule; ping:HOST or tcp:HOST:PORT, latency only, probed every --probe-every",
         arity: Arity::Repeated,
         shape: Shape::Host,
         choices: &[],
@@ -355,7 +442,7 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         one_run_each: false,
         examples: &["example.net:5201"],
         set: |c, s| Ok(c.targets.push(MonitorTarget::parse(s)?)),
-        get: |c| c.targets.iter().map(|t| t.name()).collect(),
+        get: |c| c.targets.iter().map(|t| t.spec()).collect(),
     },
     OptionDef {
         long: "every",
@@ -543,7 +630,75 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         set: |c, s| Ok(c.retention = parse_duration(s)?),
         get: |c| one(fmt_duration(c.retention)),
     },
+    OptionDef {
+        long: "probe-every",
+        short: None,
+        value_name: "DURATION",
+        help: "Latency-only targets (ping:, tcp:): one probe each this often, between the loaded tests [default: 1s]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["5s"],
+        set: |c, s| {
+            let d = parse_duration(s)?;
+            if d < MIN_PROBE_EVERY || d > MAX_PROBE_EVERY {
+                return Err(format!("`{s}`: between {} and {}", fmt_duration(MIN_PROBE_EVERY), fmt_duration(MAX_PROBE_EVERY)));
+            }
+            c.probe_every = d;
+            Ok(())
+        },
+        get: |c| one(fmt_duration(c.probe_every)),
+    },
+    OptionDef {
+        long: "round",
+        short: None,
+        value_name: "DURATION",
+        help: "Latency-only targets: their probes kept as one run (median, spread, loss) per round, as smokeping does [default: 5m]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["1m"],
+        set: |c, s| {
+            let d = parse_duration(s)?;
+            if d < MIN_ROUND {
+                return Err(format!("`{s}` is under {}", fmt_duration(MIN_ROUND)));
+            }
+            c.round = d;
+            Ok(())
+        },
+        get: |c| one(fmt_duration(c.round)),
+    },
+    OptionDef {
+        long: "ca-file",
+        short: None,
+        value_name: "FILE",
+        help: "RPM targets: also trust the CA certificate(s) in FILE (PEM) [default: the system's CAs]",
+        arity: Arity::Value,
+        shape: Shape::File,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["ca.pem"],
+        set: |c, s| {
+            if s.is_empty() {
+                return Err("an empty path".into());
+            }
+            c.ca_file = Some(PathBuf::from(s));
+            Ok(())
+        },
+        get: |c| c.ca_file.iter().map(|p| p.display().to_string()).collect(),
+    },
 ];
+
+/// Latency-only probes: at most 10 a second per target, at least one a minute.
+pub const MIN_PROBE_EVERY: Duration = Duration::from_millis(100);
+pub const MAX_PROBE_EVERY: Duration = Duration::from_secs(60);
+/// The shortest round of a latency-only target.
+pub const MIN_ROUND: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {
@@ -565,15 +720,40 @@ mod tests {
     use crate::options::Overrides;
 
     #[test]
-    fn targets_parse_as_servers_with_their_ports() {
-        let t = |s: &str| MonitorTarget::parse(s).map(|t| (t.host, t.port));
+    fn targets_parse_as_servers_rpm_servers_and_latency_only_hosts() {
+        let t = |s: &str| {
+            MonitorTarget::parse(s).and_then(|t| match t {
+                MonitorTarget::Server { host, port } => Ok((host, port)),
+                o => Err(format!("not a server: {o:?}")),
+            })
+        };
         assert_eq!(t("example.net"), Ok(("example.net".into(), DEFAULT_PORT)));
         assert_eq!(t("10.0.0.2:5300"), Ok(("10.0.0.2".into(), 5300)));
         assert_eq!(t("[::1]:5300"), Ok(("::1".into(), 5300)));
         assert_eq!(t("fe80::1"), Ok(("fe80::1".into(), DEFAULT_PORT)));
         assert!(t("host:0").unwrap_err().contains("not a port"));
-        assert!(t("https://x/y").unwrap_err().contains("HOST or HOST:PORT"));
+        assert!(t("ftp://x/y").unwrap_err().contains("HOST[:PORT]"));
         assert_eq!(MonitorTarget::parse("[::1]:9").unwrap().name(), "[::1]:9");
+        // RPM servers, a pin in the fragment
+        let pin = "AB".repeat(32);
+        let r = MonitorTarget::parse(&format!("https://nq.example.net:4043/.well-known/nq#pin-sha256={pin}")).unwrap();
+        assert_eq!(r.name(), "https://nq.example.net:4043/.well-known/nq");
+        assert!(matches!(&r, MonitorTarget::Rpm { pin_sha256: Some(_), .. }));
+        assert_eq!(MonitorTarget::parse(&r.spec()).unwrap(), r);
+        assert!(MonitorTarget::parse("https://h/.well-known/nq#x=1").unwrap_err().contains("#pin-sha256=HEX"));
+        assert!(MonitorTarget::parse("https://h/nq#pin-sha256=zz").unwrap_err().contains("not a SHA-256"));
+        assert!(MonitorTarget::parse("https:///nq").unwrap_err().contains("names its host"));
+        // latency only
+        let p = MonitorTarget::parse("ping:192.0.2.1").unwrap();
+        assert!(p.latency_only() && p.name() == "ping:192.0.2.1");
+        assert_eq!(MonitorTarget::parse("TCP:[2001:db8::1]:443").unwrap().name(), "tcp:[2001:db8::1]:443");
+        assert!(MonitorTarget::parse("tcp:example.net").unwrap_err().contains("HOST:PORT"));
+        assert!(MonitorTarget::parse("ping:").unwrap_err().contains("ping:HOST"));
+        assert!(!MonitorTarget::parse("h:1").unwrap().latency_only());
+        // a round must hold probes
+        let mut c = MonitorConfig { targets: vec![p], ..Default::default() };
+        c.round = Duration::from_secs(1);
+        assert!(c.check().unwrap_err().contains("fewer than two probes"));
     }
 
     #[test]
@@ -616,7 +796,7 @@ mod tests {
     #[test]
     fn the_short_test_fits_in_about_20_seconds() {
         let c = MonitorConfig::default();
-        let t = c.test_config(&MonitorTarget::parse("[::1]:9").unwrap());
+        let t = c.test_config("::1", 9);
         assert_eq!(t.server, "[::1]");
         let total = t.idle + (t.duration + t.pause) * t.scenarios.len() as u32;
         assert!(total <= Duration::from_secs(20), "{total:?}");

@@ -20,7 +20,9 @@
 //!   the last `--every` waits for the rest of it.
 pub mod alert;
 pub mod http;
+pub mod latency;
 pub mod metrics;
+pub mod rpm;
 
 use bloatlab_engine::client;
 use bloatlab_model::{Budget, MonitorConfig, MonitorTarget};
@@ -45,6 +47,8 @@ pub enum Event<'a> {
     Scheduled { target: &'a str, first_in: Duration },
     /// A run began.
     Started { target: &'a str },
+    /// A latency-only target is probed from now on; its first round is kept then.
+    Probing { target: &'a str, every: Duration, first_round_in: Duration },
     /// A run ended and was written (`row` is what history shows of it).
     Kept { run: &'a Run, id: i64, retry_in: Option<Duration> },
     /// The store refused; the runs are held (how many now).
@@ -125,6 +129,10 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let mut history = vec![];
     for t in &cfg.targets {
         let name = t.name();
+        if t.latency_only() {
+            // no schedule to resume: probed from now on
+            continue;
+        }
         // the last day's runs: the newest shows in the metrics until the first run here
         let recent = store
             .rows(&Query { target: Some(name.clone()), since_unix_ns: Some(now.saturating_sub(every_ns.max(86_400_000_000_000))), ..Default::default() })
@@ -162,6 +170,23 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let mut pending: VecDeque<Run> = VecDeque::new();
     let mut kept = 0u64;
     let mut pruned_at: Option<std::time::Instant> = None;
+    let mut prober = latency::Prober::start(&cfg.targets, cfg.probe_every, cfg.round);
+    if let Some(due) = prober.next_due() {
+        for t in cfg.targets.iter().filter(|t| t.latency_only()) {
+            on(Event::Probing { target: &t.name(), every: cfg.probe_every, first_round_in: Duration::from_nanos(due.saturating_sub(bloatlab_host::clock::now_ns())) });
+        }
+    }
+    let keep = |run: Run, pending: &mut VecDeque<Run>, alerting: &mut alert::Alerting, outstanding: &mut usize, on: &mut dyn FnMut(Event)| {
+        exp.record(&run);
+        if let Some(a) = alerting.observe(&RunRow::of(&run)) {
+            let queued = webhook.as_ref().map(|w| w.send(a.clone()));
+            if matches!(queued, Some(Ok(()))) {
+                *outstanding += 1;
+            }
+            on(Event::Alert { alert: &a, queued });
+        }
+        pending.push_back(run);
+    };
     while !stop.load(Ordering::Relaxed) {
         if let Some(w) = &webhook {
             for d in w.results.try_iter() {
@@ -177,18 +202,32 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
                 Err(e) => on(Event::StoreFailed { error: &e, pending: pending.len() }),
             }
         }
-        let i = (0..slots.len()).min_by_key(|&i| slots[i].start_ns).expect("at least one target");
-        // wait for it, waking to see a stop
+        // latency-only rounds that are due
+        let rounds = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+        if !rounds.is_empty() {
+            let fresh = rounds.len();
+            for run in rounds {
+                keep(run, &mut pending, &mut alerting, &mut outstanding, on);
+            }
+            kept += write(store, &mut pending, on, None, fresh);
+            exp.set_pending(pending.len());
+        }
+        // the next loaded run, or the next round, whichever comes first;
+        // waiting wakes to see a stop
+        let next = (0..slots.len()).min_by_key(|&i| slots[i].start_ns);
+        let round_due = prober.next_due().map(|d| d.saturating_sub(bloatlab_host::clock::now_ns()) + now_ns());
+        let wake = next.map(|i| slots[i].start_ns).into_iter().chain(round_due).min().unwrap_or(u64::MAX);
         loop {
             let n = now_ns();
-            if stop.load(Ordering::Relaxed) || n >= slots[i].start_ns {
+            if stop.load(Ordering::Relaxed) || n >= wake {
                 break;
             }
-            std::thread::sleep(Duration::from_nanos(slots[i].start_ns - n).min(Duration::from_millis(100)));
+            std::thread::sleep(Duration::from_nanos(wake - n).min(Duration::from_millis(100)));
         }
         if stop.load(Ordering::Relaxed) {
             break;
         }
+        let Some(i) = next.filter(|&i| now_ns() >= slots[i].start_ns) else { continue };
         let s = &mut slots[i];
         if let (Some(b), Some((start, used))) = (&cfg.budget, usage.as_mut()) {
             let w = b.window_start(now_ns());
@@ -207,8 +246,16 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         }
         on(Event::Started { target: &s.name });
         let started = now_ns();
-        let test = cfg.test_config(&s.target);
-        let out = client::run(&test, stop, &mut |_| {}, None);
+        let loaded_from = bloatlab_host::clock::now_ns();
+        let out = match &s.target {
+            MonitorTarget::Server { host, port } => {
+                let o = client::run(&cfg.test_config(host, *port), stop, &mut |_| {}, None);
+                rpm::Ran { result: o.result, error: o.error }
+            }
+            MonitorTarget::Rpm { url, pin_sha256 } => rpm::run(&cfg.rpm_config(url, pin_sha256.as_deref()), &s.name, stop),
+            MonitorTarget::Ping(_) => unreachable!("latency-only targets have no slot"),
+        };
+        prober.loaded(loaded_from, bloatlab_host::clock::now_ns());
         let monitor = MonitorRun {
             monitor_id: id.clone(),
             target: s.name.clone(),
@@ -241,7 +288,6 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         };
         s.start_ns = s.due_ns + if jitter_ns > 0 && retry.is_none() { rng.random_range(0..=jitter_ns) } else { 0 };
         let run = Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome };
-        exp.record(&run);
         let bytes = RunRow::of(&run).bytes;
         if bytes > 0 {
             if s.last_bytes.is_none() {
@@ -250,15 +296,8 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             }
             s.last_bytes = Some(bytes);
         }
-        if let Some(a) = alerting.observe(&RunRow::of(&run)) {
-            let queued = webhook.as_ref().map(|w| w.send(a.clone()));
-            if matches!(queued, Some(Ok(()))) {
-                outstanding += 1;
-            }
-            on(Event::Alert { alert: &a, queued });
-        }
-        pending.push_back(run);
-        kept += write(store, &mut pending, on, retry);
+        keep(run, &mut pending, &mut alerting, &mut outstanding, on);
+        kept += write(store, &mut pending, on, retry, 1);
         exp.set_pending(pending.len());
         if let (Some(b), Some((_, used))) = (&cfg.budget, usage.as_mut()) {
             *used += bytes;
@@ -266,8 +305,14 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             on(Event::Budget { used: *used, budget: b });
         }
     }
-    // a stop: what is held gets one more try, alerts on their way their tries
-    kept += write(store, &mut pending, on, None);
+    // a stop: the latency round in progress is kept (cut short), what is
+    // held gets one more try, alerts on their way their tries
+    let last = prober.finish(&id, "the monitor was stopped during the round");
+    let fresh = last.len();
+    for run in last {
+        keep(run, &mut pending, &mut alerting, &mut outstanding, on);
+    }
+    kept += write(store, &mut pending, on, None, fresh);
     if let Some(w) = &webhook {
         let until = std::time::Instant::now() + Duration::from_secs(20);
         while outstanding > 0 {
@@ -289,8 +334,9 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
 }
 
 /// Write the held runs, oldest first; stop at the first refusal. Returns how many went.
-fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(Event), retry: Option<Duration>) -> u64 {
-    let held = pending.len();
+fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(Event), retry: Option<Duration>, fresh: usize) -> u64 {
+    // runs held from before (not those just measured)
+    let held = pending.len().saturating_sub(fresh);
     let mut n = 0u64;
     while let Some(run) = pending.front() {
         match store.put(run) {
@@ -308,7 +354,7 @@ fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(
             }
         }
     }
-    if held > 1 && n as usize == held {
+    if held > 0 && pending.is_empty() {
         on(Event::Flushed { count: held });
     }
     n

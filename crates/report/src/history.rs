@@ -191,6 +191,16 @@ fn time(ns: u64, by: By) -> String {
     }
 }
 
+/// A run's grade; "-" for a run with nothing to grade (a latency-only
+/// round, an RPM test: no added latency), "?" for one that could have had one.
+fn grade_of(r: &RunRow) -> &str {
+    match r.grade.as_deref() {
+        Some(g) => g,
+        None if r.added_ms.is_none() && r.loaded_ms.is_none() => "-",
+        None => "?",
+    }
+}
+
 /// One line of a run, as the monitor prints it when the run is kept.
 pub fn run_line(r: &RunRow) -> String {
     match &r.failure {
@@ -199,7 +209,7 @@ pub fn run_line(r: &RunRow) -> String {
             "{} {} {}: idle {} ms, loaded {} ms ({} ms added), down {}, up {}, RPM {}{}",
             time(r.started_unix_ns, By::Run),
             r.target,
-            r.grade.as_deref().unwrap_or("?"),
+            grade_of(r),
             opt(r.idle_ms, ms),
             opt(r.loaded_ms, ms),
             opt(r.added_ms, signed_ms),
@@ -255,7 +265,7 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
                     opt(r.download_bps, rate),
                     opt(r.upload_bps, rate),
                     opt(r.rpm, int3),
-                    format!("{}{}", r.grade.as_deref().unwrap_or("?"), if r.complete { "" } else { " (incomplete)" }),
+                    format!("{}{}", grade_of(r), if r.complete { "" } else { " (incomplete)" }),
                 ]),
             }
         }

@@ -73,11 +73,20 @@ impl RunRow {
                 let bps = |v: f64, loaded: bool| loaded.then_some(v);
                 row.complete = r.complete;
                 row.incomplete_reason = r.incomplete_reason.clone();
-                row.idle_ms = h.idle_latency_ms;
+                // a latency-only round has no UDP probes: its pings' median
+                // is the line's idle latency
+                row.idle_ms = h.idle_latency_ms.or_else(|| {
+                    let idle = r.idle.as_ref()?;
+                    (idle.summary.latency.received == 0).then_some(())?;
+                    idle.summary.pings.first().filter(|p| p.latency.received > 0).map(|p| p.latency.p50_ms)
+                });
                 row.loaded_ms = h.loaded_latency_ms;
                 row.added_ms = h.max_added_latency_ms;
-                row.download_bps = bps(h.download_capacity_bps, r.scenarios.iter().any(|p| p.downloads > 0));
-                row.upload_bps = bps(h.upload_capacity_bps, r.scenarios.iter().any(|p| p.uploads > 0));
+                // measured when a scenario (or an RPM stage) loaded that direction
+                use bloatlab_model::RpmDirection as D;
+                let stage = |d: D| r.scenarios.is_empty() && r.rpm.as_ref().is_some_and(|x| x.stages.iter().any(|s| s.direction == d));
+                row.download_bps = bps(h.download_capacity_bps, r.scenarios.iter().any(|p| p.downloads > 0) || stage(D::Download));
+                row.upload_bps = bps(h.upload_capacity_bps, r.scenarios.iter().any(|p| p.uploads > 0) || stage(D::Upload));
                 row.rpm = h.rpm;
                 row.grade = h.grade.clone();
                 row.bytes = bloatlab_metrics::bytes_moved(r, Direction::Down) + bloatlab_metrics::bytes_moved(r, Direction::Up);

@@ -95,6 +95,9 @@ pub fn config(a: &MonitorArgs) -> Result<MonitorConfig> {
     let mut cfg = MonitorConfig::default();
     o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
     cfg.secret = a.secret.read()?;
+    if let Some(p) = &cfg.ca_file {
+        cfg.ca_pem = Some(std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display()))?);
+    }
     cfg.check().map_err(|e| anyhow!(e))?;
     Ok(cfg)
 }
@@ -116,19 +119,27 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
             let _ = out.flush();
         }
     };
-    say(format!(
-        "bloatlab monitor {}: {} target(s), a loaded test each every {} (+ up to {} jitter), results in {}",
-        bloatlab_monitor::monitor_id(&cfg),
-        cfg.targets.len(),
-        bloatlab_model::units::fmt_duration(cfg.every),
-        bloatlab_model::units::fmt_duration(cfg.jitter.of(cfg.every)),
-        cfg.db
-    ));
+    let fd = bloatlab_model::units::fmt_duration;
+    let probed = cfg.targets.iter().filter(|t| t.latency_only()).count();
+    let tested = cfg.targets.len() - probed;
+    let mut what = vec![];
+    if tested > 0 {
+        what.push(format!("a loaded test each every {} (+ up to {} jitter)", fd(cfg.every), fd(cfg.jitter.of(cfg.every))));
+    }
+    if probed > 0 {
+        what.push(format!("{probed} latency-only, a probe each every {}, kept per {} round", fd(cfg.probe_every), fd(cfg.round)));
+    }
+    say(format!("bloatlab monitor {}: {} target(s), {}; results in {}", bloatlab_monitor::monitor_id(&cfg), cfg.targets.len(), what.join("; "), cfg.db));
     let res = bloatlab_monitor::run(&cfg, &mut *store, signals::flag(), &mut |ev| {
         use bloatlab_monitor::Event;
         match ev {
             Event::Scheduled { target, first_in } => say(format!("{target}: first run in {}", bloatlab_model::fmt::hms(first_in.as_secs_f64()))),
             Event::Started { .. } => {}
+            Event::Probing { target, every, first_round_in } => say(format!(
+                "{target}: probed every {}, first round kept in {}",
+                bloatlab_model::units::fmt_duration(every),
+                bloatlab_model::fmt::hms(first_round_in.as_secs_f64())
+            )),
             Event::Kept { run, id, retry_in } => {
                 let mut line = run_line(&RunRow::of(run));
                 if let Some(r) = retry_in {
@@ -289,8 +300,18 @@ mod tests {
 
     #[test]
     fn every_option_is_the_same_from_flags_and_from_the_config_file() {
+        // a file an option reads at the edge (--ca-file) exists for the walk
+        let dir = tempfile::tempdir().unwrap();
         for o in MONITOR_OPTIONS {
             for &e in o.examples {
+                let real;
+                let e = if o.long == "ca-file" {
+                    real = dir.path().join(e).display().to_string();
+                    std::fs::write(&real, "").unwrap();
+                    real.as_str()
+                } else {
+                    e
+                };
                 let flags = from_flags(&o.args(e));
                 let file = from_file(o.long, e);
                 assert!(o.get(&flags).contains(&e.to_string()), "--{} {e}: {:?}", o.long, o.get(&flags));

@@ -1,0 +1,197 @@
+//! Latency-only targets (`ping:HOST`, `tcp:HOST:PORT`): probed
+//! continuously at `--probe-every`, their probes kept as one run per
+//! `--round`, as smokeping keeps its rounds. A run is a result of `bloatlab
+//! test`'s schema with an idle phase that holds the round's pings (their
+//! summary: median, spread, loss) and nothing else.
+//!
+//! The probes measure the line at rest: those sent while a loaded test of
+//! this monitor ran (it loads the same line) are left out of the round, and
+//! the result says how many. A target that cannot be probed (a name that
+//! does not resolve, ICMP not permitted) gives a failed run per round with
+//! the reason, and is tried again at the next one.
+use bloatlab_engine::ping::{Pinger, PingSample, TCP_PING_TIMEOUT};
+use bloatlab_engine::summarize::{build_result, Exchanges, MetaIn, RawPhase};
+use bloatlab_host::clock;
+use bloatlab_model::{MonitorTarget, PingTarget, TestConfig};
+use bloatlab_results::{HostInfo, MonitorRun, PingInfo, SocketInfo, TestResult};
+use bloatlab_store::{Outcome, Run};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// A round is taken this long after it ends: late answers (a TCP connect
+/// times out after [`TCP_PING_TIMEOUT`]) belong to it.
+pub const SETTLE: Duration = Duration::from_secs(TCP_PING_TIMEOUT.as_secs() + 1);
+
+struct Probed {
+    target: PingTarget,
+    name: String,
+    pinger: Result<Pinger, String>,
+    sequence: u64,
+}
+
+pub struct Prober {
+    targets: Vec<Probed>,
+    every: Duration,
+    round: Duration,
+    /// The current round began here (clock ns).
+    round_start: u64,
+    /// The loaded tests run meanwhile (clock ns): probes sent within are left out.
+    loaded: Vec<(u64, u64)>,
+}
+
+fn start(t: &PingTarget, every: Duration, at: u64) -> Result<Pinger, String> {
+    Pinger::start(t, every, at)
+}
+
+impl Prober {
+    /// Start probing every latency-only target of `targets` now.
+    pub fn start(targets: &[MonitorTarget], every: Duration, round: Duration) -> Prober {
+        let now = clock::now_ns();
+        let targets = targets
+            .iter()
+            .filter_map(|t| match t {
+                MonitorTarget::Ping(p) => Some(Probed { target: p.clone(), name: t.name(), pinger: start(p, every, now), sequence: 0 }),
+                _ => None,
+            })
+            .collect();
+        Prober { targets, every, round, round_start: now, loaded: vec![] }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+
+    /// A loaded test ran from `start` to `end` (clock ns).
+    pub fn loaded(&mut self, start: u64, end: u64) {
+        self.loaded.push((start, end));
+    }
+
+    /// When the current round can be taken (clock ns; None without targets).
+    pub fn next_due(&self) -> Option<u64> {
+        (!self.is_empty()).then(|| self.round_start + self.round.as_nanos() as u64 + SETTLE.as_nanos() as u64)
+    }
+
+    /// Every round that ended at least [`SETTLE`] ago: one run per target.
+    pub fn harvest(&mut self, now: u64, monitor_id: &str) -> Vec<Run> {
+        let mut runs = vec![];
+        while self.next_due().is_some_and(|d| d <= now) {
+            let end = self.round_start + self.round.as_nanos() as u64;
+            runs.extend(self.take(self.round_start, end, monitor_id));
+            self.round_start = end;
+        }
+        runs
+    }
+
+    /// The round in progress, cut short by a stop (`why`): the answers
+    /// still on their way are waited for (a TCP connect's timeout at most).
+    pub fn finish(mut self, monitor_id: &str, why: &str) -> Vec<Run> {
+        let now = clock::now_ns();
+        let (start, every, round) = (self.round_start, self.every, self.round);
+        let loaded = std::mem::take(&mut self.loaded);
+        let mut runs = vec![];
+        for mut p in self.targets.drain(..) {
+            let Ok(pg) = p.pinger else { continue };
+            let (addr, method) = (pg.addr, pg.method);
+            let (kept, left_out) = split(pg.finish(Duration::from_secs(1)), start, &loaded);
+            if kept.is_empty() {
+                continue;
+            }
+            let mut r = round_result(&p.target, &p.name, addr, method, kept, left_out, start, now, every, false, Some(why.to_string()));
+            r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
+            runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome: Outcome::Measured(Box::new(r)) });
+        }
+        runs
+    }
+
+    fn take(&mut self, start: u64, end: u64, monitor_id: &str) -> Vec<Run> {
+        let mut runs = vec![];
+        let (every, round) = (self.every, self.round);
+        for p in &mut self.targets {
+            let outcome = match &p.pinger {
+                Ok(pg) => {
+                    let (kept, left_out) = split(pg.take_settled(end), start, &self.loaded);
+                    let mut r = round_result(&p.target, &p.name, pg.addr, pg.method, kept, left_out, start, end, every, true, None);
+                    r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
+                    Outcome::Measured(Box::new(r))
+                }
+                Err(e) => {
+                    p.sequence += 1;
+                    Outcome::Failed(e.clone())
+                }
+            };
+            runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome });
+            if p.pinger.is_err() {
+                // tried again for the next round
+                p.pinger = start_at(&p.target, every, end);
+            }
+        }
+        // a loaded test still running at the round's end counts for the next
+        self.loaded.retain(|l| l.1 > end);
+        runs
+    }
+}
+
+fn monitor_run(monitor_id: &str, name: &str, round: Duration, start: u64, sequence: &mut u64) -> MonitorRun {
+    *sequence += 1;
+    MonitorRun { monitor_id: monitor_id.to_string(), target: name.to_string(), every_s: round.as_secs_f64(), jitter_s: 0.0, due_unix_ns: start, sequence: *sequence - 1 }
+}
+
+fn start_at(t: &PingTarget, every: Duration, at: u64) -> Result<Pinger, String> {
+    start(t, every, at.max(clock::now_ns()))
+}
+
+/// The probes of [start, ...) sent outside the loaded tests, and how many were sent within.
+fn split(all: Vec<PingSample>, start: u64, loaded: &[(u64, u64)]) -> (Vec<PingSample>, usize) {
+    let (out, kept): (Vec<PingSample>, Vec<PingSample>) =
+        all.into_iter().filter(|s| s.0 >= start).partition(|s| loaded.iter().any(|&(a, b)| s.0 >= a && s.0 < b));
+    (kept, out.len())
+}
+
+/// The result of one round of one target.
+#[allow(clippy::too_many_arguments)]
+fn round_result(
+    t: &PingTarget,
+    name: &str,
+    addr: std::net::IpAddr,
+    method: &str,
+    samples: Vec<PingSample>,
+    left_out: usize,
+    start: u64,
+    end: u64,
+    every: Duration,
+    complete: bool,
+    reason: Option<String>,
+) -> TestResult {
+    let cfg = TestConfig {
+        server: t.host.clone(),
+        port: t.port,
+        scenarios: vec![],
+        idle: Duration::from_nanos(end.saturating_sub(start)),
+        command: vec!["monitor".into(), name.to_string()],
+        ..TestConfig::default()
+    };
+    let info = PingInfo { target: t.label(), address: addr.to_string(), method: method.to_string(), interval_ms: every.as_secs_f64() * 1e3 };
+    let mut how = format!(
+        "pings: {} ({method}) every {} through a round of {}; no bloatlab server: no UDP probes, no one-way delays",
+        t.label(),
+        bloatlab_model::units::fmt_duration(every),
+        bloatlab_model::units::fmt_duration(Duration::from_nanos(end.saturating_sub(start)))
+    );
+    if left_out > 0 {
+        how.push_str(&format!("; {left_out} ping(s) sent while a loaded test of this monitor ran were left out (they measure the load, not the line at rest)"));
+    }
+    let mi = MetaIn {
+        cfg: &cfg,
+        addr: SocketAddr::new(addr, t.port),
+        start_unix_ns: start,
+        server: HostInfo::default(),
+        cc: String::new(),
+        socket: SocketInfo::default(),
+        witness: None,
+        probe_timestamps: how,
+        pings: vec![(info, samples)],
+        server_rpm: None,
+    };
+    let ex = Exchanges { server: &[], witness: &[], classes: &[], rr: &[] };
+    build_result(&mi, &[RawPhase::idle(start, end)], &ex, complete, reason)
+}
