@@ -24,6 +24,9 @@ CASES=(
   "scale|bench/scale.sh 4 2|tests complete: [1-9][0-9]* of 4"
   "soak|bench/soak.sh 10|threads"
   "fuzz|bench/fuzz.sh 1000 20|inputs"
+  "monitor-scale|bench/monitor.sh scale 3 5 1|ratio monitor/iputils ping"
+  "monitor-soak|bench/monitor.sh soak 5|rounds kept [1-9]"
+  "monitor-fleet|bench/monitor.sh fleet 3 10|lost 0"
 )
 want="$*"
 fail=0

@@ -307,7 +307,8 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     }
     // a stop: the latency round in progress is kept (cut short), what is
     // held gets one more try, alerts on their way their tries
-    let last = prober.finish(&id, "the monitor was stopped during the round");
+    let mut last = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+    last.extend(prober.finish(&id, "the monitor was stopped during the round"));
     let fresh = last.len();
     for run in last {
         keep(run, &mut pending, &mut alerting, &mut outstanding, on);
