@@ -94,7 +94,7 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     let mport = free_port();
     let maddr = format!("127.0.0.1:{mport}");
     let mut mon = Command::new(exe())
-        .args(["monitor", &live, &dead, "--every", "2s", "--jitter", "0%", "--db", db.to_str().unwrap(), "--metrics", &maddr])
+        .args(["monitor", &live, &dead, "ping:127.0.0.1", "--every", "2s", "--jitter", "0%", "--round", "1s", "--probe-every", "100ms", "--db", db.to_str().unwrap(), "--metrics", &maddr])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -126,13 +126,16 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     // two measured runs of the live server (a failure of the dead one between)
     let end = Instant::now() + Duration::from_secs(90);
     let mut measured = 0;
+    let mut pinged = false;
     let mut lines = vec![];
-    while measured < 2 {
+    // (and a latency-only round with pings in it: between the loaded tests)
+    while measured < 2 || !pinged {
         let l = rx.recv_timeout(end.saturating_duration_since(Instant::now())).unwrap_or_else(|_| panic!("no runs: {lines:#?}"));
         eprintln!("monitor: {l}");
         if l.contains(&format!(" {live} ")) && l.contains("idle") {
             measured += 1;
         }
+        pinged |= l.contains("ping:127.0.0.1 -: idle 0.");
         lines.push(l);
     }
     assert!(lines.iter().any(|l| l == &format!("Prometheus metrics at http://{maddr}/metrics")), "{lines:#?}");
@@ -149,6 +152,9 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
         format!("bloatlab_failures_total{{target=\"{dead}\",reason=\"refused\"}}"),
         "# TYPE bloatlab_added_latency_seconds gauge".to_string(),
         "bloatlab_build_info{version=".to_string(),
+        // the latency-only target: its rounds' median and loss
+        "bloatlab_idle_latency_seconds{target=\"ping:127.0.0.1\"} ".to_string(),
+        "bloatlab_up{target=\"ping:127.0.0.1\"} 1".to_string(),
     ] {
         assert!(body.contains(&want), "no `{want}` in:\n{body}");
     }

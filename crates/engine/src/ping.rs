@@ -51,6 +51,8 @@ pub struct Pinger {
     stop_rx: Arc<AtomicBool>,
     samples: Arc<Mutex<Sent>>,
     threads: Vec<JoinHandle<()>>,
+    /// The ICMP socket, to wake its receiver at the stop.
+    wake: Option<Socket>,
 }
 
 fn resolve(t: &PingTarget) -> Result<IpAddr, String> {
@@ -117,6 +119,19 @@ fn parse_reply(b: &[u8], v4: bool, raw: bool) -> Option<(u16, u16)> {
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
 
+/// Sleep until `due` (clock ns) or until woken to stop: a sender parks, and
+/// [`Pinger::finish`] (or a drop) unparks it, so a slow schedule (a probe a
+/// minute) neither delays the stop nor wakes the thread in between.
+fn park_until(due: u64, stop: &AtomicBool) {
+    loop {
+        let now = clock::now_ns();
+        if now >= due || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        thread::park_timeout(Duration::from_nanos(due - now));
+    }
+}
+
 impl Pinger {
     /// Start pinging `t` every `interval` from `first_due` (clock ns).
     pub fn start(t: &PingTarget, interval: Duration, first_due: u64) -> Result<Pinger, String> {
@@ -126,6 +141,7 @@ impl Pinger {
         let samples: Arc<Mutex<Sent>> = Arc::new(Mutex::new(Sent::default()));
         let iv = interval.as_nanos() as u64;
         let mut threads = vec![];
+        let mut wake: Option<Socket> = None;
         let method;
         match t.kind {
             PingKind::Icmp => {
@@ -134,8 +150,11 @@ impl Pinger {
                 let dst = SockAddr::from(SocketAddr::new(addr, 0));
                 // Replies from this host only (raw sockets filter by the connected address too).
                 sock.connect(&dst).map_err(|e| format!("{}: {e}", t.label()))?;
-                sock.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
+                // The receiver blocks in read: a stop shuts the socket's
+                // reading down, which wakes it (the timeout is a backstop).
+                sock.set_read_timeout(Some(Duration::from_secs(1))).map_err(|e| e.to_string())?;
                 let rx = sock.try_clone().map_err(|e| e.to_string())?;
+                wake = Some(sock.try_clone().map_err(|e| e.to_string())?);
                 // Raw sockets see every echo reply: an identifier of our own picks ours.
                 let id = (std::process::id() as u16) ^ (NEXT_ID.fetch_add(1, Ordering::Relaxed) as u16).wrapping_mul(0x9e37);
                 let v4 = addr.is_ipv4();
@@ -144,7 +163,7 @@ impl Pinger {
                     let mut due = first_due;
                     let mut seq: u32 = 0;
                     while !st.load(Ordering::Relaxed) {
-                        clock::sleep_until_ns(due);
+                        park_until(due, &st);
                         if st.load(Ordering::Relaxed) {
                             break;
                         }
@@ -166,6 +185,7 @@ impl Pinger {
                     let mut buf = [0u8; 1500];
                     loop {
                         match (&rx).read(&mut buf) {
+                            Ok(0) if st.load(Ordering::Relaxed) => break,
                             Ok(n) => {
                                 let t1 = clock::now_ns();
                                 let b: &[u8] = &buf[..n];
@@ -200,7 +220,7 @@ impl Pinger {
                     let mut due = first_due;
                     let mut attempts: Vec<JoinHandle<()>> = vec![];
                     while !st.load(Ordering::Relaxed) {
-                        clock::sleep_until_ns(due);
+                        park_until(due, &st);
                         if st.load(Ordering::Relaxed) {
                             break;
                         }
@@ -248,13 +268,14 @@ impl Pinger {
                 }).map_err(|e| e.to_string())?);
             }
         }
-        Ok(Pinger { target: t.clone(), addr, method, stop, stop_rx, samples, threads })
+        Ok(Pinger { target: t.clone(), addr, method, stop, stop_rx, samples, threads, wake })
     }
 
     /// Stop sending, wait `drain` for late ICMP replies (TCP attempts end by
     /// their own timeout), and return every ping.
     pub fn finish(mut self, drain: Duration) -> Vec<PingSample> {
         self.stop.store(true, Ordering::Relaxed);
+        self.threads.iter().for_each(|h| h.thread().unpark());
         if self.target.kind == PingKind::Icmp {
             let until = clock::now_ns() + drain.as_nanos() as u64;
             while clock::now_ns() < until && self.samples.lock().unwrap().v.iter().any(|s| s.1.is_none()) {
@@ -262,6 +283,7 @@ impl Pinger {
             }
         }
         self.stop_rx.store(true, Ordering::Relaxed);
+        self.wake_receiver();
         for h in std::mem::take(&mut self.threads) {
             let _ = h.join();
         }
@@ -283,10 +305,20 @@ impl Pinger {
 
 /// A pinger dropped without `finish` (a test that failed early) stops its
 /// threads all the same; they end within one read timeout or connect attempt.
+impl Pinger {
+    fn wake_receiver(&self) {
+        if let Some(s) = &self.wake {
+            let _ = s.shutdown(std::net::Shutdown::Read);
+        }
+    }
+}
+
 impl Drop for Pinger {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         self.stop_rx.store(true, Ordering::Relaxed);
+        self.threads.iter().for_each(|h| h.thread().unpark());
+        self.wake_receiver();
     }
 }
 
@@ -352,6 +384,35 @@ mod tests {
                 assert!(e.contains("ping_group_range") && e.contains("raw sockets need root"), "{e}");
                 bloatlab_testkit::cannot_run("an_icmp_ping_to_loopback_is_answered", &e);
             }
+        }
+    }
+
+    #[test]
+    fn rounds_taken_out_keep_every_ping_once_and_a_slow_pinger_stops_at_once() {
+        let t = PingTarget::icmp("127.0.0.1").unwrap();
+        let Ok(p) = Pinger::start(&t, Duration::from_millis(10), clock::now_ns()) else {
+            bloatlab_testkit::cannot_run("rounds_taken_out", "no ICMP socket");
+            return;
+        };
+        let mut all = vec![];
+        for _ in 0..3 {
+            thread::sleep(Duration::from_millis(100));
+            // what was sent up to 20 ms ago: answered by now on loopback
+            all.extend(p.take_settled(clock::now_ns() - 20_000_000));
+        }
+        all.extend(p.finish(Duration::from_millis(200)));
+        // in order, none twice, all answered (the sequence numbers still
+        // find their pings after the first rounds were taken out)
+        assert!(all.len() >= 20 && all.windows(2).all(|w| w[0].0 < w[1].0), "{all:?}");
+        assert!(all.iter().filter(|x| x.1.is_some()).count() >= all.len() - 1, "{all:?}");
+        // a ping a minute: the stop does not wait for the next one, nor the receiver's timeout
+        for t in [PingTarget::icmp("127.0.0.1").unwrap(), PingTarget::tcp("127.0.0.1:9").unwrap()] {
+            let p = Pinger::start(&t, Duration::from_secs(60), clock::now_ns()).unwrap();
+            thread::sleep(Duration::from_millis(50));
+            let t0 = std::time::Instant::now();
+            let s = p.finish(Duration::from_millis(100));
+            assert_eq!(s.len(), 1);
+            assert!(t0.elapsed() < Duration::from_millis(600), "{:?}: finish took {:?}", t.kind, t0.elapsed());
         }
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! The probes measure the line at rest: those sent while a loaded test of
 //! this monitor ran (it loads the same line) are left out of the round, and
-//! the result says how many. A target that cannot be probed (a name that
+//! the result says how many; a round that falls wholly within a loaded test
+//! is not kept. A target that cannot be probed (a name that
 //! does not resolve, ICMP not permitted) gives a failed run per round with
 //! the reason, and is tried again at the next one.
 use bloatlab_engine::ping::{Pinger, PingSample, TCP_PING_TIMEOUT};
@@ -110,6 +111,11 @@ impl Prober {
             let outcome = match &p.pinger {
                 Ok(pg) => {
                     let (kept, left_out) = split(pg.take_settled(end), start, &self.loaded);
+                    if kept.is_empty() && left_out > 0 {
+                        // the whole round fell within a loaded test: nothing
+                        // measured at rest, no run
+                        continue;
+                    }
                     let mut r = round_result(&p.target, &p.name, pg.addr, pg.method, kept, left_out, start, end, every, true, None);
                     r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
                     Outcome::Measured(Box::new(r))

@@ -12,7 +12,7 @@
 //! | `bloatlab_added_latency_histogram_seconds` | histogram | target | every run's added latency, buckets at the grade boundaries |
 //! | `bloatlab_goodput_bits_per_second` | gauge | target, direction | the last run's capacity each way |
 //! | `bloatlab_rpm` | gauge | target | its UDP-probe responsiveness, round trips per minute |
-//! | `bloatlab_probe_loss_ratio` | gauge | target | the worst loaded phase's probe loss, 0-1 |
+//! | `bloatlab_probe_loss_ratio` | gauge | target | probes lost, 0-1: the worst loaded phase's UDP probes, a latency-only round's pings |
 //! | `bloatlab_grade` | gauge | target | the grade as a number: 0 A+, 1 A, 2 B, 3 C, 4 D, 5 F |
 //! | `bloatlab_last_run_timestamp_seconds`, `bloatlab_last_success_timestamp_seconds` | gauge | target | Unix time |
 //! | `bloatlab_runs_total` | counter | target | runs since the monitor started |
@@ -23,7 +23,7 @@
 //! | `bloatlab_skipped_runs_total` | counter | target | runs not started: they would have passed the budget |
 //! | `bloatlab_build_info` | info | version | 1 |
 use bloatlab_metrics::grade::Grade;
-use bloatlab_results::{Direction, TestResult};
+use bloatlab_results::Direction;
 use bloatlab_store::{Outcome, Run, RunRow};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -121,7 +121,7 @@ impl Exposition {
         );
         let goodput = g(&mut registry, "bloatlab_goodput_bits_per_second", "The last measured run's goodput (capacity) each way");
         let rpm = g(&mut registry, "bloatlab_rpm", "The last measured run's UDP-probe responsiveness, round trips per minute");
-        let loss = g(&mut registry, "bloatlab_probe_loss_ratio", "The last measured run's worst loaded phase's probe loss, 0 to 1");
+        let loss = g(&mut registry, "bloatlab_probe_loss_ratio", "Probes lost in the last measured run, 0 to 1: its worst loaded phase's UDP probes, or a latency-only round's pings");
         let grade = g(&mut registry, "bloatlab_grade", "The last measured run's grade: 0 A+, 1 A, 2 B, 3 C, 4 D, 5 F");
         let last_run = g(&mut registry, "bloatlab_last_run_timestamp_seconds", "When the target's last run started, Unix time");
         let last_success = g(&mut registry, "bloatlab_last_success_timestamp_seconds", "When the target's last measured run started, Unix time");
@@ -180,7 +180,7 @@ impl Exposition {
                 if let Some(a) = row.added_ms {
                     self.added_hist.get_or_create(&t).observe(a / 1e3);
                 }
-                match worst_loss(r) {
+                match row.loss_pct.map(|p| p / 100.0) {
                     Some(l) => {
                         self.loss.get_or_create(&t).set(l);
                     }
@@ -224,9 +224,6 @@ impl Default for Exposition {
 }
 
 /// The worst loaded phase's probe loss, 0-1 (the phases' own summaries).
-fn worst_loss(r: &TestResult) -> Option<f64> {
-    r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct / 100.0).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
-}
 
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! per hour or day, as a terminal table or CSV. A run's numbers are its
 //! result's headline as the store keeps it; an aggregate row's are the
 //! medians of its runs' (Hyndman-Fan type 7, `metrics::percentile`) and the
-//! worst added latency and grade among them.
+//! worst added latency, loss and grade among them.
 use crate::fmt::text_table;
 use bloatlab_model::fmt::{int3, ms, rate};
 use bloatlab_model::units::UtcTime;
@@ -45,6 +45,8 @@ pub struct Bucket {
     pub download_bps: Option<f64>,
     pub upload_bps: Option<f64>,
     pub rpm: Option<f64>,
+    /// The highest probe loss among the runs, percent.
+    pub loss_max_pct: Option<f64>,
     pub worst_grade: Option<String>,
 }
 
@@ -94,6 +96,7 @@ fn summarize(start: u64, target: String, rs: &[&RunRow]) -> Bucket {
         download_bps: median(ok.iter().map(|r| r.download_bps)),
         upload_bps: median(ok.iter().map(|r| r.upload_bps)),
         rpm: median(ok.iter().map(|r| r.rpm)),
+        loss_max_pct: ok.iter().filter_map(|r| r.loss_pct).reduce(f64::max),
         worst_grade: ok.iter().filter_map(|r| r.grade.clone()).max_by_key(|g| grade_rank(g)),
     }
 }
@@ -121,7 +124,7 @@ pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
         return "no runs in this range\n".into();
     }
     let at = UtcTime::from_unix_ns(at_unix_ns).rfc3339_secs();
-    let mut t: Vec<Vec<String>> = vec![["Target", "Period", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst grade"]
+    let mut t: Vec<Vec<String>> = vec![["Target", "Period", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst loss", "Worst grade"]
         .iter()
         .map(|s| s.to_string())
         .collect()];
@@ -149,6 +152,7 @@ pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
             pct(b.download_bps, a.download_bps),
             pct(b.upload_bps, a.upload_bps),
             pct(b.rpm, a.rpm),
+            diff(b.loss_max_pct, a.loss_max_pct, |d| format!("{d:+.1} pts")),
             String::new(),
         ]);
     }
@@ -168,8 +172,13 @@ fn bucket_cells(b: &Bucket) -> Vec<String> {
         opt(b.download_bps, rate),
         opt(b.upload_bps, rate),
         opt(b.rpm, int3),
+        opt(b.loss_max_pct, loss),
         b.worst_grade.clone().unwrap_or_else(|| "-".into()),
     ]
+}
+
+fn loss(p: f64) -> String {
+    format!("{p:.1}%")
 }
 
 fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
@@ -206,7 +215,7 @@ pub fn run_line(r: &RunRow) -> String {
     match &r.failure {
         Some(why) => format!("{} {} failed: {why}", time(r.started_unix_ns, By::Run), r.target),
         None => format!(
-            "{} {} {}: idle {} ms, loaded {} ms ({} ms added), down {}, up {}, RPM {}{}",
+            "{} {} {}: idle {} ms, loaded {} ms ({} ms added), down {}, up {}, RPM {}, loss {}{}",
             time(r.started_unix_ns, By::Run),
             r.target,
             grade_of(r),
@@ -216,6 +225,7 @@ pub fn run_line(r: &RunRow) -> String {
             opt(r.download_bps, rate),
             opt(r.upload_bps, rate),
             opt(r.rpm, int3),
+            opt(r.loss_pct, loss),
             if r.complete { String::new() } else { format!(" (incomplete: {})", r.incomplete_reason.as_deref().unwrap_or("cut short")) }
         ),
     }
@@ -249,11 +259,11 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
     let mut t: Vec<Vec<String>> = vec![];
     let mut failures = vec![];
     if by == By::Run {
-        t.push(["Time (UTC)", "Target", "Idle ms", "Loaded ms", "Added ms", "Down", "Up", "RPM", "Grade"].iter().map(|s| s.to_string()).collect());
+        t.push(["Time (UTC)", "Target", "Idle ms", "Loaded ms", "Added ms", "Down", "Up", "RPM", "Loss", "Grade"].iter().map(|s| s.to_string()).collect());
         for r in rows {
             match &r.failure {
                 Some(why) => {
-                    t.push(vec![time(r.started_unix_ns, by), r.target.clone(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "failed".into()]);
+                    t.push(vec![time(r.started_unix_ns, by), r.target.clone(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "failed".into()]);
                     failures.push(format!("{} {}: {why}", time(r.started_unix_ns, by), r.target));
                 }
                 None => t.push(vec![
@@ -265,6 +275,7 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
                     opt(r.download_bps, rate),
                     opt(r.upload_bps, rate),
                     opt(r.rpm, int3),
+                    opt(r.loss_pct, loss),
                     format!("{}{}", grade_of(r), if r.complete { "" } else { " (incomplete)" }),
                 ]),
             }
@@ -272,7 +283,7 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
         return (t, failures, None);
     }
     t.push(
-        ["Time (UTC)", "Target", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst grade"]
+        ["Time (UTC)", "Target", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst loss", "Worst grade"]
             .iter()
             .map(|s| s.to_string())
             .collect(),
@@ -280,7 +291,7 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
     for b in aggregate(rows, by) {
         t.push([vec![time(b.start_unix_ns, by), b.target.clone()], bucket_cells(&b)].concat());
     }
-    (t, failures, Some(format!("Per {}: medians of the runs' numbers; worst added latency and grade among them.", by.name())))
+    (t, failures, Some(format!("Per {}: medians of the runs' numbers; worst added latency, loss and grade among them.", by.name())))
 }
 
 /// CSV (RFC 4180), a row per run or per bucket; numbers in base units
@@ -290,10 +301,10 @@ pub fn history_csv(rows: &[RunRow], by: By) -> String {
     let q = |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
     let mut out = String::new();
     if by == By::Run {
-        out.push_str("time_utc,unix_ns,monitor_id,target,failure,complete,idle_ms,loaded_ms,added_ms,download_bps,upload_bps,rpm,grade\n");
+        out.push_str("time_utc,unix_ns,monitor_id,target,failure,complete,idle_ms,loaded_ms,added_ms,download_bps,upload_bps,rpm,loss_pct,grade\n");
         for r in rows {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 time(r.started_unix_ns, by),
                 r.started_unix_ns,
                 q(&r.monitor_id),
@@ -306,15 +317,16 @@ pub fn history_csv(rows: &[RunRow], by: By) -> String {
                 num(r.download_bps),
                 num(r.upload_bps),
                 num(r.rpm),
+                num(r.loss_pct),
                 r.grade.as_deref().unwrap_or("")
             ));
         }
         return out;
     }
-    out.push_str("time_utc,unix_ns,target,runs,failed,idle_ms,loaded_ms,added_ms,added_max_ms,download_bps,upload_bps,rpm,worst_grade\n");
+    out.push_str("time_utc,unix_ns,target,runs,failed,idle_ms,loaded_ms,added_ms,added_max_ms,download_bps,upload_bps,rpm,loss_max_pct,worst_grade\n");
     for b in aggregate(rows, by) {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             time(b.start_unix_ns, by),
             b.start_unix_ns,
             q(&b.target),
@@ -327,6 +339,7 @@ pub fn history_csv(rows: &[RunRow], by: By) -> String {
             num(b.download_bps),
             num(b.upload_bps),
             num(b.rpm),
+            num(b.loss_max_pct),
             b.worst_grade.as_deref().unwrap_or("")
         ));
     }

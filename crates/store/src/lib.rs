@@ -60,6 +60,9 @@ pub struct RunRow {
     pub grade: Option<String>,
     /// Bytes the run's flows moved, both ways (0 for a failure).
     pub bytes: u64,
+    /// Probes lost, percent: a latency-only round's pings; a loaded test's
+    /// UDP probes in its worst loaded phase.
+    pub loss_pct: Option<f64>,
 }
 
 impl RunRow {
@@ -88,6 +91,11 @@ impl RunRow {
                 row.download_bps = bps(h.download_capacity_bps, r.scenarios.iter().any(|p| p.downloads > 0) || stage(D::Download));
                 row.upload_bps = bps(h.upload_capacity_bps, r.scenarios.iter().any(|p| p.uploads > 0) || stage(D::Upload));
                 row.rpm = h.rpm;
+                let round = r.idle.as_ref().filter(|i| i.summary.latency.sent == 0).and_then(|i| i.summary.pings.first()).filter(|p| p.latency.sent > 0);
+                row.loss_pct = match round {
+                    Some(p) => Some(p.latency.loss_pct),
+                    None => r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct).reduce(f64::max),
+                };
                 row.grade = h.grade.clone();
                 row.bytes = bloatlab_metrics::bytes_moved(r, Direction::Down) + bloatlab_metrics::bytes_moved(r, Direction::Up);
             }

@@ -43,7 +43,9 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE bloatlab_runs (
         result TEXT
     );
     CREATE INDEX bloatlab_runs_by_time ON bloatlab_runs (started_unix_ns);
-    CREATE INDEX bloatlab_runs_by_target ON bloatlab_runs (target, started_unix_ns);"];
+    CREATE INDEX bloatlab_runs_by_target ON bloatlab_runs (target, started_unix_ns);",
+    // 2: probes lost (a latency-only round's pings, a test's worst phase)
+    "ALTER TABLE bloatlab_runs ADD COLUMN loss_pct DOUBLE PRECISION;"];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -265,8 +267,8 @@ impl Store for Postgres {
         self.with(|c| {
             let r = c.query_one(
                 "INSERT INTO bloatlab_runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms,
-                 added_ms, download_bps, upload_bps, rpm, grade, bytes, result)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING id",
+                 added_ms, download_bps, upload_bps, rpm, grade, bytes, result, loss_pct)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
                 &[
                     &monitor_id,
                     &target,
@@ -283,6 +285,7 @@ impl Store for Postgres {
                     &grade,
                     &bytes,
                     &doc,
+                    &row.loss_pct,
                 ],
             )?;
             Ok(r.get(0))
@@ -296,7 +299,7 @@ impl Store for Postgres {
         self.with(|c| {
             let rows = c.query(
                 "SELECT id, monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, bytes FROM bloatlab_runs
+                 download_bps, upload_bps, rpm, grade, bytes, loss_pct FROM bloatlab_runs
                  WHERE ($1::TEXT IS NULL OR target = $1) AND started_unix_ns >= $2 AND started_unix_ns < $3
                  ORDER BY started_unix_ns, id",
                 &[&target, &since, &until],
@@ -319,6 +322,7 @@ impl Store for Postgres {
                     rpm: r.get(12),
                     grade: r.get(13),
                     bytes: r.get::<_, i64>(14).max(0) as u64,
+                    loss_pct: r.get(15),
                 })
                 .collect())
         })

@@ -30,7 +30,9 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE runs (
     CREATE INDEX runs_by_time ON runs (started_unix_ns);
     CREATE INDEX runs_by_target ON runs (target, started_unix_ns);",
     // 2: what each run cost the line (a data budget's use)
-    "ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;"];
+    "ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;",
+    // 3: probes lost (a latency-only round's pings, a test's worst phase)
+    "ALTER TABLE runs ADD COLUMN loss_pct REAL;"];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -117,7 +119,7 @@ impl Store for Sqlite {
         self.conn
             .execute(
                 "INSERT INTO runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, result, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                 download_bps, upload_bps, rpm, grade, result, bytes, loss_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 params![
                     row.monitor_id,
                     row.target,
@@ -133,7 +135,8 @@ impl Store for Sqlite {
                     row.rpm,
                     row.grade,
                     doc,
-                    row.bytes.min(i64::MAX as u64) as i64
+                    row.bytes.min(i64::MAX as u64) as i64,
+                    row.loss_pct
                 ],
             )
             .map_err(|e| error(&self.path, e))?;
@@ -146,7 +149,7 @@ impl Store for Sqlite {
             .conn
             .prepare(
                 "SELECT id, monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, bytes FROM runs
+                 download_bps, upload_bps, rpm, grade, bytes, loss_pct FROM runs
                  WHERE (?1 IS NULL OR target = ?1) AND started_unix_ns >= ?2 AND started_unix_ns < ?3
                  ORDER BY started_unix_ns, id",
             )
@@ -171,6 +174,7 @@ impl Store for Sqlite {
                     rpm: r.get(12)?,
                     grade: r.get(13)?,
                     bytes: r.get::<_, i64>(14)?.max(0) as u64,
+                    loss_pct: r.get(15)?,
                 })
             })
             .map_err(e)?;
@@ -244,6 +248,44 @@ mod tests {
     }
 
     #[test]
+    fn readers_beside_a_writer_see_only_whole_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.sqlite");
+        let mut w = Sqlite::open(&path).unwrap();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let readers: Vec<_> = (0..4)
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mut r = Sqlite::open_read(&path).unwrap();
+                        let (mut last, mut reads) = (0, 0);
+                        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                            let rows = r.rows(&Query::default()).unwrap();
+                            // runs only arrive, whole: each with its document
+                            assert!(rows.len() >= last, "{} after {last}", rows.len());
+                            if let Some(x) = rows.last() {
+                                assert_eq!(r.result(x.id).unwrap().unwrap().headline.max_added_latency_ms, x.added_ms);
+                            }
+                            last = rows.len();
+                            reads += 1;
+                        }
+                        (last, reads)
+                    })
+                })
+                .collect();
+            for i in 0..300u64 {
+                w.put(&run("a:1", i, Outcome::Measured(Box::new(result(i as f64))))).unwrap();
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            for h in readers {
+                let (last, reads) = h.join().unwrap();
+                assert!(reads > 1 && last <= 300, "{reads} reads, {last} rows");
+            }
+        });
+        assert_eq!(Sqlite::open_read(&path).unwrap().rows(&Query::default()).unwrap().len(), 300);
+    }
+
+    #[test]
     fn a_version_1_database_is_migrated_and_keeps_its_runs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.sqlite");
@@ -275,7 +317,12 @@ mod tests {
             }],
             ..Default::default()
         });
+        r.scenarios[0].summary.latency.sent = 200;
+        r.scenarios[0].summary.latency.loss_pct = 2.5;
         s.put(&run("a:1", 10, Outcome::Measured(Box::new(r)))).unwrap();
+        // the old run has no loss; the new one its worst phase's
+        let rows = s.rows(&Query::default()).unwrap();
+        assert_eq!((rows[0].loss_pct, rows[1].loss_pct), (None, Some(2.5)));
         assert_eq!(s.bytes_since(6).unwrap(), 1000);
         assert_eq!(s.bytes_since(0).unwrap(), 1000);
     }
