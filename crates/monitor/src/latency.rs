@@ -7,9 +7,9 @@
 //! The probes measure the line at rest: those sent while a loaded test of
 //! this monitor ran (it loads the same line) are left out of the round, and
 //! the result says how many; a round that falls wholly within a loaded test
-//! is not kept. A target that cannot be probed (a name that
-//! does not resolve, ICMP not permitted) gives a failed run per round with
-//! the reason, and is tried again at the next one.
+//! is not kept. A target that cannot be probed (a name that does not
+//! resolve, ICMP not permitted) gives a failed run per round with the
+//! reason, and is tried again at the next one.
 use bloatlab_engine::ping::{Pinger, PingSample, TCP_PING_TIMEOUT};
 use bloatlab_engine::summarize::{build_result, Exchanges, MetaIn, RawPhase};
 use bloatlab_host::clock;
@@ -40,10 +40,6 @@ pub struct Prober {
     loaded: Vec<(u64, u64)>,
 }
 
-fn start(t: &PingTarget, every: Duration, at: u64) -> Result<Pinger, String> {
-    Pinger::start(t, every, at)
-}
-
 impl Prober {
     /// Start probing every latency-only target of `targets` now.
     pub fn start(targets: &[MonitorTarget], every: Duration, round: Duration) -> Prober {
@@ -51,7 +47,7 @@ impl Prober {
         let targets = targets
             .iter()
             .filter_map(|t| match t {
-                MonitorTarget::Ping(p) => Some(Probed { target: p.clone(), name: t.name(), pinger: start(p, every, now), sequence: 0 }),
+                MonitorTarget::Ping(p) => Some(Probed { target: p.clone(), name: t.name(), pinger: Pinger::start(p, every, now), sequence: 0 }),
                 _ => None,
             })
             .collect();
@@ -143,7 +139,7 @@ fn monitor_run(monitor_id: &str, name: &str, round: Duration, start: u64, sequen
 }
 
 fn start_at(t: &PingTarget, every: Duration, at: u64) -> Result<Pinger, String> {
-    start(t, every, at.max(clock::now_ns()))
+    Pinger::start(t, every, at.max(clock::now_ns()))
 }
 
 /// The probes of [start, ...) sent outside the loaded tests, and how many were sent within.
@@ -200,4 +196,45 @@ fn round_result(
     };
     let ex = Exchanges { server: &[], witness: &[], classes: &[], rr: &[] };
     build_result(&mi, &[RawPhase::idle(start, end)], &ex, complete, reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_are_kept_whole_and_leave_out_the_loaded_tests() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let t = MonitorTarget::parse(&format!("tcp:{}", l.local_addr().unwrap())).unwrap();
+        let round = Duration::from_millis(400);
+        let mut p = Prober::start(std::slice::from_ref(&t), Duration::from_millis(20), round);
+        let t0 = p.round_start;
+        let r = round.as_nanos() as u64;
+        // a loaded test over the whole second round and the start of the third
+        p.loaded(t0 + r - 1_000_000, t0 + 2 * r + r / 2);
+        assert!(p.harvest(clock::now_ns(), "m").is_empty(), "nothing before a round has settled");
+        std::thread::sleep(Duration::from_nanos(3 * r) + SETTLE);
+        let runs = p.harvest(clock::now_ns(), "m");
+        // round 1 whole, round 2 not kept, round 3 half
+        assert_eq!(runs.len(), 2, "{runs:#?}");
+        let doc = |i: usize| match &runs[i].outcome {
+            Outcome::Measured(r) => r.clone(),
+            o => panic!("{o:?}"),
+        };
+        let (a, b) = (doc(0), doc(1));
+        assert_eq!((runs[0].started_unix_ns, runs[1].started_unix_ns), (t0, t0 + 2 * r));
+        let n = |d: &TestResult| d.idle.as_ref().unwrap().pings[0].samples.len();
+        assert!((18..=21).contains(&n(&a)), "{} pings in a 400 ms round at 20 ms", n(&a));
+        assert!((8..=12).contains(&n(&b)), "{} pings in the unloaded half", n(&b));
+        assert!(b.metadata.probe_timestamps.contains("left out") && !a.metadata.probe_timestamps.contains("left out"));
+        let s = &a.idle.as_ref().unwrap().summary.pings[0];
+        assert_eq!((s.latency.lost, s.latency.sent as usize), (0, n(&a)));
+        assert_eq!(a.monitor.as_ref().map(|m| (m.sequence, m.every_s)), Some((0, 0.4)));
+        assert_eq!(b.monitor.as_ref().map(|m| m.sequence), Some(1));
+        assert_eq!(bloatlab_store::RunRow::of(&runs[0]).idle_ms, Some(s.latency.p50_ms));
+        // a stop keeps the round in progress, cut short
+        let last = p.finish("m", "stopped");
+        assert_eq!(last.len(), 1);
+        assert!(matches!(&last[0].outcome, Outcome::Measured(r) if !r.complete && r.incomplete_reason.as_deref() == Some("stopped")));
+    }
 }
