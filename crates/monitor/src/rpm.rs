@@ -15,13 +15,13 @@ pub struct Ran {
     pub error: Option<String>,
 }
 
-/// Run the RPM test of `cfg` (named `name` in the command line kept).
-/// A stop is seen when the test ends (at most two stages of `max_stage`).
-pub fn run(cfg: &RpmConfig, name: &str, _stop: &AtomicBool) -> Ran {
+/// Run the RPM test of `cfg` (named `name` in the command line kept). A
+/// stop abandons it (within 100 ms): a failed run, "interrupted".
+pub fn run(cfg: &RpmConfig, name: &str, stop: &AtomicBool) -> Ran {
     if let Err(e) = cfg.validate() {
         return Ran { result: None, error: Some(e) };
     }
-    match bloatlab_rpm::run_client(cfg, vec!["monitor".into(), name.to_string()], &|_| {}) {
+    match bloatlab_rpm::run_client_until(cfg, vec!["monitor".into(), name.to_string()], &|_| {}, stop) {
         Ok(r) => Ran { result: Some(result_of(r)), error: None },
         Err(e) => Ran { result: None, error: Some(e) },
     }

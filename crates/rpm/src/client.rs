@@ -670,6 +670,12 @@ fn parse_url(url: &str, secret_prefix: &str) -> Result<(Uri, String, u16, String
 
 /// Run every stage of `cfg`; `command` is recorded in the result.
 pub fn run(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
+    run_until(cfg, command, progress, &AtomicBool::new(false))
+}
+
+/// [`run`], abandoned when `stop` is set (checked every 100 ms): Err says
+/// so, and every connection is closed as the runtime goes.
+pub fn run_until(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>, stop: &AtomicBool) -> Result<RpmResult, String> {
     cfg.validate()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -677,7 +683,18 @@ pub fn run(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Res
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    rt.block_on(run_async(cfg, command, progress))
+    let out = rt.block_on(async {
+        tokio::select! {
+            r = run_async(cfg, command, progress) => r,
+            _ = async {
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            } => Err("interrupted: stopped during the RPM test (nothing kept of it)".to_string()),
+        }
+    });
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    out
 }
 
 async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {

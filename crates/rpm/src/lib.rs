@@ -18,6 +18,6 @@ pub mod server;
 pub mod stage;
 pub mod tls;
 
-pub use client::{run as run_client, StageProgress};
+pub use client::{run as run_client, run_until as run_client_until, StageProgress};
 pub use stage::TestStages;
 pub use server::RpmServer;
