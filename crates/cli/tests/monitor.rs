@@ -409,3 +409,24 @@ fn rpm_and_latency_only_targets_are_kept_as_runs_of_their_own() {
     let h = history(&["--db", db.to_str().unwrap(), "--target", "ping:127.0.0.1"]);
     assert!(h.contains("ping:127.0.0.1") && !h.contains(&rpm_url) && !h.contains("tcp:"), "{h}");
 }
+
+#[test]
+fn sigterm_during_an_rpm_test_stops_at_once_and_says_so() {
+    let _g = common::serial();
+    let srv = TestServer::start(&["--no-web"]);
+    let rpm = format!("{}#pin-sha256={}", srv.rpm_url.clone().unwrap(), srv.rpm_sha256.clone().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let (mut child, rx) = monitor(&[&rpm, "--every", "1h", "--db", db.to_str().unwrap(), "--jitter", "0%"]);
+    let mut seen = vec![];
+    until(&rx, Duration::from_secs(10), &mut seen, |l| l.contains("first run in 0s"));
+    std::thread::sleep(Duration::from_secs(3));
+    let t0 = Instant::now();
+    signal(&child, Signal::Term);
+    assert!(wait_exit(&mut child, Duration::from_secs(10)).success());
+    // its stages take up to 16 s: the stop did not wait for them
+    assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+    let rows = Sqlite::open_read(&db).unwrap().rows(&Query::default()).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert!(rows[0].failure.as_deref().is_some_and(|f| f.starts_with("interrupted")), "{rows:#?}");
+}

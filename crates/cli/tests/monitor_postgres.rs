@@ -89,10 +89,25 @@ fn a_fleet_writes_into_one_postgres_and_loses_nothing_when_it_goes_away() {
         hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert!(opened.iter().all(|r| r.is_ok()), "{opened:?}");
-    assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), "1");
+    let v = bloatlab_store::postgres::SCHEMA_VERSION.to_string();
+    assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), v);
+    // a database of schema 1 (before loss_pct) is migrated on open
+    pg.psql("ALTER TABLE bloatlab_runs DROP COLUMN loss_pct; DROP INDEX bloatlab_runs_once; UPDATE bloatlab_schema SET version = 1").unwrap();
+    assert!(bloatlab_store::open_read(&db).err().unwrap().to_string().contains("schema 1, older"));
+    drop(bloatlab_store::open(&db).unwrap());
+    assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), v);
+    assert_eq!(pg.psql("SELECT count(*) FROM information_schema.columns WHERE table_name = 'bloatlab_runs' AND column_name = 'loss_pct'").unwrap(), "1");
+    // a newer one is refused and left alone
+    pg.psql("UPDATE bloatlab_schema SET version = 99").unwrap();
+    assert!(bloatlab_store::open(&db).err().unwrap().to_string().contains("newer bloatlab"));
+    assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), "99");
+    pg.psql(&format!("UPDATE bloatlab_schema SET version = {v}")).unwrap();
     // text PostgreSQL cannot hold (NUL) is kept, shown as U+FFFD
     let mut st = bloatlab_store::open(&db).unwrap();
     let id = st.put(&failed_run("x:1", 5, "bad\0byte")).unwrap();
+    // the same run written again (its first answer lost): one row, its id
+    assert_eq!(st.put(&failed_run("x:1", 5, "bad\0byte")).unwrap(), id);
+    assert_eq!(st.rows(&Query::default()).unwrap().len(), 1);
     assert_eq!(st.rows(&Query::default()).unwrap().iter().find(|r| r.id == id).unwrap().failure.as_deref(), Some("bad\u{FFFD}byte"));
     assert_eq!(st.prune(6).unwrap(), 1);
 

@@ -6,7 +6,9 @@
 //! race); a database written by a newer bloatlab is refused, not changed.
 //! A connection that drops is opened again at the next write, and what the
 //! server refuses (read-only, full, unreachable) comes back as a
-//! [`StoreError`] so the monitor holds the run and tries again.
+//! [`StoreError`] so the monitor holds the run and tries again. A write is
+//! idempotent (a run is its monitor, target and start): one retried after
+//! its commit's answer was lost finds its row and adds none.
 //!
 //! TLS: `sslmode=disable` never, `prefer` (the default) when the server
 //! offers it, `require` always; the server's certificate is verified
@@ -44,8 +46,11 @@ const MIGRATIONS: &[&str] = &["CREATE TABLE bloatlab_runs (
     );
     CREATE INDEX bloatlab_runs_by_time ON bloatlab_runs (started_unix_ns);
     CREATE INDEX bloatlab_runs_by_target ON bloatlab_runs (target, started_unix_ns);",
-    // 2: probes lost (a latency-only round's pings, a test's worst phase)
-    "ALTER TABLE bloatlab_runs ADD COLUMN loss_pct DOUBLE PRECISION;"];
+    // 2: probes lost (a latency-only round's pings, a test's worst phase);
+    // a run once: a write retried after its commit's answer was lost (the
+    // server went away just then) finds the row and adds none
+    "ALTER TABLE bloatlab_runs ADD COLUMN loss_pct DOUBLE PRECISION;
+    CREATE UNIQUE INDEX bloatlab_runs_once ON bloatlab_runs (monitor_id, target, started_unix_ns);"];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -268,7 +273,8 @@ impl Store for Postgres {
             let r = c.query_one(
                 "INSERT INTO bloatlab_runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms,
                  added_ms, download_bps, upload_bps, rpm, grade, bytes, result, loss_pct)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING id",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                 ON CONFLICT (monitor_id, target, started_unix_ns) DO UPDATE SET monitor_id = EXCLUDED.monitor_id RETURNING id",
                 &[
                     &monitor_id,
                     &target,
