@@ -38,8 +38,12 @@ cleanup() {
 }
 trap cleanup EXIT
 TCK=$(getconf CLK_TCK)
-# CPU ticks (user + system) of the processes given
+# CPU ticks (user + system) of the processes given, their ended threads included
 ticks() { local s=0 p; for p in "$@"; do s=$(( s + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0) )); done; echo $s; }
+# CPU nanoseconds of the processes' live threads (schedstat: finer than
+# ticks, for processes that use too little for a 10 ms tick to see)
+cpu_ns() { local p; for p in "$@"; do cat /proc/$p/task/*/schedstat 2>/dev/null; done | awk '{s += $1} END {printf "%d", s}'; }
+pct_ns() { awk -v n="$1" -v s="$2" 'BEGIN{printf "%.3f", n / 1e9 / s * 100}'; }
 rss_kb() { awk '/VmRSS/{print $2}' /proc/$1/status; }
 state() { echo "rss $(rss_kb $1) kB, threads $(ls /proc/$1/task | wc -l), fds $(ls /proc/$1/fd | wc -l)"; }
 pct() { awk -v t="$1" -v s="$2" -v k="$TCK" 'BEGIN{printf "%.2f", t / k / s * 100}'; }
@@ -61,16 +65,17 @@ scale)
   # the peer: one iputils ping per target
   PP=()
   for t in "${P[@]}"; do ping -q -i 1 "${t#ping:}" > /dev/null 2>&1 & PP+=($!); PIDS+=($!); done
-  sleep 2; a=$(ticks "${PP[@]}"); sleep "$SECS"; b=$(ticks "${PP[@]}")
-  peer=$(pct $((b - a)) "$SECS")
+  sleep 2; a=$(cpu_ns "${PP[@]}"); sleep "$SECS"; b=$(cpu_ns "${PP[@]}")
+  peer=$(pct_ns $((b - a)) "$SECS")
+  peer_rss=0; for p in "${PP[@]}"; do peer_rss=$(( peer_rss + $(rss_kb $p) )); done
   for p in "${PP[@]}"; do kill "$p" 2>/dev/null || true; done
-  echo "iputils ping x$PROBED: CPU $peer% of one core over ${SECS}s"
+  echo "iputils ping x$PROBED: CPU $peer% of one core over ${SECS}s; rss $peer_rss kB in all"
   # bloatlab monitor, the same targets
   $BL monitor "${P[@]}" --round 1m --probe-every 1s --db "$W/p.sqlite" --id scale --quiet & M=$!; PIDS+=($M)
-  sleep 2; a=$(ticks $M); sleep "$SECS"; b=$(ticks $M)
-  mine=$(pct $((b - a)) "$SECS")
+  sleep 2; a=$(cpu_ns $M); sleep "$SECS"; b=$(cpu_ns $M)
+  mine=$(pct_ns $((b - a)) "$SECS")
   echo "bloatlab monitor, $PROBED latency-only targets: CPU $mine% of one core over ${SECS}s; $(state $M)"
-  awk -v a="$mine" -v b="$peer" 'BEGIN{ if (b > 0) printf "ratio monitor/iputils ping: %.2f\n", a / b; else print "ratio monitor/iputils ping: n/a (the peer used no measurable CPU)" }'
+  awk -v a="$mine" -v b="$peer" 'BEGIN{ if (b > 0) printf "ratio monitor/iputils ping: %.2f (CPU)\n", a / b; else print "ratio monitor/iputils ping: n/a (the peer used no measurable CPU)" }'
   kill $M; wait $M || true
   mapfile -t S < <(servers "$LOADED")
   $BL monitor "${P[@]}" "${S[@]}" --every 1s --jitter 0% --round 1m --probe-every 1s --db "$W/l.sqlite" --id scale --quiet & M=$!; PIDS+=($M)

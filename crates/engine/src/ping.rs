@@ -51,8 +51,8 @@ pub struct Pinger {
     stop_rx: Arc<AtomicBool>,
     samples: Arc<Mutex<Sent>>,
     threads: Vec<JoinHandle<()>>,
-    /// The ICMP socket, to wake its receiver at the stop.
-    wake: Option<Socket>,
+    /// The ICMP socket (the sender's), to wake its receiver at the stop.
+    wake: Option<Arc<Socket>>,
 }
 
 fn resolve(t: &PingTarget) -> Result<IpAddr, String> {
@@ -141,7 +141,7 @@ impl Pinger {
         let samples: Arc<Mutex<Sent>> = Arc::new(Mutex::new(Sent::default()));
         let iv = interval.as_nanos() as u64;
         let mut threads = vec![];
-        let mut wake: Option<Socket> = None;
+        let mut wake: Option<Arc<Socket>> = None;
         let method;
         match t.kind {
             PingKind::Icmp => {
@@ -154,7 +154,8 @@ impl Pinger {
                 // reading down, which wakes it (the timeout is a backstop).
                 sock.set_read_timeout(Some(Duration::from_secs(1))).map_err(|e| e.to_string())?;
                 let rx = sock.try_clone().map_err(|e| e.to_string())?;
-                wake = Some(sock.try_clone().map_err(|e| e.to_string())?);
+                let sock = Arc::new(sock);
+                wake = Some(sock.clone());
                 // Raw sockets see every echo reply: an identifier of our own picks ours.
                 let id = (std::process::id() as u16) ^ (NEXT_ID.fetch_add(1, Ordering::Relaxed) as u16).wrapping_mul(0x9e37);
                 let v4 = addr.is_ipv4();
