@@ -100,7 +100,7 @@ soak)
   n=$(python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute(\"select count(*) from runs where target like 'ping:%'\").fetchone()[0], c.execute(\"select count(*) from runs where target not like 'ping:%'\").fetchone()[0])" "$W/s.sqlite")
   echo "soak: $ROUNDS rounds of 20 latency-only targets (24 h of 5-minute rounds at 288) and a loaded test every 30 s; CPU $(pct $((t1 - t0)) "$secs")% of one core (the loaded tests' data included)"
   echo "soak: first $first; last $last"
-  echo "soak: rounds kept $(cut -d' ' -f1 <<<"$n") (20 a second for $(( secs + 3 )) s: about $(( (secs + 3) * 20 ))), loaded runs $(cut -d' ' -f2 <<<"$n")"
+  echo "soak: rounds kept $(cut -d' ' -f1 <<<"$n") (20 a second at rest: the rounds wholly within a loaded test are not kept), loaded runs $(cut -d' ' -f2 <<<"$n")"
   ;;
 fleet)
   MON=${1:-20}; SECS=${2:-60}

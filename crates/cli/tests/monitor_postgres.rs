@@ -9,15 +9,12 @@ mod common;
 use bloatlab_host::process::Signal;
 use bloatlab_model::Database;
 use bloatlab_store::{Outcome, Query, Run, Store, StoreError};
+use common::monitor::{closed_port, monitor, until};
 use common::{exe, TestServer};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::process::{Child, Command};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-fn closed_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn server() -> Option<bloatlab_testkit::postgres::Server> {
     match bloatlab_testkit::postgres::Server::start() {
@@ -29,31 +26,7 @@ fn server() -> Option<bloatlab_testkit::postgres::Server> {
     }
 }
 
-fn monitor(args: &[&str]) -> (Child, Receiver<String>) {
-    let mut child = Command::new(exe()).arg("monitor").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let (tx, rx) = channel();
-    let (out, err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let tx2 = tx.clone();
-    std::thread::spawn(move || BufReader::new(out).lines().map_while(Result::ok).for_each(|l| drop(tx.send(l))));
-    std::thread::spawn(move || BufReader::new(err).lines().map_while(Result::ok).for_each(|l| drop(tx2.send(format!("stderr: {l}")))));
-    (child, rx)
-}
 
-fn until(rx: &Receiver<String>, within: Duration, seen: &mut Vec<String>, f: impl Fn(&str) -> bool) -> String {
-    let end = Instant::now() + within;
-    loop {
-        match rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
-            Ok(l) => {
-                eprintln!("monitor: {l}");
-                seen.push(l.clone());
-                if f(&l) {
-                    return l;
-                }
-            }
-            Err(_) => panic!("no such line within {within:?}; seen:\n{}", seen.join("\n")),
-        }
-    }
-}
 
 fn stop(child: &mut Child, rx: &Receiver<String>, seen: &mut Vec<String>) {
     assert!(bloatlab_host::process::signal_child(child, Signal::Term));

@@ -1,5 +1,7 @@
 //! Shared helpers for the binary's integration tests.
 #![allow(dead_code)]
+pub mod monitor;
+
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 
