@@ -36,6 +36,10 @@ pub struct Bucket {
     pub runs: usize,
     pub failed: usize,
     pub idle_ms: Option<f64>,
+    /// The lowest and highest idle latency among the runs (a latency-only
+    /// target's smokeping band).
+    pub idle_min_ms: Option<f64>,
+    pub idle_max_ms: Option<f64>,
     pub loaded_ms: Option<f64>,
     /// The lowest and highest loaded latency among the runs (a smokeping band).
     pub loaded_min_ms: Option<f64>,
@@ -88,6 +92,8 @@ fn summarize(start: u64, target: String, rs: &[&RunRow]) -> Bucket {
         runs: rs.len(),
         failed: rs.len() - ok.len(),
         idle_ms: median(ok.iter().map(|r| r.idle_ms)),
+        idle_min_ms: ok.iter().filter_map(|r| r.idle_ms).reduce(f64::min),
+        idle_max_ms: ok.iter().filter_map(|r| r.idle_ms).reduce(f64::max),
         loaded_ms: median(ok.iter().map(|r| r.loaded_ms)),
         loaded_min_ms: ok.iter().filter_map(|r| r.loaded_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
         loaded_max_ms: ok.iter().filter_map(|r| r.loaded_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
