@@ -37,7 +37,7 @@ pub(crate) enum Cmd {
     Recipe(cmd::recipe::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
     Sweep(cmd::sweep::SweepArgs),
-    /// Test servers on a schedule for days and keep every result in a history (SQLite).
+    /// Test servers and RPM servers on a schedule, probe hosts between, for days; keep every result (SQLite or PostgreSQL).
     Monitor(Box<cmd::monitor::MonitorArgs>),
     /// What `bloatlab monitor` kept: a row per run, or per hour or day.
     History(cmd::monitor::HistoryArgs),
