@@ -4,7 +4,7 @@
 //! added latency over the grade's zones, and the goodput each way.
 use super::*;
 use crate::history::{aggregate, By};
-use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::ranged1d::{AsRangedCoord, DefaultFormatting, KeyPointHint, Ranged, ValueFormatter};
 use bloatlab_model::units::UtcTime;
 use bloatlab_store::RunRow;
 
@@ -144,6 +144,27 @@ fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>) -> Resu
     Ok(s)
 }
 
+type Chart<'a, 'b, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Clock, Y>>;
+
+/// A chart of the history's layout: `title`, time along x, `y` up.
+fn chart<'a, 'b, Y: AsRangedCoord>(root: &'a DrawingArea<SVGBackend<'b>, Shift>, title: &str, x: Clock, y: Y) -> Result<Chart<'a, 'b, Y::CoordDescType>> {
+    Ok(ChartBuilder::on(root).caption(title, font(18.0)).margin(10).margin_right(25).x_label_area_size(40).y_label_area_size(70).build_cartesian_2d(x, y)?)
+}
+
+/// Its grid and axes: clock times along x, `y_desc` and `y_label` up.
+fn mesh<Y: Ranged<ValueType = f64> + ValueFormatter<f64>>(c: &mut Chart<'_, '_, Y>, axis: &Axis, y_desc: &str, y_label: fn(f64) -> String) -> Result<()> {
+    c.configure_mesh()
+        .y_desc(y_desc)
+        .label_style(font(13.0))
+        .axis_desc_style(font(14.0))
+        .bold_line_style(GRID)
+        .light_line_style(TRANSPARENT)
+        .x_label_formatter(&|v| axis.label(*v))
+        .y_label_formatter(&|v| y_label(*v))
+        .draw()?;
+    Ok(())
+}
+
 /// The plots of `rows` (oldest first): (caption, SVG).
 pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
     let measured: Vec<&RunRow> = rows.iter().filter(|r| r.failure.is_none()).collect();
@@ -198,22 +219,8 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
         let top = hi * (hi / lo).powf(f / (1.0 - f));
         let title = if by == By::Run { "Round trip: idle and loaded median, each run".to_string() } else { format!("Loaded round trip per {}: lowest to highest (band), median (line)", by.name()) };
         let s = svg(|root| {
-            let mut c = ChartBuilder::on(root)
-                .caption(&title, font(18.0))
-                .margin(10)
-                .margin_right(25)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(Clock::new(&axis, xa, xb), (lo..top).log_scale())?;
-            c.configure_mesh()
-                .y_desc("ms (log)")
-                .label_style(font(13.0))
-                .axis_desc_style(font(14.0))
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .x_label_formatter(&|v| axis.label(*v))
-                .y_label_formatter(&|v| tick_log(*v))
-                .draw()?;
+            let mut c = chart(root, &title, Clock::new(&axis, xa, xb), (lo..top).log_scale())?;
+            mesh(&mut c, &axis, "ms (log)", tick_log)?;
             if by == By::Run {
                 for l in &loaded {
                     let col = run_color(l.index);
@@ -269,13 +276,7 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
         let (y0, y1) = (alo.min(0.0), (ahi * 1.2).max(10.0));
         let y1 = y0 + (y1 - y0) / (1.0 - legend_share(added.len()));
         let s = svg(|root| {
-            let mut c = ChartBuilder::on(root)
-                .caption(&title, font(18.0))
-                .margin(10)
-                .margin_right(25)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(Clock::new(&axis, xa, xb), y0..y1)?;
+            let mut c = chart(root, &title, Clock::new(&axis, xa, xb), y0..y1)?;
             for (a, b, name, col) in ZONES {
                 let (a, b) = (a.max(y0), b.min(y1));
                 if a < b {
@@ -283,15 +284,7 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
                     c.draw_series(std::iter::once(Text::new(name.to_string(), (xb - (xb - xa) * 0.015, b - (b - a) * 0.15), font(12.0))))?;
                 }
             }
-            c.configure_mesh()
-                .y_desc("ms")
-                .label_style(font(13.0))
-                .axis_desc_style(font(14.0))
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .x_label_formatter(&|v| axis.label(*v))
-                .y_label_formatter(&|v| tick(*v))
-                .draw()?;
+            mesh(&mut c, &axis, "ms", tick)?;
             for l in &added {
                 let col = run_color(l.index);
                 c.draw_series(LineSeries::new(l.points.clone(), col.stroke_width(2)))?
@@ -314,22 +307,8 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
         let top = ghi * 1.1 / div / (1.0 - legend_share(down.len() + up.len()));
         let title = "Goodput each run (capacity)".to_string();
         let s = svg(|root| {
-            let mut c = ChartBuilder::on(root)
-                .caption(&title, font(18.0))
-                .margin(10)
-                .margin_right(25)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(Clock::new(&axis, xa, xb), 0.0..top)?;
-            c.configure_mesh()
-                .y_desc(unit)
-                .label_style(font(13.0))
-                .axis_desc_style(font(14.0))
-                .bold_line_style(GRID)
-                .light_line_style(TRANSPARENT)
-                .x_label_formatter(&|v| axis.label(*v))
-                .y_label_formatter(&|v| tick(*v))
-                .draw()?;
+            let mut c = chart(root, &title, Clock::new(&axis, xa, xb), 0.0..top)?;
+            mesh(&mut c, &axis, unit, tick)?;
             for (lines, d, name) in [(&down, Direction::Down, "down"), (&up, Direction::Up, "up")] {
                 for l in lines.iter() {
                     let col = if targets.len() == 1 { dir_color(d) } else { run_color(l.index) };
