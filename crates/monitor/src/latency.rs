@@ -28,7 +28,13 @@ struct Probed {
     name: String,
     pinger: Result<Pinger, String>,
     sequence: u64,
+    /// The rounds not kept since the last one kept, told when a round is
+    /// kept again (or after an hour of them, or at the stop).
+    left_out: Option<LeftOut>,
 }
+
+/// A stretch of rounds not kept is told at least this often.
+pub const TELL_LEFT_OUT: Duration = Duration::from_secs(3600);
 
 pub struct Prober {
     targets: Vec<Probed>,
@@ -40,6 +46,28 @@ pub struct Prober {
     loaded: Vec<(u64, u64)>,
 }
 
+/// Rounds in a row not kept: every probe of them went out while a loaded
+/// test ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeftOut {
+    pub target: String,
+    /// The first round's start (Unix ns).
+    pub started_unix_ns: u64,
+    /// The last round's end (Unix ns).
+    pub ended_unix_ns: u64,
+    /// How many rounds...
+    pub rounds: usize,
+    /// ...and how many probes they sent.
+    pub probes: usize,
+}
+
+/// The rounds taken: a run per target and round, and the rounds not kept.
+#[derive(Debug, Default)]
+pub struct Harvest {
+    pub runs: Vec<Run>,
+    pub left_out: Vec<LeftOut>,
+}
+
 impl Prober {
     /// Start probing every latency-only target of `targets` now.
     pub fn start(targets: &[MonitorTarget], every: Duration, round: Duration) -> Prober {
@@ -47,7 +75,7 @@ impl Prober {
         let targets = targets
             .iter()
             .filter_map(|t| match t {
-                MonitorTarget::Ping(p) => Some(Probed { target: p.clone(), name: t.name(), pinger: Pinger::start(p, every, now), sequence: 0 }),
+                MonitorTarget::Ping(p) => Some(Probed { target: p.clone(), name: t.name(), pinger: Pinger::start(p, every, now), sequence: 0, left_out: None }),
                 _ => None,
             })
             .collect();
@@ -69,24 +97,26 @@ impl Prober {
     }
 
     /// Every round that ended at least [`SETTLE`] ago: one run per target.
-    pub fn harvest(&mut self, now: u64, monitor_id: &str) -> Vec<Run> {
-        let mut runs = vec![];
+    pub fn harvest(&mut self, now: u64, monitor_id: &str) -> Harvest {
+        let mut h = Harvest::default();
         while self.next_due().is_some_and(|d| d <= now) {
             let end = self.round_start + self.round.as_nanos() as u64;
-            runs.extend(self.take(self.round_start, end, monitor_id));
+            self.take(self.round_start, end, monitor_id, &mut h);
             self.round_start = end;
         }
-        runs
+        h
     }
 
     /// The round in progress, cut short by a stop (`why`): the answers
     /// still on their way are waited for (a TCP connect's timeout at most).
-    pub fn finish(mut self, monitor_id: &str, why: &str) -> Vec<Run> {
+    /// Rounds not kept since the last one are told too.
+    pub fn finish(mut self, monitor_id: &str, why: &str) -> Harvest {
         let now = clock::now_ns();
         let (start, every, round) = (self.round_start, self.every, self.round);
         let loaded = std::mem::take(&mut self.loaded);
-        let mut runs = vec![];
+        let mut h = Harvest::default();
         for mut p in self.targets.drain(..) {
+            h.left_out.extend(p.left_out.take());
             let Ok(pg) = p.pinger else { continue };
             let (addr, method) = (pg.addr, pg.method);
             let (kept, left_out) = split(pg.finish(Duration::from_secs(1)), start, &loaded);
@@ -95,13 +125,12 @@ impl Prober {
             }
             let mut r = round_result(&p.target, &p.name, addr, method, kept, left_out, start, now, every, false, Some(why.to_string()));
             r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
-            runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome: Outcome::Measured(Box::new(r)) });
+            h.runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome: Outcome::Measured(Box::new(r)) });
         }
-        runs
+        h
     }
 
-    fn take(&mut self, start: u64, end: u64, monitor_id: &str) -> Vec<Run> {
-        let mut runs = vec![];
+    fn take(&mut self, start: u64, end: u64, monitor_id: &str, h: &mut Harvest) {
         let (every, round) = (self.every, self.round);
         for p in &mut self.targets {
             let outcome = match &p.pinger {
@@ -110,6 +139,13 @@ impl Prober {
                     if kept.is_empty() && left_out > 0 {
                         // the whole round fell within a loaded test: nothing
                         // measured at rest, no run
+                        let l = p.left_out.get_or_insert(LeftOut { target: p.name.clone(), started_unix_ns: start, ended_unix_ns: start, rounds: 0, probes: 0 });
+                        l.ended_unix_ns = end;
+                        l.rounds += 1;
+                        l.probes += left_out;
+                        if l.ended_unix_ns - l.started_unix_ns >= TELL_LEFT_OUT.as_nanos() as u64 {
+                            h.left_out.extend(p.left_out.take());
+                        }
                         continue;
                     }
                     let mut r = round_result(&p.target, &p.name, pg.addr, pg.method, kept, left_out, start, end, every, true, None);
@@ -121,7 +157,8 @@ impl Prober {
                     Outcome::Failed(e.clone())
                 }
             };
-            runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome });
+            h.left_out.extend(p.left_out.take());
+            h.runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome });
             if p.pinger.is_err() {
                 // tried again for the next round
                 p.pinger = start_at(&p.target, every, end);
@@ -129,7 +166,6 @@ impl Prober {
         }
         // a loaded test still running at the round's end counts for the next
         self.loaded.retain(|l| l.1 > end);
-        runs
     }
 }
 
@@ -212,11 +248,16 @@ mod tests {
         let r = round.as_nanos() as u64;
         // a loaded test over the whole second round and the start of the third
         p.loaded(t0 + r - 1_000_000, t0 + 2 * r + r / 2);
-        assert!(p.harvest(clock::now_ns(), "m").is_empty(), "nothing before a round has settled");
+        let h = p.harvest(clock::now_ns(), "m");
+        assert!(h.runs.is_empty() && h.left_out.is_empty(), "nothing before a round has settled");
         std::thread::sleep(Duration::from_nanos(3 * r) + SETTLE);
-        let runs = p.harvest(clock::now_ns(), "m");
-        // round 1 whole, round 2 not kept, round 3 half
+        let Harvest { runs, left_out } = p.harvest(clock::now_ns(), "m");
+        // round 1 whole, round 2 not kept (and said so), round 3 half
         assert_eq!(runs.len(), 2, "{runs:#?}");
+        assert_eq!(left_out.len(), 1, "{left_out:?}");
+        let l = &left_out[0];
+        assert_eq!((l.target.as_str(), l.started_unix_ns, l.ended_unix_ns, l.rounds), (t.name().as_str(), t0 + r, t0 + 2 * r, 1));
+        assert!((18..=21).contains(&l.probes), "{left_out:?}");
         let doc = |i: usize| match &runs[i].outcome {
             Outcome::Measured(r) => r.clone(),
             o => panic!("{o:?}"),
@@ -233,7 +274,7 @@ mod tests {
         assert_eq!(b.monitor.as_ref().map(|m| m.sequence), Some(1));
         assert_eq!(bloatlab_store::RunRow::of(&runs[0]).idle_ms, Some(s.latency.p50_ms));
         // a stop keeps the round in progress, cut short
-        let last = p.finish("m", "stopped");
+        let last = p.finish("m", "stopped").runs;
         assert_eq!(last.len(), 1);
         assert!(matches!(&last[0].outcome, Outcome::Measured(r) if !r.complete && r.incomplete_reason.as_deref() == Some("stopped")));
     }

@@ -49,6 +49,9 @@ pub enum Event<'a> {
     Started { target: &'a str },
     /// A latency-only target is probed from now on; its first round is kept then.
     Probing { target: &'a str, every: Duration, first_round_in: Duration },
+    /// A latency-only round was not kept: all its probes went out while a
+    /// loaded test of this monitor ran.
+    RoundLeftOut { left_out: &'a latency::LeftOut },
     /// A run ended and was written (`row` is what history shows of it).
     Kept { run: &'a Run, id: i64, retry_in: Option<Duration> },
     /// The store refused; the runs are held (how many now).
@@ -203,7 +206,10 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             }
         }
         // latency-only rounds that are due
-        let rounds = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+        let latency::Harvest { runs: rounds, left_out } = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+        for l in &left_out {
+            on(Event::RoundLeftOut { left_out: l });
+        }
         if !rounds.is_empty() {
             let fresh = rounds.len();
             for run in rounds {
@@ -307,8 +313,13 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     }
     // a stop: the latency round in progress is kept (cut short), what is
     // held gets one more try, alerts on their way their tries
-    let mut last = prober.harvest(bloatlab_host::clock::now_ns(), &id);
-    last.extend(prober.finish(&id, "the monitor was stopped during the round"));
+    let latency::Harvest { runs: mut last, mut left_out } = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+    let at_stop = prober.finish(&id, "the monitor was stopped during the round");
+    last.extend(at_stop.runs);
+    left_out.extend(at_stop.left_out);
+    for l in &left_out {
+        on(Event::RoundLeftOut { left_out: l });
+    }
     let fresh = last.len();
     for run in last {
         keep(run, &mut pending, &mut alerting, &mut outstanding, on);

@@ -140,6 +140,17 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
                 bloatlab_model::units::fmt_duration(every),
                 bloatlab_model::fmt::hms(first_round_in.as_secs_f64())
             )),
+            Event::RoundLeftOut { left_out: l } => {
+                let t = |ns| bloatlab_model::units::UtcTime::from_unix_ns(ns).rfc3339_secs();
+                say(format!(
+                    "{} {} {} round(s) to {} not kept: all {} probe(s) went out while a loaded test of this monitor ran (they measure the load, not the line at rest)",
+                    t(l.started_unix_ns),
+                    l.target,
+                    l.rounds,
+                    t(l.ended_unix_ns),
+                    l.probes
+                ))
+            }
             Event::Kept { run, id, retry_in } => {
                 let mut line = run_line(&RunRow::of(run));
                 if let Some(r) = retry_in {
