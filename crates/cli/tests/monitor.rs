@@ -389,3 +389,66 @@ fn sigterm_during_an_rpm_test_stops_at_once_and_says_so() {
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert!(rows[0].failure.as_deref().is_some_and(|f| f.starts_with("interrupted")), "{rows:#?}");
 }
+
+#[test]
+fn a_servers_udp_probes_are_a_latency_only_target_kept_across_its_sessions() {
+    let _g = common::serial();
+    // a server that allows 10 s per test: the probes run in sessions of
+    // 5 s, then 7 s each, one after another on one time grid
+    let srv = TestServer::start(&["--no-web", "--no-rpm", "--max-duration", "10s"]);
+    let udp = format!("udp:{}", srv.addr());
+    let dead = format!("udp:127.0.0.1:{}", closed_port());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.sqlite");
+    let (mut child, rx) = monitor(&[&udp, &dead, "--round", "2s", "--probe-every", "100ms", "--db", db.to_str().unwrap(), "--id", "udp"]);
+    let mut seen = vec![];
+    let head = until(&rx, Duration::from_secs(10), &mut seen, |l| l.starts_with("bloatlab monitor udp: 2 target(s)"));
+    assert!(head.contains("2 latency-only, a probe each every 100ms, kept per 2s round"), "{head}");
+    // rounds through at least three sessions (about 20 s)
+    for _ in 0..10 {
+        until(&rx, Duration::from_secs(20), &mut seen, |l| l.contains(&format!(" {udp} -: idle 0.")) && l.contains("loss 0.0%") && l.contains("[run "));
+    }
+    let t0 = Instant::now();
+    signal(&child, Signal::Term);
+    assert!(wait_exit(&mut child, Duration::from_secs(15)).success());
+    assert!(t0.elapsed() < Duration::from_secs(5), "the stop took {:?}", t0.elapsed());
+    while let Ok(l) = rx.recv_timeout(Duration::from_millis(500)) {
+        seen.push(l);
+    }
+    assert!(seen.iter().any(|l| l.contains(&format!(" {dead} failed: cannot connect to ")) && l.contains("connection refused")), "{seen:#?}");
+    let mut store = Sqlite::open_read(&db).unwrap();
+    let rows = store.rows(&Query { target: Some(udp.clone()), ..Default::default() }).unwrap();
+    assert!(rows.len() >= 10, "{rows:#?}");
+    let mut sent_at = vec![];
+    let mut whole = 0;
+    for row in &rows {
+        assert!(row.failure.is_none(), "{row:?}");
+        let doc = store.result(row.id).unwrap().unwrap();
+        assert!(doc.metadata.probe_timestamps.contains("probe-only sessions"), "{}", doc.metadata.probe_timestamps);
+        assert!(!doc.metadata.server.bloatlab_version.is_empty(), "the server as its session described it");
+        let idle = doc.idle.as_ref().unwrap();
+        let l = &idle.summary.latency;
+        // every probe answered, its RTT and one-way delays measured
+        assert_eq!(l.lost, 0, "{row:?}: {l:?}");
+        assert!(l.p50_ms < 5.0, "{l:?}");
+        assert!(idle.summary.owd_up_p50_ms.is_some() && idle.summary.owd_down_p50_ms.is_some(), "{:?}", idle.summary);
+        assert_eq!(row.idle_ms, Some(l.p50_ms));
+        assert_eq!(row.loss_pct, Some(0.0));
+        assert_eq!(row.grade, None);
+        if doc.complete {
+            whole += 1;
+            assert!((19..=21).contains(&l.sent), "{} probes in a 2 s round at 100 ms", l.sent);
+        }
+        sent_at.extend(idle.probes.iter().map(|p| doc.metadata.start_unix_ns + p.t_ns));
+    }
+    assert!(whole >= 9, "{whole} whole rounds");
+    // one grid through the sessions: no probe twice, none missing where one
+    // session hands over to the next
+    sent_at.sort();
+    for w in sent_at.windows(2) {
+        let gap = (w[1] - w[0]) as f64 / 1e6;
+        assert!((40.0..=160.0).contains(&gap), "{gap} ms between two probes");
+    }
+    let failed = store.rows(&Query { target: Some(dead.clone()), ..Default::default() }).unwrap();
+    assert!(!failed.is_empty() && failed.iter().all(|r| r.failure.as_deref().is_some_and(|f| f.contains("connection refused"))), "{failed:#?}");
+}

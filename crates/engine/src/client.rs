@@ -144,18 +144,20 @@ fn expect(s: &mut TcpStream, what: &str) -> Result<ServerMsg, String> {
     }
 }
 
-struct Session {
-    ctl: TcpStream,
-    token: u64,
-    server: HostInfo,
+pub(crate) struct Session {
+    pub(crate) ctl: TcpStream,
+    pub(crate) token: u64,
+    pub(crate) server: HostInfo,
+    /// The longest test the server allows.
+    pub(crate) max_duration: Duration,
     cc: String,
     /// The server requires the shared secret (and signs its probe replies).
-    auth: bool,
+    pub(crate) auth: bool,
     /// Its RPM endpoints, if it serves them.
     rpm: Option<bloatlab_model::RpmOffer>,
 }
 
-fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: u64) -> Result<Session, String> {
+pub(crate) fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: u64) -> Result<Session, String> {
     let mut ctl = connect(addr, cfg, &cfg.cc)?;
     let msg = ClientMsg::NewTest {
         client: sys::host_info(),
@@ -169,7 +171,9 @@ fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: 
     };
     conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
     match expect(&mut ctl, "the test acceptance")? {
-        ServerMsg::TestAccepted { token, server, cc, auth, rpm, .. } => Ok(Session { ctl, token, server, cc, auth, rpm: rpm.map(|b| *b) }),
+        ServerMsg::TestAccepted { token, server, cc, auth, rpm, limits } => {
+            Ok(Session { ctl, token, server, max_duration: Duration::from_millis(limits.max_duration_ms), cc, auth, rpm: rpm.map(|b| *b) })
+        }
         other => Err(format!("unexpected answer from the server: {other:?}")),
     }
 }

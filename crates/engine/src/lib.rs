@@ -9,6 +9,7 @@ pub mod conn;
 pub mod flow;
 pub mod ping;
 pub mod udpflow;
+pub mod watch;
 pub mod probe;
 pub mod quota;
 pub mod server;

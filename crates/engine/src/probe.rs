@@ -189,6 +189,11 @@ impl ProbeStream {
         Ok(ProbeStream { worker: Some(worker), ..out })
     }
 
+    /// The exchanges so far, shared with the stream (a copy may be taken while it runs).
+    pub(crate) fn records(&self) -> Arc<Mutex<Vec<Exchange>>> {
+        self.records.clone()
+    }
+
     /// Latest measured RTT (for progress display), ns; 0 = none yet.
     pub fn last_rtt_ns(&self) -> u64 {
         self.last_rtt_ns.load(Ordering::Relaxed)
@@ -196,12 +201,18 @@ impl ProbeStream {
 
     /// Stop sending, wait up to `drain` for outstanding replies, and return every exchange.
     pub fn finish(mut self, drain: Duration) -> Vec<Exchange> {
+        self.stop(drain);
+        std::mem::take(&mut *self.records.lock().unwrap())
+    }
+
+    /// Stop sending and wait up to `drain` for outstanding replies; the
+    /// exchanges stay in [`ProbeStream::records`].
+    pub(crate) fn stop(&mut self, drain: Duration) {
         self.drain_ns.store(drain.as_nanos() as u64, Ordering::SeqCst);
         self.stop_send.store(true, Ordering::SeqCst);
         if let Some(h) = self.worker.take() {
             let _ = h.join();
         }
-        std::mem::take(&mut *self.records.lock().unwrap())
     }
 }
 

@@ -27,9 +27,12 @@ pub enum MonitorTarget {
     Rpm { url: String, pin_sha256: Option<String> },
     /// `ping:HOST` (ICMP echo) or `tcp:HOST:PORT` (TCP connect time): latency only.
     Ping(PingTarget),
+    /// `udp:HOST[:PORT]`: a bloatlab server's UDP probes (RTT and one-way
+    /// delays, in probe-only sessions): latency only.
+    Probes { host: String, port: u16 },
 }
 
-const TARGET_FORMS: &str = "a target is HOST[:PORT] (a bloatlab server; [v6addr]:port for IPv6), https://HOST[:PORT]/.well-known/nq (an RPM server), ping:HOST or tcp:HOST:PORT (latency only)";
+const TARGET_FORMS: &str = "a target is HOST[:PORT] (a bloatlab server; [v6addr]:port for IPv6), https://HOST[:PORT]/.well-known/nq (an RPM server), ping:HOST, tcp:HOST:PORT or udp:HOST[:PORT] (latency only: ICMP, TCP connect, a bloatlab server's UDP probes)";
 
 impl MonitorTarget {
     pub fn parse(s: &str) -> Result<MonitorTarget, String> {
@@ -45,6 +48,10 @@ impl MonitorTarget {
         if let Some(h) = lower.strip_prefix("tcp:").map(|_| &s[4..]) {
             return PingTarget::tcp(h).map(MonitorTarget::Ping).map_err(|e| format!("`{s}`: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)));
         }
+        if lower.starts_with("udp:") {
+            let (host, port) = host_port(&s[4..]).map_err(|e| format!("`{s}`: {e}; udp:HOST[:PORT] names a bloatlab server"))?;
+            return Ok(MonitorTarget::Probes { host, port });
+        }
         if lower.starts_with("https://") || lower.starts_with("http://") {
             let (url, pin) = match s.split_once('#') {
                 Some((u, f)) => {
@@ -59,42 +66,21 @@ impl MonitorTarget {
             }
             return Ok(MonitorTarget::Rpm { url, pin_sha256: pin });
         }
-        if s.contains('/') || s.contains(char::is_whitespace) || lower.contains("://") {
+        if lower.contains("://") {
             return Err(format!("`{s}`: {form}"));
         }
-        let port = |p: &str| match p.parse::<u16>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("`{s}`: `{p}` is not a port (1-65535); {form}")),
-        };
-        let server = |h: &str, port: u16| MonitorTarget::Server { host: h.to_string(), port };
-        if let Some(rest) = s.strip_prefix('[') {
-            let (h, after) = rest.split_once(']').ok_or_else(|| format!("`{s}`: no closing `]`; {form}"))?;
-            let p = match after {
-                "" => DEFAULT_PORT,
-                a => port(a.strip_prefix(':').ok_or_else(|| format!("`{s}`: {form}"))?)?,
-            };
-            return Ok(server(h, p));
-        }
-        match s.matches(':').count() {
-            0 => Ok(server(s, DEFAULT_PORT)),
-            1 => {
-                let (h, p) = s.split_once(':').unwrap();
-                if h.is_empty() {
-                    return Err(format!("`{s}`: no host; {form}"));
-                }
-                Ok(server(h, port(p)?))
-            }
-            // a bare IPv6 address
-            _ => Ok(server(s, DEFAULT_PORT)),
-        }
+        let (host, port) = host_port(s).map_err(|e| format!("`{s}`: {e}; {form}"))?;
+        Ok(MonitorTarget::Server { host, port })
     }
 
     /// The target's name in results and history: `host:port` (`[v6]:port`),
-    /// the RPM URL (without its pin), `ping:HOST`, `tcp:HOST:PORT`.
+    /// the RPM URL (without its pin), `ping:HOST`, `tcp:HOST:PORT`, `udp:HOST:PORT`.
     pub fn name(&self) -> String {
         match self {
             MonitorTarget::Server { host, port } if host.contains(':') => format!("[{host}]:{port}"),
             MonitorTarget::Server { host, port } => format!("{host}:{port}"),
+            MonitorTarget::Probes { host, port } if host.contains(':') => format!("udp:[{host}]:{port}"),
+            MonitorTarget::Probes { host, port } => format!("udp:{host}:{port}"),
             MonitorTarget::Rpm { url, .. } => url.clone(),
             MonitorTarget::Ping(p) => match p.kind {
                 PingKind::Icmp => format!("ping:{}", p.host),
@@ -106,7 +92,7 @@ impl MonitorTarget {
 
     /// Probed continuously rather than tested on the schedule.
     pub fn latency_only(&self) -> bool {
-        matches!(self, MonitorTarget::Ping(_))
+        matches!(self, MonitorTarget::Ping(_) | MonitorTarget::Probes { .. })
     }
 
     /// The target as its command line gave it (pin included), for the config's round trip.
@@ -115,6 +101,41 @@ impl MonitorTarget {
             MonitorTarget::Rpm { url, pin_sha256: Some(p) } => format!("{url}#pin-sha256={p}"),
             t => t.name(),
         }
+    }
+}
+
+/// `HOST[:PORT]` of a bloatlab server (`[v6addr]:port`, or a bare IPv6
+/// address), the port 1-65535, the default when none is given.
+fn host_port(s: &str) -> Result<(String, u16), String> {
+    if s.is_empty() || s.contains('/') || s.contains(char::is_whitespace) {
+        return Err(if s.is_empty() { "no host".into() } else { "not HOST[:PORT]".into() });
+    }
+    let port = |p: &str| match p.parse::<u16>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{p}` is not a port (1-65535)")),
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or("no closing `]`")?;
+        if h.is_empty() {
+            return Err("no host".into());
+        }
+        let p = match after {
+            "" => DEFAULT_PORT,
+            a => port(a.strip_prefix(':').ok_or("not [v6addr]:PORT")?)?,
+        };
+        return Ok((h.to_string(), p));
+    }
+    match s.matches(':').count() {
+        0 => Ok((s.to_string(), DEFAULT_PORT)),
+        1 => {
+            let (h, p) = s.split_once(':').unwrap();
+            if h.is_empty() {
+                return Err("no host".into());
+            }
+            Ok((h.to_string(), port(p)?))
+        }
+        // a bare IPv6 address
+        _ => Ok((s.to_string(), DEFAULT_PORT)),
     }
 }
 
@@ -381,6 +402,21 @@ impl MonitorConfig {
         }
     }
 
+    /// The sessions a `udp:HOST[:PORT]` target's probes run in: probes
+    /// only (no scenarios, no flows), `--probe-every` apart.
+    pub fn probe_config(&self, host: &str, port: u16) -> TestConfig {
+        let name = MonitorTarget::Probes { host: host.to_string(), port }.name();
+        TestConfig {
+            server: if host.contains(':') { format!("[{host}]") } else { host.to_string() },
+            port,
+            scenarios: vec![],
+            probe_interval: self.probe_every,
+            command: vec!["monitor".into(), name],
+            secret: self.secret.clone(),
+            ..TestConfig::default()
+        }
+    }
+
     /// The RPM test an RPM target gets: download then upload, each stage
     /// at most 8 s (the draft's 1 s intervals, MAD 4), so the run takes
     /// about as long as a server target's.
@@ -434,7 +470,7 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         long: "target",
         short: None,
         value_name: "TARGET",
-        help: "A target (also given as the command's arguments; repeat for more): HOST[:PORT], a bloatlab server, or https://HOST[:PORT]/.well-known/nq, an RPM server (#pin-sha256=HEX pins its certificate), each tested on the schedule; ping:HOST or tcp:HOST:PORT, latency only, probed every --probe-every",
+        help: "A target (also given as the command's arguments; repeat for more): HOST[:PORT], a bloatlab server, or https://HOST[:PORT]/.well-known/nq, an RPM server (#pin-sha256=HEX pins its certificate), each tested on the schedule; ping:HOST, tcp:HOST:PORT or udp:HOST[:PORT] (a bloatlab server's UDP probes), latency only, probed every --probe-every",
         arity: Arity::Repeated,
         shape: Shape::Host,
         choices: &[],
@@ -750,6 +786,17 @@ mod tests {
         assert!(MonitorTarget::parse("tcp:example.net").unwrap_err().contains("HOST:PORT"));
         assert!(MonitorTarget::parse("ping:").unwrap_err().contains("ping:HOST"));
         assert!(!MonitorTarget::parse("h:1").unwrap().latency_only());
+        // a bloatlab server's UDP probes
+        let u = MonitorTarget::parse("UDP:192.0.2.7").unwrap();
+        assert!(u.latency_only());
+        assert_eq!(u, MonitorTarget::Probes { host: "192.0.2.7".into(), port: DEFAULT_PORT });
+        assert_eq!(u.name(), format!("udp:192.0.2.7:{DEFAULT_PORT}"));
+        assert_eq!(MonitorTarget::parse("udp:[::1]:9").unwrap().name(), "udp:[::1]:9");
+        assert_eq!(MonitorTarget::parse(&u.spec()).unwrap(), u);
+        for bad in ["udp:", "udp:h:0", "udp:h:x", "udp:[::1", "udp:a/b"] {
+            let e = MonitorTarget::parse(bad).unwrap_err();
+            assert!(e.contains("udp:HOST[:PORT]") && e.starts_with(&format!("`{bad}`")), "{bad}: {e}");
+        }
         // a round must hold probes
         let mut c = MonitorConfig { targets: vec![p], ..Default::default() };
         c.round = Duration::from_secs(1);

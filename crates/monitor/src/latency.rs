@@ -1,8 +1,10 @@
-//! Latency-only targets (`ping:HOST`, `tcp:HOST:PORT`): probed
-//! continuously at `--probe-every`, their probes kept as one run per
+//! Latency-only targets (`ping:HOST`, `tcp:HOST:PORT`, `udp:HOST[:PORT]`):
+//! probed continuously at `--probe-every`, their probes kept as one run per
 //! `--round`, as smokeping keeps its rounds. A run is a result of `bloatlab
 //! test`'s schema with an idle phase that holds the round's pings (their
-//! summary: median, spread, loss) and nothing else.
+//! summary: median, spread, loss), or for a `udp:` target a bloatlab
+//! server's UDP probes (RTT and one-way delays, as in a test's idle phase),
+//! and nothing else.
 //!
 //! The probes measure the line at rest: those sent while a loaded test of
 //! this monitor ran (it loads the same line) are left out of the round, and
@@ -11,9 +13,11 @@
 //! resolve, ICMP not permitted) gives a failed run per round with the
 //! reason, and is tried again at the next one.
 use bloatlab_engine::ping::{Pinger, PingSample, TCP_PING_TIMEOUT};
+use bloatlab_engine::probe::Exchange;
 use bloatlab_engine::summarize::{build_result, Exchanges, MetaIn, RawPhase};
+use bloatlab_engine::watch::UdpWatch;
 use bloatlab_host::clock;
-use bloatlab_model::{MonitorTarget, PingTarget, TestConfig};
+use bloatlab_model::{MonitorConfig, MonitorTarget, PingTarget, TestConfig};
 use bloatlab_results::{HostInfo, MonitorRun, PingInfo, SocketInfo, TestResult};
 use bloatlab_store::{Outcome, Run};
 use std::net::SocketAddr;
@@ -23,10 +27,32 @@ use std::time::Duration;
 /// times out after [`TCP_PING_TIMEOUT`]) belong to it.
 pub const SETTLE: Duration = Duration::from_secs(TCP_PING_TIMEOUT.as_secs() + 1);
 
+/// How a target is probed.
+enum Source {
+    Ping(Pinger),
+    /// A bloatlab server's UDP probes, in sessions of this configuration.
+    Udp(UdpWatch, Box<TestConfig>),
+}
+
+/// What a round of one target holds.
+enum Taken {
+    /// Probes sent at rest (and how many were left out), and why some
+    /// could not be (a session that could not be opened).
+    Kept(Data, usize, Option<String>),
+    /// Every probe went out during a loaded test: how many.
+    AllLeftOut(usize),
+    Failed(String),
+}
+
+enum Data {
+    Pings { target: PingTarget, addr: std::net::IpAddr, method: &'static str, samples: Vec<PingSample> },
+    Probes { cfg: Box<TestConfig>, addr: SocketAddr, server: Box<HostInfo>, exchanges: Vec<Exchange> },
+}
+
 struct Probed {
-    target: PingTarget,
+    target: MonitorTarget,
     name: String,
-    pinger: Result<Pinger, String>,
+    source: Result<Source, String>,
     sequence: u64,
     /// The rounds not kept since the last one kept, told when a round is
     /// kept again (or after an hour of them, or at the stop).
@@ -37,6 +63,7 @@ struct Probed {
 pub const TELL_LEFT_OUT: Duration = Duration::from_secs(3600);
 
 pub struct Prober {
+    cfg: MonitorConfig,
     targets: Vec<Probed>,
     every: Duration,
     round: Duration,
@@ -69,17 +96,17 @@ pub struct Harvest {
 }
 
 impl Prober {
-    /// Start probing every latency-only target of `targets` now.
-    pub fn start(targets: &[MonitorTarget], every: Duration, round: Duration) -> Prober {
+    /// Start probing every latency-only target of the monitor now.
+    pub fn start(cfg: &MonitorConfig) -> Prober {
+        let (every, round) = (cfg.probe_every, cfg.round);
         let now = clock::now_ns();
-        let targets = targets
+        let targets = cfg
+            .targets
             .iter()
-            .filter_map(|t| match t {
-                MonitorTarget::Ping(p) => Some(Probed { target: p.clone(), name: t.name(), pinger: Pinger::start(p, every, now), sequence: 0, left_out: None }),
-                _ => None,
-            })
+            .filter(|t| t.latency_only())
+            .map(|t| Probed { target: t.clone(), name: t.name(), source: start_at(cfg, t, every, now), sequence: 0, left_out: None })
             .collect();
-        Prober { targets, every, round, round_start: now, loaded: vec![] }
+        Prober { cfg: cfg.clone(), targets, every, round, round_start: now, loaded: vec![] }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -117,13 +144,21 @@ impl Prober {
         let mut h = Harvest::default();
         for mut p in self.targets.drain(..) {
             h.left_out.extend(p.left_out.take());
-            let Ok(pg) = p.pinger else { continue };
-            let (addr, method) = (pg.addr, pg.method);
-            let (kept, left_out) = split(pg.finish(Duration::from_secs(1)), start, &loaded);
-            if kept.is_empty() {
-                continue;
-            }
-            let mut r = round_result(&p.target, &p.name, addr, method, kept, left_out, start, now, every, false, Some(why.to_string()));
+            let data = match p.source {
+                Ok(Source::Ping(pg)) => {
+                    let (target, addr, method) = (ping_target(&p.target), pg.addr, pg.method);
+                    let (samples, left_out) = split(pg.finish(Duration::from_secs(1)), start, &loaded, |s| s.0);
+                    (!samples.is_empty()).then_some((Data::Pings { target, addr, method, samples }, left_out))
+                }
+                Ok(Source::Udp(w, cfg)) => {
+                    let server = w.server();
+                    let (exchanges, left_out) = split(w.finish().0, start, &loaded, |e| e.t1);
+                    server.filter(|_| !exchanges.is_empty()).map(|(addr, server)| (Data::Probes { cfg, addr, server: Box::new(server), exchanges }, left_out))
+                }
+                Err(_) => None,
+            };
+            let Some((data, left_out)) = data else { continue };
+            let mut r = round_result(&p.name, data, left_out, start, now, every, false, Some(why.to_string()));
             r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
             h.runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome: Outcome::Measured(Box::new(r)) });
         }
@@ -133,39 +168,64 @@ impl Prober {
     fn take(&mut self, start: u64, end: u64, monitor_id: &str, h: &mut Harvest) {
         let (every, round) = (self.every, self.round);
         for p in &mut self.targets {
-            let outcome = match &p.pinger {
-                Ok(pg) => {
-                    let (kept, left_out) = split(pg.take_settled(end), start, &self.loaded);
-                    if kept.is_empty() && left_out > 0 {
-                        // the whole round fell within a loaded test: nothing
-                        // measured at rest, no run
-                        let l = p.left_out.get_or_insert(LeftOut { target: p.name.clone(), started_unix_ns: start, ended_unix_ns: start, rounds: 0, probes: 0 });
-                        l.ended_unix_ns = end;
-                        l.rounds += 1;
-                        l.probes += left_out;
-                        if l.ended_unix_ns - l.started_unix_ns >= TELL_LEFT_OUT.as_nanos() as u64 {
-                            h.left_out.extend(p.left_out.take());
-                        }
-                        continue;
+            let outcome = match p.settled(start, end, &self.loaded) {
+                Taken::AllLeftOut(n) => {
+                    // the whole round fell within a loaded test: nothing
+                    // measured at rest, no run
+                    let l = p.left_out.get_or_insert(LeftOut { target: p.name.clone(), started_unix_ns: start, ended_unix_ns: start, rounds: 0, probes: 0 });
+                    l.ended_unix_ns = end;
+                    l.rounds += 1;
+                    l.probes += n;
+                    if l.ended_unix_ns - l.started_unix_ns >= TELL_LEFT_OUT.as_nanos() as u64 {
+                        h.left_out.extend(p.left_out.take());
                     }
-                    let mut r = round_result(&p.target, &p.name, pg.addr, pg.method, kept, left_out, start, end, every, true, None);
+                    continue;
+                }
+                Taken::Kept(data, left_out, why) => {
+                    let mut r = round_result(&p.name, data, left_out, start, end, every, why.is_none(), why);
                     r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
                     Outcome::Measured(Box::new(r))
                 }
-                Err(e) => {
+                Taken::Failed(e) => {
                     p.sequence += 1;
-                    Outcome::Failed(e.clone())
+                    Outcome::Failed(e)
                 }
             };
             h.left_out.extend(p.left_out.take());
             h.runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome });
-            if p.pinger.is_err() {
+            if p.source.is_err() {
                 // tried again for the next round
-                p.pinger = start_at(&p.target, every, end);
+                p.source = start_at(&self.cfg, &p.target, every, end);
             }
         }
         // a loaded test still running at the round's end counts for the next
         self.loaded.retain(|l| l.1 > end);
+    }
+}
+
+impl Probed {
+    /// The round [start, end) of this target, its probes sent during the
+    /// `loaded` tests left out.
+    fn settled(&self, start: u64, end: u64, loaded: &[(u64, u64)]) -> Taken {
+        match &self.source {
+            Err(e) => Taken::Failed(e.clone()),
+            Ok(Source::Ping(pg)) => {
+                let (samples, left_out) = split(pg.take_settled(end), start, loaded, |s| s.0);
+                if samples.is_empty() && left_out > 0 {
+                    return Taken::AllLeftOut(left_out);
+                }
+                Taken::Kept(Data::Pings { target: ping_target(&self.target), addr: pg.addr, method: pg.method, samples }, left_out, None)
+            }
+            Ok(Source::Udp(w, cfg)) => {
+                let (all, why) = w.take_settled(end);
+                let (exchanges, left_out) = split(all, start, loaded, |e| e.t1);
+                match (w.server(), exchanges.is_empty()) {
+                    (_, true) if left_out > 0 => Taken::AllLeftOut(left_out),
+                    (Some((addr, server)), false) => Taken::Kept(Data::Probes { cfg: cfg.clone(), addr, server: Box::new(server), exchanges }, left_out, why),
+                    _ => Taken::Failed(why.unwrap_or_else(|| "no probe went out in the round".into())),
+                }
+            }
+        }
     }
 }
 
@@ -174,63 +234,83 @@ fn monitor_run(monitor_id: &str, name: &str, round: Duration, start: u64, sequen
     MonitorRun { monitor_id: monitor_id.to_string(), target: name.to_string(), every_s: round.as_secs_f64(), jitter_s: 0.0, due_unix_ns: start, sequence: *sequence - 1 }
 }
 
-fn start_at(t: &PingTarget, every: Duration, at: u64) -> Result<Pinger, String> {
-    Pinger::start(t, every, at.max(clock::now_ns()))
+fn ping_target(t: &MonitorTarget) -> PingTarget {
+    match t {
+        MonitorTarget::Ping(p) => p.clone(),
+        t => unreachable!("{t:?} is not pinged"),
+    }
 }
 
-/// The probes of [start, ...) sent outside the loaded tests, and how many were sent within.
-fn split(all: Vec<PingSample>, start: u64, loaded: &[(u64, u64)]) -> (Vec<PingSample>, usize) {
-    let (out, kept): (Vec<PingSample>, Vec<PingSample>) =
-        all.into_iter().filter(|s| s.0 >= start).partition(|s| loaded.iter().any(|&(a, b)| s.0 >= a && s.0 < b));
+/// Start probing a latency-only target, its first probe at `at` (clock ns).
+fn start_at(cfg: &MonitorConfig, t: &MonitorTarget, every: Duration, at: u64) -> Result<Source, String> {
+    let at = at.max(clock::now_ns());
+    match t {
+        MonitorTarget::Ping(p) => Pinger::start(p, every, at).map(Source::Ping),
+        MonitorTarget::Probes { host, port } => {
+            let c = cfg.probe_config(host, *port);
+            UdpWatch::start(&c, every, at).map(|w| Source::Udp(w, Box::new(c)))
+        }
+        t => unreachable!("{t:?} is not latency-only"),
+    }
+}
+
+/// The probes of [start, ...) (`at`: a probe's send time) sent outside the
+/// loaded tests, and how many were sent within.
+fn split<T>(all: Vec<T>, start: u64, loaded: &[(u64, u64)], at: impl Fn(&T) -> u64) -> (Vec<T>, usize) {
+    let (out, kept): (Vec<T>, Vec<T>) = all.into_iter().filter(|s| at(s) >= start).partition(|s| loaded.iter().any(|&(a, b)| at(s) >= a && at(s) < b));
     (kept, out.len())
 }
 
 /// The result of one round of one target.
 #[allow(clippy::too_many_arguments)]
-fn round_result(
-    t: &PingTarget,
-    name: &str,
-    addr: std::net::IpAddr,
-    method: &str,
-    samples: Vec<PingSample>,
-    left_out: usize,
-    start: u64,
-    end: u64,
-    every: Duration,
-    complete: bool,
-    reason: Option<String>,
-) -> TestResult {
-    let cfg = TestConfig {
-        server: t.host.clone(),
-        port: t.port,
-        scenarios: vec![],
-        idle: Duration::from_nanos(end.saturating_sub(start)),
-        command: vec!["monitor".into(), name.to_string()],
-        ..TestConfig::default()
+fn round_result(name: &str, data: Data, left_out: usize, start: u64, end: u64, every: Duration, complete: bool, reason: Option<String>) -> TestResult {
+    let span = Duration::from_nanos(end.saturating_sub(start));
+    let fd = bloatlab_model::units::fmt_duration;
+    let (cfg, addr, server, mut how, pings, exchanges) = match data {
+        Data::Pings { target: t, addr, method, samples } => {
+            let cfg = TestConfig {
+                server: t.host.clone(),
+                port: t.port,
+                scenarios: vec![],
+                idle: span,
+                command: vec!["monitor".into(), name.to_string()],
+                ..TestConfig::default()
+            };
+            let info = PingInfo { target: t.label(), address: addr.to_string(), method: method.to_string(), interval_ms: every.as_secs_f64() * 1e3 };
+            let how = format!(
+                "pings: {} ({method}) every {} through a round of {}; no bloatlab server: no UDP probes, no one-way delays",
+                t.label(),
+                fd(every),
+                fd(span)
+            );
+            (cfg, SocketAddr::new(addr, t.port), HostInfo::default(), how, vec![(info, samples)], vec![])
+        }
+        Data::Probes { cfg, addr, server, exchanges } => {
+            let how = format!(
+                "UDP probes to the bloatlab server {addr} every {} through a round of {}, in probe-only sessions of about {}                  each (the next opened before the last ends, on the same time grid); send: clock read just before send();                  receive: kernel SO_TIMESTAMPNS stamps where the kernel provides them; the server's hold time (t3 - t2) is                  subtracted from every RTT",
+                fd(every),
+                fd(span),
+                fd(bloatlab_engine::watch::SPAN)
+            );
+            (TestConfig { idle: span, ..*cfg }, addr, *server, how, vec![], exchanges)
+        }
     };
-    let info = PingInfo { target: t.label(), address: addr.to_string(), method: method.to_string(), interval_ms: every.as_secs_f64() * 1e3 };
-    let mut how = format!(
-        "pings: {} ({method}) every {} through a round of {}; no bloatlab server: no UDP probes, no one-way delays",
-        t.label(),
-        bloatlab_model::units::fmt_duration(every),
-        bloatlab_model::units::fmt_duration(Duration::from_nanos(end.saturating_sub(start)))
-    );
     if left_out > 0 {
-        how.push_str(&format!("; {left_out} ping(s) sent while a loaded test of this monitor ran were left out (they measure the load, not the line at rest)"));
+        how.push_str(&format!("; {left_out} probe(s) sent while a loaded test of this monitor ran were left out (they measure the load, not the line at rest)"));
     }
     let mi = MetaIn {
         cfg: &cfg,
-        addr: SocketAddr::new(addr, t.port),
+        addr,
         start_unix_ns: start,
-        server: HostInfo::default(),
+        server,
         cc: String::new(),
         socket: SocketInfo::default(),
         witness: None,
         probe_timestamps: how,
-        pings: vec![(info, samples)],
+        pings,
         server_rpm: None,
     };
-    let ex = Exchanges { server: &[], witness: &[], classes: &[], rr: &[] };
+    let ex = Exchanges { server: &exchanges, witness: &[], classes: &[], rr: &[] };
     build_result(&mi, &[RawPhase::idle(start, end)], &ex, complete, reason)
 }
 
@@ -243,7 +323,8 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let t = MonitorTarget::parse(&format!("tcp:{}", l.local_addr().unwrap())).unwrap();
         let round = Duration::from_millis(400);
-        let mut p = Prober::start(std::slice::from_ref(&t), Duration::from_millis(20), round);
+        let cfg = MonitorConfig { targets: vec![t.clone()], probe_every: Duration::from_millis(20), round, ..Default::default() };
+        let mut p = Prober::start(&cfg);
         let t0 = p.round_start;
         let r = round.as_nanos() as u64;
         // a loaded test over the whole second round and the start of the third

@@ -173,7 +173,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let mut pending: VecDeque<Run> = VecDeque::new();
     let mut kept = 0u64;
     let mut pruned_at: Option<std::time::Instant> = None;
-    let mut prober = latency::Prober::start(&cfg.targets, cfg.probe_every, cfg.round);
+    let mut prober = latency::Prober::start(cfg);
     if let Some(due) = prober.next_due() {
         for t in cfg.targets.iter().filter(|t| t.latency_only()) {
             on(Event::Probing { target: &t.name(), every: cfg.probe_every, first_round_in: Duration::from_nanos(due.saturating_sub(bloatlab_host::clock::now_ns())) });
@@ -259,7 +259,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
                 rpm::Ran { result: o.result, error: o.error }
             }
             MonitorTarget::Rpm { url, pin_sha256 } => rpm::run(&cfg.rpm_config(url, pin_sha256.as_deref()), &s.name, stop),
-            MonitorTarget::Ping(_) => unreachable!("latency-only targets have no slot"),
+            MonitorTarget::Ping(_) | MonitorTarget::Probes { .. } => unreachable!("latency-only targets have no slot"),
         };
         prober.loaded(loaded_from, bloatlab_host::clock::now_ns());
         let monitor = MonitorRun {

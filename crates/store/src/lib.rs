@@ -94,6 +94,8 @@ impl RunRow {
                 let round = r.idle.as_ref().filter(|i| i.summary.latency.sent == 0).and_then(|i| i.summary.pings.first()).filter(|p| p.latency.sent > 0);
                 row.loss_pct = match round {
                     Some(p) => Some(p.latency.loss_pct),
+                    // a latency-only round of a server's UDP probes
+                    None if r.scenarios.is_empty() => r.idle.as_ref().filter(|i| i.summary.latency.sent > 0).map(|i| i.summary.latency.loss_pct),
                     None => r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct).reduce(f64::max),
                 };
                 row.grade = h.grade.clone();

@@ -16,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Args, Debug)]
 pub struct MonitorArgs {
-    /// Targets (the same as --target): HOST[:PORT] (a bloatlab server), https://HOST[:PORT]/.well-known/nq (an RPM server), ping:HOST or tcp:HOST:PORT (latency only).
+    /// Targets (the same as --target): HOST[:PORT] (a bloatlab server), https://HOST[:PORT]/.well-known/nq (an RPM server), ping:HOST, tcp:HOST:PORT or udp:HOST[:PORT] (latency only).
     #[arg(value_name = "TARGET")]
     pub targets: Vec<String>,
     #[command(flatten)]
@@ -212,7 +212,7 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
 pub struct HistoryArgs {
     #[command(flatten)]
     pub db: MonitorDbArgs,
-    /// Only this target, as the monitor names it (host:port, the RPM URL, ping:HOST, tcp:HOST:PORT).
+    /// Only this target, as the monitor names it (host:port, the RPM URL, ping:HOST, tcp:HOST:PORT, udp:HOST:PORT).
     #[arg(long, value_name = "HOST[:PORT]")]
     pub target: Option<String>,
     /// Runs since: a duration back from now (12h, 7d) or a UTC date or time (2026-11-20, 2026-11-20T08:00Z).
