@@ -424,7 +424,7 @@ fn a_servers_udp_probes_are_a_latency_only_target_kept_across_its_sessions() {
     for row in &rows {
         assert!(row.failure.is_none(), "{row:?}");
         let doc = store.result(row.id).unwrap().unwrap();
-        assert!(doc.metadata.probe_timestamps.contains("probe-only sessions"), "{}", doc.metadata.probe_timestamps);
+        assert!(doc.metadata.probe_timestamps.contains("in probe-only sessions of at most 1m each") && !doc.metadata.probe_timestamps.contains("  "), "{}", doc.metadata.probe_timestamps);
         assert!(!doc.metadata.server.bloatlab_version.is_empty(), "the server as its session described it");
         let idle = doc.idle.as_ref().unwrap();
         let l = &idle.summary.latency;

@@ -20,8 +20,15 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-/// A session's probes span about this long (at least four probes)...
+/// A session's probes span about this long (at least four probes:
+/// [`span`])...
 pub const SPAN: Duration = Duration::from_secs(60);
+
+/// How long a session's probes span at this interval, at most (the
+/// server's `--max-duration` may make it shorter; the first one is 5 s).
+pub fn span(interval: Duration) -> Duration {
+    SPAN.max(interval * 4)
+}
 /// ...the next session is opened this long before one ends...
 const LEAD: Duration = Duration::from_secs(2);
 /// ...and a session that could not be opened is tried again this often.
@@ -206,7 +213,7 @@ fn keep_going(cfg: &TestConfig, interval: Duration, grid0: u64, state: &Mutex<St
     let iv = (interval.as_nanos() as u64).max(1);
     // a session's span: about a minute, at least four probes (the first
     // one shorter: it learns the server's limit)
-    let span = SPAN.max(interval * 4);
+    let span = span(interval);
     let mut max: Option<Duration> = None;
     let mut addr = None;
     let mut cur: Option<Running> = None;

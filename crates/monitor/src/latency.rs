@@ -287,10 +287,16 @@ fn round_result(name: &str, data: Data, left_out: usize, start: u64, end: u64, e
         }
         Data::Probes { cfg, addr, server, exchanges } => {
             let how = format!(
-                "UDP probes to the bloatlab server {addr} every {} through a round of {}, in probe-only sessions of about {}                  each (the next opened before the last ends, on the same time grid); send: clock read just before send();                  receive: kernel SO_TIMESTAMPNS stamps where the kernel provides them; the server's hold time (t3 - t2) is                  subtracted from every RTT",
+                concat!(
+                    "UDP probes to the bloatlab server {} every {} through a round of {}, in probe-only sessions of at most {} ",
+                    "each (the next opened before the last ends, on the same time grid); send: clock read just before send(); ",
+                    "receive: kernel SO_TIMESTAMPNS stamps where the kernel provides them; the server's hold time (t3 - t2) is ",
+                    "subtracted from every RTT"
+                ),
+                addr,
                 fd(every),
                 fd(span),
-                fd(bloatlab_engine::watch::SPAN)
+                fd(bloatlab_engine::watch::span(every))
             );
             (TestConfig { idle: span, ..*cfg }, addr, *server, how, vec![], exchanges)
         }
