@@ -317,14 +317,15 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let at_stop = prober.finish(&id, "the monitor was stopped during the round");
     last.extend(at_stop.runs);
     left_out.extend(at_stop.left_out);
-    for l in &left_out {
-        on(Event::RoundLeftOut { left_out: l });
-    }
     let fresh = last.len();
     for run in last {
         keep(run, &mut pending, &mut alerting, &mut outstanding, on);
     }
     kept += write(store, &mut pending, on, None, fresh);
+    // (told after the rounds kept before them)
+    for l in &left_out {
+        on(Event::RoundLeftOut { left_out: l });
+    }
     if let Some(w) = &webhook {
         let until = std::time::Instant::now() + Duration::from_secs(20);
         while outstanding > 0 {

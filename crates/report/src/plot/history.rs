@@ -261,7 +261,7 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
             Ok(())
         })?;
         let caption = if by == By::Run {
-            "The median round trip of each run: idle (thin; a latency-only target's pings) and in its worst loaded phase (thick). Log scale.".to_string()
+            "The median round trip of each run: idle (thin; a latency-only target's round of pings or probes) and in its worst loaded phase (thick). Log scale.".to_string()
         } else {
             format!("Each band spans the lowest to the highest loaded round trip of a {}'s runs (a latency-only target's: its rounds' medians at rest), smokeping-style; the line joins their medians. Log scale.", by.name())
         };
