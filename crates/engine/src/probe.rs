@@ -218,7 +218,7 @@ impl ProbeStream {
 
 /// Sleep until `due_ns` (`clock::now_ns()` time base), in slices of at most
 /// 20 ms so that a stop is seen quickly even with long intervals.
-fn sleep_until(due_ns: u64, stop: &AtomicBool) {
+pub(crate) fn sleep_until(due_ns: u64, stop: &AtomicBool) {
     while clock::now_ns() < due_ns && !stop.load(Ordering::Relaxed) {
         thread::sleep(Duration::from_nanos(due_ns.saturating_sub(clock::now_ns()).min(20_000_000)));
     }

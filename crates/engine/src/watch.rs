@@ -64,8 +64,6 @@ struct State {
     down: Option<String>,
     /// The exchanges sent before this were taken.
     taken_until: u64,
-    /// Sessions opened so far.
-    sessions: u64,
 }
 
 /// One probe-only session and its stream: probes sent until `end` (clock ns).
@@ -120,25 +118,13 @@ impl UdpWatch {
         (out, why)
     }
 
-    /// How many probe-only sessions were opened so far.
-    pub fn sessions(&self) -> u64 {
-        self.state.lock().unwrap().sessions
-    }
-
     /// Stop: the running session ends (its late replies awaited up to a
     /// second); the exchanges not taken yet, in send order, and why a
     /// session could not be opened since (if it could not).
     pub fn finish(mut self) -> (Vec<Exchange>, Option<String>) {
         self.halt();
-        let mut st = self.state.lock().unwrap();
-        let from = st.taken_until;
-        let mut out: Vec<Exchange> = std::mem::take(&mut st.done).into_iter().filter(|e| e.t1 >= from).collect();
-        // (a session still opening when the wait ran out)
-        for l in &st.live {
-            out.extend(l.lock().unwrap().iter().filter(|e| e.t1 >= from).copied());
-        }
-        out.sort_by_key(|e| e.t1);
-        (out, st.failures.last().map(|f| f.1.clone()))
+        // (with a session still opening when the wait ran out: what it sent)
+        self.take_settled(u64::MAX)
     }
 }
 
@@ -196,16 +182,8 @@ fn end(mut r: Running, state: &Mutex<State>) {
 
 /// Sleep until `t` (clock ns) or a stop; true when stopped.
 fn wait_until(t: u64, stop: &AtomicBool) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return true;
-        }
-        let now = clock::now_ns();
-        if now >= t {
-            return false;
-        }
-        thread::sleep(Duration::from_nanos(t - now).min(Duration::from_millis(100)));
-    }
+    crate::probe::sleep_until(t, stop);
+    stop.load(Ordering::Relaxed)
 }
 
 /// The sessions one after another until a stop.
@@ -244,7 +222,6 @@ fn keep_going(cfg: &TestConfig, interval: Duration, grid0: u64, state: &Mutex<St
                 st.down = None;
                 st.server.get_or_insert_with(|| (a, n.sess.server.clone()));
                 st.live.push(n.records.clone());
-                st.sessions += 1;
                 Some(n)
             }
             Err(e) => {

@@ -146,7 +146,7 @@ impl Prober {
             h.left_out.extend(p.left_out.take());
             let data = match p.source {
                 Ok(Source::Ping(pg)) => {
-                    let (target, addr, method) = (ping_target(&p.target), pg.addr, pg.method);
+                    let (target, addr, method) = (pg.target.clone(), pg.addr, pg.method);
                     let (samples, left_out) = split(pg.finish(Duration::from_secs(1)), start, &loaded, |s| s.0);
                     (!samples.is_empty()).then_some((Data::Pings { target, addr, method, samples }, left_out))
                 }
@@ -214,7 +214,7 @@ impl Probed {
                 if samples.is_empty() && left_out > 0 {
                     return Taken::AllLeftOut(left_out);
                 }
-                Taken::Kept(Data::Pings { target: ping_target(&self.target), addr: pg.addr, method: pg.method, samples }, left_out, None)
+                Taken::Kept(Data::Pings { target: pg.target.clone(), addr: pg.addr, method: pg.method, samples }, left_out, None)
             }
             Ok(Source::Udp(w, cfg)) => {
                 let (all, why) = w.take_settled(end);
@@ -232,13 +232,6 @@ impl Probed {
 fn monitor_run(monitor_id: &str, name: &str, round: Duration, start: u64, sequence: &mut u64) -> MonitorRun {
     *sequence += 1;
     MonitorRun { monitor_id: monitor_id.to_string(), target: name.to_string(), every_s: round.as_secs_f64(), jitter_s: 0.0, due_unix_ns: start, sequence: *sequence - 1 }
-}
-
-fn ping_target(t: &MonitorTarget) -> PingTarget {
-    match t {
-        MonitorTarget::Ping(p) => p.clone(),
-        t => unreachable!("{t:?} is not pinged"),
-    }
 }
 
 /// Start probing a latency-only target, its first probe at `at` (clock ns).
