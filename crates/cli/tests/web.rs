@@ -94,7 +94,7 @@ fn chromium_runs_the_household_test_on_loopback() {
     if let Some(d) = std::env::var_os("BLOATLAB_KEEP_RESULTS") {
         std::fs::write(std::path::Path::new(&d).join("web-household-loopback.json"), v["json"].as_str().unwrap()).unwrap();
     }
-    let plan = bloatlab_model::WebPlan::of(bloatlab_model::WebMode::Household);
+    let plan = bloatlab_model::WebPlan::of(bloatlab_model::Profile::Household);
     let hp = plan.household.unwrap();
     assert_eq!(r.metadata.command, ["browser", "household"]);
     let names: Vec<&str> = r.scenarios.iter().map(|p| p.name.as_str()).collect();

@@ -292,7 +292,7 @@ impl Connections {
         }
         let addr = conn::resolve(&cfg.server, cfg.port, cfg.family)?;
         // Generous: flow setup and the final probe drain take time beyond the phases.
-        let planned_ms = (cfg.idle + (cfg.duration + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
+        let planned_ms = (cfg.idle + (cfg.phase_length().cap + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
             + RPM_STAGE_MAX * cfg.rpm.len() as u32
             + Duration::from_secs(10))
         .as_millis() as u64;
@@ -633,13 +633,19 @@ fn run_scenario(
     conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
     let start = clock::now_ns();
     flows.gate.open();
-    let (samples, outcomes, end, interrupted) = flows.run(cfg, start, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
+    let len = cfg.phase_length();
+    let records = probes.records();
+    // Past the phase's minimum, it ends once the probes' round trip stopped rising.
+    let settled = |now: u64| len.adaptive() && now - start >= len.min.as_nanos() as u64 && settled_since(&records.lock().unwrap(), start, now);
+    let (samples, outcomes, end, interrupted) = flows.run(cfg, start, &settled, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
+        let elapsed = Duration::from_nanos(now - start);
         live(&Live {
             phase: sc.name(),
             phase_index: index + usize::from(!cfg.idle.is_zero()),
             phases: nphases,
-            elapsed_s: (now - start) as f64 / 1e9,
-            phase_len_s: cfg.duration.as_secs_f64(),
+            elapsed_s: elapsed.as_secs_f64(),
+            // the minimum, then (latency still rising) the cap
+            phase_len_s: if elapsed < len.min { len.min } else { len.cap }.as_secs_f64(),
             up_bps: rates.0,
             down_bps: rates.1,
             rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
@@ -677,7 +683,7 @@ fn announce_scenario(cfg: &TestConfig, sess: &mut Session, index: usize, sc: &Sc
         index: index as u32,
         name: sc.name(),
         flows: specs.clone(),
-        duration_ms: cfg.duration.as_millis() as u64,
+        duration_ms: cfg.phase_length().cap.as_millis() as u64,
     })
     .map_err(|e| format!("the server connection failed: {e}"))?;
     match expect(&mut sess.ctl, "scenario readiness")? {
@@ -807,6 +813,7 @@ impl Flows {
         self,
         cfg: &TestConfig,
         start: u64,
+        settled: &dyn Fn(u64) -> bool,
         interrupt: &AtomicBool,
         show: &mut dyn FnMut(u64, &flow::Totals, (f64, f64)),
     ) -> (Vec<flow::FlowSamples>, Vec<RecvOutcome>, u64, bool) {
@@ -817,7 +824,7 @@ impl Flows {
         let lt = latest.clone();
         let sampled = self.sampled;
         let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
-        let end = start + cfg.duration.as_nanos() as u64;
+        let end = start + cfg.phase_length().cap.as_nanos() as u64;
         let mut interrupted = false;
         // The live rates slide over the last second (a quarter second at
         // first): shorter windows read ACKs that a loaded reverse path
@@ -851,6 +858,9 @@ impl Flows {
             }
             seen = tot.seq;
             pass(tot);
+            if settled(tot.t_ns) {
+                break;
+            }
         }
         let end = clock::now_ns();
         // Final sample at the end of the phase, then stop the flows at once.
@@ -868,6 +878,14 @@ impl Flows {
         let outcomes: Vec<RecvOutcome> = self.threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
         (samples, outcomes, end, interrupted)
     }
+}
+
+/// Whether the round trip of the probes sent since `start` stopped rising
+/// by `now` (`metrics::settle`, on the same samples the summary judges).
+fn settled_since(ex: &[Exchange], start: u64, now: u64) -> bool {
+    let from = ex.partition_point(|e| e.t1 < start);
+    let samples: Vec<(u64, u64)> = ex[from..].iter().filter_map(|e| e.rtt_ns().map(|r| ((e.t1 + r).saturating_sub(start), r))).collect();
+    bloatlab_metrics::settle::settle(&samples, now.saturating_sub(start), &bloatlab_model::SETTLE_RULE).settled
 }
 
 /// The live rates' window (progress lines), ns.

@@ -175,6 +175,12 @@ fn pct(v: &[f64], p: f64) -> Option<f64> {
     m::percentile(v, p)
 }
 
+/// What the settle rule reads of a phase's probes: (answer arrival ns from
+/// `start_ns`, round trip ns) of the answered ones.
+pub fn settle_samples(probes: &[Probe], start_ns: u64) -> Vec<(u64, u64)> {
+    probes.iter().filter_map(|x| x.rtt_ns.map(|r| ((x.t_ns + r).saturating_sub(start_ns), r))).collect()
+}
+
 /// Summary of one phase (pure: everything comes from the phase's samples).
 pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms: Option<f64>) -> Summary {
     let mut s = Summary::default();
@@ -196,6 +202,10 @@ pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms:
     s.latency = m::latency_stats_ns(&rtts);
     let received = s.latency.received > 0;
     s.added_latency_ms = if p.name == "idle" || !received { None } else { m::added_latency_ms(Some(s.latency.p50_ms), idle_p50_ms) };
+    if p.name != "idle" {
+        let st = m::settle::settle(&settle_samples(&p.probes, p.start_ns), p.end_ns.saturating_sub(p.start_ns), &bloatlab_model::SETTLE_RULE);
+        (s.still_rising, s.settled_after_s, s.settled_p50_ms) = (st.still_rising, st.settled_after_s, st.settled_level_ms);
+    }
     if !p.witness_probes.is_empty() {
         let w: Vec<Option<u64>> = p.witness_probes.iter().map(|x| x.rtt_ns).collect();
         let ws = m::latency_stats_ns(&w);
@@ -422,6 +432,9 @@ fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
         server: mi.server.clone(),
         cc: mi.cc.clone(),
         scenario_duration_s: cfg.duration.as_secs_f64(),
+        until_settled_s: cfg.phase_length().adaptive().then(|| cfg.phase_length().cap.as_secs_f64()),
+        settle_rule: bloatlab_model::SETTLE_RULE.describe(),
+        profile: cfg.profile.map(|p| p.name().to_string()),
         idle_duration_s: cfg.idle.as_secs_f64(),
         probe_interval_ms: cfg.probe_interval.as_secs_f64() * 1e3,
         probe_size: cfg.probe_size as u32,

@@ -245,6 +245,25 @@ mod tests {
     }
 
     #[test]
+    fn what_it_means_says_what_the_household_measured_one_verdict_per_application() {
+        // the line's phases read a fair call (p90 500 ms), the household's call was poor
+        let late = vec![Some(1_000_000_000u64); 100];
+        let mut r = result(1100.0, 0.0, &late, &[Some(1500), Some(4500)], (8e6, 8e6));
+        r.scenarios[0].summary.latency.received = 400;
+        r.scenarios[0].summary.latency.p90_ms = 500.0;
+        r.scenarios[0].summary.latency.p50_ms = 80.0;
+        let uses = crate::uses::uses(&r);
+        let hh = household(&r);
+        for (usage, app) in [("gaming", "game"), ("video calls", "video call"), ("streaming", "stream")] {
+            let (u, h) = (uses.iter().find(|u| u.name == usage).unwrap(), hh.iter().find(|h| h.name == app).unwrap());
+            assert_eq!(u.verdict, h.verdict, "{usage} vs {app}");
+            assert!(u.measured.starts_with(&format!("the household test's {app}: ")), "{}", u.measured);
+        }
+        // browsing has no household profile: judged by its own rule
+        assert_eq!(uses.iter().find(|u| u.name == "browsing").unwrap().verdict, Verdict::Good);
+    }
+
+    #[test]
     fn each_profile_follows_its_stated_thresholds() {
         use Verdict::*;
         let ok_frames = vec![Some(20_000_000u64); 100];

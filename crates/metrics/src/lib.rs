@@ -29,6 +29,7 @@ pub mod classes;
 pub mod grade;
 pub mod household;
 pub mod queue;
+pub mod settle;
 pub mod ramp;
 pub mod udp;
 pub mod uses;

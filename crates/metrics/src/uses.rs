@@ -96,7 +96,7 @@ pub fn uses(r: &TestResult) -> Vec<UseVerdict> {
     } else {
         Verdict::Unknown
     };
-    vec![
+    let judged = vec![
         UseVerdict {
             name: "gaming".into(),
             verdict: by_ms(p90, GAMING_P90_MS),
@@ -121,7 +121,26 @@ pub fn uses(r: &TestResult) -> Vec<UseVerdict> {
             measured: format!("median round trip under load {}", ms(p50)),
             rule: "a page takes tens of round trips: good up to 100 ms, fair up to 400 ms (the grade's F boundary)".into(),
         },
-    ]
+    ];
+    measured_in_household(r, judged)
+}
+
+/// A household test measured the game, the call and the stream as they
+/// ran beside each other ([`crate::household`]): those verdicts are the
+/// uses' (one verdict per application, wherever it is shown), their
+/// rules and figures said as the household measured them.
+fn measured_in_household(r: &TestResult, mut judged: Vec<UseVerdict>) -> Vec<UseVerdict> {
+    let hh = crate::household::household(r);
+    for (usage, app) in [("gaming", "game"), ("video calls", "video call"), ("streaming", "stream")] {
+        let (Some(u), Some(h)) = (judged.iter_mut().find(|u| u.name == usage), hh.iter().find(|h| h.name == app)) else { continue };
+        if h.verdict == Verdict::Unknown {
+            continue;
+        }
+        u.verdict = h.verdict;
+        u.measured = format!("the household test's {app}: {}", h.measured);
+        u.rule = h.rule.clone();
+    }
+    judged
 }
 
 impl Verdict {

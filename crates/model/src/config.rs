@@ -85,6 +85,14 @@ pub struct TestConfig {
     /// `scenarios` (which is then empty).
     #[serde(default)]
     pub ramp: Option<crate::scenario::Ramp>,
+    /// Run each scenario at least `duration` and then on until the probes'
+    /// round trip stopped rising (`SETTLE_RULE`), at most this long
+    /// (`--until-settled`); None = every scenario lasts `duration`.
+    #[serde(default)]
+    pub until_settled: Option<Duration>,
+    /// The named test plan these settings came from (`--profile`), if any.
+    #[serde(default)]
+    pub profile: Option<crate::web::Profile>,
 }
 
 fn default_udp_size() -> u32 {
@@ -122,6 +130,8 @@ impl Default for TestConfig {
             ping_interval: crate::DEFAULT_PING_INTERVAL,
             rpm: vec![],
             ramp: None,
+            until_settled: None,
+            profile: None,
         }
     }
 }
@@ -217,6 +227,18 @@ impl TestConfig {
         if self.duration > Duration::from_secs(86_400) || self.idle > Duration::from_secs(86_400) || self.pause > Duration::from_secs(3600) {
             return Err("--duration and --idle must be at most 1 day, --pause at most 1 hour".into());
         }
+        if let Some(cap) = self.until_settled {
+            if cap < self.duration {
+                return Err(format!(
+                    "--until-settled {} is shorter than --duration {}: a scenario runs at least --duration, then on until latency stopped rising, at most --until-settled",
+                    crate::units::fmt_duration(cap),
+                    crate::units::fmt_duration(self.duration)
+                ));
+            }
+            if cap > Duration::from_secs(3600) {
+                return Err("--until-settled must be at most 1 hour".into());
+            }
+        }
         if self.probe_interval < Duration::from_micros(100) || self.probe_interval > Duration::from_secs(10) {
             return Err("--probe-interval must be between 100us and 10s".into());
         }
@@ -263,6 +285,11 @@ impl TestConfig {
     pub fn max_flows(&self) -> u32 {
         let ramp = self.ramp.map(|r| r.max_flows).unwrap_or(0);
         self.scenarios.iter().map(Scenario::flows).max().unwrap_or(0).max(ramp)
+    }
+
+    /// How long one scenario may run (`until_settled`, else `duration`).
+    pub fn phase_length(&self) -> crate::PhaseLength {
+        crate::PhaseLength { min: self.duration, cap: self.until_settled.unwrap_or(self.duration).max(self.duration) }
     }
 
     /// The most scenarios this test can run.

@@ -3,7 +3,7 @@
 //! [`MONITOR_OPTIONS`]: the command line and the config file both read them).
 use crate::options::{Arity, Configurable, OptionDef, Shape};
 use crate::units::{fmt_duration, parse_duration};
-use crate::{PingKind, PingTarget, RpmConfig, Scenario, TestConfig, DEFAULT_PORT};
+use crate::{PingKind, PingTarget, RpmConfig, TestConfig, DEFAULT_PORT};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -385,21 +385,21 @@ impl Default for MonitorConfig {
 pub const MIN_EVERY: Duration = Duration::from_secs(1);
 
 impl MonitorConfig {
-    /// The short loaded test a target gets (about 20 s, so it can run
-    /// often): 2 s idle, then 5 s each of 4 downloads, 4 uploads, and both.
+    /// The loaded test a target gets: the quick profile, as the browser
+    /// test and `bloatlab test --profile quick` run it (about 20 s on a line
+    /// that keeps its queue short: 2 s idle, then 4 downloads, 4 uploads and
+    /// 3 + 3, each 5 s or on until latency stopped rising, at most 15 s).
     pub fn test_config(&self, host: &str, port: u16) -> TestConfig {
         let name = MonitorTarget::Server { host: host.to_string(), port }.name();
-        TestConfig {
+        let mut t = TestConfig {
             server: if host.contains(':') { format!("[{host}]") } else { host.to_string() },
             port,
-            scenarios: Scenario::parse_list("0u4d,4u0d,4u4d").expect("the monitor's scenarios parse"),
-            duration: Duration::from_secs(5),
-            idle: Duration::from_secs(2),
-            pause: Duration::from_secs(1),
             command: vec!["monitor".into(), name],
             secret: self.secret.clone(),
             ..TestConfig::default()
-        }
+        };
+        crate::web::WebPlan::of(crate::web::Profile::Quick).apply_to(&mut t).expect("the quick profile runs in `bloatlab test`");
+        t
     }
 
     /// The sessions a `udp:HOST[:PORT]` target's probes run in: probes
@@ -841,12 +841,15 @@ mod tests {
     }
 
     #[test]
-    fn the_short_test_fits_in_about_20_seconds() {
+    fn the_short_test_is_the_quick_profile_and_fits_in_about_20_seconds() {
         let c = MonitorConfig::default();
         let t = c.test_config("::1", 9);
         assert_eq!(t.server, "[::1]");
+        assert_eq!(t.profile, Some(crate::web::Profile::Quick));
+        assert_eq!(crate::scenario::list_name(&t.scenarios), "0u4d,4u0d,3u3d");
         let total = t.idle + (t.duration + t.pause) * t.scenarios.len() as u32;
         assert!(total <= Duration::from_secs(20), "{total:?}");
+        assert_eq!(t.until_settled, Some(Duration::from_secs(15)));
         assert!(c.check().unwrap_err().contains("no target"));
     }
 }

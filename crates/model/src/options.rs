@@ -239,6 +239,23 @@ fn parse_socket_buffer(s: &str) -> Result<u32, String> {
 
 /// Every measurement option of `bloatlab test`, in `--help` order.
 pub static TEST_OPTIONS: &[TestOption] = &[
+    // first: the options after it adjust what the profile set
+    TestOption {
+        long: "profile",
+        short: None,
+        value_name: "PROFILE",
+        help: "Run a named test plan, as the browser test does: quick (idle 2s; 0u4d, 4u0d, 3u3d, each at least \
+               5s and on until latency stopped rising, at most 15s) or thorough (idle 4s; each 12s to 30s); \
+               options given with it adjust it [default: none: --scenarios and --duration as given]",
+        arity: Arity::Value,
+        shape: Shape::Word,
+        choices: &["quick", "thorough"],
+        requires: None,
+        one_run_each: false,
+        examples: &["quick", "thorough"],
+        set: |t, s| crate::web::WebPlan::of(s.parse()?).apply_to(t),
+        get: |t| t.profile.map(one).unwrap_or_default(),
+    },
     TestOption {
         long: "scenarios",
         short: Some('s'),
@@ -283,6 +300,22 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         examples: &["7s"],
         set: |t, s| Ok(t.duration = dur(s)?),
         get: |t| one(fmt_duration(t.duration)),
+    },
+    TestOption {
+        long: "until-settled",
+        short: None,
+        value_name: "CAP",
+        help: "Run each scenario at least --duration, then on until the probes' round trip stopped rising \
+               (the last 3 one-second medians within 5% + 1 ms of the highest before them), at most CAP; \
+               a scenario that reaches CAP still rising is marked still_rising [default: off]",
+        arity: Arity::Value,
+        shape: Shape::Duration,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["30s"],
+        set: |t, s| Ok(t.until_settled = Some(dur(s)?)),
+        get: |t| t.until_settled.map(|d| one(fmt_duration(d))).unwrap_or_default(),
     },
     TestOption {
         long: "idle",

@@ -41,21 +41,25 @@ impl WebResults {
     }
 }
 
-/// Which test the page runs.
+/// A named test plan ([`WebPlan::of`]): the browser test's modes, run the
+/// same by `bloatlab test --profile` and the monitor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum WebMode {
-    /// About 17 s: idle, download, upload, both.
+pub enum Profile {
+    /// About 20 s on a line that keeps its queue short: idle, download,
+    /// upload, both, each loaded phase 5 s or until latency stopped rising
+    /// (at most 15 s).
     #[default]
     Quick,
-    /// About 45 s: the same phases, each longer.
+    /// About 45 s: the same phases, each 12 s or until latency stopped
+    /// rising (at most 30 s).
     Thorough,
     /// About 27 s: idle, download, upload, then a game, a video call, a
     /// stream and a bulk update at once ([`HouseholdPlan`]), each judged.
     Household,
 }
 
-crate::words!(WebMode, "a browser test mode", Quick = "quick", Thorough = "thorough", Household = "household");
+crate::words!(Profile, "a test profile", Quick = "quick", Thorough = "thorough", Household = "household");
 
 /// The household test's traffic profiles, run at once in its `household`
 /// phase, each as the application it stands for loads a line:
@@ -111,14 +115,24 @@ pub struct WebPhase {
     pub name: &'static str,
     pub download: bool,
     pub upload: bool,
+    /// At least this long...
     pub duration: Duration,
+    /// ...and, when longer, on until latency stopped rising
+    /// ([`crate::SETTLE_RULE`]), at most this long.
+    pub cap: Duration,
+}
+
+impl WebPhase {
+    pub fn length(&self) -> crate::PhaseLength {
+        crate::PhaseLength { min: self.duration, cap: self.cap }
+    }
 }
 
 /// Everything a browser test does, sent to the page as JSON (durations in
 /// milliseconds) and recorded in the result's metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebPlan {
-    pub mode: WebMode,
+    pub mode: Profile,
     pub phases: Vec<WebPhase>,
     /// Quiet time between phases, so the queue drains.
     pub pause: Duration,
@@ -152,29 +166,30 @@ pub struct WebPlan {
 pub const HOUSEHOLD_PHASE: &str = "household";
 
 impl WebPlan {
-    pub fn of(mode: WebMode) -> WebPlan {
+    pub fn of(mode: Profile) -> WebPlan {
         let s = Duration::from_secs;
-        let loaded = |d: Duration| {
+        let loaded = |d: Duration, cap: Duration| {
+            let idle = if d > s(5) { s(4) } else { s(2) };
             vec![
-                WebPhase { name: "idle", download: false, upload: false, duration: if d > s(5) { s(4) } else { s(2) } },
-                WebPhase { name: "download", download: true, upload: false, duration: d },
-                WebPhase { name: "upload", download: false, upload: true, duration: d },
-                WebPhase { name: "both", download: true, upload: true, duration: d },
+                WebPhase { name: "idle", download: false, upload: false, duration: idle, cap: idle },
+                WebPhase { name: "download", download: true, upload: false, duration: d, cap },
+                WebPhase { name: "upload", download: false, upload: true, duration: d, cap },
+                WebPhase { name: "both", download: true, upload: true, duration: d, cap },
             ]
         };
         let phases = match mode {
-            WebMode::Quick => loaded(s(5)),
-            WebMode::Thorough => loaded(s(12)),
+            Profile::Quick => loaded(s(5), s(15)),
+            Profile::Thorough => loaded(s(12), s(30)),
             // the capacities first (the bulk update's share is judged by
             // them), then the household: 12 s hold three stream segments
-            WebMode::Household => {
-                let mut p = loaded(s(5));
+            Profile::Household => {
+                let mut p = loaded(s(5), s(15));
                 p.truncate(3);
-                p.push(WebPhase { name: HOUSEHOLD_PHASE, download: true, upload: true, duration: s(12) });
+                p.push(WebPhase { name: HOUSEHOLD_PHASE, download: true, upload: true, duration: s(12), cap: s(12) });
                 p
             }
         };
-        let household = (mode == WebMode::Household).then(HouseholdPlan::default);
+        let household = (mode == Profile::Household).then(HouseholdPlan::default);
         WebPlan {
             mode,
             phases,
@@ -191,15 +206,51 @@ impl WebPlan {
         }
     }
 
-    /// The whole test, pauses included.
+    /// The whole test, pauses included, when every phase settles at once
+    /// (a line that keeps its queue short).
     pub fn total(&self) -> Duration {
         let phases: Duration = self.phases.iter().map(|p| p.duration).sum();
         phases + self.pause * self.phases.len().saturating_sub(1) as u32
     }
 
-    /// The longest loaded phase (what a server's --max-duration must allow).
+    /// The whole test when every phase runs to its cap (what bounds a session).
+    pub fn max_total(&self) -> Duration {
+        let phases: Duration = self.phases.iter().map(|p| p.cap.max(p.duration)).sum();
+        phases + self.pause * self.phases.len().saturating_sub(1) as u32
+    }
+
+    /// The longest loaded phase at its cap (what a server's --max-duration must allow).
     pub fn longest_phase(&self) -> Duration {
-        self.phases.iter().map(|p| p.duration).max().unwrap_or_default()
+        self.phases.iter().map(|p| p.cap.max(p.duration)).max().unwrap_or_default()
+    }
+
+    /// The loaded phases as `bloatlab test` runs them: each phase's first
+    /// streams as a scenario (`0u4d`, `4u0d`, `3u3d`; the CLI does not ramp
+    /// its flows), the plan's idle, pause and phase lengths. The household
+    /// phase's applications exist only in the browser: refused.
+    pub fn apply_to(&self, t: &mut TestConfig) -> Result<(), String> {
+        if self.household.is_some() {
+            return Err(format!(
+                "the {} profile's applications (a game, a video call, a stream) run only in the browser test (http://SERVER:{DEFAULT_WEB_PORT}/?mode=household); use quick or thorough here",
+                self.mode
+            ));
+        }
+        let loaded: Vec<&WebPhase> = self.phases.iter().filter(|p| p.download || p.upload).collect();
+        t.scenarios = loaded
+            .iter()
+            .map(|p| {
+                let n = self.start_streams.min(self.max_streams_in(p));
+                Scenario::new(if p.upload { n } else { 0 }, if p.download { n } else { 0 })
+            })
+            .collect();
+        t.ramp = None;
+        t.idle = self.phases.iter().find(|p| p.name == "idle").map(|p| p.duration).unwrap_or_default();
+        let first = loaded.first().ok_or("a profile without a loaded phase")?;
+        t.duration = first.duration;
+        t.until_settled = first.length().adaptive().then_some(first.cap);
+        t.pause = self.pause;
+        t.profile = Some(self.mode);
+        Ok(())
     }
 
     /// Streams per direction a phase may ramp to.
@@ -221,7 +272,14 @@ impl WebPlan {
             phases: self
                 .phases
                 .iter()
-                .map(|p| PhaseDoc { name: p.name.into(), download: p.download, upload: p.upload, duration_ms: ms(p.duration), max_streams: self.max_streams_in(p) })
+                .map(|p| PhaseDoc {
+                    name: p.name.into(),
+                    download: p.download,
+                    upload: p.upload,
+                    duration_ms: ms(p.duration),
+                    cap_ms: ms(p.cap.max(p.duration)),
+                    max_streams: self.max_streams_in(p),
+                })
                 .collect(),
             pause_ms: ms(self.pause),
             probe_interval_ms: ms(self.probe_interval),
@@ -232,6 +290,14 @@ impl WebPlan {
             ramp_growth: self.ramp_growth,
             ramp_until: self.ramp_until,
             total_ms: ms(self.total()),
+            max_total_ms: ms(self.max_total()),
+            settle: SettleDoc {
+                window_ms: ms(crate::SETTLE_RULE.window),
+                hold: crate::SETTLE_RULE.hold,
+                tolerance: crate::SETTLE_RULE.tolerance,
+                floor_ms: crate::SETTLE_RULE.floor_ms,
+                min_samples: crate::SETTLE_RULE.min_samples,
+            },
             household: self.household.map(|h| HouseholdDoc {
                 game_interval_ms: ms(h.game_interval),
                 call_fps: h.call_fps,
@@ -251,6 +317,8 @@ impl WebPlan {
             server: server.into(),
             scenarios,
             duration: loaded.map(|p| p.duration).unwrap_or_default(),
+            until_settled: loaded.filter(|p| p.length().adaptive()).map(|p| p.cap),
+            profile: Some(self.mode),
             idle: idle.map(|p| p.duration).unwrap_or_default(),
             pause: self.pause,
             probe_interval: self.probe_interval,
@@ -264,7 +332,7 @@ impl WebPlan {
 /// [`WebPlan`] as JSON for the page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanDoc {
-    pub mode: WebMode,
+    pub mode: Profile,
     pub phases: Vec<PhaseDoc>,
     pub pause_ms: f64,
     pub probe_interval_ms: f64,
@@ -275,8 +343,23 @@ pub struct PlanDoc {
     pub ramp_growth: f64,
     pub ramp_until: f64,
     pub total_ms: f64,
+    /// Every phase at its cap.
+    pub max_total_ms: f64,
+    /// When a phase's latency stopped rising ([`crate::SETTLE_RULE`]).
+    pub settle: SettleDoc,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub household: Option<HouseholdDoc>,
+}
+
+/// [`crate::SettleRule`] as JSON for the page, which applies it live to end
+/// a loaded phase (the result judges each phase by `metrics::settle`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettleDoc {
+    pub window_ms: f64,
+    pub hold: u32,
+    pub tolerance: f64,
+    pub floor_ms: f64,
+    pub min_samples: usize,
 }
 
 /// [`HouseholdPlan`] as JSON for the page.
@@ -294,7 +377,9 @@ pub struct PhaseDoc {
     pub name: String,
     pub download: bool,
     pub upload: bool,
+    /// At least this long, then until latency stopped rising, at most `cap_ms`.
     pub duration_ms: f64,
+    pub cap_ms: f64,
     pub max_streams: u32,
 }
 
@@ -304,7 +389,7 @@ mod tests {
 
     #[test]
     fn the_quick_test_fits_in_20_seconds_and_loads_each_way_then_both() {
-        let p = WebPlan::of(WebMode::Quick);
+        let p = WebPlan::of(Profile::Quick);
         assert!(p.total() <= Duration::from_secs(20), "{:?}", p.total());
         let names: Vec<&str> = p.phases.iter().map(|p| p.name).collect();
         assert_eq!(names, ["idle", "download", "upload", "both"]);
@@ -314,13 +399,32 @@ mod tests {
             assert!(steady / p.probe_interval.as_secs_f64() >= 100.0, "{}", ph.name);
         }
         assert_eq!(p.max_streams_in(&p.phases[3]), 3);
-        assert!(WebPlan::of(WebMode::Thorough).total() > p.total());
-        assert_eq!("thorough".parse::<WebMode>().unwrap(), WebMode::Thorough);
+        assert!(WebPlan::of(Profile::Thorough).total() > p.total());
+        // each loaded phase may run on to 15 s while latency still rises
+        assert!(p.phases[1..].iter().all(|ph| ph.cap == Duration::from_secs(15) && ph.length().adaptive()));
+        assert_eq!(p.max_total(), Duration::from_secs(2 + 45 + 3));
+        assert_eq!(p.longest_phase(), Duration::from_secs(15));
+        assert_eq!("thorough".parse::<Profile>().unwrap(), Profile::Thorough);
+    }
+
+    #[test]
+    fn the_cli_runs_a_profile_as_the_page_does_its_first_streams() {
+        let mut t = TestConfig::default();
+        WebPlan::of(Profile::Quick).apply_to(&mut t).unwrap();
+        assert_eq!(crate::scenario::list_name(&t.scenarios), "0u4d,4u0d,3u3d");
+        assert_eq!((t.idle, t.duration, t.until_settled, t.pause), (Duration::from_secs(2), Duration::from_secs(5), Some(Duration::from_secs(15)), Duration::from_secs(1)));
+        assert_eq!(t.profile, Some(Profile::Quick));
+        t.validate().unwrap();
+        let mut t = TestConfig::default();
+        WebPlan::of(Profile::Thorough).apply_to(&mut t).unwrap();
+        assert_eq!((t.duration, t.until_settled), (Duration::from_secs(12), Some(Duration::from_secs(30))));
+        let e = WebPlan::of(Profile::Household).apply_to(&mut TestConfig::default()).unwrap_err();
+        assert!(e.contains("only in the browser"), "{e}");
     }
 
     #[test]
     fn the_household_test_measures_capacity_then_runs_its_profiles_at_once() {
-        let p = WebPlan::of(WebMode::Household);
+        let p = WebPlan::of(Profile::Household);
         let names: Vec<&str> = p.phases.iter().map(|p| p.name).collect();
         assert_eq!(names, ["idle", "download", "upload", HOUSEHOLD_PHASE]);
         assert!(p.total() <= Duration::from_secs(30), "{:?}", p.total());
@@ -332,7 +436,7 @@ mod tests {
         // one bulk stream each way, and at least three segments' time
         assert_eq!(p.max_streams_in(&p.phases[3]), 1);
         assert!(p.phases[3].duration >= h.stream_segment * 3);
-        assert!(WebPlan::of(WebMode::Quick).household.is_none());
+        assert!(WebPlan::of(Profile::Quick).household.is_none());
         assert_eq!(p.to_json_value().household.unwrap().call_frame_bytes, 6250);
     }
 }

@@ -132,7 +132,11 @@ pub fn verdict(r: &TestResult) -> Verdict {
                 Grade::D => "real-time use (calls, games) is poor while the link is busy",
                 _ => "the link is close to unusable for interactive use while it is busy",
             };
-            s.push_str(&format!("Latency rose by {}{scen}: {impact}. ", human_ms(added)));
+            if wp.is_some_and(|p| p.summary.still_rising) {
+                s.push_str(&format!("Latency rose by at least {}{scen} and was still rising when the phase ended: {impact}. ", human_ms(added)));
+            } else {
+                s.push_str(&format!("Latency rose by {}{scen}: {impact}. ", human_ms(added)));
+            }
             s.push_str(&advice(r, wp, queue, added));
         }
     }
@@ -201,10 +205,18 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
     } else {
         String::new()
     };
-    format!(
-        "A queue {place} holds about {} of data when full; enable smart queue management (fq_codel or cake, e.g. OpenWrt SQM) on the router{shaper}.",
-        human_ms(added)
-    )
+    // "when full" only where the queue was seen full: latency stopped
+    // rising while the load lost packets (retransmits or lost probes)
+    let held = match wp.map(|p| &p.summary) {
+        Some(x) if x.still_rising => format!("held at least {} of data and was still filling when the phase ended", human_ms(added)),
+        Some(x) if x.retransmits > 0 || x.latency.lost > 0 => {
+            // the level latency settled at, over the idle round trip
+            let full = x.settled_p50_ms.zip(r.headline.idle_latency_ms).map(|(l, i)| l - i).filter(|&f| f > added).unwrap_or(added);
+            format!("holds about {} of data when full", human_ms(full))
+        }
+        _ => format!("held about {} of data under this load (it was not seen full: nothing was lost)", human_ms(added)),
+    };
+    format!("A queue {place} {held}; enable smart queue management (fq_codel or cake, e.g. OpenWrt SQM) on the router{shaper}.")
 }
 
 #[cfg(test)]

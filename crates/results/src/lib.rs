@@ -204,8 +204,19 @@ pub struct Metadata {
     pub server: HostInfo,
     /// Congestion control requested for the load flows (both ends).
     pub cc: String,
-    /// Scenario duration requested, seconds.
+    /// Scenario duration requested, seconds (with `until_settled_s`: the least).
     pub scenario_duration_s: f64,
+    /// Scenarios ran on past `scenario_duration_s` until the probes' round
+    /// trip stopped rising (`settle_rule`), at most this long, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_settled_s: Option<f64>,
+    /// The rule that says when a phase's latency stopped rising (each
+    /// phase's `still_rising`, `settled_after_s`), in words.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub settle_rule: String,
+    /// The named test plan run (`--profile`, the browser test's mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     /// Idle baseline duration requested, seconds (0 = none).
     pub idle_duration_s: f64,
     /// UDP probe interval, milliseconds.
@@ -582,6 +593,19 @@ pub struct Summary {
     pub latency: LatencyStats,
     /// latency.p50 - idle p50, ms (null for the idle phase or without baseline).
     pub added_latency_ms: Option<f64>,
+    /// The probes' round trip was still rising when the phase ended
+    /// (`metrics::settle`, the rule in `model::SETTLE_RULE`): the queue had not
+    /// shown its size, and `added_latency_ms` is a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub still_rising: bool,
+    /// When the round trip had stopped rising, s from the phase's start
+    /// (null: it never did, or the phase was too short to tell).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_after_s: Option<f64>,
+    /// Once latency had stopped rising: the highest one-second median round
+    /// trip of the phase, ms (the level the queue rose to under this load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_p50_ms: Option<f64>,
     /// UDP probes to the witness host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_latency: Option<LatencyStats>,

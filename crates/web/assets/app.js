@@ -77,11 +77,16 @@
   }
 
   // ---- live view ----
-  const live = { t0: 0, total: 1, phases: [], rtts: [], tcp: [], arrived: [] };
+  // rest: the least time the phases after the current one take; current: the
+  // current phase's load flows (the server also holds the next phase's
+  // upload streams, opened ahead of it); shown: send time of the round trip shown
+  const live = { t0: 0, total: 1, rest: 0, phases: [], rtts: [], tcp: [], arrived: [], current: new Set(), shown: 0 };
 
   function drawPlot() {
     // drawn at the size it is shown, so its text is the size it says
     const p = $('plot');
+    // the test runs at least its phases' minimums; a phase running on while latency rises lengthens it
+    if (!live.over) live.total = Math.max(live.total, now() - live.t0 + live.rest);
     const W = Math.max(300, Math.round(p.clientWidth || 800)), H = W < 600 ? 240 : 280, L = 58, R = 8, T = 22, B = 48;
     p.setAttribute('viewBox', `0 0 ${W} ${H}`);
     p.setAttribute('height', H);
@@ -148,6 +153,9 @@
       const lo = Math.min(...v), hi = Math.max(...v);
       return lo === hi ? f(lo) : f(lo) + ' to ' + f(hi);
     };
+    // this phase's streams (the next phase's uploads are connected ahead of it)
+    flows = flows.filter((f) => live.current.has(f.id));
+    if (!flows.length) { $('server-now').textContent = ''; return; }
     const down = flows.filter((f) => f.direction === 'down');
     const parts = [flows.length + ' load connection(s)'];
     if (down.length) {
@@ -165,6 +173,7 @@
   // The load runs in its own worker (load.js); this thread keeps the flows'
   // records and runs the ramp from the byte counts the worker reports.
   let loader = null;
+  let probeWorker = null;
   const known = new Map();
   let stopped = null;
   function startLoader() {
@@ -203,8 +212,35 @@
     return f;
   }
 
+  // ---- when a loaded phase has shown the queue's size ----
+  // The server's rule (plan.settle: model::SETTLE_RULE), applied live as
+  // `bloatlab test` applies it; the result judges every phase by the same
+  // rule in Rust (metrics::settle: still_rising, settled_after_s).
+  function median(v) {
+    const s = v.slice().sort((a, b) => a - b);
+    const h = (s.length - 1) / 2;
+    return (s[Math.floor(h)] + s[Math.ceil(h)]) / 2;
+  }
+  function settled(samples, start, elapsed, r) {
+    const n = Math.floor(elapsed / r.window_ms);
+    if (n < r.hold + 1) return false;
+    const bins = Array.from({ length: n }, () => []);
+    for (const [sent, rtt] of samples) {
+      const k = Math.floor((sent + rtt - start) / r.window_ms);
+      if (sent >= start && k >= 0 && k < n) bins[k].push(rtt);
+    }
+    const lv = bins.map((b) => (b.length >= r.min_samples ? median(b) : null));
+    const recent = lv.slice(n - r.hold);
+    if (recent.some((v) => v === null)) return false;
+    const prior = Math.max(...lv.slice(0, n - r.hold).filter((v) => v !== null));
+    return isFinite(prior) && Math.max(...recent) <= prior * (1 + r.tolerance) + r.floor_ms;
+  }
+
   async function loadPhase(plan, sid, ph, idx, rep, start, ready) {
-    const end = start + ph.duration_ms;
+    // at least duration_ms, then on until latency stopped rising, at most cap_ms
+    const min = start + ph.duration_ms;
+    const end = start + ph.cap_ms;
+    const adaptive = ph.cap_ms > ph.duration_ms;
     const dirs = [];
     if (ph.download) dirs.push('down');
     if (ph.upload) dirs.push('up');
@@ -212,12 +248,14 @@
     const open = (dir) => {
       if (dir === 'up') {
         const f = ready.length ? ready.shift() : openUp(sid, newFlow(rep, 'up', idx));
-        loader.postMessage({ cmd: 'start-up', id: f.id, end });
+        loader.postMessage({ cmd: 'start-up', id: f.id, end, phase: idx });
+        live.current.add(f.id);
         streams.push({ dir, f });
         return;
       }
       const f = newFlow(rep, 'down', idx);
       known.set(f.id, f);
+      live.current.add(f.id);
       loader.postMessage({ cmd: 'down', id: f.id, url: `/api/down?s=${sid}&f=${f.id}` });
       streams.push({ dir, f });
     };
@@ -251,8 +289,14 @@
           }
           lastStep = t;
         }
+        // the probes the result grades: the UDP ones, else the WebSocket ones
+        if (adaptive && t >= min && settled(live.rtts.length ? live.rtts : live.tcp, start, t - start, plan.settle)) {
+          probeWorker.postMessage({ cmd: 'cut', phase: idx });
+          break;
+        }
       }
     } finally {
+      live.current.clear();
       await stopFlows(streams.map((s) => s.f));
     }
   }
@@ -294,7 +338,8 @@
       if (r && r[0] === d.p && r[2] === null) {
         r[2] = t4;
         live.rtts.push([r[1], t4 - r[1]]);
-        if (!live.over) $('now-rtt').textContent = ms(t4 - r[1]);
+        // "now" is the latest probe's: an answer that overtook an older one wins
+        if (!live.over && r[1] > live.shown) { live.shown = r[1]; $('now-rtt').textContent = ms(t4 - r[1]); }
       }
     };
     const timer = setInterval(() => {
@@ -393,6 +438,7 @@
     const sess = await api('/api/session?mode=' + encodeURIComponent(mode), { method: 'POST' });
     const plan = sess.plan;
     const worker = new Worker('/worker.js');
+    probeWorker = worker;
     const wsUrl = wsBase() + '/api/ws?s=' + sess.id;
     let probesDone = null;
     let wsClosed = null;
@@ -425,7 +471,14 @@
     const ready = plan.phases.map((ph, i) => (ph.upload ? Array.from({ length: Math.min(plan.start_streams, ph.max_streams) }, () => openUp(sess.id, newFlow(rep, 'up', i))) : []));
     try {
       for (const [i, ph] of plan.phases.entries()) {
-        if (i > 0) await sleep(plan.pause_ms);
+        if (i > 0) {
+          // a pause shows as a pause: no load, the queue drains
+          $('now-phase').textContent = 'Pause';
+          $('status').textContent = 'Pausing so the queue drains…';
+          for (const id of ['now-down', 'now-up']) $(id).textContent = '-';
+          await sleep(plan.pause_ms);
+        }
+        live.rest = plan.phases.slice(i + 1).reduce((a, p) => a + p.duration_ms + plan.pause_ms, 0);
         if (wsClosed) throw new Error('the probe WebSocket closed: ' + wsClosed);
         const start = now();
         const p = { name: ph.name, start_ms: start, end_ms: start };

@@ -54,8 +54,10 @@ function openUp(id, url) {
 
 // Kept topped up with about 20 ms of the stream's rate (at least 128 KiB),
 // so the data flows without pause. The server resets the connection as the
-// phase ends (told `until_ms`), dropping what this browser still holds.
-function startUp(id, end) {
+// phase ends (told `until_ms`, the phase's cap, or sooner when the page says
+// on its probe socket that the phase ended), dropping what this browser
+// still holds.
+function startUp(id, end, phase) {
   const f = flows.get(id);
   const ws = f.ws;
   let sent = 0, timer = null, last = [now(), 0], rate = 0, stopped = false;
@@ -78,7 +80,7 @@ function startUp(id, end) {
     f.opened.then((ok) => {
       if (stopped) return;
       if (!ok) { f.error = 'an upload stream could not connect'; resolve(); return; }
-      ws.send(JSON.stringify({ until_ms: Math.max(0, end - now()) }));
+      ws.send(JSON.stringify({ until_ms: Math.max(0, end - now()), phase }));
       fill();
       timer = setInterval(fill, 5);
     });
@@ -109,6 +111,6 @@ onmessage = (e) => {
   const m = e.data;
   if (m.cmd === 'down') down(m.id, m.url);
   else if (m.cmd === 'open-up') openUp(m.id, m.url);
-  else if (m.cmd === 'start-up') startUp(m.id, m.end);
+  else if (m.cmd === 'start-up') startUp(m.id, m.end, m.phase);
   else if (m.cmd === 'stop') stop(m.ids);
 };

@@ -64,4 +64,6 @@ setInterval(() => {
 onmessage = (e) => {
   if (e.data.cmd === 'start') start(e.data);
   else if (e.data.cmd === 'stop') stop();
+  // the page ended loaded phase i before its cap: the server resets its uploads
+  else if (e.data.cmd === 'cut' && ws && ws.readyState === WebSocket.OPEN) ws.send('{"cut":' + e.data.phase + '}');
 };

@@ -32,7 +32,7 @@ mod ws;
 use bloatlab_engine::quota::{Full, Quota, RefusalLine, RefusalLog};
 use bloatlab_engine::server::log_line;
 use bloatlab_host::clock;
-use bloatlab_model::{ServerConfig, WebMode, WebPlan, WebServe};
+use bloatlab_model::{ServerConfig, Profile, WebPlan, WebServe};
 use bloatlab_rpm::server::{Body, ConnInfo, Fallback};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full as FullBody, Limited};
@@ -222,8 +222,8 @@ fn query<'a>(req: &'a Request<Incoming>, key: &str) -> Option<&'a str> {
     req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
 }
 
-fn mode_of(req: &Request<Incoming>) -> Result<WebMode, String> {
-    query(req, "mode").map(|m| m.parse::<WebMode>()).unwrap_or(Ok(WebMode::Quick))
+fn mode_of(req: &Request<Incoming>) -> Result<Profile, String> {
+    query(req, "mode").map(|m| m.parse::<Profile>()).unwrap_or(Ok(Profile::Quick))
 }
 
 fn full_reason(f: Full) -> String {
@@ -282,11 +282,11 @@ async fn route(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respon
 }
 
 /// The plan the page runs, the grade scale and the server's limits.
-fn plan_doc(web: &Web, mode: WebMode) -> serde_json::Value {
+fn plan_doc(web: &Web, mode: Profile) -> serde_json::Value {
     let plan = WebPlan::of(mode);
     json!({
         "plan": plan.to_json_value(),
-        "modes": WebMode::WORDS,
+        "modes": Profile::WORDS,
         "grades_ms": bloatlab_metrics::grade::GRADE_THRESHOLDS_MS.iter().map(|(g, ms)| json!([g.as_str(), ms])).collect::<Vec<_>>(),
         "server": {
             "bloatlab_version": env!("CARGO_PKG_VERSION"),
@@ -309,10 +309,10 @@ fn begin(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -> Response<B
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e),
     };
     let plan = WebPlan::of(mode);
-    if plan.total() > web.cfg.max_duration {
+    if plan.max_total() > web.cfg.max_duration {
         let reason = format!(
-            "the {mode} test takes {} s; this server allows tests of at most {} s (--max-duration)",
-            plan.total().as_secs(),
+            "the {mode} test takes up to {} s (its phases run on while latency rises); this server allows tests of at most {} s (--max-duration)",
+            plan.max_total().as_secs(),
             web.cfg.max_duration.as_secs()
         );
         web.log_refusal(conn.peer, reason.clone());

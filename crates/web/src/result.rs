@@ -101,7 +101,7 @@ impl PageReport {
     /// Check the report against the session's plan before anything is built from it.
     pub fn validate(&self, s: &Session) -> Result<(), String> {
         let plan = &s.plan;
-        let span = plan.total().as_secs_f64() * 1e3 + 60_000.0;
+        let span = plan.max_total().as_secs_f64() * 1e3 + 60_000.0;
         let ok_t = |t: f64| t.is_finite() && t >= self.start_ms - 1000.0 && t <= self.start_ms + span;
         if !self.start_ms.is_finite() || self.start_ms <= 0.0 {
             return Err("start_ms is not a time".into());

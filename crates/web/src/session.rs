@@ -114,30 +114,51 @@ pub struct Session {
     call_frames: Mutex<Vec<ProbeStamp>>,
     /// The tests-quota unit, given back when the session ends.
     permit: Mutex<Option<Permit>>,
+    /// Phases the page has ended (index + 1 of the last): it ends a loaded
+    /// phase when latency stopped rising before the phase's cap, and that
+    /// phase's upload streams are reset then.
+    cuts: AtomicU64,
+    cut: tokio::sync::Notify,
 }
 
 impl Session {
     /// The most probes the plan sends, with room for a late start.
     pub fn max_probes(&self) -> usize {
-        (self.plan.total().as_secs_f64() / self.plan.probe_interval.as_secs_f64() * 1.5) as usize + 100
+        (self.plan.max_total().as_secs_f64() / self.plan.probe_interval.as_secs_f64() * 1.5) as usize + 100
+    }
+
+    /// The page ended phase `phase`: reset its upload streams.
+    pub fn cut_uploads(&self, phase: u64) {
+        self.cuts.fetch_max(phase.saturating_add(1), Ordering::SeqCst);
+        self.cut.notify_waiters();
+    }
+
+    /// Whether the page has ended phase `phase`.
+    pub fn phase_cut(&self, phase: u64) -> bool {
+        self.cuts.load(Ordering::SeqCst) > phase
+    }
+
+    /// Wait until the page ends a phase.
+    pub async fn next_cut(&self) {
+        self.cut.notified().await
     }
 
     /// The most call frames the plan sends (none without a household test).
     pub fn max_call_frames(&self) -> usize {
         match self.plan.household {
-            Some(h) => (self.plan.total().as_secs_f64() * h.call_fps as f64 * 1.5) as usize + 100,
+            Some(h) => (self.plan.max_total().as_secs_f64() * h.call_fps as f64 * 1.5) as usize + 100,
             None => 0,
         }
     }
 
     fn max_samples(&self) -> usize {
-        (self.plan.total().as_secs_f64() / self.plan.sample_interval.as_secs_f64() * 1.5) as usize + 20
+        (self.plan.max_total().as_secs_f64() / self.plan.sample_interval.as_secs_f64() * 1.5) as usize + 20
     }
 
     /// How long it may live: the plan, a margin for the page's own work, and
     /// the server's idle timeout.
     pub fn lifetime(&self, idle_timeout: Duration) -> Duration {
-        self.plan.total() + idle_timeout + Duration::from_secs(10)
+        self.plan.max_total() + idle_timeout + Duration::from_secs(10)
     }
 
     /// The flow `id`, opened on first use. Refused: another direction under
@@ -284,6 +305,8 @@ impl Sessions {
             rtc_probes: Mutex::new(vec![]),
             call_frames: Mutex::new(vec![]),
             permit: Mutex::new(Some(permit)),
+            cuts: AtomicU64::new(0),
+            cut: tokio::sync::Notify::new(),
         });
         self.map.lock().unwrap().insert(id, s.clone());
         s
@@ -373,7 +396,7 @@ mod budget_tests {
 
     #[test]
     fn a_burst_after_a_stall_passes_and_a_flood_does_not() {
-        let plan = WebPlan::of(bloatlab_model::WebMode::Quick);
+        let plan = WebPlan::of(bloatlab_model::Profile::Quick);
         let mut b = ProbeBudget::new(&plan);
         // 3 s of probes at once (a connection stalled 3 s, then released)
         assert!((0..150).all(|_| b.take()));

@@ -1,6 +1,7 @@
 //! The probe WebSocket of a browser test (`GET /api/ws?s=ID`), one per test,
 //! on its own connection: the page's Web Worker sends `{"p":SEQ}` every
-//! probe interval; the server answers at once with `{"p":SEQ,"t2":NS,"t3":NS}`
+//! probe interval (and `{"cut":I}` when it ends loaded phase I before its
+//! cap: that phase's upload streams are reset then); the server answers at once with `{"p":SEQ,"t2":NS,"t3":NS}`
 //! (its clock at arrival and at answer, ns since the test began) and keeps
 //! both times for the result's one-way delays. Four times a second it also
 //! pushes `{"server":[...],"arrived_up":N,"arrived_down":N,"t_ns":NS}`: each
@@ -127,12 +128,15 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
         // is then dropped instead of loading the next phase.
         let mut until: Option<tokio::time::Instant> = None;
         let longest = s.plan.longest_phase() + Duration::from_secs(1);
+        // the stream's phase: one that settles before its cap ends sooner
+        // (the page says so on its probe socket)
+        let mut phase: Option<u64> = None;
         loop {
             if s.ended.load(Ordering::Relaxed) {
                 break;
             }
             let now = tokio::time::Instant::now();
-            if until.is_some_and(|u| now >= u) {
+            if until.is_some_and(|u| now >= u) || phase.is_some_and(|p| s.phase_cut(p)) {
                 if let Some(sock) = flow.sock.lock().unwrap().take() {
                     let _ = sock.set_linger(Some(Duration::ZERO));
                 }
@@ -140,19 +144,24 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
             }
             // wake at least once a second to see whether the test ended
             let wake = deadline.min(now + Duration::from_secs(1)).min(until.unwrap_or(deadline));
-            match tokio::time::timeout_at(wake, rx.next()).await {
+            let next = tokio::select! {
+                m = tokio::time::timeout_at(wake, rx.next()) => m,
+                _ = s.next_cut() => continue,
+            };
+            match next {
                 Ok(Some(Ok(Message::Binary(b)))) => flow.count(b.len() as u64),
                 Ok(Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)))) => {}
                 Ok(Some(Ok(Message::Text(t)))) => {
-                    let ms = serde_json::from_str::<serde_json::Value>(t.as_str()).ok().and_then(|v| v["until_ms"].as_f64());
-                    match ms {
+                    let v = serde_json::from_str::<serde_json::Value>(t.as_str()).unwrap_or_default();
+                    match v["until_ms"].as_f64() {
                         Some(ms) if ms.is_finite() && ms >= 0.0 => {
                             // a little after the page's own end of the phase
                             let left = Duration::from_secs_f64(ms / 1e3).min(longest) + Duration::from_millis(100);
                             until = Some(tokio::time::Instant::now() + left);
+                            phase = v["phase"].as_u64();
                         }
                         _ => {
-                            let reason = "upload data is binary; the one text message is {\"until_ms\":N}";
+                            let reason = "upload data is binary; the one text message is {\"until_ms\":N,\"phase\":I}";
                             let _ = tx.send(Message::Close(Some(CloseFrame { code: CloseCode::Unsupported, reason: reason.into() }))).await;
                             break;
                         }
@@ -269,7 +278,13 @@ where
                     linger(&mut rx).await;
                     return Some(why);
                 }
-                let seq = serde_json::from_str::<serde_json::Value>(text.as_str()).ok().and_then(|v| v["p"].as_u64()).filter(|&v| v <= u32::MAX as u64);
+                let v = serde_json::from_str::<serde_json::Value>(text.as_str()).ok();
+                // the page ended a loaded phase early (latency stopped rising): its uploads end now
+                if let Some(p) = v.as_ref().and_then(|v| v["cut"].as_u64()) {
+                    s.cut_uploads(p);
+                    continue;
+                }
+                let seq = v.and_then(|v| v["p"].as_u64()).filter(|&v| v <= u32::MAX as u64);
                 let Some(seq) = seq else {
                     let _ = tx.send(close(CloseCode::Invalid, "a probe is {\"p\":SEQ}")).await;
                     linger(&mut rx).await;

@@ -291,6 +291,9 @@ pub fn build(spec: &Spec) -> TestResult {
             download_gb_per_month: r3(down_bps / 8.0 * 86400.0 * 30.0 / 1e9),
             retransmits: if loaded { 9 * (ups + downs) as u64 } else { 0 },
             queues: vec![],
+            still_rising: false,
+            settled_after_s: None,
+            settled_p50_ms: None,
         };
         phases.push(ph);
         t = end + 100 * ms;
@@ -362,6 +365,9 @@ pub fn build(spec: &Spec) -> TestResult {
             server: HostInfo { hostname: "server".into(), kernel: "6.1.0-test".into(), os: "Linux x86_64".into(), bloatlab_version: "0.1.0".into(), default_cc: "cubic".into(), available_cc: vec!["reno".into(), "cubic".into()] },
             cc: "cubic".into(),
             scenario_duration_s: spec.scen_s,
+            until_settled_s: None,
+            settle_rule: String::new(),
+            profile: None,
             idle_duration_s: spec.idle_s,
             probe_interval_ms: spec.probe_ms as f64,
             probe_size: 64,

@@ -1,0 +1,65 @@
+//! When a loaded phase has shown the queue's size: the rule every front end
+//! (`bloatlab test`, the browser test, the household test, the monitor)
+//! applies to end a phase, and the result applies to say whether latency
+//! was still rising when a phase ended (`metrics::settle` computes it).
+//!
+//! In the spirit of the IETF responsiveness draft's stability test: the
+//! round trips of the phase's probes are cut into windows of `window` by
+//! the time their answers arrived; each window's median is its level.
+//! Latency has **stopped rising** once the last `hold` windows set no new
+//! high: none of their medians exceeds the highest median before them by
+//! more than `tolerance` (relative) plus `floor_ms`. A plateau and a
+//! sawtooth (a queue that fills, drops and fills again) both pass; a queue
+//! still filling sets a new high every window and does not.
+use std::time::Duration;
+
+/// The stability rule's parameters (one set for every front end).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SettleRule {
+    /// Length of one window, by answer arrival time.
+    pub window: Duration,
+    /// Windows in a row that must set no new high.
+    pub hold: u32,
+    /// A new high is one above the earlier highest by more than this share...
+    pub tolerance: f64,
+    /// ...plus this many milliseconds (timer and scheduling noise on short paths).
+    pub floor_ms: f64,
+    /// A window with fewer answered probes has no level (and the rule waits).
+    pub min_samples: usize,
+}
+
+/// The one rule.
+pub const SETTLE_RULE: SettleRule = SettleRule { window: Duration::from_secs(1), hold: 3, tolerance: 0.05, floor_ms: 1.0, min_samples: 3 };
+
+impl SettleRule {
+    /// The rule in words, for help texts, documents and the result's metadata.
+    pub fn describe(&self) -> String {
+        format!(
+            "a loaded phase has shown the queue's size once the median round trip of each of the last {} windows of {} s (probes by answer arrival) is within {:.0}% + {} ms of the highest median before them",
+            self.hold,
+            self.window.as_secs_f64(),
+            self.tolerance * 100.0,
+            self.floor_ms
+        )
+    }
+}
+
+/// How long a loaded phase runs: at least `min`; then, when `cap` is
+/// longer, on until latency stopped rising ([`SETTLE_RULE`]) or `cap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseLength {
+    pub min: Duration,
+    pub cap: Duration,
+}
+
+impl PhaseLength {
+    /// A phase of fixed length.
+    pub fn fixed(d: Duration) -> PhaseLength {
+        PhaseLength { min: d, cap: d }
+    }
+
+    /// Whether the phase may run past `min`.
+    pub fn adaptive(&self) -> bool {
+        self.cap > self.min
+    }
+}
