@@ -3,7 +3,8 @@
 # it, so that a refactor cannot leave one broken: each must exit 0 and
 # print the line that carries its figures. Figures from a smoke run mean
 # nothing (seconds, not minutes); `.ci/run` calls this after the tests.
-# Needs root (the lab and emulator benches), iperf3, irtt, ping, python3.
+# Needs root (the lab and emulator benches), iperf3, irtt, ping, python3,
+# selenium, chromium-driver, firefox-esr and geckodriver (web_vs_cli).
 #
 #   .ci/bench-smoke.sh            # all
 #   .ci/bench-smoke.sh scale soak # some
@@ -27,6 +28,7 @@ CASES=(
   "monitor-scale|bench/monitor.sh scale 3 5 1|ratio monitor/iputils ping"
   "monitor-soak|bench/monitor.sh soak 5|rounds kept [1-9]"
   "monitor-fleet|bench/monitor.sh fleet 3 10|lost 0"
+  "web_vs_cli|LINKS=aqm BROWSERS='chromium firefox' bench/web_vs_cli.sh|\\| aqm \\| firefox \\| A"
 )
 want="$*"
 fail=0

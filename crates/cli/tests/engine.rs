@@ -405,7 +405,9 @@ fn interrupted_client_writes_what_it_measured() {
         .spawn()
         .unwrap();
     // the event, not a guess at the time: the first scenario has carried data for a second
-    let _lines = wait_for_line(&mut child, |l| l.contains("1u0d up") && l.contains("0.80-1.0"));
+    // (an interval's edges follow the sampler: "0.81-1.00 s" as well as "0.80-1.00 s")
+    let ends_after_1s = |l: &str| l.split_whitespace().find_map(|w| w.split_once('-')).and_then(|(_, e)| e.parse::<f64>().ok()).is_some_and(|e| e >= 1.0);
+    let _lines = wait_for_line(&mut child, |l| l.contains("1u0d up") && ends_after_1s(l));
     bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Int);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));

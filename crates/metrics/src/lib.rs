@@ -28,6 +28,7 @@ mod goodput;
 pub mod classes;
 pub mod grade;
 pub mod household;
+pub mod page;
 pub mod queue;
 pub mod settle;
 pub mod ramp;

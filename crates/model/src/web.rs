@@ -162,6 +162,11 @@ pub struct WebPlan {
     pub household: Option<HouseholdPlan>,
 }
 
+/// A browser test: a stall of the page's probe thread longer than this,
+/// ms, marks the probes whose answer it may have held; they are left out of
+/// the latency figures (`metrics::page`).
+pub const PAGE_DELAY_BOUND_MS: f64 = 5.0;
+
 /// The name of the household test's phase.
 pub const HOUSEHOLD_PHASE: &str = "household";
 
@@ -291,6 +296,7 @@ impl WebPlan {
             ramp_until: self.ramp_until,
             total_ms: ms(self.total()),
             max_total_ms: ms(self.max_total()),
+            page_delay_bound_ms: PAGE_DELAY_BOUND_MS,
             settle: SettleDoc {
                 window_ms: ms(crate::SETTLE_RULE.window),
                 hold: crate::SETTLE_RULE.hold,
@@ -347,6 +353,8 @@ pub struct PlanDoc {
     pub max_total_ms: f64,
     /// When a phase's latency stopped rising ([`crate::SETTLE_RULE`]).
     pub settle: SettleDoc,
+    /// [`PAGE_DELAY_BOUND_MS`].
+    pub page_delay_bound_ms: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub household: Option<HouseholdDoc>,
 }

@@ -606,6 +606,15 @@ pub struct Summary {
     /// trip of the phase, ms (the level the queue rose to under this load).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_p50_ms: Option<f64>,
+    /// A browser test: the most the page's probe thread ran late during the
+    /// phase, ms (its 5 ms timer; absent: never more than 1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_lag_max_ms: Option<f64>,
+    /// A browser test: probes whose answer the page itself may have held
+    /// beyond 5 ms (`metrics::page`), left out of `latency` and every figure
+    /// from it.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub page_delayed_probes: u32,
     /// UDP probes to the witness host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub witness_latency: Option<LatencyStats>,
@@ -643,6 +652,10 @@ pub struct Summary {
     /// Per DSCP class (`--dscp`), in the order the classes were given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassSummary>,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// One direction's UDP load flows during one phase.

@@ -174,6 +174,16 @@
   // records and runs the ramp from the byte counts the worker reports.
   let loader = null;
   let probeWorker = null;
+  let rtcOpened = null;
+  // the main thread's own lateness: a 5 ms tick, [due, late by] when over 1 ms
+  const mainLags = [];
+  let mainDue = 0;
+  (function tick() {
+    const t = now();
+    if (mainDue && t - mainDue > 1 && mainLags.length < 100000) mainLags.push([mainDue, t - mainDue]);
+    mainDue = t + 5;
+    setTimeout(tick, 5);
+  })();
   const known = new Map();
   let stopped = null;
   function startLoader() {
@@ -326,6 +336,33 @@
     return { pc, dc };
   }
 
+  // The probe channel runs in the probe worker where the browser lets the
+  // page hand a data channel over (transferable RTCDataChannel), so the
+  // page's own work (its plot, the load's bookkeeping) cannot delay a
+  // probe or its answer; else here, on the page's main thread, and the
+  // result says which ran.
+  async function openRtcInWorker(sid, worker, interval) {
+    if (!window.RTCPeerConnection) throw new Error('this browser offers no WebRTC');
+    const pc = new RTCPeerConnection({ iceServers: [] });
+    const dc = pc.createDataChannel('probe', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+    try {
+      worker.postMessage({ cmd: 'rtc', dc, interval }, [dc]);
+    } catch (e) {
+      pc.close();
+      return null;
+    }
+    const opened = new Promise((resolve, reject) => {
+      rtcOpened = resolve;
+      setTimeout(() => reject(new Error('the probe channel did not open within 5 s (UDP to the server blocked?)')), 5000);
+    });
+    await pc.setLocalDescription(await pc.createOffer());
+    const answer = await api('/api/rtc?s=' + sid + '&c=probe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
+    await pc.setRemoteDescription(answer);
+    await opened;
+    // the worker hands the probes back with its WebSocket ones
+    return { thread: 'worker', stop: async () => { pc.close(); return null; } };
+  }
+
   async function openRtc(sid, interval) {
     const { pc, dc } = await connect(sid, 'probe', 0);
     const probes = [];
@@ -349,6 +386,7 @@
       dc.send('{"p":' + s + '}');
     }, interval);
     return {
+      thread: 'main',
       stop: async () => {
         clearInterval(timer);
         await sleep(1000); // the last answers (UDP: lost ones never come)
@@ -448,21 +486,34 @@
         if (m.k === 'open') resolve();
         else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
         else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); }
+        else if (m.k === 'rtc-open' && rtcOpened) rtcOpened();
+        else if (m.k === 'rtc-rtt') {
+          for (const v of m.v) {
+            live.rtts.push(v);
+            if (!live.over && v[0] > live.shown) { live.shown = v[0]; $('now-rtt').textContent = ms(v[1]); }
+          }
+        }
         else if (m.k === 'server' && !live.over) { showServer(m.flows); live.arrived.push([m.t, m.down, m.up]); liveRates(); }
         else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
-        else if (m.k === 'done' && probesDone) probesDone(m.probes);
+        else if (m.k === 'done' && probesDone) probesDone(m);
       };
     });
     Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [], over: false });
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
     let rtc = null;
     let rtcError = null;
-    const rtcUp = openRtc(sess.id, plan.probe_interval_ms).then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
     await opened;
+    // ?probes=main keeps the channel on this thread (to measure what the worker saves)
+    const inWorker = new URLSearchParams(location.search).get('probes') !== 'main';
+    const rtcUp = (inWorker ? openRtcInWorker(sess.id, worker, plan.probe_interval_ms) : Promise.resolve(null))
+      .then((r) => r || openRtc(sess.id, plan.probe_interval_ms))
+      .then((r) => { rtc = r; }, (e) => { rtcError = String(e.message || e); });
     await rtcUp;
     // the household test's call, connected ahead of its phase
     const call = plan.household ? await openCall(sess.id, plan.household) : null;
-    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true, call_frames: [], segments: [] };
+    mainLags.length = 0;
+    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true, call_frames: [], segments: [],
+      page: { probe_thread: rtc ? rtc.thread : 'worker', lags: [], timer_step_ms: null, isolated: false } };
     Object.assign(live, { t0: rep.start_ms, total: plan.total_ms });
     $('live').hidden = false;
     const timer = setInterval(drawPlot, 250);
@@ -508,8 +559,16 @@
     }
     $('status').textContent = 'Computing the result…';
     const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
-    [rep.rtc_probes, rep.call_frames] = await Promise.all([rtc ? rtc.stop() : [], call ? call.stop() : []]);
-    rep.ws_probes = await wsDone;
+    let mainRtc;
+    [mainRtc, rep.call_frames] = await Promise.all([rtc ? rtc.stop() : [], call ? call.stop() : []]);
+    const done = await wsDone;
+    rep.ws_probes = done.probes;
+    // the UDP probes: from the worker (the channel ran there) or this thread
+    rep.rtc_probes = rtc && rtc.thread === 'worker' ? done.rtc.map((r) => r.slice(0, 3)) : mainRtc || [];
+    // the lateness of the thread that timed the UDP probes (the WebSocket ones: the worker's)
+    rep.page.lags = rtc && rtc.thread === 'main' ? mainLags.slice() : done.lags;
+    rep.page.timer_step_ms = done.step_ms;
+    rep.page.isolated = done.isolated;
     worker.terminate();
     loader.terminate();
     const out = await api('/api/result?s=' + sess.id, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rep) });
@@ -563,6 +622,14 @@
     if (r.idle) row('Idle', r.idle);
     r.scenarios.forEach((p, i) => row(phaseLabel(r, i, plan), p));
     table($('phases'), ['Phase', 'p50', 'p90', 'p99', 'Added', 'Goodput', 'One-way (p50)', 'Lost'], phases);
+    // the browser's own delay, as the result measured it (never read as bufferbloat)
+    const all = (r.idle ? [r.idle] : []).concat(r.scenarios);
+    const lag = Math.max(0, ...all.map((p) => p.summary.page_lag_max_ms || 0));
+    const held = all.reduce((a, p) => a + (p.summary.page_delayed_probes || 0), 0);
+    const rising = r.scenarios.filter((p) => p.summary.still_rising).map((p, i) => phaseLabel(r, r.scenarios.indexOf(p), plan));
+    $('page-delay').textContent = (lag > 0 ? 'Your browser added up to ' + ms(lag) + ' of its own delay (its probe timer ran that late); ' +
+      held + ' probe(s) it may have held ' + (plan ? 'over ' + plan.page_delay_bound_ms + ' ms ' : '') + 'were left out of the figures. ' : '') +
+      (rising.length ? 'Still rising when the phase ended (the queue had not shown its size; its added latency is at least the figure shown): ' + rising.join(', ') + '.' : '');
     const cards = (box, list) => {
       box.replaceChildren();
       for (const u of list || []) {

@@ -1,7 +1,9 @@
 // bloatlab's probe worker: one WebSocket, a probe every interval, each
-// answer timed here (Unix ms from performance.timeOrigin + now()). The page
-// gets the round trips in batches every 100 ms, the server's pushed state
-// as it comes, and every probe when told to stop.
+// answer timed here (Unix ms from performance.timeOrigin + now()), and the
+// WebRTC probe channel when the browser lets the page hand it over. The
+// page gets the round trips in batches every 100 ms, the server's pushed
+// state as it comes, and every probe (and this thread's lateness) when
+// told to stop.
 'use strict';
 const now = () => performance.timeOrigin + performance.now();
 let ws = null;
@@ -45,13 +47,91 @@ function start(m) {
   ws.onerror = () => postMessage({ k: 'error' });
 }
 
+// ---- the UDP probes: the page's WebRTC data channel, transferred here
+// (browsers that allow it: Chromium, Firefox, Safari), so neither its
+// sends nor its answers wait for the page's main thread (its live plot,
+// the load's bookkeeping). Each probe is due on a fixed schedule; how late
+// this thread sent it, and how late its timers ran (a 5 ms tick), are the
+// page's own delay, reported with the probes.
+let dc = null;
+let rtcTimer = null;
+const rtc = []; // [seq, sent, answered|null, due]
+let rtcBatch = [];
+const lags = []; // [tick due, late by] of ticks late by more than 1 ms
+let tickDue = 0;
+
+function startRtc(m) {
+  dc = m.dc;
+  dc.onopen = () => {
+    postMessage({ k: 'rtc-open' });
+    const t0 = now();
+    let k = 0;
+    const next = () => {
+      const due = t0 + k * m.interval;
+      rtcTimer = setTimeout(() => {
+        if (dc.readyState !== 'open') return;
+        const s = k++;
+        const t = now();
+        rtc.push([s, t, null, due]);
+        dc.send('{"p":' + s + '}');
+        next();
+      }, Math.max(0, due - now()));
+    };
+    next();
+  };
+  dc.onmessage = (ev) => {
+    const t4 = now();
+    let d;
+    try { d = JSON.parse(ev.data); } catch (e) { return; }
+    const r = rtc[d.p];
+    if (r && r[0] === d.p && r[2] === null) {
+      r[2] = t4;
+      rtcBatch.push([r[1], t4 - r[1]]);
+    }
+  };
+  dc.onclose = () => clearTimeout(rtcTimer);
+}
+
+function tick() {
+  const t = now();
+  if (tickDue && t - tickDue > 1 && lags.length < 100000) lags.push([tickDue, t - tickDue]);
+  tickDue = t + 5;
+  setTimeout(tick, 5);
+}
+tick();
+
+function stopRtc() {
+  clearTimeout(rtcTimer);
+  return new Promise((resolve) => {
+    // the last answers (UDP: lost ones never come)
+    setTimeout(() => {
+      if (dc) dc.close();
+      resolve(rtc);
+    }, 1000);
+  });
+}
+
+// the clock's step as measured here (browsers coarsen performance.now():
+// 5 us when cross-origin isolated, 100 us or more otherwise)
+function timerStep() {
+  let step = Infinity;
+  const until = performance.now() + 3;
+  let last = performance.now();
+  while (performance.now() < until) {
+    const t = performance.now();
+    if (t > last) { step = Math.min(step, t - last); last = t; }
+  }
+  return isFinite(step) ? step : null;
+}
+
 function stop() {
   clearInterval(timer);
+  const rtcDone = dc ? stopRtc() : Promise.resolve([]);
   // give the last answers a moment (1 s at most) to arrive
   const until = now() + 1000;
   const wait = () => {
     if (now() < until && probes.some((p) => p[2] === null)) { setTimeout(wait, 20); return; }
-    postMessage({ k: 'done', probes });
+    rtcDone.then((r) => postMessage({ k: 'done', probes, rtc: r, lags, step_ms: timerStep(), isolated: self.crossOriginIsolated === true }));
     if (ws) ws.close(1000);
   };
   wait();
@@ -59,11 +139,13 @@ function stop() {
 
 setInterval(() => {
   if (batch.length) { postMessage({ k: 'rtt', v: batch }); batch = []; }
+  if (rtcBatch.length) { postMessage({ k: 'rtc-rtt', v: rtcBatch }); rtcBatch = []; }
 }, 100);
 
 onmessage = (e) => {
   if (e.data.cmd === 'start') start(e.data);
   else if (e.data.cmd === 'stop') stop();
+  else if (e.data.cmd === 'rtc') startRtc(e.data);
   // the page ended loaded phase i before its cap: the server resets its uploads
   else if (e.data.cmd === 'cut' && ws && ws.readyState === WebSocket.OPEN) ws.send('{"cut":' + e.data.phase + '}');
 };

@@ -43,6 +43,26 @@ pub struct PageReport {
     /// The household test's stream segments.
     #[serde(default)]
     pub segments: Vec<PageSegment>,
+    /// The page's own timing (absent from pages before it was measured).
+    #[serde(default)]
+    pub page: Option<PageTiming>,
+}
+
+/// How the page timed its probes, and how late its probe thread ran.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageTiming {
+    /// The thread that sent the UDP probes and timed their answers:
+    /// "worker" (the data channel handed to the probe worker) or "main"
+    /// (a browser that cannot hand it over).
+    pub probe_thread: String,
+    /// `[due, late by]` (ms) of each tick of that thread's 5 ms timer that
+    /// ran more than 1 ms late.
+    pub lags: Vec<(f64, f64)>,
+    /// The smallest step of `performance.now()` the page measured, ms.
+    pub timer_step_ms: Option<f64>,
+    /// The page was cross-origin isolated (finer timers).
+    pub isolated: bool,
 }
 
 /// One stream segment the page fetched (household test).
@@ -159,6 +179,22 @@ impl PageReport {
         if self.rtc_error.as_ref().is_some_and(|e| e.len() > 500) {
             return Err("rtc_error is too long".into());
         }
+        if let Some(p) = &self.page {
+            if p.probe_thread != "worker" && p.probe_thread != "main" {
+                return Err("page.probe_thread is `worker` or `main`".into());
+            }
+            // one tick each 5 ms at most, over the test and the time before it
+            let most = (plan.max_total().as_secs_f64() * 1e3 + 120_000.0) / 5.0;
+            if p.lags.len() as f64 > most {
+                return Err(format!("{} late ticks; a 5 ms timer has at most {most:.0}", p.lags.len()));
+            }
+            if p.lags.iter().any(|(d, l)| !d.is_finite() || !l.is_finite() || *l < 0.0 || *l > 3.6e6) {
+                return Err("page.lags holds a time that is not one".into());
+            }
+            if p.timer_step_ms.is_some_and(|s| !s.is_finite() || s <= 0.0 || s > 1000.0) {
+                return Err("page.timer_step_ms is not a clock step".into());
+            }
+        }
         Ok(())
     }
 }
@@ -260,8 +296,15 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
             server_flows,
         });
     }
-    let rtc = exchanges(&rep.rtc_probes, &s.rtc_stamps());
-    let ws = exchanges(&rep.ws_probes, &s.ws_stamps());
+    // The probes the page itself may have held beyond the bound (its probe
+    // thread ran late just before it handled their answer) are left out of
+    // the latency figures and counted per phase: never read as bufferbloat.
+    let stalls: &[(f64, f64)] = rep.page.as_ref().map(|p| p.lags.as_slice()).unwrap_or(&[]);
+    let held = |list: &[(u32, f64, Option<f64>)]| bloatlab_metrics::page::delayed(&list.iter().map(|&(_, t1, t4)| (t1, t4)).collect::<Vec<_>>(), stalls);
+    let kept = |list: &[(u32, f64, Option<f64>)], marks: &[bool]| list.iter().zip(marks).filter(|(_, m)| !**m).map(|(p, _)| *p).collect::<Vec<_>>();
+    let (rtc_held, ws_held) = (held(&rep.rtc_probes), held(&rep.ws_probes));
+    let rtc = exchanges(&kept(&rep.rtc_probes, &rtc_held), &s.rtc_stamps());
+    let ws = exchanges(&kept(&rep.ws_probes, &ws_held), &s.ws_stamps());
     // The UDP (WebRTC) probes are the result's probes, as `bloatlab test`'s
     // UDP probes; the WebSocket probes its TCP request/response exchanges
     // (loss recovery included). Without WebRTC the WebSocket probes stand
@@ -273,12 +316,28 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
     } else {
         (ws, vec![])
     };
+    let (graded_list, graded_held) = if have_rtc { (&rep.rtc_probes, &rtc_held) } else { (&rep.ws_probes, &ws_held) };
+    let clock = match &rep.page {
+        Some(p) => format!(
+            "the browser's performance.now() at send and answer ({}, the page {}cross-origin isolated), the server's clock at arrival and answer; probes whose answer the page's probe thread may have held more than {} ms (it ran late just before handling it: metrics::page) are left out of the latency figures and counted per phase (page_delayed_probes: {} of {})",
+            p.timer_step_ms.map(|s| format!("steps of {} us as measured", bloatlab_model::fmt::trim_num(s * 1e3))).unwrap_or_else(|| "its step not measured".into()),
+            if p.isolated { "" } else { "not " },
+            bloatlab_metrics::page::PAGE_DELAY_BOUND_MS,
+            graded_held.iter().filter(|m| **m).count(),
+            graded_list.len()
+        ),
+        None => "the browser's performance.now() at send and answer (its step and the page's own delay not measured by this page), the server's clock at arrival and answer".into(),
+    };
+    let thread = match rep.page.as_ref().map(|p| p.probe_thread.as_str()) {
+        Some("main") => "the page's main thread (this browser cannot hand a data channel to a worker)",
+        Some(_) => "the probe worker (the data channel handed over by the page)",
+        None => "the page",
+    };
     let probe_timestamps = if have_rtc {
-        "probes: a WebRTC data channel (UDP, unordered, never retransmitted) from the page; request/response: WebSocket          messages on their own TCP connection from a Web Worker; the browser's performance.now() (5 us steps, the page          being cross-origin isolated) at send and answer, the server's clock at arrival and answer"
-            .to_string()
+        format!("probes: a WebRTC data channel (UDP, unordered, never retransmitted), sent and answered on {thread}; request/response: WebSocket messages on their own TCP connection from a Web Worker; {clock}")
     } else {
         format!(
-            "probes: WebSocket messages on their own TCP connection from a Web Worker (no WebRTC: {}), so a lost packet              shows as a round trip stretched by TCP's loss recovery, not as a lost probe; the browser's performance.now()              at send and answer, the server's clock at arrival and answer",
+            "probes: WebSocket messages on their own TCP connection from a Web Worker (no WebRTC: {}), so a lost packet shows as a round trip stretched by TCP's loss recovery, not as a lost probe; {clock}",
             rep.rtc_error.as_deref().unwrap_or("the channel did not open")
         )
     };
@@ -304,6 +363,13 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
     let ex = Exchanges { server: &probes, witness: &[], classes: &[], rr: &rr };
     let mut r = build_result(&mi, &raw, &ex, rep.complete, rep.incomplete_reason.clone().filter(|_| !rep.complete));
     r.household = household(s, rep, &r);
+    // the page's own delay per phase: how late its probe thread ran, probes left out
+    let mut phases = r.idle.iter_mut().chain(r.scenarios.iter_mut());
+    for ph in &rep.phases {
+        let Some(p) = phases.next() else { break };
+        p.summary.page_lag_max_ms = bloatlab_metrics::page::max_lag_ms(stalls, ph.start_ms, ph.end_ms);
+        p.summary.page_delayed_probes = graded_list.iter().zip(graded_held.iter()).filter(|((_, t1, _), m)| **m && *t1 >= ph.start_ms && *t1 < ph.end_ms).count() as u32;
+    }
     r.client = ClientKind::Browser;
     r.metadata.client = HostInfo::default();
     r.metadata.server_address = s.host.clone();

@@ -294,6 +294,8 @@ pub fn build(spec: &Spec) -> TestResult {
             still_rising: false,
             settled_after_s: None,
             settled_p50_ms: None,
+            page_lag_max_ms: None,
+            page_delayed_probes: 0,
         };
         phases.push(ph);
         t = end + 100 * ms;
