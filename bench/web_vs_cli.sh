@@ -12,6 +12,7 @@
 #   sudo LINKS=aqm BROWSERS=chromium bench/web_vs_cli.sh   # the smoke run (about a minute)
 #   PROBES=main ...  keeps the page's UDP probe channel on its main thread
 #                    (what the probe worker saves, measured)
+#   KEEP=DIR ...     keeps every result JSON in DIR (LINK-CLIENT.json)
 #
 # Links: deep (10 Mbit/s, 1000-packet FIFO: 1.2 s when full), asym (20 down
 # / 5 up Mbit/s, 500-packet FIFOs: 0.3 s / 1.2 s), aqm (the emulator's
@@ -93,4 +94,5 @@ for link in $LINKS; do
   row "$link" cli "$W/$link-cli.json"
   for b in $BROWSERS; do row "$link" "$b" "$W/$link-$b.json" "$W/$link-cli.json"; done
   "$BL" lab cleanup --id "$id" >/dev/null 2>&1 || true
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$W/$link"-*.json "$KEEP/"; fi
 done

@@ -151,6 +151,9 @@ fn check_result(v: &serde_json::Value, requests: &[String], base: &str) {
     let r: bloatlab_results::TestResult = serde_json::from_value(v.clone()).expect("the CLI's result schema");
     assert_eq!(r.client, bloatlab_results::ClientKind::Browser);
     assert!(r.metadata.probe_timestamps.starts_with("probes: a WebRTC data channel"), "{}", r.metadata.probe_timestamps);
+    // the channel ran in the probe worker; the clock's step was measured, the isolation told as it is
+    assert!(r.metadata.probe_timestamps.contains("sent and answered on the probe worker"), "{}", r.metadata.probe_timestamps);
+    assert!(r.metadata.probe_timestamps.contains("us as measured"), "{}", r.metadata.probe_timestamps);
     assert!(r.metadata.user_agent.as_deref().is_some_and(|u| u.contains("Chrome")));
     let idle = r.idle.as_ref().expect("an idle phase");
     assert!(idle.summary.latency.received >= 80, "{:?}", idle.summary.latency);

@@ -292,7 +292,7 @@ impl Connections {
         }
         let addr = conn::resolve(&cfg.server, cfg.port, cfg.family)?;
         // Generous: flow setup and the final probe drain take time beyond the phases.
-        let planned_ms = (cfg.idle + (cfg.phase_length().cap + cfg.pause + Duration::from_secs(2)) * cfg.max_scenarios() as u32
+        let planned_ms = (cfg.idle + (cfg.phase_length().cap + cfg.pause_cap() + Duration::from_secs(2)) * cfg.max_scenarios() as u32
             + RPM_STAGE_MAX * cfg.rpm.len() as u32
             + Duration::from_secs(10))
         .as_millis() as u64;
@@ -507,10 +507,7 @@ fn measure_scenarios(
         };
         let Some(sc) = next else { break };
         if i > 0 {
-            let until = clock::now_ns() + cfg.pause.as_nanos() as u64;
-            while clock::now_ns() < until && !interrupt.load(Ordering::Relaxed) {
-                thread::sleep(Duration::from_millis(20));
-            }
+            pause(cfg, &probes.server, m, interrupt);
         }
         match run_scenario(c.addr, cfg, &mut c.sess, i, &sc, interrupt, &probes.server, nphases, live, &mut m.socket_info) {
             Ok((p, intr)) => {
@@ -528,6 +525,40 @@ fn measure_scenarios(
                 break;
             }
         }
+    }
+}
+
+/// The pause before a scenario: `cfg.pause`, and with phases that run until
+/// latency stopped rising (`--until-settled`, every profile) on until the
+/// queue the last one left has drained back to the idle round trip
+/// (`model::DRAIN_RULE`), at most its cap.
+fn pause(cfg: &TestConfig, probes: &ProbeStream, m: &Measured, interrupt: &AtomicBool) {
+    let start = clock::now_ns();
+    let least = start + cfg.pause.as_nanos() as u64;
+    let rule = bloatlab_model::DRAIN_RULE;
+    let most = start + cfg.pause.max(rule.cap).as_nanos() as u64;
+    let records = probes.records();
+    // the idle baseline's median round trip, when there was one
+    let idle = m.phases.first().filter(|p| p.name == "idle" && cfg.phase_length().adaptive()).and_then(|p| {
+        let ex = records.lock().unwrap();
+        let rtts: Vec<f64> = ex.iter().filter(|e| e.t1 >= p.start_unix_ns && e.t1 < p.end_unix_ns).filter_map(|e| e.rtt_ns()).map(|r| r as f64 / 1e6).collect();
+        bloatlab_metrics::percentile(&rtts, 50.0)
+    });
+    loop {
+        let now = clock::now_ns();
+        if interrupt.load(Ordering::Relaxed) || now >= most {
+            return;
+        }
+        if now >= least {
+            let Some(idle) = idle else { return };
+            let ex = records.lock().unwrap();
+            let from = ex.partition_point(|e| e.t1 < start.saturating_sub(rule.cap.as_nanos() as u64));
+            let samples: Vec<(u64, u64)> = ex[from..].iter().filter_map(|e| e.rtt_ns().map(|r| (e.t4, r))).collect();
+            if bloatlab_metrics::settle::drained(&samples, now, idle, &rule) {
+                return;
+            }
+        }
+        thread::sleep(Duration::from_millis(20));
     }
 }
 

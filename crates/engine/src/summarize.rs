@@ -433,7 +433,11 @@ fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
         cc: mi.cc.clone(),
         scenario_duration_s: cfg.duration.as_secs_f64(),
         until_settled_s: cfg.phase_length().adaptive().then(|| cfg.phase_length().cap.as_secs_f64()),
-        settle_rule: bloatlab_model::SETTLE_RULE.describe(),
+        settle_rule: if cfg.phase_length().adaptive() {
+            format!("{}; {}", bloatlab_model::SETTLE_RULE.describe(), bloatlab_model::DRAIN_RULE.describe())
+        } else {
+            bloatlab_model::SETTLE_RULE.describe()
+        },
         profile: cfg.profile.map(|p| p.name().to_string()),
         idle_duration_s: cfg.idle.as_secs_f64(),
         probe_interval_ms: cfg.probe_interval.as_secs_f64() * 1e3,

@@ -58,6 +58,19 @@ pub fn settle(samples: &[(u64, u64)], elapsed_ns: u64, rule: &SettleRule) -> Set
     Settling { window_p50_ms: levels, settled_after_s, settled, settled_level_ms, still_rising }
 }
 
+/// Whether the queue has drained by `now_ns`: the median of the round
+/// trips answered in the rule's last window is within its tolerance of
+/// `idle_p50_ms` (`samples`: answer arrival ns, round trip ns, in any order
+/// and time base shared with `now_ns`). No answers in the window: not yet.
+pub fn drained(samples: &[(u64, u64)], now_ns: u64, idle_p50_ms: f64, rule: &bloatlab_model::DrainRule) -> bool {
+    let from = now_ns.saturating_sub(rule.window.as_nanos() as u64);
+    let recent: Vec<f64> = samples.iter().filter(|(at, _)| *at >= from && *at <= now_ns).map(|(_, r)| *r as f64 / 1e6).collect();
+    if recent.len() < rule.min_samples {
+        return false;
+    }
+    crate::percentile(&recent, 50.0).is_some_and(|m| m <= idle_p50_ms * (1.0 + rule.tolerance) + rule.floor_ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +82,21 @@ mod tests {
             let t = k as f64 / 100.0;
             ((t * 1e9) as u64, (rtt(t) * 1e6) as u64)
         }).collect()
+    }
+
+    #[test]
+    fn a_queue_has_drained_once_the_last_half_second_is_back_at_the_idle_level() {
+        use bloatlab_model::DRAIN_RULE;
+        // idle 20 ms; a queue of 1 s draining linearly over 1.2 s after t = 0
+        let s = series(3.0, |t| 20.0 + (1000.0 * (1.0 - t / 1.2)).max(0.0));
+        assert!(!drained(&s, 1_000_000_000, 20.0, &DRAIN_RULE));
+        assert!(drained(&s, 1_800_000_000, 20.0, &DRAIN_RULE));
+        // nothing answered lately (every probe lost): not drained
+        assert!(!drained(&s, 9_000_000_000, 20.0, &DRAIN_RULE));
+        // within 10% + 2 ms
+        let s = series(1.0, |_| 23.9);
+        assert!(drained(&s, 1_000_000_000, 20.0, &DRAIN_RULE));
+        assert!(!drained(&series(1.0, |_| 24.1), 1_000_000_000, 20.0, &DRAIN_RULE));
     }
 
     #[test]

@@ -292,6 +292,16 @@ impl TestConfig {
         crate::PhaseLength { min: self.duration, cap: self.until_settled.unwrap_or(self.duration).max(self.duration) }
     }
 
+    /// The longest pause between scenarios: `pause`, or with phases that run
+    /// until latency stopped rising, until the queue drained (`DRAIN_RULE`).
+    pub fn pause_cap(&self) -> Duration {
+        if self.phase_length().adaptive() {
+            self.pause.max(crate::DRAIN_RULE.cap)
+        } else {
+            self.pause
+        }
+    }
+
     /// The most scenarios this test can run.
     pub fn max_scenarios(&self) -> usize {
         self.ramp.map(|r| r.max_steps()).unwrap_or(self.scenarios.len())

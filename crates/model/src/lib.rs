@@ -72,6 +72,6 @@ pub use rate::{Rate, RateSpec};
 pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
-pub use settle::{PhaseLength, SettleRule, SETTLE_RULE};
+pub use settle::{DrainRule, PhaseLength, SettleRule, DRAIN_RULE, SETTLE_RULE};
 pub use monitor::{Budget, BudgetPeriod, Database, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB, MONITOR_OPTIONS};
 pub use web::{HouseholdPlan, Profile, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT, HOUSEHOLD_PHASE};

@@ -44,6 +44,37 @@ impl SettleRule {
     }
 }
 
+/// When the queue a phase left behind has drained, so the next phase
+/// starts from an empty queue: the pause between phases lasts at least its
+/// length and then until the median round trip of the probes answered in
+/// the last `window` is within `tolerance` + `floor_ms` of the idle
+/// baseline's median, at most `cap` (a deep queue takes its full delay to
+/// drain, and a browser's uploads stop only when the server hears of the
+/// phase's end, through that very queue).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DrainRule {
+    pub window: Duration,
+    pub tolerance: f64,
+    pub floor_ms: f64,
+    pub min_samples: usize,
+    pub cap: Duration,
+}
+
+/// The one drain rule.
+pub const DRAIN_RULE: DrainRule = DrainRule { window: Duration::from_millis(500), tolerance: 0.10, floor_ms: 2.0, min_samples: 3, cap: Duration::from_secs(10) };
+
+impl DrainRule {
+    pub fn describe(&self) -> String {
+        format!(
+            "a pause between phases lasts until the median round trip of the probes answered in the last {} ms is within {:.0}% + {} ms of the idle median, at most {} s",
+            self.window.as_millis(),
+            self.tolerance * 100.0,
+            self.floor_ms,
+            self.cap.as_secs()
+        )
+    }
+}
+
 /// How long a loaded phase runs: at least `min`; then, when `cap` is
 /// longer, on until latency stopped rising ([`SETTLE_RULE`]) or `cap`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

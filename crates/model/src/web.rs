@@ -218,10 +218,13 @@ impl WebPlan {
         phases + self.pause * self.phases.len().saturating_sub(1) as u32
     }
 
-    /// The whole test when every phase runs to its cap (what bounds a session).
+    /// The whole test when every phase runs to its cap and every pause
+    /// waits its longest for the queue to drain (what bounds a session).
     pub fn max_total(&self) -> Duration {
         let phases: Duration = self.phases.iter().map(|p| p.cap.max(p.duration)).sum();
-        phases + self.pause * self.phases.len().saturating_sub(1) as u32
+        let adaptive = self.phases.iter().any(|p| p.length().adaptive());
+        let pause = if adaptive { self.pause.max(crate::DRAIN_RULE.cap) } else { self.pause };
+        phases + pause * self.phases.len().saturating_sub(1) as u32
     }
 
     /// The longest loaded phase at its cap (what a server's --max-duration must allow).
@@ -295,6 +298,13 @@ impl WebPlan {
             ramp_growth: self.ramp_growth,
             ramp_until: self.ramp_until,
             total_ms: ms(self.total()),
+            drain: DrainDoc {
+                window_ms: ms(crate::DRAIN_RULE.window),
+                tolerance: crate::DRAIN_RULE.tolerance,
+                floor_ms: crate::DRAIN_RULE.floor_ms,
+                min_samples: crate::DRAIN_RULE.min_samples,
+                cap_ms: ms(self.pause.max(crate::DRAIN_RULE.cap)),
+            },
             max_total_ms: ms(self.max_total()),
             page_delay_bound_ms: PAGE_DELAY_BOUND_MS,
             settle: SettleDoc {
@@ -355,6 +365,8 @@ pub struct PlanDoc {
     pub settle: SettleDoc,
     /// [`PAGE_DELAY_BOUND_MS`].
     pub page_delay_bound_ms: f64,
+    /// When a pause has let the queue drain ([`crate::DRAIN_RULE`]).
+    pub drain: DrainDoc,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub household: Option<HouseholdDoc>,
 }
@@ -368,6 +380,17 @@ pub struct SettleDoc {
     pub tolerance: f64,
     pub floor_ms: f64,
     pub min_samples: usize,
+}
+
+/// [`crate::DrainRule`] as JSON for the page, which waits in each pause
+/// (after `pause_ms`) until the queue has drained, at most `cap_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DrainDoc {
+    pub window_ms: f64,
+    pub tolerance: f64,
+    pub floor_ms: f64,
+    pub min_samples: usize,
+    pub cap_ms: f64,
 }
 
 /// [`HouseholdPlan`] as JSON for the page.
@@ -410,7 +433,8 @@ mod tests {
         assert!(WebPlan::of(Profile::Thorough).total() > p.total());
         // each loaded phase may run on to 15 s while latency still rises
         assert!(p.phases[1..].iter().all(|ph| ph.cap == Duration::from_secs(15) && ph.length().adaptive()));
-        assert_eq!(p.max_total(), Duration::from_secs(2 + 45 + 3));
+        // ...and each pause up to 10 s while the queue drains
+        assert_eq!(p.max_total(), Duration::from_secs(2 + 45 + 30));
         assert_eq!(p.longest_phase(), Duration::from_secs(15));
         assert_eq!("thorough".parse::<Profile>().unwrap(), Profile::Thorough);
     }

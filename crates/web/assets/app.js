@@ -246,6 +246,30 @@
     return isFinite(prior) && Math.max(...recent) <= prior * (1 + r.tolerance) + r.floor_ms;
   }
 
+  // A pause lasts pause_ms and, after a phase that ran until latency stopped
+  // rising, on until the queue it left has drained back to the idle round
+  // trip (plan.drain: model::DRAIN_RULE, as `bloatlab test` waits), at most
+  // drain.cap_ms: this browser's uploads stop only when the server hears of
+  // the phase's end, through that very queue.
+  async function drain(plan, rep) {
+    const t0 = now();
+    await sleep(plan.pause_ms);
+    const adaptive = plan.phases.some((p) => p.cap_ms > p.duration_ms);
+    const idle = rep.phases.find((p) => p.name === 'idle');
+    if (!adaptive || !idle) return;
+    const list = live.rtts.length ? live.rtts : live.tcp;
+    const base = list.filter(([t]) => t >= idle.start_ms && t < idle.end_ms).map(([, r]) => r);
+    if (base.length < plan.drain.min_samples) return;
+    const idleP50 = median(base);
+    const r = plan.drain;
+    while (now() - t0 < r.cap_ms) {
+      const t = now();
+      const recent = (live.rtts.length ? live.rtts : live.tcp).filter(([s, rtt]) => s + rtt >= t - r.window_ms).map(([, rtt]) => rtt);
+      if (recent.length >= r.min_samples && median(recent) <= idleP50 * (1 + r.tolerance) + r.floor_ms) return;
+      await sleep(50);
+    }
+  }
+
   async function loadPhase(plan, sid, ph, idx, rep, start, ready) {
     // at least duration_ms, then on until latency stopped rising, at most cap_ms
     const min = start + ph.duration_ms;
@@ -527,7 +551,7 @@
           $('now-phase').textContent = 'Pause';
           $('status').textContent = 'Pausing so the queue drains…';
           for (const id of ['now-down', 'now-up']) $(id).textContent = '-';
-          await sleep(plan.pause_ms);
+          await drain(plan, rep);
         }
         live.rest = plan.phases.slice(i + 1).reduce((a, p) => a + p.duration_ms + plan.pause_ms, 0);
         if (wsClosed) throw new Error('the probe WebSocket closed: ' + wsClosed);

@@ -12,8 +12,19 @@ let seq = 0;
 const probes = []; // [seq, sent, answered|null]
 let batch = [];
 
+// With the UDP probes on their channel, the WebSocket probes are the
+// request/response exchanges of `bloatlab test` (engine::probe::RrProbe):
+// one at a time, the next at its slot or, when its answer came late, as
+// soon as it comes (a probe every 20 ms regardless would put a small packet
+// and its ACK in the queue they measure 50 times a second more than the
+// CLI does; a packet-limited FIFO then holds less time). Without the
+// channel they are the probes: every interval.
+let owed = false;
+const sequential = () => dc !== null && dc.readyState === 'open';
 function send() {
   if (!ws || ws.readyState !== WebSocket.OPEN) return;
+  if (sequential() && probes.length && probes[probes.length - 1][2] === null) { owed = true; return; }
+  owed = false;
   const s = seq++;
   probes.push([s, now(), null]);
   ws.send('{"p":' + s + '}');
@@ -35,6 +46,7 @@ function start(m) {
       if (r && r[0] === d.p && r[2] === null) {
         r[2] = t4;
         batch.push([r[1], t4 - r[1]]);
+        if (owed) send();
       }
     } else if (d.server) {
       postMessage({ k: 'server', flows: d.server, t: d.t_ns / 1e6, up: d.arrived_up, down: d.arrived_down });
