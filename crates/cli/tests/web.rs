@@ -68,6 +68,31 @@ fn chromium_runs_the_quick_test_on_loopback() {
     check_result(&v, &run.requests, &srv.url);
 }
 
+/// A tab sent to the background mid-test (the browser slows its timers)
+/// ends with "the test was interrupted", never a grade, and posts no result.
+#[test]
+fn a_tab_sent_to_the_background_is_interrupted_not_graded() {
+    let Some(bin) = chromium() else {
+        bloatlab_testkit::cannot_run("browser test", "no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    let srv = server(&[]);
+    let chrome = Chrome::start(&bin, None, "127.0.0.1", 1280, 900).unwrap();
+    // once the live view shows (the test runs), the tab "goes to the background"
+    let expr = "(() => { const l = document.getElementById('live'); \
+        if (!window.__hid && l && !l.hidden) { window.__hid = 1; \
+          Object.defineProperty(document, 'hidden', { value: true, configurable: true }); \
+          document.dispatchEvent(new Event('visibilitychange')); } \
+        return (window.bloatlabError && {error: window.bloatlabError}) || (window.bloatlabResult && {graded: true}); })()";
+    let run = chrome.run(&format!("{}?autostart=1", srv.url), expr, Duration::from_secs(40)).unwrap();
+    let v = run.value.unwrap_or_else(|| panic!("nothing within 40 s; console: {:#?}", run.console));
+    assert!(v.get("graded").is_none(), "a backgrounded test was graded: {v}");
+    let e = v["error"].as_str().unwrap_or_default();
+    assert!(e.starts_with("the test was interrupted: this tab went to the background"), "{e}");
+    assert!(run.elapsed < Duration::from_secs(10), "it took {:?} to stop", run.elapsed);
+    assert!(!run.requests.iter().any(|u| u.contains("/api/result?s=")), "a result was posted: {:?}", run.requests);
+}
+
 /// The household test on loopback: after the capacities, a game, a call, a
 /// stream and a bulk update run at once; each records what it needs for its
 /// verdict, and the page shows the verdicts the server computed.

@@ -395,7 +395,33 @@ fn headline_lines(r: &TestResult) -> String {
         let received = if tcp { format!("; TCP data {}", r.metadata.socket.receive_mode()) } else { "; UDP datagram payload".into() };
         out.push_str(&format!("            Goodput: mean over each scenario's steady part (rule: metadata.trimming_rule){received}\n"));
     }
+    out.push_str(&settling_line(r));
     out
+}
+
+/// How long each loaded phase ran when phases run until latency stopped
+/// rising, and which phases ended still rising (their added latency is a
+/// lower bound), in any run.
+fn settling_line(r: &TestResult) -> String {
+    let rising: Vec<&str> = r.scenarios.iter().filter(|p| p.summary.still_rising).map(|p| p.name.as_str()).collect();
+    let rising = if rising.is_empty() {
+        String::new()
+    } else {
+        format!("; still rising when it ended (the queue had not shown its size; added latency at least as shown): {}", rising.join(", "))
+    };
+    match r.metadata.until_settled_s {
+        Some(cap) => {
+            let ran: Vec<String> = r.scenarios.iter().map(|p| format!("{} {} s", p.name, crate::fmt::sig3((p.end_ns - p.start_ns) as f64 / 1e9))).collect();
+            format!(
+                "             Phases: each at least {} s, then until latency stopped rising, at most {} s (metadata.settle_rule): {}{rising}\n",
+                crate::fmt::sig3(r.metadata.scenario_duration_s),
+                crate::fmt::sig3(cap),
+                ran.join(", ")
+            )
+        }
+        None if !rising.is_empty() => format!("             Phases: {} s each{rising}\n", crate::fmt::sig3(r.metadata.scenario_duration_s)),
+        None => String::new(),
+    }
 }
 
 /// One-way delays and the clock offset they rest on.

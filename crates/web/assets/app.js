@@ -11,7 +11,8 @@
   const SVG = 'http://www.w3.org/2000/svg';
   const LABEL = { idle: 'Idle', download: 'Download', upload: 'Upload', both: 'Both ways', household: 'Household' };
 
-  // ---- formatting (three significant digits, as the CLI prints) ----
+  // ---- the live readings' formatting (three significant digits, as the CLI
+  // prints); every figure of the result comes formatted by the server ----
   function sig3(v, maxDec) {
     if (v === null || v === undefined || !isFinite(v)) return '-';
     if (v === 0) return '0';
@@ -30,7 +31,6 @@
     const [d, u] = a >= 999.5e6 ? [1e9, 'Gbit/s'] : a >= 999.5e3 ? [1e6, 'Mbit/s'] : a >= 999.5 ? [1e3, 'kbit/s'] : [1, 'bit/s'];
     return sig3(bps / d) + ' ' + u;
   }
-  const int3 = (v) => (v === null || v === undefined ? '-' : (Math.abs(v) < 1000 ? v.toFixed(0) : (Math.round(v / Math.pow(10, Math.floor(Math.log10(Math.abs(v))) - 2)) * Math.pow(10, Math.floor(Math.log10(Math.abs(v))) - 2)).toFixed(0)));
 
   function el(tag, attrs, text) {
     const e = document.createElement(tag);
@@ -305,6 +305,7 @@
       while (now() < end) {
         await sleep(Math.min(plan.sample_interval_ms, end - now()));
         const t = now();
+        if (hidden) throw new Error(HIDDEN);
         const err = streams.find((s) => s.f.error);
         if (err) throw new Error(err.f.error);
         const from = start + plan.ramp_from_ms - plan.ramp_step_ms;
@@ -490,7 +491,14 @@
   }
 
   // ---- the test ----
+  // A tab sent to the background has its timers slowed by the browser: its
+  // figures would measure the browser, so the test stops, never graded.
+  let hidden = false;
+  document.addEventListener('visibilitychange', () => { if (document.hidden) hidden = true; });
+  const HIDDEN = 'the test was interrupted: this tab went to the background, where the browser slows its timers, so its figures would measure the browser, not the line. Keep the tab in front and start again.';
+
   async function runTest(mode) {
+    hidden = false;
     $('error').hidden = true;
     window.bloatlabError = undefined;
     window.bloatlabResult = undefined;
@@ -555,6 +563,7 @@
         }
         live.rest = plan.phases.slice(i + 1).reduce((a, p) => a + p.duration_ms + plan.pause_ms, 0);
         if (wsClosed) throw new Error('the probe WebSocket closed: ' + wsClosed);
+        if (hidden) throw new Error(HIDDEN);
         const start = now();
         const p = { name: ph.name, start_ms: start, end_ms: start };
         rep.phases.push(p);
@@ -603,16 +612,6 @@
   }
 
   // ---- the result, as the server built it ----
-  // "Download · 4 streams": the plan's phase word and the streams it held
-  function phaseLabel(r, i, plan) {
-    const names = plan ? plan.phases.filter((p) => p.name !== 'idle').map((p) => p.name) : [];
-    const s = r.scenarios[i];
-    if (s.name === 'household') return LABEL.household + ' · bulk 1↓ 1↑';
-    const word = names[i] ? LABEL[names[i]] : (s.uploads && s.downloads ? LABEL.both : s.uploads ? LABEL.upload : LABEL.download);
-    const n = s.uploads && s.downloads ? s.downloads + '↓ ' + s.uploads + '↑' : String(s.uploads + s.downloads);
-    return word + ' · ' + n + ' streams';
-  }
-
   function show(out, plan) {
     const r = out.result;
     const h = r.headline;
@@ -620,40 +619,16 @@
     $('grade').textContent = g;
     $('grade').className = 'grade grade-' + g.replace('+', 'plus');
     $('verdict').textContent = out.verdict.sentence;
+    // every figure below is the server's, formatted by the CLI's formatter (view)
+    const view = out.view;
     const dl = $('headline');
     dl.replaceChildren();
-    for (const [k, v] of [
-      ['Idle latency', ms(h.idle_latency_ms)],
-      ['Loaded latency', ms(h.loaded_latency_ms)],
-      ['Added latency', ms(h.max_added_latency_ms)],
-      ['Download', rate(h.download_capacity_bps)],
-      ['Upload', rate(h.upload_capacity_bps)],
-      ['RPM', h.rpm === null || h.rpm === undefined ? '-' : int3(h.rpm)],
-    ]) {
+    for (const [k, v] of view.headline) {
       const d = dl.appendChild(el('div'));
       d.append(el('dt', {}, k), el('dd', {}, v));
     }
-    const phases = [];
-    const row = (name, p) => {
-      const s = p.summary;
-      const l = s.latency;
-      const good = [];
-      if (p.downloads) good.push(rate(s.download_bps) + ' ↓');
-      if (p.uploads) good.push(rate(s.upload_bps) + ' ↑');
-      phases.push([name, ms(l.p50_ms), ms(l.p90_ms), ms(l.p99_ms), ms(s.added_latency_ms), good.join(', ') || '-',
-        ms(s.owd_up_p50_ms) + ' ↑ ' + ms(s.owd_down_p50_ms) + ' ↓', l.lost + ' of ' + l.sent]);
-    };
-    if (r.idle) row('Idle', r.idle);
-    r.scenarios.forEach((p, i) => row(phaseLabel(r, i, plan), p));
-    table($('phases'), ['Phase', 'p50', 'p90', 'p99', 'Added', 'Goodput', 'One-way (p50)', 'Lost'], phases);
-    // the browser's own delay, as the result measured it (never read as bufferbloat)
-    const all = (r.idle ? [r.idle] : []).concat(r.scenarios);
-    const lag = Math.max(0, ...all.map((p) => p.summary.page_lag_max_ms || 0));
-    const held = all.reduce((a, p) => a + (p.summary.page_delayed_probes || 0), 0);
-    const rising = r.scenarios.filter((p) => p.summary.still_rising).map((p, i) => phaseLabel(r, r.scenarios.indexOf(p), plan));
-    $('page-delay').textContent = (lag > 0 ? 'Your browser added up to ' + ms(lag) + ' of its own delay (its probe timer ran that late); ' +
-      held + ' probe(s) it may have held ' + (plan ? 'over ' + plan.page_delay_bound_ms + ' ms ' : '') + 'were left out of the figures. ' : '') +
-      (rising.length ? 'Still rising when the phase ended (the queue had not shown its size; its added latency is at least the figure shown): ' + rising.join(', ') + '.' : '');
+    table($('phases'), view.phases.head, view.phases.rows);
+    $('page-delay').textContent = view.notes;
     const cards = (box, list) => {
       box.replaceChildren();
       for (const u of list || []) {
@@ -666,14 +641,7 @@
     cards($('uses'), out.uses);
     cards($('household'), out.household);
     $('household-box').hidden = !(out.household && out.household.length);
-    const srv = [];
-    r.scenarios.forEach((p, i) => {
-      const down = p.flows.filter((f) => f.direction === 'down' && f.tcp_info.length);
-      const last = down.map((f) => f.tcp_info[f.tcp_info.length - 1]);
-      const span = (v) => (v.length ? (Math.min(...v) === Math.max(...v) ? String(Math.min(...v)) : Math.min(...v) + ' to ' + Math.max(...v)) : '-');
-      srv.push([phaseLabel(r, i, plan), span(last.map((x) => x.cwnd)), last.length ? span(last.map((x) => Number(sig3(x.srtt_us / 1000, 3)))) + ' ms' : '-', down.length ? String(p.summary.retransmits) : '-']);
-    });
-    table($('server'), ['Phase', 'cwnd (segments)', 'Smoothed RTT', 'Retransmits'], srv);
+    table($('server'), view.server.head, view.server.rows);
     // the server's text: its nanosecond integers are beyond a JS number's precision
     const blob = new Blob([out.result_json], { type: 'application/json' });
     const dlb = $('download');

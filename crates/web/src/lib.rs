@@ -398,6 +398,115 @@ fn answer_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
         "uses": bloatlab_metrics::uses::uses(r),
         // the household test's profiles, each judged (empty for the others)
         "household": bloatlab_metrics::household::household(r),
+        // every figure the page shows of the result, formatted by the CLI's
+        // formatter (the page formats none of them itself)
+        "view": view_of(r),
+    })
+}
+
+/// A loaded phase as the page names it: "Download · 4 streams", "Both ways
+/// · 3↓ 3↑", "Household · bulk 1↓ 1↑".
+fn phase_label(p: &bloatlab_results::Phase) -> String {
+    if p.name == bloatlab_model::HOUSEHOLD_PHASE {
+        return format!("Household · bulk {}↓ {}↑", p.downloads, p.uploads);
+    }
+    match (p.uploads, p.downloads) {
+        (u, d) if u > 0 && d > 0 => format!("Both ways · {d}↓ {u}↑"),
+        (u, _) if u > 0 => format!("Upload · {u} streams"),
+        (_, d) => format!("Download · {d} streams"),
+    }
+}
+
+/// The result's figures as the page shows them, each through
+/// `model::fmt` (the CLI's formatter): the headline, the phase table, the
+/// server's TCP state per phase and the browser's own delay.
+fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
+    use bloatlab_model::fmt;
+    let ms = |v: Option<f64>| v.map(|v| format!("{} ms", fmt::ms(v))).unwrap_or_else(|| "-".into());
+    let added = |v: Option<f64>| v.map(|v| format!("{} ms", fmt::signed(v))).unwrap_or_else(|| "-".into());
+    let rate = |v: f64| if v > 0.0 { fmt::rate(v) } else { "-".into() };
+    let h = &r.headline;
+    let headline = vec![
+        ("Idle latency", ms(h.idle_latency_ms)),
+        ("Loaded latency", ms(h.loaded_latency_ms)),
+        ("Added latency", added(h.max_added_latency_ms)),
+        ("Download", rate(h.download_capacity_bps)),
+        ("Upload", rate(h.upload_capacity_bps)),
+        ("RPM", h.rpm.map(fmt::int3).unwrap_or_else(|| "-".into())),
+    ];
+    let row = |label: String, p: &bloatlab_results::Phase| {
+        let s = &p.summary;
+        let l = &s.latency;
+        let mut good = vec![];
+        if p.downloads > 0 {
+            good.push(format!("{} ↓", rate(s.download_bps)));
+        }
+        if p.uploads > 0 {
+            good.push(format!("{} ↑", rate(s.upload_bps)));
+        }
+        let rising = if s.still_rising { " (still rising)" } else { "" };
+        let (p50, p90, p99) = if l.received > 0 { (Some(l.p50_ms), Some(l.p90_ms), Some(l.p99_ms)) } else { (None, None, None) };
+        vec![
+            label,
+            ms(p50),
+            ms(p90),
+            ms(p99),
+            format!("{}{rising}", added(s.added_latency_ms)),
+            if good.is_empty() { "-".into() } else { good.join(", ") },
+            format!("{} ↑ {} ↓", ms(s.owd_up_p50_ms), ms(s.owd_down_p50_ms)),
+            format!("{} of {}", l.lost, l.sent),
+        ]
+    };
+    let mut rows = vec![];
+    if let Some(i) = &r.idle {
+        rows.push(row("Idle".into(), i));
+    }
+    for p in &r.scenarios {
+        rows.push(row(phase_label(p), p));
+    }
+    let span = |v: Vec<f64>, f: &dyn Fn(f64) -> String| match (v.iter().cloned().reduce(f64::min), v.iter().cloned().reduce(f64::max)) {
+        (Some(a), Some(b)) if a == b => f(a),
+        (Some(a), Some(b)) => format!("{} to {}", f(a), f(b)),
+        _ => "-".into(),
+    };
+    let server: Vec<Vec<String>> = r
+        .scenarios
+        .iter()
+        .map(|p| {
+            let last: Vec<&bloatlab_results::TcpInfoSample> =
+                p.flows.iter().filter(|f| f.direction == bloatlab_results::Direction::Down).filter_map(|f| f.tcp_info.last()).collect();
+            vec![
+                phase_label(p),
+                span(last.iter().map(|x| x.cwnd as f64).collect(), &|v| format!("{v:.0}")),
+                if last.is_empty() { "-".into() } else { span(last.iter().map(|x| x.srtt_us as f64 / 1e3).collect(), &|v| format!("{} ms", fmt::ms(v))) },
+                if last.is_empty() { "-".into() } else { p.summary.retransmits.to_string() },
+            ]
+        })
+        .collect();
+    // the browser's own delay, as the result measured it (never read as bufferbloat)
+    let all: Vec<&bloatlab_results::Phase> = r.idle.iter().chain(r.scenarios.iter()).collect();
+    let lag = all.iter().filter_map(|p| p.summary.page_lag_max_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    let held: u32 = all.iter().map(|p| p.summary.page_delayed_probes).sum();
+    let rising: Vec<String> = r.scenarios.iter().filter(|p| p.summary.still_rising).map(phase_label).collect();
+    let mut notes = String::new();
+    if let Some(lag) = lag {
+        notes.push_str(&format!(
+            "Your browser added up to {} ms of its own delay (its probe timer ran that late); {held} probe(s) it may have held over {} ms were left out of the figures. ",
+            fmt::ms(lag),
+            fmt::trim_num(bloatlab_metrics::page::PAGE_DELAY_BOUND_MS)
+        ));
+    }
+    if !rising.is_empty() {
+        notes.push_str(&format!(
+            "Still rising when the phase ended (the queue had not shown its size; its added latency is at least the figure shown): {}.",
+            rising.join(", ")
+        ));
+    }
+    json!({
+        "headline": headline,
+        "phases": {"head": ["Phase", "p50", "p90", "p99", "Added", "Goodput", "One-way (p50)", "Lost"], "rows": rows},
+        "server": {"head": ["Phase", "cwnd (segments)", "Smoothed RTT", "Retransmits"], "rows": server},
+        "notes": notes.trim(),
     })
 }
 
@@ -446,5 +555,65 @@ fn kept(web: &Web, id: &str) -> Response<Body> {
             json_response(StatusCode::OK, &answer)
         }
         Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("result {id} cannot be read: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bloatlab_results::{Phase, TestResult};
+
+    fn result() -> TestResult {
+        let mut r: TestResult = serde_json::from_value(json!({
+            "schema": "bloatlab-result", "schema_version": 2, "complete": true,
+            "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
+            "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
+        }))
+        .unwrap();
+        let mut idle = Phase { name: "idle".into(), ..Default::default() };
+        idle.summary.latency.received = 100;
+        idle.summary.latency.sent = 100;
+        idle.summary.latency.p50_ms = 0.5;
+        r.idle = Some(idle);
+        let mut down = Phase { name: "0u4d".into(), downloads: 4, ..Default::default() };
+        down.summary.latency.received = 250;
+        down.summary.latency.sent = 252;
+        down.summary.latency.lost = 2;
+        down.summary.latency.p50_ms = 0.4999;
+        down.summary.added_latency_ms = Some(-0.0001);
+        down.summary.download_bps = 9.412e6;
+        down.summary.still_rising = true;
+        down.summary.page_lag_max_ms = Some(3.62);
+        down.summary.page_delayed_probes = 1;
+        r.scenarios.push(down);
+        r.scenarios.push(Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() });
+        r.headline.max_added_latency_ms = Some(-0.0001);
+        r.headline.download_capacity_bps = 9.412e6;
+        r.headline.rpm = Some(3431726.0);
+        r
+    }
+
+    #[test]
+    fn the_page_shows_figures_the_cli_formatter_made() {
+        let v = view_of(&result());
+        let head: Vec<(String, String)> = serde_json::from_value(v["headline"].clone()).unwrap();
+        let get = |k: &str| head.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap();
+        // the CLI prints 0 where a second formatter printed "-0.000 ms"
+        assert_eq!(get("Added latency"), format!("{} ms", bloatlab_model::fmt::signed(-0.0001)));
+        assert!(!get("Added latency").contains("-0.000"), "{}", get("Added latency"));
+        assert_eq!(get("Download"), "9.41 Mbit/s");
+        assert_eq!(get("Upload"), "-");
+        assert_eq!(get("RPM"), "3430000");
+        let rows: Vec<Vec<String>> = serde_json::from_value(v["phases"]["rows"].clone()).unwrap();
+        assert_eq!(rows[0][0], "Idle");
+        assert_eq!(rows[1][0], "Download · 4 streams");
+        assert!(rows[1][4].ends_with("(still rising)"), "{:?}", rows[1]);
+        assert_eq!(rows[1][7], "2 of 252");
+        assert_eq!(rows[2][0], "Both ways · 3↓ 3↑");
+        // nothing received: no figures, not zeros
+        assert_eq!(rows[2][1], "-");
+        let notes = v["notes"].as_str().unwrap();
+        assert!(notes.contains("up to 3.62 ms of its own delay") && notes.contains("1 probe(s)") && notes.contains("over 5 ms"), "{notes}");
+        assert!(notes.contains("Still rising when the phase ended") && notes.contains("Download · 4 streams"), "{notes}");
     }
 }
