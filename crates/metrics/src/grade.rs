@@ -109,6 +109,35 @@ pub struct Graded {
     pub worst_scenario: Option<String>,
     /// The caps that applied (each may or may not have lowered the grade).
     pub caps: Vec<Cap>,
+    /// Why the result is not graded although latency was measured: a
+    /// browser that could not load the line and probe at once.
+    pub ungraded: Option<String>,
+}
+
+/// A browser test whose page held more than this share of a loaded phase's
+/// probes (`summary.page_delayed_probes`, `crate::page`) measured the
+/// browser, not the line: it is not graded.
+pub const PAGE_OVERLOADED_SHARE: f64 = 0.10;
+
+/// The loaded phase whose probes the page held most, when over the share.
+fn page_overloaded(r: &TestResult) -> Option<String> {
+    let (share, p) = r
+        .scenarios
+        .iter()
+        .filter(|p| p.summary.page_delayed_probes > 0)
+        .map(|p| (p.summary.page_delayed_probes as f64 / (p.summary.page_delayed_probes + p.summary.latency.sent) as f64, p))
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    (share > PAGE_OVERLOADED_SHARE).then(|| {
+        format!(
+            "the browser could not load the line and probe at once: it held {:.0}% of the probes in {} ({} of {}) more than {} ms itself (its probe timer ran up to {} ms late), so the figures would measure the browser, not the line; close other tabs or run bloatlab test from a computer",
+            share * 100.0,
+            p.name,
+            p.summary.page_delayed_probes,
+            p.summary.page_delayed_probes + p.summary.latency.sent,
+            crate::page::PAGE_DELAY_BOUND_MS,
+            p.summary.page_lag_max_ms.map(bloatlab_model::fmt::ms).unwrap_or_else(|| "-".into())
+        )
+    })
 }
 
 /// The loaded scenario with the most added latency.
@@ -156,7 +185,8 @@ fn loss_cap(r: &TestResult) -> Option<Cap> {
 pub fn grade(r: &TestResult) -> Graded {
     let worst = worst_phase(r);
     let added = r.headline.max_added_latency_ms.or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
-    let latency_grade = added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown);
+    let ungraded = page_overloaded(r);
+    let latency_grade = if ungraded.is_some() { Grade::Unknown } else { added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown) };
     let mut grade = latency_grade;
     let mut caps = vec![];
     if grade != Grade::Unknown {
@@ -166,7 +196,7 @@ pub fn grade(r: &TestResult) -> Graded {
             grade = grade.max(c.at_most());
         }
     }
-    Graded { grade, latency_grade, added_latency_ms: added, worst_scenario: worst.map(|p| p.name.clone()), caps }
+    Graded { grade, latency_grade, added_latency_ms: added, worst_scenario: worst.map(|p| p.name.clone()), caps, ungraded }
 }
 
 /// Record the grade in the result's headline (after everything it rests on
@@ -189,6 +219,36 @@ mod tests {
         assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
         // caps order: a worse grade is larger
         assert!(Grade::F > Grade::D && Grade::A > Grade::APlus);
+    }
+
+    #[test]
+    fn a_browser_that_held_its_own_probes_is_not_graded() {
+        let mut r: TestResult = serde_json::from_value(serde_json::json!({
+            "schema": "bloatlab-result", "schema_version": 2, "complete": true,
+            "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
+            "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
+        }))
+        .unwrap();
+        let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
+        p.summary.latency.sent = 225;
+        p.summary.latency.received = 225;
+        p.summary.added_latency_ms = Some(2.0);
+        p.summary.page_delayed_probes = 25;
+        p.summary.page_lag_max_ms = Some(180.0);
+        r.scenarios.push(p);
+        r.headline.max_added_latency_ms = Some(2.0);
+        // 25 of 250 held: 10%, not over it: graded
+        let g = grade(&r);
+        assert_eq!((g.grade, g.ungraded.is_none()), (Grade::APlus, true));
+        // 26 of 251: over 10%: the browser, not the line
+        r.scenarios[0].summary.page_delayed_probes = 26;
+        let g = grade(&r);
+        assert_eq!(g.grade, Grade::Unknown);
+        let why = g.ungraded.unwrap();
+        assert!(why.starts_with("the browser could not load the line and probe at once: it held 10% of the probes in 3u3d (26 of 251)"), "{why}");
+        assert!(why.contains("up to 180 ms late"), "{why}");
+        record(&mut r);
+        assert_eq!(r.headline.grade, None);
     }
 
     #[test]

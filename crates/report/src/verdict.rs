@@ -96,6 +96,10 @@ pub fn verdict(r: &TestResult) -> Verdict {
         }
         s.push_str(": numbers cover only what ran. ");
     }
+    if let Some(why) = &g.ungraded {
+        s.push_str(&format!("Not graded: {why}."));
+        return Verdict { grade, sentence: s, added_latency_ms: None, worst_scenario: None };
+    }
     let Some(added) = added else {
         if r.scenarios.is_empty() {
             s.push_str("No load scenario ran, so there is nothing to grade.");

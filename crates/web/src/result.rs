@@ -370,6 +370,8 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         p.summary.page_lag_max_ms = bloatlab_metrics::page::max_lag_ms(stalls, ph.start_ms, ph.end_ms);
         p.summary.page_delayed_probes = graded_list.iter().zip(graded_held.iter()).filter(|((_, t1, _), m)| **m && *t1 >= ph.start_ms && *t1 < ph.end_ms).count() as u32;
     }
+    // a page that held too many of its own probes is not graded (metrics::grade)
+    bloatlab_metrics::grade::record(&mut r);
     r.client = ClientKind::Browser;
     r.metadata.client = HostInfo::default();
     r.metadata.server_address = s.host.clone();
