@@ -667,7 +667,7 @@ fn run_scenario(
     let len = cfg.phase_length();
     let records = probes.records();
     // Past the phase's minimum, it ends once the probes' round trip stopped rising.
-    let settled = |now: u64| len.adaptive() && now - start >= len.min.as_nanos() as u64 && settled_since(&records.lock().unwrap(), start, now);
+    let settled = |now: u64| len.adaptive() && now.saturating_sub(start) >= len.min.as_nanos() as u64 && settled_since(&records.lock().unwrap(), start, now);
     let (samples, outcomes, end, interrupted) = flows.run(cfg, start, &settled, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
         let elapsed = Duration::from_nanos(now - start);
         live(&Live {
