@@ -175,15 +175,17 @@
   let loader = null;
   let probeWorker = null;
   let rtcOpened = null;
-  // the main thread's own lateness: a 5 ms tick, [due, late by] when over 1 ms
+  // the main thread's own lateness while a test runs: a 5 ms tick, [due,
+  // late by] when over 1 ms (the probes' if their channel runs here)
   const mainLags = [];
   let mainDue = 0;
-  (function tick() {
+  let mainTick = null;
+  function tick() {
     const t = now();
     if (mainDue && t - mainDue > 1 && mainLags.length < 100000) mainLags.push([mainDue, t - mainDue]);
     mainDue = t + 5;
-    setTimeout(tick, 5);
-  })();
+    mainTick = setTimeout(tick, 5);
+  }
   const known = new Map();
   let stopped = null;
   function startLoader() {
@@ -544,6 +546,9 @@
     // the household test's call, connected ahead of its phase
     const call = plan.household ? await openCall(sess.id, plan.household) : null;
     mainLags.length = 0;
+    mainDue = 0;
+    clearTimeout(mainTick);
+    tick();
     const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true, call_frames: [], segments: [],
       page: { probe_thread: rtc ? rtc.thread : 'worker', lags: [], timer_step_ms: null, isolated: false } };
     Object.assign(live, { t0: rep.start_ms, total: plan.total_ms });
@@ -600,6 +605,7 @@
     rep.rtc_probes = rtc && rtc.thread === 'worker' ? done.rtc.map((r) => r.slice(0, 3)) : mainRtc || [];
     // the lateness of the thread that timed the UDP probes (the WebSocket ones: the worker's)
     rep.page.lags = rtc && rtc.thread === 'main' ? mainLags.slice() : done.lags;
+    clearTimeout(mainTick);
     rep.page.timer_step_ms = done.step_ms;
     rep.page.isolated = done.isolated;
     worker.terminate();
