@@ -7,7 +7,7 @@
 //! - goodput within 10% of the CLI's (loaded both ways: the sum; each
 //!   direction within 20%; through fifo:1000, where reno's recovery from the
 //!   slow-start overflow varies run to run, 20%);
-//! - goodput 8.5-10 Mbit/s per loaded direction, added latency at most what
+//! - goodput 8.5-10 Mbit/s per loaded direction (fifo:1000: 7-10), added latency at most what
 //!   the full queue holds (1000 packets: 1211 ms);
 //! - the added latency graded as the CLI grades it; fifo:1000 C..F (its
 //!   latency D or F), fifo:10's latency A or A+ (the grade capped by the
@@ -198,8 +198,11 @@ fn the_browser_test_matches_the_cli_and_physics() {
                 } else {
                     for (n, g, dir) in [(p.downloads, p.summary.download_bps, "download"), (p.uploads, p.summary.upload_bps, "upload")] {
                         if n > 0 {
-                            // (the long FIFO: see compare() on reno's recovery)
-                            let least = if queue == "fifo:1000" { 7.5e6 } else { 8.5e6 };
+                            // (the long FIFO: see compare() on reno's recovery; a
+                            // phase now ends once latency stopped rising, about 1 s
+                            // after the recovery from the overflow, whose dip its
+                            // steady part then holds: the page read 7.41 once in CI)
+                            let least = if queue == "fifo:1000" { 7.0e6 } else { 8.5e6 };
                             assert!(g > least && g < 10.0e6, "{queue} {} {dir}: goodput {g:.0} bit/s through 10 Mbit/s", p.name);
                         }
                     }
