@@ -484,7 +484,9 @@
         }
         g.done_ms = now();
       } catch (e) {
-        if (!ac.signal.aborted) throw e;
+        // cut at the phase's end, or its connection failed through the full
+        // queue (a new connection's request can wait seconds behind it): the
+        // segment did not arrive (done_ms stays null), as a player stalls
       } finally {
         clearTimeout(cut);
       }
