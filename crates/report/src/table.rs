@@ -32,7 +32,11 @@ pub(crate) fn context_line(r: &TestResult) -> String {
             trim_num(m.scenario_duration_s),
             trim_num(((h.end_ns - h.start_ns) as f64 / 1e8).round() / 10.0)
         ),
-        None => format!("{} x {} s", scenario_count(r), trim_num(m.scenario_duration_s)),
+        // phases that run until latency stopped rising: their least and most
+        None => match m.until_settled_s {
+            Some(cap) => format!("{} x {}-{} s (until latency stopped rising)", scenario_count(r), trim_num(m.scenario_duration_s), trim_num(cap)),
+            None => format!("{} x {} s", scenario_count(r), trim_num(m.scenario_duration_s)),
+        },
     };
     let mut s = format!(
         "bloatlab {} {what} to {} at {}; cc {}; {scenarios}, idle {} s; probes every {} ms",
@@ -414,12 +418,12 @@ fn settling_line(r: &TestResult) -> String {
             let ran: Vec<String> = r.scenarios.iter().map(|p| format!("{} {} s", p.name, crate::fmt::sig3((p.end_ns - p.start_ns) as f64 / 1e9))).collect();
             format!(
                 "             Phases: each at least {} s, then until latency stopped rising, at most {} s (metadata.settle_rule): {}{rising}\n",
-                crate::fmt::sig3(r.metadata.scenario_duration_s),
-                crate::fmt::sig3(cap),
+                trim_num(r.metadata.scenario_duration_s),
+                trim_num(cap),
                 ran.join(", ")
             )
         }
-        None if !rising.is_empty() => format!("             Phases: {} s each{rising}\n", crate::fmt::sig3(r.metadata.scenario_duration_s)),
+        None if !rising.is_empty() => format!("             Phases: {} s each{rising}\n", trim_num(r.metadata.scenario_duration_s)),
         None => String::new(),
     }
 }
