@@ -2,6 +2,7 @@
 //! subcommand's flags live in a module here and become the model's typed
 //! configurations (or a library crate's typed request), which the library
 //! crates run.
+#![forbid(unsafe_code)]
 mod cmd;
 mod options;
 

@@ -11,6 +11,7 @@
 //! * [`handle`]: starting and stopping the emulator from the lab ([`start_in_netns`]).
 //!
 //! See docs/emulator.md.
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod link;

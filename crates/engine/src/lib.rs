@@ -4,6 +4,7 @@
 //! server, per flow on the client, and dedicated threads for probes, so probe
 //! timestamps are taken the moment the kernel hands a datagram over. See
 //! `docs/engine.md`.
+#![forbid(unsafe_code)]
 pub mod client;
 pub mod conn;
 pub mod flow;

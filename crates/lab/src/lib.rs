@@ -16,6 +16,7 @@
 //! println!("{:?}", out.result.lab.unwrap().queues.len());
 //! # anyhow::Ok(())
 //! ```
+#![forbid(unsafe_code)]
 mod lab;
 pub mod nlstats;
 pub mod progress;

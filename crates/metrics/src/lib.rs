@@ -22,6 +22,7 @@
 //! Conventions: raw times and durations are integer nanoseconds, summaries are
 //! `f64` in the unit their name says. Non-finite inputs (NaN, ±∞) in `f64`
 //! sample slices are ignored by every function that takes such a slice.
+#![forbid(unsafe_code)]
 
 mod clock;
 mod goodput;

@@ -17,6 +17,7 @@
 //! * [`web`]: the browser test a server serves ([`WebServe`]) and what it runs ([`WebPlan`]).
 //!
 //! Pure: no I/O except reading a trace file a configuration names.
+#![forbid(unsafe_code)]
 /// `WORDS`, `name`, `Display` and `FromStr` of an enum spelled by fixed words.
 #[macro_export]
 macro_rules! words {

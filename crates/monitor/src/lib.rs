@@ -18,6 +18,7 @@
 //!   measured (marked incomplete), writes what is pending and returns;
 //! * on start the schedule resumes from the store: a target tested within
 //!   the last `--every` waits for the rest of it.
+#![forbid(unsafe_code)]
 pub mod alert;
 pub mod http;
 pub mod latency;

@@ -10,6 +10,7 @@
 //! * [`rows`], [`tables`], [`plot`] — metrics, seed-style tables, plots.
 //!
 //! User documentation: docs/recipes.md.
+#![forbid(unsafe_code)]
 pub mod pacing;
 pub mod params;
 pub mod plot;

@@ -7,6 +7,7 @@
 //! when a series has more points than a plot can show (see [`series`]).
 //!
 //! User documentation: `docs/report.md`.
+#![forbid(unsafe_code)]
 
 pub mod files;
 mod export;

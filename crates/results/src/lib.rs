@@ -10,6 +10,7 @@
 //!   **client's** clock (`t_ns`), unless the field name says otherwise;
 //! * durations / latencies of raw samples are integer nanoseconds (`*_ns`);
 //! * summary numbers are floats in the unit their name says (`*_ms`, `*_bps`, `*_hz`).
+#![forbid(unsafe_code)]
 pub use bloatlab_model::QueueSpec;
 pub mod rpm;
 pub use rpm::{RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};

@@ -11,6 +11,7 @@
 //!
 //! Everything async runs on a small tokio runtime of its own, beside the
 //! blocking threads of the bloatlab protocol.
+#![forbid(unsafe_code)]
 pub mod client;
 pub mod nq;
 pub mod pace;

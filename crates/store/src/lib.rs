@@ -14,6 +14,7 @@
 //! SQLite ([`sqlite::Sqlite`]): one file, WAL (readers never block the
 //! writer), a versioned schema (`PRAGMA user_version`) migrated forward on
 //! open; a database written by a newer bloatlab is refused, not changed.
+#![forbid(unsafe_code)]
 use bloatlab_results::{Direction, TestResult};
 
 pub mod postgres;

@@ -6,6 +6,7 @@
 //! so) in proportion to the CPU that was stolen, skip (saying why) when the
 //! VM is starved, and turn a failure under heavy steal into a printed skip.
 //! On a quiet machine a failure stays a failure.
+#![forbid(unsafe_code)]
 
 use std::time::Duration;
 

@@ -20,6 +20,7 @@
 //! Limits: the server's connection quota (total and per source) for every
 //! connection, its tests quota for every test, --max-duration for every
 //! stream; see [`session`] and docs/web.md.
+#![forbid(unsafe_code)]
 pub mod assets;
 mod http;
 mod load;

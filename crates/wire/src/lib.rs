@@ -8,6 +8,7 @@
 //!   ([`auth`]), zero padding; the reply is exactly as long as the request
 //!   and carries only what the server wrote.
 //! * TCP request/response: [`RR_SIZE`]-byte messages echoed by the server.
+#![forbid(unsafe_code)]
 use bloatlab_results::{Direction, HostInfo, TcpInfoSample};
 use serde::{Deserialize, Serialize};
 
