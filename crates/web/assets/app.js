@@ -602,9 +602,12 @@
     let mainRtc;
     [mainRtc, rep.call_frames] = await Promise.all([rtc ? rtc.stop() : [], call ? call.stop() : []]);
     const done = await wsDone;
-    rep.ws_probes = done.probes;
+    // probes sent while the channels were still connecting belong to no
+    // phase (Firefox took over a second to open WebRTC on loopback)
+    const inTest = (list) => list.filter((p) => p[1] >= rep.start_ms);
+    rep.ws_probes = inTest(done.probes);
     // the UDP probes: from the worker (the channel ran there) or this thread
-    rep.rtc_probes = rtc && rtc.thread === 'worker' ? done.rtc.map((r) => r.slice(0, 3)) : mainRtc || [];
+    rep.rtc_probes = inTest(rtc && rtc.thread === 'worker' ? done.rtc.map((r) => r.slice(0, 3)) : mainRtc || []);
     // the lateness of the thread that timed the UDP probes (the WebSocket ones: the worker's)
     rep.page.lags = rtc && rtc.thread === 'main' ? mainLags.slice() : done.lags;
     clearTimeout(mainTick);
