@@ -3,6 +3,8 @@
 its result JSON (bench/web_vs_cli.sh's helper).
 
     web_page.py chromium|firefox URL OUT.json TIMEOUT_S
+    CPU_THROTTLE=N web_page.py chromium ...   # the page's CPU N times slower
+                                              # (DevTools' CPU throttling: a slow phone)
 
 Chromium through Debian's chromedriver, Firefox (firefox-esr) through
 geckodriver (`cargo install geckodriver`); selenium from PyPI. Prints how
@@ -27,6 +29,12 @@ else:
     d = webdriver.Firefox(options=o, service=webdriver.FirefoxService(executable_path=shutil.which('geckodriver')))
     d.set_window_size(1280, 900)
 try:
+    import os
+    slow = float(os.environ.get('CPU_THROTTLE') or 1)
+    if slow > 1:
+        if browser != 'chromium':
+            print('CPU_THROTTLE needs chromium (DevTools)', file=sys.stderr); sys.exit(1)
+        d.execute_cdp_cmd('Emulation.setCPUThrottlingRate', {'rate': slow})
     d.get(url)
     t0 = time.time()
     while time.time() - t0 < timeout:

@@ -17,7 +17,10 @@
 # Links: deep (10 Mbit/s, 1000-packet FIFO: 1.2 s when full), asym (20 down
 # / 5 up Mbit/s, 500-packet FIFOs: 0.3 s / 1.2 s), aqm (the emulator's
 # FQ-CoDel at 50 Mbit/s with 10 ms of delay each way), fast (100 Mbit/s,
-# 1000-packet FIFO: 121 ms). cubic everywhere.
+# 1000-packet FIFO: 121 ms); deep-bytes and asym-bytes are deep and asym
+# with byte-limited FIFOs of the same time (bfifo), where the packet mix
+# cannot change what the queue holds (run them with LINKS=...). cubic
+# everywhere.
 # Needs root, python3 with selenium (pip), chromium + chromium-driver,
 # firefox-esr + geckodriver (cargo install geckodriver).
 set -euo pipefail
@@ -47,7 +50,9 @@ link_args() {
     asym) echo "--rate-down 20mbit --rate-up 5mbit --queue fifo:500" ;;
     aqm) echo "--rate 50mbit --queue fq_codel --delay 10ms --backend emulator" ;;
     fast) echo "--rate 100mbit --queue fifo:1000" ;;
-    *) echo "unknown link $1 (deep, asym, aqm, fast)" >&2; exit 2 ;;
+    deep-bytes) echo "--rate 10mbit --queue bfifo:1500000" ;;
+    asym-bytes) echo "--rate-down 20mbit --rate-up 5mbit --queue bfifo:750000" ;;
+    *) echo "unknown link $1 (deep, asym, aqm, fast, deep-bytes, asym-bytes)" >&2; exit 2 ;;
   esac
 }
 

@@ -629,3 +629,50 @@ fn dscp_classes_get_their_own_probes_and_rows() {
     let out = run(&["test", &srv.addr(), "--dscp", "CS0,CS1,CS2,CS3,CS4,CS5,CS6,CS7"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("8 distinct DSCP classes; at most 7"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn the_household_profile_runs_a_call_and_a_stream_beside_the_bulk_update_and_judges_each() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("h.json");
+    let out = run(&["test", &srv.addr(), "--profile", "household", "--json", json.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let r = TestResult::read_file(&json).unwrap();
+    let names: Vec<&str> = r.scenarios.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["0u4d", "4u0d", "household"]);
+    assert_eq!(r.metadata.profile.as_deref(), Some("household"));
+    // the game is the probes, at the plan's 50 Hz
+    assert_eq!(r.metadata.probe_interval_ms, 20.0);
+    let p = &r.scenarios[2];
+    let secs = (p.end_ns - p.start_ns) as f64 / 1e9;
+    assert!((secs - 12.0).abs() < 0.5, "household phase {secs} s");
+    // the phase's flows are the bulk update, one stream each way (the
+    // stream's segments are recorded as segments, as the page's are)
+    let dirs: Vec<Direction> = p.flows.iter().map(|f| f.direction).collect();
+    assert_eq!(dirs, [Direction::Up, Direction::Down]);
+    let h = r.household.as_ref().expect("the household record");
+    assert_eq!(h.phase, "household");
+    // 30 frames a second for 12 s, answered on loopback
+    let frames = &h.call.frames;
+    assert!((350..=362).contains(&frames.len()), "{} frames", frames.len());
+    assert!(frames.iter().filter(|f| f.rtt_ns.is_some()).count() >= frames.len() * 98 / 100);
+    assert!(!h.call.lost_way_known);
+    // three 1.5 MB segments, the k-th requested k x 4 s into the phase
+    assert_eq!(h.stream.segments.len(), 3, "{:?}", h.stream.segments);
+    for (k, g) in h.stream.segments.iter().enumerate() {
+        assert_eq!((g.bytes, g.done_ns.is_some()), (1_500_000, true), "segment {k}");
+        let at = (g.t_ns - p.start_ns) as f64 / 1e9;
+        assert!((at - 4.0 * k as f64).abs() < 0.3, "segment {k} requested at {at} s");
+    }
+    // one verdict per application, printed as the page shows them
+    let v = bloatlab_metrics::household::household(&r);
+    let names: Vec<&str> = v.iter().map(|u| u.name.as_str()).collect();
+    assert_eq!(names, ["game", "video call", "stream", "bulk update"]);
+    for u in &v[..3] {
+        assert_eq!(u.verdict, bloatlab_metrics::uses::Verdict::Good, "{}: {}", u.name, u.measured);
+        assert!(text.contains(&u.measured), "{} not printed:\n{text}", u.measured);
+    }
+    assert!(!v[1].measured.contains("on the way back"), "{}", v[1].measured);
+}

@@ -238,7 +238,7 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
     // Opens a download, says go, then never reads the flow nor the control connection.
     let mut ctl = TcpStream::connect(&to).unwrap();
     let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap() else { panic!() };
-    let flows = vec![wire::FlowSpec { id: 0, direction: bloatlab_results::Direction::Down, dscp: 0, udp: None }];
+    let flows = vec![wire::FlowSpec { id: 0, direction: bloatlab_results::Direction::Down, dscp: 0, udp: None, segment_bytes: 0 }];
     ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "0u1d".into(), flows, duration_ms: 1000 }))
         .unwrap();
     assert!(matches!(recv_msg(&mut ctl), Ok(ServerMsg::ScenarioReady)));
@@ -342,4 +342,53 @@ fn an_accepted_test_retries_flows_a_busy_server_refused() {
     assert!(log.contains("\"event\":\"busy\"") && log.contains("per source"), "no flow was refused busy, so nothing was retried: {log}");
     assert!(took > Duration::from_secs(3), "the test finished in {took:?}: the held slots were never in the way");
     drop(held);
+}
+
+#[test]
+fn a_stream_segment_is_a_bounded_tcp_download_or_refused_with_the_reason() {
+    let _serial = serial();
+    let srv = TestServer::start(&[]);
+    let to = srv.addr();
+    let down = bloatlab_results::Direction::Down;
+    let bad = [
+        wire::FlowSpec { id: 0, direction: down, dscp: 0, udp: None, segment_bytes: wire::MAX_SEGMENT_BYTES + 1 },
+        wire::FlowSpec { id: 0, direction: bloatlab_results::Direction::Up, dscp: 0, udp: None, segment_bytes: 1000 },
+        wire::FlowSpec { id: 0, direction: down, dscp: 0, udp: Some(wire::UdpParams { rate_bps: 1_000_000, payload: 1000 }), segment_bytes: 1000 },
+    ];
+    for spec in bad {
+        let mut ctl = TcpStream::connect(&to).unwrap();
+        assert!(matches!(hello(&mut ctl, None, &new_test(4_000, 1)).unwrap(), ServerMsg::TestAccepted { .. }));
+        ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "household".into(), flows: vec![spec], duration_ms: 1000 }))
+            .unwrap();
+        match recv_msg(&mut ctl) {
+            Ok(ServerMsg::Error { message }) => assert!(message.contains("a stream segment is a TCP download of 1 to 16777216 bytes"), "{message}"),
+            other => panic!("{spec:?}: {other:?}"),
+        }
+    }
+    // A good one: nothing until asked, then exactly its bytes, then the end.
+    let mut ctl = TcpStream::connect(&to).unwrap();
+    let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap() else { panic!() };
+    let flows = vec![wire::FlowSpec { id: 0, direction: down, dscp: 0, udp: None, segment_bytes: 300_000 }];
+    ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "household".into(), flows, duration_ms: 2000 })).unwrap();
+    assert!(matches!(recv_msg(&mut ctl), Ok(ServerMsg::ScenarioReady)));
+    let mut f = TcpStream::connect(&to).unwrap();
+    assert!(matches!(hello(&mut f, None, &ClientMsg::JoinFlow { token, flow_id: 0, direction: down }), Ok(ServerMsg::FlowAccepted)));
+    ctl.write_all(&wire::encode_frame(&ClientMsg::Go)).unwrap();
+    f.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    assert!(f.read(&mut buf).is_err(), "a segment sent before it was asked for");
+    f.write_all(&[1]).unwrap();
+    f.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut got = 0;
+    while let Ok(n) = f.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got += n;
+        if got >= 300_000 {
+            // nothing beyond it
+            f.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        }
+    }
+    assert_eq!(got, 300_000);
 }

@@ -9,18 +9,26 @@
 //!   largest added latency within 10% or 5 ms of the CLI's;
 //! - deep: 10 Mbit/s, 1000-packet FIFO (1.2 s when full): every loaded
 //!   phase runs until latency stopped rising, in every client; the largest
-//!   added latency within 25% of the CLI's (0.84-1.00 of it over three
-//!   runs: each client's own run-to-run spread through this FIFO is 5-10%,
-//!   and the page's small packets take slots of a packet-limited queue,
-//!   docs/web.md; the 10% the issue asks is not held yet);
-//! - asym: 20 down / 5 up Mbit/s, 500-packet FIFOs: within 35% (the page
-//!   reads 10-30% less through the 5 Mbit/s upload FIFO today, and its
-//!   upload goodput 7-11% less: an open gap, docs/web.md);
-//! - everywhere: the same grade letter, capacities within 5% (asym's upload:
-//!   15%), the probes in the worker, and the page's own delay reported.
+//!   added latency within 10% of the CLI's;
+//! - asym: 20 down / 5 up Mbit/s, 500-packet FIFOs: within 10%;
+//! - everywhere: the same grade letter, capacities within 5%, the probes in
+//!   the worker, and the page's own delay reported.
+//!
+//! (Through deep and asym the page read 10-30% less until the server's
+//! WebRTC stack stopped abandoning its answers at once: sctp-proto 0.9
+//! marked every `maxRetransmits: 0` message abandoned as it was sent, so a
+//! SACK moved FORWARD-TSN past answers still in flight, the browser dropped
+//! them when they came, and the two ends then traded FORWARD-TSN and SACK
+//! 5800 times a second each way, 3 Mbit/s in a 5 Mbit/s upload. docs/web.md.)
+//!
+//! The household test: the page in both browsers and `bloatlab test
+//! --profile household` give each application (game, video call, stream,
+//! bulk update) the same verdict on aqm (all good) and on slow (5 Mbit/s,
+//! 1000-packet FIFO, 2.4 s when full: all but the bulk update poor).
 //! The page runs through WebDriver (bench/web_page.py: selenium, Debian's
 //! chromedriver, geckodriver) inside the lab's client namespace.
 mod lab_util;
+use bloatlab_model::Profile;
 use bloatlab_results::TestResult;
 use lab_util::*;
 use std::process::Command;
@@ -45,8 +53,15 @@ struct Link {
 const LINKS: &[Link] = &[
     Link { name: "aqm", args: &["--rate", "50mbit", "--queue", "fq_codel", "--delay", "10ms", "--backend", "emulator"], added: 0.10, capacity: (0.05, 0.05) },
     Link { name: "fast", args: &["--rate", "100mbit", "--queue", "fifo:1000"], added: 0.10, capacity: (0.05, 0.05) },
-    Link { name: "deep", args: &["--rate", "10mbit", "--queue", "fifo:1000"], added: 0.25, capacity: (0.05, 0.05) },
-    Link { name: "asym", args: &["--rate-down", "20mbit", "--rate-up", "5mbit", "--queue", "fifo:500"], added: 0.35, capacity: (0.05, 0.15) },
+    Link { name: "deep", args: &["--rate", "10mbit", "--queue", "fifo:1000"], added: 0.10, capacity: (0.05, 0.05) },
+    Link { name: "asym", args: &["--rate-down", "20mbit", "--rate-up", "5mbit", "--queue", "fifo:500"], added: 0.10, capacity: (0.05, 0.05) },
+];
+
+/// Links the household test runs on: each application's verdict is the
+/// same in every client there.
+const HOUSEHOLD_LINKS: &[(&str, &[&str])] = &[
+    ("aqm", &["--rate", "50mbit", "--queue", "fq_codel", "--delay", "10ms", "--backend", "emulator"]),
+    ("slow", &["--rate", "5mbit", "--queue", "fifo:1000"]),
 ];
 
 fn server_addr(id: &str) -> String {
@@ -54,9 +69,9 @@ fn server_addr(id: &str) -> String {
     String::from_utf8_lossy(&out.stdout).split_whitespace().nth(3).and_then(|a| a.split('/').next()).expect("the server's address").to_string()
 }
 
-fn page(id: &str, browser: &str, server: &str, out: &std::path::Path) -> TestResult {
-    let url = format!("http://{server}:{}/?autostart=1&mode=quick", bloatlab_model::DEFAULT_WEB_PORT);
-    let timeout = bloatlab_model::WebPlan::of(bloatlab_model::Profile::Quick).max_total().as_secs() + 30;
+fn page(id: &str, browser: &str, server: &str, out: &std::path::Path, profile: bloatlab_model::Profile) -> TestResult {
+    let url = format!("http://{server}:{}/?autostart=1&mode={profile}", bloatlab_model::DEFAULT_WEB_PORT);
+    let timeout = bloatlab_model::WebPlan::of(profile).max_total().as_secs() + 30;
     let o = Command::new("ip")
         .args(["netns", "exec", &format!("blab-{id}-client"), "python3", &page_script(), browser, &url])
         .arg(out)
@@ -68,9 +83,9 @@ fn page(id: &str, browser: &str, server: &str, out: &std::path::Path) -> TestRes
     TestResult::read_file(out).unwrap()
 }
 
-fn cli(id: &str, server: &str, out: &std::path::Path) -> TestResult {
+fn cli(id: &str, server: &str, out: &std::path::Path, profile: bloatlab_model::Profile) -> TestResult {
     let o = Command::new("ip")
-        .args(["netns", "exec", &format!("blab-{id}-client"), EXE, "test", server, "--profile", "quick", "--cc", "cubic", "--quiet", "--json"])
+        .args(["netns", "exec", &format!("blab-{id}-client"), EXE, "test", server, "--profile", profile.name(), "--cc", "cubic", "--quiet", "--json"])
         .arg(out)
         .output()
         .unwrap();
@@ -95,24 +110,61 @@ fn line(link: &str, who: &str, r: &TestResult) -> String {
     )
 }
 
-#[test]
-fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
-    let test = "the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links";
-    if skip(test) {
-        return;
-    }
+/// Whether both browsers and their drivers are here (else the test says
+/// what is missing, and fails in strict mode).
+fn browsers(test: &str) -> bool {
     for (tool, why) in [("chromedriver", "apt-get install chromium chromium-driver"), ("firefox-esr", "apt-get install firefox-esr"), ("python3", "apt-get install python3")] {
         if !have(tool) {
             bloatlab_testkit::cannot_run(test, &format!("`{tool}` is not installed ({why})"));
-            return;
+            return false;
         }
     }
     if !have("geckodriver") && !std::path::Path::new(&format!("{}/.cargo/bin/geckodriver", std::env::var("HOME").unwrap_or_default())).is_file() {
         bloatlab_testkit::cannot_run(test, "geckodriver is not installed (cargo install geckodriver)");
-        return;
+        return false;
     }
     if !Command::new("python3").args(["-c", "import selenium"]).status().is_ok_and(|s| s.success()) {
         bloatlab_testkit::cannot_run(test, "python3 has no selenium (pip install selenium)");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn the_household_page_in_chromium_and_firefox_and_the_cli_judge_each_application_alike() {
+    let test = "the_household_page_in_chromium_and_firefox_and_the_cli_judge_each_application_alike";
+    if skip(test) || !browsers(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in HOUSEHOLD_LINKS {
+        let id = unique_id();
+        let _lab = KeptLab(id.clone());
+        let out = Command::new(EXE).args(["lab", "--no-run", "--quiet", "--id", &id, "--cc", "cubic"]).args(*args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let server = server_addr(&id);
+        let verdicts = |r: &TestResult| -> Vec<(String, bloatlab_metrics::uses::Verdict, String)> {
+            bloatlab_metrics::household::household(r).into_iter().map(|u| (u.name, u.verdict, u.measured)).collect()
+        };
+        let c = verdicts(&cli(&id, &server, &dir.path().join(format!("{name}-cli.json")), Profile::Household));
+        assert_eq!(c.len(), 4, "{name}: the CLI's household verdicts: {c:?}");
+        for (app, v, m) in &c {
+            eprintln!("{name} cli {app}: {v:?} ({m})");
+        }
+        for browser in ["chromium", "firefox"] {
+            let w = verdicts(&page(&id, browser, &server, &dir.path().join(format!("{name}-{browser}.json")), Profile::Household));
+            for ((app, v, m), (capp, cv, cm)) in w.iter().zip(&c) {
+                eprintln!("{name} {browser} {app}: {v:?} ({m})");
+                assert_eq!((app, v), (capp, cv), "{name}: {browser} says {m}; the CLI {cm}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
+    let test = "the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links";
+    if skip(test) || !browsers(test) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -122,10 +174,10 @@ fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
         let out = Command::new(EXE).args(["lab", "--no-run", "--quiet", "--id", &id, "--cc", "cubic"]).args(link.args).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let server = server_addr(&id);
-        let c = cli(&id, &server, &dir.path().join(format!("{}-cli.json", link.name)));
+        let c = cli(&id, &server, &dir.path().join(format!("{}-cli.json", link.name)), Profile::Quick);
         eprintln!("{}", line(link.name, "cli", &c));
         for browser in ["chromium", "firefox"] {
-            let w = page(&id, browser, &server, &dir.path().join(format!("{}-{browser}.json", link.name)));
+            let w = page(&id, browser, &server, &dir.path().join(format!("{}-{browser}.json", link.name)), Profile::Quick);
             eprintln!("{}", line(link.name, browser, &w));
             let what = format!("{} {browser}", link.name);
             assert!(w.metadata.probe_timestamps.contains("probe worker"), "{what}: the probes did not run in the worker: {}", w.metadata.probe_timestamps);

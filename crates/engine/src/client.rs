@@ -2,14 +2,14 @@
 use crate::conn::{self, ConnError};
 use crate::flow::{self, Gate, RecvOutcome, Sampled};
 use crate::probe::{Exchange, ProbeStream, RrProbe, RrRecord};
-use crate::summarize::{self, RawPhase};
+use crate::summarize::{self, RawHousehold, RawPhase, RawSegment};
 use crate::sys;
 use bloatlab_host::clock;
 use bloatlab_results::{Direction, HostInfo, Side, SocketInfo, TestResult};
 use bloatlab_wire::{self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, ServerMsg, MAX_SERVER_FRAME};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -395,11 +395,11 @@ impl Probes {
         let (addr, sess) = (c.addr, &c.sess);
         let iv = cfg.probe_interval.as_nanos() as u64;
         let first_due = clock::now_ns() + 1_000_000;
-        let server = ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
+        let server = ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, 1, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
             .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
         let witness = match &c.witness {
             Some((waddr, ws)) => Some(
-                ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), ws.auth, 0)
+                ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, 1, cfg.probe_size, cfg.secret.clone(), ws.auth, 0)
                     .map_err(|e| format!("cannot start UDP probes to the witness {waddr}: {e}"))?,
             ),
             None => None,
@@ -409,7 +409,7 @@ impl Probes {
         let mut class_streams = vec![];
         for (k, d) in classes.iter().enumerate() {
             let offset = iv * (2 * k as u64 + 1) / (2 * classes.len() as u64) + iv / 32;
-            let s = ProbeStream::start(addr, sess.token, 2 + k as u32, first_due + offset, cfg.probe_interval, cfg.probe_size, cfg.secret.clone(), sess.auth, d.0)
+            let s = ProbeStream::start(addr, sess.token, 2 + k as u32, first_due + offset, cfg.probe_interval, 1, cfg.probe_size, cfg.secret.clone(), sess.auth, d.0)
                 .map_err(|e| format!("cannot start UDP probes marked {d} to {addr}: {e}"))?;
             class_streams.push((d.0, s));
         }
@@ -660,15 +660,26 @@ fn run_scenario(
     if let Some((s, _)) = socks.first() {
         *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0, rx_copy: cfg.rx_copy };
     }
-    let flows = Flows::spawn(addr, cfg, &specs, socks)?;
+    let household = cfg.household.filter(|_| cfg.is_household_phase(index));
+    let flows = Flows::spawn(addr, cfg, &specs, socks, household)?;
     conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
     let start = clock::now_ns();
+    flows.start_ns.store(start, Ordering::SeqCst);
     flows.gate.open();
-    let len = cfg.phase_length();
+    // The household's video call: each frame in parts, answered part by part.
+    let call = match household {
+        Some(h) => Some(
+            ProbeStream::start(addr, sess.token, call_stream(cfg), start + cfg.probe_interval.as_nanos() as u64 / 8, Duration::from_secs(1) / h.call_fps, h.call_parts(), h.call_part_bytes() as usize, cfg.secret.clone(), sess.auth, 0)
+                .map_err(|e| format!("cannot start the household test's call to {addr}: {e}"))?,
+        ),
+        None => None,
+    };
+    let segments = flows.segments.clone();
+    let len = cfg.phase_length_of(index);
     let records = probes.records();
     // Past the phase's minimum, it ends once the probes' round trip stopped rising.
     let settled = |now: u64| len.adaptive() && now.saturating_sub(start) >= len.min.as_nanos() as u64 && settled_since(&records.lock().unwrap(), start, now);
-    let (samples, outcomes, end, interrupted) = flows.run(cfg, start, &settled, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
+    let (samples, outcomes, end, interrupted) = flows.run(len, cfg.sample_interval, start, &settled, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
         let elapsed = Duration::from_nanos(now - start);
         live(&Live {
             phase: sc.name(),
@@ -684,15 +695,24 @@ fn run_scenario(
             down_bytes: tot.down_bytes,
         })
     });
+    // the call's last frames back (a bloated queue can hold seconds)
+    let frames = call.map(|c| c.finish(Duration::from_secs(3)));
     let report = server_report(sess)?;
     let raw = RawPhase {
-        name: sc.name(),
+        name: if household.is_some() { bloatlab_model::HOUSEHOLD_PHASE.into() } else { sc.name() },
         uploads: sc.uploads,
         downloads: sc.downloads,
         start_unix_ns: start,
         end_unix_ns: end,
-        flows: specs.iter().copied().zip(samples).zip(outcomes).map(|((s, smp), o)| (s, smp, o)).collect(),
-        server_flows: report,
+        // the phase's flows are the load (the household's: the bulk update);
+        // the stream's segments are recorded as segments, as the page's are
+        flows: specs.iter().copied().zip(samples).zip(outcomes).filter(|((s, _), _)| s.segment_bytes == 0).map(|((s, smp), o)| (s, smp, o)).collect(),
+        server_flows: report.into_iter().filter(|f| specs.iter().any(|s| s.id == f.id && s.segment_bytes == 0)).collect(),
+        household: household.map(|plan| RawHousehold {
+            plan,
+            frames: summarize::call_frames(&frames.unwrap_or_default(), plan.call_parts() as usize),
+            segments: std::mem::take(&mut *segments.lock().unwrap()),
+        }),
     };
     Ok((raw, interrupted))
 }
@@ -704,17 +724,24 @@ fn announce_scenario(cfg: &TestConfig, sess: &mut Session, index: usize, sc: &Sc
     let mark = |i: u32| bloatlab_model::Dscp::for_flow(&cfg.dscp, i as usize).0;
     let udp = cfg.udp().map(|u| wire::UdpParams { rate_bps: u.rate_bps, payload: u.payload });
     for i in 0..sc.uploads {
-        specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i), udp });
+        specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i), udp, segment_bytes: 0 });
     }
     for i in 0..sc.downloads {
-        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down, dscp: mark(i), udp });
+        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down, dscp: mark(i), udp, segment_bytes: 0 });
+    }
+    // the household's stream: a download connection per segment due in its phase
+    if let Some(h) = cfg.household.filter(|_| cfg.is_household_phase(index)) {
+        let first = sc.uploads + sc.downloads;
+        for k in 0..h.segments_in(cfg.phase_length_of(index).cap) {
+            specs.push(FlowSpec { id: first + k, direction: Direction::Down, dscp: 0, udp: None, segment_bytes: h.stream_segment_bytes });
+        }
     }
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(30)));
     conn::send(&mut sess.ctl, &ClientMsg::StartScenario {
         index: index as u32,
         name: sc.name(),
         flows: specs.clone(),
-        duration_ms: cfg.phase_length().cap.as_millis() as u64,
+        duration_ms: cfg.phase_length_of(index).cap.as_millis() as u64,
     })
     .map_err(|e| format!("the server connection failed: {e}"))?;
     match expect(&mut sess.ctl, "scenario readiness")? {
@@ -747,16 +774,26 @@ struct Flows {
     threads: Vec<thread::JoinHandle<RecvOutcome>>,
     stop: Arc<AtomicBool>,
     gate: Arc<Gate>,
+    /// When the phase began (set before the gate opens): the stream's schedule.
+    start_ns: Arc<AtomicU64>,
+    /// The household's stream segments, as they end.
+    segments: Arc<Mutex<Vec<RawSegment>>>,
 }
 
 impl Flows {
     /// Mark each flow's sockets, open a UDP flow's datagram socket, and
     /// start each flow's thread (bulk priority: data yields to probes).
-    fn spawn(addr: SocketAddr, cfg: &TestConfig, specs: &[FlowSpec], socks: Vec<(TcpStream, Option<u16>)>) -> Result<Flows, String> {
+    fn spawn(addr: SocketAddr, cfg: &TestConfig, specs: &[FlowSpec], socks: Vec<(TcpStream, Option<u16>)>, household: Option<bloatlab_model::HouseholdPlan>) -> Result<Flows, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let gate = Arc::new(Gate::default());
+        let start_ns = Arc::new(AtomicU64::new(0));
+        let segments = Arc::new(Mutex::new(vec![]));
         let mut sampled = vec![];
         let mut threads = vec![];
+        // the segments' turns: the first one's is given
+        let (first_turn, mut turn) = std::sync::mpsc::channel::<()>();
+        let _ = first_turn.send(());
+        let mut k = 0;
         for (spec, (s, udp_port)) in specs.iter().zip(socks) {
             // A UDP flow: its datagrams go between our socket and the server's port for it.
             let usock = match (spec.udp, udp_port) {
@@ -789,6 +826,22 @@ impl Flows {
             let (st, g, copy) = (stop.clone(), gate.clone(), cfg.rx_copy);
             let dir = spec.direction;
             let (id, params) = (spec.id, spec.udp);
+            if let (Some(plan), true) = (household, spec.segment_bytes > 0) {
+                let (next, after) = std::sync::mpsc::channel::<()>();
+                let mine = std::mem::replace(&mut turn, after);
+                let (start, out) = (start_ns.clone(), segments.clone());
+                let n = k;
+                k += 1;
+                threads.push(thread::spawn(move || {
+                    bloatlab_host::sched::make_current_thread_bulk();
+                    if !g.wait(&st, Duration::from_secs(60)) {
+                        return RecvOutcome::default();
+                    }
+                    let bytes = fetch_segment(s, n, plan, mine, next, &start, &counter, &st, &out);
+                    RecvOutcome { bytes, ..Default::default() }
+                }));
+                continue;
+            }
             if let (Some(u), Some(p)) = (usock, params) {
                 threads.push(thread::spawn(move || {
                     bloatlab_host::sched::make_current_thread_bulk();
@@ -830,7 +883,7 @@ impl Flows {
                 }
             }));
         }
-        Ok(Flows { sampled, threads, stop, gate })
+        Ok(Flows { sampled, threads, stop, gate, start_ns, segments })
     }
 
     /// Run the flows for the scenario's duration from `start`, sampling
@@ -842,7 +895,8 @@ impl Flows {
     #[allow(clippy::type_complexity)]
     fn run(
         self,
-        cfg: &TestConfig,
+        len: bloatlab_model::PhaseLength,
+        sample_interval: Duration,
         start: u64,
         settled: &dyn Fn(u64) -> bool,
         interrupt: &AtomicBool,
@@ -850,12 +904,12 @@ impl Flows {
     ) -> (Vec<flow::FlowSamples>, Vec<RecvOutcome>, u64, bool) {
         let sstop = Arc::new(flow::Stop::default());
         let kill_socks: Vec<TcpStream> = self.sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
-        let (ss, iv) = (sstop.clone(), cfg.sample_interval);
+        let (ss, iv) = (sstop.clone(), sample_interval);
         let latest = Arc::new(flow::Latest::default());
         let lt = latest.clone();
         let sampled = self.sampled;
         let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
-        let end = start + cfg.phase_length().cap.as_nanos() as u64;
+        let end = start + len.cap.as_nanos() as u64;
         let mut interrupted = false;
         // The live rates slide over the last second (a quarter second at
         // first): shorter windows read ACKs that a loaded reverse path
@@ -917,6 +971,68 @@ fn settled_since(ex: &[Exchange], start: u64, now: u64) -> bool {
     let from = ex.partition_point(|e| e.t1 < start);
     let samples: Vec<(u64, u64)> = ex[from..].iter().filter_map(|e| e.rtt_ns().map(|r| ((e.t1 + r).saturating_sub(start), r))).collect();
     bloatlab_metrics::settle::settle(&samples, now.saturating_sub(start), &bloatlab_model::SETTLE_RULE).settled
+}
+
+/// The household test's call frames: their own probe stream, the one after
+/// the probes' (0) and the DSCP classes' (2...): the server answers up to 8
+/// per test (`TestConfig::validate` leaves one for the call).
+fn call_stream(cfg: &TestConfig) -> u32 {
+    2 + bloatlab_model::Dscp::distinct(&cfg.dscp).len() as u32
+}
+
+/// The household test's stream: segment `k` (one connection each, connected
+/// ahead) is requested when due, `k` segment play times into the phase, or
+/// when segment `k - 1` arrived (or failed), whichever is later, as a video
+/// player fetches. Its bytes count toward the phase's download as the
+/// page's segments do.
+#[allow(clippy::too_many_arguments)]
+fn fetch_segment(
+    mut s: TcpStream,
+    k: u32,
+    plan: bloatlab_model::HouseholdPlan,
+    turn: std::sync::mpsc::Receiver<()>,
+    next: std::sync::mpsc::Sender<()>,
+    start_ns: &AtomicU64,
+    counter: &AtomicU64,
+    stop: &AtomicBool,
+    out: &Mutex<Vec<RawSegment>>,
+) -> u64 {
+    use std::io::{Read, Write};
+    // the previous segment's end (a closed channel: it ended without a word)
+    loop {
+        match turn.recv_timeout(Duration::from_millis(50)) {
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => return 0,
+            Err(_) => {}
+        }
+    }
+    let due = start_ns.load(Ordering::SeqCst) + k as u64 * plan.stream_segment.as_nanos() as u64;
+    crate::probe::sleep_until(due, stop);
+    if stop.load(Ordering::Relaxed) {
+        return 0;
+    }
+    let mut g = RawSegment { requested: clock::now_ns(), ..Default::default() };
+    let mut buf = vec![0u8; 64 << 10];
+    if s.write_all(&[1]).is_ok() {
+        while g.bytes < plan.stream_segment_bytes && !stop.load(Ordering::Relaxed) {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    g.first_byte.get_or_insert_with(clock::now_ns);
+                    g.bytes += n as u64;
+                    counter.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+        }
+    }
+    if g.bytes >= plan.stream_segment_bytes {
+        g.done = Some(clock::now_ns());
+    }
+    out.lock().unwrap().push(g);
+    let _ = next.send(());
+    g.bytes
 }
 
 /// The live rates' window (progress lines), ns.

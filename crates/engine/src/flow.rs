@@ -162,6 +162,39 @@ pub fn send(mut s: TcpStream, stop: &AtomicBool) -> u64 {
     total
 }
 
+/// A stream segment, served: wait for the client's one-byte request, then
+/// send exactly `n` bytes (counted in `counter` as they go) and no more.
+/// Returns the bytes sent; a stop or a failed connection ends it early.
+pub fn send_segment(mut s: TcpStream, n: u64, counter: &AtomicU64, stop: &AtomicBool) -> u64 {
+    let mut req = [0u8; 1];
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return 0;
+        }
+        match s.read(&mut req) {
+            Ok(1) => break,
+            Ok(_) => return 0,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return 0,
+        }
+    }
+    let buf = source();
+    let mut total = 0u64;
+    while total < n && !stop.load(Ordering::Relaxed) {
+        let take = (n - total).min(buf.len() as u64) as usize;
+        match s.write(&buf[..take]) {
+            Ok(0) => break,
+            Ok(k) => {
+                total += k as u64;
+                counter.fetch_add(k as u64, Ordering::Relaxed);
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    total
+}
+
 /// Stop a flow from another thread: wakes blocked reads and writes.
 pub fn kill(s: &TcpStream) {
     let _ = s.shutdown(Shutdown::Both);

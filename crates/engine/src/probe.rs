@@ -98,7 +98,8 @@ impl ProbeStream {
     /// probe, and on a host whose CPUs the load saturates every wake-up
     /// preempts a flow (docs/design.md).
     /// Every probe is marked with DSCP `dscp` (0: unmarked; the server
-    /// answers in the same class).
+    /// answers in the same class). `burst` probes go at each instant,
+    /// numbered in turn (1: one; a video call's frame is its parts).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         target: SocketAddr,
@@ -106,6 +107,7 @@ impl ProbeStream {
         stream: u32,
         first_due_ns: u64,
         interval: Duration,
+        burst: u32,
         size: usize,
         secret: Option<Secret>,
         verify: bool,
@@ -158,24 +160,29 @@ impl ProbeStream {
                 }
             };
             let start = first_due_ns;
+            let burst = burst.max(1);
             let mut seq: u32 = 0;
+            let mut k: u64 = 0;
             while !ss.load(Ordering::Relaxed) {
-                let due = start + seq as u64 * step;
+                let due = start + k * step;
+                k += 1;
                 sleep_until(due, &ss);
                 collect(&mut rbuf);
                 if ss.load(Ordering::Relaxed) {
                     break;
                 }
-                let t1 = clock::now_ns();
-                let p = Probe { kind: ProbeKind::Request, token, seq, stream, client_send_ns: t1, server_recv_ns: 0, server_send_ns: 0 };
-                p.encode_into(&mut buf).expect("size >= header checked by the caller");
-                if let Some(k) = &secret {
-                    wire::sign_probe(&mut buf, k).expect("size >= 64 checked by the config");
+                for _ in 0..burst {
+                    let t1 = clock::now_ns();
+                    let p = Probe { kind: ProbeKind::Request, token, seq, stream, client_send_ns: t1, server_recv_ns: 0, server_send_ns: 0 };
+                    p.encode_into(&mut buf).expect("size >= header checked by the caller");
+                    if let Some(k) = &secret {
+                        wire::sign_probe(&mut buf, k).expect("size >= 64 checked by the config");
+                    }
+                    m.records.lock().unwrap().push(Exchange { t1, ..Default::default() });
+                    // A send error (e.g. ICMP unreachable reported) counts as a lost probe.
+                    let _ = sock.send(&buf);
+                    seq = seq.wrapping_add(1);
                 }
-                m.records.lock().unwrap().push(Exchange { t1, ..Default::default() });
-                // A send error (e.g. ICMP unreachable reported) counts as a lost probe.
-                let _ = sock.send(&buf);
-                seq = seq.wrapping_add(1);
             }
             // Late replies (a bloated queue can hold seconds): block on the
             // socket until all are in or the drain time is over.

@@ -102,6 +102,8 @@ struct Scenario {
     marks: HashMap<u32, u8>,
     /// UDP flows' rates and datagram sizes.
     udp: HashMap<u32, wire::UdpParams>,
+    /// Stream segments' sizes (the household test's player).
+    segments: HashMap<u32, u64>,
     joined: Mutex<HashMap<u32, Joined>>,
     gate: Gate,
     stop: AtomicBool,
@@ -747,6 +749,13 @@ fn run_control(s: &mut TcpStream, test: &Arc<TestState>, sh: &Shared, probe_only
                     let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: bad UDP rate or datagram size", f.id) });
                     return Err("bad UDP flow".into());
                 }
+                if let Some(f) = flows.iter().find(|f| f.segment_bytes > 0 && (f.udp.is_some() || f.direction != Direction::Down || f.segment_bytes > wire::MAX_SEGMENT_BYTES)) {
+                    let _ = conn::send(s, &ServerMsg::Error {
+                        message: format!("flow {}: a stream segment is a TCP download of 1 to {} bytes", f.id, wire::MAX_SEGMENT_BYTES),
+                    });
+                    return Err("bad stream segment".into());
+                }
+                let segments: HashMap<u32, u64> = flows.iter().filter(|f| f.segment_bytes > 0).map(|f| (f.id, f.segment_bytes)).collect();
                 if let Some(f) = flows.iter().find(|f| f.dscp > 63) {
                     let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: DSCP {} is out of range (0..63)", f.id, f.dscp) });
                     return Err("DSCP out of range".into());
@@ -755,6 +764,7 @@ fn run_control(s: &mut TcpStream, test: &Arc<TestState>, sh: &Shared, probe_only
                     expected,
                     marks,
                     udp,
+                    segments,
                     joined: Mutex::new(HashMap::new()),
                     gate: Gate::default(),
                     stop: AtomicBool::new(false),
@@ -943,7 +953,11 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         }
         Direction::Down => {
             if sc.gate.wait(&sc.stop, sh.cfg.idle_timeout + Duration::from_secs(30)) {
-                test.bytes_down.fetch_add(flow::send(s, &sc.stop), Ordering::Relaxed);
+                let sent = match sc.segments.get(&id) {
+                    Some(&n) => flow::send_segment(s, n, &counter, &sc.stop),
+                    None => flow::send(s, &sc.stop),
+                };
+                test.bytes_down.fetch_add(sent, Ordering::Relaxed);
             }
             let _ = tx.send(RecvOutcome::default());
         }

@@ -22,6 +22,47 @@ pub struct RawPhase {
     pub flows: Vec<(FlowSpec, FlowSamples, RecvOutcome)>,
     /// What the server measured (server-clock Unix ns).
     pub server_flows: Vec<ServerFlowReport>,
+    /// The household test's call and stream, when this was its phase.
+    pub household: Option<RawHousehold>,
+}
+
+/// What the household test's applications recorded in their phase
+/// (`bloatlab test --profile household`; the game is the phase's probes
+/// and the bulk update its flows).
+#[derive(Debug, Clone, Default)]
+pub struct RawHousehold {
+    pub plan: bloatlab_model::HouseholdPlan,
+    /// Each call frame as one exchange: its first part sent, its last part
+    /// back (unanswered when any part was lost).
+    pub frames: Vec<Exchange>,
+    pub segments: Vec<RawSegment>,
+}
+
+/// One stream segment's fetch, client-clock Unix ns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawSegment {
+    pub requested: u64,
+    pub first_byte: Option<u64>,
+    pub done: Option<u64>,
+    pub bytes: u64,
+}
+
+/// A call's part exchanges, `parts` per frame in turn, as one exchange per
+/// frame: the first part's send, the last part's arrival and answer at the
+/// server and back (a frame with any part unanswered is lost).
+pub fn call_frames(parts: &[Exchange], per_frame: usize) -> Vec<Exchange> {
+    parts
+        .chunks(per_frame.max(1))
+        .filter(|c| c.len() == per_frame.max(1))
+        .map(|c| {
+            let t1 = c[0].t1;
+            if c.iter().all(|e| e.answered()) {
+                Exchange { t1, t2: c.iter().map(|e| e.t2).max().unwrap_or(0), t3: c.iter().map(|e| e.t3).max().unwrap_or(0), t4: c.iter().map(|e| e.t4).max().unwrap_or(0) }
+            } else {
+                Exchange { t1, ..Default::default() }
+            }
+        })
+        .collect()
 }
 
 impl RawPhase {
@@ -34,6 +75,7 @@ impl RawPhase {
             end_unix_ns: end,
             flows: vec![],
             server_flows: vec![],
+            household: None,
         }
     }
 }
@@ -296,8 +338,35 @@ pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: boo
         household: None,
         monitor: None,
     };
+    r.household = raw.iter().find_map(|p| p.household.as_ref().map(|h| household(p, h, &r)));
     m::grade::record(&mut r);
     r
+}
+
+/// The household test's record, on the test clock of `r`.
+fn household(p: &RawPhase, h: &RawHousehold, r: &TestResult) -> bloatlab_results::Household {
+    let t0 = r.metadata.start_unix_ns;
+    let since = |a: u64, b: Option<u64>| b.map(|b| b.saturating_sub(a));
+    bloatlab_results::Household {
+        phase: p.name.clone(),
+        game_interval_ms: r.metadata.probe_interval_ms,
+        call: bloatlab_results::CallRecord {
+            frames_per_second: h.plan.call_fps,
+            frame_bytes: h.plan.call_frame_bytes,
+            frames: exchanges_on_clock(&h.frames, p.start_unix_ns, p.end_unix_ns, r),
+            // a lost frame's parts never came back: which way they were lost is not known
+            lost_way_known: false,
+        },
+        stream: bloatlab_results::StreamRecord {
+            segment_ms: h.plan.stream_segment.as_secs_f64() * 1e3,
+            segment_bytes: h.plan.stream_segment_bytes,
+            segments: h
+                .segments
+                .iter()
+                .map(|g| bloatlab_results::Segment { t_ns: rel(g.requested, t0), first_byte_ns: since(g.requested, g.first_byte), done_ns: since(g.requested, g.done), bytes: g.bytes })
+                .collect(),
+        },
+    }
 }
 
 /// The server's clock against the client's, from the answered probes.

@@ -161,7 +161,7 @@ fn open(addr: SocketAddr, cfg: &TestConfig, interval: Duration, grid: u64, span:
     let end = grid + n * iv;
     let planned = Duration::from_nanos(ahead + n * iv + margin);
     let sess = open_session(addr, cfg, 0, planned.as_millis() as u64)?;
-    let stream = ProbeStream::start(addr, sess.token, 0, grid, interval, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
+    let stream = ProbeStream::start(addr, sess.token, 0, grid, interval, 1, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
         .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
     let records = stream.records();
     Ok(Running { sess, stream, records, end })

@@ -215,7 +215,7 @@ fn send(c: &mut Client, i: usize, m: &Msg) {
             name: "fuzz".into(),
             flows: flows
                 .iter()
-                .map(|(id, up)| FlowSpec { id: *id, direction: if *up { Direction::Up } else { Direction::Down }, dscp: 0, udp: None })
+                .map(|(id, up)| FlowSpec { id: *id, direction: if *up { Direction::Up } else { Direction::Down }, dscp: 0, udp: None, segment_bytes: 0 })
                 .collect(),
             duration_ms: *duration_ms,
         },

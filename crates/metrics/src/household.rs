@@ -97,12 +97,12 @@ pub fn household(r: &TestResult) -> Vec<UseVerdict> {
                 "no frames were sent".into()
             } else {
                 format!(
-                    "p90 frame round trip {}, {} of {} frames lost ({}; {} of them on the way back)",
+                    "p90 frame round trip {}, {} of {} frames lost ({}{})",
                     ms(call.p90_ms),
                     call.lost,
                     call.sent,
                     pct(call.loss_pct),
-                    call_back_lost
+                    if h.call.lost_way_known { format!("; {call_back_lost} of them on the way back") } else { String::new() }
                 )
             },
             rule: format!(
@@ -152,7 +152,7 @@ fn stream(h: &bloatlab_results::Household, phase: Option<&Phase>) -> UseVerdict 
                 bloatlab_model::fmt::human_ms(w),
                 bloatlab_model::fmt::trim_num(play_ms / 1e3),
                 s.segments.len(),
-                if unfinished > 0 { format!(", {unfinished} still arriving when the test ended") } else { String::new() }
+                if unfinished > 0 { format!(", {unfinished} not complete when the test ended") } else { String::new() }
             ),
         },
         rule: format!(
@@ -230,6 +230,7 @@ mod tests {
                     .enumerate()
                     .map(|(i, &rtt)| Probe { seq: i as u32, t_ns: 0, rtt_ns: rtt, server_rx_unix_ns: Some(1), owd_up_ns: None, owd_down_ns: None })
                     .collect(),
+                lost_way_known: true,
             },
             stream: StreamRecord {
                 segment_ms: 4000.0,

@@ -93,6 +93,12 @@ pub struct TestConfig {
     /// The named test plan these settings came from (`--profile`), if any.
     #[serde(default)]
     pub profile: Option<crate::web::Profile>,
+    /// The household test's applications (`--profile household`): a video
+    /// call and a stream run beside the last scenario's flows (one each
+    /// way: the bulk update), whose probes are the game, for
+    /// [`crate::web::HOUSEHOLD_LENGTH`]. Derived from `profile`, not stored.
+    #[serde(skip)]
+    pub household: Option<crate::web::HouseholdPlan>,
 }
 
 fn default_udp_size() -> u32 {
@@ -132,6 +138,7 @@ impl Default for TestConfig {
             ramp: None,
             until_settled: None,
             profile: None,
+            household: None,
         }
     }
 }
@@ -221,6 +228,16 @@ impl TestConfig {
             None if self.scenarios.is_empty() => return Err("--scenarios: no scenarios given".into()),
             None => {}
         }
+        if self.household.is_some() {
+            if self.ramp.is_some() {
+                return Err("--profile household runs its own phases: drop --scenarios auto".into());
+            }
+            // the server answers 8 probe streams: the probes, each class's, the call
+            let classes = crate::Dscp::distinct(&self.dscp).len();
+            if classes + 2 > 8 {
+                return Err(format!("--profile household: {classes} distinct DSCP classes leave no probe stream for its call; at most 6"));
+            }
+        }
         if self.duration < Duration::from_millis(200) {
             return Err("--duration must be at least 200ms".into());
         }
@@ -284,12 +301,30 @@ impl TestConfig {
     /// Longest scenario, in flows (a ramp's largest step).
     pub fn max_flows(&self) -> u32 {
         let ramp = self.ramp.map(|r| r.max_flows).unwrap_or(0);
-        self.scenarios.iter().map(Scenario::flows).max().unwrap_or(0).max(ramp)
+        let segments = self.household.map(|h| h.segments_in(crate::web::HOUSEHOLD_LENGTH)).unwrap_or(0);
+        let last = self.scenarios.len().saturating_sub(1);
+        self.scenarios.iter().enumerate().map(|(i, s)| s.flows() + if i == last { segments } else { 0 }).max().unwrap_or(0).max(ramp)
     }
 
     /// How long one scenario may run (`until_settled`, else `duration`).
     pub fn phase_length(&self) -> crate::PhaseLength {
         crate::PhaseLength { min: self.duration, cap: self.until_settled.unwrap_or(self.duration).max(self.duration) }
+    }
+
+    /// Whether scenario `index` is the household test's phase (the last,
+    /// with `household`).
+    pub fn is_household_phase(&self, index: usize) -> bool {
+        self.household.is_some() && self.ramp.is_none() && index + 1 == self.scenarios.len()
+    }
+
+    /// How long scenario `index` may run: the household phase its fixed
+    /// length, the others [`TestConfig::phase_length`].
+    pub fn phase_length_of(&self, index: usize) -> crate::PhaseLength {
+        if self.is_household_phase(index) {
+            crate::PhaseLength { min: crate::web::HOUSEHOLD_LENGTH, cap: crate::web::HOUSEHOLD_LENGTH }
+        } else {
+            self.phase_length()
+        }
     }
 
     /// The longest pause between scenarios: `pause`, or with phases that run

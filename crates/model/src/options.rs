@@ -245,14 +245,16 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         short: None,
         value_name: "PROFILE",
         help: "Run a named test plan, as the browser test does: quick (idle 2s; 0u4d, 4u0d, 3u3d, each at least \
-               5s and on until latency stopped rising, at most 15s) or thorough (idle 4s; each 12s to 30s); \
-               options given with it adjust it [default: none: --scenarios and --duration as given]",
+               5s and on until latency stopped rising, at most 15s), thorough (idle 4s; each 12s to 30s) or \
+               household (0u4d and 4u0d as quick, then 12s of a game, a video call, a stream and a bulk update \
+               at once, each judged); options given with it adjust it [default: none: --scenarios and --duration \
+               as given]",
         arity: Arity::Value,
         shape: Shape::Word,
-        choices: &["quick", "thorough"],
+        choices: crate::web::Profile::WORDS,
         requires: None,
         one_run_each: false,
-        examples: &["quick", "thorough"],
+        examples: crate::web::Profile::WORDS,
         set: |t, s| crate::web::WebPlan::of(s.parse()?).apply_to(t),
         get: |t| t.profile.map(one).unwrap_or_default(),
     },

@@ -106,7 +106,32 @@ impl HouseholdPlan {
     pub fn stream_bps(&self) -> f64 {
         self.stream_segment_bytes as f64 * 8.0 / self.stream_segment.as_secs_f64()
     }
+
+    /// Segments due within a phase of this length (one at each multiple of
+    /// the segment's play time before its end).
+    pub fn segments_in(&self, phase: Duration) -> u32 {
+        let seg = self.stream_segment.as_nanos().max(1);
+        phase.as_nanos().div_ceil(seg) as u32
+    }
+
+    /// `bloatlab test`'s call: each frame as this many UDP datagrams of
+    /// [`HouseholdPlan::call_part_bytes`] (the page's data channel splits a
+    /// frame into SCTP chunks of about this size).
+    pub fn call_parts(&self) -> u32 {
+        self.call_frame_bytes.div_ceil(CALL_PART_BYTES)
+    }
+
+    pub fn call_part_bytes(&self) -> u32 {
+        self.call_frame_bytes.div_ceil(self.call_parts())
+    }
 }
+
+/// The most bytes of a call frame one datagram carries (`bloatlab test`):
+/// below any path's MTU, as WebRTC's SCTP chunks are.
+pub const CALL_PART_BYTES: u32 = 1200;
+
+/// The household phase's length: it holds three stream segments.
+pub const HOUSEHOLD_LENGTH: Duration = Duration::from_secs(12);
 
 /// One phase of a browser test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,7 +215,7 @@ impl WebPlan {
             Profile::Household => {
                 let mut p = loaded(s(5), s(15));
                 p.truncate(3);
-                p.push(WebPhase { name: HOUSEHOLD_PHASE, download: true, upload: true, duration: s(12), cap: s(12) });
+                p.push(WebPhase { name: HOUSEHOLD_PHASE, download: true, upload: true, duration: HOUSEHOLD_LENGTH, cap: HOUSEHOLD_LENGTH });
                 p
             }
         };
@@ -235,14 +260,10 @@ impl WebPlan {
     /// The loaded phases as `bloatlab test` runs them: each phase's first
     /// streams as a scenario (`0u4d`, `4u0d`, `3u3d`; the CLI does not ramp
     /// its flows), the plan's idle, pause and phase lengths. The household
-    /// phase's applications exist only in the browser: refused.
+    /// plan's last scenario is its household phase (`1u1d`, the bulk
+    /// update), beside which the engine runs the call and the stream, with
+    /// probes at the game's interval.
     pub fn apply_to(&self, t: &mut TestConfig) -> Result<(), String> {
-        if self.household.is_some() {
-            return Err(format!(
-                "the {} profile's applications (a game, a video call, a stream) run only in the browser test (http://SERVER:{DEFAULT_WEB_PORT}/?mode=household); use quick or thorough here",
-                self.mode
-            ));
-        }
         let loaded: Vec<&WebPhase> = self.phases.iter().filter(|p| p.download || p.upload).collect();
         t.scenarios = loaded
             .iter()
@@ -251,6 +272,10 @@ impl WebPlan {
                 Scenario::new(if p.upload { n } else { 0 }, if p.download { n } else { 0 })
             })
             .collect();
+        t.household = self.household;
+        if let Some(h) = self.household {
+            t.probe_interval = h.game_interval;
+        }
         t.ramp = None;
         t.idle = self.phases.iter().find(|p| p.name == "idle").map(|p| p.duration).unwrap_or_default();
         let first = loaded.first().ok_or("a profile without a loaded phase")?;
@@ -450,8 +475,32 @@ mod tests {
         let mut t = TestConfig::default();
         WebPlan::of(Profile::Thorough).apply_to(&mut t).unwrap();
         assert_eq!((t.duration, t.until_settled), (Duration::from_secs(12), Some(Duration::from_secs(30))));
-        let e = WebPlan::of(Profile::Household).apply_to(&mut TestConfig::default()).unwrap_err();
-        assert!(e.contains("only in the browser"), "{e}");
+        // the household: capacity phases, then its own, 12 s, the game at 50 Hz
+        let mut t = TestConfig::default();
+        WebPlan::of(Profile::Household).apply_to(&mut t).unwrap();
+        assert_eq!(crate::scenario::list_name(&t.scenarios), "0u4d,4u0d,1u1d");
+        assert_eq!(t.probe_interval, Duration::from_millis(20));
+        assert!(!t.is_household_phase(1) && t.is_household_phase(2));
+        assert_eq!(t.phase_length_of(2), crate::PhaseLength { min: HOUSEHOLD_LENGTH, cap: HOUSEHOLD_LENGTH });
+        assert_eq!(t.phase_length_of(0), t.phase_length());
+        // 1u1d and three segments
+        assert_eq!(t.max_flows(), 5);
+        t.validate().unwrap();
+        // the call takes a probe stream: 6 DSCP classes leave it one, 7 none
+        t.dscp = crate::Dscp::parse_list("CS1,CS2,CS3,CS4,CS5,EF").unwrap();
+        t.validate().unwrap();
+        t.dscp = crate::Dscp::parse_list("CS1,CS2,CS3,CS4,CS5,EF,AF41").unwrap();
+        let e = t.validate().unwrap_err();
+        assert!(e.contains("leave no probe stream for its call; at most 6"), "{e}");
+    }
+
+    #[test]
+    fn the_call_goes_in_datagrams_below_any_mtu_and_the_stream_in_its_segments() {
+        let h = HouseholdPlan::default();
+        assert_eq!((h.call_parts(), h.call_part_bytes()), (6, 1042));
+        assert!(h.call_parts() * h.call_part_bytes() >= h.call_frame_bytes);
+        assert_eq!(h.segments_in(HOUSEHOLD_LENGTH), 3);
+        assert_eq!(h.segments_in(Duration::from_millis(12_001)), 4);
     }
 
     #[test]

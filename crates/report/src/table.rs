@@ -29,7 +29,10 @@ pub(crate) fn context_line(r: &TestResult) -> String {
         Some(h) => format!(
             "{} scenario(s) x {} s + household {} s",
             r.scenarios.len() - 1,
-            trim_num(m.scenario_duration_s),
+            match m.until_settled_s {
+                Some(cap) => format!("{}-{}", trim_num(m.scenario_duration_s), trim_num(cap)),
+                None => trim_num(m.scenario_duration_s),
+            },
             trim_num(((h.end_ns - h.start_ns) as f64 / 1e8).round() / 10.0)
         ),
         // phases that run until latency stopped rising: their least and most
@@ -224,7 +227,7 @@ pub(crate) fn ramp_lines(r: &TestResult) -> Vec<String> {
 
 /// What the household table shows (terminal heading, HTML caption).
 pub(crate) const HOUSEHOLD_TABLE_TITLE: &str =
-    "Household test (the browser's: a game, a video call, a stream and a bulk update at once; each judged by its rule, docs/web.md)";
+    "Household test (a game, a video call, a stream and a bulk update at once; each judged by its rule, docs/web.md)";
 
 /// The household test's verdicts (`metrics::household`), a row per profile
 /// (the first row is the header); None without a household test.

@@ -106,6 +106,15 @@ pub struct CallRecord {
     /// (null: lost; `server_rx_unix_ns` set: lost on the way back),
     /// one-way delays from the result's clock offset.
     pub frames: Vec<Probe>,
+    /// Whether a lost frame tells which way it was lost (the page: the
+    /// server records every frame it got; `bloatlab test`: a frame's parts
+    /// come back only with their stamps, so a lost one is lost either way).
+    #[serde(default = "yes")]
+    pub lost_way_known: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The stream: segments fetched in turn, each when due or when the last one

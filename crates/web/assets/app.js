@@ -386,8 +386,9 @@
     const answer = await api('/api/rtc?s=' + sid + '&c=probe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
     await pc.setRemoteDescription(answer);
     await opened;
-    // the worker hands the probes back with its WebSocket ones
-    return { thread: 'worker', stop: async () => { pc.close(); return null; } };
+    // the worker hands the probes back with its WebSocket ones, once their
+    // last answers are in: the connection closes after that (close())
+    return { thread: 'worker', stop: async () => null, close: () => pc.close() };
   }
 
   async function openRtc(sid, interval) {
@@ -416,7 +417,9 @@
       thread: 'main',
       stop: async () => {
         clearInterval(timer);
-        await sleep(1000); // the last answers (UDP: lost ones never come)
+        // the last answers, as the worker waits for them (UDP: lost ones never come)
+        const until = now() + 3000;
+        while (now() < until && probes.some((p) => p[2] === null && p[1] > until - 6000)) await sleep(20);
         dc.close();
         pc.close();
         return probes;
@@ -452,7 +455,9 @@
       },
       stop: async () => {
         clearInterval(timer);
-        await sleep(1000);
+        // the last frames back, as the probes' last answers are awaited
+        const until = now() + 3000;
+        while (now() < until && frames.some((f) => f[2] === null && f[1] > until - 6000)) await sleep(20);
         dc.close();
         pc.close();
         return frames;
@@ -602,6 +607,7 @@
     let mainRtc;
     [mainRtc, rep.call_frames] = await Promise.all([rtc ? rtc.stop() : [], call ? call.stop() : []]);
     const done = await wsDone;
+    if (rtc && rtc.close) rtc.close();
     // probes sent while the channels were still connecting belong to no
     // phase (Firefox took over a second to open WebRTC on loopback)
     const inTest = (list) => list.filter((p) => p[1] >= rep.start_ms);

@@ -112,14 +112,26 @@ function tick() {
 }
 tick();
 
+// The last answers: as `bloatlab test` does, up to LAST_ANSWERS_MS for
+// them (a bloated queue holds seconds), less once every probe is answered
+// (UDP: a lost one never is).
+const LAST_ANSWERS_MS = 3000;
+function lastAnswers(list) {
+  const until = now() + LAST_ANSWERS_MS;
+  return new Promise((resolve) => {
+    const wait = () => {
+      if (now() < until && list.some((p) => p[2] === null && p[1] > until - 2 * LAST_ANSWERS_MS)) { setTimeout(wait, 20); return; }
+      resolve(list);
+    };
+    wait();
+  });
+}
+
 function stopRtc() {
   clearTimeout(rtcTimer);
-  return new Promise((resolve) => {
-    // the last answers (UDP: lost ones never come)
-    setTimeout(() => {
-      if (dc) dc.close();
-      resolve(rtc);
-    }, 1000);
+  return lastAnswers(rtc).then((r) => {
+    if (dc) dc.close();
+    return r;
   });
 }
 
@@ -139,14 +151,10 @@ function timerStep() {
 function stop() {
   clearInterval(timer);
   const rtcDone = dc ? stopRtc() : Promise.resolve([]);
-  // give the last answers a moment (1 s at most) to arrive
-  const until = now() + 1000;
-  const wait = () => {
-    if (now() < until && probes.some((p) => p[2] === null)) { setTimeout(wait, 20); return; }
-    rtcDone.then((r) => postMessage({ k: 'done', probes, rtc: r, lags, step_ms: timerStep(), isolated: self.crossOriginIsolated === true }));
+  Promise.all([rtcDone, lastAnswers(probes)]).then(([r]) => {
+    postMessage({ k: 'done', probes, rtc: r, lags, step_ms: timerStep(), isolated: self.crossOriginIsolated === true });
     if (ws) ws.close(1000);
-  };
-  wait();
+  });
 }
 
 setInterval(() => {

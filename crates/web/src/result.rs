@@ -227,6 +227,7 @@ fn household(s: &Session, rep: &PageReport, r: &TestResult) -> Option<Household>
             frames_per_second: h.call_fps,
             frame_bytes: h.call_frame_bytes,
             frames: summarize::exchanges_on_clock(&frames, ns(ph.start_ms), ns(ph.end_ms), r),
+            lost_way_known: true,
         },
         stream: StreamRecord {
             segment_ms: h.stream_segment.as_secs_f64() * 1e3,
@@ -266,7 +267,7 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         let mut flows = vec![];
         let mut server_flows = vec![];
         for f in &mine {
-            let spec = FlowSpec { id: f.id, direction: f.direction, dscp: 0, udp: None };
+            let spec = FlowSpec { id: f.id, direction: f.direction, dscp: 0, udp: None, segment_bytes: 0 };
             let samples = FlowSamples {
                 goodput: if f.direction == Direction::Down { f.samples.iter().map(|&(t, b)| (ns(t), b)).collect() } else { vec![] },
                 tcp_info: vec![],
@@ -294,6 +295,8 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
             end_unix_ns: ns(ph.end_ms),
             flows,
             server_flows,
+            // the page's call and stream are recorded below, from its report
+            household: None,
         });
     }
     // The probes the page itself may have held beyond the bound (its probe

@@ -158,6 +158,19 @@ pub struct FlowSpec {
     /// answers `udp_flow_accepted` with its port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpParams>,
+    /// A stream segment (the household test's video player; TCP
+    /// downloads only): the server sends exactly this many bytes once the
+    /// client writes one byte on the connection, then nothing more. 0: an
+    /// endless bulk flow. At most [`MAX_SEGMENT_BYTES`].
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub segment_bytes: u64,
+}
+
+/// The largest stream segment a client may ask for, bytes.
+pub const MAX_SEGMENT_BYTES: u64 = 16 << 20;
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A UDP flow's rate (payload bits per second) and datagram payload.

@@ -29,7 +29,7 @@ fn text() -> impl Strategy<Value = String> {
 
 fn client_msg() -> impl Strategy<Value = ClientMsg> {
     let flow = (any::<u32>(), direction(), any::<u8>(), proptest::option::of((any::<u64>(), any::<u32>())))
-        .prop_map(|(id, direction, dscp, udp)| FlowSpec { id, direction, dscp, udp: udp.map(|(rate_bps, payload)| UdpParams { rate_bps, payload }) });
+        .prop_map(|(id, direction, dscp, udp)| FlowSpec { id, direction, dscp, udp: udp.map(|(rate_bps, payload)| UdpParams { rate_bps, payload }), segment_bytes: 0 });
     prop_oneof![
         text().prop_map(|answer| ClientMsg::Auth { answer }),
         (text(), text(), any::<u64>(), any::<u32>(), any::<u32>(), proptest::collection::vec(text(), 0..4), any::<u32>(), any::<bool>()).prop_map(
