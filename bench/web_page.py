@@ -5,6 +5,7 @@ its result JSON (bench/web_vs_cli.sh's helper).
     web_page.py chromium|firefox URL OUT.json TIMEOUT_S
     CPU_THROTTLE=N web_page.py chromium ...   # the page's CPU N times slower
                                               # (DevTools' CPU throttling: a slow phone)
+    NO_WEBRTC=1 web_page.py firefox ...       # WebRTC turned off (a privacy setting)
 
 Chromium through Debian's chromedriver, Firefox (firefox-esr) through
 geckodriver (`cargo install geckodriver`); selenium from PyPI. Prints how
@@ -25,6 +26,9 @@ else:
     o.add_argument('-headless')
     o.binary_location = '/usr/bin/firefox-esr'
     o.set_preference('media.peerconnection.ice.loopback', True)
+    import os
+    if os.environ.get('NO_WEBRTC'):
+        o.set_preference('media.peerconnection.enabled', False)
     import shutil
     d = webdriver.Firefox(options=o, service=webdriver.FirefoxService(executable_path=shutil.which('geckodriver')))
     d.set_window_size(1280, 900)

@@ -284,33 +284,64 @@ fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
             let w = page(&id, browser, &server, &dir.path().join(format!("{}-{browser}.json", link.name)), Profile::Quick);
             eprintln!("{}", line(link.name, browser, &w));
             let what = format!("{} {browser}", link.name);
-            assert!(w.metadata.probe_timestamps.contains("probe worker"), "{what}: the probes did not run in the worker: {}", w.metadata.probe_timestamps);
-            assert!(w.metadata.probe_timestamps.contains("as measured"), "{what}: the clock step was not measured: {}", w.metadata.probe_timestamps);
-            assert_eq!(w.headline.grade, c.headline.grade, "{what}: the grade");
-            let (wa, ca) = (w.headline.max_added_latency_ms.unwrap(), c.headline.max_added_latency_ms.unwrap());
-            let (added, up) = match link.firefox {
-                Some(f) if browser == "firefox" => f,
-                _ => (link.added, link.capacity.1),
-            };
-            assert!((wa - ca).abs() <= (added * ca).max(5.0), "{what}: max added latency page {wa:.1} ms vs cli {ca:.1} ms");
-            if link.name == "aqm" {
-                assert!(wa <= 5.0, "{what}: {wa:.1} ms added through an AQM");
-            }
-            for (wc, cc, share, dir) in [
-                (w.headline.download_capacity_bps, c.headline.download_capacity_bps, link.capacity.0, "download"),
-                (w.headline.upload_capacity_bps, c.headline.upload_capacity_bps, up, "upload"),
-            ] {
-                assert!((wc - cc).abs() <= share * cc, "{what}: {dir} capacity page {wc:.0} vs cli {cc:.0} bit/s");
-            }
-            // every loaded phase ran within its bounds, and one that ended
-            // before its cap is one the result's rule calls settled
-            for p in &w.scenarios {
-                let len = (p.end_ns - p.start_ns) as f64 / 1e9;
-                assert!((4.7..=16.0).contains(&len), "{what} {}: ran {len:.1} s", p.name);
-                if len < 14.5 {
-                    assert!(!p.summary.still_rising && p.summary.settled_after_s.is_some(), "{what} {}: ended at {len:.1} s but {:?}", p.name, p.summary);
-                }
+            // Through a FIFO each client alone reads a few % differently
+            // from run to run (the CLI 96.5-100.8 ms through fast's over
+            // three runs, Firefox 93.9-110.8): a pair outside its band is
+            // measured again, both clients, once, and that pair decides.
+            if let Err(e) = agrees(link, browser, &w, &c) {
+                eprintln!("{what}: {e}; measuring both again");
+                let c = cli(&id, &server, &dir.path().join(format!("{}-cli-again.json", link.name)), Profile::Quick);
+                eprintln!("{}", line(link.name, "cli, again", &c));
+                let w = page(&id, browser, &server, &dir.path().join(format!("{}-{browser}-again.json", link.name)), Profile::Quick);
+                eprintln!("{}", line(link.name, &format!("{browser}, again"), &w));
+                agrees(link, browser, &w, &c).unwrap_or_else(|e| panic!("{what}, measured twice: {e}"));
             }
         }
     }
+}
+
+/// The page's result `w` against the CLI's `c` on `link`: the first way
+/// they disagree.
+fn agrees(link: &Link, browser: &str, w: &TestResult, c: &TestResult) -> Result<(), String> {
+    let ts = &w.metadata.probe_timestamps;
+    if !ts.contains("probe worker") {
+        return Err(format!("the probes did not run in the worker: {ts}"));
+    }
+    if !ts.contains("as measured") {
+        return Err(format!("the clock step was not measured: {ts}"));
+    }
+    if w.headline.grade != c.headline.grade {
+        return Err(format!("grade page {:?} vs cli {:?}", w.headline.grade, c.headline.grade));
+    }
+    let (wa, ca) = (w.headline.max_added_latency_ms.unwrap_or(f64::NAN), c.headline.max_added_latency_ms.unwrap_or(f64::NAN));
+    let (added, up) = match link.firefox {
+        Some(f) if browser == "firefox" => f,
+        _ => (link.added, link.capacity.1),
+    };
+    if !((wa - ca).abs() <= (added * ca).max(5.0)) {
+        return Err(format!("max added latency page {wa:.1} ms vs cli {ca:.1} ms (band {:.0}% or 5 ms)", added * 100.0));
+    }
+    if link.name == "aqm" && !(wa <= 5.0) {
+        return Err(format!("{wa:.1} ms added through an AQM"));
+    }
+    for (wc, cc, share, dir) in [
+        (w.headline.download_capacity_bps, c.headline.download_capacity_bps, link.capacity.0, "download"),
+        (w.headline.upload_capacity_bps, c.headline.upload_capacity_bps, up, "upload"),
+    ] {
+        if !((wc - cc).abs() <= share * cc) {
+            return Err(format!("{dir} capacity page {wc:.0} vs cli {cc:.0} bit/s (band {:.0}%)", share * 100.0));
+        }
+    }
+    // every loaded phase ran within its bounds, and one that ended before
+    // its cap is one the result's rule calls settled
+    for p in &w.scenarios {
+        let len = (p.end_ns - p.start_ns) as f64 / 1e9;
+        if !(4.7..=16.0).contains(&len) {
+            return Err(format!("{}: ran {len:.1} s", p.name));
+        }
+        if len < 14.5 && (p.summary.still_rising || p.summary.settled_after_s.is_none()) {
+            return Err(format!("{}: ended at {len:.1} s but {:?}", p.name, p.summary));
+        }
+    }
+    Ok(())
 }

@@ -68,6 +68,46 @@ fn chromium_runs_the_quick_test_on_loopback() {
     check_result(&v, &run.requests, &srv.url);
 }
 
+/// A browser with WebRTC turned off (Firefox's `media.peerconnection.enabled`,
+/// a privacy setting some users have) falls back to the WebSocket probes;
+/// the result and the page say so and why, and the test is still graded.
+#[test]
+fn a_page_without_webrtc_falls_back_to_websocket_probes_and_says_so() {
+    let test = "a_page_without_webrtc_falls_back_to_websocket_probes_and_says_so";
+    let gecko = std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join("geckodriver")).find(|f| f.is_file())).or_else(|| {
+        let f = std::path::Path::new(&std::env::var("HOME").unwrap_or_default()).join(".cargo/bin/geckodriver");
+        f.is_file().then_some(f)
+    });
+    if gecko.is_none() || !std::path::Path::new("/usr/bin/firefox-esr").is_file() {
+        bloatlab_testkit::cannot_run(test, "needs firefox-esr (apt-get install firefox-esr) and geckodriver (cargo install geckodriver)");
+        return;
+    }
+    if !Command::new("python3").args(["-c", "import selenium"]).status().is_ok_and(|s| s.success()) {
+        bloatlab_testkit::cannot_run(test, "python3 has no selenium (pip install selenium)");
+        return;
+    }
+    let srv = server(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let o = Command::new("python3")
+        .arg(format!("{}/../../bench/web_page.py", env!("CARGO_MANIFEST_DIR")))
+        .args(["firefox", &format!("{}?autostart=1", srv.url)])
+        .arg(&out)
+        .arg("90")
+        .env("NO_WEBRTC", "1")
+        .env("PATH", format!("{}:{}", std::env::var("PATH").unwrap_or_default(), gecko.unwrap().parent().unwrap().display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = bloatlab_results::TestResult::read_file(&out).unwrap();
+    let how = &r.metadata.probe_timestamps;
+    assert!(how.starts_with("probes: WebSocket messages"), "{how}");
+    let why = bloatlab_web::result::no_webrtc(how).unwrap_or_else(|| panic!("no reason given: {how}"));
+    assert_eq!(why, "this browser offers no WebRTC");
+    assert!(r.headline.grade.is_some(), "graded from the WebSocket probes");
+    assert!(r.scenarios.iter().all(|p| p.summary.latency.received > 0));
+}
+
 /// A tab sent to the background mid-test (the browser slows its timers)
 /// ends with "the test was interrupted", never a grade, and posts no result.
 #[test]

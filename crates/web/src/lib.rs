@@ -490,6 +490,11 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
     let held: u32 = all.iter().map(|p| p.summary.page_delayed_probes).sum();
     let rising: Vec<String> = r.scenarios.iter().filter(|p| p.summary.still_rising).map(phase_label).collect();
     let mut notes = String::new();
+    if let Some(why) = crate::result::no_webrtc(&r.metadata.probe_timestamps) {
+        notes.push_str(&format!(
+            "The UDP probes could not run ({why}): the latency figures come from the WebSocket probes, where a lost packet shows as a longer round trip, not as a loss. "
+        ));
+    }
     if let Some(lag) = lag {
         notes.push_str(&format!(
             "Your browser added up to {} ms of its own delay (its probe timer ran that late); {held} probe(s) it may have held over {} ms were left out of the figures. ",
@@ -616,5 +621,12 @@ mod tests {
         let notes = v["notes"].as_str().unwrap();
         assert!(notes.contains("up to 3.62 ms of its own delay") && notes.contains("1 probe(s)") && notes.contains("over 5 ms"), "{notes}");
         assert!(notes.contains("Still rising when the phase ended") && notes.contains("Download · 4 streams"), "{notes}");
+        assert!(!notes.contains("UDP probes"), "{notes}");
+        // probes that fell back to WebSockets: the page says so and why
+        let mut r = result();
+        r.metadata.probe_timestamps = "probes: WebSocket messages on their own TCP connection from a Web Worker (no WebRTC: the probe channel did not open within 5 s (UDP to the server blocked?)), so a lost packet shows as a round trip stretched by TCP's loss recovery, not as a lost probe; send: x (a), b".into();
+        assert_eq!(crate::result::no_webrtc(&r.metadata.probe_timestamps), Some("the probe channel did not open within 5 s (UDP to the server blocked?)"));
+        let notes = view_of(&r)["notes"].as_str().unwrap().to_string();
+        assert!(notes.starts_with("The UDP probes could not run (the probe channel did not open within 5 s (UDP to the server blocked?)): the latency figures come from the WebSocket probes"), "{notes}");
     }
 }

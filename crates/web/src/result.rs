@@ -199,6 +199,19 @@ impl PageReport {
     }
 }
 
+/// How `metadata.probe_timestamps` says the UDP probes could not run, and
+/// why: "(no WebRTC: REASON), so a lost packet ...".
+const NO_WEBRTC: &str = "(no WebRTC: ";
+const NO_WEBRTC_END: &str = "), so a lost packet";
+
+/// Why a browser result's UDP probes could not run (the page fell back to
+/// its WebSocket probes), from its `metadata.probe_timestamps`.
+pub fn no_webrtc(probe_timestamps: &str) -> Option<&str> {
+    let from = probe_timestamps.find(NO_WEBRTC)? + NO_WEBRTC.len();
+    let to = from + probe_timestamps.get(from..)?.find(NO_WEBRTC_END)?;
+    probe_timestamps.get(from..to)
+}
+
 /// Each probe: the page's send and answer times, the server's arrival and
 /// answer times. A probe the server has no record of counts as lost.
 fn exchanges(list: &[(u32, f64, Option<f64>)], stamps: &[crate::session::ProbeStamp]) -> Vec<Exchange> {
@@ -340,7 +353,7 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         format!("probes: a WebRTC data channel (UDP, unordered, never retransmitted), sent and answered on {thread}; request/response: WebSocket messages on their own TCP connection from a Web Worker; {clock}")
     } else {
         format!(
-            "probes: WebSocket messages on their own TCP connection from a Web Worker (no WebRTC: {}), so a lost packet shows as a round trip stretched by TCP's loss recovery, not as a lost probe; {clock}",
+            "probes: WebSocket messages on their own TCP connection from a Web Worker {NO_WEBRTC}{}{NO_WEBRTC_END} shows as a round trip stretched by TCP's loss recovery, not as a lost probe; {clock}",
             rep.rtc_error.as_deref().unwrap_or("the channel did not open")
         )
     };
