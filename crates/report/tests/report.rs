@@ -613,7 +613,7 @@ fn the_household_verdicts_are_in_the_text_and_html_reports() {
     r.household = Some(Household {
         phase: "household".into(),
         game_interval_ms: 20.0,
-        call: CallRecord { frames_per_second: 30, frame_bytes: 6250, frames },
+        call: CallRecord { frames_per_second: 30, frame_bytes: 6250, frames, lost_way_known: true },
         stream: StreamRecord {
             segment_ms: 4000.0,
             segment_bytes: 1_500_000,
