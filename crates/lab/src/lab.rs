@@ -575,12 +575,12 @@ impl Lab {
     fn install_shaper(&self, ns: &str, dev: &str, rate: Rate, queue: &QueueSpec) -> Result<()> {
         let r = rate.tc();
         let _ = tcn(ns, &["qdisc", "del", "dev", dev, "root"]);
-        // htb: one class at the rate; burst of ~1 ms of data but at least 2 frames.
-        let burst = ((rate.bps / 8) / 1000).max(2 * FRAME_BYTES).to_string();
+        // htb: one class at the rate; burst and quantum sized to it (model::Rate)
+        let burst = rate.shaper_burst_bytes().to_string();
         match self.cfg.shaper {
             Shaper::Htb => {
                 tcn(ns, &["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])?;
-                let quantum = ((rate.bps / 8) / 10).clamp(FRAME_BYTES, 200_000).to_string();
+                let quantum = rate.htb_quantum_bytes().to_string();
                 tcn(ns, &[
                     "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r,
                     "burst", &burst, "cburst", &burst, "quantum", &quantum,

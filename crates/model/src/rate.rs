@@ -20,6 +20,23 @@ impl Rate {
         Rate { bps: (m * 1e6).round() as u64 }
     }
 
+    /// A shaper's burst at this rate (HTB's `burst`/`cburst`, TBF's
+    /// `burst`), bytes: 1 ms of data, at least two full frames. Sized to
+    /// the rate, never fixed: a fixed 5 KB burst was measured capping a
+    /// gigabit shaper at 65-70% of its rate (its timer cannot refill a
+    /// small bucket often enough); sqm-scripts sizes it the same way
+    /// (`SHAPER_BURST_DUR_US`, 1 ms). The lab's bottleneck and `bloatlab
+    /// tune`'s shaper both use it.
+    pub fn shaper_burst_bytes(&self) -> u64 {
+        (self.bps / 8 / 1000).max(2 * crate::FRAME_BYTES)
+    }
+
+    /// HTB's `quantum` at this rate, bytes: 100 ms of data, between one
+    /// frame and 200 KB (HTB warns outside 1 frame .. 200000).
+    pub fn htb_quantum_bytes(&self) -> u64 {
+        (self.bps / 8 / 10).clamp(crate::FRAME_BYTES, 200_000)
+    }
+
     /// Parse a rate (tc units, decimal bits per second; `bps`/`mb` refused as
     /// ambiguous), 1kbit ..= 400gbit.
     pub fn parse(s: &str) -> Result<Rate, String> {
@@ -141,6 +158,17 @@ pub fn parse_trace(text: &str) -> Result<Vec<u64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shapers_burst_and_quantum_follow_its_rate() {
+        // 1 ms of data: 125 KB at 1 Gbit/s, where a fixed 5 KB capped HTB at 65-70%
+        assert_eq!(Rate::mbit(1000.0).shaper_burst_bytes(), 125_000);
+        // at least two full frames on a slow line
+        assert_eq!(Rate::mbit(5.0).shaper_burst_bytes(), 2 * crate::FRAME_BYTES);
+        assert_eq!(Rate::mbit(5.0).htb_quantum_bytes(), 62_500);
+        assert_eq!(Rate::mbit(1000.0).htb_quantum_bytes(), 200_000);
+        assert_eq!(Rate { bps: 64_000 }.htb_quantum_bytes(), crate::FRAME_BYTES);
+    }
 
     #[test]
     fn rates() {
