@@ -676,13 +676,14 @@ fn run_scenario(
     };
     let segments = flows.segments.clone();
     let len = cfg.phase_length_of(index);
+    let name = if household.is_some() { bloatlab_model::HOUSEHOLD_PHASE.to_string() } else { sc.name() };
     let records = probes.records();
     // Past the phase's minimum, it ends once the probes' round trip stopped rising.
     let settled = |now: u64| len.adaptive() && now.saturating_sub(start) >= len.min.as_nanos() as u64 && settled_since(&records.lock().unwrap(), start, now);
     let (samples, outcomes, end, interrupted) = flows.run(len, cfg.sample_interval, start, &settled, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
         let elapsed = Duration::from_nanos(now - start);
         live(&Live {
-            phase: sc.name(),
+            phase: name.clone(),
             phase_index: index + usize::from(!cfg.idle.is_zero()),
             phases: nphases,
             elapsed_s: elapsed.as_secs_f64(),
@@ -699,7 +700,7 @@ fn run_scenario(
     let frames = call.map(|c| c.finish(Duration::from_secs(3)));
     let report = server_report(sess)?;
     let raw = RawPhase {
-        name: if household.is_some() { bloatlab_model::HOUSEHOLD_PHASE.into() } else { sc.name() },
+        name,
         uploads: sc.uploads,
         downloads: sc.downloads,
         start_unix_ns: start,
