@@ -7,10 +7,10 @@
 //! a `u32` filter matching every packet, `mirred egress redirect`: `u32`
 //! rather than `matchall`, which some kernels lack).
 use bloatlab_model::Rate;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The queue a shaper feeds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Leaf {
     /// cake, which shapes itself (`bandwidth`), with the per-packet
@@ -21,22 +21,24 @@ pub enum Leaf {
 }
 
 /// One direction's shaper.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Setting {
     /// The device whose egress is shaped (the WAN for upload, its IFB for
     /// download).
     pub device: String,
-    #[serde(serialize_with = "bps")]
-    pub rate: Rate,
+    /// The shaper's rate, bit/s on the wire.
+    pub rate_bps: u64,
     pub leaf: Leaf,
 }
 
-fn bps<S: serde::Serializer>(r: &Rate, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(r.bps)
+impl Setting {
+    pub fn rate(&self) -> Rate {
+        Rate { bps: self.rate_bps }
+    }
 }
 
 /// The shaper of a WAN interface: its upload, its download, or both.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     pub wan: String,
     pub upload: Option<Setting>,
@@ -57,8 +59,8 @@ impl Plan {
     pub fn new(wan: &str, up: Option<Rate>, down: Option<Rate>, leaf: Leaf) -> Plan {
         Plan {
             wan: wan.into(),
-            upload: up.map(|rate| Setting { device: wan.into(), rate, leaf }),
-            download: down.map(|rate| Setting { device: ifb_name(wan), rate, leaf }),
+            upload: up.map(|rate| Setting { device: wan.into(), rate_bps: rate.bps, leaf }),
+            download: down.map(|rate| Setting { device: ifb_name(wan), rate_bps: rate.bps, leaf }),
         }
     }
 
@@ -111,7 +113,7 @@ impl Plan {
     /// The same settings as an OpenWrt SQM section (`/etc/config/sqm`;
     /// sqm-scripts takes rates in kbit/s, 0 = that direction unshaped).
     pub fn openwrt_sqm(&self) -> String {
-        let kbit = |s: &Option<Setting>| s.as_ref().map(|s| s.rate.bps / 1000).unwrap_or(0);
+        let kbit = |s: &Option<Setting>| s.as_ref().map(|s| s.rate_bps / 1000).unwrap_or(0);
         let leaf = self.upload.as_ref().or(self.download.as_ref()).map(|s| s.leaf).unwrap_or(Leaf::FqCodel);
         let (qdisc, script, overhead) = match leaf {
             Leaf::Cake { overhead, mpu } => ("cake", "piece_of_cake.qos", Some((overhead, mpu))),
@@ -145,10 +147,10 @@ impl Plan {
     fn summary(&self) -> String {
         let mut parts = vec![];
         if let Some(s) = &self.upload {
-            parts.push(format!("upload {}", bloatlab_model::fmt::rate(s.rate.bps as f64)));
+            parts.push(format!("upload {}", bloatlab_model::fmt::rate(s.rate_bps as f64)));
         }
         if let Some(s) = &self.download {
-            parts.push(format!("download {}", bloatlab_model::fmt::rate(s.rate.bps as f64)));
+            parts.push(format!("download {}", bloatlab_model::fmt::rate(s.rate_bps as f64)));
         }
         if parts.is_empty() {
             String::new()
@@ -161,14 +163,14 @@ impl Plan {
 /// One direction's shaper on its device's egress.
 fn shaper(s: &Setting) -> Vec<Vec<String>> {
     let dev = &s.device;
-    let r = s.rate.tc();
+    let r = s.rate().tc();
     match s.leaf {
         Leaf::Cake { overhead, mpu } => vec![argv(&[
             "tc", "qdisc", "replace", "dev", dev, "root", "cake", "bandwidth", &r, "overhead", &overhead.to_string(), "mpu", &mpu.to_string(),
         ])],
         Leaf::FqCodel => {
-            let burst = s.rate.shaper_burst_bytes().to_string();
-            let quantum = s.rate.htb_quantum_bytes().to_string();
+            let burst = s.rate().shaper_burst_bytes().to_string();
+            let quantum = s.rate().htb_quantum_bytes().to_string();
             vec![
                 argv(&["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]),
                 argv(&["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r, "burst", &burst, "cburst", &burst, "quantum", &quantum]),
