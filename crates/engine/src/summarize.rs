@@ -136,13 +136,16 @@ fn probes_in(ex: &[Exchange], start: u64, end: u64, t0: u64, est: Option<&m::Off
         .enumerate()
         .filter(|(_, e)| e.t1 >= start && e.t1 < end)
         .map(|(i, e)| {
+            // the server's times: of every answered probe, and of one whose
+            // answer was lost on the way back where the server says it got it
+            let reached = e.t2 != 0;
             let owd = e.answered().then_some(()).and(est);
             Probe {
                 seq: i as u32,
                 t_ns: rel(e.t1, t0),
                 rtt_ns: e.rtt_ns(),
-                server_rx_unix_ns: e.answered().then_some(e.t2),
-                owd_up_ns: owd.map(|o| o.owd_up_ns(e.t1 as i64, e.t2 as i64)),
+                server_rx_unix_ns: reached.then_some(e.t2),
+                owd_up_ns: reached.then_some(()).and(est).map(|o| o.owd_up_ns(e.t1 as i64, e.t2 as i64)),
                 owd_down_ns: owd.map(|o| o.owd_down_ns(e.t3 as i64, e.t4 as i64)),
             }
         })

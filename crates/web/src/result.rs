@@ -213,12 +213,15 @@ pub fn no_webrtc(probe_timestamps: &str) -> Option<&str> {
 }
 
 /// Each probe: the page's send and answer times, the server's arrival and
-/// answer times. A probe the server has no record of counts as lost.
+/// answer times. A probe the server has no record of counts as lost; one
+/// the server got whose answer never came back keeps the server's times
+/// (it was lost on the way back).
 fn exchanges(list: &[(u32, f64, Option<f64>)], stamps: &[crate::session::ProbeStamp]) -> Vec<Exchange> {
     let mut v: Vec<Exchange> = list
         .iter()
         .map(|&(seq, t1, t4)| match (stamps.iter().find(|p| p.seq == seq), t4) {
             (Some(p), Some(t4)) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: ns(t4) },
+            (Some(p), None) => Exchange { t1: ns(t1), t2: p.t2, t3: p.t3, t4: 0 },
             _ => Exchange { t1: ns(t1), t2: 0, t3: 0, t4: 0 },
         })
         .collect();
@@ -393,4 +396,30 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
     r.metadata.server_address = s.host.clone();
     r.metadata.user_agent = Some(s.user_agent.clone());
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::ProbeStamp;
+
+    #[test]
+    fn a_lost_probe_says_which_way_it_was_lost() {
+        // 0 answered; 1 reached the server, its answer lost; 2 never reached it
+        let list = [(0, 1000.0, Some(1010.0)), (1, 1020.0, None), (2, 1040.0, None)];
+        let stamps = [ProbeStamp { seq: 0, t2: 1_005_000_000, t3: 1_005_000_100 }, ProbeStamp { seq: 1, t2: 1_025_000_000, t3: 1_025_000_100 }];
+        let ex = exchanges(&list, &stamps);
+        assert!(ex[0].answered() && ex[0].t2 == 1_005_000_000);
+        assert!(!ex[1].answered() && ex[1].t2 == 1_025_000_000, "{:?}", ex[1]);
+        assert!(!ex[2].answered() && ex[2].t2 == 0);
+        let r: bloatlab_results::TestResult = serde_json::from_value(serde_json::json!({
+            "schema": "bloatlab-result", "schema_version": 2, "complete": true,
+            "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
+            "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
+        }))
+        .unwrap();
+        let p = summarize::exchanges_on_clock(&ex, 0, u64::MAX, &r);
+        let ways: Vec<(bool, bool)> = p.iter().map(|p| (p.rtt_ns.is_some(), p.server_rx_unix_ns.is_some())).collect();
+        assert_eq!(ways, [(true, true), (false, true), (false, false)]);
+    }
 }
