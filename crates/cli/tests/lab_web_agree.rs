@@ -27,10 +27,16 @@
 //! them when they came, and the two ends then traded FORWARD-TSN and SACK
 //! 5800 times a second each way, 3 Mbit/s in a 5 Mbit/s upload. docs/web.md.)
 //!
+//! On fast, a slow phone (the page's main thread 20 times slower) gets the
+//! CLI's grade (its added latency within 15%: one pair, not measured
+//! again), and a browser held to 15% of a CPU says it could not keep up
+//! instead of grading.
+//!
 //! The household test: the page in both browsers and `bloatlab test
 //! --profile household` give each application (game, video call, stream,
-//! bulk update) the same verdict on aqm (all good) and on slow (5 Mbit/s,
-//! 1000-packet FIFO, 2.4 s when full: all but the bulk update poor).
+//! bulk update) the same verdict on slow (5 Mbit/s, 1000-packet FIFO, 2.4 s
+//! when full: all but the bulk update poor; the loopback tests in web.rs
+//! and engine.rs see them all good).
 //! The page runs through WebDriver (bench/web_page.py: selenium, Debian's
 //! chromedriver, geckodriver) inside the lab's client namespace.
 mod lab_util;
@@ -67,10 +73,15 @@ const LINKS: &[Link] = &[
 
 /// Links the household test runs on: each application's verdict is the
 /// same in every client there.
-const HOUSEHOLD_LINKS: &[(&str, &[&str])] = &[
-    ("aqm", &["--rate", "50mbit", "--queue", "fq_codel", "--delay", "10ms", "--backend", "emulator"]),
-    ("slow", &["--rate", "5mbit", "--queue", "fifo:1000"]),
-];
+const HOUSEHOLD_LINKS: &[(&str, &[&str])] = &[("slow", &["--rate", "5mbit", "--queue", "fifo:1000"])];
+
+/// The tests here one at a time: each loads a lab link with a browser or
+/// the CLI, and two at once would measure the machine.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn server_addr(id: &str) -> String {
     let out = Command::new("ip").args(["-n", &format!("blab-{id}-server"), "-4", "-o", "addr", "show", "dev", "eth0"]).output().unwrap();
@@ -177,12 +188,11 @@ impl Drop for CpuShare {
     }
 }
 
-#[test]
-fn a_slow_phone_gets_its_grade_and_a_starved_browser_says_it_could_not_keep_up() {
-    let test = "a_slow_phone_gets_its_grade_and_a_starved_browser_says_it_could_not_keep_up";
-    if skip(test) || !browsers(test) {
-        return;
-    }
+/// On the fast link, beside the CLI's result `c`: a slow phone (the page's
+/// main thread 20 times slower: its probes and load run in workers) gets
+/// the CLI's grade; a browser held to 15% of a CPU (workers too) cannot
+/// load 100 Mbit/s and probe at once, and says so instead of grading.
+fn slow_and_starved(test: &str, id: &str, server: &str, dir: &std::path::Path, c: &TestResult) {
     let cpu = match CpuShare::new(15) {
         Ok(c) => c,
         Err(e) => {
@@ -190,24 +200,12 @@ fn a_slow_phone_gets_its_grade_and_a_starved_browser_says_it_could_not_keep_up()
             return;
         }
     };
-    let dir = tempfile::tempdir().unwrap();
-    let id = unique_id();
-    let _lab = KeptLab(id.clone());
-    let out = Command::new(EXE).args(["lab", "--no-run", "--quiet", "--id", &id, "--cc", "cubic", "--rate", "100mbit", "--queue", "fifo:1000"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let server = server_addr(&id);
-    let c = cli(&id, &server, &dir.path().join("cli.json"), Profile::Quick);
-    eprintln!("{}", line("fast", "cli", &c));
-    // the page's main thread 20 times slower: its probes and load run in
-    // workers, so it still measures the line
-    let w = page_on(&id, "chromium", &server, &dir.path().join("phone.json"), Profile::Quick, Some(20), None);
+    let w = page_on(id, "chromium", server, &dir.join("phone.json"), Profile::Quick, Some(20), None);
     eprintln!("{}", line("fast", "chromium, main thread 20x slower", &w));
     assert_eq!(w.headline.grade, c.headline.grade, "the throttled page's grade: {:?}", bloatlab_metrics::grade::grade(&w).ungraded);
     let (wa, ca) = (w.headline.max_added_latency_ms.unwrap(), c.headline.max_added_latency_ms.unwrap());
-    assert!((wa - ca).abs() <= (0.10 * ca).max(5.0), "throttled page {wa:.1} ms vs cli {ca:.1} ms added");
-    // the whole browser held to 15% of a CPU cannot load 100 Mbit/s and
-    // probe at once: it says so, never a grade
-    let s = page_on(&id, "chromium", &server, &dir.path().join("starved.json"), Profile::Quick, None, Some(&cpu));
+    assert!((wa - ca).abs() <= (0.15 * ca).max(5.0), "throttled page {wa:.1} ms vs cli {ca:.1} ms added");
+    let s = page_on(id, "chromium", server, &dir.join("starved.json"), Profile::Quick, None, Some(&cpu));
     eprintln!("{}", line("fast", "chromium on 15% of a CPU", &s));
     assert_eq!(s.headline.grade, None, "a starved browser was graded");
     let why = bloatlab_metrics::grade::grade(&s).ungraded.unwrap_or_default();
@@ -240,6 +238,7 @@ fn the_household_page_in_chromium_and_firefox_and_the_cli_judge_each_application
     if skip(test) || !browsers(test) {
         return;
     }
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     for (name, args) in HOUSEHOLD_LINKS {
         let id = unique_id();
@@ -271,6 +270,7 @@ fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
     if skip(test) || !browsers(test) {
         return;
     }
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     for link in LINKS {
         let id = unique_id();
@@ -296,6 +296,9 @@ fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
                 eprintln!("{}", line(link.name, &format!("{browser}, again"), &w));
                 agrees(link, browser, &w, &c).unwrap_or_else(|e| panic!("{what}, measured twice: {e}"));
             }
+        }
+        if link.name == "fast" {
+            slow_and_starved(test, &id, &server, dir.path(), &c);
         }
     }
 }
