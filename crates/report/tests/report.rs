@@ -622,7 +622,7 @@ fn the_household_verdicts_are_in_the_text_and_html_reports() {
     });
     assert!(end > start);
     let t = summary_table(&r);
-    assert!(t.contains("Household test (the browser's"), "{t}");
+    assert!(t.contains("Household test (a game, a video call, a stream and a bulk update at once"), "{t}");
     let call = t.lines().find(|l| l.trim_start().starts_with("video call")).unwrap_or_else(|| panic!("no call row: {t}"));
     assert!(call.contains("poor") && call.contains("10 of 100 frames lost"), "{call}");
     let stream = t.lines().find(|l| l.trim_start().starts_with("stream")).unwrap_or_else(|| panic!("no stream row: {t}"));
