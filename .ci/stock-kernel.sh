@@ -51,6 +51,15 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "lab_kernel_qdiscs":
         print(m["executable"])' | tail -1)
 [ -x "$bin" ] || { echo "stock-kernel job: cannot build the lab_kernel_qdiscs test"; exit 1; }
+# bloatlab tune's shaper on a kernel with fq_codel: installed (HTB +
+# fq_codel, download through an IFB) and undone exactly.
+tune=$(cargo test -p bloatlab-tune --test apply --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "apply":
+        print(m["executable"])' | tail -1)
+[ -x "$tune" ] || { echo "stock-kernel job: cannot build the tune apply test"; exit 1; }
 
 out="$work/out"
 rm -rf "$out" && mkdir -p "$out"
@@ -69,15 +78,17 @@ echo "stock-kernel job: booting $pkg under QEMU ($accel) with virtme-ng"
 timeout 2400 vng $kvm --run "$root/boot/vmlinuz-$ver" \
   --rodir "/lib/modules/$ver=$root/lib/modules/$ver" --rwdir "$out" \
   --memory 2G --cpus 2 --cwd "$PWD" \
-  --exec "sh $PWD/.ci/stock-kernel-guest.sh $out $bin" >"$out/vng.log" 2>&1
+  --exec "sh $PWD/.ci/stock-kernel-guest.sh $out $bin $tune" >"$out/vng.log" 2>&1
 rc=$?
 echo "stock-kernel job: vng exited $rc after $(( $(date +%s) - start )) s"
 if [ ! -s "$out/guest.log" ]; then
   tail -20 "$out/vng.log"
   skip "QEMU did not start the guest (no guest log; vng exit $rc)"
 fi
-grep -E "^guest kernel|^modprobe|SKIP|^(fifo|fq_codel|codel|pie|cake|fq|netem)|test result|GUEST EXIT|panicked" "$out/guest.log"
-if grep -q "^GUEST EXIT 0" "$out/guest.log" && grep -q "test result: ok. 1 passed" "$out/guest.log" && ! grep -q "^SKIP" "$out/guest.log"; then
+grep -E "^guest kernel|^modprobe|SKIP|^(fifo|fq_codel|codel|pie|cake|fq|netem)|tune: |test result|EXIT|panicked" "$out/guest.log"
+if grep -q "^GUEST EXIT 0" "$out/guest.log" && grep -q "test result: ok. 1 passed" "$out/guest.log" \
+  && grep -q "tune: HTB + fq_codel on wan0 and ifb4wan0: installed, then undone exactly" "$out/guest.log" \
+  && grep -q "test result: ok. 3 passed" "$out/guest.log" && ! grep -q "^SKIP" "$out/guest.log"; then
   echo "stock-kernel job: passed on $pkg"
   exit 0
 fi

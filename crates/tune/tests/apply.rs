@@ -75,11 +75,13 @@ fn an_install_is_undone_exactly_or_rolled_back_when_a_step_fails() {
         let ifb: Vec<String> = qdiscs(Some(&n.0), &ifb_name("wan0")).unwrap().iter().map(|q| q.kind.clone()).collect();
         assert!(ifb.contains(&"htb".to_string()), "{ifb:?}");
         apply::undo(&saved, &file).unwrap();
+        eprintln!("tune: HTB + fq_codel on wan0 and {}: installed, then undone exactly", ifb_name("wan0"));
     } else {
         // this machine's kernel (no fq_codel): the step that needs it fails,
         // the steps before it (the IFB, the ingress redirect, HTB) are undone
         let e = apply::install(&p, Some(&n.0), &file).unwrap_err();
         assert!(e.contains("fq_codel") && e.contains("the steps before it were undone: wan0 is as it was"), "{e}");
+        eprintln!("tune: no fq_codel in this kernel: the install failed at it and was rolled back");
     }
     assert_eq!(qdiscs(Some(&n.0), "wan0").unwrap(), before);
     assert!(!apply::device_exists(Some(&n.0), &ifb_name("wan0")), "the IFB is gone");
