@@ -15,8 +15,8 @@
 //!   the CLI's added latency, Chromium 0.92-1.06: Firefox loses dozens of
 //!   its probes at once once the round trip passes a second, 43 of 50
 //!   within one second of a run where the CLI lost 4 and Chromium 5 at the
-//!   same queue level, and those are the plateau's highest samples; its
-//!   own SCTP stack is the likely cause, docs/web.md);
+//!   same queue level, and those are the plateau's highest samples; they
+//!   never reached the server, docs/web.md);
 //! - everywhere: the same grade letter, capacities within 5%, the probes in
 //!   the worker, and the page's own delay reported.
 //!
