@@ -11,7 +11,7 @@
 //!   phase runs until latency stopped rising, in every client; the largest
 //!   added latency within 10% of the CLI's;
 //! - asym: 20 down / 5 up Mbit/s, 500-packet FIFOs: within 10%, Firefox
-//!   25% and its upload capacity 10% (over six runs it read 0.80-0.96 of
+//!   25% and its upload capacity 10% (over seven runs it read 0.79-0.96 of
 //!   the CLI's added latency, Chromium 0.92-1.06: Firefox loses dozens of
 //!   its probes at once once the round trip passes a second, 43 of 50
 //!   within one second of a run where the CLI lost 4 and Chromium 5 at the
