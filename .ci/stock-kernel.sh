@@ -43,22 +43,20 @@ if [ ! -f "$root/boot/vmlinuz-$ver" ]; then
   depmod -b "$root" "$ver" 2>/dev/null || true
 fi
 
-# The test binary, built on the host, run in the guest.
-bin=$(cargo test -p bloatlab --test lab_kernel_qdiscs --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json,sys
+# The test binaries, built on the host, run in the guest: test_bin PACKAGE TEST
+test_bin() {
+  cargo test -p "$1" --test "$2" --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "lab_kernel_qdiscs":
-        print(m["executable"])' | tail -1)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+        print(m["executable"])' "$2" | tail -1
+}
+bin=$(test_bin bloatlab lab_kernel_qdiscs)
 [ -x "$bin" ] || { echo "stock-kernel job: cannot build the lab_kernel_qdiscs test"; exit 1; }
 # bloatlab tune's shaper on a kernel with fq_codel: installed (HTB +
 # fq_codel, download through an IFB) and undone exactly.
-tune=$(cargo test -p bloatlab-tune --test apply --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "apply":
-        print(m["executable"])' | tail -1)
+tune=$(test_bin bloatlab-tune apply)
 [ -x "$tune" ] || { echo "stock-kernel job: cannot build the tune apply test"; exit 1; }
 
 out="$work/out"
