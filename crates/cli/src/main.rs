@@ -34,6 +34,8 @@ pub(crate) enum Cmd {
     Compare(cmd::report::CompareArgs),
     /// Bufferbloat testbed in network namespaces (needs root); no options = the demo.
     Lab(Box<cmd::lab::LabArgs>),
+    /// Shape the line on this router: find the highest rate that keeps latency under load low, verify it before and after.
+    Tune(Box<cmd::tune::TuneArgs>),
     /// The seed experiments as recipes: list, show, check, run.
     Recipe(cmd::recipe::RecipeArgs),
     /// Run lab parameters over lists of values (cross product) and tabulate.
@@ -79,6 +81,7 @@ fn main() {
         Cmd::Compare(a) => cmd::report::run_compare(a),
         Cmd::Lab(a) => cmd::lab::run_lab(*a),
         Cmd::Emulate(a) => cmd::emulate::run_emulate(*a),
+        Cmd::Tune(a) => cmd::tune::run_tune(*a),
         Cmd::Recipe(a) => cmd::recipe::run_recipe(a),
         Cmd::Sweep(a) => cmd::sweep::run_sweep(a),
         Cmd::Monitor(a) => cmd::monitor::run_monitor(*a),

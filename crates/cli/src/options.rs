@@ -149,6 +149,38 @@ impl FromArgMatches for LinkOptionArgs {
     }
 }
 
+/// The `bloatlab tune` options `bloatlab lab --tune` takes (the lab names
+/// the interfaces, the server and the files itself), from the same
+/// definitions as `bloatlab tune`'s.
+pub const LAB_TUNE_OPTIONS: &[&str] = &["target-added", "budget", "budget-bytes", "step", "shaper", "overhead", "mpu", "write-config", "report"];
+
+fn lab_tune(long: &str) -> bool {
+    LAB_TUNE_OPTIONS.contains(&long)
+}
+
+/// [`LAB_TUNE_OPTIONS`] given on a command line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LabTuneArgs(pub Overrides<bloatlab_model::TuneConfig>);
+
+impl Args for LabTuneArgs {
+    fn augment_args(cmd: Command) -> Command {
+        augment::<bloatlab_model::TuneConfig>(cmd, lab_tune)
+    }
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for LabTuneArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        overrides(m, lab_tune).map(LabTuneArgs)
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
 /// `bloatlab history`'s `--db`: the monitor's option, from the same definition.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MonitorDbArgs(pub Overrides<MonitorConfig>);

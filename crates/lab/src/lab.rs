@@ -11,6 +11,15 @@
 //! in the same `wan` qdisc (upload), and server→client and witness→client in
 //! the same `lan` qdisc (download). With `--bottleneck local` the queues are the
 //! senders' own `eth0` (client for uploads, server for downloads).
+//!
+//! With a home router (`--tune`, [`LabConfig::home_router`]) the client sits
+//! behind one more namespace, the home router `bloatlab tune` runs on: its
+//! `wan0` leads to the line (the router above, the ISP's side, holding the
+//! bottleneck), its `lan0` to the client, on a subnet of its own:
+//! ```text
+//!   client ns            home ns                    router ns ...
+//!   eth0 ──veth── lan0  [ip_forward]  wan0 ──veth── lan
+//! ```
 use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper, FRAME_BYTES, MTU};
 use crate::state::{ChildRec, Ownership};
 use crate::sys::{self, run_s};
@@ -137,6 +146,8 @@ pub struct Lab {
     pub router: Host,
     pub server: Host,
     pub witness: Host,
+    /// The home router between client and line (`home_router`).
+    pub home: Option<Host>,
     pub support: QdiscSupport,
     pub kernel: String,
     /// Settings applied, for metadata.
@@ -217,8 +228,12 @@ impl Lab {
         let mut own = own;
         own.rec.run_dir = Some(run_dir.path().display().to_string());
         own.save()?;
+        // with a home router the client's subnet is the home's LAN (net 3)
+        // and the home router's wan0 takes the client's place on net 1
+        let home = cfg.home_router.then(|| Host { extra: vec![format!("10.{octet}.1.2"), format!("{ula}:1::2")], ..host("home", 3, 1) });
         let mut lab = Lab {
-            client: host("client", 1, 2),
+            client: host("client", if cfg.home_router { 3 } else { 1 }, 2),
+            home,
             router: host("router", 1, 1),
             server: host("server", 2, 2),
             witness: host("witness", 2, 3),
@@ -239,8 +254,11 @@ impl Lab {
         Ok(lab)
     }
 
-    pub fn hosts(&self) -> [&Host; 4] {
-        [&self.client, &self.router, &self.server, &self.witness]
+    pub fn hosts(&self) -> Vec<&Host> {
+        let mut v = vec![&self.client];
+        v.extend(self.home.as_ref());
+        v.extend([&self.router, &self.server, &self.witness]);
+        v
     }
 
     /// Build the lab: namespaces and links, the hosts' TCP settings,
@@ -281,7 +299,8 @@ impl Lab {
     /// between still gets it cleaned), the veth pairs and the router's bridge.
     fn namespaces_and_links(&mut self) -> Result<()> {
         let (c, r, s, w) = self.namespaces();
-        for ns in [&c, &r, &s, &w] {
+        let home = self.home.as_ref().map(|h| h.netns.clone());
+        for ns in [&c, &r, &s, &w].into_iter().chain(home.as_ref()) {
             check_interrupted()?;
             // Record before creating, so a kill between the two still gets cleaned.
             self.own.rec.namespaces.push(ns.clone());
@@ -290,7 +309,15 @@ impl Lab {
             ipn(ns, "link set lo up")?;
         }
         check_interrupted()?;
-        ipn(&c, &format!("link add eth0 type veth peer name lan netns {r}"))?;
+        match &home {
+            Some(h) => {
+                ipn(&c, &format!("link add eth0 type veth peer name lan0 netns {h}"))?;
+                ipn(h, &format!("link add wan0 type veth peer name lan netns {r}"))?;
+            }
+            None => {
+                ipn(&c, &format!("link add eth0 type veth peer name lan netns {r}"))?;
+            }
+        }
         ipn(&s, &format!("link add eth0 type veth peer name wan-srv netns {r}"))?;
         ipn(&w, &format!("link add eth0 type veth peer name wan-wit netns {r}"))?;
         ipn(&r, "link add wan type bridge stp_state 0 forward_delay 0")?;
@@ -305,13 +332,15 @@ impl Lab {
     /// the hosts. Returns what each host's default CC and ECN ended up as.
     fn host_settings(&mut self) -> Result<(serde_json::Map<String, serde_json::Value>, serde_json::Map<String, serde_json::Value>)> {
         let (c, r, s, w) = self.namespaces();
-        sys::set_sysctls(
-            &r,
-            &[
-                ("net/ipv4/ip_forward", "1".into()),
-                ("net/ipv6/conf/all/forwarding", "1".into()),
-            ],
-        )?;
+        for ns in std::iter::once(&r).chain(self.home.as_ref().map(|h| &h.netns)) {
+            sys::set_sysctls(
+                ns,
+                &[
+                    ("net/ipv4/ip_forward", "1".into()),
+                    ("net/ipv6/conf/all/forwarding", "1".into()),
+                ],
+            )?;
+        }
         let m = self.cfg.tcp_mem_max;
         let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
             .unwrap_or_default();
@@ -381,8 +410,31 @@ impl Lab {
         for ns in [&c, &s, &w] {
             ipn(ns, "link set eth0 up")?;
         }
-        ipn(&c, &format!("route add default via {}", self.router.v4))?;
-        ipn(&c, &format!("-6 route add default via {}", self.router.v6))?;
+        match &self.home {
+            Some(h) => {
+                let hn = &h.netns;
+                ipn(hn, &format!("addr add {}/24 dev lan0", h.v4))?;
+                ipn(hn, &format!("addr add {} dev lan0 nodad", pfx6(h)))?;
+                ipn(hn, &format!("addr add {}/24 dev wan0", h.extra[0]))?;
+                ipn(hn, &format!("addr add {}/64 dev wan0 nodad", h.extra[1]))?;
+                for d in ["lan0", "wan0"] {
+                    ipn(hn, &format!("link set {d} up"))?;
+                }
+                ipn(hn, &format!("route add default via {}", self.router.v4))?;
+                ipn(hn, &format!("-6 route add default via {}", self.router.v6))?;
+                ipn(&c, &format!("route add default via {}", h.v4))?;
+                ipn(&c, &format!("-6 route add default via {}", h.v6))?;
+                // the router reaches the home's LAN through the home router
+                let lan4 = format!("{}.0/24", h.v4.rsplitn(2, '.').nth(1).unwrap());
+                let lan6 = format!("{}/64", h.v6.replace(":3::1", ":3::"));
+                ipn(&r, &format!("route add {lan4} via {}", h.extra[0]))?;
+                ipn(&r, &format!("-6 route add {lan6} via {}", h.extra[1]))?;
+            }
+            None => {
+                ipn(&c, &format!("route add default via {}", self.router.v4))?;
+                ipn(&c, &format!("-6 route add default via {}", self.router.v6))?;
+            }
+        }
         for h in [&self.server, &self.witness] {
             ipn(&h.netns, &format!("route add default via {rwan4}"))?;
             ipn(&h.netns, &format!("-6 route add default via {rwan6}"))?;
@@ -444,12 +496,14 @@ impl Lab {
 
     /// (namespace, interfaces) of every lab interface.
     fn lab_devices(&self) -> Vec<(String, Vec<&'static str>)> {
-        vec![
-            (self.client.netns.clone(), vec!["eth0"]),
+        let mut v = vec![(self.client.netns.clone(), vec!["eth0"])];
+        v.extend(self.home.as_ref().map(|h| (h.netns.clone(), vec!["lan0", "wan0"])));
+        v.extend([
             (self.router.netns.clone(), vec!["lan", "wan-srv", "wan-wit", "wan"]),
             (self.server.netns.clone(), vec!["eth0"]),
             (self.witness.netns.clone(), vec!["eth0"]),
-        ]
+        ]);
+        v
     }
 
     /// The bottleneck devices per direction: (namespace, device).

@@ -23,6 +23,7 @@ pub mod progress;
 mod run;
 pub mod sampler;
 mod session;
+pub mod tune;
 pub use bloatlab_host::signals;
 pub mod state;
 pub mod sys;

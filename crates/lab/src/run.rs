@@ -45,6 +45,10 @@ pub struct RunOptions {
     pub command: Vec<String>,
     /// Called with the run's progress a few times a second.
     pub progress: Option<ProgressFn>,
+    /// Run exactly this test instead of [`lab_test_defaults`] with `test`
+    /// over them (`bloatlab lab --tune`'s tests); its server becomes the
+    /// lab's server.
+    pub config: Option<TestConfig>,
 }
 
 /// What a run produced.
@@ -133,7 +137,7 @@ fn write_job(path: &Path, job: &Job) -> Result<()> {
 }
 
 impl Lab {
-    fn exe(&self) -> Result<PathBuf> {
+    pub(crate) fn exe(&self) -> Result<PathBuf> {
         match &self.cfg.exe {
             Some(p) => Ok(p.clone()),
             // Our own binary through /proc: the same version as this lab even
@@ -239,7 +243,16 @@ impl Lab {
         }
         let hosts = [&self.client, &self.router, &self.server, &self.witness];
         let addr_of = |role: &str| hosts.iter().find(|h| h.role == role).map(|h| if self.cfg.ipv6 { h.v6.clone() } else { h.v4.clone() });
-        let test = lab_test_config(&self.cfg, &opts.test, &addr_of, opts.command.clone())?;
+        let test = match &opts.config {
+            Some(c) => {
+                let mut t = c.clone();
+                let a = addr_of("server").expect("a lab has a server");
+                t.server = if a.contains(':') { format!("[{a}]:{}", self.cfg.port) } else { format!("{a}:{}", self.cfg.port) };
+                t.validate().map_err(|e| anyhow!(e))?;
+                t
+            }
+            None => lab_test_config(&self.cfg, &opts.test, &addr_of, opts.command.clone())?,
+        };
         self.start_servers()?;
         let steal_meter = bloatlab_host::StealMeter::start();
         let exe = self.exe()?;

@@ -14,7 +14,9 @@
 //! A short queue can buy low latency by losing throughput and packets, so
 //! the grade is also capped by what the load lost: by the goodput's share of
 //! what the bottleneck can carry, where a lab knows its rate (below 90% at
-//! most B, 75% C, 50% D, 25% F), and by the latency probes lost under load
+//! most B, 75% C, 50% D, 25% F; with load both ways a direction's link also
+//! carries the other direction's ACKs, [`ACK_SHARE`] of its goodput, which
+//! the load did not lose), and by the latency probes lost under load
 //! (5% or more at most A, 10% B, 20% C, 40% D).
 use bloatlab_results::{Phase, TestResult};
 use std::fmt;
@@ -147,18 +149,25 @@ pub fn worst_phase(r: &TestResult) -> Option<&Phase> {
     })
 }
 
+/// Wire bits of ACKs per bit of the goodput they acknowledge: one 66-byte
+/// ACK frame (Ethernet 14, IPv4 20, TCP 32 with timestamps) per two
+/// 1448-byte segments (Linux's delayed ACK).
+pub const ACK_SHARE: f64 = 66.0 / (2.0 * 1448.0);
+
 /// The lowest goodput share of the bottleneck over loaded scenarios, where a
-/// lab recorded its rates.
+/// lab recorded its rates; a direction's link less the other direction's
+/// ACKs.
 fn goodput_cap(r: &TestResult) -> Option<Cap> {
     let cfg = &r.lab.as_ref()?.config;
     let mut worst: Option<(f64, String, &'static str, f64)> = None;
     for p in &r.scenarios {
-        for (n, bps, rate, words) in [
-            (p.uploads, p.summary.upload_bps, cfg.rate_up_bps, "upload"),
-            (p.downloads, p.summary.download_bps, cfg.rate_down_bps, "download"),
+        for (n, bps, rate, words, other) in [
+            (p.uploads, p.summary.upload_bps, cfg.rate_up_bps, "upload", p.summary.download_bps),
+            (p.downloads, p.summary.download_bps, cfg.rate_down_bps, "download", p.summary.upload_bps),
         ] {
             let (Some(rate), true) = (rate, n > 0) else { continue };
-            if let Some(s) = crate::goodput_share(bps, rate) {
+            let acks = other * ACK_SHARE;
+            if let Some(s) = crate::goodput_share(bps, (rate - acks).max(rate * 0.5)) {
                 if worst.as_ref().is_none_or(|w| s < w.0) {
                     worst = Some((s, p.name.clone(), words, rate));
                 }
@@ -249,6 +258,33 @@ mod tests {
         assert!(why.contains("up to 180 ms late"), "{why}");
         record(&mut r);
         assert_eq!(r.headline.grade, None);
+    }
+
+    #[test]
+    fn the_other_directions_acks_are_not_goodput_the_load_lost() {
+        let mut r: TestResult = serde_json::from_value(serde_json::json!({
+            "schema": "bloatlab-result", "schema_version": 2, "complete": true,
+            "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
+            "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap(),
+            "lab": serde_json::to_value(bloatlab_results::LabInfo::default()).unwrap()
+        }))
+        .unwrap();
+        let lab = r.lab.as_mut().unwrap();
+        (lab.config.rate_up_bps, lab.config.rate_down_bps) = (Some(5e6), Some(20e6));
+        // a 20/5 Mbit/s line shaped at 97% both ways, loaded both ways: the
+        // upload carries 0.42 Mbit/s of the download's ACKs
+        let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
+        p.summary.download_bps = 20e6 * 0.97 * 1448.0 / 1514.0;
+        p.summary.upload_bps = (5e6 * 0.97 - p.summary.download_bps * ACK_SHARE) * 1448.0 / 1514.0;
+        p.summary.added_latency_ms = Some(8.0);
+        r.scenarios.push(p);
+        r.headline.max_added_latency_ms = Some(8.0);
+        assert_eq!(grade(&r).grade, Grade::A);
+        // the same upload goodput without the download's ACKs lost 12%
+        r.scenarios[0].downloads = 0;
+        r.scenarios[0].summary.download_bps = 0.0;
+        let g = grade(&r);
+        assert_eq!(g.grade, Grade::B, "{:?}", g.caps);
     }
 
     #[test]

@@ -106,6 +106,11 @@ pub struct LabConfig {
     pub queue_interval: Option<Duration>,
     /// The bloatlab binary to run inside the namespaces (default: this executable).
     pub exe: Option<PathBuf>,
+    /// A home router between the client and the line (`bloatlab lab
+    /// --tune`): the client's traffic passes the `home` namespace, whose
+    /// `wan0` leads to the router that holds the bottleneck.
+    #[serde(default)]
+    pub home_router: bool,
 }
 
 impl Default for LabConfig {
@@ -134,6 +139,7 @@ impl Default for LabConfig {
             port: crate::config::DEFAULT_PORT,
             queue_interval: None,
             exe: None,
+            home_router: false,
         }
     }
 }

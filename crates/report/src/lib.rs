@@ -15,10 +15,11 @@ pub mod fmt;
 pub mod history;
 mod html;
 pub mod lab;
-mod plot;
+pub(crate) mod plot;
 mod rpm;
 pub mod series;
 mod table;
+pub mod tune;
 mod verdict;
 
 pub use export::csv::{csv_string, CSV_COLUMNS};

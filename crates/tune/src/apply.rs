@@ -8,7 +8,7 @@ use crate::state::{self, Qdisc, Saved};
 use std::path::Path;
 
 /// Run `argv` (`ip ...` or `tc ...`), in `netns` when given.
-fn run_in(netns: Option<&str>, argv: &[String]) -> Result<String, String> {
+pub(crate) fn run_in(netns: Option<&str>, argv: &[String]) -> Result<String, String> {
     let mut v: Vec<&str> = argv.iter().map(|s| s.as_str()).collect();
     if let Some(ns) = netns {
         v.splice(1..1, ["-n", ns]);
@@ -54,6 +54,7 @@ pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Sa
         netns: netns.map(String::from),
         before,
         plan: plan.clone(),
+        emulator_pid: None,
         pid: std::process::id(),
         at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
     };

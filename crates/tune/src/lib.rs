@@ -4,6 +4,9 @@
 //! how it is put back ([`state`]); [`apply`] runs them on an interface.
 #![forbid(unsafe_code)]
 pub mod apply;
+pub mod driver;
 pub mod plan;
+pub mod meter;
 pub mod search;
+pub mod shaper;
 pub mod state;

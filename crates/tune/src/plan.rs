@@ -18,7 +18,17 @@ pub enum Leaf {
     Cake { overhead: u32, mpu: u32 },
     /// HTB at the rate, fq_codel under it.
     FqCodel,
+    /// bloatlab's user-space shaper (`bloatlab emulate`): the rate and an
+    /// FQ-CoDel queue per direction, for kernels without cake or fq_codel.
+    /// Policy routing takes what the router forwards between its LAN
+    /// interfaces ([`Plan::lan`]) and the WAN through two TUN devices.
+    Emulator,
 }
+
+/// The emulator shaper's TUN devices and routing tables (rule preferences
+/// are the same numbers).
+pub const EMULATOR_TUN: (&str, &str) = ("tune-up", "tune-down");
+pub const EMULATOR_TABLES: (u32, u32) = (7711, 7712);
 
 /// One direction's shaper.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +53,9 @@ pub struct Plan {
     pub wan: String,
     pub upload: Option<Setting>,
     pub download: Option<Setting>,
+    /// The LAN-side interfaces (the emulator shaper's client side).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lan: Vec<String>,
 }
 
 /// The IFB device that carries `wan`'s download (an interface name has at
@@ -61,12 +74,44 @@ impl Plan {
             wan: wan.into(),
             upload: up.map(|rate| Setting { device: wan.into(), rate_bps: rate.bps, leaf }),
             download: down.map(|rate| Setting { device: ifb_name(wan), rate_bps: rate.bps, leaf }),
+            lan: vec![],
         }
+    }
+
+    /// The leaf both directions feed (the first set).
+    pub fn leaf(&self) -> Option<Leaf> {
+        self.upload.as_ref().or(self.download.as_ref()).map(|s| s.leaf)
+    }
+
+    /// Whether the emulator shapes (a process, not qdiscs).
+    pub fn is_emulator(&self) -> bool {
+        self.leaf() == Some(Leaf::Emulator)
+    }
+
+    /// The emulator shaper's command line (`bloatlab emulate`), the upload
+    /// and download rates on the wire with the Ethernet header counted.
+    pub fn emulate_argv(&self, exe: &str) -> Vec<String> {
+        let mut v = argv(&[exe, "emulate"]);
+        for l in &self.lan {
+            v.extend(argv(&["--client-if", l]));
+        }
+        v.extend(argv(&["--server-if", &self.wan]));
+        for (dir, s) in [("up", &self.upload), ("down", &self.download)] {
+            if let Some(s) = s {
+                v.extend(argv(&[&format!("--rate-{dir}"), &s.rate().tc()]));
+            }
+        }
+        v.extend(argv(&["--queue", "fq_codel", "--overhead", "14"]));
+        v
     }
 
     /// The commands that install it, in order (each an argv).
     pub fn install(&self) -> Vec<Vec<String>> {
         let mut v = vec![];
+        if self.is_emulator() {
+            // a process: bloatlab emulate (Plan::emulate_argv)
+            return v;
+        }
         if let Some(d) = &self.download {
             let ifb = &d.device;
             v.push(argv(&["ip", "link", "add", "name", ifb, "type", "ifb"]));
@@ -87,6 +132,16 @@ impl Plan {
     /// was never installed).
     pub fn remove(&self) -> Vec<Vec<String>> {
         let mut v = vec![];
+        if self.is_emulator() {
+            // the emulator removes its rules when it stops; these are what a
+            // killed one leaves
+            for fam in ["-4", "-6"] {
+                for t in [EMULATOR_TABLES.0, EMULATOR_TABLES.1] {
+                    v.push(argv(&["ip", fam, "rule", "del", "pref", &t.to_string()]));
+                }
+            }
+            return v;
+        }
         if self.upload.is_some() {
             v.push(argv(&["tc", "qdisc", "del", "dev", &self.wan, "root"]));
         }
@@ -99,6 +154,14 @@ impl Plan {
 
     /// A shell script that installs it (what `--write-config` keeps).
     pub fn script(&self) -> String {
+        if self.is_emulator() {
+            return format!(
+                "#!/bin/sh\n# bloatlab tune: shape {}{} with bloatlab's user-space shaper (runs until stopped)\nexec {}\n",
+                self.wan,
+                self.summary(),
+                shell(&self.emulate_argv("bloatlab"))
+            );
+        }
         let mut s = format!("#!/bin/sh\n# bloatlab tune: shape {}{}\nset -e\n", self.wan, self.summary());
         for c in self.remove() {
             s.push_str(&format!("{} 2>/dev/null || true\n", shell(&c)));
@@ -117,7 +180,8 @@ impl Plan {
         let leaf = self.upload.as_ref().or(self.download.as_ref()).map(|s| s.leaf).unwrap_or(Leaf::FqCodel);
         let (qdisc, script, overhead) = match leaf {
             Leaf::Cake { overhead, mpu } => ("cake", "piece_of_cake.qos", Some((overhead, mpu))),
-            Leaf::FqCodel => ("fq_codel", "simple.qos", None),
+            // OpenWrt's kernels have fq_codel: sqm-scripts shapes in the kernel
+            Leaf::FqCodel | Leaf::Emulator => ("fq_codel", "simple.qos", None),
         };
         let mut s = format!(
             "config queue 'bloatlab'\n\toption enabled '1'\n\toption interface '{}'\n\toption download '{}'\n\toption upload '{}'\n\toption qdisc '{qdisc}'\n\toption script '{script}'\n",
@@ -135,6 +199,13 @@ impl Plan {
     /// A systemd unit that runs the script at boot (`script_path`) and
     /// removes the shaper when stopped.
     pub fn systemd_unit(&self, script_path: &str) -> String {
+        if self.is_emulator() {
+            return format!(
+                "[Unit]\nDescription=bloatlab tune: shape {}{} (user-space shaper)\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=simple\nExecStart=/bin/sh {script_path}\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n",
+                self.wan,
+                self.summary()
+            );
+        }
         let stop: Vec<String> = self.remove().iter().map(|c| format!("-{}", shell_abs(c))).collect();
         format!(
             "[Unit]\nDescription=bloatlab tune: shape {}{}\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {script_path}\n{}\n\n[Install]\nWantedBy=multi-user.target\n",
@@ -168,6 +239,7 @@ fn shaper(s: &Setting) -> Vec<Vec<String>> {
         Leaf::Cake { overhead, mpu } => vec![argv(&[
             "tc", "qdisc", "replace", "dev", dev, "root", "cake", "bandwidth", &r, "overhead", &overhead.to_string(), "mpu", &mpu.to_string(),
         ])],
+        Leaf::Emulator => vec![],
         Leaf::FqCodel => {
             let burst = s.rate().shaper_burst_bytes().to_string();
             let quantum = s.rate().htb_quantum_bytes().to_string();
@@ -258,6 +330,22 @@ mod tests {
         assert!(u.contains("ExecStop=-/sbin/tc qdisc del dev eth1 root\nExecStop=-/sbin/tc qdisc del dev eth1 ingress\nExecStop=-/sbin/ip link del dev ifb4eth1\n"), "{u}");
         let sqm = p.openwrt_sqm();
         assert!(sqm.contains("option download '18000'\n\toption upload '4500'\n\toption qdisc 'fq_codel'\n\toption script 'simple.qos'"), "{sqm}");
+    }
+
+    #[test]
+    fn the_emulator_shaper_is_a_process_and_its_undo_removes_what_a_killed_one_leaves() {
+        let mut p = Plan::new("wan0", Some(Rate::mbit(4.5)), Some(Rate::mbit(18.0)), Leaf::Emulator);
+        p.lan = vec!["lan0".into()];
+        assert!(p.install().is_empty());
+        assert_eq!(
+            p.emulate_argv("bloatlab").join(" "),
+            "bloatlab emulate --client-if lan0 --server-if wan0 --rate-up 4500000bit --rate-down 18000000bit --queue fq_codel --overhead 14"
+        );
+        let rm: Vec<String> = p.remove().iter().map(|c| c.join(" ")).collect();
+        assert_eq!(rm[0], "ip -4 rule del pref 7711");
+        assert_eq!(rm.len(), 4);
+        assert!(p.script().contains("exec bloatlab emulate --client-if lan0"), "{}", p.script());
+        assert!(p.systemd_unit("/x.sh").contains("Type=simple"));
     }
 
     #[test]

@@ -11,9 +11,11 @@
 //! 2. The low end, [`LOW_SHARE`] of the line's rate, is tried first: a
 //!    shaper there must hold the target, or the queue is not where the
 //!    shaper can take it ([`Outcome::NotControllable`]).
-//! 3. The high end starts at the line's rate (`C` over the goodput a wire
-//!    bit carries, [`WIRE_EFFICIENCY`]); each step tries the middle of the
-//!    interval and keeps the half that holds the target's boundary, until
+//! 3. The high end starts above the line's rate (`C` over the goodput a
+//!    wire bit carries, [`WIRE_EFFICIENCY`], times [`HIGH_SHARE`]: a line
+//!    whose queue overflowed spends part of its rate on retransmissions,
+//!    so its unshaped goodput under-reads it); each step tries the middle
+//!    of the interval and keeps the half that holds the target's boundary, until
 //!    the interval is narrower than [`RESOLUTION`] of the line's rate or
 //!    the budget (steps, time, bytes) is spent.
 //! 4. The answer is the highest rate tried that held the target.
@@ -24,6 +26,9 @@ use serde::Serialize;
 
 /// The shaper's rate at the low end, as a share of the line's rate.
 pub const LOW_SHARE: f64 = 0.5;
+/// The shaper's rate at the high end, as a share of the line's rate read
+/// from its unshaped goodput (which under-reads a bloated line).
+pub const HIGH_SHARE: f64 = 1.2;
 /// The search stops when its interval is narrower than this share of the
 /// line's rate.
 pub const RESOLUTION: f64 = 0.02;
@@ -40,6 +45,10 @@ pub struct Step {
     pub goodput_bps: f64,
     /// Added latency under that load, ms (loaded p50 - idle p50).
     pub added_ms: f64,
+    /// Latency was still rising when the step ended: a queue was still
+    /// filling, so the step did not hold the target whatever it read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub still_rising: bool,
     /// Whether it held the target.
     pub held: bool,
 }
@@ -94,9 +103,9 @@ pub struct Search {
 impl Search {
     /// Start from the unshaped line's measurement (`line.rate_bps` None).
     pub fn new(line_goodput_bps: f64, line_added_ms: f64, target_ms: f64, budget: Budget) -> Search {
-        let line = Step { rate_bps: None, goodput_bps: line_goodput_bps, added_ms: line_added_ms, held: line_added_ms <= target_ms };
+        let line = Step { rate_bps: None, goodput_bps: line_goodput_bps, added_ms: line_added_ms, still_rising: false, held: line_added_ms <= target_ms };
         let done = line.held.then_some(Outcome::NotBloated { added_ms: line_added_ms });
-        Search { target_ms, budget, line, lo: None, hi: line_goodput_bps / WIRE_EFFICIENCY, steps: vec![], spent: (0.0, 0.0), last: (0.0, 0.0), done }
+        Search { target_ms, budget, line, lo: None, hi: line_goodput_bps / WIRE_EFFICIENCY * HIGH_SHARE, steps: vec![], spent: (0.0, 0.0), last: (0.0, 0.0), done }
     }
 
     /// The line's rate as the shaper counts it.
@@ -123,9 +132,10 @@ impl Search {
         }
     }
 
-    /// What the test at `rate_bps` measured, and what it cost.
-    pub fn record(&mut self, rate_bps: f64, goodput_bps: f64, added_ms: f64, cost: (f64, f64)) {
-        let s = Step { rate_bps: Some(rate_bps), goodput_bps, added_ms, held: added_ms <= self.target_ms };
+    /// What the test at `rate_bps` measured (`still_rising`: latency had
+    /// not stopped rising by the step's end), and what it cost.
+    pub fn record(&mut self, rate_bps: f64, goodput_bps: f64, added_ms: f64, still_rising: bool, cost: (f64, f64)) {
+        let s = Step { rate_bps: Some(rate_bps), goodput_bps, added_ms, still_rising, held: added_ms <= self.target_ms && !still_rising };
         self.steps.push(s);
         self.spent = (self.spent.0 + cost.0, self.spent.1 + cost.1);
         self.last = cost;
@@ -140,6 +150,11 @@ impl Search {
         } else if rate_bps < self.hi {
             self.hi = rate_bps;
         }
+    }
+
+    /// The unshaped line as measured.
+    pub fn line(&self) -> Step {
+        self.line
     }
 
     /// Every test so far, in order.
@@ -187,7 +202,7 @@ mod tests {
         let mut s = Search::new(g, a, 5.0, Budget::steps(budget));
         while let Some(r) = s.next() {
             let (g, a) = l(r);
-            s.record(r, g, a, (10.0, g * 10.0 / 8.0));
+            s.record(r, g, a, false, (10.0, g * 10.0 / 8.0));
         }
         let o = s.outcome();
         (s, o)
@@ -201,9 +216,35 @@ mod tests {
         assert!(rate_bps < 20e6 * 0.99 && rate_bps > 20e6 * (0.99 - 2.0 * RESOLUTION), "{rate_bps}");
         assert!(share_of_line > 0.95, "{share_of_line}");
         assert!(exact);
-        // the low end, then bisection: 1 + log2(0.5 / 0.02) steps
+        // the low end, then bisection: 1 + log2(0.7 / 0.02) steps
         assert!(s.steps().len() <= 7, "{:?}", s.steps());
         assert!(s.steps()[0].rate_bps == Some(s.line_rate_bps() * LOW_SHARE));
+    }
+
+    #[test]
+    fn a_step_whose_latency_still_rose_does_not_hold_however_low_it_read() {
+        let mut s = Search::new(20e6, 900.0, 5.0, Budget::steps(10));
+        let r = s.next().unwrap();
+        s.record(r, r * WIRE_EFFICIENCY, 1.0, false, (10.0, 0.0));
+        let r2 = s.next().unwrap();
+        // a FIFO filling slowly: the median read low, the end did not
+        s.record(r2, r2 * WIRE_EFFICIENCY, 3.0, true, (10.0, 0.0));
+        assert!(!s.steps()[1].held);
+        let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else { panic!() };
+        assert_eq!(rate_bps, r);
+    }
+
+    #[test]
+    fn a_line_whose_unshaped_goodput_under_read_it_is_still_shaped_near_its_rate() {
+        // 5 Mbit/s, but the bloated test read 4.0 Mbit/s of goodput (80%)
+        let l = line(5e6, 1000.0);
+        let mut s = Search::new(4.0e6, 1000.0, 5.0, Budget::steps(20));
+        while let Some(r) = s.next() {
+            let (g, a) = l(r);
+            s.record(r, g, a, false, (10.0, 0.0));
+        }
+        let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else { panic!() };
+        assert!(rate_bps > 5e6 * 0.93 && rate_bps < 5e6 * 0.99, "{rate_bps}");
     }
 
     #[test]
@@ -212,7 +253,7 @@ mod tests {
         assert_eq!(s.next(), None);
         assert_eq!(s.outcome(), Some(Outcome::NotBloated { added_ms: 3.1 }));
         // nothing to record
-        s.record(50e6, 47e6, 1.0, (10.0, 1e7));
+        s.record(50e6, 47e6, 1.0, false, (10.0, 1e7));
         assert_eq!(s.outcome(), Some(Outcome::NotBloated { added_ms: 3.1 }));
     }
 
@@ -223,7 +264,7 @@ mod tests {
         // the same line with a bottleneck the shaper does not control
         let mut s2 = Search::new(s.line.goodput_bps, 600.0, 5.0, Budget::steps(10));
         let r = s2.next().unwrap();
-        s2.record(r, r * WIRE_EFFICIENCY, 580.0, (10.0, 1e7));
+        s2.record(r, r * WIRE_EFFICIENCY, 580.0, false, (10.0, 1e7));
         assert_eq!(s2.next(), None);
         assert_eq!(s2.outcome(), Some(Outcome::NotControllable { rate_bps: r, added_ms: 580.0 }));
     }
@@ -234,8 +275,8 @@ mod tests {
         assert_eq!(s.steps().len(), 3);
         let Some(Outcome::Found { rate_bps, exact, .. }) = o else { panic!("{o:?}") };
         assert!(!exact);
-        // 50%, 75%, 87.5% of the line's rate all held
-        assert!((rate_bps / s.line_rate_bps() - 0.875).abs() < 1e-9, "{rate_bps}");
+        // 50%, 85%, then 102.5% (too high) of the line's rate
+        assert!((rate_bps / s.line_rate_bps() - 0.85).abs() < 1e-9, "{rate_bps}");
     }
 
     #[test]
@@ -245,14 +286,14 @@ mod tests {
         let mut s = Search::new(20e6 * WIRE_EFFICIENCY, 1200.0, 5.0, Budget { steps: 100, seconds: 35.0, bytes: f64::INFINITY });
         while let Some(r) = s.next() {
             let (g, a) = l(r);
-            s.record(r, g, a, (10.0, 0.0));
+            s.record(r, g, a, false, (10.0, 0.0));
         }
         assert_eq!(s.steps().len(), 3);
         // 25 MB a step: a 60 MB budget allows two
         let mut s = Search::new(20e6 * WIRE_EFFICIENCY, 1200.0, 5.0, Budget { steps: 100, seconds: f64::INFINITY, bytes: 60e6 });
         while let Some(r) = s.next() {
             let (g, a) = l(r);
-            s.record(r, g, a, (10.0, 25e6));
+            s.record(r, g, a, false, (10.0, 25e6));
         }
         assert_eq!(s.steps().len(), 2);
         assert!(matches!(s.outcome(), Some(Outcome::Found { exact: false, .. })));

@@ -62,6 +62,9 @@ pub struct Saved {
     pub before: Vec<Qdisc>,
     /// The shaper installed (its removal undoes it).
     pub plan: Plan,
+    /// The emulator shaper's process, when it shapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator_pid: Option<u32>,
     /// The tune process that made it, and when (Unix seconds).
     pub pid: u32,
     pub at_unix_s: u64,
@@ -131,6 +134,7 @@ mod tests {
             netns: Some("blab-abc123-router".into()),
             before: parse_qdiscs(r#"[{"kind":"noqueue","handle":"0:","root":true}]"#).unwrap(),
             plan: Plan::new("eth1", Some(Rate::mbit(4.5)), Some(Rate::mbit(18.0)), Leaf::FqCodel),
+            emulator_pid: None,
             pid: 42,
             at_unix_s: 1_800_000_000,
         };

@@ -112,7 +112,7 @@ fn a_killed_tune_is_undone_from_its_state_file() {
     let p = plan();
     // what a tune killed mid-install leaves: its state saved, the IFB, the
     // ingress redirect and the upload shaper's root in place
-    Saved { iface: "wan0".into(), netns: Some(n.0.clone()), before: before.clone(), plan: p.clone(), pid: 1, at_unix_s: 0 }.save(&file).unwrap();
+    Saved { iface: "wan0".into(), netns: Some(n.0.clone()), before: before.clone(), plan: p.clone(), emulator_pid: None, pid: 1, at_unix_s: 0 }.save(&file).unwrap();
     for c in p.install().iter().take(5) {
         let mut v: Vec<&str> = c.iter().map(|s| s.as_str()).collect();
         v.splice(1..1, ["-n", n.0.as_str()]);

@@ -92,6 +92,14 @@ pub struct LabRunArgs {
     /// No progress lines and no table (errors only).
     #[arg(long)]
     pub quiet: bool,
+    /// Put a home router between the client and the line and run `bloatlab
+    /// tune` on it: the line before (the quick profile), the search for the
+    /// shaper rate, the line after; --json writes the tune's document. See docs/tune.md.
+    #[arg(long, conflicts_with = "no_run")]
+    pub tune: bool,
+    /// `bloatlab tune`'s search options (with --tune).
+    #[command(flatten)]
+    pub tune_opts: crate::options::LabTuneArgs,
     /// Options passed to `bloatlab test` (after `--`).
     #[arg(last = true, value_name = "TEST_OPTIONS")]
     pub engine_args: Vec<String>,
@@ -107,8 +115,24 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
         .iter()
         .map(|q| QueueSpec::parse(q).map_err(|e| anyhow!("--queue {q}: {e}")))
         .collect::<Result<_>>()?;
-    let mut cfg = LabConfig { id: a.id.clone(), port: a.port, ..Default::default() };
+    let mut cfg = LabConfig { id: a.id.clone(), port: a.port, home_router: a.tune, ..Default::default() };
     o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+    let tune = match a.tune {
+        true => {
+            if !a.engine_args.is_empty() {
+                bail!("--tune runs tune's own tests (the quick profile and its search steps): no `bloatlab test` options after `--`");
+            }
+            if o.get(lab_option("queue").expect("the queue option")).is_some_and(|q| q.len() > 1) {
+                bail!("--tune tunes one line: give one --queue");
+            }
+            let mut t = bloatlab_model::TuneConfig::default();
+            a.tune_opts.0.apply(&mut t).map_err(|e| anyhow!(e))?;
+            t.json = a.json.clone();
+            Some(t)
+        }
+        false if !a.tune_opts.0.is_empty() => bail!("{} only go with --tune", a.tune_opts.0.args().join(" ")),
+        false => None,
+    };
     let (up, down) = (o.has("queue-up"), o.has("queue-down"));
     if let Some(t) = cfg.txqueuelen {
         if !listed.is_empty() && listed != vec![QueueSpec::Fifo { packets: t }] {
@@ -154,11 +178,13 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
             show_engine_output: a.engine_output,
             command: std::env::args().collect(),
             progress: None,
+            config: None,
         },
         json: a.json.clone(),
         keep: a.keep,
         no_run: a.no_run,
         quiet: a.quiet,
+        tune,
     })
 }
 
@@ -185,6 +211,8 @@ pub struct LabRun {
     /// Build the lab and start the servers, run no test (implies keep).
     pub no_run: bool,
     pub quiet: bool,
+    /// `--tune`: tune the home router instead of running the test(s).
+    pub tune: Option<bloatlab_model::TuneConfig>,
 }
 
 /// File name for run `i` of `n`: the path itself for one run, else `STEM.QUEUE.EXT`.
@@ -299,6 +327,9 @@ fn run(a: &LabRun) -> Result<i32> {
         lab.start_kept_emulator()?;
         print!("{}", lab.keep());
         return Ok(0);
+    }
+    if let Some(t) = &a.tune {
+        return run_tune(a, t, &mut session);
     }
     let mut results = Vec::new();
     let mut exit = 0;
@@ -540,3 +571,35 @@ mod tests {
 
 }
 
+
+/// `bloatlab lab --tune`: tune the home router of the lab just built.
+fn run_tune(a: &LabRun, t: &bloatlab_model::TuneConfig, session: &mut Session) -> Result<i32> {
+    let lab = session.lab().expect("prepared");
+    let progress = Progress::new(a.quiet);
+    let quiet = a.quiet;
+    let mut say = |s: &str| {
+        progress.clear();
+        if !quiet {
+            eprintln!("tune: {s}");
+        }
+    };
+    let r = lab.tune(t, progress.for_run("tune"), &mut say);
+    progress.clear();
+    let doc = match r {
+        Ok(d) => d,
+        Err(e) => {
+            let sig = signals::pending();
+            if sig != 0 {
+                eprintln!("bloatlab lab: {e:#}; lab removed");
+                return Ok(signals::exit_code(sig));
+            }
+            return Err(e);
+        }
+    };
+    let cfg = lab.tune_config(t)?;
+    super::tune::finish(&cfg, &doc)?;
+    if a.keep {
+        print!("{}", lab.keep());
+    }
+    Ok(0)
+}

@@ -12,6 +12,7 @@ pub mod rpm;
 pub mod server;
 pub mod sweep;
 pub mod test;
+pub mod tune;
 
 use anyhow::{anyhow, Result};
 

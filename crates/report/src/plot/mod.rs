@@ -30,6 +30,7 @@ mod rpm;
 mod style;
 mod sweep;
 mod tcp;
+pub(crate) mod tune;
 mod throughput;
 mod time;
 mod timeseries;

@@ -1,0 +1,122 @@
+//! `bloatlab tune`'s before/after table and its HTML report: the figures
+//! the results and the search already carry, side by side.
+use crate::fmt::{ms, rate, text_table};
+use bloatlab_results::TestResult;
+use bloatlab_tune::driver::{one_way_phase, word, Direction, TuneDoc};
+use bloatlab_tune::search::Outcome;
+
+fn grade(r: &TestResult) -> String {
+    r.headline.grade.clone().unwrap_or_else(|| "-".into())
+}
+
+fn goodput(r: &TestResult, d: Direction) -> Option<f64> {
+    one_way_phase(r, d).map(|p| match d {
+        Direction::Down => p.summary.download_bps,
+        Direction::Up => p.summary.upload_bps,
+    })
+}
+
+fn added(r: &TestResult, d: Option<Direction>) -> String {
+    let p = match d {
+        Some(d) => one_way_phase(r, d),
+        None => r.scenarios.iter().find(|p| p.uploads > 0 && p.downloads > 0),
+    };
+    match p.and_then(|p| p.summary.added_latency_ms.map(|a| (a, p.summary.still_rising))) {
+        Some((a, rising)) => format!("+{} ms{}", ms(a), if rising { " (still rising)" } else { "" }),
+        None => "-".into(),
+    }
+}
+
+/// The rows of the before/after table: (what, before, after).
+pub fn tune_rows(doc: &TuneDoc) -> Vec<Vec<String>> {
+    let Some(b) = &doc.before else { return vec![] };
+    let a = doc.after.as_ref();
+    let col = |f: &dyn Fn(&TestResult) -> String| vec![f(b), a.map(f).unwrap_or_else(|| "-".into())];
+    let mut rows = vec![vec!["".into(), "before".into(), if doc.dry_run { "(dry run)".into() } else { "after".into() }]];
+    let mut row = |name: &str, f: &dyn Fn(&TestResult) -> String| {
+        let mut r = vec![name.to_string()];
+        r.extend(col(f));
+        rows.push(r);
+    };
+    row("grade", &grade);
+    row("idle latency p50", &|r| r.headline.idle_latency_ms.map(|v| format!("{} ms", ms(v))).unwrap_or_else(|| "-".into()));
+    row("loaded latency p50 (worst)", &|r| r.headline.loaded_latency_ms.map(|v| format!("{} ms", ms(v))).unwrap_or_else(|| "-".into()));
+    for d in [Direction::Down, Direction::Up] {
+        row(&format!("{} goodput", word(d)), &|r| goodput(r, d).map(rate).unwrap_or_else(|| "-".into()));
+        row(&format!("{} added latency", word(d)), &|r| added(r, Some(d)));
+    }
+    row("both ways added latency", &|r| added(r, None));
+    row("RPM (worst)", &|r| r.headline.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()));
+    if let Some(a) = a {
+        for d in [Direction::Down, Direction::Up] {
+            if let (Some(gb), Some(ga)) = (goodput(b, d), goodput(a, d)) {
+                if gb > 0.0 {
+                    rows.push(vec![format!("{} goodput kept", word(d)), String::new(), format!("{:.0}%", ga / gb * 100.0)]);
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// What the search found per direction, one line each.
+pub fn tune_search_lines(doc: &TuneDoc) -> Vec<String> {
+    let mut v = vec![];
+    for s in &doc.searches {
+        let steps = doc.steps.iter().filter(|x| x.direction == s.direction).count();
+        v.push(match &s.outcome {
+            Outcome::NotBloated { added_ms } => format!("{}: +{} ms under load, within the {} ms target: left alone", word(s.direction), ms(*added_ms), ms(doc.target_added_ms)),
+            Outcome::NotControllable { rate_bps, added_ms } => format!(
+                "{}: still +{} ms with the shaper at {} (half the line): not a queue this router can take; left alone",
+                word(s.direction),
+                ms(*added_ms),
+                rate(*rate_bps)
+            ),
+            Outcome::Found { rate_bps, goodput_bps, added_ms, share_of_line, exact } => format!(
+                "{}: shaper at {} -> {} goodput ({:.0}% of the unshaped line's), +{} ms under load; {steps} step(s){}",
+                word(s.direction),
+                rate(*rate_bps),
+                rate(*goodput_bps),
+                share_of_line * 100.0,
+                ms(*added_ms),
+                if *exact { "" } else { ", the budget ended the search" }
+            ),
+        });
+    }
+    v
+}
+
+/// The whole terminal summary of a tune.
+pub fn tune_table(doc: &TuneDoc) -> String {
+    let mut s = text_table(&tune_rows(doc));
+    s.push('\n');
+    for l in tune_search_lines(doc) {
+        s.push_str(&l);
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "shaper: {} ({}); search {:.0} s, {}\n",
+        doc.shaper,
+        doc.shaper_why,
+        doc.search_seconds,
+        bloatlab_model::fmt::human_bytes(doc.search_bytes)
+    ));
+    s
+}
+
+/// Write `tune.html` (one file, plots inline), `tune.steps.png` and
+/// `tune.cdf.png` (latency before and after) into `dir`; returns the HTML's path.
+pub fn write_tune_report(doc: &TuneDoc, dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let html = dir.join("tune.html");
+    std::fs::write(&html, crate::html::tune_html(doc)?).with_context(|| format!("writing {}", html.display()))?;
+    if !doc.steps.is_empty() {
+        crate::plot::tune::tune_steps_png(doc, &dir.join("tune.steps.png"))?;
+    }
+    if let (Some(b), Some(a)) = (&doc.before, &doc.after) {
+        let runs = [crate::Run { label: "before", result: b }, crate::Run { label: "after", result: a }];
+        crate::plot_runs(&runs, crate::PlotKind::Cdf, crate::Format::Png, &dir.join("tune.cdf.png"))?;
+    }
+    Ok(html)
+}

@@ -1,0 +1,280 @@
+//! The loop `bloatlab tune` runs: measure the line (the quick profile),
+//! search each bloated direction for the highest shaper rate that holds
+//! the target, verify the rates found with the quick profile again, then
+//! keep the shaper or put the interface back. The tests run through a
+//! [`Meter`] (a process on the router, or in a LAN host's namespace, or
+//! the lab's client); the shaper is a [`LineShaper`]. Whatever ends the
+//! run (an error, a signal), the interface is put back unless `--keep`.
+use crate::plan::Plan;
+use crate::search::{Budget, Outcome, Search, Step};
+use crate::shaper::LineShaper;
+use anyhow::{anyhow, bail, Result};
+use bloatlab_model::{Rate, TestConfig, TuneConfig};
+use bloatlab_results::{Phase, TestResult};
+use serde::Serialize;
+use std::time::Instant;
+
+/// Runs a test through the line and returns its result.
+pub trait Meter {
+    /// `what`: "before", "after", "download step 3"... for progress and logs.
+    fn run(&mut self, what: &str, test: &TestConfig) -> Result<TestResult>;
+}
+
+pub use bloatlab_results::Direction;
+
+/// "download" or "upload", as the search's lines say it.
+pub fn word(d: Direction) -> &'static str {
+    match d {
+        Direction::Down => "download",
+        Direction::Up => "upload",
+    }
+}
+
+/// One step of a search, as the JSON and the report show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    pub direction: Direction,
+    #[serde(flatten)]
+    pub step: Step,
+    /// The step's wall time, s, and the bytes it moved.
+    pub seconds: f64,
+    pub bytes: f64,
+}
+
+/// One direction's search and how it ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionSearch {
+    pub direction: Direction,
+    /// The unshaped line, from the test before.
+    pub line: Step,
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// What `bloatlab tune --json` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneDoc {
+    /// "bloatlab-tune".
+    pub kind: &'static str,
+    pub version: &'static str,
+    pub wan: String,
+    pub server: String,
+    pub target_added_ms: f64,
+    /// The shaper and why it was chosen.
+    pub shaper: String,
+    pub shaper_why: String,
+    pub dry_run: bool,
+    pub before: Option<TestResult>,
+    /// The quick profile again with the rates found in place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<TestResult>,
+    pub searches: Vec<DirectionSearch>,
+    pub steps: Vec<StepRecord>,
+    /// The chosen settings per direction (rate, qdisc and its parameters);
+    /// absent when nothing is to be shaped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Plan>,
+    /// Search time, s, and bytes, over both directions.
+    pub search_seconds: f64,
+    pub search_bytes: f64,
+    /// Whether the shaper was left in place (`--keep`).
+    pub kept: bool,
+    /// What ended the tune early, if anything did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+/// The phase of `r` that loads only `dir` (the quick profile's 0u4d, 4u0d;
+/// a step's one phase).
+pub fn one_way_phase(r: &TestResult, dir: Direction) -> Option<&Phase> {
+    r.scenarios.iter().find(|p| match dir {
+        Direction::Down => p.downloads > 0 && p.uploads == 0,
+        Direction::Up => p.uploads > 0 && p.downloads == 0,
+    })
+}
+
+/// (goodput, added latency, still rising) of `dir`'s phase.
+pub fn measured(r: &TestResult, dir: Direction) -> Result<(f64, f64, bool)> {
+    let p = one_way_phase(r, dir).ok_or_else(|| anyhow!("the test has no {} phase", word(dir)))?;
+    let g = match dir {
+        Direction::Down => p.summary.download_bps,
+        Direction::Up => p.summary.upload_bps,
+    };
+    let a = p.summary.added_latency_ms.ok_or_else(|| anyhow!("the {} phase has no added latency (no idle baseline or no probe answered)", word(dir)))?;
+    if g <= 0.0 {
+        bail!("the {} phase moved no data", word(dir));
+    }
+    Ok((g, a, p.summary.still_rising))
+}
+
+fn bytes_of(r: &TestResult) -> f64 {
+    r.idle.iter().chain(r.scenarios.iter()).map(|p| (p.summary.upload_bps + p.summary.download_bps) / 8.0 * (p.end_ns.saturating_sub(p.start_ns)) as f64 / 1e9).sum()
+}
+
+fn check_signal() -> Result<()> {
+    let s = bloatlab_host::signals::pending();
+    if s != 0 {
+        bail!("interrupted by {}", bloatlab_host::signals::name(s));
+    }
+    Ok(())
+}
+
+/// Progress, one line at a time.
+pub type Say<'a> = &'a mut dyn FnMut(&str);
+
+/// Run the tune. On any error (a failed test, a signal) the shaper is put
+/// back before the error returns; so it is at the end unless `cfg.keep`.
+pub fn tune(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say) -> Result<TuneDoc> {
+    let mut doc = TuneDoc {
+        kind: "bloatlab-tune",
+        version: env!("CARGO_PKG_VERSION"),
+        wan: cfg.wan.clone(),
+        server: cfg.server.clone(),
+        target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
+        shaper: leaf_name(shaper),
+        shaper_why: shaper.why.clone(),
+        dry_run: cfg.dry_run,
+        before: None,
+        after: None,
+        searches: vec![],
+        steps: vec![],
+        settings: None,
+        search_seconds: 0.0,
+        search_bytes: 0.0,
+        kept: false,
+        stopped: None,
+    };
+    let r = run(cfg, meter, shaper, say, &mut doc);
+    let end = if r.is_ok() && cfg.keep && !cfg.dry_run {
+        shaper.keep().map(|p| doc.kept = p.is_some())
+    } else {
+        shaper.restore()
+    };
+    match (r, end) {
+        (Ok(()), Ok(())) => Ok(doc),
+        (Ok(()), Err(e)) => Err(anyhow!("putting {} back: {e}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan)),
+        (Err(e), Ok(())) => Err(e.context(format!("{} is as it was", cfg.wan))),
+        (Err(e), Err(u)) => Err(e.context(format!("and putting {} back failed: {u}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan))),
+    }
+}
+
+fn leaf_name(s: &LineShaper) -> String {
+    match s.leaf {
+        crate::plan::Leaf::Cake { overhead, mpu } => format!("cake (overhead {overhead}, mpu {mpu})"),
+        crate::plan::Leaf::FqCodel => "htb + fq_codel".into(),
+        crate::plan::Leaf::Emulator => "bloatlab's user-space shaper (rate + FQ-CoDel each way, between LAN and WAN by policy routing)".into(),
+    }
+}
+
+fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say, doc: &mut TuneDoc) -> Result<()> {
+    let verify = cfg.verify_test().map_err(|e| anyhow!(e))?;
+    say("measuring the line as it is (the quick profile)");
+    let before = meter.run("before", &verify)?;
+    doc.before = Some(before.clone());
+    check_signal()?;
+    let t0 = Instant::now();
+    let mut found: [Option<Rate>; 2] = [None, None];
+    let dirs = [Direction::Down, Direction::Up];
+    let mut spent = (0.0f64, 0.0f64);
+    for (i, dir) in dirs.into_iter().enumerate() {
+        let (g, a, _) = measured(&before, dir)?;
+        let left = dirs.len() - i;
+        let budget = Budget {
+            steps: 30,
+            seconds: (cfg.budget.as_secs_f64() - spent.0) / left as f64,
+            bytes: cfg.budget_bytes.map(|b| (b as f64 - spent.1) / left as f64).unwrap_or(f64::INFINITY),
+        };
+        let target = doc.target_added_ms;
+        let mut search = Search::new(g, a, target, budget);
+        say(&format!(
+            "{}: {} goodput, +{} ms under load{}",
+            word(dir),
+            bloatlab_model::fmt::rate(g),
+            bloatlab_model::fmt::ms(a),
+            if search.next().is_none() { format!(": within the {} ms target, left alone", bloatlab_model::fmt::ms(target)) } else { String::new() }
+        ));
+        if cfg.dry_run {
+            if search.next().is_some() {
+                let r = search.line_rate_bps();
+                say(&format!(
+                    "{}: would search between {} and {} (dry run: nothing changed)",
+                    word(dir),
+                    bloatlab_model::fmt::rate(r * crate::search::LOW_SHARE),
+                    bloatlab_model::fmt::rate(r)
+                ));
+            }
+            doc.searches.push(DirectionSearch { direction: dir, line: search.line(), outcome: search.outcome().unwrap_or(Outcome::NotBloated { added_ms: a }) });
+            continue;
+        }
+        let step_test = cfg.step_test(dir == Direction::Up).map_err(|e| anyhow!(e))?;
+        let mut n = 0;
+        while let Some(rate) = search.next() {
+            check_signal()?;
+            n += 1;
+            let r = Rate { bps: rate.round() as u64 };
+            let (up, down) = match dir {
+                Direction::Down => (found[1], Some(r)),
+                Direction::Up => (Some(r), found[0]),
+            };
+            shaper.set(up, down).map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
+            let st = Instant::now();
+            let res = meter.run(&format!("{} step {n}", word(dir)), &step_test)?;
+            let secs = st.elapsed().as_secs_f64();
+            let bytes = bytes_of(&res);
+            let (g, a, rising) = measured(&res, dir)?;
+            search.record(rate, g, a, rising, (secs, bytes));
+            spent = (spent.0 + secs, spent.1 + bytes);
+            let s = *search.steps().last().expect("recorded");
+            doc.steps.push(StepRecord { direction: dir, step: s, seconds: secs, bytes });
+            say(&format!(
+                "{} step {n}: shaper {} -> goodput {}, +{} ms{}: {}",
+                word(dir),
+                bloatlab_model::fmt::rate(rate),
+                bloatlab_model::fmt::rate(g),
+                bloatlab_model::fmt::ms(a),
+                if rising { " and still rising" } else { "" },
+                if s.held { "holds" } else { "too high" }
+            ));
+        }
+        let outcome = search.outcome().expect("a search that ran has an outcome");
+        match &outcome {
+            Outcome::Found { rate_bps, goodput_bps, share_of_line, exact, .. } => {
+                found[i] = Some(Rate { bps: rate_bps.round() as u64 });
+                say(&format!(
+                    "{}: shaper at {} keeps {} ({:.0}% of the line){}",
+                    word(dir),
+                    bloatlab_model::fmt::rate(*rate_bps),
+                    bloatlab_model::fmt::rate(*goodput_bps),
+                    share_of_line * 100.0,
+                    if *exact { "" } else { "; the budget ended the search before its resolution" }
+                ));
+            }
+            Outcome::NotControllable { rate_bps, added_ms } => say(&format!(
+                "{}: even at {} latency rose by {} ms: the queue is not one a shaper on {} can take (another bottleneck, or this host itself); left alone",
+                word(dir),
+                bloatlab_model::fmt::rate(*rate_bps),
+                bloatlab_model::fmt::ms(*added_ms),
+                cfg.wan
+            )),
+            Outcome::NotBloated { .. } => {}
+        }
+        doc.searches.push(DirectionSearch { direction: dir, line: search.line(), outcome });
+    }
+    doc.search_seconds = t0.elapsed().as_secs_f64();
+    doc.search_bytes = spent.1;
+    if cfg.dry_run {
+        return Ok(());
+    }
+    let [down, up] = found;
+    if up.is_none() && down.is_none() {
+        shaper.set(None, None).map_err(|e| anyhow!(e))?;
+        say("nothing to shape: the interface is as it was");
+        return Ok(());
+    }
+    shaper.set(up, down).map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
+    doc.settings = shaper.current().cloned();
+    check_signal()?;
+    say("verifying the rates found (the quick profile)");
+    doc.after = Some(meter.run("after", &verify)?);
+    Ok(())
+}
