@@ -23,6 +23,17 @@ pub fn load_all(paths: &[PathBuf]) -> Result<(Vec<String>, Vec<TestResult>)> {
     let mut labels: Vec<String> = vec![];
     let mut results = vec![];
     for p in paths {
+        // a tune document: its results before and after
+        if let Some(doc) = bloatlab_tune::driver::TuneDoc::read_file(p) {
+            let doc = doc.map_err(|e| anyhow::anyhow!(e))?;
+            for (what, r) in [("before", doc.before), ("after", doc.after)] {
+                if let Some(r) = r {
+                    labels.push(format!("{}:{what}", stem_of(p)));
+                    results.push(r);
+                }
+            }
+            continue;
+        }
         results.push(read_result(p)?);
         let mut l = stem_of(p);
         if labels.contains(&l) {

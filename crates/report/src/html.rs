@@ -642,12 +642,12 @@ pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> Result<String> {
         for (i, s) in doc.steps.iter().enumerate() {
             let _ = write!(
                 b,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>+{} ms{}</td><td>{}</td><td>{:.1} s</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ms{}</td><td>{}</td><td>{:.1} s</td></tr>",
                 i + 1,
                 bloatlab_tune::driver::word(s.direction),
                 s.step.rate_bps.map(crate::fmt::rate).unwrap_or_else(|| "-".into()),
                 crate::fmt::rate(s.step.goodput_bps),
-                crate::fmt::ms(s.step.added_ms),
+                crate::fmt::signed(s.step.added_ms),
                 if s.step.still_rising { ", still rising" } else { "" },
                 if s.step.held { "yes" } else { "no" },
                 s.seconds

@@ -1,6 +1,6 @@
 //! `bloatlab tune`'s before/after table and its HTML report: the figures
 //! the results and the search already carry, side by side.
-use crate::fmt::{ms, rate, text_table};
+use crate::fmt::{ms, rate, signed, text_table};
 use bloatlab_results::TestResult;
 use bloatlab_tune::driver::{one_way_phase, word, Direction, TuneDoc};
 use bloatlab_tune::search::Outcome;
@@ -22,7 +22,7 @@ fn added(r: &TestResult, d: Option<Direction>) -> String {
         None => r.scenarios.iter().find(|p| p.uploads > 0 && p.downloads > 0),
     };
     match p.and_then(|p| p.summary.added_latency_ms.map(|a| (a, p.summary.still_rising))) {
-        Some((a, rising)) => format!("+{} ms{}", ms(a), if rising { " (still rising)" } else { "" }),
+        Some((a, rising)) => format!("{} ms{}", signed(a), if rising { " (still rising)" } else { "" }),
         None => "-".into(),
     }
 }
@@ -65,7 +65,7 @@ pub fn tune_search_lines(doc: &TuneDoc) -> Vec<String> {
     for s in &doc.searches {
         let steps = doc.steps.iter().filter(|x| x.direction == s.direction).count();
         v.push(match &s.outcome {
-            Outcome::NotBloated { added_ms } => format!("{}: +{} ms under load, within the {} ms target: left alone", word(s.direction), ms(*added_ms), ms(doc.target_added_ms)),
+            Outcome::NotBloated { added_ms } => format!("{}: {} ms under load, within the {} ms target: left alone", word(s.direction), signed(*added_ms), ms(doc.target_added_ms)),
             Outcome::NotControllable { rate_bps, added_ms } => format!(
                 "{}: still +{} ms with the shaper at {} (half the line): not a queue this router can take; left alone",
                 word(s.direction),
@@ -73,12 +73,12 @@ pub fn tune_search_lines(doc: &TuneDoc) -> Vec<String> {
                 rate(*rate_bps)
             ),
             Outcome::Found { rate_bps, goodput_bps, added_ms, share_of_line, exact } => format!(
-                "{}: shaper at {} -> {} goodput ({:.0}% of the unshaped line's), +{} ms under load; {steps} step(s){}",
+                "{}: shaper at {} -> {} goodput ({:.0}% of the unshaped line's), {} ms under load; {steps} step(s){}",
                 word(s.direction),
                 rate(*rate_bps),
                 rate(*goodput_bps),
                 share_of_line * 100.0,
-                ms(*added_ms),
+                signed(*added_ms),
                 if *exact { "" } else { ", the budget ended the search" }
             ),
         });

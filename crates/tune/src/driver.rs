@@ -11,7 +11,7 @@ use crate::shaper::LineShaper;
 use anyhow::{anyhow, bail, Result};
 use bloatlab_model::{Rate, TestConfig, TuneConfig};
 use bloatlab_results::{Phase, TestResult};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// Runs a test through the line and returns its result.
@@ -31,7 +31,7 @@ pub fn word(d: Direction) -> &'static str {
 }
 
 /// One step of a search, as the JSON and the report show it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepRecord {
     pub direction: Direction,
     #[serde(flatten)]
@@ -42,7 +42,7 @@ pub struct StepRecord {
 }
 
 /// One direction's search and how it ended.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DirectionSearch {
     pub direction: Direction,
     /// The unshaped line, from the test before.
@@ -51,12 +51,16 @@ pub struct DirectionSearch {
     pub outcome: Outcome,
 }
 
+/// The `kind` of a tune document.
+pub const TUNE_KIND: &str = "bloatlab-tune";
+
 /// What `bloatlab tune --json` writes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TuneDoc {
-    /// "bloatlab-tune".
-    pub kind: &'static str,
-    pub version: &'static str,
+    /// [`TUNE_KIND`].
+    pub kind: String,
+    /// The bloatlab that tuned.
+    pub version: String,
     pub wan: String,
     pub server: String,
     pub target_added_ms: f64,
@@ -66,13 +70,13 @@ pub struct TuneDoc {
     pub dry_run: bool,
     pub before: Option<TestResult>,
     /// The quick profile again with the rates found in place.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<TestResult>,
     pub searches: Vec<DirectionSearch>,
     pub steps: Vec<StepRecord>,
     /// The chosen settings per direction (rate, qdisc and its parameters);
     /// absent when nothing is to be shaped.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Plan>,
     /// Search time, s, and bytes, over both directions.
     pub search_seconds: f64,
@@ -80,7 +84,7 @@ pub struct TuneDoc {
     /// Whether the shaper was left in place (`--keep`).
     pub kept: bool,
     /// What ended the tune early, if anything did.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
 }
 
@@ -126,8 +130,8 @@ pub type Say<'a> = &'a mut dyn FnMut(&str);
 /// back before the error returns; so it is at the end unless `cfg.keep`.
 pub fn tune(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say) -> Result<TuneDoc> {
     let mut doc = TuneDoc {
-        kind: "bloatlab-tune",
-        version: env!("CARGO_PKG_VERSION"),
+        kind: TUNE_KIND.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         wan: cfg.wan.clone(),
         server: cfg.server.clone(),
         target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
@@ -187,10 +191,10 @@ fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Sa
         let target = doc.target_added_ms;
         let mut search = Search::new(g, a, target, budget);
         say(&format!(
-            "{}: {} goodput, +{} ms under load{}",
+            "{}: {} goodput, {} ms under load{}",
             word(dir),
             bloatlab_model::fmt::rate(g),
-            bloatlab_model::fmt::ms(a),
+            bloatlab_model::fmt::signed(a),
             if search.next().is_none() { format!(": within the {} ms target, left alone", bloatlab_model::fmt::ms(target)) } else { String::new() }
         ));
         if cfg.dry_run {
@@ -227,11 +231,11 @@ fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Sa
             let s = *search.steps().last().expect("recorded");
             doc.steps.push(StepRecord { direction: dir, step: s, seconds: secs, bytes });
             say(&format!(
-                "{} step {n}: shaper {} -> goodput {}, +{} ms{}: {}",
+                "{} step {n}: shaper {} -> goodput {}, {} ms{}: {}",
                 word(dir),
                 bloatlab_model::fmt::rate(rate),
                 bloatlab_model::fmt::rate(g),
-                bloatlab_model::fmt::ms(a),
+                bloatlab_model::fmt::signed(a),
                 if rising { " and still rising" } else { "" },
                 if s.held { "holds" } else { "too high" }
             ));
@@ -277,4 +281,14 @@ fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Sa
     say("verifying the rates found (the quick profile)");
     doc.after = Some(meter.run("after", &verify)?);
     Ok(())
+}
+
+impl TuneDoc {
+    /// Read a tune document; None when the file holds something else.
+    pub fn read_file(path: &std::path::Path) -> Option<std::result::Result<TuneDoc, String>> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (v.get("kind").and_then(|k| k.as_str()) == Some(TUNE_KIND))
+            .then(|| serde_json::from_value(v).map_err(|e| format!("{} is not a tune document bloatlab reads: {e}", path.display())))
+    }
 }

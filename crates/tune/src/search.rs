@@ -22,7 +22,7 @@
 //!
 //! Rates here are shaper rates: bits on the wire, Ethernet header
 //! included, as HTB and cake count them.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The shaper's rate at the low end, as a share of the line's rate.
 pub const LOW_SHARE: f64 = 0.5;
@@ -37,7 +37,7 @@ pub const RESOLUTION: f64 = 0.02;
 pub const WIRE_EFFICIENCY: f64 = 1448.0 / 1514.0;
 
 /// What one short loaded test at a shaper rate measured.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// The shaper's rate, bit/s (None: unshaped, the line as it is).
     pub rate_bps: Option<f64>,
@@ -69,7 +69,7 @@ impl Budget {
 }
 
 /// How a search ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
     /// The unshaped line already held the target: nothing to do.

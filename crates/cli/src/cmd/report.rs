@@ -64,7 +64,9 @@ pub struct ExportArgs {
 /// Print several results side by side with their differences.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    #[arg(required = true, num_args = 2.., value_name = "RESULT.json")]
+    /// Two or more results; a `bloatlab tune --json` document counts as
+    /// its two, before and after.
+    #[arg(required = true, num_args = 1.., value_name = "RESULT.json")]
     pub results: Vec<PathBuf>,
     /// Also write the comparison as a self-contained HTML file.
     #[arg(long, value_name = "FILE")]
@@ -74,6 +76,16 @@ pub struct CompareArgs {
 /// `bloatlab report`.
 pub fn run_report(a: ReportArgs) -> Result<i32> {
     if let [one] = a.results.as_slice() {
+        if let Some(doc) = bloatlab_tune::driver::TuneDoc::read_file(one) {
+            let doc = doc.map_err(|e| anyhow::anyhow!(e))?;
+            let dir = a.out.clone().unwrap_or_else(|| parent_dir(one));
+            let html = bloatlab_report::tune::write_tune_report(&doc, &dir)?;
+            if !a.quiet {
+                print!("{}", bloatlab_report::tune::tune_table(&doc));
+            }
+            println!("wrote {}", html.display());
+            return Ok(0);
+        }
         if let Some(r) = read_rpm_result(one) {
             let dir = a.out.clone().unwrap_or_else(|| parent_dir(one));
             let html = write_rpm_report(&r, &dir, &a.name.clone().unwrap_or_else(|| stem_of(one)))?;
@@ -149,6 +161,9 @@ pub fn run_export(a: ExportArgs) -> Result<i32> {
 /// `bloatlab compare`.
 pub fn run_compare(a: CompareArgs) -> Result<i32> {
     let (labels, results) = load_all(&a.results)?;
+    if results.len() < 2 {
+        anyhow::bail!("compare needs two results or more (or a tune document, which holds two)");
+    }
     let pairs: Vec<(&str, &TestResult)> = labels.iter().map(String::as_str).zip(results.iter()).collect();
     print!("{}", bloatlab_report::compare_table_labeled(&pairs));
     if let Some(h) = &a.html {

@@ -20,8 +20,9 @@ where
     for (area, s) in areas.iter().zip(&searches) {
         let steps: Vec<_> = doc.steps.iter().filter(|x| x.direction == s.direction).collect();
         let line_rate = s.line.goodput_bps / bloatlab_tune::search::WIRE_EFFICIENCY / 1e6;
-        let xmax = steps.iter().filter_map(|x| x.step.rate_bps).fold(line_rate, f64::max) / 1e6 * 1e6 * 1.08;
-        let xmin = steps.iter().filter_map(|x| x.step.rate_bps).fold(line_rate, |a, b| a.min(b / 1e6)) * 0.9;
+        let rates: Vec<f64> = steps.iter().filter_map(|x| x.step.rate_bps).map(|r| r / 1e6).collect();
+        let xmax = rates.iter().cloned().fold(line_rate, f64::max) * 1.05;
+        let xmin = rates.iter().cloned().fold(line_rate, f64::min) * 0.9;
         let ys: Vec<f64> = steps.iter().map(|x| x.step.added_ms.max(0.1)).chain([doc.target_added_ms, s.line.added_ms.max(0.1)]).collect();
         let ymax = ys.iter().cloned().fold(1.0, f64::max) * 2.0;
         let title = format!("{}: shaper rate vs added latency", word(s.direction));
@@ -38,6 +39,7 @@ where
             .axis_desc_style(font(14.0))
             .bold_line_style(GRID)
             .light_line_style(TRANSPARENT)
+            .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick_log(*v))
             .draw()?;
         let target = doc.target_added_ms;
@@ -46,7 +48,7 @@ where
             .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], BLACK.mix(0.6)));
         let lc = dir_color(s.direction);
         c.draw_series(DashedLineSeries::new([(line_rate, 0.1), (line_rate, ymax)], 4, 4, lc.stroke_width(1)))?
-            .label(format!("the line: {} (+{} ms unshaped)", crate::fmt::rate(line_rate * 1e6), crate::fmt::ms(s.line.added_ms)))
+            .label(format!("unshaped: {} goodput, {} ms", crate::fmt::rate(s.line.goodput_bps), crate::fmt::signed(s.line.added_ms)))
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], lc));
         let green = RGBColor(30, 150, 60);
         let red = RGBColor(200, 40, 40);
