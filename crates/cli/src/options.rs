@@ -152,7 +152,7 @@ impl FromArgMatches for LinkOptionArgs {
 /// The `bloatlab tune` options `bloatlab lab --tune` takes (the lab names
 /// the interfaces, the server and the files itself), from the same
 /// definitions as `bloatlab tune`'s.
-pub const LAB_TUNE_OPTIONS: &[&str] = &["target-added", "budget", "budget-bytes", "step", "shaper", "overhead", "mpu", "write-config", "report"];
+pub const LAB_TUNE_OPTIONS: &[&str] = &["target-added", "budget", "budget-bytes", "step", "sqm", "overhead", "mpu", "write-config", "report"];
 
 fn lab_tune(long: &str) -> bool {
     LAB_TUNE_OPTIONS.contains(&long)

@@ -687,6 +687,16 @@ impl Lab {
                 self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4, self.cfg.cc
             ));
         }
+        if let Some(h) = &self.home {
+            let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT { String::new() } else { format!(":{}", self.cfg.port) };
+            s.push_str(&format!(
+                "  tune the home router:\n    sudo ip netns exec {} {} tune {}{port} --wan wan0 --lan lan0 --client-netns {}\n",
+                h.netns,
+                exe_display(),
+                self.server.v4,
+                self.client.netns
+            ));
+        }
         s.push_str(&format!("  logs: {}\n", self.run_dir.display()));
         s.push_str(&format!("  remove it with: sudo {} lab cleanup --id {}\n", exe_display(), self.id));
         s

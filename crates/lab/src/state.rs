@@ -14,7 +14,7 @@ use std::path::PathBuf;
 pub const STATE_DIR: &str = "/run/bloatlab";
 /// Every lab namespace is `blab-<6 hex>-<role>`.
 pub const PREFIX: &str = "blab-";
-pub const ROLES: &[&str] = &["client", "router", "server", "witness", "probe"];
+pub const ROLES: &[&str] = &["client", "router", "server", "witness", "home", "probe"];
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct ChildRec {

@@ -293,10 +293,10 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
         get: |c| one(fmt_duration(c.step)),
     },
     OptionDef {
-        long: "shaper",
+        long: "sqm",
         short: None,
         value_name: "KIND",
-        help: "What shapes: cake, fq_codel (HTB + fq_codel), emulator (bloatlab's user-space shaper, for kernels with neither; it shapes forwarded traffic, so measure from a LAN host: --client-netns), or auto: the first of these the kernel has [default: auto]",
+        help: "The smart queue management that shapes: cake, fq_codel (HTB + fq_codel), emulator (bloatlab's user-space shaper, for kernels with neither; it shapes forwarded traffic, so measure from a LAN host: --client-netns), or auto: the first of these the kernel has [default: auto]",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: TuneShaper::WORDS,
@@ -509,7 +509,7 @@ mod tests {
         assert!(set("target-added", "0").is_err());
         assert!(set("target-added", "2s").unwrap_err().contains("0.5ms..1s"));
         assert!(set("budget", "5s").unwrap_err().contains("20s..1h"));
-        assert!(set("shaper", "tbf").unwrap_err().contains("cake, fq_codel"));
+        assert!(set("sqm", "tbf").unwrap_err().contains("cake, fq_codel"));
         assert!(set("budget-bytes", "10kB").is_err());
         let c = TuneConfig { server: "h".into(), ..Default::default() };
         assert!(c.check().unwrap_err().contains("--wan"));

@@ -191,7 +191,7 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
         } else {
             "The bottleneck queue"
         };
-        return format!("{which}{where_} held up to {held}; {aqm} or {shorter} would cut it.");
+        return format!("{which}{where_} held up to {held}; {aqm} or {shorter} would cut it, or a shaper in front of it (`bloatlab lab --tune` finds its rate).");
     }
     // the direction the worst phase loaded alone, if it loaded one
     let dir = match wp.map(|p| (p.uploads > 0, p.downloads > 0)) {
@@ -204,11 +204,7 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
         Some(Direction::Down) => (r.headline.download_capacity_bps, "download ", "on the download path (usually the ISP's shaper or the modem)"),
         None => (0.0, "", "on the path"),
     };
-    let shaper = if cap > 0.0 {
-        format!(" with its shaper set to about 90% of the measured {dir_words}rate ({})", fmt_rate(cap * 0.9))
-    } else {
-        String::new()
-    };
+    let near = if cap > 0.0 { format!(", a little under the measured {dir_words}rate ({}),", fmt_rate(cap)) } else { ",".to_string() };
     // "when full" only where the queue was seen full: latency stopped
     // rising while the load lost packets (retransmits or lost probes)
     let held = match wp.map(|p| &p.summary) {
@@ -220,7 +216,7 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
         }
         _ => format!("held about {} of data under this load (it was not seen full: nothing was lost)", human_ms(added)),
     };
-    format!("A queue {place} {held}; enable smart queue management (fq_codel or cake, e.g. OpenWrt SQM) on the router{shaper}.")
+    format!("A queue {place} {held}; smart queue management (fq_codel or cake, e.g. OpenWrt SQM) on the router would cut it: `bloatlab tune` there finds its shaper's rate{near} and shows the line before and after.")
 }
 
 #[cfg(test)]

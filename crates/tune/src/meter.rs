@@ -47,6 +47,8 @@ impl Meter for JobMeter {
         };
         cmd.arg("job").arg(&job).stdin(Stdio::null()).stdout(Stdio::null());
         cmd.stderr(std::fs::File::create(&errf)?).process_group(0);
+        // a tune killed outright takes its test with it
+        bloatlab_host::process::die_with_parent(&mut cmd, bloatlab_host::process::Signal::Int);
         let mut child = cmd.spawn().with_context(|| format!("cannot start the test {what}"))?;
         let mut forwarded: Option<(i32, Instant)> = None;
         let status = loop {

@@ -95,10 +95,10 @@ pub fn choose(asked: TuneShaper, s: &Support, overhead: u32, mpu: u32, lan_host_
         Ok((Leaf::Emulator, why))
     };
     match asked {
-        TuneShaper::Cake if !s.cake => Err("this kernel has no cake qdisc (sch_cake: `modprobe sch_cake`; OpenWrt: `opkg install kmod-sched-cake`); --shaper fq_codel or auto".into()),
+        TuneShaper::Cake if !s.cake => Err("this kernel has no cake qdisc (sch_cake: `modprobe sch_cake`; OpenWrt: `opkg install kmod-sched-cake`); --sqm fq_codel or auto".into()),
         TuneShaper::Cake => ifb("cake").map(|_| (Leaf::Cake { overhead, mpu }, "as asked".to_string())),
         TuneShaper::FqCodel if !(s.htb && s.fq_codel) => Err(format!(
-            "this kernel lacks {} (sch_htb, sch_fq_codel); --shaper cake, emulator or auto",
+            "this kernel lacks {} (sch_htb, sch_fq_codel); --sqm cake, emulator or auto",
             [(!s.htb).then_some("htb"), (!s.fq_codel).then_some("fq_codel")].into_iter().flatten().collect::<Vec<_>>().join(" and ")
         )),
         TuneShaper::FqCodel => ifb("HTB + fq_codel").map(|_| (Leaf::FqCodel, "as asked".to_string())),

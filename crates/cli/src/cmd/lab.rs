@@ -95,7 +95,9 @@ pub struct LabRunArgs {
     /// Put a home router between the client and the line and run `bloatlab
     /// tune` on it: the line before (the quick profile), the search for the
     /// shaper rate, the line after; --json writes the tune's document. See docs/tune.md.
-    #[arg(long, conflicts_with = "no_run")]
+    /// With --no-run: the lab with its home router, for running `bloatlab
+    /// tune` in it by hand.
+    #[arg(long)]
     pub tune: bool,
     /// `bloatlab tune`'s search options (with --tune).
     #[command(flatten)]

@@ -1,0 +1,208 @@
+//! `bloatlab tune` in the lab: `bloatlab lab --tune` turns a bloated line
+//! (F, or D where the quick profile's 15 s cap ends a phase before a deep
+//! FIFO is full) into A or A+ keeping at least 85% of its goodput each way within
+//! three minutes of searching, on a 20/5 Mbit/s line with 1000-packet FIFOs
+//! and on a symmetric 100 Mbit/s line with 5000-packet FIFOs; and
+//! `bloatlab tune` run by hand on the lab's home router puts the router
+//! back exactly as it was (its qdiscs as `tc -j qdisc show` lists them,
+//! no device or rule of its own left) after a SIGTERM in the middle of
+//! the search, and with `--undo` after a SIGKILL.
+mod lab_util;
+use lab_util::*;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn json(p: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+}
+
+/// The goodput of a result's one-way phase.
+fn goodput(r: &serde_json::Value, up: bool) -> f64 {
+    let (k, n) = if up { ("uploads", "upload_bps") } else { ("downloads", "download_bps") };
+    let other = if up { "downloads" } else { "uploads" };
+    r["scenarios"].as_array().unwrap().iter().find(|p| p[k].as_u64() > Some(0) && p[other].as_u64() == Some(0)).unwrap()["summary"][n].as_f64().unwrap()
+}
+
+fn tune_line(name: &str, link: &[&str], bloated: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tune.json");
+    let rep = dir.path().join("report");
+    let mut args = vec!["lab"];
+    args.extend_from_slice(link);
+    let script = dir.path().join("shaper.sh");
+    args.extend(["--tune", "--json", out.to_str().unwrap(), "--report", rep.to_str().unwrap(), "--write-config", script.to_str().unwrap()]);
+    let t0 = Instant::now();
+    let o = Command::new(EXE).args(&args).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{name}: {stderr}\n{stdout}");
+    eprintln!("{name} ({:.0} s):\n{stdout}", t0.elapsed().as_secs_f64());
+    let d = json(&out);
+    assert_eq!(d["kind"], "bloatlab-tune");
+    let (before, after) = (&d["before"], &d["after"]);
+    let b = before["headline"]["grade"].as_str().unwrap();
+    assert!(bloated.contains(&b), "{name}: the line was meant to be bloated ({bloated:?}), graded {b}");
+    let g = after["headline"]["grade"].as_str().unwrap();
+    assert!(g == "A+" || g == "A", "{name}: after tuning graded {g}\n{stdout}");
+    for up in [false, true] {
+        let kept = goodput(after, up) / goodput(before, up);
+        assert!(kept >= 0.85, "{name}: {} kept {:.0}% of its goodput\n{stdout}", if up { "upload" } else { "download" }, kept * 100.0);
+    }
+    let searched = d["search_seconds"].as_f64().unwrap();
+    assert!(searched <= 180.0, "{name}: the search took {searched:.0} s");
+    // the settings found, per direction, as the shaper ran them
+    for dir in ["upload", "download"] {
+        assert!(d["settings"][dir]["rate_bps"].as_u64().unwrap() > 0, "{name}: no {dir} setting");
+    }
+    assert!(stdout.contains("wan0 is back as it was"), "{stdout}");
+    // the report and the kept configuration
+    let html = std::fs::read_to_string(rep.join("tune.html")).unwrap();
+    assert!(html.contains("Before and after") && html.contains("The search") && html.contains("<svg"), "{name}: report");
+    for f in ["tune.steps.png", "tune.cdf.png"] {
+        assert!(rep.join(f).metadata().unwrap().len() > 1000, "{name}: {f}");
+    }
+    let script = std::fs::read_to_string(dir.path().join("shaper.sh")).unwrap();
+    assert!(script.contains("--client-if lan0 --server-if wan0"), "{script}");
+    let sqm = std::fs::read_to_string(dir.path().join("shaper.sh.sqm")).unwrap();
+    assert!(sqm.contains("option interface 'wan0'"), "{sqm}");
+    // `bloatlab compare` reads the tune document as its two results
+    let c = Command::new(EXE).args(["compare", out.to_str().unwrap()]).output().unwrap();
+    assert!(c.status.success() && String::from_utf8_lossy(&c.stdout).contains("tune:after"), "{c:?}");
+}
+
+#[test]
+fn lab_tune_turns_a_bloated_line_into_an_a_keeping_its_goodput() {
+    if skip("lab_tune_turns_a_bloated_line_into_an_a_keeping_its_goodput") {
+        return;
+    }
+    let _one = one_at_a_time();
+    let links = root_links();
+    tune_line("20/5 Mbit/s, fifo:1000", &["--rate-down", "20mbit", "--rate-up", "5mbit", "--queue", "fifo:1000"], &["F"]);
+    // 5000 packets hold 606 ms; four flows fill them slowly, and the quick
+    // profile's 15 s cap ends the phase at +350..+380 ms still rising (D),
+    // or past +400 ms (F)
+    tune_line("100 Mbit/s, fifo:5000", &["--rate", "100mbit", "--queue", "fifo:5000"], &["D", "F"]);
+    assert!(root_links() == links || root_links().iter().all(|l| links.contains(l)), "the lab left interfaces behind");
+}
+
+/// `tc -j qdisc show dev wan0`, the names of the home router's devices, its rules.
+fn router_state(home: &str) -> (String, Vec<String>, String) {
+    let run = |prog: &str, args: &[&str]| {
+        let o = Command::new(prog).arg("-n").arg(home).args(args).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    (run("tc", &["-j", "qdisc", "show", "dev", "wan0"]), names_of_links(&run("ip", &["-j", "link", "show"])), run("ip", &["rule", "show"]))
+}
+
+fn names_of_links(j: &str) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_str(j).unwrap_or(serde_json::json!([]));
+    v.as_array().map(|a| a.iter().filter_map(|l| l["ifname"].as_str().map(String::from)).collect()).unwrap_or_default()
+}
+
+/// Start `bloatlab tune` on the home router; return it once it has begun
+/// the search's step `n` (the line measured, the shaper in place).
+fn tune_until_step(id: &str, state: &std::path::Path, n: u32) -> (std::process::Child, std::path::PathBuf) {
+    let err = state.join(format!("tune-{n}.stderr"));
+    let child = Command::new("ip")
+        .args(["netns", "exec", &format!("blab-{id}-home"), EXE, "tune", &server_of(id), "--wan", "wan0", "--lan", "lan0"])
+        .args(["--client-netns", &format!("blab-{id}-client"), "--state-dir", state.to_str().unwrap(), "--budget", "60s"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&err).unwrap_or_default();
+        if text.contains(&format!("step {n}:")) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(150), "tune did not reach step {n}: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // the step after it is under way: the shaper is in place
+    std::thread::sleep(Duration::from_millis(1500));
+    (child, err)
+}
+
+fn server_of(id: &str) -> String {
+    let o = Command::new("ip").args(["-n", &format!("blab-{id}-server"), "-4", "-o", "addr", "show", "dev", "eth0"]).output().unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    let a = s.split_whitespace().skip_while(|w| *w != "inet").nth(1).unwrap().split('/').next().unwrap().to_string();
+    format!("{a}:9770")
+}
+
+#[test]
+fn tune_puts_the_router_back_after_sigterm_and_with_undo_after_sigkill() {
+    if skip("tune_puts_the_router_back_after_sigterm_and_with_undo_after_sigkill") {
+        return;
+    }
+    let _one = one_at_a_time();
+    let id = unique_id();
+    let links = root_links();
+    let o = Command::new(EXE)
+        .args(["lab", "--rate-down", "20mbit", "--rate-up", "5mbit", "--queue", "fifo:200", "--tune", "--no-run", "--id", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("sudo ip netns exec blab-{id}-home")) && text.contains("tune"), "{text}");
+    let home = format!("blab-{id}-home");
+    let clean = router_state(&home);
+    let state = tempfile::tempdir().unwrap();
+    let saved = state.path().join("tune-wan0.json");
+    let check = |what: &str| {
+        let now = router_state(&home);
+        assert_eq!(now.0, clean.0, "{what}: wan0's qdiscs differ");
+        assert_eq!(now.1, clean.1, "{what}: the router's devices differ");
+        assert_eq!(now.2, clean.2, "{what}: the router's rules differ");
+        assert!(!saved.exists(), "{what}: the saved state is still there");
+    };
+    let result = std::panic::catch_unwind(|| {
+        // refused up front, changing nothing
+        let refuse = |args: &[&str], why: &str| {
+            let mut v = vec!["netns", "exec", &home, EXE, "tune"];
+            v.extend_from_slice(args);
+            let o = Command::new("ip").args(&v).output().unwrap();
+            let e = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success() && e.contains(why), "{args:?}: {e}");
+        };
+        let server = server_of(&id);
+        refuse(&[&server, "--wan", "eth9"], "there is no interface eth9");
+        refuse(&[&server, "--wan", "lan0"], "is reached through wan0, not lan0");
+        refuse(&[&server], "--wan IFACE");
+        refuse(&["--undo", "wan0", "--state-dir", state.path().to_str().unwrap()], "nothing to undo on wan0");
+        check("after the refusals");
+
+        // SIGTERM in the middle of the search: put back before it exits
+        let (mut child, err) = tune_until_step(&id, state.path(), 1);
+        assert!(saved.exists(), "the state is saved while the shaper is in place");
+        assert_ne!(router_state(&home).1, clean.1, "the shaper's devices are in place during the search");
+        bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Term);
+        let st = child.wait().unwrap();
+        let e = std::fs::read_to_string(&err).unwrap();
+        assert_eq!(st.code(), Some(143), "{e}");
+        assert!(e.contains("wan0 is as it was: interrupted by SIGTERM"), "{e}");
+        check("after SIGTERM");
+
+        // SIGKILL: nothing runs to put it back; the state waits for --undo
+        let (mut child, _) = tune_until_step(&id, state.path(), 1);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(saved.exists(), "a killed tune's state stays on disk");
+        let o = Command::new("ip").args(["netns", "exec", &home, EXE, "tune", "--undo", "wan0", "--state-dir", state.path().to_str().unwrap()]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("wan0: the shaper is removed and its queues read as before"));
+        check("after --undo");
+    });
+    let c = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
+    assert!(c.status.success(), "{c:?}");
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+    assert_gone(&id, &links);
+}
