@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs inside the QEMU guest (virtme-ng, the host's filesystem): load the
 # stock kernel's queue disciplines, run the kernel-qdisc lab test, log to $1.
-out="$1"; bin="$2"; tune="$3"
+out="$1"; bin="$2"; tune="$3"; exe="$4"
 exec >"$out/guest.log" 2>&1
 echo "guest kernel $(uname -r)"
 for m in veth tun bridge ifb sch_ingress cls_u32 act_mirred sch_htb sch_tbf sch_fq_codel sch_codel sch_cake sch_pie sch_fq sch_netem sch_prio; do
@@ -17,5 +17,20 @@ echo "LAB EXIT $lab"
 BLOATLAB_STRICT=1 "$tune" --test-threads=1 --nocapture
 t=$?
 echo "TUNE EXIT $t"
-[ "$lab" = 0 ] && [ "$t" = 0 ]
+# bloatlab lab --tune on this kernel: the whole loop with cake, and with
+# HTB + fq_codel (download through an IFB), on a bloated 8/2 Mbit/s line
+lt=0
+for sqm in cake fq_codel; do
+  "$exe" lab --rate-down 8mbit --rate-up 2mbit --queue fifo:300 --tune --sqm "$sqm" --budget 100s --json "$out/tune-$sqm.json" >"$out/tune-$sqm.txt" 2>&1
+  echo "LAB TUNE $sqm EXIT $?"
+  python3 - "$out/tune-$sqm.json" "$sqm" <<'PY' || lt=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+b, a = d["before"]["headline"]["grade"], d["after"]["headline"]["grade"]
+rates = ", ".join("%s %.2f Mbit/s" % (k, d["settings"][k]["rate_bps"] / 1e6) for k in ("download", "upload") if d["settings"].get(k))
+print("lab tune %s: %s -> %s (%s; %s)" % (sys.argv[2], b, a, d["shaper"], rates))
+assert b in ("D", "F") and a in ("A+", "A"), (b, a)
+PY
+done
+[ "$lab" = 0 ] && [ "$t" = 0 ] && [ "$lt" = 0 ]
 echo "GUEST EXIT $?"

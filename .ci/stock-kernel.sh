@@ -59,6 +59,10 @@ bin=$(test_bin bloatlab lab_kernel_qdiscs)
 tune=$(test_bin bloatlab-tune apply)
 [ -x "$tune" ] || { echo "stock-kernel job: cannot build the tune apply test"; exit 1; }
 
+# the bloatlab binary for `bloatlab lab --tune` in the guest
+cargo build -q -p bloatlab || { echo "stock-kernel job: cannot build bloatlab"; exit 1; }
+exe="$PWD/target/debug/bloatlab"
+
 out="$work/out"
 rm -rf "$out" && mkdir -p "$out"
 # KVM when it can run this kernel (a paravirtual /dev/kvm may refuse a stock
@@ -76,17 +80,18 @@ echo "stock-kernel job: booting $pkg under QEMU ($accel) with virtme-ng"
 timeout 2400 vng $kvm --run "$root/boot/vmlinuz-$ver" \
   --rodir "/lib/modules/$ver=$root/lib/modules/$ver" --rwdir "$out" \
   --memory 2G --cpus 2 --cwd "$PWD" \
-  --exec "sh $PWD/.ci/stock-kernel-guest.sh $out $bin $tune" >"$out/vng.log" 2>&1
+  --exec "sh $PWD/.ci/stock-kernel-guest.sh $out $bin $tune $exe" >"$out/vng.log" 2>&1
 rc=$?
 echo "stock-kernel job: vng exited $rc after $(( $(date +%s) - start )) s"
 if [ ! -s "$out/guest.log" ]; then
   tail -20 "$out/vng.log"
   skip "QEMU did not start the guest (no guest log; vng exit $rc)"
 fi
-grep -E "^guest kernel|^modprobe|SKIP|^(fifo|fq_codel|codel|pie|cake|fq|netem)|tune: |test result|EXIT|panicked" "$out/guest.log"
+grep -E "^guest kernel|^modprobe|SKIP|^(fifo|fq_codel|codel|pie|cake|fq|netem)|tune: |lab tune |test result|EXIT|panicked|Error" "$out/guest.log"
 if grep -q "^GUEST EXIT 0" "$out/guest.log" && grep -q "test result: ok. 1 passed" "$out/guest.log" \
   && grep -q "tune: HTB + fq_codel on wan0 and ifb4wan0: installed, then undone exactly" "$out/guest.log" \
-  && grep -q "test result: ok. 3 passed" "$out/guest.log" && ! grep -q "^SKIP" "$out/guest.log"; then
+  && grep -q "test result: ok. 3 passed" "$out/guest.log" && ! grep -q "^SKIP" "$out/guest.log" \
+  && grep -q "^lab tune cake: [DF] -> A" "$out/guest.log" && grep -q "^lab tune fq_codel: [DF] -> A" "$out/guest.log"; then
   echo "stock-kernel job: passed on $pkg"
   exit 0
 fi

@@ -46,7 +46,9 @@ pub fn available_cc() -> Vec<String> {
 
 /// Set TCP_CONGESTION on a socket; a clear error names what is available.
 pub fn set_cc(sock: &impl AsRawFd, cc: &str) -> Result<(), String> {
-    if cc.is_empty() {
+    // a socket starts with the host's default: nothing to set (and a host
+    // that cannot set one, such as qemu-user, still runs its default)
+    if cc.is_empty() || get_cc(sock) == cc {
         return Ok(());
     }
     if let Err(e) = sock::set_tcp_congestion(sock, cc) {

@@ -70,7 +70,7 @@ pub fn mono_resolution_ns() -> u64 {
 }
 
 fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
 }
 
 /// Sleep until CLOCK_MONOTONIC reads `mono` ns (clock_nanosleep with

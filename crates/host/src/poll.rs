@@ -14,7 +14,7 @@ pub fn readable_now(fd: RawFd) -> bool {
 #[inline]
 pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
     let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
     // SAFETY: one valid pollfd and a valid timespec; no signal mask change.
     unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) > 0 }
 }

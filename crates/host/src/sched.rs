@@ -15,17 +15,25 @@
 /// SCHED_IDLE. Lowering a priority needs no privilege; a failure (a seccomp
 /// profile forbidding it) leaves the thread as it was.
 pub fn make_current_thread_bulk() {
-    let p = libc::sched_param { sched_priority: 0 };
+    let p = sched_param(0);
     // SAFETY: pid 0 = the calling thread; `p` is a valid sched_param.
     unsafe {
         let _ = libc::sched_setscheduler(0, libc::SCHED_IDLE, &p);
     }
 }
 
+/// A `sched_param` with its priority (musl's has further fields, zeroed).
+fn sched_param(priority: libc::c_int) -> libc::sched_param {
+    // SAFETY: sched_param is plain integers; all-zero is a valid value.
+    let mut p: libc::sched_param = unsafe { std::mem::zeroed() };
+    p.sched_priority = priority;
+    p
+}
+
 /// Run the calling thread under SCHED_FIFO at `priority` (1..99): the
 /// emulator's release threads. Needs CAP_SYS_NICE (root).
 pub fn make_current_thread_realtime(priority: u32) -> std::io::Result<()> {
-    let p = libc::sched_param { sched_priority: priority.min(99) as libc::c_int };
+    let p = sched_param(priority.min(99) as libc::c_int);
     // SAFETY: pid 0 = the calling thread; `p` is a valid sched_param.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
         return Err(std::io::Error::last_os_error());

@@ -20,6 +20,12 @@
 //!    the budget (steps, time, bytes) is spent.
 //! 4. The answer is the highest rate tried that held the target.
 //!
+//! A step holds when its added latency is within the target plus
+//! [`packet_ms`] at the step's rate: a probe may arrive just as a
+//! full-size packet starts onto the wire, and no queue can spare it that
+//! wait (13.8 ms at 877 kbit/s, 0.6 ms at 20 Mbit/s). A step whose latency
+//! was still rising when it ended does not hold.
+//!
 //! Rates here are shaper rates: bits on the wire, Ethernet header
 //! included, as HTB and cake count them.
 use serde::{Deserialize, Serialize};
@@ -32,6 +38,16 @@ pub const HIGH_SHARE: f64 = 1.2;
 /// The search stops when its interval is narrower than this share of the
 /// line's rate.
 pub const RESOLUTION: f64 = 0.02;
+/// The time a full-size Ethernet frame (1514 bytes) takes on the wire at
+/// `rate_bps`, ms: what a shaper at that rate adds at the least.
+pub fn packet_ms(rate_bps: f64) -> f64 {
+    if rate_bps > 0.0 {
+        1514.0 * 8.0 / rate_bps * 1e3
+    } else {
+        0.0
+    }
+}
+
 /// Goodput per wire bit of full-size TCP segments over Ethernet (1448 of
 /// 1514 bytes with timestamps).
 pub const WIRE_EFFICIENCY: f64 = 1448.0 / 1514.0;
@@ -135,7 +151,8 @@ impl Search {
     /// What the test at `rate_bps` measured (`still_rising`: latency had
     /// not stopped rising by the step's end), and what it cost.
     pub fn record(&mut self, rate_bps: f64, goodput_bps: f64, added_ms: f64, still_rising: bool, cost: (f64, f64)) {
-        let s = Step { rate_bps: Some(rate_bps), goodput_bps, added_ms, still_rising, held: added_ms <= self.target_ms && !still_rising };
+        let held = added_ms <= self.target_ms + packet_ms(rate_bps) && !still_rising;
+        let s = Step { rate_bps: Some(rate_bps), goodput_bps, added_ms, still_rising, held };
         self.steps.push(s);
         self.spent = (self.spent.0 + cost.0, self.spent.1 + cost.1);
         self.last = cost;
@@ -245,6 +262,19 @@ mod tests {
         }
         let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else { panic!() };
         assert!(rate_bps > 5e6 * 0.93 && rate_bps < 5e6 * 0.99, "{rate_bps}");
+    }
+
+    #[test]
+    fn a_slow_line_is_allowed_one_packets_time_on_the_wire() {
+        // 1.68 Mbit/s of upload goodput: at half of it a probe waits up to
+        // 13.8 ms behind a full-size packet
+        let mut s = Search::new(1.68e6, 1140.0, 5.0, Budget::steps(10));
+        let r = s.next().unwrap();
+        assert!((packet_ms(r) - 13.8).abs() < 0.1, "{}", packet_ms(r));
+        s.record(r, r * WIRE_EFFICIENCY, 7.78, false, (10.0, 0.0));
+        assert!(s.steps()[0].held);
+        assert!(s.next().is_some());
+        assert!((packet_ms(20e6) - 0.6056).abs() < 1e-3);
     }
 
     #[test]
