@@ -21,4 +21,4 @@ python3 -m ziglang version >/dev/null 2>&1 || pip install --quiet --break-system
 command -v cargo-zigbuild >/dev/null 2>&1 || cargo install --quiet --locked cargo-zigbuild
 cargo zigbuild --quiet --profile router --target "$T" -p bloatlab
 B=target/$T/router/bloatlab
-echo "built $B ($(du -h "$B" | cut -f1), $(file -b "$B" | cut -d, -f1-2))"
+echo "built $B ($(du -h "$B" | cut -f1)$(command -v file >/dev/null 2>&1 && file -b "$B" | cut -d, -f1-2 | sed 's/^/, /'))"
