@@ -165,6 +165,15 @@ fn iface(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// cake's per-packet sizes: 0..=256 bytes.
+fn packet_bytes(s: &str) -> Result<u32, String> {
+    let v: u32 = s.parse().map_err(|_| format!("`{s}` is not a number of bytes"))?;
+    if v > 256 {
+        return Err(format!("`{s}` is over 256 bytes"));
+    }
+    Ok(v)
+}
+
 fn switch(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "1" | "yes" => Ok(true),
@@ -317,14 +326,7 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
         requires: None,
         one_run_each: false,
         examples: &["34"],
-        set: |c, s| {
-            let v: u32 = s.parse().map_err(|_| format!("`{s}` is not a number of bytes"))?;
-            if v > 256 {
-                return Err(format!("`{s}` is over 256 bytes"));
-            }
-            c.overhead = v;
-            Ok(())
-        },
+        set: |c, s| Ok(c.overhead = packet_bytes(s)?),
         get: |c| one(c.overhead),
     },
     OptionDef {
@@ -338,14 +340,7 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
         requires: None,
         one_run_each: false,
         examples: &["88"],
-        set: |c, s| {
-            let v: u32 = s.parse().map_err(|_| format!("`{s}` is not a number of bytes"))?;
-            if v > 256 {
-                return Err(format!("`{s}` is over 256 bytes"));
-            }
-            c.mpu = v;
-            Ok(())
-        },
+        set: |c, s| Ok(c.mpu = packet_bytes(s)?),
         get: |c| one(c.mpu),
     },
     OptionDef {
