@@ -4,7 +4,8 @@
 //! ([`clock`]), network namespaces ([`netns`]), running ip/tc/ethtool
 //! ([`cmd`]), processes and signals to them ([`process`]), file locks
 //! ([`fs`]), socket options and receive stamps ([`sock`]), readiness waits
-//! ([`poll`]), thread scheduling ([`sched`]), huge pages ([`mem`]), TUN
+//! ([`poll`]), thread scheduling ([`sched`]), huge pages ([`mem`]), qdisc
+//! counters over rtnetlink ([`qdisc_stats`]), TUN
 //! devices ([`tun`]), and facts about the machine read from /proc and /boot
 //! (every result records its conditions).
 
@@ -15,6 +16,7 @@ pub mod mem;
 pub mod netns;
 pub mod poll;
 pub mod process;
+pub mod qdisc_stats;
 pub mod sched;
 pub mod signals;
 pub mod sock;

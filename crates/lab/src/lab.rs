@@ -627,29 +627,21 @@ impl Lab {
     }
 
     fn install_shaper(&self, ns: &str, dev: &str, rate: Rate, queue: &QueueSpec) -> Result<()> {
-        let r = rate.tc();
-        let _ = tcn(ns, &["qdisc", "del", "dev", dev, "root"]);
-        // htb: one class at the rate; burst and quantum sized to it (model::Rate)
-        let burst = rate.shaper_burst_bytes().to_string();
-        match self.cfg.shaper {
-            Shaper::Htb => {
-                tcn(ns, &["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "1"])?;
-                let quantum = rate.htb_quantum_bytes().to_string();
-                tcn(ns, &[
-                    "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r,
-                    "burst", &burst, "cburst", &burst, "quantum", &quantum,
-                ])?;
-            }
-            Shaper::Tbf => {
-                tcn(ns, &["qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf", "rate", &r, "burst", &burst, "limit", "100000000"])?;
-            }
-        }
-        // The leaf is the queue.
-        // The leaf is the queue: pfifo/bfifo, an AQM this kernel has, or a --qdisc.
-        let leaf = queue.kernel_args();
-        let mut a: Vec<&str> = vec!["qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:"];
-        a.extend(leaf.iter().map(|s| s.as_str()));
-        tcn(ns, &a)?;
+        // the one shaping layer (bloatlab_shape): the limiter at the rate
+        // (burst and quantum sized to it), the queue under it: pfifo/bfifo,
+        // an AQM this kernel has, or a --qdisc. What a run before left goes
+        // first (a leaf of another kind cannot be changed in place).
+        let shaper = bloatlab_shape::qdisc::Egress {
+            device: dev.into(),
+            rate,
+            limiter: match self.cfg.shaper {
+                Shaper::Htb => bloatlab_shape::qdisc::Limiter::Htb,
+                Shaper::Tbf => bloatlab_shape::qdisc::Limiter::Tbf,
+            },
+            leaf: queue.kernel_args(),
+        };
+        bloatlab_shape::exec::run_each_quietly(Some(ns), &shaper.remove());
+        bloatlab_shape::exec::run_all(Some(ns), &shaper.install()).map_err(|e| anyhow!(e))?;
         let txq = match (self.cfg.txqueuelen, queue) {
             (Some(t), _) => Some(t),
             (None, QueueSpec::Fifo { packets }) => Some(*packets),
@@ -802,37 +794,15 @@ pub fn netem_args(cfg: &LabConfig) -> Option<Vec<String>> {
 
 /// Try to create one qdisc kind on a scratch veth in `ns`. Ok(false) = kernel lacks it.
 fn probe_one(ns: &str, kind: &str, args: &str) -> Result<bool> {
-    let _ = tcn(ns, &["qdisc", "del", "dev", "probe0", "root"]);
-    let exists = ipn(ns, "link show probe0").is_ok();
-    if !exists {
-        ipn(ns, "link add probe0 type veth peer name probe1")?;
-    }
-    let mut a: Vec<&str> = vec!["qdisc", "add", "dev", "probe0", "root", "handle", "1:", kind];
-    a.extend(args.split_whitespace());
-    let ok = tcn(ns, &a).is_ok();
-    let _ = tcn(ns, &["qdisc", "del", "dev", "probe0", "root"]);
-    if !exists {
-        let _ = ipn(ns, "link del probe0");
-    }
-    Ok(ok)
+    let scratch = bloatlab_shape::probe::Scratch::new(Some(ns), "probe0", "probe1").map_err(|e| anyhow!(e))?;
+    Ok(scratch.has(kind, &args.split_whitespace().collect::<Vec<_>>()))
 }
 
 /// Probe the qdisc kinds of [`PROBED_QDISCS`] in namespace `ns`.
 pub fn probe_qdiscs_in(ns: &str) -> Result<QdiscSupport> {
-    ipn(ns, "link add probe0 type veth peer name probe1")?;
-    let mut s = QdiscSupport::default();
-    for (kind, args) in PROBED_QDISCS {
-        let mut a: Vec<&str> = vec!["qdisc", "add", "dev", "probe0", "root", "handle", "1:", kind];
-        a.extend(args.split_whitespace());
-        if tcn(ns, &a).is_ok() {
-            s.available.push(kind.to_string());
-            tcn(ns, &["qdisc", "del", "dev", "probe0", "root"])?;
-        } else {
-            s.missing.push(kind.to_string());
-        }
-    }
-    ipn(ns, "link del probe0")?;
-    Ok(s)
+    let scratch = bloatlab_shape::probe::Scratch::new(Some(ns), "probe0", "probe1").map_err(|e| anyhow!(e))?;
+    let (available, missing) = scratch.kinds(PROBED_QDISCS);
+    Ok(QdiscSupport { available, missing })
 }
 
 /// Probe qdisc support in a scratch namespace of our own (`blab-<id>-probe`).

@@ -18,7 +18,6 @@
 //! ```
 #![forbid(unsafe_code)]
 mod lab;
-pub mod nlstats;
 pub mod progress;
 mod run;
 pub mod sampler;

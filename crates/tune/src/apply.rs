@@ -1,31 +1,16 @@
 //! Installing a [`Plan`] on a live interface and undoing it: the state is
 //! saved before the first change, a failed step undoes the steps before it,
 //! and an undo removes the shaper and checks that the interface's queues
-//! read as they did before. Commands run through `bloatlab_host::cmd`
-//! (`ip`, `tc`), in a network namespace when given one (the lab's router).
+//! read as they did before. Commands run through the shaping layer
+//! (bloatlab_shape::exec: `ip`, `tc`), in a network namespace when given
+//! one (the lab's home router).
 use crate::plan::Plan;
-use crate::state::{self, Qdisc, Saved};
+use crate::state::Saved;
+pub use bloatlab_shape::exec::device_exists;
+pub(crate) use bloatlab_shape::exec::run_in;
+pub use bloatlab_shape::tree::qdiscs;
+use bloatlab_shape::tree;
 use std::path::Path;
-
-/// Run `argv` (`ip ...` or `tc ...`), in `netns` when given.
-pub(crate) fn run_in(netns: Option<&str>, argv: &[String]) -> Result<String, String> {
-    let mut v: Vec<&str> = argv.iter().map(|s| s.as_str()).collect();
-    if let Some(ns) = netns {
-        v.splice(1..1, ["-n", ns]);
-    }
-    bloatlab_host::cmd::run(&v)
-}
-
-/// `iface`'s qdiscs now.
-pub fn qdiscs(netns: Option<&str>, iface: &str) -> Result<Vec<Qdisc>, String> {
-    let out = run_in(netns, &["tc", "-j", "qdisc", "show", "dev", iface].map(String::from))?;
-    state::parse_qdiscs(&out)
-}
-
-/// Whether a network device of that name exists.
-pub fn device_exists(netns: Option<&str>, dev: &str) -> bool {
-    run_in(netns, &["ip", "link", "show", "dev", dev].map(String::from)).is_ok()
-}
 
 /// Install `plan` on its WAN interface, saving first what was there in
 /// `state_file`. Refused, changing nothing, when the interface is missing,
@@ -43,7 +28,7 @@ pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Sa
         ));
     }
     let before = qdiscs(netns, &plan.wan)?;
-    state::check_untouched(&plan.wan, &before)?;
+    tree::check_untouched(&plan.wan, &before)?;
     if let Some(d) = &plan.download {
         if device_exists(netns, &d.device) {
             return Err(format!("a device named {} exists already: not tune's to use; remove it first (ip link del dev {})", d.device, d.device));
@@ -85,6 +70,6 @@ pub fn undo(saved: &Saved, state_file: &Path) -> Result<(), String> {
         }
     }
     let now = qdiscs(ns, &saved.iface)?;
-    state::same_as_before(&saved.before, &now).map_err(|e| format!("{}: {e}", saved.iface))?;
+    tree::same_as_before(&saved.before, &now).map_err(|e| format!("{}: {e}", saved.iface))?;
     std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) })
 }

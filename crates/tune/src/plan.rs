@@ -3,10 +3,11 @@
 //! and the same settings as an OpenWrt SQM section and a systemd unit.
 //!
 //! Upload is shaped on the WAN interface's egress. Download is shaped on
-//! an IFB device that the WAN's ingress is redirected to (`ingress` qdisc,
-//! a `u32` filter matching every packet, `mirred egress redirect`: `u32`
-//! rather than `matchall`, which some kernels lack).
+//! an IFB device that the WAN's ingress is redirected to. The commands are
+//! the shaping layer's (bloatlab_shape::qdisc), the lab's bottleneck's too.
 use bloatlab_model::Rate;
+use bloatlab_shape::qdisc::{argv, Egress, IngressRedirect, Limiter};
+pub use bloatlab_shape::qdisc::ifb_name;
 use serde::{Deserialize, Serialize};
 
 /// The queue a shaper feeds.
@@ -45,6 +46,16 @@ impl Setting {
     pub fn rate(&self) -> Rate {
         Rate { bps: self.rate_bps }
     }
+
+    /// The kernel shaper on its device's egress (None: the emulator shapes).
+    pub fn egress(&self) -> Option<Egress> {
+        let (limiter, leaf) = match self.leaf {
+            Leaf::Cake { overhead, mpu } => (Limiter::Cake { overhead, mpu }, vec![]),
+            Leaf::FqCodel => (Limiter::Htb, argv(&["fq_codel"])),
+            Leaf::Emulator => return None,
+        };
+        Some(Egress { device: self.device.clone(), rate: self.rate(), limiter, leaf })
+    }
 }
 
 /// The shaper of a WAN interface: its upload, its download, or both.
@@ -56,14 +67,6 @@ pub struct Plan {
     /// The LAN-side interfaces (the emulator shaper's client side).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lan: Vec<String>,
-}
-
-/// The IFB device that carries `wan`'s download (an interface name has at
-/// most 15 bytes).
-pub fn ifb_name(wan: &str) -> String {
-    let mut n = format!("ifb4{wan}");
-    n.truncate(15);
-    n
 }
 
 impl Plan {
@@ -113,17 +116,10 @@ impl Plan {
             return v;
         }
         if let Some(d) = &self.download {
-            let ifb = &d.device;
-            v.push(argv(&["ip", "link", "add", "name", ifb, "type", "ifb"]));
-            v.push(argv(&["ip", "link", "set", "dev", ifb, "up"]));
-            v.push(argv(&["tc", "qdisc", "add", "dev", &self.wan, "handle", "ffff:", "ingress"]));
-            v.push(argv(&[
-                "tc", "filter", "add", "dev", &self.wan, "parent", "ffff:", "protocol", "all", "prio", "10", "u32", "match", "u32", "0", "0",
-                "action", "mirred", "egress", "redirect", "dev", ifb,
-            ]));
+            v.extend(IngressRedirect { device: self.wan.clone(), ifb: d.device.clone() }.install());
         }
         for s in [&self.upload, &self.download].into_iter().flatten() {
-            v.extend(shaper(s));
+            v.extend(s.egress().map(|e| e.install()).unwrap_or_default());
         }
         v
     }
@@ -142,12 +138,12 @@ impl Plan {
             }
             return v;
         }
-        if self.upload.is_some() {
-            v.push(argv(&["tc", "qdisc", "del", "dev", &self.wan, "root"]));
+        if let Some(e) = self.upload.as_ref().and_then(Setting::egress) {
+            v.extend(e.remove());
         }
         if let Some(d) = &self.download {
-            v.push(argv(&["tc", "qdisc", "del", "dev", &self.wan, "ingress"]));
-            v.push(argv(&["ip", "link", "del", "dev", &d.device]));
+            // the IFB's shaper goes with the device
+            v.extend(IngressRedirect { device: self.wan.clone(), ifb: d.device.clone() }.remove());
         }
         v
     }
@@ -229,31 +225,6 @@ impl Plan {
             format!(" ({})", parts.join(", "))
         }
     }
-}
-
-/// One direction's shaper on its device's egress.
-fn shaper(s: &Setting) -> Vec<Vec<String>> {
-    let dev = &s.device;
-    let r = s.rate().tc();
-    match s.leaf {
-        Leaf::Cake { overhead, mpu } => vec![argv(&[
-            "tc", "qdisc", "replace", "dev", dev, "root", "cake", "bandwidth", &r, "overhead", &overhead.to_string(), "mpu", &mpu.to_string(),
-        ])],
-        Leaf::Emulator => vec![],
-        Leaf::FqCodel => {
-            let burst = s.rate().shaper_burst_bytes().to_string();
-            let quantum = s.rate().htb_quantum_bytes().to_string();
-            vec![
-                argv(&["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]),
-                argv(&["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r, "burst", &burst, "cburst", &burst, "quantum", &quantum]),
-                argv(&["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", "fq_codel"]),
-            ]
-        }
-    }
-}
-
-fn argv(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
 }
 
 fn shell(c: &[String]) -> String {

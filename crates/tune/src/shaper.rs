@@ -42,36 +42,14 @@ pub struct Support {
 /// Probe the kernel (in `netns`) for what a shaper needs, on a scratch
 /// veth pair (`bltune-p0`/`p1`) and IFB (`bltune-ifb`) that are removed again.
 pub fn probe(netns: Option<&str>) -> Result<Support, String> {
-    let run = |a: &[&str]| run_in(netns, &a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    let _ = run(&["ip", "link", "del", "bltune-p0"]);
-    run(&["ip", "link", "add", "bltune-p0", "type", "veth", "peer", "name", "bltune-p1"])
-        .map_err(|e| format!("cannot make a scratch veth pair to probe the kernel's qdiscs: {e}"))?;
-    let try_root = |kind: &[&str]| {
-        let mut a = vec!["tc", "qdisc", "add", "dev", "bltune-p0", "root", "handle", "1:"];
-        a.extend_from_slice(kind);
-        let ok = run(&a).is_ok();
-        let _ = run(&["tc", "qdisc", "del", "dev", "bltune-p0", "root"]);
-        ok
-    };
-    let mut s = Support {
-        cake: try_root(&["cake"]),
-        htb: try_root(&["htb"]),
-        fq_codel: try_root(&["fq_codel"]),
-        ..Default::default()
-    };
-    let _ = run(&["ip", "link", "del", "bltune-ifb"]);
-    s.ifb = run(&["ip", "link", "add", "bltune-ifb", "type", "ifb"]).is_ok()
-        && run(&["tc", "qdisc", "add", "dev", "bltune-p0", "handle", "ffff:", "ingress"]).is_ok()
-        && run(&[
-            "tc", "filter", "add", "dev", "bltune-p0", "parent", "ffff:", "protocol", "all", "prio", "10", "u32", "match", "u32", "0", "0", "action",
-            "mirred", "egress", "redirect", "dev", "bltune-ifb",
-        ])
-        .is_ok();
-    let _ = run(&["tc", "qdisc", "del", "dev", "bltune-p0", "ingress"]);
-    let _ = run(&["ip", "link", "del", "bltune-ifb"]);
-    let _ = run(&["ip", "link", "del", "bltune-p0"]);
-    s.tun = Path::new("/dev/net/tun").exists();
-    Ok(s)
+    let scratch = bloatlab_shape::probe::Scratch::new(netns, "bltune-p0", "bltune-p1")?;
+    Ok(Support {
+        cake: scratch.has("cake", &[]),
+        htb: scratch.has("htb", &[]),
+        fq_codel: scratch.has("fq_codel", &[]),
+        ifb: scratch.has_ifb_redirect("bltune-ifb"),
+        tun: Path::new("/dev/net/tun").exists(),
+    })
 }
 
 /// The shaper tune uses, and why: the one asked for, or with `auto` cake,

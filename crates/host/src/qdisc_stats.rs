@@ -1,10 +1,10 @@
 //! Qdisc statistics over rtnetlink (RTM_GETQDISC dump), the same numbers
 //! `tc -s qdisc show` prints, without spawning a process per sample.
 //! A socket opened inside a namespace stays bound to it.
-use crate::sys;
-use anyhow::{anyhow, bail, Result};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::Read;
+
+type Result<T> = std::result::Result<T, String>;
 
 const RTM_NEWQDISC: u16 = 36;
 const RTM_GETQDISC: u16 = 38;
@@ -128,11 +128,11 @@ pub fn parse_qdisc(body: &[u8]) -> Option<NlQdisc> {
 impl QdiscSock {
     /// A NETLINK_ROUTE socket inside namespace `ns`.
     pub fn open_in(ns: &str) -> Result<QdiscSock> {
-        let sock = sys::in_netns(ns, || {
+        let sock = crate::netns::in_netns(ns, || {
             let s = Socket::new(Domain::from(libc::AF_NETLINK), Type::RAW.cloexec(), Some(Protocol::from(libc::NETLINK_ROUTE)))
-                .map_err(|e| anyhow!("netlink socket: {e}"))?;
-            s.set_read_timeout(Some(std::time::Duration::from_secs(1)))?;
-            Ok(s)
+                .map_err(|e| format!("netlink socket: {e}"))?;
+            s.set_read_timeout(Some(std::time::Duration::from_secs(1))).map_err(|e| format!("netlink socket: {e}"))?;
+            Ok::<_, String>(s)
         })?;
         Ok(QdiscSock { sock, seq: 0 })
     }
@@ -147,18 +147,18 @@ impl QdiscSock {
         req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
         // tcmsg: all zero (AF_UNSPEC, every interface).
         // the kernel is an unconnected netlink socket's default destination
-        self.sock.send(&req).map_err(|e| anyhow!("netlink send: {e}"))?;
+        self.sock.send(&req).map_err(|e| format!("netlink send: {e}"))?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65536];
         loop {
-            let n = (&self.sock).read(&mut buf).map_err(|e| anyhow!("netlink recv: {e}"))?;
+            let n = (&self.sock).read(&mut buf).map_err(|e| format!("netlink recv: {e}"))?;
             let mut b = &buf[..n];
             while b.len() >= 16 {
                 let len = u32_at(b, 0) as usize;
                 let ty = u16_at(b, 4);
                 let seq = u32_at(b, 8);
                 if len < 16 || len > b.len() {
-                    return Err(anyhow!("malformed netlink message"));
+                    return Err("malformed netlink message".into());
                 }
                 if seq == self.seq {
                     match ty {
@@ -166,7 +166,7 @@ impl QdiscSock {
                         NLMSG_ERROR => {
                             let err = if len >= 20 { -(u32_at(b, 16) as i32) } else { 0 };
                             if err != 0 {
-                                bail!("netlink: {}", std::io::Error::from_raw_os_error(err));
+                                return Err(format!("netlink: {}", std::io::Error::from_raw_os_error(err)));
                             }
                         }
                         RTM_NEWQDISC => {
@@ -190,7 +190,8 @@ impl QdiscSock {
 /// Interface index of `dev` inside namespace `ns`.
 pub fn ifindex_in(ns: &str, dev: &str) -> Result<i32> {
     let name = dev.to_string();
-    sys::in_netns(ns, move || Ok(bloatlab_host::sock::if_index(&name)? as i32))
+    let nsname = ns.to_string();
+    crate::netns::in_netns(ns, move || crate::sock::if_index(&name).map(|i| i as i32).map_err(|e| format!("no interface {name} in {nsname}: {e}")))
 }
 
 #[cfg(test)]
