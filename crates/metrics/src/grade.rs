@@ -34,6 +34,18 @@ pub const LOSS_CAPS: [(f64, Grade); 4] = [(40.0, Grade::D), (20.0, Grade::C), (1
 pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] =
     [(Grade::APlus, 5.0), (Grade::A, 30.0), (Grade::B, 60.0), (Grade::C, 200.0), (Grade::D, 400.0)];
 
+/// The grade's scale in words, from its one table: "A+ under 5 ms, A under
+/// 30, B under 60, C under 200, D under 400, F above".
+pub fn scale_words() -> String {
+    let mut v: Vec<String> = GRADE_THRESHOLDS_MS
+        .iter()
+        .enumerate()
+        .map(|(i, (g, ms))| format!("{} under {}{}", g.as_str(), bloatlab_model::fmt::trim_num(*ms), if i == 0 { " ms" } else { "" }))
+        .collect();
+    v.push("F above".into());
+    v.join(", ")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Grade {
     APlus,

@@ -342,7 +342,7 @@ pub struct MonitorConfig {
     pub metrics: Option<std::net::SocketAddr>,
     /// POST alerts (JSON) here.
     pub webhook: Option<String>,
-    /// An alert when the added latency is above this...
+    /// An alert when the added latency reaches this...
     pub alert_added: Duration,
     /// ...in this many runs in a row (and a recovery after as many under it).
     pub alert_runs: u32,
@@ -370,6 +370,7 @@ impl Default for MonitorConfig {
             secret: None,
             metrics: None,
             webhook: None,
+            // the A boundary of metrics::grade (checked there by monitor::metrics' tests)
             alert_added: Duration::from_millis(30),
             alert_runs: 3,
             budget: None,
@@ -578,7 +579,7 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         long: "webhook",
         short: None,
         value_name: "URL",
-        help: "POST a JSON alert to this http:// or https:// URL when a target's added latency is above --alert-added, or its runs fail, --alert-runs runs in a row, and again when it is back [default: off]",
+        help: "POST a JSON alert to this http:// or https:// URL when a target's added latency reaches --alert-added, or its runs fail, --alert-runs runs in a row, and again when it is back [default: off]",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: &[],
@@ -605,7 +606,7 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         long: "alert-added",
         short: None,
         value_name: "DURATION",
-        help: "Alert when the added latency under load is above this (the grade's A boundary by default) [default: 30ms]",
+        help: "Alert when the added latency under load reaches this (the grade's A boundary by default: a run at it grades B) [default: 30ms]",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],

@@ -4,9 +4,9 @@
 //! with every run near the threshold.
 //!
 //! Two conditions per target:
-//! * **bloated**: a measured run's added latency above `--alert-added`
+//! * **bloated**: a measured run's added latency at or above `--alert-added`
 //!   (the grade's number; a failed run says nothing about it and leaves
-//!   the count as it is); `recovered` when as many runs in a row are at or
+//!   the count as it is); `recovered` when as many runs in a row are
 //!   under it;
 //! * **failing**: a failed run (down, refusing, busy); `back` when as many
 //!   runs in a row measured.
@@ -102,7 +102,8 @@ fn over(r: &RunRow, t: f64) -> Option<bool> {
     if r.failure.is_some() {
         return None;
     }
-    r.added_ms.map(|a| a > t)
+    // at the threshold is over it: the grade's A boundary is a B's first value
+    r.added_ms.map(|a| a >= t)
 }
 
 impl Alerting {

@@ -137,6 +137,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             // no schedule to resume: probed from now on
             continue;
         }
+        exp.prime(&name);
         // the last day's runs: the newest shows in the metrics until the first run here
         let recent = store
             .rows(&Query { target: Some(name.clone()), since_unix_ns: Some(now.saturating_sub(every_ns.max(86_400_000_000_000))), ..Default::default() })

@@ -22,7 +22,7 @@
 //! | `bloatlab_budget_bytes`, `bloatlab_budget_used_bytes` | gauge | period | the data budget and what the tests moved in its current period |
 //! | `bloatlab_skipped_runs_total` | counter | target | runs not started: they would have passed the budget |
 //! | `bloatlab_build_info` | info | version | 1 |
-use bloatlab_metrics::grade::Grade;
+use bloatlab_metrics::grade::{Grade, GRADE_THRESHOLDS_MS};
 use bloatlab_results::Direction;
 use bloatlab_store::{Outcome, Run, RunRow};
 use prometheus_client::encoding::text::encode;
@@ -38,13 +38,32 @@ type Labels = Vec<(String, String)>;
 type G = Family<Labels, Gauge<f64, AtomicU64>>;
 type C = Family<Labels, Counter>;
 
-/// Added-latency buckets, seconds: the grade's boundaries (A+ < 5 ms, A < 30,
-/// B < 60, C < 200, D < 400) and beyond.
-pub const ADDED_BUCKETS: [f64; 8] = [0.005, 0.03, 0.06, 0.2, 0.4, 1.0, 2.0, 5.0];
+/// Added-latency buckets, seconds: the grade's boundaries
+/// (`metrics::grade::GRADE_THRESHOLDS_MS`: `le="0.03"` holds the runs graded
+/// A or better) and 1, 2 and 5 s beyond.
+pub fn added_buckets() -> Vec<f64> {
+    GRADE_THRESHOLDS_MS.iter().map(|(_, ms)| ms / 1e3).chain([1.0, 2.0, 5.0]).collect()
+}
 
 fn added_histogram() -> Histogram {
-    Histogram::new(ADDED_BUCKETS)
+    Histogram::new(added_buckets())
 }
+
+/// The value a run's added latency (s) is observed as: itself, except that
+/// a run exactly on a grade boundary goes to the bucket above it, as the
+/// grade does (a bound is the first value of the next letter, and a
+/// Prometheus bucket counts values up to and including its `le`).
+pub fn observed(added_s: f64) -> f64 {
+    if added_buckets().contains(&added_s) {
+        added_s.next_up()
+    } else {
+        added_s
+    }
+}
+
+/// The reason classes of [`failure_reason`], each exposed at 0 from the
+/// start (a panel reads 0 failures, not "No data").
+pub const FAILURE_REASONS: [&str; 7] = ["interrupted", "refused", "timeout", "auth", "busy", "unreachable", "other"];
 
 pub struct Exposition {
     registry: Registry,
@@ -139,6 +158,19 @@ impl Exposition {
         Exposition { registry, up, idle, loaded, added, added_hist, goodput, rpm, loss, grade, last_run, last_success, runs, failures, bytes, pending, budget, budget_used, skipped }
     }
 
+    /// A loaded target's counters and its added-latency histogram, at 0
+    /// from the monitor's start: Prometheus's `increase()` then counts the
+    /// first run too (a series that first appears at 1 has not increased),
+    /// so the alert can fire on the run that makes its count.
+    pub fn prime(&self, target_name: &str) {
+        let t = target(target_name);
+        drop(self.added_hist.get_or_create(&t));
+        drop(self.runs.get_or_create(&t));
+        for r in FAILURE_REASONS {
+            drop(self.failures.get_or_create(&vec![("target".into(), target_name.into()), ("reason".into(), r.into())]));
+        }
+    }
+
     /// The gauges of a run's row (at start: each target's last run in the database).
     pub fn show_row(&self, r: &RunRow) {
         let t = target(&r.target);
@@ -178,7 +210,7 @@ impl Exposition {
             }
             Outcome::Measured(r) => {
                 if let Some(a) = row.added_ms {
-                    self.added_hist.get_or_create(&t).observe(a / 1e3);
+                    self.added_hist.get_or_create(&t).observe(observed(a / 1e3));
                 }
                 match row.loss_pct.map(|p| p / 100.0) {
                     Some(l) => {
@@ -238,6 +270,60 @@ mod tests {
         assert_eq!(failure_reason("cannot resolve nowhere.invalid"), "unreachable");
         assert_eq!(failure_reason("interrupted by SIGTERM"), "interrupted");
         assert_eq!(failure_reason("something else"), "other");
+    }
+
+    #[test]
+    fn a_loaded_target_starts_at_zero_and_a_run_on_a_boundary_takes_the_next_letter() {
+        let e = Exposition::new();
+        e.prime("a:1");
+        let s = e.encode();
+        assert!(s.contains("bloatlab_added_latency_histogram_seconds_count{target=\"a:1\"} 0"), "{s}");
+        assert!(s.contains("bloatlab_runs_total{target=\"a:1\"} 0"), "{s}");
+        for r in FAILURE_REASONS {
+            assert!(s.contains(&format!("bloatlab_failures_total{{target=\"a:1\",reason=\"{r}\"}} 0")), "{s}");
+        }
+        // every reason failure_reason gives is primed
+        for why in ["refused", "timed out", "busy", "cannot resolve", "interrupted", "secret", "x"] {
+            assert!(FAILURE_REASONS.contains(&failure_reason(why)), "{why}");
+        }
+        // the buckets are the grade's boundaries; exactly 30 ms is a B, so
+        // not in le="0.03", as the grade says
+        assert_eq!(&added_buckets()[..5], &[0.005, 0.03, 0.06, 0.2, 0.4]);
+        for (g, ms) in GRADE_THRESHOLDS_MS {
+            assert!(observed(ms / 1e3) > ms / 1e3);
+            assert!(Grade::from_added_ms(ms) > g);
+        }
+        assert_eq!(observed(0.0123), 0.0123);
+    }
+
+    #[test]
+    fn the_alert_default_is_the_a_boundary() {
+        let a = GRADE_THRESHOLDS_MS.iter().find(|(g, _)| *g == Grade::A).unwrap().1;
+        assert_eq!(bloatlab_model::MonitorConfig::default().alert_added.as_secs_f64() * 1e3, a);
+    }
+
+    /// The shipped dashboard and alert rules agree with the grade's one
+    /// table: the alert's bucket is the A boundary and its words say it,
+    /// the grade panel maps 0..5 to the letters and states the scale.
+    #[test]
+    fn the_dashboards_derive_from_the_grade_table() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards");
+        let a_ms = GRADE_THRESHOLDS_MS.iter().find(|(g, _)| *g == Grade::A).unwrap().1;
+        let rules = std::fs::read_to_string(dir.join("bloatlab-alerts.yml")).unwrap();
+        let rules_only: String = rules.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
+        let les: Vec<f64> = rules_only.split("le=\"").skip(1).map(|r| r.split('"').next().unwrap().parse().unwrap()).collect();
+        assert_eq!(les, [a_ms / 1e3], "the alert's bucket");
+        assert!(added_buckets().contains(&les[0]));
+        assert!(rules.contains(&format!("added more than {} ms of latency", bloatlab_model::fmt::trim_num(a_ms))), "{rules}");
+        let tests = std::fs::read_to_string(dir.join("bloatlab-alerts.test.yml")).unwrap();
+        assert!(tests.contains(&format!("le=\"{}\"", les[0])) && tests.contains(&format!("added more than {} ms", bloatlab_model::fmt::trim_num(a_ms))));
+        let board: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("bloatlab.json")).unwrap()).unwrap();
+        let panel = board["panels"].as_array().unwrap().iter().find(|p| p["targets"][0]["expr"].as_str().is_some_and(|e| e.starts_with("bloatlab_grade"))).unwrap();
+        let map = &panel["fieldConfig"]["defaults"]["mappings"][0]["options"];
+        for (i, g) in Grade::LETTERS.iter().enumerate() {
+            assert_eq!(map[i.to_string()]["text"], g.as_str(), "grade {i}");
+        }
+        assert!(panel["description"].as_str().unwrap().contains(&format!("({})", bloatlab_metrics::grade::scale_words())), "{}", panel["description"]);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub use plot::{
 };
 pub use rpm::{rpm_html, rpm_table};
 pub use table::{compare_table, compare_table_labeled, seed003_lines, summary_table};
-pub use verdict::{grade_color, verdict, Grade, Verdict, GRADE_THRESHOLDS_MS};
+pub use verdict::{grade_color, scale_words, verdict, Grade, Verdict, GRADE_THRESHOLDS_MS};
 
 use bloatlab_results::TestResult;
 

@@ -3,7 +3,7 @@
 //! worst scenario's added latency, capped by lost goodput and probes) and
 //! one sentence on what it means and what to try.
 use crate::fmt::{human_bytes, human_ms, rate as fmt_rate, sig3, signed};
-pub use bloatlab_metrics::grade::{Grade, GRADE_THRESHOLDS_MS};
+pub use bloatlab_metrics::grade::{scale_words, Grade, GRADE_THRESHOLDS_MS};
 use bloatlab_metrics::grade::{worst_phase, Cap};
 use bloatlab_results::{Direction, Phase, PhaseQueue, TestResult};
 
@@ -233,5 +233,6 @@ mod tests {
         assert_eq!(Grade::from_added_ms(400.0), Grade::F);
         assert_eq!(Grade::from_added_ms(-3.0), Grade::APlus);
         assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
+        assert_eq!(scale_words(), "A+ under 5 ms, A under 30, B under 60, C under 200, D under 400, F above");
     }
 }

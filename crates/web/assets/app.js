@@ -634,7 +634,9 @@
     const h = r.headline;
     const g = h.grade || '?';
     $('grade').textContent = g;
-    $('grade').className = 'grade grade-' + g.replace('+', 'plus');
+    // the badge's colour from the server's one grade table (report::grade_color)
+    const gc = grades.find((x) => x.letter === g);
+    $('grade').style.background = gc ? gc.color : '';
     $('verdict').textContent = out.verdict.sentence;
     // every figure below is the server's, formatted by the CLI's formatter (view)
     const view = out.view;
@@ -685,6 +687,9 @@
     return m ? m.value : 'quick';
   }
 
+  // the grade scale and colours, as /api/plan gives them
+  let grades = [];
+
   async function init() {
     const q = new URLSearchParams(location.search);
     if (q.get('mode')) {
@@ -697,6 +702,8 @@
         const p = await api('/api/plan?mode=' + m);
         $('len-' + m).textContent = '(about ' + Math.round(p.plan.total_ms / 1000) + ' s)';
         $('version').textContent = p.server.bloatlab_version;
+        grades = p.grades;
+        $('grade-scale').textContent = p.grade_scale;
       }
     } catch (e) { fail(String(e.message || e)); return; }
     const kept = location.pathname.match(/^\/r\/([0-9a-f]{16})$/);

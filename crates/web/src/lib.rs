@@ -288,7 +288,16 @@ fn plan_doc(web: &Web, mode: Profile) -> serde_json::Value {
     json!({
         "plan": plan.to_json_value(),
         "modes": Profile::WORDS,
-        "grades_ms": bloatlab_metrics::grade::GRADE_THRESHOLDS_MS.iter().map(|(g, ms)| json!([g.as_str(), ms])).collect::<Vec<_>>(),
+        // the grade's one table (metrics::grade) and its badge colours (report)
+        "grades": bloatlab_metrics::grade::Grade::LETTERS
+            .iter()
+            .map(|g| json!({
+                "letter": g.as_str(),
+                "under_ms": bloatlab_metrics::grade::GRADE_THRESHOLDS_MS.iter().find(|(x, _)| x == g).map(|(_, ms)| *ms),
+                "color": bloatlab_report::grade_color(*g),
+            }))
+            .collect::<Vec<_>>(),
+        "grade_scale": bloatlab_report::scale_words(),
         "server": {
             "bloatlab_version": env!("CARGO_PKG_VERSION"),
             "max_duration_s": web.cfg.max_duration.as_secs_f64(),

@@ -11,15 +11,26 @@ use bloatlab_store::RunRow;
 const W: u32 = 1100;
 const H: u32 = 340;
 
-/// Zones of the grade on the added latency (ms): A+ < 5, A < 30, B < 60, C < 200, D < 400, F.
-const ZONES: [(f64, f64, &str, RGBColor); 6] = [
-    (f64::NEG_INFINITY, 5.0, "A+", RGBColor(220, 242, 220)),
-    (5.0, 30.0, "A", RGBColor(232, 246, 226)),
-    (30.0, 60.0, "B", RGBColor(246, 246, 220)),
-    (60.0, 200.0, "C", RGBColor(250, 236, 214)),
-    (200.0, 400.0, "D", RGBColor(250, 222, 214)),
-    (400.0, f64::INFINITY, "F", RGBColor(244, 206, 206)),
-];
+/// Zones of the grade on the added latency (ms), from the grade's one
+/// table (`metrics::grade::GRADE_THRESHOLDS_MS`), each a pale tint of its
+/// letter's badge colour (`report::grade_color`).
+fn zones() -> Vec<(f64, f64, &'static str, RGBColor)> {
+    use crate::verdict::{grade_color, Grade, GRADE_THRESHOLDS_MS};
+    let mut lo = f64::NEG_INFINITY;
+    let mut v = vec![];
+    for (g, hi) in GRADE_THRESHOLDS_MS.iter().map(|(g, ms)| (*g, *ms)).chain([(Grade::F, f64::INFINITY)]) {
+        v.push((lo, hi, g.as_str(), tint(grade_color(g), 0.82)));
+        lo = hi;
+    }
+    v
+}
+
+/// `hex` (`#rrggbb`) mixed with white, `white` of it white.
+fn tint(hex: &str, white: f64) -> RGBColor {
+    let c = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).unwrap_or(0) as f64;
+    let m = |x: f64| (x * (1.0 - white) + 255.0 * white).round() as u8;
+    RGBColor(m(c(1)), m(c(3)), m(c(5)))
+}
 
 struct Line {
     target: String,
@@ -277,7 +288,7 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
         let y1 = y0 + (y1 - y0) / (1.0 - legend_share(added.len()));
         let s = svg(|root| {
             let mut c = chart(root, &title, Clock::new(&axis, xa, xb), y0..y1)?;
-            for (a, b, name, col) in ZONES {
+            for (a, b, name, col) in zones() {
                 let (a, b) = (a.max(y0), b.min(y1));
                 if a < b {
                     c.draw_series(std::iter::once(Rectangle::new([(xa, a), (xb, b)], col.filled())))?;
@@ -295,7 +306,7 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
             draw_legend(&mut c, SeriesLabelPosition::UpperLeft)?;
             Ok(())
         })?;
-        out.push(("Loaded minus idle median round trip, each run, over the zones of the grade it earns (A+ under 5 ms, A 30, B 60, C 200, D 400, F above).".to_string(), s));
+        out.push((format!("Loaded minus idle median round trip, each run, over the zones of the grade it earns ({}).", crate::verdict::scale_words()), s));
     }
 
     // 3. goodput each way
