@@ -3,10 +3,14 @@
 //! side, the client namespace the LAN host the tests run from; each test
 //! runs as any lab test does (queues sampled, the lab section filled), so
 //! the results before and after carry the line's own figures.
+//!
+//! With `--bottleneck local` the bottleneck is the client's own `eth0`
+//! (the seeds' txqueuelen case): there is no home router, and `tune
+//! --local` tunes the client's own queue.
 use crate::lab::Lab;
 use crate::run::{ProgressFn, RunOptions};
 use anyhow::{anyhow, bail, Result};
-use bloatlab_model::{TestConfig, TuneConfig};
+use bloatlab_model::{Placement, TestConfig, TuneConfig};
 use bloatlab_results::TestResult;
 use bloatlab_tune::driver::{self, Meter, Say, TuneDoc};
 use bloatlab_tune::shaper::{self, LineShaper, Place};
@@ -43,9 +47,16 @@ impl Lab {
     pub fn tune_config(&self, cfg: &TuneConfig) -> Result<TuneConfig> {
         let addr = if self.cfg.ipv6 { &self.server.v6 } else { &self.server.v4 };
         let mut c = cfg.clone();
-        c.wan = HOME_WAN.into();
-        c.lan = vec![HOME_LAN.into()];
-        c.client_netns = Some(self.client.netns.clone());
+        if self.cfg.placement == Placement::Local {
+            c.wan = "eth0".into();
+            c.lan = vec![];
+            c.client_netns = None;
+            c.local = true;
+        } else {
+            c.wan = HOME_WAN.into();
+            c.lan = vec![HOME_LAN.into()];
+            c.client_netns = Some(self.client.netns.clone());
+        }
         c.server = if addr.contains(':') { format!("[{addr}]:{}", self.cfg.port) } else { format!("{addr}:{}", self.cfg.port) };
         c.cc = self.cfg.cc.clone();
         c.state_dir = self.run_dir.clone();
@@ -56,6 +67,9 @@ impl Lab {
     /// Run `bloatlab tune` on the home router: before, the search, after;
     /// the home router's queues are put back unless `cfg.keep`.
     pub fn tune(&mut self, cfg: &TuneConfig, progress: Option<ProgressFn>, say: Say) -> Result<TuneDoc> {
+        if self.cfg.placement == Placement::Local {
+            return self.tune_local(cfg, progress, say);
+        }
         let home = self.home.clone().ok_or_else(|| anyhow!("this lab has no home router to tune (build it with --tune)"))?;
         let cfg = self.tune_config(cfg)?;
         let support = shaper::probe(Some(&home.netns)).map_err(|e| anyhow!(e))?;
@@ -72,5 +86,23 @@ impl Lab {
         let command = std::env::args().collect();
         let mut meter = LabMeter { lab: self, progress, command };
         driver::tune(&cfg, &mut meter, &mut line_shaper, say)
+    }
+
+    /// `--bottleneck local`: `tune --local` on the client's own `eth0`.
+    fn tune_local(&mut self, cfg: &TuneConfig, progress: Option<ProgressFn>, say: Say) -> Result<TuneDoc> {
+        if crate::lab::backend(&self.cfg).0 != bloatlab_model::Backend::Kernel {
+            bail!("--bottleneck local --tune tunes the client's own kernel queue: the lab's link must be the kernel's (--backend kernel)");
+        }
+        if self.cfg.rate_up.is_none() {
+            bail!("--bottleneck local --tune tunes the client's upload queue: give its rate (--rate or --rate-up)");
+        }
+        let cfg = self.tune_config(cfg)?;
+        let ns = self.client.netns.clone();
+        let lb = bloatlab_tune::local::LocalBefore::read(Some(&ns), "eth0").map_err(|e| anyhow!(e))?;
+        let fq_codel = shaper::probe(Some(&ns)).map_err(|e| anyhow!(e))?.fq_codel;
+        let state = bloatlab_tune::state::path(&cfg.state_dir, Some(&ns), "eth0");
+        let command = std::env::args().collect();
+        let mut meter = LabMeter { lab: self, progress, command };
+        driver::tune_local(&cfg, &mut meter, &lb, fq_codel, &state, say)
     }
 }

@@ -52,6 +52,11 @@ pub struct TuneConfig {
     /// Run the measuring client in this network namespace (a LAN host
     /// behind the router) instead of on the router itself.
     pub client_netns: Option<String>,
+    /// The bottleneck is this host's own interface (`wan`): tune its queue
+    /// (the root qdisc, or the queue under the rate limiter that stands for
+    /// its link; txqueuelen; BQL) instead of adding a shaper. Its upload
+    /// only: the download's queue is the far end's.
+    pub local: bool,
     pub dry_run: bool,
     pub keep: bool,
     pub write_config: Option<PathBuf>,
@@ -77,6 +82,7 @@ impl Default for TuneConfig {
             mpu: 64,
             lan: vec![],
             client_netns: None,
+            local: false,
             dry_run: false,
             keep: false,
             write_config: None,
@@ -142,6 +148,12 @@ impl TuneConfig {
         }
         if self.dry_run && self.keep {
             return Err("--dry-run changes nothing, so there is nothing to --keep".into());
+        }
+        if self.local && self.client_netns.is_some() {
+            return Err("--local tunes this host's own queue, which only its own traffic fills: the tests run here, not from --client-netns".into());
+        }
+        if self.local && !self.lan.is_empty() {
+            return Err("--local adds no shaper between LAN and WAN: --lan does not go with it".into());
         }
         self.base_test().map(drop)
     }
@@ -376,6 +388,20 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
             Ok(())
         },
         get: |c| c.client_netns.iter().cloned().collect(),
+    },
+    OptionDef {
+        long: "local",
+        short: None,
+        value_name: "",
+        help: "The bottleneck is this host's own interface (--wan), the seeds' txqueuelen case: tune its queue (root qdisc or the queue under its rate limiter, txqueuelen, BQL) for its upload instead of adding a shaper",
+        arity: Arity::Switch,
+        shape: Shape::OnOff,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["on"],
+        set: |c, s| Ok(c.local = switch(s)?),
+        get: |c| on(c.local),
     },
     OptionDef {
         long: "dry-run",

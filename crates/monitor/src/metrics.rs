@@ -55,7 +55,8 @@ fn added_histogram() -> Histogram {
 /// Prometheus bucket counts values up to and including its `le`).
 pub fn observed(added_s: f64) -> f64 {
     if added_buckets().contains(&added_s) {
-        added_s.next_up()
+        // the next float above it (the buckets are positive and finite)
+        f64::from_bits(added_s.to_bits() + 1)
     } else {
         added_s
     }

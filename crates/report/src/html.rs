@@ -600,10 +600,11 @@ pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> Result<String> {
     let mut b = String::new();
     let _ = writeln!(
         b,
-        "<header><h1>bloatlab tune: {}</h1><p>Server {}; target: at most +{} ms under load; shaper: {} ({}).</p></header>",
+        "<header><h1>bloatlab tune: {}</h1><p>Server {}; target: at most +{} ms under load; {}: {} ({}).</p></header>",
         esc(&doc.wan),
         esc(&doc.server),
         crate::fmt::ms(doc.target_added_ms),
+        if doc.local.is_some() { "queue" } else { "shaper" },
         esc(&doc.shaper),
         esc(&doc.shaper_why)
     );
@@ -623,6 +624,9 @@ pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> Result<String> {
     b.push_str("</ul>\n");
     if let Some(p) = &doc.settings {
         let _ = writeln!(b, "<h2>The setting</h2>\n<pre>{}</pre>", esc(&p.script()));
+    }
+    if let Some((l, s)) = doc.local.as_ref().and_then(|l| l.setting.map(|s| (l, s))) {
+        let _ = writeln!(b, "<h2>The setting</h2>\n<pre>{}</pre>", esc(&l.before.script(&s, l.bql_bytes.unwrap_or(0))));
     }
     if !doc.steps.is_empty() {
         b.push_str("<h2>The search</h2>\n");

@@ -83,6 +83,22 @@ pub fn tune_search_lines(doc: &TuneDoc) -> Vec<String> {
             ),
         });
     }
+    if let Some(l) = &doc.local {
+        // --local: each setting of the host's queue tried, then how it ended
+        for (i, st) in l.steps.iter().enumerate() {
+            v.push(format!(
+                "upload step {}: {} -> {} goodput, {} ms under load{}, {:.1}% of the probes lost: {}",
+                i + 1,
+                st.setting.name(),
+                rate(st.goodput_bps),
+                signed(st.added_ms),
+                if st.still_rising { " and still rising" } else { "" },
+                st.lost_pct,
+                if st.held { "holds" } else { "too long" }
+            ));
+        }
+        v.push(l.outcome.clone());
+    }
     v
 }
 
@@ -95,7 +111,8 @@ pub fn tune_table(doc: &TuneDoc) -> String {
         s.push('\n');
     }
     s.push_str(&format!(
-        "shaper: {} ({}); search {:.0} s, {}\n",
+        "{}: {} ({}); search {:.0} s, {}\n",
+        if doc.local.is_some() { "queue" } else { "shaper" },
         doc.shaper,
         doc.shaper_why,
         doc.search_seconds,

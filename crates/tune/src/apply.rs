@@ -42,6 +42,7 @@ pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Sa
         emulator_pid: None,
         pid: std::process::id(),
         at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        local: None,
     };
     saved.save(state_file)?;
     for c in plan.install() {
@@ -60,6 +61,11 @@ pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Sa
 /// as before; the state file is removed once they do.
 pub fn undo(saved: &Saved, state_file: &Path) -> Result<(), String> {
     let ns = saved.netns.as_deref();
+    if let Some(lb) = &saved.local {
+        // --local: the host's own queue, txqueuelen and BQL as they were
+        lb.restore()?;
+        return std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) });
+    }
     for c in saved.plan.remove() {
         // a part never installed (a failed install, a killed tune) is not an error
         let _ = run_in(ns, &c);

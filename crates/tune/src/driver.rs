@@ -5,6 +5,7 @@
 //! [`Meter`] (a process on the router, or in a LAN host's namespace, or
 //! the lab's client); the shaper is a [`LineShaper`]. Whatever ends the
 //! run (an error, a signal), the interface is put back unless `--keep`.
+use crate::local::{LocalBefore, LocalSetting, LocalStep, QueueSearch};
 use crate::plan::Plan;
 use crate::search::{Budget, Outcome, Search, Step};
 use crate::shaper::LineShaper;
@@ -86,6 +87,26 @@ pub struct TuneDoc {
     /// What ended the tune early, if anything did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// `--local`: this host's own queue, tuned instead of a shaper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalDoc>,
+}
+
+/// What `--local` did to this host's queue.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LocalDoc {
+    /// The queue as it was (kind, limit, txqueuelen, BQL).
+    pub before: LocalBefore,
+    /// Each setting tried, with what its loaded upload measured.
+    pub steps: Vec<LocalStep>,
+    /// The setting found (absent when none held, or none was needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<LocalSetting>,
+    /// BQL's limit set with it, bytes (where the driver has BQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bql_bytes: Option<u64>,
+    /// How it ended, one sentence.
+    pub outcome: String,
 }
 
 /// The phase of `r` that loads only `dir` (the quick profile's 0u4d, 4u0d;
@@ -147,6 +168,7 @@ pub fn tune(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, sa
         search_bytes: 0.0,
         kept: false,
         stopped: None,
+        local: None,
     };
     let r = run(cfg, meter, shaper, say, &mut doc);
     let end = if r.is_ok() && cfg.keep && !cfg.dry_run {
@@ -279,6 +301,173 @@ fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Sa
     doc.settings = shaper.current().cloned();
     check_signal()?;
     say("verifying the rates found (the quick profile)");
+    doc.after = Some(meter.run("after", &verify)?);
+    Ok(())
+}
+
+/// `bloatlab tune --local`: this host's own queue (`lb`, as it was) is the
+/// bottleneck's. Measure; if the upload is bloated, try fq_codel (where
+/// `fq_codel` says the kernel has it), else search the FIFO's length;
+/// verify; put the queue back unless `cfg.keep`, on every exit. The state
+/// is saved in `state_file` first, for `--undo` after a SIGKILL.
+pub fn tune_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, state_file: &std::path::Path, say: Say) -> Result<TuneDoc> {
+    let mut doc = TuneDoc {
+        kind: TUNE_KIND.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        wan: cfg.wan.clone(),
+        server: cfg.server.clone(),
+        target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
+        shaper: format!("{}'s own queue ({}{}, txqueuelen {})", lb.iface, lb.kind, lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(), lb.txqueuelen),
+        shaper_why: "--local: the bottleneck is this host's own interface".into(),
+        dry_run: cfg.dry_run,
+        before: None,
+        after: None,
+        searches: vec![],
+        steps: vec![],
+        settings: None,
+        search_seconds: 0.0,
+        search_bytes: 0.0,
+        kept: false,
+        stopped: None,
+        local: Some(LocalDoc { before: lb.clone(), steps: vec![], setting: None, bql_bytes: None, outcome: String::new() }),
+    };
+    if !cfg.dry_run {
+        crate::state::Saved::local(lb).save_new(state_file).map_err(|e| anyhow!(e))?;
+    }
+    let r = run_local(cfg, meter, lb, fq_codel, say, &mut doc);
+    if cfg.dry_run {
+        return r.map(|_| doc);
+    }
+    let changed = doc.local.as_ref().is_some_and(|l| !l.steps.is_empty());
+    let end = if r.is_ok() && cfg.keep && doc.local.as_ref().is_some_and(|l| l.setting.is_some()) {
+        doc.kept = true;
+        Ok(())
+    } else {
+        let e = if changed { lb.restore() } else { Ok(()) };
+        e.and_then(|_| std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) }))
+    };
+    match (r, end) {
+        (Ok(()), Ok(())) => Ok(doc),
+        (Ok(()), Err(e)) => Err(anyhow!("putting {}'s queue back: {e}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan)),
+        (Err(e), Ok(())) => Err(e.context(format!("{}'s queue is as it was", cfg.wan))),
+        (Err(e), Err(u)) => Err(e.context(format!("and putting {}'s queue back failed: {u}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan))),
+    }
+}
+
+fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, say: Say, doc: &mut TuneDoc) -> Result<()> {
+    let verify = cfg.verify_test().map_err(|e| anyhow!(e))?;
+    say(&format!("measuring the line as it is (the quick profile); {}'s queue: {}", lb.iface, doc.shaper));
+    let before = meter.run("before", &verify)?;
+    doc.before = Some(before.clone());
+    check_signal()?;
+    let target = doc.target_added_ms;
+    let holds = |g: f64, a: f64, rising: bool| !rising && a <= target + crate::search::packet_ms(g / crate::search::WIRE_EFFICIENCY);
+    if let Ok((g, a, rising)) = measured(&before, Direction::Down) {
+        if !holds(g, a, rising) {
+            say(&format!("download: {} ms under load, but its queue is the sender's, at the far end: --local tunes this host's upload only", bloatlab_model::fmt::signed(a)));
+        }
+    }
+    let (g, a, rising) = measured(&before, Direction::Up)?;
+    let local = doc.local.as_mut().expect("set");
+    if holds(g, a, rising) {
+        local.outcome = format!("upload: {} ms under load, within the {} ms target: {}'s queue left alone", bloatlab_model::fmt::signed(a), bloatlab_model::fmt::ms(target), lb.iface);
+        say(&local.outcome);
+        return Ok(());
+    }
+    let bql = crate::local::bql_bytes(g / crate::search::WIRE_EFFICIENCY);
+    say(&format!("upload: {} goodput, {} ms under load{}", bloatlab_model::fmt::rate(g), bloatlab_model::fmt::signed(a), if rising { " and still rising" } else { "" }));
+    if cfg.dry_run {
+        local.outcome = format!(
+            "would try {} on {} (dry run: nothing changed)",
+            if fq_codel { "fq_codel".to_string() } else { format!("FIFOs of {}..{} packets", crate::local::MIN_PACKETS, lb.packets()) },
+            lb.iface
+        );
+        say(&local.outcome);
+        return Ok(());
+    }
+    let step_test = cfg.step_test(true).map_err(|e| anyhow!(e))?;
+    let t0 = Instant::now();
+    let spent = std::cell::Cell::new((0.0f64, 0.0f64));
+    let try_one = |s: LocalSetting, meter: &mut dyn Meter, say: &mut dyn FnMut(&str), n: usize| -> Result<(f64, f64, bool, f64)> {
+        check_signal()?;
+        lb.apply(&s, bql).map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
+        let st = Instant::now();
+        let res = meter.run(&format!("upload step {n}"), &step_test)?;
+        let (s0, s1) = spent.get();
+        spent.set((s0 + st.elapsed().as_secs_f64(), s1 + bytes_of(&res)));
+        let m = measured(&res, Direction::Up)?;
+        let lost = one_way_phase(&res, Direction::Up).map(|p| p.summary.latency.loss_pct).unwrap_or(0.0);
+        say(&format!(
+            "upload step {n}: {} -> goodput {}, {} ms{}, {:.1}% of the probes lost: {}",
+            s.name(),
+            bloatlab_model::fmt::rate(m.0),
+            bloatlab_model::fmt::signed(m.1),
+            if m.2 { " and still rising" } else { "" },
+            lost,
+            if holds(m.0, m.1, m.2) { "holds" } else { "too long" }
+        ));
+        Ok((m.0, m.1, m.2, lost))
+    };
+    let mut steps: Vec<LocalStep> = vec![];
+    let mut setting = None;
+    let mut lossy: Option<LocalStep> = None;
+    if fq_codel {
+        let (g1, a1, r1, l1) = try_one(LocalSetting::FqCodel, meter, say, 1)?;
+        let held = holds(g1, a1, r1) && l1 < crate::local::MAX_LOST_PCT;
+        steps.push(LocalStep { setting: LocalSetting::FqCodel, goodput_bps: g1, added_ms: a1, lost_pct: l1, still_rising: r1, held });
+        if held {
+            setting = Some((LocalSetting::FqCodel, g1, a1));
+        }
+    }
+    if setting.is_none() {
+        let mut search = QueueSearch::new(target, lb.packets(), 20);
+        while let Some(n) = search.next() {
+            let budget_left = cfg.budget.as_secs_f64() - t0.elapsed().as_secs_f64();
+            let (secs, bytes) = spent.get();
+            let last = steps.last().map(|_| secs / steps.len().max(1) as f64).unwrap_or(0.0);
+            if budget_left < last || cfg.budget_bytes.is_some_and(|b| bytes >= b as f64) {
+                say("the budget ended the search");
+                break;
+            }
+            let (g1, a1, r1, l1) = try_one(LocalSetting::Pfifo { packets: n }, meter, say, steps.len() + 1)?;
+            steps.push(search.record(n, g1, a1, r1, l1));
+        }
+        match search.found() {
+            Some(f) if f.lost_pct < crate::local::MAX_LOST_PCT => setting = Some((f.setting, f.goodput_bps, f.added_ms)),
+            Some(f) => lossy = Some(f),
+            None => {}
+        }
+    }
+    doc.search_seconds = t0.elapsed().as_secs_f64();
+    doc.search_bytes = spent.get().1;
+    let local = doc.local.as_mut().expect("set");
+    local.steps = steps;
+    let Some((s, g1, a1)) = setting else {
+        local.outcome = match lossy {
+            Some(f) => format!(
+                "{} on {} held the latency ({} ms) but lost {:.0}% of the probes: a FIFO that short drops what shares it (a call, a game), so none is kept; flow queueing does both (fq_codel: `modprobe sch_fq_codel`); left as it was",
+                f.setting.name(),
+                lb.iface,
+                bloatlab_model::fmt::signed(f.added_ms),
+                f.lost_pct
+            ),
+            None => format!(
+                "even a {}-packet FIFO on {} left {} ms under load: the queue that fills is not this host's (another bottleneck: tune without --local, on the router); left as it was",
+                crate::local::MIN_PACKETS,
+                lb.iface,
+                bloatlab_model::fmt::ms(local.steps.iter().map(|x| x.added_ms).fold(f64::INFINITY, f64::min))
+            ),
+        };
+        say(&local.outcome);
+        return Ok(());
+    };
+    local.setting = Some(s);
+    local.bql_bytes = (!lb.bql.is_empty()).then_some(bql);
+    local.outcome = format!("upload: {} on {} keeps {} ({:.0}% of the goodput before), {} ms under load", s.name(), lb.iface, bloatlab_model::fmt::rate(g1), g1 / g * 100.0, bloatlab_model::fmt::signed(a1));
+    say(&local.outcome);
+    lb.apply(&s, bql).map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
+    check_signal()?;
+    say("verifying (the quick profile)");
     doc.after = Some(meter.run("after", &verify)?);
     Ok(())
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 pub mod apply;
 pub mod driver;
+pub mod local;
 pub mod plan;
 pub mod meter;
 pub mod search;

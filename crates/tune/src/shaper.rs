@@ -188,6 +188,7 @@ impl LineShaper {
             emulator_pid: None,
             pid: std::process::id(),
             at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            local: None,
         };
         // saved before the change: a kill in between still leaves the undo its plan
         saved.save(&self.place.state_file)?;

@@ -26,6 +26,9 @@ pub struct Saved {
     /// The tune process that made it, and when (Unix seconds).
     pub pid: u32,
     pub at_unix_s: u64,
+    /// `--local`: the host's own queue as it was (its undo puts it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<crate::local::LocalBefore>,
 }
 
 /// Where the saved state of `iface` lives under `dir` (by default
@@ -38,6 +41,33 @@ pub fn path(dir: &Path, netns: Option<&str>, iface: &str) -> PathBuf {
 }
 
 impl Saved {
+    /// The state of a `--local` tune: the host's queue as it was.
+    pub fn local(lb: &crate::local::LocalBefore) -> Saved {
+        Saved {
+            iface: lb.iface.clone(),
+            netns: lb.netns.clone(),
+            before: lb.tree.clone(),
+            plan: Plan::new(&lb.iface, None, None, crate::plan::Leaf::FqCodel),
+            emulator_pid: None,
+            pid: std::process::id(),
+            at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            local: Some(lb.clone()),
+        }
+    }
+
+    /// [`Saved::save`], refused when a state is there already (a tune not
+    /// undone yet).
+    pub fn save_new(&self, file: &Path) -> Result<(), String> {
+        if file.exists() {
+            return Err(format!(
+                "{} holds the state of a tune not undone yet (another tune running, or one that was killed): run `bloatlab tune --undo {}` first",
+                file.display(),
+                self.iface
+            ));
+        }
+        self.save(file)
+    }
+
     /// Write it (a whole file or none: written aside, then renamed).
     pub fn save(&self, file: &Path) -> Result<(), String> {
         if let Some(d) = file.parent() {
@@ -71,6 +101,7 @@ mod tests {
             emulator_pid: None,
             pid: 42,
             at_unix_s: 1_800_000_000,
+            local: None,
         };
         let f = path(dir.path(), s.netns.as_deref(), &s.iface);
         assert!(f.ends_with("tune-blab-abc123-router-eth1.json"));

@@ -112,7 +112,7 @@ fn a_killed_tune_is_undone_from_its_state_file() {
     let p = plan();
     // what a tune killed mid-install leaves: its state saved, the IFB, the
     // ingress redirect and the upload shaper's root in place
-    Saved { iface: "wan0".into(), netns: Some(n.0.clone()), before: before.clone(), plan: p.clone(), emulator_pid: None, pid: 1, at_unix_s: 0 }.save(&file).unwrap();
+    Saved { iface: "wan0".into(), netns: Some(n.0.clone()), before: before.clone(), plan: p.clone(), emulator_pid: None, pid: 1, at_unix_s: 0, local: None }.save(&file).unwrap();
     for c in p.install().iter().take(5) {
         let mut v: Vec<&str> = c.iter().map(|s| s.as_str()).collect();
         v.splice(1..1, ["-n", n.0.as_str()]);
@@ -127,4 +127,52 @@ fn a_killed_tune_is_undone_from_its_state_file() {
     assert_eq!(qdiscs(Some(&n.0), "wan0").unwrap(), before);
     assert!(!apply::device_exists(Some(&n.0), &ifb_name("wan0")));
     assert!(!file.exists());
+}
+
+/// `--local`: the queue under a rate limiter (the lab's local bottleneck)
+/// and a default root queue, each set to a short FIFO (txqueuelen with it)
+/// and put back exactly, directly and through the saved state's undo (what
+/// `tune --undo` runs after a SIGKILL); a queue tune cannot put back is
+/// refused, changing nothing.
+#[test]
+fn a_hosts_own_queue_is_set_and_put_back_exactly() {
+    use bloatlab_tune::local::{LocalBefore, LocalSetting};
+    let Some(n) = ns("a_hosts_own_queue_is_set_and_put_back_exactly", "l") else { return };
+    let ip = |a: &[&str]| assert!(Command::new("ip").args(["-n", &n.0]).args(a).output().unwrap().status.success(), "{a:?}");
+    // wan0: HTB at 10 Mbit/s with a 1000-packet FIFO under it, txqueuelen 1000
+    assert!(n.tc(&["qdisc", "add", "dev", "wan0", "root", "handle", "1:", "htb", "default", "1"]));
+    assert!(n.tc(&["class", "add", "dev", "wan0", "parent", "1:", "classid", "1:1", "htb", "rate", "10mbit"]));
+    assert!(n.tc(&["qdisc", "add", "dev", "wan0", "parent", "1:1", "handle", "10:", "pfifo", "limit", "1000"]));
+    ip(&["link", "set", "dev", "wan0", "txqueuelen", "1000"]);
+    let lb = LocalBefore::read(Some(&n.0), "wan0").unwrap();
+    assert!(lb.under_limiter && lb.kind == "pfifo" && lb.limit == Some(1000) && lb.txqueuelen == 1000 && lb.bql.is_empty(), "{lb:?}");
+    assert_eq!(lb.packets(), 1000);
+    lb.apply(&LocalSetting::Pfifo { packets: 6 }, 3028).unwrap();
+    let now = LocalBefore::read(Some(&n.0), "wan0").unwrap();
+    assert_eq!((now.kind.as_str(), now.limit, now.txqueuelen), ("pfifo", Some(6), 6));
+    lb.restore().unwrap();
+    // through the saved state, as --undo does
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tune-wan0.json");
+    Saved::local(&lb).save_new(&file).unwrap();
+    assert!(Saved::local(&lb).save_new(&file).unwrap_err().contains("not undone yet"));
+    lb.apply(&LocalSetting::Pfifo { packets: 3 }, 3028).unwrap();
+    let saved = Saved::load(&file).unwrap();
+    bloatlab_tune::shaper::undo(&saved, &file).unwrap();
+    assert!(!file.exists());
+    let back = LocalBefore::read(Some(&n.0), "wan0").unwrap();
+    assert_eq!(back, lb);
+
+    // lan0: the kernel's default root (noqueue on a veth) and its txqueuelen
+    let lb = LocalBefore::read(Some(&n.0), "lan0").unwrap();
+    assert!(!lb.under_limiter && lb.handle == "0:", "{lb:?}");
+    lb.apply(&LocalSetting::Pfifo { packets: 8 }, 3028).unwrap();
+    assert_eq!(LocalBefore::read(Some(&n.0), "lan0").unwrap().limit, Some(8));
+    lb.restore().unwrap();
+    assert_eq!(LocalBefore::read(Some(&n.0), "lan0").unwrap(), lb);
+
+    // a queue it could not put back exactly: refused
+    assert!(n.tc(&["qdisc", "replace", "dev", "lan0", "root", "handle", "1:", "tbf", "rate", "1mbit", "burst", "10k", "latency", "50ms"]));
+    let e = LocalBefore::read(Some(&n.0), "lan0").unwrap_err();
+    assert!(e.contains("has no queue at 10:") || e.contains("tune --local changes"), "{e}");
 }

@@ -117,8 +117,11 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
         .iter()
         .map(|q| QueueSpec::parse(q).map_err(|e| anyhow!("--queue {q}: {e}")))
         .collect::<Result<_>>()?;
-    let mut cfg = LabConfig { id: a.id.clone(), port: a.port, home_router: a.tune, ..Default::default() };
+    let mut cfg = LabConfig { id: a.id.clone(), port: a.port, ..Default::default() };
     o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+    // tune shapes a home router's WAN; with the bottleneck on the client's
+    // own interface it tunes that queue instead (tune --local), no router
+    cfg.home_router = a.tune && cfg.placement != bloatlab_model::Placement::Local;
     let tune = match a.tune {
         true => {
             if !a.engine_args.is_empty() {

@@ -47,7 +47,10 @@ pub fn run_tune(a: TuneArgs) -> Result<i32> {
         let mut c = TuneConfig::default();
         a.opts.0.apply(&mut c).map_err(|e| anyhow!(e))?;
         let s = shaper::undo_saved(&c.state_dir, None, iface).map_err(|e| anyhow!(e))?;
-        println!("{iface}: the shaper is removed and its queues read as before ({})", s.before.iter().map(|q| q.kind.as_str()).collect::<Vec<_>>().join(", "));
+        match &s.local {
+            Some(lb) => println!("{iface}: its queue is back as it was ({}{}, txqueuelen {})", lb.kind, lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(), lb.txqueuelen),
+            None => println!("{iface}: the shaper is removed and its queues read as before ({})", s.before.iter().map(|q| q.kind.as_str()).collect::<Vec<_>>().join(", ")),
+        }
         return Ok(0);
     }
     let cfg = config(&a)?;
@@ -56,6 +59,9 @@ pub fn run_tune(a: TuneArgs) -> Result<i32> {
     }
     signals::install();
     check_route(&cfg)?;
+    if cfg.local {
+        return run_local(&cfg, a.quiet);
+    }
     let lan = if cfg.lan.is_empty() { shaper::default_lan(None, &cfg.wan).map_err(|e| anyhow!(e))? } else { cfg.lan.clone() };
     let support = shaper::probe(None).map_err(|e| anyhow!(e))?;
     let (leaf, why) = shaper::choose(cfg.shaper, &support, cfg.overhead, cfg.mpu, cfg.client_netns.is_some()).map_err(|e| anyhow!(e))?;
@@ -95,9 +101,60 @@ pub fn run_tune(a: TuneArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// `bloatlab tune --local`: this host's own queue on `cfg.wan`.
+fn run_local(cfg: &TuneConfig, quiet: bool) -> Result<i32> {
+    let lb = bloatlab_tune::local::LocalBefore::read(None, &cfg.wan).map_err(|e| anyhow!(e))?;
+    let fq_codel = shaper::probe(None).map_err(|e| anyhow!(e))?.fq_codel;
+    let dir = tempfile::Builder::new().prefix("bloatlab-tune-").tempdir().context("create a temporary directory")?;
+    let mut meter = JobMeter::new(self_exe()?, None, dir.path().to_path_buf());
+    let mut say = |s: &str| {
+        if !quiet {
+            eprintln!("tune: {s}");
+        }
+    };
+    let state = bloatlab_tune::state::path(&cfg.state_dir, None, &cfg.wan);
+    let doc = match driver::tune_local(cfg, &mut meter, &lb, fq_codel, &state, &mut say) {
+        Ok(d) => d,
+        Err(e) => {
+            let sig = signals::pending();
+            if sig != 0 {
+                eprintln!("bloatlab tune: {e:#}");
+                return Ok(signals::exit_code(sig));
+            }
+            return Err(e);
+        }
+    };
+    finish(cfg, &doc)?;
+    Ok(0)
+}
+
 /// Print the table and write what was asked for (`--json`, `--write-config`, `--report`).
 pub fn finish(cfg: &TuneConfig, doc: &TuneDoc) -> Result<()> {
     print!("{}", bloatlab_report::tune::tune_table(doc));
+    if let Some(l) = &doc.local {
+        let keep = l.setting.map(|s| l.before.script(&s, l.bql_bytes.unwrap_or(0)));
+        match (&keep, doc.kept) {
+            (Some(_), true) => println!("kept: {}'s queue stays until reboot or `bloatlab tune --undo {}`", l.before.iface, l.before.iface),
+            (Some(k), false) => println!("{}'s queue is back as it was. To keep the setting found:\n{}", l.before.iface, indent(k)),
+            (None, _) => {}
+        }
+        if let Some(f) = &cfg.json {
+            write(f, &serde_json::to_string_pretty(doc)?)?;
+        }
+        match (&cfg.write_config, &keep) {
+            (Some(f), Some(k)) => {
+                write(f, k)?;
+                println!("wrote {} (a shell script: run it at boot, from your network's up hooks)", f.display());
+            }
+            (Some(_), None) => println!("--write-config: nothing to keep (no setting was found or needed)"),
+            _ => {}
+        }
+        if let Some(d) = &cfg.report {
+            let files = bloatlab_report::tune::write_tune_report(doc, d)?;
+            println!("report: {}", files.display());
+        }
+        return Ok(());
+    }
     if let Some(p) = &doc.settings {
         if doc.kept {
             println!("kept: the shaper stays until reboot or `bloatlab tune --undo {}`", p.wan);
