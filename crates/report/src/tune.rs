@@ -94,7 +94,7 @@ pub fn tune_search_lines(doc: &TuneDoc) -> Vec<String> {
                 signed(st.added_ms),
                 if st.still_rising { " and still rising" } else { "" },
                 st.lost_pct,
-                if st.held { "holds" } else { "too long" }
+                if st.held { "latency holds" } else { "too long" }
             ));
         }
         v.push(l.outcome.clone());

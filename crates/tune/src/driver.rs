@@ -404,7 +404,7 @@ fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel
             bloatlab_model::fmt::signed(m.1),
             if m.2 { " and still rising" } else { "" },
             lost,
-            if holds(m.0, m.1, m.2) { "holds" } else { "too long" }
+            if holds(m.0, m.1, m.2) { "latency holds" } else { "too long" }
         ));
         Ok((m.0, m.1, m.2, lost))
     };
