@@ -288,3 +288,62 @@ fn tune_local_tunes_the_hosts_own_queue() {
     let left: Vec<_> = std::fs::read_dir(runs[0].path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("tune-")).map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `tune --local` on the client of a lab whose bottleneck is the client's own
+/// `eth0`: a SIGTERM during the search puts the queue back before it exits
+/// (143); after a SIGKILL the saved state waits, and `--undo eth0` puts it back.
+#[test]
+fn tune_local_puts_the_queue_back_after_sigterm_and_with_undo_after_sigkill() {
+    if skip("tune_local_puts_the_queue_back_after_sigterm_and_with_undo_after_sigkill") {
+        return;
+    }
+    let _one = one_at_a_time();
+    let id = unique_id();
+    let _lab = KeptLab(id.clone());
+    let o = Command::new(EXE)
+        .args(["lab", "--id", &id, "--bottleneck", "local", "--rate-up", "10mbit", "--queue", "fifo:1000", "--backend", "kernel", "--no-run", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let client = format!("blab-{id}-client");
+    let clean = client_queue(&id);
+    let state = tempfile::tempdir().unwrap();
+    let saved = state.path().join("tune-eth0.json");
+    let start = || {
+        let err = state.path().join(format!("tune-{}.stderr", unique_id()));
+        let child = Command::new("ip")
+            .args(["netns", "exec", &client, EXE, "tune", &server_of(&id), "--wan", "eth0", "--local", "--state-dir", state.path().to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while !std::fs::read_to_string(&err).unwrap_or_default().contains("upload step 1:") {
+            assert!(t0.elapsed() < Duration::from_secs(120), "tune --local did not reach its first step: {}", std::fs::read_to_string(&err).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // step 2 is under way: the queue is a short FIFO now
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_ne!(client_queue(&id), clean, "the queue is changed during the search");
+        assert!(saved.exists(), "the state is saved while the queue is changed");
+        (child, err)
+    };
+    let (mut child, err) = start();
+    bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Term);
+    let st = child.wait().unwrap();
+    let e = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(st.code(), Some(143), "{e}");
+    assert!(e.contains("eth0's queue is as it was: interrupted by SIGTERM"), "{e}");
+    assert_eq!(client_queue(&id), clean, "after SIGTERM");
+    assert!(!saved.exists());
+
+    let (mut child, _) = start();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(saved.exists(), "a killed tune's state stays on disk");
+    let o = Command::new("ip").args(["netns", "exec", &client, EXE, "tune", "--undo", "eth0", "--state-dir", state.path().to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("eth0: its queue is back as it was (pfifo limit 1000, txqueuelen 1000)"), "{o:?}");
+    assert_eq!(client_queue(&id), clean, "after --undo");
+    assert!(!saved.exists());
+}

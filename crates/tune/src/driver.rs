@@ -338,12 +338,13 @@ pub fn tune_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_
     if cfg.dry_run {
         return r.map(|_| doc);
     }
-    let changed = doc.local.as_ref().is_some_and(|l| !l.steps.is_empty());
     let end = if r.is_ok() && cfg.keep && doc.local.as_ref().is_some_and(|l| l.setting.is_some()) {
         doc.kept = true;
         Ok(())
     } else {
-        let e = if changed { lb.restore() } else { Ok(()) };
+        // put back whatever a step (or a signal during one) left; on a
+        // queue that was never changed this sets it as it already is
+        let e = lb.restore();
         e.and_then(|_| std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) }))
     };
     match (r, end) {
