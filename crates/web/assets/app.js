@@ -340,6 +340,11 @@
 
   function newFlow(rep, dir, phase) {
     const f = { id: nextFlow++, direction: dir, phase, samples: [], bytes: 0, max_gap_ms: 0, max_gap_at_ms: 0 };
+    // a stream's failure, for the phase's own check (a failure while it runs
+    // ends the test); not part of the report: when the page ends a phase
+    // before its cap the server resets its uploads, and a close that lands
+    // before the stop reaches the load worker is not a failure of the phase
+    Object.defineProperty(f, 'error', { value: null, writable: true, enumerable: false });
     rep.flows.push(f);
     return f;
   }
