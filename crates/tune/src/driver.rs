@@ -150,37 +150,27 @@ pub type Say<'a> = &'a mut dyn FnMut(&str);
 /// Run the tune. On any error (a failed test, a signal) the shaper is put
 /// back before the error returns; so it is at the end unless `cfg.keep`.
 pub fn tune(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say) -> Result<TuneDoc> {
-    let mut doc = TuneDoc {
-        kind: TUNE_KIND.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        wan: cfg.wan.clone(),
-        server: cfg.server.clone(),
-        target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
-        shaper: leaf_name(shaper),
-        shaper_why: shaper.why.clone(),
-        dry_run: cfg.dry_run,
-        before: None,
-        after: None,
-        searches: vec![],
-        steps: vec![],
-        settings: None,
-        search_seconds: 0.0,
-        search_bytes: 0.0,
-        kept: false,
-        stopped: None,
-        local: None,
-    };
+    let mut doc = TuneDoc::new(cfg, leaf_name(shaper), shaper.why.clone());
     let r = run(cfg, meter, shaper, say, &mut doc);
     let end = if r.is_ok() && cfg.keep && !cfg.dry_run {
         shaper.keep().map(|p| doc.kept = p.is_some())
     } else {
         shaper.restore()
     };
+    ended(cfg, "", r, end).map(|_| doc)
+}
+
+/// How a tune ended: its run's result `r` and the keep-or-restore `end`
+/// after it, in one result whose error says what `what` (" queue" for
+/// `--local`'s, "" for the interface) is left as.
+fn ended(cfg: &TuneConfig, what: &str, r: Result<()>, end: std::result::Result<(), String>) -> Result<()> {
+    let w = &cfg.wan;
+    let subject = if what.is_empty() { w.clone() } else { format!("{w}'s{what}") };
     match (r, end) {
-        (Ok(()), Ok(())) => Ok(doc),
-        (Ok(()), Err(e)) => Err(anyhow!("putting {} back: {e}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan)),
-        (Err(e), Ok(())) => Err(e.context(format!("{} is as it was", cfg.wan))),
-        (Err(e), Err(u)) => Err(e.context(format!("and putting {} back failed: {u}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan))),
+        (Ok(()), Ok(())) => Ok(()),
+        (Ok(()), Err(e)) => Err(anyhow!("putting {subject} back: {e}; run `bloatlab tune --undo {w}`")),
+        (Err(e), Ok(())) => Err(e.context(format!("{subject} is as it was"))),
+        (Err(e), Err(u)) => Err(e.context(format!("and putting {subject} back failed: {u}; run `bloatlab tune --undo {w}`"))),
     }
 }
 
@@ -311,26 +301,12 @@ fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Sa
 /// verify; put the queue back unless `cfg.keep`, on every exit. The state
 /// is saved in `state_file` first, for `--undo` after a SIGKILL.
 pub fn tune_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, state_file: &std::path::Path, say: Say) -> Result<TuneDoc> {
-    let mut doc = TuneDoc {
-        kind: TUNE_KIND.into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        wan: cfg.wan.clone(),
-        server: cfg.server.clone(),
-        target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
-        shaper: format!("{}'s own queue ({}{}, txqueuelen {})", lb.iface, lb.kind, lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(), lb.txqueuelen),
-        shaper_why: "--local: the bottleneck is this host's own interface".into(),
-        dry_run: cfg.dry_run,
-        before: None,
-        after: None,
-        searches: vec![],
-        steps: vec![],
-        settings: None,
-        search_seconds: 0.0,
-        search_bytes: 0.0,
-        kept: false,
-        stopped: None,
-        local: Some(LocalDoc { before: lb.clone(), steps: vec![], setting: None, bql_bytes: None, outcome: String::new() }),
-    };
+    let mut doc = TuneDoc::new(
+        cfg,
+        format!("{}'s own queue ({}{}, txqueuelen {})", lb.iface, lb.kind, lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(), lb.txqueuelen),
+        "--local: the bottleneck is this host's own interface".into(),
+    );
+    doc.local = Some(LocalDoc { before: lb.clone(), steps: vec![], setting: None, bql_bytes: None, outcome: String::new() });
     if !cfg.dry_run {
         crate::state::Saved::local(lb).save_new(state_file).map_err(|e| anyhow!(e))?;
     }
@@ -347,12 +323,7 @@ pub fn tune_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_
         let e = lb.restore();
         e.and_then(|_| std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) }))
     };
-    match (r, end) {
-        (Ok(()), Ok(())) => Ok(doc),
-        (Ok(()), Err(e)) => Err(anyhow!("putting {}'s queue back: {e}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan)),
-        (Err(e), Ok(())) => Err(e.context(format!("{}'s queue is as it was", cfg.wan))),
-        (Err(e), Err(u)) => Err(e.context(format!("and putting {}'s queue back failed: {u}; run `bloatlab tune --undo {}`", cfg.wan, cfg.wan))),
-    }
+    ended(cfg, " queue", r, end).map(|_| doc)
 }
 
 fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, say: Say, doc: &mut TuneDoc) -> Result<()> {
@@ -362,7 +333,7 @@ fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel
     doc.before = Some(before.clone());
     check_signal()?;
     let target = doc.target_added_ms;
-    let holds = |g: f64, a: f64, rising: bool| !rising && a <= target + crate::search::packet_ms(g / crate::search::WIRE_EFFICIENCY);
+    let holds = |g: f64, a: f64, rising: bool| crate::search::holds(target, a, g / crate::search::WIRE_EFFICIENCY, rising);
     if let Ok((g, a, rising)) = measured(&before, Direction::Down) {
         if !holds(g, a, rising) {
             say(&format!("download: {} ms under load, but its queue is the sender's, at the far end: --local tunes this host's upload only", bloatlab_model::fmt::signed(a)));
@@ -474,6 +445,30 @@ fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel
 }
 
 impl TuneDoc {
+    /// A tune document for `cfg`, before anything is measured.
+    fn new(cfg: &TuneConfig, shaper: String, shaper_why: String) -> TuneDoc {
+        TuneDoc {
+            kind: TUNE_KIND.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            wan: cfg.wan.clone(),
+            server: cfg.server.clone(),
+            target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
+            shaper,
+            shaper_why,
+            dry_run: cfg.dry_run,
+            before: None,
+            after: None,
+            searches: vec![],
+            steps: vec![],
+            settings: None,
+            search_seconds: 0.0,
+            search_bytes: 0.0,
+            kept: false,
+            stopped: None,
+            local: None,
+        }
+    }
+
     /// Read a tune document; None when the file holds something else.
     pub fn read_file(path: &std::path::Path) -> Option<std::result::Result<TuneDoc, String>> {
         let text = std::fs::read_to_string(path).ok()?;

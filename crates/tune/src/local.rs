@@ -14,7 +14,7 @@
 //! root, or a pfifo/bfifo (its limit read back); what was there, the
 //! txqueuelen and BQL's limits are saved before the first change and put
 //! back on every exit, checked against `tc -j qdisc show`.
-use crate::search::packet_ms;
+use crate::search::{holds, WIRE_EFFICIENCY};
 use bloatlab_shape::exec::{run, run_all};
 use bloatlab_shape::qdisc::LEAF_HANDLE;
 use bloatlab_shape::tree::{self, Qdisc};
@@ -290,7 +290,7 @@ impl QueueSearch {
     /// Record a length's step; it holds when its latency does (the loss is
     /// judged once, on the length found: [`MAX_LOST_PCT`]).
     pub fn record(&mut self, packets: u64, goodput_bps: f64, added_ms: f64, still_rising: bool, lost_pct: f64) -> LocalStep {
-        let held = !still_rising && added_ms <= self.target_ms + packet_ms(goodput_bps);
+        let held = holds(self.target_ms, added_ms, goodput_bps / WIRE_EFFICIENCY, still_rising);
         let s = LocalStep { setting: LocalSetting::Pfifo { packets }, goodput_bps, added_ms, lost_pct, still_rising, held };
         self.steps.push(s);
         if held {

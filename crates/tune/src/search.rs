@@ -53,6 +53,13 @@ pub fn packet_ms(rate_bps: f64) -> f64 {
     }
 }
 
+/// Whether a step holds the target: its added latency within `target_ms`
+/// plus one full-size packet's time at `rate_bps` (the shaper's, or the
+/// wire rate a goodput stands for), and not still rising at its end.
+pub fn holds(target_ms: f64, added_ms: f64, rate_bps: f64, still_rising: bool) -> bool {
+    !still_rising && added_ms <= target_ms + packet_ms(rate_bps)
+}
+
 /// Goodput per wire bit of full-size TCP segments over Ethernet (1448 of
 /// 1514 bytes with timestamps).
 pub const WIRE_EFFICIENCY: f64 = 1448.0 / 1514.0;
@@ -158,7 +165,7 @@ impl Search {
     /// What the test at `rate_bps` measured (`still_rising`: latency had
     /// not stopped rising by the step's end), and what it cost.
     pub fn record(&mut self, rate_bps: f64, goodput_bps: f64, added_ms: f64, still_rising: bool, cost: (f64, f64)) {
-        let held = added_ms <= self.target_ms + packet_ms(rate_bps) && !still_rising;
+        let held = holds(self.target_ms, added_ms, rate_bps, still_rising);
         let s = Step { rate_bps: Some(rate_bps), goodput_bps, added_ms, still_rising, held };
         self.steps.push(s);
         self.spent = (self.spent.0 + cost.0, self.spent.1 + cost.1);

@@ -86,19 +86,20 @@ pub fn run_tune(a: TuneArgs) -> Result<i32> {
             eprintln!("tune: {s}");
         }
     };
-    let doc = match driver::tune(&cfg, &mut meter, &mut line, &mut say) {
-        Ok(d) => d,
-        Err(e) => {
-            let sig = signals::pending();
-            if sig != 0 {
-                eprintln!("bloatlab tune: {e:#}");
-                return Ok(signals::exit_code(sig));
-            }
-            return Err(e);
+    done(&cfg, driver::tune(&cfg, &mut meter, &mut line, &mut say))
+}
+
+/// The end of a tune: its table and files, or the error; a signal's exit
+/// code (130, 143) after its message when one ended it.
+fn done(cfg: &TuneConfig, r: Result<TuneDoc>) -> Result<i32> {
+    match r {
+        Ok(doc) => finish(cfg, &doc).map(|_| 0),
+        Err(e) if signals::pending() != 0 => {
+            eprintln!("bloatlab tune: {e:#}");
+            Ok(signals::exit_code(signals::pending()))
         }
-    };
-    finish(&cfg, &doc)?;
-    Ok(0)
+        Err(e) => Err(e),
+    }
 }
 
 /// `bloatlab tune --local`: this host's own queue on `cfg.wan`.
@@ -113,19 +114,7 @@ fn run_local(cfg: &TuneConfig, quiet: bool) -> Result<i32> {
         }
     };
     let state = bloatlab_tune::state::path(&cfg.state_dir, None, &cfg.wan);
-    let doc = match driver::tune_local(cfg, &mut meter, &lb, fq_codel, &state, &mut say) {
-        Ok(d) => d,
-        Err(e) => {
-            let sig = signals::pending();
-            if sig != 0 {
-                eprintln!("bloatlab tune: {e:#}");
-                return Ok(signals::exit_code(sig));
-            }
-            return Err(e);
-        }
-    };
-    finish(cfg, &doc)?;
-    Ok(0)
+    done(cfg, driver::tune_local(cfg, &mut meter, &lb, fq_codel, &state, &mut say))
 }
 
 /// Print the table and write what was asked for (`--json`, `--write-config`, `--report`).
