@@ -303,6 +303,8 @@
     const ramp = {};
     for (const d of dirs) ramp[d] = { growing: true, bytes: 0, rate: 0 };
     let lastStep = 0;
+    // the phase ends when its load is told to stop (the cut, the cap or a failure)
+    let stoppedAt = null;
     try {
       while (now() < end) {
         await sleep(Math.min(plan.sample_interval_ms, end - now()));
@@ -326,16 +328,26 @@
           }
           lastStep = t;
         }
-        // the probes the result grades: the UDP ones, else the WebSocket ones
-        if (adaptive && t >= min && settled(live.rtts.length ? live.rtts : live.tcp, start, t - start, plan.settle)) {
+        // the probes the result grades: the UDP ones, else the WebSocket
+        // ones; judged over the windows whose answers have all reached this
+        // thread, and only when those are the windows the result will judge
+        // (it ends the phase here, at t): an answer still in the worker's
+        // batch would otherwise be missing from the last window
+        const which = live.rtts.length ? 'rtts' : 'tcp';
+        const heard = Math.min(t, live.heard[which]);
+        const w = plan.settle.window_ms;
+        if (adaptive && t >= min && Math.floor((heard - start) / w) === Math.floor((t - start) / w) && settled(live[which], start, heard - start, plan.settle)) {
           probeWorker.postMessage({ cmd: 'cut', phase: idx });
+          stoppedAt = t;
           break;
         }
       }
     } finally {
       live.current.clear();
+      if (stoppedAt === null) stoppedAt = now();
       await stopFlows(streams.map((s) => s.f));
     }
+    return stoppedAt;
   }
 
   function newFlow(rep, dir, phase) {
@@ -412,6 +424,7 @@
         if (!live.over && r[1] > live.shown) { live.shown = r[1]; $('now-rtt').textContent = ms(t4 - r[1]); }
       }
     };
+    live.heard.rtts = Infinity;
     const timer = setInterval(() => {
       if (dc.readyState !== 'open') return;
       const s = seq++;
@@ -531,20 +544,23 @@
         const m = e.data;
         if (m.k === 'open') resolve();
         else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
-        else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); }
+        else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); live.heard.tcp = m.at; }
         else if (m.k === 'rtc-open' && rtcOpened) rtcOpened();
         else if (m.k === 'rtc-rtt') {
           for (const v of m.v) {
             live.rtts.push(v);
             if (!live.over && v[0] > live.shown) { live.shown = v[0]; $('now-rtt').textContent = ms(v[1]); }
           }
+          live.heard.rtts = m.at;
         }
         else if (m.k === 'server' && !live.over) { showServer(m.flows); live.arrived.push([m.t, m.down, m.up]); liveRates(); }
         else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
         else if (m.k === 'done' && probesDone) probesDone(m);
       };
     });
-    Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [], over: false });
+    // heard: up to when each list holds every answer (the worker's batches
+    // say; UDP probes on this thread are heard as they come)
+    Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [], over: false, heard: { rtts: 0, tcp: 0 } });
     worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
     let rtc = null;
     let rtcError = null;
@@ -591,11 +607,14 @@
           // a game (the probes), a call, a stream and a bulk update at once
           const end = start + ph.duration_ms;
           call.start(end);
-          const [segs] = await Promise.all([streamSegments(sess.id, plan.household, start, end), loadPhase(plan, sess.id, ph, i, rep, start, ready[i])]);
+          const [segs, stopped] = await Promise.all([streamSegments(sess.id, plan.household, start, end), loadPhase(plan, sess.id, ph, i, rep, start, ready[i])]);
           rep.segments = segs;
-        } else if (ph.download || ph.upload) await loadPhase(plan, sess.id, ph, i, rep, start, ready[i]);
-        else await sleep(ph.duration_ms);
-        p.end_ms = now();
+          p.end_ms = stopped;
+        } else if (ph.download || ph.upload) p.end_ms = await loadPhase(plan, sess.id, ph, i, rep, start, ready[i]);
+        else {
+          await sleep(ph.duration_ms);
+          p.end_ms = now();
+        }
         live.phases[i].end = p.end_ms;
       }
     } finally {

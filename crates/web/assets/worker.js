@@ -157,9 +157,14 @@ function stop() {
   });
 }
 
+// Every batch says up to when it is whole (`at`: every answer timed here
+// before it is in this batch or an earlier one), even an empty one: the
+// page judges a phase's latency only over windows it has heard in full.
 setInterval(() => {
-  if (batch.length) { postMessage({ k: 'rtt', v: batch }); batch = []; }
-  if (rtcBatch.length) { postMessage({ k: 'rtc-rtt', v: rtcBatch }); rtcBatch = []; }
+  const at = now();
+  postMessage({ k: 'rtt', v: batch, at });
+  batch = [];
+  if (dc) { postMessage({ k: 'rtc-rtt', v: rtcBatch, at }); rtcBatch = []; }
 }, 100);
 
 onmessage = (e) => {
