@@ -6,7 +6,8 @@
 //! `bloatlab tune` run by hand on the lab's home router puts the router
 //! back exactly as it was (its qdiscs as `tc -j qdisc show` lists them,
 //! no device or rule of its own left) after a SIGTERM in the middle of
-//! the search, and with `--undo` after a SIGKILL.
+//! the search, and with `--undo` after a SIGKILL; against an RPM server
+//! too.
 mod lab_util;
 use lab_util::*;
 use std::process::{Command, Stdio};
@@ -176,6 +177,11 @@ fn tune_puts_the_router_back_after_sigterm_and_with_undo_after_sigkill() {
         refuse(&[&server, "--wan", "lan0"], "is reached through wan0, not lan0");
         refuse(&[&server], "--wan IFACE");
         refuse(&["--undo", "wan0", "--state-dir", state.path().to_str().unwrap()], "nothing to undo on wan0");
+        // a target that is not a server of the kind named
+        let ip = server.rsplit_once(':').unwrap().0;
+        refuse(&[&format!("{ip}:4043"), "--wan", "wan0"], "not a bloatlab server");
+        refuse(&[&format!("https://{ip}:9770/.well-known/nq"), "--wan", "wan0"], "is not an RPM server tune can use");
+        refuse(&[&format!("ping:{ip}"), "--wan", "wan0"], "latency-only target");
         check("after the refusals");
 
         // SIGTERM in the middle of the search: put back before it exits
@@ -205,6 +211,71 @@ fn tune_puts_the_router_back_after_sigterm_and_with_undo_after_sigkill() {
         std::panic::resume_unwind(p);
     }
     assert_gone(&id, &links);
+}
+
+/// The lab server's RPM certificate, as it printed it.
+fn rpm_pin(id: &str) -> String {
+    let runs: Vec<_> = std::fs::read_dir(std::env::temp_dir()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&format!("bloatlab-lab-{id}-"))).collect();
+    assert_eq!(runs.len(), 1, "the lab's run directory");
+    let log = std::fs::read_to_string(runs[0].path().join("server-server.stdout")).unwrap();
+    log.split("SHA-256 ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or_else(|| panic!("no certificate in {log}")).to_string()
+}
+
+/// `bloatlab tune` against an RPM server (the lab server's RPM side,
+/// pinned): its tests are the IETF method's stages after idle probes, read
+/// as the tests' phases; the 20/5 Mbit/s line with 200-packet FIFOs goes
+/// from bloated to A or A+ keeping 85% of its goodput each way, and the
+/// router is as it was afterwards.
+#[test]
+fn tune_against_an_rpm_server() {
+    if skip("tune_against_an_rpm_server") {
+        return;
+    }
+    let _one = one_at_a_time();
+    let id = unique_id();
+    let _lab = KeptLab(id.clone());
+    let o = Command::new(EXE)
+        .args(["lab", "--rate-down", "20mbit", "--rate-up", "5mbit", "--queue", "fifo:200", "--tune", "--no-run", "--id", &id])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let home = format!("blab-{id}-home");
+    let clean = router_state(&home);
+    let ip = server_of(&id).rsplit_once(':').unwrap().0.to_string();
+    let url = format!("https://{ip}:4043/.well-known/nq#pin-sha256={}", rpm_pin(&id));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tune.json");
+    let t0 = Instant::now();
+    let o = Command::new("ip")
+        .args(["netns", "exec", &home, EXE, "tune", &url, "--wan", "wan0", "--lan", "lan0", "--client-netns", &format!("blab-{id}-client")])
+        .args(["--state-dir", dir.path().to_str().unwrap(), "--json", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    eprintln!("tune against RPM ({:.0} s):\n{stderr}\n{stdout}", t0.elapsed().as_secs_f64());
+    let d = json(&out);
+    assert_eq!(d["server"], url.split('#').next().unwrap());
+    let (before, after) = (&d["before"], &d["after"]);
+    for r in [before, after] {
+        assert!(r["rpm"]["idle"]["probes"].as_array().is_some_and(|p| !p.is_empty()), "an RPM run with idle probes");
+        let names: Vec<&str> = r["scenarios"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["rpm download", "rpm upload"]);
+    }
+    // 200 packets at 5 Mbit/s hold 485 ms, at 20 Mbit/s 121 ms
+    let b = before["headline"]["grade"].as_str().unwrap();
+    assert!(["C", "D", "F"].contains(&b), "before: {b}\n{stdout}");
+    let g = after["headline"]["grade"].as_str().unwrap();
+    assert!(g == "A+" || g == "A", "after: {g}\n{stdout}");
+    for up in [false, true] {
+        let kept = goodput(after, up) / goodput(before, up);
+        assert!(kept >= 0.85, "{} kept {:.0}% of its goodput\n{stdout}", if up { "upload" } else { "download" }, kept * 100.0);
+    }
+    for s in d["steps"].as_array().unwrap() {
+        assert!(s["goodput_bps"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert!(stdout.contains("wan0 is back as it was"), "{stdout}");
+    assert_eq!(router_state(&home), clean, "the router after the tune");
 }
 
 /// The client's `eth0` as tune --local saw it: (qdiscs, txqueuelen).

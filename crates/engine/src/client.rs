@@ -33,6 +33,17 @@ fn connect(addr: SocketAddr, cfg: &TestConfig, cc: &str) -> Result<TcpStream, St
     })
 }
 
+/// Whether `addr` is a bloatlab server that would take `cfg`'s test: the
+/// handshake (and the secret, when given) as a test begins it, then the
+/// connection closed. A busy server is one (its tests free it). Err says
+/// what answered instead.
+pub fn check_server(addr: SocketAddr, cfg: &TestConfig) -> Result<(), String> {
+    match dial(addr, cfg, &cfg.cc, For::NewTest) {
+        Ok(_) | Err(Dial::Busy(_)) => Ok(()),
+        Err(Dial::Failed(m)) => Err(m),
+    }
+}
+
 /// Why a connection was not made: the server said busy (a limit that frees
 /// itself: connections in their handshake, connections, tests) or anything else.
 enum Dial {

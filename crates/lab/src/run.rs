@@ -203,14 +203,17 @@ impl Lab {
             let stdout = ch.stdout.take().unwrap();
             self.servers.push(ch);
             let (tx, rx) = std::sync::mpsc::channel();
+            // what it says (its addresses, its RPM certificate's SHA-256)
+            // goes to the logs, {role}-server.stdout
+            let mut log = std::fs::File::create(self.run_dir.join(format!("{}-server.stdout", h.role)))?;
             std::thread::spawn(move || {
                 let mut r = BufReader::new(stdout);
                 let mut line = String::new();
                 let _ = r.read_line(&mut line);
+                let _ = std::io::Write::write_all(&mut log, line.as_bytes());
                 let _ = tx.send(line);
                 // Keep draining so the server never blocks on a full pipe.
-                let mut sink = Vec::new();
-                let _ = std::io::Read::read_to_end(&mut r, &mut sink);
+                let _ = std::io::copy(&mut r, &mut log);
             });
             let deadline = Instant::now() + Duration::from_secs(15);
             loop {

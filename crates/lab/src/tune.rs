@@ -10,7 +10,7 @@
 use crate::lab::Lab;
 use crate::run::{ProgressFn, RunOptions};
 use anyhow::{anyhow, bail, Result};
-use bloatlab_model::{Placement, TestConfig, TuneConfig};
+use bloatlab_model::{Placement, TuneConfig, TuneTest};
 use bloatlab_results::TestResult;
 use bloatlab_tune::driver::{self, Meter, Say, TuneDoc};
 use bloatlab_tune::shaper::{self, LineShaper, Place};
@@ -23,7 +23,8 @@ struct LabMeter<'a> {
 }
 
 impl Meter for LabMeter<'_> {
-    fn run(&mut self, what: &str, test: &TestConfig) -> Result<TestResult> {
+    fn run(&mut self, what: &str, test: &TuneTest) -> Result<TestResult> {
+        let TuneTest::Test(test) = test else { bail!("the lab tunes against its own bloatlab server, not an RPM server") };
         let opts = RunOptions { config: Some(test.clone()), progress: self.progress.clone(), command: self.command.clone(), ..Default::default() };
         let out = self.lab.run_test(&opts)?;
         if out.interrupted_by != 0 {
@@ -57,7 +58,7 @@ impl Lab {
             c.lan = vec![HOME_LAN.into()];
             c.client_netns = Some(self.client.netns.clone());
         }
-        c.server = if addr.contains(':') { format!("[{addr}]:{}", self.cfg.port) } else { format!("{addr}:{}", self.cfg.port) };
+        c.set_server(&if addr.contains(':') { format!("[{addr}]:{}", self.cfg.port) } else { format!("{addr}:{}", self.cfg.port) }).map_err(|e| anyhow!(e))?;
         c.cc = self.cfg.cc.clone();
         c.state_dir = self.run_dir.clone();
         c.check().map_err(|e| anyhow!(e))?;

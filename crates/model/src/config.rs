@@ -465,6 +465,10 @@ pub enum Job {
         #[serde(default)]
         progress: Option<PathBuf>,
     },
+    /// Run the IETF responsiveness method against an RPM server and write
+    /// its result, as a result of the test schema
+    /// (`bloatlab_rpm::result::test_result`), to `json`.
+    Rpm { config: Box<crate::RpmConfig>, json: PathBuf },
 }
 
 /// What a running test is doing: for progress displays and interval lines.

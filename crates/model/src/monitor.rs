@@ -90,6 +90,23 @@ impl MonitorTarget {
         }
     }
 
+    /// The host (no brackets) and port the target is reached at (an RPM
+    /// URL's, 443 when it names none; an ICMP target's port is 0).
+    pub fn address(&self) -> Result<(String, u16), String> {
+        match self {
+            MonitorTarget::Server { host, port } | MonitorTarget::Probes { host, port } => Ok((host.clone(), *port)),
+            MonitorTarget::Ping(p) => Ok((p.host.clone(), p.port)),
+            MonitorTarget::Rpm { url, .. } => {
+                let rest = url.split_once("://").map(|x| x.1).unwrap_or(url);
+                let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
+                let (h, p) = host_port(auth).map_err(|e| format!("{url}: {e}"))?;
+                // host_port's default is bloatlab's; a URL without a port is HTTPS's
+                let p = if auth.ends_with(']') || !auth.contains(':') || (auth.matches(':').count() > 1 && !auth.starts_with('[')) { 443 } else { p };
+                Ok((h, p))
+            }
+        }
+    }
+
     /// Probed continuously rather than tested on the schedule.
     pub fn latency_only(&self) -> bool {
         matches!(self, MonitorTarget::Ping(_) | MonitorTarget::Probes { .. })

@@ -112,6 +112,11 @@ pub struct RpmConfig {
     pub connect_to: Option<String>,
     /// Shared secret of an authenticated bloatlab server.
     pub secret: Option<crate::Secret>,
+    /// Probe the idle line this long before the stages (foreign probes
+    /// only), for an idle latency and each stage's added latency; zero: no
+    /// idle probes (the draft has none).
+    #[serde(default)]
+    pub idle: Duration,
 }
 
 impl Default for RpmConfig {
@@ -130,6 +135,7 @@ impl Default for RpmConfig {
             ca_pem: None,
             connect_to: None,
             secret: None,
+            idle: Duration::ZERO,
         }
     }
 }
@@ -162,6 +168,9 @@ impl RpmConfig {
                 return Err("--pin-sha256 and --insecure exclude each other: a pinned certificate is checked, --insecure checks none".into());
             }
             normalize_sha256(p).ok_or_else(|| format!("--pin-sha256 {p:?}: 32 bytes in hex (colons optional), as the server prints it"))?;
+        }
+        if self.idle > Duration::from_secs(60) {
+            return Err(format!("idle probing of {:?}: at most 60 s", self.idle));
         }
         let min_stage = self.interval * (self.mad * 2);
         if self.max_stage < min_stage {

@@ -27,11 +27,40 @@ crate::words!(TuneShaper, "a shaper", Auto = "auto", Cake = "cake", FqCodel = "f
 /// The default state directory: where a tune's saved state waits for its undo.
 pub const DEFAULT_TUNE_STATE_DIR: &str = "/run/bloatlab/tune";
 
+/// What a tune measures the line against: a bloatlab server, or an RPM
+/// server (the monitor's grammar: `HOST[:PORT]`, or
+/// `https://HOST[:PORT]/.well-known/nq[#pin-sha256=HEX]`).
+pub type TuneTarget = crate::MonitorTarget;
+
+/// A test a tune runs: `bloatlab test`'s against a bloatlab server, or the
+/// IETF responsiveness method's stages (after idle probes) against an RPM
+/// server. Either gives a result of the test schema whose one-way phases
+/// the search reads.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TuneTest {
+    Test(TestConfig),
+    Rpm(crate::RpmConfig),
+}
+
+impl TuneTest {
+    /// What the test is, for progress lines.
+    pub fn describe(&self) -> String {
+        match self {
+            TuneTest::Test(t) => match t.profile {
+                Some(p) => format!("the {} profile", p.name()),
+                None => t.scenarios.iter().map(|s| s.name()).collect::<Vec<_>>().join(", "),
+            },
+            TuneTest::Rpm(r) => format!("the RPM method's {} stage{}", r.directions.iter().map(|d| d.name()).collect::<Vec<_>>().join(" and "), if r.directions.len() > 1 { "s" } else { "" }),
+        }
+    }
+}
+
 /// Everything `bloatlab tune` is asked to do.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TuneConfig {
-    /// The bloatlab server beyond the bottleneck, HOST[:PORT].
-    pub server: String,
+    /// The server beyond the bottleneck (None: not given).
+    pub server: Option<TuneTarget>,
     /// The router's WAN interface.
     pub wan: String,
     /// The highest added latency under load a rate may show, the A+ boundary.
@@ -71,7 +100,7 @@ pub struct TuneConfig {
 impl Default for TuneConfig {
     fn default() -> TuneConfig {
         TuneConfig {
-            server: String::new(),
+            server: None,
             wan: String::new(),
             target_added: Duration::from_millis(5),
             budget: Duration::from_secs(180),
@@ -99,40 +128,90 @@ impl Default for TuneConfig {
 pub const STEP_CAP: Duration = Duration::from_secs(12);
 
 impl TuneConfig {
-    /// The server as `bloatlab test` names it (its port from HOST:PORT).
-    fn base_test(&self) -> Result<TestConfig, String> {
+    /// The target `s` (the command line's SERVER): a bloatlab server or an
+    /// RPM server; anything else is refused with what a target is.
+    pub fn set_server(&mut self, s: &str) -> Result<(), String> {
+        const FORMS: &str = "tune measures a loaded line against a bloatlab server, HOST[:PORT], or an RPM server, https://HOST[:PORT]/.well-known/nq (#pin-sha256=HEX pins its certificate)";
+        let t = TuneTarget::parse(s).map_err(|e| format!("{}; {FORMS}", e.split("; a target is").next().unwrap_or(&e)))?;
+        if t.latency_only() {
+            return Err(format!("`{s}` is a latency-only target; {FORMS}"));
+        }
+        self.server = Some(t);
+        Ok(())
+    }
+
+    /// The server's name, as results and documents show it.
+    pub fn server_name(&self) -> String {
+        self.server.as_ref().map(TuneTarget::name).unwrap_or_default()
+    }
+
+    /// The server as `bloatlab test` names it.
+    fn base_test(&self, host: &str, port: u16) -> TestConfig {
         let mut t = TestConfig::default();
-        let (host, port) = crate::config::split_host_port(&self.server, crate::DEFAULT_PORT)?;
-        t.server = host;
+        t.server = host.to_string();
         t.port = port;
         if !self.cc.is_empty() {
             t.cc = self.cc.clone();
         }
-        t.command = vec!["tune".into(), self.server.clone()];
-        Ok(t)
+        t.command = vec!["tune".into(), self.server_name()];
+        t
+    }
+
+    /// The RPM method against `url`: `directions`' stages after `idle`
+    /// of idle probes, each stage at most `max_stage`.
+    fn rpm_test(&self, url: &str, pin: &Option<String>, directions: Vec<crate::RpmDirection>, idle: Duration, max_stage: Duration) -> Result<crate::RpmConfig, String> {
+        let r = crate::RpmConfig { url: url.to_string(), pin_sha256: pin.clone(), directions, idle, max_stage, ..Default::default() };
+        r.validate()?;
+        Ok(r)
+    }
+
+    fn target(&self) -> Result<&TuneTarget, String> {
+        self.server.as_ref().ok_or_else(|| "no server: give a bloatlab server beyond the line, HOST[:PORT], or an RPM server's https:// URL".to_string())
     }
 
     /// The test before and after: the quick profile, as the browser test,
-    /// `bloatlab test --profile quick` and the monitor run it.
-    pub fn verify_test(&self) -> Result<TestConfig, String> {
-        let mut t = self.base_test()?;
-        crate::web::WebPlan::of(crate::web::Profile::Quick).apply_to(&mut t)?;
-        t.validate()?;
-        Ok(t)
+    /// `bloatlab test --profile quick` and the monitor run it; against an
+    /// RPM server, 2 s of idle probes, then the download and upload
+    /// stages (each at most the quick profile's cap).
+    pub fn verify_test(&self) -> Result<TuneTest, String> {
+        match self.target()? {
+            TuneTarget::Server { host, port } => {
+                let mut t = self.base_test(host, *port);
+                crate::web::WebPlan::of(crate::web::Profile::Quick).apply_to(&mut t)?;
+                t.validate()?;
+                Ok(TuneTest::Test(t))
+            }
+            TuneTarget::Rpm { url, pin_sha256 } => {
+                let cap = quick_cap();
+                self.rpm_test(url, pin_sha256, vec![crate::RpmDirection::Download, crate::RpmDirection::Upload], RPM_IDLE, cap).map(TuneTest::Rpm)
+            }
+            t => Err(format!("{}: not a target tune measures against", t.name())),
+        }
     }
 
     /// One search step: 1 s idle, then four flows one way for at least
     /// [`TuneConfig::step`] and on while latency still rises (at most
-    /// [`STEP_CAP`]).
-    pub fn step_test(&self, upload: bool) -> Result<TestConfig, String> {
-        let mut t = self.base_test()?;
-        t.scenarios = vec![if upload { Scenario::new(4, 0) } else { Scenario::new(0, 4) }];
-        t.idle = Duration::from_secs(1);
-        t.duration = self.step;
-        t.until_settled = Some(STEP_CAP.max(self.step));
-        t.probe_interval = Duration::from_millis(20);
-        t.validate()?;
-        Ok(t)
+    /// [`STEP_CAP`]); against an RPM server, 1 s of idle probes and the
+    /// direction's stage (it ends when goodput and responsiveness are
+    /// stable, at most [`STEP_CAP`]).
+    pub fn step_test(&self, upload: bool) -> Result<TuneTest, String> {
+        match self.target()? {
+            TuneTarget::Server { host, port } => {
+                let mut t = self.base_test(host, *port);
+                t.scenarios = vec![if upload { Scenario::new(4, 0) } else { Scenario::new(0, 4) }];
+                t.idle = Duration::from_secs(1);
+                t.duration = self.step;
+                t.until_settled = Some(STEP_CAP.max(self.step));
+                t.probe_interval = Duration::from_millis(20);
+                t.validate()?;
+                Ok(TuneTest::Test(t))
+            }
+            TuneTarget::Rpm { url, pin_sha256 } => {
+                let d = if upload { crate::RpmDirection::Upload } else { crate::RpmDirection::Download };
+                self.rpm_test(url, pin_sha256, vec![d], Duration::from_secs(1), STEP_CAP.max(self.step)).map(TuneTest::Rpm)
+            }
+            t => Err(format!("{}: not a target tune measures against", t.name())),
+        }
     }
 
     /// Check what options alone cannot.
@@ -140,9 +219,7 @@ impl TuneConfig {
         if self.wan.is_empty() {
             return Err("which interface leads to the line? --wan IFACE (the router's WAN)".into());
         }
-        if self.server.is_empty() {
-            return Err("no server: give a bloatlab server beyond the line, HOST[:PORT]".into());
-        }
+        self.target()?;
         if self.lan.contains(&self.wan) {
             return Err(format!("--lan {}: that is the WAN interface", self.wan));
         }
@@ -155,8 +232,18 @@ impl TuneConfig {
         if self.local && !self.lan.is_empty() {
             return Err("--local adds no shaper between LAN and WAN: --lan does not go with it".into());
         }
-        self.base_test().map(drop)
+        self.verify_test().and(self.step_test(true)).map(drop)
     }
+}
+
+/// The idle probes before an RPM server's test before and after.
+pub const RPM_IDLE: Duration = Duration::from_secs(2);
+
+/// The quick profile's longest loaded phase: an RPM stage's limit in the
+/// test before and after.
+fn quick_cap() -> Duration {
+    let p = crate::web::WebPlan::of(crate::web::Profile::Quick);
+    p.phases.iter().map(|ph| ph.cap).max().unwrap_or(Duration::from_secs(15))
 }
 
 impl Configurable for TuneConfig {
@@ -532,20 +619,52 @@ mod tests {
         assert!(set("budget", "5s").unwrap_err().contains("20s..1h"));
         assert!(set("sqm", "tbf").unwrap_err().contains("cake, fq_codel"));
         assert!(set("budget-bytes", "10kB").is_err());
-        let c = TuneConfig { server: "h".into(), ..Default::default() };
+        let srv = |s: &str| {
+            let mut c = TuneConfig::default();
+            c.set_server(s).map(|_| c)
+        };
+        let c = srv("h").unwrap();
         assert!(c.check().unwrap_err().contains("--wan"));
-        let c = TuneConfig { server: "h".into(), wan: "eth1".into(), lan: vec!["eth1".into()], ..Default::default() };
+        let c = TuneConfig { wan: "eth1".into(), lan: vec!["eth1".into()], ..srv("h").unwrap() };
         assert!(c.check().unwrap_err().contains("WAN"));
+        assert!(TuneConfig { wan: "eth1".into(), ..Default::default() }.check().unwrap_err().contains("no server"));
+        // a target is a bloatlab server or an RPM server, nothing else
+        for (bad, why) in [("ping:h", "latency-only"), ("udp:h", "latency-only"), ("ftp://h/", "RPM server"), ("h:99999", "not a port"), ("https://h/#x=1", "pin-sha256")] {
+            let e = srv(bad).unwrap_err();
+            assert!(e.contains(why) && e.contains("tune measures"), "{bad}: {e}");
+        }
     }
 
     #[test]
     fn a_step_loads_one_direction_and_the_verification_is_the_quick_profile() {
-        let c = TuneConfig { server: "192.0.2.1:5999".into(), wan: "eth1".into(), ..Default::default() };
-        let s = c.step_test(true).unwrap();
+        let mut c = TuneConfig { wan: "eth1".into(), ..Default::default() };
+        c.set_server("192.0.2.1:5999").unwrap();
+        let TuneTest::Test(s) = c.step_test(true).unwrap() else { panic!("a bloatlab server's step is a test") };
         assert_eq!((s.server.as_str(), s.port), ("192.0.2.1", 5999));
         assert_eq!(s.scenarios, vec![Scenario::new(4, 0)]);
         assert_eq!(s.until_settled, Some(STEP_CAP));
-        let v = c.verify_test().unwrap();
+        let TuneTest::Test(v) = c.verify_test().unwrap() else { panic!() };
         assert_eq!(v.profile, Some(crate::web::Profile::Quick));
+        c.set_server("[2001:db8::1]:5999").unwrap();
+        let TuneTest::Test(s) = c.step_test(false).unwrap() else { panic!() };
+        assert_eq!((s.server.as_str(), s.port), ("2001:db8::1", 5999));
+    }
+
+    #[test]
+    fn an_rpm_server_is_measured_by_its_stages_after_idle_probes() {
+        let pin = "65f09ce4151094751545164182e7e745f17a7466f54c2bbfc3eb10b2f9561aa7";
+        let mut c = TuneConfig { wan: "eth1".into(), ..Default::default() };
+        c.set_server(&format!("https://nq.example.net:4043/.well-known/nq#pin-sha256={pin}")).unwrap();
+        c.check().unwrap();
+        assert_eq!(c.server_name(), "https://nq.example.net:4043/.well-known/nq");
+        assert_eq!(c.server.as_ref().unwrap().address().unwrap(), ("nq.example.net".to_string(), 4043));
+        let TuneTest::Rpm(v) = c.verify_test().unwrap() else { panic!("an RPM server's test is the RPM method") };
+        assert_eq!((v.directions.clone(), v.idle, v.pin_sha256.as_deref()), (vec![crate::RpmDirection::Download, crate::RpmDirection::Upload], RPM_IDLE, Some(pin)));
+        let TuneTest::Rpm(s) = c.step_test(true).unwrap() else { panic!() };
+        assert_eq!((s.directions.clone(), s.max_stage), (vec![crate::RpmDirection::Upload], STEP_CAP));
+        c.set_server("https://[2001:db8::1]/").unwrap();
+        assert_eq!(c.server.as_ref().unwrap().address().unwrap(), ("2001:db8::1".to_string(), 443));
+        c.set_server("https://h.example").unwrap();
+        assert_eq!(c.server.as_ref().unwrap().address().unwrap(), ("h.example".to_string(), 443));
     }
 }

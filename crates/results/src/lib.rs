@@ -13,7 +13,7 @@
 #![forbid(unsafe_code)]
 pub use bloatlab_model::QueueSpec;
 pub mod rpm;
-pub use rpm::{RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
+pub use rpm::{RpmIdle, RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA_NAME: &str = "bloatlab-result";

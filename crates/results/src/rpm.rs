@@ -20,7 +20,25 @@ pub struct RpmResult {
     /// The client's congestion control (its kernel's default).
     pub cc: String,
     pub method: RpmMethod,
+    /// Probe rounds on the idle line before the stages (`RpmConfig::idle`):
+    /// the baseline the stages' added latency is measured against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<RpmIdle>,
     pub stages: Vec<RpmStage>,
+}
+
+/// The idle line: foreign probes only (no load, so no self probes).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RpmIdle {
+    /// Seconds from the run's start (0: the idle probes come first).
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// `t_s` from the idle stage's start.
+    pub probes: Vec<RpmProbe>,
+    /// Start times of the rounds whose foreign probe failed, s from the
+    /// idle stage's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_failed_s: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -54,6 +72,10 @@ pub struct RpmMethod {
 pub struct RpmStage {
     /// download, upload or bidirectional.
     pub direction: bloatlab_model::RpmDirection,
+    /// When the stage started, seconds from the run's start (its idle
+    /// probes' start, when there are any).
+    #[serde(default)]
+    pub start_s: f64,
     /// Responsiveness over the probes of the last MAD intervals.
     pub rpm: Option<f64>,
     /// "high": goodput and responsiveness both stable; "low": the stage hit
@@ -94,6 +116,10 @@ pub struct RpmStage {
     pub connection_error: Option<String>,
     pub intervals: Vec<RpmInterval>,
     pub probes: Vec<RpmProbe>,
+    /// Start times of the rounds whose foreign probe failed (a refused or
+    /// timed-out handshake), s from the stage's start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_failed_s: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -14,7 +14,7 @@ use crate::nq::{Endpoints, NqConfig};
 use crate::tls;
 use bloatlab_metrics::{ProbeRtts, Stability};
 use bloatlab_model::{RpmConfig, RpmDirection};
-use bloatlab_results::{RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
+use bloatlab_results::{RpmIdle, RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, StreamBody};
 use hyper::body::Frame;
@@ -287,6 +287,8 @@ struct Probes {
     retransmitted: u32,
     /// Why additional load-generating connections could not be opened.
     open_failed: Vec<String>,
+    /// Start times of the rounds whose foreign probe failed.
+    foreign_failed_s: Vec<f64>,
 }
 
 /// One probe round: a foreign probe on a fresh connection and a self probe
@@ -326,7 +328,10 @@ async fn probe_round(
             p.foreign += 1;
             p.retransmitted += u32::from(retrans > 0);
         }
-        Err(e) => errs.push(e),
+        Err(e) => {
+            out.lock().unwrap().foreign_failed_s.push(t_s);
+            errs.push(e);
+        }
     }
     match s {
         Ok(Some(m)) => got.push(("http_self", m)),
@@ -551,7 +556,7 @@ impl<'a> StageRun<'a> {
 /// One stage of the draft's method: add load-generating connections until
 /// goodput is stable, probe throughout, and stop once goodput and
 /// responsiveness are both stable (or at the stage's time limit).
-async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>) -> Result<RpmStage, String> {
+async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>, run_start: Instant) -> Result<RpmStage, String> {
     let mut run = StageRun::open(cfg, t, ep, dir, verified).await?;
     let start = run.start;
     let id = cfg.interval;
@@ -591,7 +596,36 @@ async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, v
         }
     };
     let (connections, p) = run.finish().await;
-    stage_result(cfg, dir, Outcome { stable, goodput, resp, intervals, connections, duration_s: start.elapsed().as_secs_f64() }, p)
+    let mut st = stage_result(cfg, dir, Outcome { stable, goodput, resp, intervals, connections, duration_s: start.elapsed().as_secs_f64() }, p)?;
+    st.start_s = start.saturating_duration_since(run_start).as_secs_f64();
+    Ok(st)
+}
+
+/// The idle line before the stages (`cfg.idle`): probe rounds at the
+/// configured rate, foreign probes only, and every round waited for.
+async fn idle_stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, verified: Verified, run_start: Instant) -> Result<RpmIdle, String> {
+    let out = Arc::new(Mutex::new(Probes::default()));
+    let start = Instant::now();
+    let every = Duration::from_secs_f64(1.0 / cfg.probes_per_second as f64);
+    let mut rounds = vec![];
+    let mut next = start;
+    while next < start + cfg.idle {
+        tokio::time::sleep_until(next.into()).await;
+        next += every;
+        rounds.push(tokio::spawn(probe_round(t.clone(), ep.small.clone(), None, start, out.clone(), verified)));
+    }
+    let duration_s = start.elapsed().as_secs_f64();
+    let wait_until = Instant::now() + PROBE_TIMEOUT + Duration::from_secs(1);
+    for mut h in rounds {
+        if tokio::time::timeout(wait_until.saturating_duration_since(Instant::now()), &mut h).await.is_err() {
+            h.abort();
+        }
+    }
+    let p = std::mem::take(&mut *out.lock().unwrap());
+    if p.samples.is_empty() {
+        return Err(format!("no probe of the idle line completed: {}", p.errors.first().cloned().unwrap_or_else(|| "none was started".into())));
+    }
+    Ok(RpmIdle { start_s: start.saturating_duration_since(run_start).as_secs_f64(), duration_s, probes: p.samples, foreign_failed_s: p.foreign_failed_s })
 }
 
 /// How a stage's loop ended.
@@ -650,6 +684,8 @@ fn stage_result(cfg: &RpmConfig, dir: RpmDirection, o: Outcome, p: Probes) -> Re
         connection_error: p.open_failed.first().cloned(),
         intervals: o.intervals,
         probes: p.samples,
+        foreign_failed_s: p.foreign_failed_s,
+        start_s: 0.0,
     })
 }
 
@@ -697,7 +733,27 @@ pub fn run_until(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>, 
     out
 }
 
-async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
+/// The server of `cfg`, reached: its configuration fetched and checked.
+struct Reached {
+    target: Target,
+    ep: Endpoints,
+    verified: Verified,
+    /// The configuration connection's TLS.
+    info: RpmTlsInfo,
+    prefix: String,
+}
+
+/// Whether `cfg`'s URL leads to an RPM server: its configuration fetched
+/// and its endpoints checked, as a test starts (no load). Err says why not.
+pub fn check(cfg: &RpmConfig) -> Result<(), String> {
+    cfg.validate()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let r = rt.block_on(async { tokio::time::timeout(PROBE_TIMEOUT * 2, reach(cfg)).await.map_err(|_| format!("{}: no answer within {} s", cfg.url, (PROBE_TIMEOUT * 2).as_secs()))? });
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    r.map(|_| ())
+}
+
+async fn reach(cfg: &RpmConfig) -> Result<Reached, String> {
     let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
     let (_, host, port, path) = parse_url(&cfg.url, &prefix)?;
     let tls_cfg = tls::client_config(cfg.insecure, cfg.ca_pem.as_deref(), cfg.pin_sha256.as_deref())?;
@@ -740,10 +796,17 @@ async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>
             ));
         }
     }
+    Ok(Reached { target, ep, verified, info: o.info, prefix })
+}
+
+async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
+    let Reached { target, ep, verified, info, prefix } = reach(cfg).await?;
     let start_unix_ns = bloatlab_host::clock::realtime_ns();
+    let run_start = Instant::now();
+    let idle = if cfg.idle.is_zero() { None } else { Some(idle_stage(cfg, &target, &ep, verified, run_start).await?) };
     let mut stages = vec![];
     for &d in &cfg.directions {
-        stages.push(stage(cfg, &target, &ep, d, verified, progress).await?);
+        stages.push(stage(cfg, &target, &ep, d, verified, progress, run_start).await?);
     }
     let shown_url = if prefix.is_empty() { cfg.url.clone() } else { cfg.url.replace(&prefix, "/nq-…") };
     Ok(RpmResult {
@@ -754,7 +817,7 @@ async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>
         url: shown_url,
         server_address: target.addr.to_string(),
         http_version: "HTTP/2".into(),
-        tls: o.info,
+        tls: info,
         client: bloatlab_engine::sys::host_info(),
         cc: bloatlab_host::read_trim("/proc/sys/net/ipv4/tcp_congestion_control").unwrap_or_default(),
         method: RpmMethod {
@@ -767,6 +830,7 @@ async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>
             max_stage_s: cfg.max_stage.as_secs_f64(),
             formula: FORMULA.into(),
         },
+        idle,
         stages,
     })
 }

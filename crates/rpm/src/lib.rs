@@ -15,6 +15,7 @@
 pub mod client;
 pub mod nq;
 pub mod pace;
+pub mod result;
 pub mod server;
 pub mod stage;
 pub mod tls;

@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use crate::search::{Budget, Outcome, Search, Step};
 use crate::shaper::LineShaper;
 use anyhow::{anyhow, bail, Result};
-use bloatlab_model::{Rate, TestConfig, TuneConfig};
+use bloatlab_model::{Rate, TuneConfig, TuneTest};
 use bloatlab_results::{Phase, TestResult};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -18,7 +18,7 @@ use std::time::Instant;
 /// Runs a test through the line and returns its result.
 pub trait Meter {
     /// `what`: "before", "after", "download step 3"... for progress and logs.
-    fn run(&mut self, what: &str, test: &TestConfig) -> Result<TestResult>;
+    fn run(&mut self, what: &str, test: &TuneTest) -> Result<TestResult>;
 }
 
 pub use bloatlab_results::Direction;
@@ -184,7 +184,7 @@ fn leaf_name(s: &LineShaper) -> String {
 
 fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say, doc: &mut TuneDoc) -> Result<()> {
     let verify = cfg.verify_test().map_err(|e| anyhow!(e))?;
-    say("measuring the line as it is (the quick profile)");
+    say(&format!("measuring the line as it is ({})", verify.describe()));
     let before = meter.run("before", &verify)?;
     doc.before = Some(before.clone());
     check_signal()?;
@@ -290,7 +290,7 @@ fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Sa
     shaper.set(up, down).map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
     doc.settings = shaper.current().cloned();
     check_signal()?;
-    say("verifying the rates found (the quick profile)");
+    say(&format!("verifying the rates found ({})", verify.describe()));
     doc.after = Some(meter.run("after", &verify)?);
     Ok(())
 }
@@ -328,7 +328,7 @@ pub fn tune_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_
 
 fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, say: Say, doc: &mut TuneDoc) -> Result<()> {
     let verify = cfg.verify_test().map_err(|e| anyhow!(e))?;
-    say(&format!("measuring the line as it is (the quick profile); {}'s queue: {}", lb.iface, doc.shaper));
+    say(&format!("measuring the line as it is ({}); {}'s queue: {}", verify.describe(), lb.iface, doc.shaper));
     let before = meter.run("before", &verify)?;
     doc.before = Some(before.clone());
     check_signal()?;
@@ -439,7 +439,7 @@ fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel
     say(&local.outcome);
     lb.apply(&s, bql).map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
     check_signal()?;
-    say("verifying (the quick profile)");
+    say(&format!("verifying ({})", verify.describe()));
     doc.after = Some(meter.run("after", &verify)?);
     Ok(())
 }
@@ -451,7 +451,7 @@ impl TuneDoc {
             kind: TUNE_KIND.into(),
             version: env!("CARGO_PKG_VERSION").into(),
             wan: cfg.wan.clone(),
-            server: cfg.server.clone(),
+            server: cfg.server_name(),
             target_added_ms: cfg.target_added.as_secs_f64() * 1e3,
             shaper,
             shaper_why,

@@ -1,12 +1,13 @@
 //! The meter of `bloatlab tune` on a router: each test runs as a
-//! `bloatlab job` process (the same typed [`Job`] a lab hands its client),
+//! `bloatlab job` process (the same typed [`Job`] a lab hands its client;
+//! an RPM server's tests as [`Job::Rpm`]),
 //! on the router itself or in a LAN host's network namespace
 //! (`--client-netns`). A signal to tune reaches the test as SIGINT, so it
 //! stops and the tune can put the interface back.
 use crate::driver::Meter;
 use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_host::signals;
-use bloatlab_model::{Job, TestConfig};
+use bloatlab_model::{Job, TuneTest};
 use bloatlab_results::TestResult;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -29,13 +30,16 @@ impl JobMeter {
 }
 
 impl Meter for JobMeter {
-    fn run(&mut self, what: &str, test: &TestConfig) -> Result<TestResult> {
+    fn run(&mut self, what: &str, test: &TuneTest) -> Result<TestResult> {
         self.n += 1;
         let n = self.n;
         let json = self.dir.join(format!("test-{n}.json"));
         let job = self.dir.join(format!("test-{n}.job.json"));
         let errf = self.dir.join(format!("test-{n}.stderr"));
-        let j = Job::Test { config: Box::new(test.clone()), json: json.clone(), quiet: true, progress: None };
+        let j = match test {
+            TuneTest::Test(t) => Job::Test { config: Box::new(t.clone()), json: json.clone(), quiet: true, progress: None },
+            TuneTest::Rpm(r) => Job::Rpm { config: Box::new(r.clone()), json: json.clone() },
+        };
         std::fs::write(&job, serde_json::to_vec_pretty(&j)?).with_context(|| format!("cannot write {}", job.display()))?;
         let mut cmd = match &self.netns {
             Some(ns) => {

@@ -79,6 +79,7 @@ impl RpmArgs {
             ca_pem,
             connect_to: self.connect_to.clone(),
             secret: self.secret.read()?,
+            idle: std::time::Duration::ZERO,
         };
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)

@@ -15,11 +15,13 @@ use std::path::{Path, PathBuf};
 /// `bloatlab tune SERVER --wan IFACE`: shape the line, search the rate, verify.
 #[derive(Args, Debug)]
 #[command(after_help = "Runs as root on the Linux host that routes the line (a home router). Measures the line \
-(the quick profile), searches each bloated direction for the highest shaper rate that keeps the added latency \
+(the quick profile; against an RPM server, the method's stages after idle probes), searches each bloated direction for the highest shaper rate that keeps the added latency \
 under --target-added, verifies the rates found, and puts the interface back as it was unless --keep. \
 See docs/tune.md.")]
 pub struct TuneArgs {
-    /// The bloatlab server beyond the line, HOST[:PORT].
+    /// The server beyond the line: a bloatlab server, HOST[:PORT], or an
+    /// RPM server, https://HOST[:PORT]/.well-known/nq (#pin-sha256=HEX pins
+    /// a self-signed certificate).
     #[arg(value_name = "SERVER", required_unless_present = "undo")]
     pub server: Option<String>,
     #[command(flatten)]
@@ -36,7 +38,10 @@ pub struct TuneArgs {
 
 /// The tune configuration the command line asks for, checked.
 pub fn config(a: &TuneArgs) -> Result<TuneConfig> {
-    let mut c = TuneConfig { server: a.server.clone().unwrap_or_default(), ..Default::default() };
+    let mut c = TuneConfig::default();
+    if let Some(s) = &a.server {
+        c.set_server(s).map_err(|e| anyhow!(e))?;
+    }
     a.opts.0.apply(&mut c).map_err(|e| anyhow!(e))?;
     c.check().map_err(|e| anyhow!(e))?;
     Ok(c)
@@ -193,19 +198,26 @@ fn self_exe() -> Result<PathBuf> {
 }
 
 /// Refuse up front an interface that does not exist or does not lead to
-/// the server.
+/// the server, and a server that is not one of the kind named (a bloatlab
+/// server's handshake; an RPM server's configuration and endpoints).
 fn check_route(cfg: &TuneConfig) -> Result<()> {
+    use bloatlab_model::{TuneTarget, TuneTest};
     use std::net::ToSocketAddrs;
     if !bloatlab_tune::apply::device_exists(None, &cfg.wan) {
         bail!("there is no interface {} here (ip link show)", cfg.wan);
     }
-    let (host, port) = bloatlab_model::config::split_host_port(&cfg.server, bloatlab_model::DEFAULT_PORT).map_err(|e| anyhow!(e))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let target = cfg.server.as_ref().ok_or_else(|| anyhow!("no server"))?;
+    let (host, port) = target.address().map_err(|e| anyhow!(e))?;
     let addr = (host.as_str(), port).to_socket_addrs().with_context(|| format!("cannot resolve {host}"))?.next().ok_or_else(|| anyhow!("{host} has no address"))?;
     let out = bloatlab_host::cmd::run(&["ip", "route", "get", &addr.ip().to_string()]).map_err(|e| anyhow!("no route to {}: {e}", addr.ip()))?;
     let dev = out.split_whitespace().skip_while(|w| *w != "dev").nth(1).unwrap_or("");
     if dev != cfg.wan {
         bail!("{} is reached through {dev}, not {}: tune shapes the interface that leads to the server (--wan {dev}?)", addr.ip(), cfg.wan);
     }
-    Ok(())
+    match (target, cfg.verify_test().map_err(|e| anyhow!(e))?) {
+        (TuneTarget::Server { .. }, TuneTest::Test(t)) => bloatlab_engine::client::check_server(addr, &t)
+            .map_err(|e| anyhow!("{e}; tune needs a bloatlab server (`bloatlab server`) or an RPM server's https:// URL")),
+        (_, TuneTest::Rpm(r)) => bloatlab_rpm::client::check(&r).map_err(|e| anyhow!("{} is not an RPM server tune can use: {e}", cfg.server_name())),
+        _ => Ok(()),
+    }
 }
