@@ -1,4 +1,4 @@
-//! The txqueuelen recipe in a real lab (needs root; skips otherwise): with two
+//! The txqueuelen recipe in a real lab (needs root: lab_util::skip): with two
 //! queue sizes the bigger queue must give the higher latency, the same goodput
 //! within 5%, and a latency below the analytic maximum queueing delay.
 mod lab_util;
@@ -6,28 +6,9 @@ use std::process::Command;
 
 const EXE: &str = env!("CARGO_BIN_EXE_bloatlab");
 
-fn skip() -> bool {
-    if !bloatlab_host::is_root() {
-        eprintln!("skipping recipe_txqueuelen: needs root to create network namespaces");
-        return true;
-    }
-    for tool in ["ip", "tc"] {
-        let found = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file())).unwrap_or(false);
-        if !found {
-            eprintln!("skipping recipe_txqueuelen: `{tool}` is not installed");
-            return true;
-        }
-    }
-    if let Some(p) = lab_util::starved() {
-        eprintln!("skipping recipe_txqueuelen: the hypervisor is taking {p:.0}% of this VM's CPU; lab timing would measure the VM");
-        return true;
-    }
-    false
-}
-
 #[test]
 fn txqueuelen_short_run_orders_latency_by_queue() {
-    if skip() {
+    if lab_util::skip("txqueuelen_short_run_orders_latency_by_queue") {
         return;
     }
     lab_util::guarded(move || {
