@@ -143,6 +143,9 @@ impl Server {
                     let v4 = SocketAddr::from(([0, 0, 0, 0], b.port()));
                     listeners.push(bind_pair(v4).map_err(|e2| format!("cannot listen on {b} ({e}) nor {v4} ({e2})"))?);
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    return Err(format!("cannot listen on {b}: {e}: another bloatlab server (or another program) has this port, TCP or UDP (--port chooses another; `ss -tulpn 'sport = :{}'` shows who)", b.port()))
+                }
                 Err(e) => return Err(format!("cannot listen on {b}: {e}")),
             }
         }

@@ -678,6 +678,20 @@ impl Lab {
                 "  bloatlab servers listen on {}:{} and {}:{}; e.g.\n    sudo ip netns exec {} {exe} test {}{port} --witness {}{port} --cc {}\n",
                 self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4, self.cfg.cc
             ));
+            // the server's other services (lab::run::start_servers): the
+            // browser test and the RPM endpoints, their certificate as the
+            // server printed it in the logs
+            let pin = std::fs::read_to_string(self.run_dir.join("server-server.stdout"))
+                .ok()
+                .and_then(|l| l.split("SHA-256 ").nth(1).and_then(|r| r.split_whitespace().next()).map(|p| format!("#pin-sha256={p}")))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "  the server also serves the browser test at http://{}:{} and the IETF RPM endpoints at https://{}:{}/.well-known/nq{pin} (self-signed), from the client namespace\n",
+                self.server.v4,
+                bloatlab_model::DEFAULT_WEB_PORT,
+                self.server.v4,
+                bloatlab_model::DEFAULT_RPM_PORT
+            ));
         }
         if let Some(h) = &self.home {
             let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT { String::new() } else { format!(":{}", self.cfg.port) };
