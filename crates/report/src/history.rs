@@ -303,8 +303,9 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
 /// CSV (RFC 4180), a row per run or per bucket; numbers in base units
 /// (ms, bits/s), empty when absent.
 pub fn history_csv(rows: &[RunRow], by: By) -> String {
-    let num = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
-    let q = |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
+    use crate::export::csv::{csv_field as q, num as n};
+    // ms to the nanosecond, bits/s to the bit, RPM and % to 1/1000
+    let (ms, bps, num) = (|v: Option<f64>| n(v, 6), |v: Option<f64>| n(v, 0), |v: Option<f64>| n(v, 3));
     let mut out = String::new();
     if by == By::Run {
         out.push_str("time_utc,unix_ns,monitor_id,target,failure,complete,idle_ms,loaded_ms,added_ms,download_bps,upload_bps,rpm,loss_pct,grade\n");
@@ -317,11 +318,11 @@ pub fn history_csv(rows: &[RunRow], by: By) -> String {
                 q(&r.target),
                 q(r.failure.as_deref().unwrap_or("")),
                 r.failure.is_none() && r.complete,
-                num(r.idle_ms),
-                num(r.loaded_ms),
-                num(r.added_ms),
-                num(r.download_bps),
-                num(r.upload_bps),
+                ms(r.idle_ms),
+                ms(r.loaded_ms),
+                ms(r.added_ms),
+                bps(r.download_bps),
+                bps(r.upload_bps),
                 num(r.rpm),
                 num(r.loss_pct),
                 r.grade.as_deref().unwrap_or("")
@@ -338,12 +339,12 @@ pub fn history_csv(rows: &[RunRow], by: By) -> String {
             q(&b.target),
             b.runs,
             b.failed,
-            num(b.idle_ms),
-            num(b.loaded_ms),
-            num(b.added_ms),
-            num(b.added_max_ms),
-            num(b.download_bps),
-            num(b.upload_bps),
+            ms(b.idle_ms),
+            ms(b.loaded_ms),
+            ms(b.added_ms),
+            ms(b.added_max_ms),
+            bps(b.download_bps),
+            bps(b.upload_bps),
             num(b.rpm),
             num(b.loss_max_pct),
             b.worst_grade.as_deref().unwrap_or("")
@@ -402,6 +403,11 @@ mod tests {
         let csv = history_csv(&rows, By::Run);
         assert_eq!(csv.lines().count(), 7);
         assert!(csv.lines().nth(4).unwrap().contains(",connection refused,false,,"), "{csv}");
+        // numbers to their resolution, without float noise
+        let mut noisy = rows[0].clone();
+        (noisy.idle_ms, noisy.added_ms, noisy.download_bps, noisy.rpm) = (Some(0.028964999999999998), Some(10.0), Some(9.4e6 + 0.4), Some(60_000.0 / 11.0));
+        let line = history_csv(&[noisy], By::Run).lines().nth(1).unwrap().to_string();
+        assert!(line.contains(",0.028965,") && line.contains(",10,") && line.contains(",9400000,") && line.contains(",5454.545,"), "{line}");
         assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms added)"), "{}", run_line(&rows[0]));
         // before and after 10:30: a:1 had 10, 500 (median 255) then 20, 3 (median 11.5)
         let c = compare(&rows, (h + 1800) * 1_000_000_000);

@@ -33,7 +33,21 @@ fn f(v: f64, decimals: usize) -> String {
     }
 }
 
-fn csv_field(s: &str) -> String {
+/// A number at `decimals` places with the trailing zeros dropped (empty
+/// when absent or not finite): no float noise such as 0.028964999999999998.
+pub(crate) fn num(v: Option<f64>, decimals: usize) -> String {
+    match v.filter(|v| v.is_finite()) {
+        None => String::new(),
+        Some(v) => {
+            let s = format!("{v:.decimals$}");
+            let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
+            if s == "-0" { "0".into() } else { s.to_string() }
+        }
+    }
+}
+
+/// A field quoted as RFC 4180 wants, when it must be.
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
