@@ -24,6 +24,7 @@ pub mod http;
 pub mod latency;
 pub mod metrics;
 pub mod rpm;
+pub mod schedule;
 
 use bloatlab_engine::client;
 use bloatlab_model::{Budget, MonitorConfig, MonitorTarget};
@@ -32,12 +33,13 @@ use bloatlab_store::{Outcome, Query, Run, RunRow, Store, StoreError};
 use rand::Rng;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use bloatlab_host::clock::now_ns;
+use schedule::{BudgetUse, Schedule};
+use std::time::Duration;
 
 /// Runs held while the store refuses writes.
 pub const MAX_PENDING: usize = 1000;
-/// The first retry after a failure; each next one doubles, up to `--every`.
-pub const FIRST_RETRY: Duration = Duration::from_secs(30);
+pub use schedule::{retry_after, FIRST_RETRY};
 /// How often old results are pruned (`--retention`).
 pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
@@ -77,20 +79,27 @@ pub enum Event<'a> {
     Skipped { target: &'a str, used: u64, estimate: u64, budget: &'a Budget },
 }
 
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
+/// A loaded target's test: run it (a stop abandons it) and return its outcome.
+pub type LoadedTest = Box<dyn Fn(&AtomicBool) -> rpm::Ran>;
 
-struct Slot {
-    target: MonitorTarget,
-    name: String,
-    /// Unix ns the next run is due (before jitter) and starts (after).
-    due_ns: u64,
-    start_ns: u64,
-    failures: u32,
-    runs: u64,
-    /// What its last measured run moved (the next one's estimate for the budget).
-    last_bytes: Option<u64>,
+/// The test of a loaded target (None: a latency-only target, probed in
+/// rounds by [`latency::Prober`] instead): the one place a target kind
+/// becomes what runs.
+pub fn loaded_test(cfg: &MonitorConfig, target: &MonitorTarget) -> Option<LoadedTest> {
+    match target {
+        MonitorTarget::Server { host, port } => {
+            let t = cfg.test_config(host, *port);
+            Some(Box::new(move |stop: &AtomicBool| {
+                let o = client::run(&t, stop, &mut |_| {}, None);
+                rpm::Ran { result: o.result, error: o.error }
+            }))
+        }
+        MonitorTarget::Rpm { url, pin_sha256 } => {
+            let (c, name) = (cfg.rpm_config(url, pin_sha256.as_deref()), target.name());
+            Some(Box::new(move |stop: &AtomicBool| rpm::run(&c, &name, stop)))
+        }
+        MonitorTarget::Ping(_) | MonitorTarget::Probes { .. } => None,
+    }
 }
 
 /// The monitor's id: `--id`, or the host name.
@@ -106,12 +115,6 @@ pub fn monitor_id(cfg: &MonitorConfig) -> String {
     }
 }
 
-/// The backoff after `failures` failures in a row.
-pub fn retry_after(failures: u32, every: Duration) -> Duration {
-    let d = FIRST_RETRY.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
-    d.min(every)
-}
-
 /// Run the schedule until `stop` is set. Returns how many runs were kept;
 /// Err when runs could not be written by the time it stopped (they are
 /// lost with the process: the error says how many).
@@ -119,8 +122,9 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     cfg.check()?;
     let id = monitor_id(cfg);
     let every_ns = cfg.every.as_nanos() as u64;
-    let jitter_ns = cfg.jitter.of(cfg.every).as_nanos() as u64;
     let mut rng = rand::rng();
+    let mut sched = Schedule::new(cfg.every, cfg.jitter.of(cfg.every), Box::new(move |max| rng.random_range(0..=max)));
+    let mut tests: Vec<LoadedTest> = vec![];
     let now = now_ns();
     let exp = std::sync::Arc::new(metrics::Exposition::new());
     if let Some(addr) = cfg.metrics {
@@ -129,14 +133,11 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         on(Event::Metrics { url: format!("http://{host}:{}/metrics", at.port()) });
     }
     // resume: a target's next run is due `every` after its last one
-    let mut slots: Vec<Slot> = vec![];
     let mut history = vec![];
     for t in &cfg.targets {
         let name = t.name();
-        if t.latency_only() {
-            // no schedule to resume: probed from now on
-            continue;
-        }
+        // a latency-only target has no schedule to resume: probed from now on
+        let Some(test) = loaded_test(cfg, t) else { continue };
         exp.prime(&name);
         // the last day's runs: the newest shows in the metrics until the first run here
         let recent = store
@@ -147,12 +148,10 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         }
         let keep = recent.len().saturating_sub(2 * cfg.alert_runs as usize);
         history.extend(recent[keep..].iter().cloned());
-        let last = recent.last().map(|r| r.started_unix_ns).filter(|&t| t + every_ns > now);
-        let due = last.map(|l| l + every_ns).unwrap_or(now).max(now);
-        let start = due + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
-        on(Event::Scheduled { target: &name, first_in: Duration::from_nanos(start - now) });
         let last_bytes = recent.iter().rev().find(|r| r.failure.is_none() && r.bytes > 0).map(|r| r.bytes);
-        slots.push(Slot { target: t.clone(), name, due_ns: due, start_ns: start, failures: 0, runs: 0, last_bytes });
+        let first_in = sched.add(t.clone(), recent.last().map(|r| r.started_unix_ns), last_bytes, now);
+        tests.push(test);
+        on(Event::Scheduled { target: &name, first_in });
     }
     let mut alerting = alert::Alerting::new(&id, cfg.alert_added.as_secs_f64() * 1e3, cfg.alert_runs);
     for r in &history {
@@ -168,7 +167,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             let used = store.bytes_since(start).map_err(|e| format!("{e}"))?;
             exp.show_budget(b, used);
             on(Event::Budget { used, budget: b });
-            Some((start, used))
+            Some(BudgetUse { start_ns: start, used })
         }
         None => None,
     };
@@ -178,7 +177,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let mut prober = latency::Prober::start(cfg);
     if let Some(due) = prober.next_due() {
         for t in cfg.targets.iter().filter(|t| t.latency_only()) {
-            on(Event::Probing { target: &t.name(), every: cfg.probe_every, first_round_in: Duration::from_nanos(due.saturating_sub(bloatlab_host::clock::now_ns())) });
+            on(Event::Probing { target: &t.name(), every: cfg.probe_every, first_round_in: Duration::from_nanos(due.saturating_sub(now_ns())) });
         }
     }
     let keep = |run: Run, pending: &mut VecDeque<Run>, alerting: &mut alert::Alerting, outstanding: &mut usize, on: &mut dyn FnMut(Event)| {
@@ -208,7 +207,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             }
         }
         // latency-only rounds that are due
-        let latency::Harvest { runs: rounds, left_out } = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+        let latency::Harvest { runs: rounds, left_out } = prober.harvest(now_ns(), &id);
         for l in &left_out {
             on(Event::RoundLeftOut { left_out: l });
         }
@@ -222,9 +221,8 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         }
         // the next loaded run, or the next round, whichever comes first;
         // waiting wakes to see a stop
-        let next = (0..slots.len()).min_by_key(|&i| slots[i].start_ns);
-        let round_due = prober.next_due().map(|d| d.saturating_sub(bloatlab_host::clock::now_ns()) + now_ns());
-        let wake = next.map(|i| slots[i].start_ns).into_iter().chain(round_due).min().unwrap_or(u64::MAX);
+        let next = sched.next();
+        let wake = next.map(|(_, start)| start).into_iter().chain(prober.next_due()).min().unwrap_or(u64::MAX);
         loop {
             let n = now_ns();
             if stop.load(Ordering::Relaxed) || n >= wake {
@@ -235,44 +233,31 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let Some(i) = next.filter(|&i| now_ns() >= slots[i].start_ns) else { continue };
-        let s = &mut slots[i];
-        if let (Some(b), Some((start, used))) = (&cfg.budget, usage.as_mut()) {
-            let w = b.window_start(now_ns());
-            if w != *start {
-                *start = w;
-                *used = 0;
-            }
-            let estimate = s.last_bytes.unwrap_or(0);
-            if used.saturating_add(estimate) > b.bytes {
-                on(Event::Skipped { target: &s.name, used: *used, estimate, budget: b });
-                exp.skipped(&s.name);
-                s.due_ns += every_ns;
-                s.start_ns = s.due_ns + if jitter_ns > 0 { rng.random_range(0..=jitter_ns) } else { 0 };
+        let Some((i, _)) = next.filter(|&(_, start)| now_ns() >= start) else { continue };
+        if let (Some(b), Some(u)) = (&cfg.budget, usage.as_mut()) {
+            let estimate = sched.slot(i).last_bytes.unwrap_or(0);
+            if !u.allows(b, now_ns(), estimate) {
+                let name = sched.slot(i).name.clone();
+                on(Event::Skipped { target: &name, used: u.used, estimate, budget: b });
+                exp.skipped(&name);
+                sched.skip(i);
                 continue;
             }
         }
-        on(Event::Started { target: &s.name });
+        let name = sched.slot(i).name.clone();
+        on(Event::Started { target: &name });
         let started = now_ns();
-        let loaded_from = bloatlab_host::clock::now_ns();
-        let out = match &s.target {
-            MonitorTarget::Server { host, port } => {
-                let o = client::run(&cfg.test_config(host, *port), stop, &mut |_| {}, None);
-                rpm::Ran { result: o.result, error: o.error }
-            }
-            MonitorTarget::Rpm { url, pin_sha256 } => rpm::run(&cfg.rpm_config(url, pin_sha256.as_deref()), &s.name, stop),
-            MonitorTarget::Ping(_) | MonitorTarget::Probes { .. } => unreachable!("latency-only targets have no slot"),
-        };
-        prober.loaded(loaded_from, bloatlab_host::clock::now_ns());
+        let (due_ns, sequence) = sched.begin(i);
+        let out = tests[i](stop);
+        prober.loaded(started, now_ns());
         let monitor = MonitorRun {
             monitor_id: id.clone(),
-            target: s.name.clone(),
+            target: name.clone(),
             every_s: cfg.every.as_secs_f64(),
             jitter_s: cfg.jitter.of(cfg.every).as_secs_f64(),
-            due_unix_ns: s.due_ns,
-            sequence: s.runs,
+            due_unix_ns: due_ns,
+            sequence,
         };
-        s.runs += 1;
         let outcome = match out.result {
             Some(mut r) => {
                 r.monitor = Some(monitor);
@@ -280,42 +265,27 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             }
             None => Outcome::Failed(out.error.unwrap_or_else(|| "the test ended without a result".into())),
         };
-        // the next run: on schedule, or sooner after a failure
         let failed = matches!(outcome, Outcome::Failed(_));
-        let retry = if failed {
-            s.failures += 1;
-            Some(retry_after(s.failures, cfg.every))
-        } else {
-            s.failures = 0;
-            None
-        };
-        let end = now_ns();
-        s.due_ns = match retry {
-            Some(r) => end + r.as_nanos() as u64,
-            None => (s.due_ns + every_ns).max(end),
-        };
-        s.start_ns = s.due_ns + if jitter_ns > 0 && retry.is_none() { rng.random_range(0..=jitter_ns) } else { 0 };
-        let run = Run { monitor_id: id.clone(), target: s.name.clone(), started_unix_ns: started, outcome };
+        let run = Run { monitor_id: id.clone(), target: name.clone(), started_unix_ns: started, outcome };
         let bytes = RunRow::of(&run).bytes;
-        if bytes > 0 {
-            if s.last_bytes.is_none() {
-                let per_month = bytes as f64 * (30.0 * 86_400.0 / cfg.every.as_secs_f64());
-                on(Event::Cost { target: &s.name, bytes, per_month });
-            }
-            s.last_bytes = Some(bytes);
+        if bytes > 0 && sched.slot(i).last_bytes.is_none() {
+            let per_month = bytes as f64 * (30.0 * 86_400.0 / cfg.every.as_secs_f64());
+            on(Event::Cost { target: &name, bytes, per_month });
         }
+        // the next run: on schedule, or sooner after a failure
+        let retry = sched.end(i, now_ns(), failed, bytes);
         keep(run, &mut pending, &mut alerting, &mut outstanding, on);
         kept += write(store, &mut pending, on, retry, 1);
         exp.set_pending(pending.len());
-        if let (Some(b), Some((_, used))) = (&cfg.budget, usage.as_mut()) {
-            *used += bytes;
-            exp.show_budget(b, *used);
-            on(Event::Budget { used: *used, budget: b });
+        if let (Some(b), Some(u)) = (&cfg.budget, usage.as_mut()) {
+            u.used += bytes;
+            exp.show_budget(b, u.used);
+            on(Event::Budget { used: u.used, budget: b });
         }
     }
     // a stop: the latency round in progress is kept (cut short), what is
     // held gets one more try, alerts on their way their tries
-    let latency::Harvest { runs: mut last, mut left_out } = prober.harvest(bloatlab_host::clock::now_ns(), &id);
+    let latency::Harvest { runs: mut last, mut left_out } = prober.harvest(now_ns(), &id);
     let at_stop = prober.finish(&id, "the monitor was stopped during the round");
     last.extend(at_stop.runs);
     left_out.extend(at_stop.left_out);
@@ -394,19 +364,5 @@ fn strip(r: &mut TestResult) {
             f.goodput.clear();
             f.tcp_info.clear();
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retries_back_off_up_to_the_interval() {
-        let every = Duration::from_secs(600);
-        let r: Vec<u64> = (1..=6).map(|n| retry_after(n, every).as_secs()).collect();
-        assert_eq!(r, [30, 60, 120, 240, 480, 600]);
-        assert_eq!(retry_after(1, Duration::from_secs(10)), Duration::from_secs(10));
-        assert_eq!(retry_after(u32::MAX, every), every);
     }
 }
