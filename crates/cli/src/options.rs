@@ -191,7 +191,10 @@ fn monitor_db(long: &str) -> bool {
 
 impl Args for MonitorDbArgs {
     fn augment_args(cmd: Command) -> Command {
-        augment::<MonitorConfig>(cmd, monitor_db)
+        // the monitor's definition; history opens a database, never creates one
+        augment::<MonitorConfig>(cmd, monitor_db).mut_arg("db", |a| {
+            a.help("The monitor's database to read: a SQLite file or a PostgreSQL database, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (opened, never created: a missing one is refused) [default: bloatlab-monitor.sqlite]")
+        })
     }
     fn augment_args_for_update(cmd: Command) -> Command {
         Self::augment_args(cmd)

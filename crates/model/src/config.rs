@@ -184,20 +184,28 @@ impl UdpLoad {
     }
 }
 
+/// A port: 1-65535 (0 is no server's), one wording everywhere.
+pub fn parse_port(p: &str) -> Result<u16, String> {
+    match p.trim().parse::<u64>() {
+        Ok(n) if (1..=65535).contains(&n) => Ok(n as u16),
+        _ => Err(format!("`{p}` is not a port (1-65535)")),
+    }
+}
+
 /// Split a server spelling into host and port: `host`, `host:port`, an IPv6
 /// address, `[v6]`, `[v6]:port`. A port must be 1..65535.
+///
+/// The one grammar of a host and port: servers (`test`, `tune`), monitor
+/// targets and `--tcp-ping`s all read it here.
 pub fn split_host_port(spec: &str, default_port: u16) -> Result<(String, u16), String> {
     let s = spec.trim();
     if s.is_empty() {
         return Err("empty host name".into());
     }
-    let port = |p: &str| -> Result<u16, String> {
-        match p.parse::<u64>() {
-            Ok(n) if (1..=65535).contains(&n) => Ok(n as u16),
-            Ok(n) => Err(format!("\"{spec}\": port {n} is out of range (1..65535)")),
-            Err(_) => Err(format!("\"{spec}\": `{p}` is not a port number")),
-        }
-    };
+    if s.contains(char::is_whitespace) || s.contains('/') {
+        return Err(format!("\"{spec}\" is not HOST[:PORT]"));
+    }
+    let port = |p: &str| -> Result<u16, String> { parse_port(p).map_err(|e| format!("\"{spec}\": {e}")) };
     if s.parse::<std::net::Ipv6Addr>().is_ok() {
         return Ok((s.to_string(), default_port));
     }
@@ -529,15 +537,17 @@ mod tests {
         assert_eq!(ok("[::1]"), ("::1".into(), 9770));
         assert_eq!(ok("[fd00::2]:9000"), ("fd00::2".into(), 9000));
         let bad = |s: &str| split_host_port(s, 9770).unwrap_err();
-        assert!(bad("127.0.0.1:70000").contains("port 70000 is out of range"), "{}", bad("127.0.0.1:70000"));
-        assert!(bad("h:0").contains("out of range"));
-        assert!(bad("h:http").contains("not a port number"));
-        assert!(bad("[::1]:99999").contains("out of range"));
+        assert!(bad("127.0.0.1:70000").contains("`70000` is not a port (1-65535)"), "{}", bad("127.0.0.1:70000"));
+        assert!(bad("h:0").contains("is not a port (1-65535)"));
+        assert!(bad("foo:bar:baz").contains("neither host[:port] nor an IPv6 address"));
+        assert!(bad("h/x").contains("not HOST[:PORT]"));
+        assert!(bad("h:http").contains("`http` is not a port (1-65535)"));
+        assert!(bad("[::1]:99999").contains("is not a port (1-65535)"));
         assert!(bad("[::1").contains("without"));
         assert!(bad("[x]:1").contains("not an IPv6 address"));
         assert!(bad("").contains("empty"));
         let t = TestConfig { server: "127.0.0.1:70000".into(), ..Default::default() };
-        assert!(t.validate().unwrap_err().contains("out of range"));
+        assert!(t.validate().unwrap_err().contains("is not a port (1-65535)"));
     }
 
     #[test]

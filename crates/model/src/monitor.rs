@@ -69,7 +69,7 @@ impl MonitorTarget {
         if lower.contains("://") {
             return Err(format!("`{s}`: {form}"));
         }
-        let (host, port) = host_port(s).map_err(|e| format!("`{s}`: {e}; {form}"))?;
+        let (host, port) = host_port(s).map_err(|e| format!("{e}; {form}"))?;
         Ok(MonitorTarget::Server { host, port })
     }
 
@@ -121,39 +121,10 @@ impl MonitorTarget {
     }
 }
 
-/// `HOST[:PORT]` of a bloatlab server (`[v6addr]:port`, or a bare IPv6
-/// address), the port 1-65535, the default when none is given.
+/// `HOST[:PORT]` of a bloatlab server: the one grammar
+/// ([`crate::config::split_host_port`]).
 fn host_port(s: &str) -> Result<(String, u16), String> {
-    if s.is_empty() || s.contains('/') || s.contains(char::is_whitespace) {
-        return Err(if s.is_empty() { "no host".into() } else { "not HOST[:PORT]".into() });
-    }
-    let port = |p: &str| match p.parse::<u16>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{p}` is not a port (1-65535)")),
-    };
-    if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or("no closing `]`")?;
-        if h.is_empty() {
-            return Err("no host".into());
-        }
-        let p = match after {
-            "" => DEFAULT_PORT,
-            a => port(a.strip_prefix(':').ok_or("not [v6addr]:PORT")?)?,
-        };
-        return Ok((h.to_string(), p));
-    }
-    match s.matches(':').count() {
-        0 => Ok((s.to_string(), DEFAULT_PORT)),
-        1 => {
-            let (h, p) = s.split_once(':').unwrap();
-            if h.is_empty() {
-                return Err("no host".into());
-            }
-            Ok((h.to_string(), port(p)?))
-        }
-        // a bare IPv6 address
-        _ => Ok((s.to_string(), DEFAULT_PORT)),
-    }
+    crate::config::split_host_port(s, DEFAULT_PORT)
 }
 
 /// How much later than due a run may start, at random (so that monitors

@@ -37,14 +37,12 @@ impl PingTarget {
 
     /// `--tcp-ping HOST:PORT` (`[v6]:PORT` for IPv6).
     pub fn tcp(s: &str) -> Result<PingTarget, String> {
-        let (h, p) = s
-            .trim()
-            .rsplit_once(':')
-            .filter(|(h, _)| !h.is_empty() && (!h.contains(':') || h.starts_with('[')))
-            .ok_or_else(|| format!("--tcp-ping {s:?}: HOST:PORT (an IPv6 address in brackets: [2001:db8::1]:443)"))?;
-        let port: u16 = p.parse().ok().filter(|&p| p > 0).ok_or_else(|| format!("--tcp-ping {s:?}: port {p:?} is not 1..65535"))?;
-        let h = h.trim_start_matches('[').trim_end_matches(']');
-        Ok(PingTarget { kind: PingKind::Tcp, host: h.to_string(), port })
+        let form = "HOST:PORT (an IPv6 address in brackets: [2001:db8::1]:443)";
+        match crate::config::split_host_port(s, 0) {
+            Ok((_, 0)) => Err(format!("--tcp-ping {s:?}: {form}")),
+            Ok((host, port)) => Ok(PingTarget { kind: PingKind::Tcp, host, port }),
+            Err(e) => Err(format!("--tcp-ping {s:?}: {e}; {form}")),
+        }
     }
 
     /// "icmp HOST" or "tcp HOST:PORT", as tables and the JSON name it.
@@ -72,7 +70,7 @@ mod tests {
         assert_eq!(PingTarget::tcp("[2001:db8::1]:22").unwrap().label(), "tcp [2001:db8::1]:22");
         assert!(PingTarget::tcp("example.net").unwrap_err().contains("HOST:PORT"));
         assert!(PingTarget::tcp("2001:db8::1:22").unwrap_err().contains("brackets"));
-        assert!(PingTarget::tcp("h:0").unwrap_err().contains("not 1..65535"));
+        assert!(PingTarget::tcp("h:0").unwrap_err().contains("is not a port (1-65535)"));
         assert!(PingTarget::tcp("h:http").is_err());
     }
 }

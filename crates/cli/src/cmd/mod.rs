@@ -34,11 +34,7 @@ impl ClientSecret {
 
 /// A server's port as a client names it: 1-65535 (as `HOST:PORT` is checked).
 pub fn server_port(s: &str) -> Result<u16, String> {
-    match s.trim().parse::<u16>() {
-        Ok(0) => Err("port 0 is no server's port (1-65535)".into()),
-        Ok(p) => Ok(p),
-        Err(_) => Err(format!("`{s}` is not a port (1-65535)")),
-    }
+    bloatlab_model::config::parse_port(s)
 }
 
 /// Read a `--secret-file` once, here at the edge.

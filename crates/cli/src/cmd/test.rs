@@ -372,7 +372,7 @@ mod tests {
         assert_eq!((c.max_flows(), c.max_scenarios()), (32, 6));
         assert!(cfg(&["h", "-s", "auto"]).unwrap().ramp.is_some_and(|r| r.up && r.down));
         // --port 0 is refused as HOST:0 is, before anything connects
-        assert!(cfg(&["h", "--port", "0"]).unwrap_err().to_string().contains("port 0 is no server's port"));
+        assert!(cfg(&["h", "--port", "0"]).unwrap_err().to_string().contains("`0` is not a port (1-65535)"));
         for (bad, why) in [
             (&["h", "-s", "1u0d,40u0d"][..], "at most 32"),
             (&["h", "-s", "sideways"], "or auto, auto-up, auto-down"),
