@@ -180,7 +180,7 @@ fn clear_errors_for_refused_unknown_and_foreign_servers() {
     // A port out of range is said to be one, before anything is resolved or written.
     let out = run(&["test", "127.0.0.1:70000", "--json", json.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("port 70000 is out of range (1..65535)"), "{err}");
+    assert!(err.contains("`70000` is not a port (1-65535)"), "{err}");
     assert!(!json.exists());
     // Unknown host.
     let out = run(&["test", "no-such-host.invalid", "--quiet"]);
