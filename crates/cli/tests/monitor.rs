@@ -95,6 +95,10 @@ fn the_monitor_keeps_every_run_history_shows_them_and_sigterm_loses_nothing() {
     let csv = history(&["--db", dbs, "--csv", "--since", "1h"]);
     assert_eq!(csv.lines().count(), rows.len() + 1, "{csv}");
     assert_eq!(history(&["--db", dbs, "--since", "2000-01-01", "--until", "2000-01-02"]), "no runs in this range\n");
+    // a target the database does not know by that name: the ones it does
+    let o = Command::new(exe()).args(["history", "--db", dbs, "--target", "127.0.0.1"]).output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("no runs of it in this range; the database has runs of") && e.contains(&live), "{e}");
     // the HTML page: three plots over time and the table
     let page = dir.path().join("h.html");
     history(&["--db", dbs, "--by", "hour", "--html", page.to_str().unwrap()]);

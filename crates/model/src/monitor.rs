@@ -266,10 +266,17 @@ impl Database {
         let lower = t.to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
             let rest = &t[t.find("://").unwrap() + 3..];
-            if rest.is_empty() || rest.starts_with('/') && !rest.contains("host=") {
+            // the host: after USER[:PASSWORD]@, before :PORT, /DATABASE or ?
+            let authority = rest.split(['/', '?']).next().unwrap_or("");
+            let host = authority.rsplit_once('@').map(|x| x.1).unwrap_or(authority);
+            let host = if host.starts_with('[') { host } else { host.split(':').next().unwrap_or("") };
+            if host.is_empty() && !rest.contains("host=") {
                 return Err(format!("{}: a PostgreSQL URL names its host: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE", Database::Postgres(t.into())));
             }
             return Ok(Database::Postgres(t.to_string()));
+        }
+        if lower.starts_with("postgres:") || lower.starts_with("postgresql:") {
+            return Err(format!("{t:?}: a PostgreSQL URL starts with postgres:// (two slashes): postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"));
         }
         if lower.contains("://") {
             return Err(format!("{t:?}: a database is a SQLite file's path or a postgres:// URL"));
@@ -739,6 +746,11 @@ mod tests {
         assert_eq!(d.to_string(), "postgresql://db.example.net/fleet?user=mon&password=***");
         assert_eq!(Database::parse("postgres://mon@h/db").unwrap().to_string(), "postgres://mon@h/db");
         assert!(Database::parse("postgres://").unwrap_err().contains("names its host"));
+        assert!(Database::parse("postgres://nobody@").unwrap_err().contains("names its host"));
+        assert!(Database::parse("postgres://nobody@:5432/db").unwrap_err().contains("names its host"));
+        assert!(Database::parse("postgres:/localhost/db").unwrap_err().contains("two slashes"));
+        assert!(Database::parse("postgres://[::1]:5432/db").is_ok());
+        assert!(Database::parse("postgres:///db?host=/run/postgresql").is_ok());
         assert!(Database::parse("mysql://h/db").unwrap_err().contains("postgres:// URL"));
         assert!(Database::parse("").is_err());
     }

@@ -1149,6 +1149,45 @@ mod tests {
         assert_eq!(names.len(), T::options().len(), "an option is defined twice");
     }
 
+    /// Every "[default: X]" a help text states is the configuration's own
+    /// default: X (its first word) read by the option's parser spells what
+    /// `get` spells of `T::default()`. A default the option cannot spell
+    /// (None, off) is stated in words.
+    fn stated_defaults_are_the_defaults<T: Configurable + PartialEq + std::fmt::Debug>() -> usize {
+        let d = T::default();
+        let mut checked = 0;
+        for o in T::options() {
+            let Some(i) = o.help.find("[default: ") else { continue };
+            let stated = &o.help[i + "[default: ".len()..];
+            let stated = &stated[..stated.find(']').unwrap_or_else(|| panic!("--{}: an unclosed [default:", o.long))];
+            let first = stated.split([' ', ';']).next().unwrap().trim_end_matches(',');
+            // a list of runs (`--queue fifo:1000,fifo:10`): the configuration holds the first
+            let first = if o.one_run_each { split_values(first).into_iter().next().unwrap_or_default() } else { first.to_string() };
+            let first = first.as_str();
+            let actual = o.get(&d);
+            let mut t = T::default();
+            match o.set(&mut t, first) {
+                Ok(()) if !actual.is_empty() => {
+                    assert_eq!(o.get(&t), actual, "{} --{}: the help says [default: {stated}], the default is {actual:?}", T::COMMAND, o.long);
+                    checked += 1;
+                }
+                // an unset default said in words ("each host's", "unbounded")
+                Ok(()) => {}
+                Err(_) => assert!(actual.is_empty() || o.arity == Arity::Switch, "{} --{}: the help says [default: {stated}], the default is {actual:?}", T::COMMAND, o.long),
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn every_stated_default_is_the_configurations() {
+        let n = stated_defaults_are_the_defaults::<TestConfig>()
+            + stated_defaults_are_the_defaults::<LabConfig>()
+            + stated_defaults_are_the_defaults::<crate::MonitorConfig>()
+            + stated_defaults_are_the_defaults::<crate::TuneConfig>();
+        assert!(n >= 20, "only {n} stated defaults checked");
+    }
+
     #[test]
     fn list_values_keep_their_own_parameters() {
         assert_eq!(split_values("fifo:10,fifo:100"), ["fifo:10", "fifo:100"]);

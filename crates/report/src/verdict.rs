@@ -119,13 +119,22 @@ pub fn verdict(r: &TestResult) -> Verdict {
             // a rise below the probes' microsecond resolution is no rise
             if added > 0.0 && crate::fmt::ms(added) != "0" {
                 s.push_str(&format!(
-                    "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
+                    "Latency rose by only {}{scen}: this path keeps queues short; calls, games and browsing stay responsive while it is busy.",
                     human_ms(added)
                 ));
             } else {
                 s.push_str(&format!(
-                    "Latency did not rise under load (the loaded median was {}{scen}): this path keeps queues short; calls, games and browsing stay smooth while it is busy.",
+                    "Latency did not rise under load (the loaded median was {}{scen}): this path keeps queues short; calls, games and browsing stay responsive while it is busy.",
                     if signed(added) == "0" { "the idle one, to the microsecond".to_string() } else { format!("{} ms from the idle one", signed(added)) }
+                ));
+            }
+            // the load's own flows: a bulk flow that stalled for a second
+            // or more is not smooth, whatever the latency of the rest
+            if let Some(hz) = r.headline.flow_smoothness_hz.filter(|&h| h < 1.0) {
+                s.push_str(&format!(
+                    " The bulk flows themselves were not smooth: one waited {} for data (flow smoothness {} Hz).",
+                    human_ms(1000.0 / hz),
+                    crate::fmt::trim_num(hz)
                 ));
             }
         }

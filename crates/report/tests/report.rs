@@ -62,7 +62,7 @@ fn seed003_lines_golden() {
     let s = seed003_lines(&r);
     golden("seed003_lines.txt", &s);
     let first = s.lines().next().unwrap();
-    assert!(first.starts_with("Scenario 1: 1 uploads, 0 downloads... "), "{first}");
+    assert!(first.starts_with("Scenario 1: 1 upload, 0 downloads... "), "{first}");
     assert!(first.ends_with(" Hz smoothness"));
     // 1u0d at ~9.5 Mbit/s = ~1160 KiB/s
     let kib: f64 = first.split("... ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
@@ -122,6 +122,13 @@ fn verdict_weighs_lost_goodput_and_probe_loss() {
     r.headline.max_added_latency_ms = Some(0.0003);
     let v = verdict(&r);
     assert!(v.sentence.contains("did not rise") && v.sentence.contains("to the microsecond") && !v.sentence.contains("0.000"), "{}", v.sentence);
+    // a good latency grade beside bulk flows that stalled: both said
+    r.headline.max_added_latency_ms = Some(1.0);
+    r.headline.flow_smoothness_hz = Some(0.372);
+    let v = verdict(&r);
+    assert!(v.sentence.contains("stay responsive") && v.sentence.contains("were not smooth: one waited 2.69 s for data (flow smoothness 0.372 Hz)"), "{}", v.sentence);
+    r.headline.flow_smoothness_hz = Some(3.2);
+    assert!(!verdict(&r).sentence.contains("not smooth"));
 }
 
 #[test]
@@ -334,7 +341,7 @@ fn html_report_is_self_contained() {
     assert!(html.contains("<table class=\"summary\">"));
     assert!(html.matches("<svg").count() >= 5, "plots inline");
     assert!(html.contains(">D</div>"), "grade badge");
-    for k in ["6.1.0-test", "pfifo", "offloads (TSO/GSO/GRO)", "cubic", "bloatlab version", "Scenario 1: 1 uploads"] {
+    for k in ["6.1.0-test", "pfifo", "offloads (TSO/GSO/GRO)", "cubic", "bloatlab version", "Scenario 1: 1 upload,"] {
         assert!(html.contains(k), "metadata {k} missing");
     }
     // Nothing is fetched: no scripts, stylesheets, images or fonts by URL.

@@ -257,6 +257,19 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
     a.db.0.apply(&mut c).map_err(|e| anyhow!(e))?;
     let mut store = bloatlab_store::open_read(&c.db).map_err(|e| anyhow!("--db: {e}"))?;
     let rows = store.rows(&q).map_err(|e| anyhow!("--db: {e}"))?;
+    if rows.is_empty() {
+        if let Some(t) = &q.target {
+            // a target named otherwise (its port left off, another spelling):
+            // the targets the database does know
+            let all = store.rows(&Query { target: None, ..q.clone() }).map_err(|e| anyhow!("--db: {e}"))?;
+            let mut known: Vec<&str> = all.iter().map(|r| r.target.as_str()).collect();
+            known.sort_unstable();
+            known.dedup();
+            if !known.is_empty() {
+                bail!("--target {t}: no runs of it in this range; the database has runs of {}", known.join(", "));
+            }
+        }
+    }
     let text = match &a.compare {
         Some(w) => compare_table(&rows, when("compare", w, now)?),
         None if a.csv => history_csv(&rows, a.by),
