@@ -149,7 +149,7 @@ fn a_pinned_certificate_is_the_only_one_accepted() {
     assert_eq!(json(&out)["tls"]["pinned"], true);
     // A pin and --insecure contradict each other.
     let o = run(&["rpm", &url, "-k", "--pin-sha256", &plain]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("cannot be used with"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--pin-sha256 and --insecure exclude each other"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

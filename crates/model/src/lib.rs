@@ -71,7 +71,7 @@ pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
 pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use ping::{PingKind, PingTarget, DEFAULT_PING_INTERVAL};
 pub use rate::{Rate, RateSpec};
-pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
+pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT, RPM_OPTIONS};
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
 pub use settle::{DrainRule, PhaseLength, SettleRule, DRAIN_RULE, SETTLE_RULE};

@@ -221,11 +221,12 @@ fn one<T: ToString>(v: T) -> Vec<String> {
     vec![v.to_string()]
 }
 
-fn on_off(s: &str) -> Result<bool, String> {
+/// A switch's value in a recipe, sweep or config file: on/off (true/false, yes/no, 1/0).
+pub(crate) fn on_off(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {
         "on" | "true" | "yes" | "1" => Ok(true),
         "off" | "false" | "no" | "0" => Ok(false),
-        _ => Err("expected on or off".into()),
+        _ => Err(format!("`{s}` is not on or off")),
     }
 }
 
@@ -1184,7 +1185,8 @@ mod tests {
         let n = stated_defaults_are_the_defaults::<TestConfig>()
             + stated_defaults_are_the_defaults::<LabConfig>()
             + stated_defaults_are_the_defaults::<crate::MonitorConfig>()
-            + stated_defaults_are_the_defaults::<crate::TuneConfig>();
+            + stated_defaults_are_the_defaults::<crate::TuneConfig>()
+            + stated_defaults_are_the_defaults::<crate::RpmConfig>();
         assert!(n >= 20, "only {n} stated defaults checked");
     }
 
@@ -1201,6 +1203,7 @@ mod tests {
     fn every_example_is_canonical_and_not_the_default() {
         examples_are_canonical_and_not_the_default::<TestConfig>();
         examples_are_canonical_and_not_the_default::<LabConfig>();
+        examples_are_canonical_and_not_the_default::<crate::RpmConfig>();
     }
 
     #[test]

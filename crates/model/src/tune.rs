@@ -273,13 +273,6 @@ fn packet_bytes(s: &str) -> Result<u32, String> {
     Ok(v)
 }
 
-fn switch(s: &str) -> Result<bool, String> {
-    match s {
-        "on" | "true" | "1" | "yes" => Ok(true),
-        "off" | "false" | "0" | "no" => Ok(false),
-        o => Err(format!("`{o}` is not on or off")),
-    }
-}
 
 fn file(s: &str) -> Result<PathBuf, String> {
     if s.is_empty() {
@@ -487,7 +480,7 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
         requires: None,
         one_run_each: false,
         examples: &["on"],
-        set: |c, s| Ok(c.local = switch(s)?),
+        set: |c, s| Ok(c.local = crate::options::on_off(s)?),
         get: |c| on(c.local),
     },
     OptionDef {
@@ -501,7 +494,7 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
         requires: None,
         one_run_each: false,
         examples: &["on"],
-        set: |c, s| Ok(c.dry_run = switch(s)?),
+        set: |c, s| Ok(c.dry_run = crate::options::on_off(s)?),
         get: |c| on(c.dry_run),
     },
     OptionDef {
@@ -515,7 +508,7 @@ pub static TUNE_OPTIONS: &[OptionDef<TuneConfig>] = &[
         requires: None,
         one_run_each: false,
         examples: &["on"],
-        set: |c, s| Ok(c.keep = switch(s)?),
+        set: |c, s| Ok(c.keep = crate::options::on_off(s)?),
         get: |c| on(c.keep),
     },
     OptionDef {

@@ -1,50 +1,21 @@
 //! `bloatlab rpm URL`: the IETF responsiveness test against any
 //! networkQuality-style server (bloatlab's own, goserver, Apple's).
 use anyhow::{anyhow, Result};
-use bloatlab_model::units::parse_duration;
-use bloatlab_model::{RpmConfig, RpmDirection};
+use crate::options::OptionArgs;
+use bloatlab_model::RpmConfig;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct RpmArgs {
     /// The server: https://HOST[:PORT] (its /.well-known/nq) or a configuration URL.
     pub url: String,
-    /// Stages, run one after another.
-    #[arg(long, value_delimiter = ',', default_value = "download,upload", value_name = "download|upload|bidirectional,...",
-          value_parser = crate::choice::<RpmDirection>(RpmDirection::WORDS))]
-    pub directions: Vec<RpmDirection>,
-    /// Longest a stage may take to become stable (then it reports low confidence).
-    #[arg(long, default_value = "20s", value_name = "DURATION", value_parser = parse_duration)]
-    pub max_stage: Duration,
-    /// Interval duration (the draft's ID).
-    #[arg(long, default_value = "1s", value_name = "DURATION", value_parser = parse_duration)]
-    pub interval: Duration,
-    /// Moving average distance, intervals (the draft's MAD).
-    #[arg(long, default_value_t = 4, value_name = "N")]
-    pub mad: u32,
-    /// Standard deviation tolerance, a fraction (the draft's SDT).
-    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
-    pub sdt: f64,
-    /// Most load-generating connections per direction (the draft's MNP).
-    #[arg(long, default_value_t = 16, value_name = "N")]
-    pub max_connections: u32,
-    /// Probe rounds per second, each a foreign and a self probe (at most the draft's MPS, 100).
-    #[arg(long, default_value_t = 20, value_name = "N")]
-    pub probe_rate: u32,
-    /// Accept any certificate (self-signed servers); the result says so.
-    #[arg(long, short = 'k')]
-    pub insecure: bool,
-    /// Accept exactly the certificate with this SHA-256 (what `bloatlab server` prints), whoever signed it.
-    #[arg(long, value_name = "HEX", conflicts_with = "insecure")]
-    pub pin_sha256: Option<String>,
+    /// The method's options (model::RPM_OPTIONS, defined once).
+    #[command(flatten)]
+    pub opts: OptionArgs<RpmConfig>,
     /// Also trust the CA certificate(s) in FILE (PEM).
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
-    /// Connect to this host or address instead of resolving the URL's host.
-    #[arg(long, value_name = "HOST")]
-    pub connect_to: Option<String>,
     #[command(flatten)]
     pub secret: super::ClientSecret,
     /// Write the result (every interval and probe) as JSON.
@@ -65,22 +36,10 @@ impl RpmArgs {
             .as_deref()
             .map(|p| std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display())))
             .transpose()?;
-        let cfg = RpmConfig {
-            url: self.url.clone(),
-            directions: self.directions.clone(),
-            max_stage: self.max_stage,
-            interval: self.interval,
-            mad: self.mad,
-            sdt: self.sdt,
-            max_connections: self.max_connections,
-            probes_per_second: self.probe_rate,
-            insecure: self.insecure,
-            pin_sha256: self.pin_sha256.clone(),
-            ca_pem,
-            connect_to: self.connect_to.clone(),
-            secret: self.secret.read()?,
-            idle: std::time::Duration::ZERO,
-        };
+        let mut cfg = RpmConfig { url: self.url.clone(), ..Default::default() };
+        self.opts.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+        cfg.ca_pem = ca_pem;
+        cfg.secret = self.secret.read()?;
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
     }
