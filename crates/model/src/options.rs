@@ -1186,7 +1186,8 @@ mod tests {
             + stated_defaults_are_the_defaults::<LabConfig>()
             + stated_defaults_are_the_defaults::<crate::MonitorConfig>()
             + stated_defaults_are_the_defaults::<crate::TuneConfig>()
-            + stated_defaults_are_the_defaults::<crate::RpmConfig>();
+            + stated_defaults_are_the_defaults::<crate::RpmConfig>()
+            + stated_defaults_are_the_defaults::<crate::ServerConfig>();
         assert!(n >= 20, "only {n} stated defaults checked");
     }
 
@@ -1204,6 +1205,7 @@ mod tests {
         examples_are_canonical_and_not_the_default::<TestConfig>();
         examples_are_canonical_and_not_the_default::<LabConfig>();
         examples_are_canonical_and_not_the_default::<crate::RpmConfig>();
+        examples_are_canonical_and_not_the_default::<crate::ServerConfig>();
     }
 
     #[test]

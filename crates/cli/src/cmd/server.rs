@@ -4,20 +4,12 @@ use super::read_secret;
 use anyhow::{anyhow, Result};
 use bloatlab_engine::server::Server;
 use bloatlab_host::signals;
-use bloatlab_model::units::{parse_bytes, parse_duration};
+use crate::options::OptionArgs;
 use bloatlab_model::{ServerConfig, DEFAULT_PORT};
 use clap::Args;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Duration;
-
-fn parse_socket_buffer(s: &str) -> Result<u32, String> {
-    let b = parse_bytes(s)?;
-    if b > (i32::MAX / 2) as u64 {
-        return Err(format!("`{s}` is too large (at most 1 GiB)"));
-    }
-    Ok(b as u32)
-}
 
 #[derive(Args, Debug, Clone)]
 pub struct ServerArgs {
@@ -27,47 +19,14 @@ pub struct ServerArgs {
     /// TCP and UDP port.
     #[arg(long, short, default_value_t = DEFAULT_PORT, value_name = "PORT")]
     pub port: u16,
-    /// Longest test a client may run.
-    #[arg(long, default_value = "300s", value_name = "DURATION", value_parser = parse_duration)]
-    pub max_duration: Duration,
-    /// Most flows in one scenario of one test.
-    #[arg(long, default_value_t = 64, value_name = "N")]
-    pub max_flows: u32,
-    /// Most tests running at once.
-    #[arg(long, default_value_t = 8, value_name = "N")]
-    pub max_tests: u32,
-    /// How long a client may stay silent before its test is dropped.
-    #[arg(long, default_value = "15s", value_name = "DURATION", value_parser = parse_duration)]
-    pub idle_timeout: Duration,
-    /// Open TCP connections at once, all sources together (checked before a
-    /// connection gets a thread).
-    #[arg(long, default_value_t = ServerConfig::default().max_conns, value_name = "N")]
-    pub max_conns: u32,
-    /// Open TCP connections from one source (an IPv4 address or an IPv6 /64);
-    /// at least --max-flows + 2.
-    #[arg(long, default_value_t = ServerConfig::default().max_conns_per_source, value_name = "N")]
-    pub max_conns_per_source: u32,
-    /// Tests at once from one source, witness sessions included.
-    #[arg(long, default_value_t = ServerConfig::default().max_tests_per_source, value_name = "N")]
-    pub max_tests_per_source: u32,
+    /// The limits and manners (model::SERVER_OPTIONS, defined once).
+    #[command(flatten)]
+    pub limits: OptionArgs<ServerConfig>,
     /// Require the shared secret in FILE (at least 16 bytes; surrounding
     /// whitespace ignored): clients answer an HMAC-SHA256 challenge on every
     /// connection and sign every probe. Default: an open server.
     #[arg(long, value_name = "FILE")]
     pub secret_file: Option<std::path::PathBuf>,
-    /// Tell clients this host's name, kernel and OS (by default only the
-    /// bloatlab version and the congestion controls on offer).
-    #[arg(long)]
-    pub disclose_host: bool,
-    /// Congestion controls clients may ask for, comma separated [default: any the kernel allows].
-    #[arg(long, value_name = "NAME[,NAME...]", value_delimiter = ',')]
-    pub allow_cc: Vec<String>,
-    /// Largest socket buffer (--socket-buffer) a client may ask for; 0 = clients may not set buffers.
-    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = parse_server_buffer)]
-    pub max_socket_buffer: u32,
-    /// No log lines (by default one JSON line per test and per refusal on stderr).
-    #[arg(long, short)]
-    pub quiet: bool,
     /// HTTPS port of the IETF responsiveness (RPM) endpoints for
     /// networkQuality-style clients and `bloatlab rpm` (0 = pick one).
     #[arg(long, default_value_t = bloatlab_model::DEFAULT_RPM_PORT, value_name = "PORT")]
@@ -102,21 +61,14 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DIR")]
     pub web_results: Option<std::path::PathBuf>,
     /// Most browser results kept (the oldest go first).
-    #[arg(long, default_value_t = 10_000, value_name = "N", requires = "web_results")]
+    #[arg(long, default_value_t = bloatlab_model::WebResults::new(Default::default()).max_count, value_name = "N", requires = "web_results")]
     pub web_results_max: u32,
     /// Browser results one source (an IPv4 address or IPv6 /64) may keep per hour.
-    #[arg(long, default_value_t = 30, value_name = "N", requires = "web_results")]
+    #[arg(long, default_value_t = bloatlab_model::WebResults::new(Default::default()).per_source_per_hour, value_name = "N", requires = "web_results")]
     pub web_results_per_hour: u32,
     /// Record each kept result's client address (in DIR/ID.source; off by default).
     #[arg(long, requires = "web_results")]
     pub web_results_keep_addresses: bool,
-}
-
-fn parse_server_buffer(s: &str) -> Result<u32, String> {
-    if s == "0" {
-        return Ok(0);
-    }
-    parse_socket_buffer(s)
 }
 
 impl ServerArgs {
@@ -189,23 +141,12 @@ impl ServerArgs {
         if self.web_results_max == 0 || self.web_results_per_hour == 0 {
             return Err(anyhow!("--web-results-max and --web-results-per-hour must be at least 1"));
         }
-        let cfg = ServerConfig {
-            binds,
-            max_duration: self.max_duration,
-            max_flows: self.max_flows,
-            max_tests: self.max_tests,
-            idle_timeout: self.idle_timeout,
-            quiet: self.quiet,
-            max_conns: self.max_conns,
-            max_conns_per_source: self.max_conns_per_source,
-            max_tests_per_source: self.max_tests_per_source,
-            secret: self.secret_file.as_deref().map(read_secret).transpose()?,
-            disclose_host: self.disclose_host,
-            allowed_cc: self.allow_cc.clone(),
-            max_socket_buffer: self.max_socket_buffer,
-            rpm,
-            web,
-        };
+        let mut cfg = ServerConfig::default();
+        self.limits.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+        cfg.binds = binds;
+        cfg.secret = self.secret_file.as_deref().map(read_secret).transpose()?;
+        cfg.rpm = rpm;
+        cfg.web = web;
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
     }
