@@ -328,8 +328,8 @@ pub fn lab_point(vals: &[(String, Value)]) -> Result<LabPoint, String> {
             _ => return Err(unknown_param(RecipeKind::Lab, k)),
         }
     }
-    let mut cfg = LabConfig::default();
-    lab.apply(&mut cfg)?;
+    // the command line's cross-option checks too
+    let (cfg, _) = lab.resolve(LabConfig::default())?;
     Ok(LabPoint { lab: cfg, test })
 }
 

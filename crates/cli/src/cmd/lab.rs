@@ -111,14 +111,7 @@ pub struct LabRunArgs {
 /// anything is built.
 pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
     let o = &a.link.0;
-    let listed: Vec<QueueSpec> = o
-        .get(lab_option("queue").expect("the queue option"))
-        .unwrap_or_default()
-        .iter()
-        .map(|q| QueueSpec::parse(q).map_err(|e| anyhow!("--queue {q}: {e}")))
-        .collect::<Result<_>>()?;
-    let mut cfg = LabConfig { id: a.id.clone(), port: a.port, ..Default::default() };
-    o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
+    let (mut cfg, queues) = o.resolve(LabConfig { id: a.id.clone(), port: a.port, ..Default::default() }).map_err(|e| anyhow!(e))?;
     // tune shapes a home router's WAN; with the bottleneck on the client's
     // own interface it tunes that queue instead (tune --local), no router
     cfg.home_router = a.tune && cfg.placement != bloatlab_model::Placement::Local;
@@ -138,32 +131,8 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
         false if !a.tune_opts.0.is_empty() => bail!("{} only go with --tune", a.tune_opts.0.args().join(" ")),
         false => None,
     };
-    let (up, down) = (o.has("queue-up"), o.has("queue-down"));
-    if let Some(t) = cfg.txqueuelen {
-        if !listed.is_empty() && listed != vec![QueueSpec::Fifo { packets: t }] {
-            bail!("--txqueuelen {t} sets the queue to fifo:{t}; do not combine it with a different --queue");
-        }
-        if up || down {
-            bail!("--txqueuelen {t} sets both directions' queue to fifo:{t}; do not combine it with --queue-up/--queue-down");
-        }
-    }
-    if up && down && !listed.is_empty() {
-        bail!("--queue-up and --queue-down set both directions; --queue has nothing left to set (drop it)");
-    }
-    if o.has("qdisc") && (!listed.is_empty() || up || down) {
-        bail!("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down");
-    }
-    // One run per queue of the --queue list; otherwise one run of the
-    // queue the options set, or the demo's two.
-    let queues = if cfg.txqueuelen.is_some() || o.has("qdisc") {
-        vec![cfg.queue.clone()]
-    } else if up && down {
-        vec![cfg.queue_of(true).clone()]
-    } else if !listed.is_empty() {
-        listed
-    } else {
-        vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }]
-    };
+    // no queue chosen: the demo's two
+    let queues = if queues.is_empty() { vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }] } else { queues };
     cfg.queue = queues[0].clone();
     let test = super::test::parse_pass_through(&a.engine_args, "bloatlab lab")?;
     for q in &queues {
