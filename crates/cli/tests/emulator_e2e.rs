@@ -234,10 +234,13 @@ fn unshaped_direction_passes_gso_packets() {
 }
 
 /// A mahimahi trace of one 1500-byte opportunity per ms is 12 Mbit/s:
-/// TCP goodput matches it (x 1448/1500) within 3%. It is normally exact to
-/// 0.01%; one CI run on a shared VM read 4.6% low (as if the flow had
-/// stalled ~140 ms; no trace rule explains it), so a second run is allowed and both
-/// are printed; two misses fail.
+/// TCP goodput matches it (x 1448/1500) within 3%. It is exact to 0.01%
+/// unless cubic's probing overflows the queue inside the 1-4 s window: the
+/// receiver then holds what follows the lost packet until its repair, one
+/// full queue later, and the window reads that much low. Through 200
+/// packets (~250 ms) that read 4.5% low (CI, and 2 of 7 runs here); through
+/// the 50 packets used here (~60 ms) 1.1-1.4% low (2 of 6). A second run is
+/// allowed and both are printed; two misses fail.
 #[test]
 fn trace_rate_gives_expected_goodput() {
     need_root!();
@@ -252,7 +255,7 @@ fn trace_rate_gives_expected_goodput() {
             // two opportunities at 1 ms, none at 2 ms, one at 3 ms: 3 per 3 ms = 12 Mbit/s on average
             std::fs::write(&trace, "1\n1\n3\n").unwrap();
             let ts = trace.to_str().unwrap().to_string();
-            let h = start(&t, &cfg(&["--trace-up", &ts, "--trace-down", &ts, "--delay", "5ms", "--queue", "fifo:200"]));
+            let h = start(&t, &cfg(&["--trace-up", &ts, "--trace-down", &ts, "--delay", "5ms", "--queue", "fifo:50"]));
             let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7005", "cubic", Duration::from_secs(4), None);
             let stats = h.stop().unwrap();
             assert_eq!(stats.counters["up"]["offload"], false);
