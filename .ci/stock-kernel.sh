@@ -90,7 +90,7 @@ fi
 grep -E "^guest kernel|^modprobe|SKIP|^(fifo|fq_codel|codel|pie|cake|fq|netem)|tune: |lab tune |test result|EXIT|panicked|Error" "$out/guest.log"
 if grep -q "^GUEST EXIT 0" "$out/guest.log" && grep -q "test result: ok. 1 passed" "$out/guest.log" \
   && grep -q "tune: HTB + fq_codel on wan0 and ifb4wan0: installed, then undone exactly" "$out/guest.log" \
-  && grep -q "test result: ok. 3 passed" "$out/guest.log" && ! grep -q "^SKIP" "$out/guest.log" \
+  && grep -q "test result: ok. 4 passed" "$out/guest.log" && ! grep -q "^SKIP" "$out/guest.log" \
   && grep -q "^lab tune cake: [DF] -> " "$out/guest.log" && grep -q "^lab tune fq_codel: [DF] -> " "$out/guest.log" \
   && ! grep -q "AssertionError" "$out/guest.log"; then
   echo "stock-kernel job: passed on $pkg"
