@@ -1,7 +1,7 @@
 //! `bloatlab monitor`: what it watches, how often, and where it keeps what
 //! it measured ([`MonitorConfig`], whose options are defined once in
 //! [`MONITOR_OPTIONS`]: the command line and the config file both read them).
-use crate::options::{Arity, Configurable, OptionDef, Shape};
+use crate::options::{one, Arity, Configurable, OptionDef, Shape};
 use crate::units::{fmt_duration, parse_duration};
 use crate::{PingKind, PingTarget, RpmConfig, TestConfig, DEFAULT_PORT};
 use std::path::PathBuf;
@@ -453,10 +453,6 @@ impl Configurable for MonitorConfig {
     fn options() -> &'static [OptionDef<MonitorConfig>] {
         MONITOR_OPTIONS
     }
-}
-
-fn one<T: ToString>(v: T) -> Vec<String> {
-    vec![v.to_string()]
 }
 
 /// Every option of `bloatlab monitor`, in `--help` order (the config file's

@@ -217,8 +217,14 @@ fn dur(s: &str) -> Result<std::time::Duration, String> {
     parse_duration(s)
 }
 
-fn one<T: ToString>(v: T) -> Vec<String> {
+/// One value, as an option's `get` spells it.
+pub(crate) fn one<T: ToString>(v: T) -> Vec<String> {
     vec![v.to_string()]
+}
+
+/// A whole number of an option (its range is the configuration's check).
+pub(crate) fn count(s: &str) -> Result<u32, String> {
+    s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))
 }
 
 /// A switch's value in a recipe, sweep or config file: on/off (true/false, yes/no, 1/0).

@@ -218,16 +218,8 @@ impl crate::options::Configurable for RpmConfig {
 
 mod options {
     use super::{RpmConfig, RpmDirection};
-    use crate::options::{Arity, OptionDef, Shape};
+    use crate::options::{count, one, Arity, OptionDef, Shape};
     use crate::units::{fmt_duration, parse_duration};
-
-    fn one<T: ToString>(v: T) -> Vec<String> {
-        vec![v.to_string()]
-    }
-
-    fn count(s: &str) -> Result<u32, String> {
-        s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))
-    }
 
     /// Every measurement option of `bloatlab rpm`, in `--help` order (its
     /// URL, files and outputs are the command's own); ranges are checked by

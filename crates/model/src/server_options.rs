@@ -3,7 +3,7 @@
 //! addresses, files (secret, certificates) and the RPM and browser services
 //! are the command's own, read at the edge. Ranges and the limits' relations
 //! are checked by [`ServerConfig::validate`].
-use crate::options::{on_off, Arity, Configurable, OptionDef, Shape};
+use crate::options::{count, on_off, one, Arity, Configurable, OptionDef, Shape};
 use crate::units::{fmt_duration, parse_bytes, parse_duration};
 use crate::ServerConfig;
 
@@ -12,14 +12,6 @@ impl Configurable for ServerConfig {
     fn options() -> &'static [OptionDef<ServerConfig>] {
         SERVER_OPTIONS
     }
-}
-
-fn one<T: ToString>(v: T) -> Vec<String> {
-    vec![v.to_string()]
-}
-
-fn count(s: &str) -> Result<u32, String> {
-    s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))
 }
 
 /// Every limit of `bloatlab server`, in `--help` order.

@@ -2,7 +2,7 @@
 //! are defined once in [`TUNE_OPTIONS`]), and the tests it runs: the quick
 //! profile before and after, and the short loaded test of one search step.
 use crate::config::TestConfig;
-use crate::options::{Arity, Configurable, OptionDef, Shape};
+use crate::options::{one, Arity, Configurable, OptionDef, Shape};
 use crate::scenario::Scenario;
 use crate::units::{fmt_duration, parse_bytes, parse_duration};
 use std::path::PathBuf;
@@ -251,10 +251,6 @@ impl Configurable for TuneConfig {
     fn options() -> &'static [OptionDef<TuneConfig>] {
         TUNE_OPTIONS
     }
-}
-
-fn one<T: ToString>(v: T) -> Vec<String> {
-    vec![v.to_string()]
 }
 
 fn iface(s: &str) -> Result<String, String> {
