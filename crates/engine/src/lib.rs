@@ -12,7 +12,6 @@ pub mod ping;
 pub mod udpflow;
 pub mod watch;
 pub mod probe;
-pub mod quota;
 pub mod server;
 pub mod summarize;
 pub mod sys;

@@ -7,16 +7,17 @@
 //! connection and probe token whatever ended it.
 use crate::conn::{self, ConnError};
 use crate::flow::{self, Gate, RecvOutcome, Sampled};
-use crate::quota::{self, Full, Permit, Quota};
+use bloatlab_serve::quota::{self, Full, Permit, Quota};
+use bloatlab_serve::{make_socket, watch_peer, Log, HELLO_DEADLINE};
 use crate::sys;
 use bloatlab_host::clock;
-use bloatlab_results::{Direction, HostInfo, Side};
+use bloatlab_results::{Direction, Side};
 use bloatlab_wire::{
     self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, Limits, ReplayWindow, ServerFlowReport, ServerMsg,
     MAX_CLIENT_FRAME, NONCE_LEN, PROTOCOL_VERSION,
 };
 use serde_json::json;
-use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+use socket2::{SockRef, Type};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -25,9 +26,6 @@ use std::sync::{mpsc, Arc, Mutex, RwLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The handshake, the authentication and the first message must arrive,
-/// whole, within this.
-pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 /// A control or request/response write may block this long (a peer that
 /// stops reading); flows use the server's --idle-timeout.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,14 +43,6 @@ const LINGERING: usize = 256;
 const PROBE_RCVBUF: usize = 4 << 20;
 /// Probe streams one test may use (server probes, witness probes, ...).
 const MAX_PROBE_STREAMS: usize = 8;
-/// TCP keepalive: first probe after this much silence, then every
-/// KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES times; TCP_USER_TIMEOUT bounds how
-/// long sent data may stay unacknowledged. A peer that vanished without a
-/// FIN or RST is noticed by the kernel within about 30 s.
-const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
-const KEEPALIVE_RETRIES: u32 = 3;
-const USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use bloatlab_model::ServerConfig;
 
@@ -68,6 +58,8 @@ struct Shared {
     /// Running tests, witness sessions included.
     tests_quota: Arc<Quota>,
     served: AtomicU64,
+    /// Its events, and refusals (`busy`) at most one line a second.
+    log: Arc<Log>,
     refusals: mpsc::SyncSender<(TcpStream, SocketAddr, String)>,
     /// The RPM service of the same process: its listening addresses and its
     /// certificate's SHA-256, told to accepted tests.
@@ -155,6 +147,7 @@ impl Server {
             conns: Quota::new(cfg.max_conns, cfg.max_conns_per_source),
             handshaking: Quota::new(MAX_HANDSHAKING, MAX_HANDSHAKING),
             tests_quota: Quota::new(cfg.max_tests, cfg.max_tests_per_source),
+            log: Log::new(cfg.quiet, "busy"),
             cfg,
             tests: Mutex::new(HashMap::new()),
             live: RwLock::new(HashMap::new()),
@@ -242,40 +235,10 @@ fn bind_pair(addr: SocketAddr) -> std::io::Result<(TcpListener, UdpSocket)> {
     Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port for both TCP and UDP"))
 }
 
-/// A bound socket: dual stack on `[::]`, SO_REUSEADDR for TCP (the RPM
-/// service binds its listeners with this too).
-pub fn make_socket(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
-    let proto = if ty == Type::STREAM { Protocol::TCP } else { Protocol::UDP };
-    let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
-    if addr.is_ipv6() {
-        // Dual stack on [::] unless the user bound a specific v6 address.
-        let unspecified = addr.ip().is_unspecified();
-        s.set_only_v6(!unspecified)?;
-    }
-    if ty == Type::STREAM {
-        s.set_reuse_address(true)?;
-    }
-    s.bind(&addr.into())?;
-    Ok(s)
-}
-
 /// One JSON line on stderr per event (docs/server.md): `time`, `event` and
 /// the event's fields.
 fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
-    if !sh.cfg.quiet {
-        eprintln!("{}", log_line(clock::now_ns(), event, &fields));
-    }
-}
-
-/// `{"time":..,"event":..,<fields>}`: time and event first, for people
-/// reading the log; the fields in name order. The RPM service logs in this
-/// form too.
-pub fn log_line(now_ns: u64, event: &str, fields: &serde_json::Value) -> String {
-    let head = format!("{{\"time\":{},\"event\":{}", json!(bloatlab_model::units::rfc3339(now_ns)), json!(event));
-    match fields.as_object() {
-        Some(m) if !m.is_empty() => format!("{head},{}", &fields.to_string()[1..]),
-        _ => format!("{head}}}"),
-    }
+    sh.log.event(event, fields);
 }
 
 fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
@@ -374,18 +337,12 @@ fn refuse_busy(sh: &Shared, s: TcpStream, peer: SocketAddr, reason: String) {
 /// reason before the close (closing with the peer's unread bytes would send
 /// a reset that may destroy it). One thread; at most [`LINGERING`] sockets
 /// wait, the oldest is closed first; the log gets at most one line a second
-/// with the count ([`crate::quota::RefusalLog`]).
+/// with the count ([`bloatlab_serve::Log::refused`]).
 fn refuser(rx: mpsc::Receiver<(TcpStream, SocketAddr, String)>, sh: Arc<Shared>) {
     let mut waiting: std::collections::VecDeque<(Instant, TcpStream)> = Default::default();
     let close = |s: TcpStream| {
         let mut sink = [0u8; 512];
         while matches!((&s).read(&mut sink), Ok(n) if n > 0) {}
-    };
-    let mut told = crate::quota::RefusalLog::default();
-    let say = |line: Option<crate::quota::RefusalLine>| {
-        if let Some(l) = line {
-            log(&sh, "busy", json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
-        }
     };
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
@@ -402,9 +359,9 @@ fn refuser(rx: mpsc::Receiver<(TcpStream, SocketAddr, String)>, sh: Arc<Shared>)
                         }
                     }
                 }
-                say(told.note(peer, reason, Instant::now()));
+                sh.log.refused(peer, reason);
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => say(told.due(Instant::now())),
+            Err(mpsc::RecvTimeoutError::Timeout) => sh.log.flush(),
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
         while waiting.front().is_some_and(|(t, _)| t.elapsed() >= LINGER) {
@@ -420,15 +377,6 @@ fn tune_accepted(s: &TcpStream) {
     // A peer that stops reading cannot pin this thread on a write.
     let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
     watch_peer(&SockRef::from(s));
-}
-
-/// TCP keepalive and TCP_USER_TIMEOUT on an accepted connection: a peer
-/// that vanished without a FIN or RST is noticed by the kernel within about
-/// 30 s (the RPM service uses this too).
-pub fn watch_peer(sr: &SockRef) {
-    let ka = TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_INTERVAL).with_retries(KEEPALIVE_RETRIES);
-    let _ = sr.set_tcp_keepalive(&ka);
-    let _ = sr.set_tcp_user_timeout(Some(USER_TIMEOUT));
 }
 
 fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, _conn: Permit, hello: Permit) {
@@ -529,20 +477,6 @@ fn refuse(s: &mut TcpStream, sh: &Shared, peer: SocketAddr, reason: String) {
     let _ = conn::send(s, &ServerMsg::Refused { reason });
 }
 
-/// What the server tells a client about itself.
-pub fn disclosed_host_info(cfg: &ServerConfig) -> HostInfo {
-    let mut h = sys::host_info();
-    if !cfg.allowed_cc.is_empty() {
-        h.available_cc.retain(|c| cfg.allowed_cc.contains(c));
-    }
-    if !cfg.disclose_host {
-        h.hostname.clear();
-        h.kernel.clear();
-        h.os.clear();
-    }
-    h
-}
-
 fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Shared) {
     let ClientMsg::NewTest { client, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer, rx_copy } = first
     else {
@@ -623,7 +557,7 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
     let probe_only = max_flows == 0;
     let accepted = ServerMsg::TestAccepted {
         token,
-        server: disclosed_host_info(cfg),
+        server: sys::disclosed_host_info(cfg),
         limits: Limits { max_duration_ms: cfg.max_duration.as_millis() as u64, max_flows: cfg.max_flows, max_tests: cfg.max_tests },
         cc: test.cc.clone(),
         auth: cfg.secret.is_some(),

@@ -25,6 +25,20 @@ pub fn host_info() -> HostInfo {
     }
 }
 
+/// What the server tells a client about itself.
+pub fn disclosed_host_info(cfg: &bloatlab_model::ServerConfig) -> HostInfo {
+    let mut h = host_info();
+    if !cfg.allowed_cc.is_empty() {
+        h.available_cc.retain(|c| cfg.allowed_cc.contains(c));
+    }
+    if !cfg.disclose_host {
+        h.hostname.clear();
+        h.kernel.clear();
+        h.os.clear();
+    }
+    h
+}
+
 /// Mark a socket's packets with a DSCP (IPv4 TOS or IPv6 traffic class,
 /// ECN bits left 0), for a flow of a priority class.
 pub fn set_dscp<S: std::os::fd::AsFd>(sock: &S, dscp: u8) -> std::io::Result<()> {

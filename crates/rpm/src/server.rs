@@ -12,9 +12,9 @@
 //! endpoints live under a path derived from it (`wire::rpm_path_prefix`).
 //! One JSON log line per connection and per refusal.
 use crate::nq::{self, NqConfig};
-use bloatlab_engine::quota::{FairSlots, Full, Quota, RefusalLine, RefusalLog, Slot};
-use bloatlab_engine::server::{log_line, watch_peer, HELLO_DEADLINE};
-use bloatlab_host::clock;
+use bloatlab_serve::http::{Activity, InRequest, Limits};
+use bloatlab_serve::quota::{FairSlots, Slot};
+use bloatlab_serve::{watch_peer, Log, Permit, Quota, HELLO_DEADLINE};
 use bloatlab_model::{RpmServe, ServerConfig};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full as FullBody, StreamBody};
@@ -28,7 +28,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
 /// HTTP/2 streams one connection may have open at once.
@@ -106,7 +106,7 @@ pub struct RpmServer {
 }
 
 struct Shared {
-    quiet: bool,
+    log: Arc<Log>,
     max_duration: Duration,
     idle_timeout: Duration,
     prefix: String,
@@ -115,15 +115,13 @@ struct Shared {
     handshaking: Arc<FairSlots>,
     open: AtomicU32,
     served: AtomicU64,
-    /// Refusals not yet logged: a flood writes one line a second.
-    refusals: std::sync::Mutex<RefusalLog>,
     /// Where requests for other paths go.
     fallback: Option<Arc<dyn Fallback>>,
 }
 
 impl RpmServer {
-    /// Bind `rpm.port` on every address of `cfg.binds` and serve on a tokio
-    /// runtime of two worker threads; `conns` is the bloatlab server's
+    /// Bind `rpm.port` on every address of `cfg.binds` and serve on the
+    /// process's runtime (`bloatlab_serve::runtime`); `conns` is the bloatlab server's
     /// connection quota, so both services share its limits.
     /// `fallback` answers every other path (the browser test).
     pub fn start(cfg: &ServerConfig, rpm: &RpmServe, conns: Arc<Quota>, fallback: Option<Arc<dyn Fallback>>) -> Result<RpmServer, String> {
@@ -133,12 +131,12 @@ impl RpmServer {
         let mut std_listeners = vec![];
         for b in &cfg.binds {
             let addr = SocketAddr::new(b.ip(), rpm.port);
-            let l = listen(addr).map_err(|e| format!("RPM service: cannot listen on {addr}: {e}"))?;
+            let l = bloatlab_serve::listener(addr).map_err(|e| format!("RPM service: cannot listen on {addr}: {e}"))?;
             std_listeners.push(l);
         }
         let addrs: Vec<SocketAddr> = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
         let shared = Arc::new(Shared {
-            quiet: cfg.quiet,
+            log: Log::new(cfg.quiet, "rpm_refused"),
             max_duration: cfg.max_duration,
             idle_timeout: cfg.idle_timeout,
             prefix: prefix.clone(),
@@ -147,35 +145,12 @@ impl RpmServer {
             handshaking: FairSlots::new(MAX_TLS_HANDSHAKING),
             open: AtomicU32::new(0),
             served: AtomicU64::new(0),
-            refusals: std::sync::Mutex::new(RefusalLog::default()),
             fallback,
         });
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("rpm")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("RPM service: cannot start its runtime: {e}"))?;
         let acceptor = TlsAcceptor::from(tls);
         let sh = shared.clone();
-        std::thread::Builder::new()
-            .name("rpm-main".into())
-            .spawn(move || {
-                rt.block_on(async move {
-                    for l in std_listeners {
-                        let l = match TcpListener::from_std(l) {
-                            Ok(l) => l,
-                            Err(e) => {
-                                eprintln!("RPM service: {e}");
-                                continue;
-                            }
-                        };
-                        tokio::spawn(accept_loop(l, acceptor.clone(), sh.clone()));
-                    }
-                    flush_refusals(sh).await
-                })
-            })
-            .map_err(|e| format!("RPM service: cannot start a thread: {e}"))?;
+        bloatlab_serve::accept::serve_all(std_listeners, shared.conns.clone(), shared.log.clone(), move |tcp, peer, permit| admit(tcp, peer, permit, &acceptor, &sh))
+            .map_err(|e| format!("RPM service: {e}"))?;
         Ok(RpmServer { addrs, fingerprint, prefix, self_signed: matches!(rpm.tls, bloatlab_model::RpmTls::SelfSigned { .. }), shared })
     }
 
@@ -203,106 +178,42 @@ fn bracket(host: &str) -> String {
     }
 }
 
-fn listen(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
-    let s = bloatlab_engine::server::make_socket(addr, socket2::Type::STREAM)?;
-    s.listen(1024)?;
-    s.set_nonblocking(true)?;
-    Ok(s.into())
-}
-
 fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
-    if !sh.quiet {
-        eprintln!("{}", log_line(clock::now_ns(), event, &fields));
-    }
+    sh.log.event(event, fields);
 }
 
-/// Log a refusal: at most one `rpm_refused` line a second, carrying how many
-/// were refused since the last line (as the bloatlab protocol's `busy`);
-/// [`flush_refusals`] writes what a flood left over.
-fn log_refusal(sh: &Shared, peer: SocketAddr, reason: String) {
-    let line = sh.refusals.lock().unwrap().note(peer, reason, Instant::now());
-    say_refused(sh, line);
-}
-
-fn say_refused(sh: &Shared, line: Option<RefusalLine>) {
-    if let Some(l) = line {
-        log(sh, "rpm_refused", json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
-    }
-}
-
-async fn flush_refusals(sh: Arc<Shared>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
-    loop {
-        tick.tick().await;
-        let line = sh.refusals.lock().unwrap().due(Instant::now());
-        say_refused(&sh, line);
-    }
-}
-
-/// Why a connection was refused by the server's connection quota, for a
-/// log line (`what`: "connections").
-pub fn full_reason(f: Full, what: &str) -> String {
-    match f {
-        Full::Total { limit } => format!("the server is busy: {limit} {what} open (--max-conns)"),
-        Full::Source { limit } => format!("your address already has {limit} {what} open (--max-conns-per-source)"),
-    }
-}
-
-async fn accept_loop(l: TcpListener, acceptor: TlsAcceptor, sh: Arc<Shared>) {
-    loop {
-        let (tcp, peer) = match l.accept().await {
-            Ok(x) => x,
-            Err(_) => {
-                // Out of descriptors or similar: let connections close first.
-                tokio::time::sleep(Duration::from_millis(20)).await;
-                continue;
-            }
-        };
-        // Admission before any work: the shared connection quota, then the
-        // handshake quota. A refused peer is closed at once (nothing has been
-        // negotiated to tell it in); the log says why.
-        let permit = match sh.conns.take(peer.ip()) {
-            Ok(p) => p,
-            Err(f) => {
-                log_refusal(&sh, peer, full_reason(f, "connections"));
-                continue;
-            }
-        };
-        let hs = match sh.handshaking.take(peer.ip()) {
-            Ok((slot, _)) => slot,
-            Err(_) => {
-                let held = sh.handshaking.held_by(peer.ip());
-                log_refusal(&sh, peer, format!("{MAX_TLS_HANDSHAKING} connections are in their TLS handshake, {held} of them from your address (its share)"));
-                continue;
-            }
-        };
-        // Cut when a source below its share needs the slot: the task ends
-        // (dropping its connection and permits) and the log says why.
-        let handle: Arc<(std::sync::OnceLock<tokio::task::AbortHandle>, std::sync::atomic::AtomicBool)> = Default::default();
-        let (h, shc) = (handle.clone(), sh.clone());
-        sh.handshaking.on_cut(
-            &hs,
-            Box::new(move || {
-                h.1.store(true, Ordering::SeqCst);
-                if let Some(a) = h.0.get() {
-                    a.abort();
-                }
-                log_refusal(&shc, peer, format!("TLS handshake cut after the {MAX_TLS_HANDSHAKING} handshake slots filled: another source needed its share"));
-            }),
-        );
-        let sh2 = sh.clone();
-        let acc = acceptor.clone();
-        let task = tokio::spawn(async move {
-            let _open = Open::new(&sh2);
-            // shared with a request that takes the connection over (a WebSocket)
-            let hold: Arc<dyn std::any::Any + Send + Sync> = Arc::new(permit);
-            serve_conn(tcp, peer, acc, hs, &sh2, hold).await;
-        });
-        let _ = handle.0.set(task.abort_handle());
-        if handle.1.load(Ordering::SeqCst) {
-            task.abort(); // cut before its handle was known
+/// Admission after the connection quota: a TLS handshake slot, shared
+/// fairly among sources ([`FairSlots`]); the connection's future, cut
+/// (dropping its connection and permits, the log saying why) when a source
+/// below its share needs the slot before the handshake is done.
+fn admit(tcp: TcpStream, peer: SocketAddr, permit: Permit, acceptor: &TlsAcceptor, sh: &Arc<Shared>) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
+    let hs = match sh.handshaking.take(peer.ip()) {
+        Ok((slot, _)) => slot,
+        Err(_) => {
+            let held = sh.handshaking.held_by(peer.ip());
+            return Err(format!("{MAX_TLS_HANDSHAKING} connections are in their TLS handshake, {held} of them from your address (its share)"));
         }
-    }
+    };
+    // a cut before the future first runs is kept by the Notify
+    let cut = Arc::new(tokio::sync::Notify::new());
+    let (c, log) = (cut.clone(), sh.log.clone());
+    sh.handshaking.on_cut(
+        &hs,
+        Box::new(move || {
+            c.notify_one();
+            log.refused(peer, format!("TLS handshake cut after the {MAX_TLS_HANDSHAKING} handshake slots filled: another source needed its share"));
+        }),
+    );
+    let (sh, acc) = (sh.clone(), acceptor.clone());
+    Ok(async move {
+        let _open = Open::new(&sh);
+        // shared with a request that takes the connection over (a WebSocket)
+        let hold: Arc<dyn std::any::Any + Send + Sync> = Arc::new(permit);
+        tokio::select! {
+            _ = serve_conn(tcp, peer, acc, hs, &sh, hold) => {}
+            _ = cut.notified() => {}
+        }
+    })
 }
 
 /// A connection being served, counted in `open` until its task ends or is
@@ -324,14 +235,11 @@ impl Drop for Open {
 }
 
 /// Per-connection counters, for the idle check and the log line.
-#[derive(Default)]
 struct ConnStats {
-    requests: AtomicU64,
-    active: AtomicU32,
+    /// Requests begun, in progress, the last one's end.
+    act: Arc<Activity>,
     bytes_down: AtomicU64,
     bytes_up: AtomicU64,
-    /// Milliseconds since the connection started, at the last activity.
-    last_ms: AtomicU64,
     /// The connection's socket, for pacing its load streams ([`crate::pace`]).
     sock: Option<socket2::Socket>,
     /// The connection's quota permit and its addresses (for the fallback).
@@ -344,21 +252,12 @@ struct ConnStats {
 /// hold one until they end or are dropped).
 struct Active {
     st: Arc<ConnStats>,
-    t0: Instant,
+    _req: InRequest,
 }
 
 impl Active {
-    fn new(st: &Arc<ConnStats>, t0: Instant) -> Active {
-        st.active.fetch_add(1, Ordering::Relaxed);
-        st.last_ms.store(t0.elapsed().as_millis() as u64, Ordering::Relaxed);
-        Active { st: st.clone(), t0 }
-    }
-}
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        self.st.last_ms.store(self.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
-        self.st.active.fetch_sub(1, Ordering::Relaxed);
+    fn new(st: &Arc<ConnStats>) -> Active {
+        Active { st: st.clone(), _req: st.act.begin() }
     }
 }
 
@@ -367,7 +266,7 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
     let _ = tcp.set_nodelay(true);
     let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
     watch_peer(&SockRef::from(&tcp));
-    let t0 = Instant::now();
+    let act = Activity::new();
     // a second handle on the socket: the load streams pace themselves by its TCP_INFO
     let sock = SockRef::from(&tcp).try_clone().ok();
     let tls = match tokio::time::timeout(HELLO_DEADLINE, acceptor.accept(tcp)).await {
@@ -378,7 +277,7 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
             return;
         }
         Err(_) => {
-            log_refusal(sh, peer, format!("no complete TLS handshake within {} s", HELLO_DEADLINE.as_secs()));
+            sh.log.refused(peer, format!("no complete TLS handshake within {} s", HELLO_DEADLINE.as_secs()));
             return;
         }
     };
@@ -387,12 +286,12 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
         Some(b"h2") => "h2",
         _ => "http/1.1",
     };
-    let st = Arc::new(ConnStats { sock, hold: Some(hold), peer: Some(peer), local, ..Default::default() });
+    let st = Arc::new(ConnStats { act: act.clone(), sock, hold: Some(hold), peer: Some(peer), local, bytes_down: AtomicU64::new(0), bytes_up: AtomicU64::new(0) });
     let svc = {
         let (sh, st) = (sh.clone(), st.clone());
         hyper::service::service_fn(move |req| {
             let (sh, st) = (sh.clone(), st.clone());
-            async move { Ok::<_, Infallible>(handle(req, &sh, &st, t0).await) }
+            async move { Ok::<_, Infallible>(handle(req, &sh, &st).await) }
         })
     };
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -408,49 +307,19 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
         .max_send_buf_size(H2_SEND_BUFFER);
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
     tokio::pin!(conn);
-    let lifetime = tokio::time::sleep(sh.max_duration + sh.idle_timeout);
-    tokio::pin!(lifetime);
-    let mut tick = tokio::time::interval(IDLE_AFTER_REQUEST / 2);
-    let first_ms = HELLO_DEADLINE.as_millis() as u64;
-    let idle_ms = IDLE_AFTER_REQUEST.min(sh.idle_timeout).as_millis() as u64;
-    let ended: String = loop {
-        tokio::select! {
-            r = conn.as_mut() => break match r {
-                Ok(()) => "closed by the client".into(),
-                Err(e) => format!("connection error: {e}"),
-            },
-            _ = &mut lifetime => {
-                conn.as_mut().graceful_shutdown();
-                let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
-                break format!("open longer than --max-duration + --idle-timeout ({} s)", (sh.max_duration + sh.idle_timeout).as_secs());
-            }
-            _ = tick.tick() => {
-                let now = t0.elapsed().as_millis() as u64;
-                let served = st.requests.load(Ordering::Relaxed) > 0;
-                let limit = if served { idle_ms } else { first_ms };
-                if st.active.load(Ordering::Relaxed) == 0 && now.saturating_sub(st.last_ms.load(Ordering::Relaxed)) >= limit {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
-                    break if served {
-                        format!("idle {} ms after its last request", idle_ms)
-                    } else {
-                        format!("no request within {} s", HELLO_DEADLINE.as_secs())
-                    };
-                }
-            }
-        }
-    };
+    let limits = Limits { first_request: HELLO_DEADLINE, idle: IDLE_AFTER_REQUEST.min(sh.idle_timeout), lifetime: sh.max_duration + sh.idle_timeout };
+    let ended = bloatlab_serve::http::drive(conn, &act, &limits).await;
     log(
         sh,
         "rpm_connection",
         json!({
             "client": peer.to_string(),
             "protocol": alpn,
-            "requests": st.requests.load(Ordering::Relaxed),
+            "requests": act.requests(),
             "bytes_down": st.bytes_down.load(Ordering::Relaxed),
             "bytes_up": st.bytes_up.load(Ordering::Relaxed),
-            "seconds": (t0.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-            "ended": ended,
+            "seconds": (act.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            "ended": ended.to_string(),
         }),
     );
 }
@@ -474,9 +343,8 @@ pub fn request_host(req: &Request<Incoming>) -> Option<String> {
     ok.then_some(h)
 }
 
-async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, t0: Instant) -> Response<Body> {
-    st.requests.fetch_add(1, Ordering::Relaxed);
-    let active = Active::new(st, t0);
+async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>) -> Response<Body> {
+    let active = Active::new(st);
     let full_path = req.uri().path().to_string();
     let path = if sh.prefix.is_empty() {
         full_path.as_str()

@@ -30,9 +30,7 @@ pub mod session;
 pub mod store;
 mod ws;
 
-use bloatlab_engine::quota::{Full, Quota, RefusalLine, RefusalLog};
-use bloatlab_engine::server::log_line;
-use bloatlab_host::clock;
+use bloatlab_serve::{Full, Log, Quota};
 use bloatlab_model::{ServerConfig, Profile, WebPlan, WebServe};
 use bloatlab_rpm::server::{Body, ConnInfo, Fallback};
 use bytes::Bytes;
@@ -43,7 +41,7 @@ use serde_json::json;
 use session::Sessions;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The browser test's shared state: configuration, sessions, kept results.
 pub struct Web {
@@ -52,7 +50,8 @@ pub struct Web {
     tests: Arc<Quota>,
     conns: Arc<Quota>,
     store: Option<store::Store>,
-    refusals: Mutex<RefusalLog>,
+    /// Its events, and refusals (`web_refused`) at most one line a second.
+    log: Arc<Log>,
     server_rpm: Mutex<Option<bloatlab_model::RpmOffer>>,
     rtcs: rtc::Rtcs,
 }
@@ -74,7 +73,7 @@ impl Web {
             tests,
             conns,
             store,
-            refusals: Mutex::new(RefusalLog::default()),
+            log: Log::new(cfg.quiet, "web_refused"),
             server_rpm: Mutex::new(None),
             rtcs: rtc::Rtcs::new(serve.port),
         }))
@@ -101,24 +100,15 @@ impl Web {
     }
 
     fn log(&self, event: &str, fields: serde_json::Value) {
-        if !self.cfg.quiet {
-            eprintln!("{}", log_line(clock::now_ns(), event, &fields));
-        }
+        self.log.event(event, fields);
     }
 
     /// At most one `web_refused` line a second, with how many since the last.
     fn log_refusal(&self, peer: SocketAddr, reason: String) {
-        let line = self.refusals.lock().unwrap().note(peer, reason, Instant::now());
-        self.say_refused(line);
+        self.log.refused(peer, reason);
     }
 
-    fn say_refused(&self, line: Option<RefusalLine>) {
-        if let Some(l) = line {
-            self.log("web_refused", json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
-        }
-    }
-
-    /// Housekeeping every 250 ms: expire sessions, flush refusal lines.
+    /// Housekeeping every 250 ms: expire sessions.
     async fn housekeeping(self: Arc<Self>) {
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         loop {
@@ -126,8 +116,6 @@ impl Web {
             for s in self.sessions.expire(self.cfg.idle_timeout) {
                 self.log("web_test", json!({"client": s.source.to_string(), "id": s.id, "ended": "expired: no result within the plan's length + --idle-timeout"}));
             }
-            let line = self.refusals.lock().unwrap().due(Instant::now());
-            self.say_refused(line);
         }
     }
 }
@@ -142,48 +130,22 @@ impl Fallback for Routes {
 }
 
 impl WebServer {
-    /// Listen on `port` of every address the server binds and serve on a
-    /// runtime of two worker threads.
+    /// Listen on `port` of every address the server binds and serve on the
+    /// process's runtime (`bloatlab_serve::runtime`).
     pub fn start(web: Arc<Web>, port: u16) -> Result<WebServer, String> {
         let mut listeners = vec![];
         for b in &web.cfg.binds {
             let addr = SocketAddr::new(b.ip(), port);
-            let s = bloatlab_engine::server::make_socket(addr, socket2::Type::STREAM)
-                .and_then(|s| {
-                    s.listen(1024)?;
-                    s.set_nonblocking(true)?;
-                    Ok(s)
-                })
-                .map_err(|e| format!("browser test: cannot listen on {addr}: {e}"))?;
-            listeners.push(std::net::TcpListener::from(s));
+            listeners.push(bloatlab_serve::listener(addr).map_err(|e| format!("browser test: cannot listen on {addr}: {e}"))?);
         }
         let addrs: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
         if let Some(a) = addrs.first() {
             web.rtcs.set_port(a.port());
         }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("web")
-            .enable_all()
-            .build()
-            .map_err(|e| format!("browser test: cannot start its runtime: {e}"))?;
         let w = web.clone();
-        std::thread::Builder::new()
-            .name("web-main".into())
-            .spawn(move || {
-                rt.block_on(async move {
-                    for l in listeners {
-                        match tokio::net::TcpListener::from_std(l) {
-                            Ok(l) => {
-                                tokio::spawn(http::accept_loop(l, w.clone()));
-                            }
-                            Err(e) => eprintln!("browser test: {e}"),
-                        }
-                    }
-                    w.housekeeping().await
-                })
-            })
-            .map_err(|e| format!("browser test: cannot start a thread: {e}"))?;
+        bloatlab_serve::accept::serve_all(listeners, web.conns.clone(), web.log.clone(), move |tcp, peer, permit| Ok(http::serve(tcp, peer, w.clone(), Arc::new(permit))))
+            .map_err(|e| format!("browser test: {e}"))?;
+        bloatlab_serve::runtime::spawn(web.clone().housekeeping()).map_err(|e| format!("browser test: {e}"))?;
         Ok(WebServer { addrs, web })
     }
 }
@@ -371,7 +333,7 @@ async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respo
         return refuse(StatusCode::BAD_REQUEST, format!("the report does not fit the test: {e}"));
     }
     web.sessions.finish(&id);
-    let server = bloatlab_engine::server::disclosed_host_info(&web.cfg);
+    let server = bloatlab_engine::sys::disclosed_host_info(&web.cfg);
     let rpm = web.server_rpm.lock().unwrap().clone();
     let r = result::build(&s, &rep, server, conn.local, rpm);
     let text = serde_json::to_vec(&r).unwrap();

@@ -6,7 +6,7 @@
 //! --max-tests-per-source), a session ends when its result is posted or,
 //! at the latest, its plan's length + --idle-timeout after it began; flows,
 //! probes and samples are capped at what the plan can produce.
-use bloatlab_engine::quota::Permit;
+use bloatlab_serve::Permit;
 use bloatlab_host::clock;
 use bloatlab_model::WebPlan;
 use bloatlab_results::{Direction, Side, TcpInfoSample};
@@ -317,7 +317,7 @@ impl Sessions {
     pub fn get(&self, id: &str, source: IpAddr) -> Result<Arc<Session>, String> {
         let m = self.map.lock().unwrap();
         match m.get(id) {
-            Some(s) if bloatlab_engine::quota::source_of(s.source) == bloatlab_engine::quota::source_of(source) => Ok(s.clone()),
+            Some(s) if bloatlab_serve::source_of(s.source) == bloatlab_serve::source_of(source) => Ok(s.clone()),
             Some(_) => Err("this test belongs to another address".into()),
             None => Err("no such test running (it ended, expired or never began)".into()),
         }

@@ -78,7 +78,7 @@ impl Store {
     /// source's hourly allowance is used, or the result alone is larger
     /// than the store.
     pub fn save(&self, json: &[u8], source: IpAddr) -> Result<String, String> {
-        let src = bloatlab_engine::quota::source_of(source);
+        let src = bloatlab_serve::source_of(source);
         let mut st = self.state.lock().unwrap();
         let now = Instant::now();
         let hour = Duration::from_secs(3600);

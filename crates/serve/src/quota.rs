@@ -92,6 +92,15 @@ impl Drop for Permit {
     }
 }
 
+/// Why a peer was refused by a connection quota, for its log line (`what`:
+/// "connections").
+pub fn full_reason(f: Full, what: &str) -> String {
+    match f {
+        Full::Total { limit } => format!("the server is busy: {limit} {what} open (--max-conns)"),
+        Full::Source { limit } => format!("your address already has {limit} {what} open (--max-conns-per-source)"),
+    }
+}
+
 /// Slots shared fairly among sources (TLS handshakes in progress): any
 /// source may take a free slot; when all are taken, a source holding less
 /// than its fair share (the slots / the sources that want them) takes one

@@ -1,0 +1,220 @@
+//! A hyper connection driven within its limits: the first request must
+//! come within [`Limits::first_request`], a connection with no request in
+//! progress is closed [`Limits::idle`] after its last one ended, and none
+//! lives longer than [`Limits::lifetime`]; each is closed gracefully (2 s
+//! for hyper to finish) and the reason returned for the log.
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A connection's bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The first request must have begun within this.
+    pub first_request: Duration,
+    /// Closed this long after its last request ended, none in progress.
+    pub idle: Duration,
+    /// Closed after this, whatever it is doing.
+    pub lifetime: Duration,
+}
+
+/// Requests on one connection: how many began, how many are in progress,
+/// when the last one ended. The service marks each request with
+/// [`Activity::begin`] and holds the mark until its response has been sent.
+#[derive(Debug)]
+pub struct Activity {
+    t0: Instant,
+    requests: AtomicU64,
+    active: AtomicU32,
+    /// ms since `t0` at the last request's beginning or end
+    last_ms: AtomicU64,
+}
+
+impl Default for Activity {
+    fn default() -> Activity {
+        Activity { t0: Instant::now(), requests: AtomicU64::new(0), active: AtomicU32::new(0), last_ms: AtomicU64::new(0) }
+    }
+}
+
+/// A request in progress; dropping it ends it.
+#[derive(Debug)]
+pub struct InRequest(Arc<Activity>);
+
+impl Activity {
+    pub fn new() -> Arc<Activity> {
+        Arc::new(Activity::default())
+    }
+
+    /// A request begins.
+    pub fn begin(self: &Arc<Self>) -> InRequest {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.active.fetch_add(1, Ordering::Relaxed);
+        self.touch();
+        InRequest(self.clone())
+    }
+
+    /// Requests begun so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Since the connection began.
+    pub fn elapsed(&self) -> Duration {
+        self.t0.elapsed()
+    }
+
+    fn touch(&self) {
+        self.last_ms.store(self.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Why the connection should close now under `limits`, if it should.
+    fn expired(&self, limits: &Limits) -> Option<Ended> {
+        if self.active.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        let quiet = (self.t0.elapsed().as_millis() as u64).saturating_sub(self.last_ms.load(Ordering::Relaxed));
+        match self.requests() {
+            0 if quiet >= limits.first_request.as_millis() as u64 => Some(Ended::NoRequest(limits.first_request)),
+            n if n > 0 && quiet >= limits.idle.as_millis() as u64 => Some(Ended::Idle(limits.idle)),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for InRequest {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    Closed,
+    Error(String),
+    NoRequest(Duration),
+    Idle(Duration),
+    Lifetime(Duration),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Closed => write!(f, "closed by the client"),
+            Ended::Error(e) => write!(f, "connection error: {e}"),
+            Ended::NoRequest(d) => write!(f, "no request within {}", secs_or_ms(*d)),
+            Ended::Idle(d) => write!(f, "idle {} after its last request", secs_or_ms(*d)),
+            Ended::Lifetime(d) => write!(f, "open longer than --max-duration + --idle-timeout ({} s)", d.as_secs()),
+        }
+    }
+}
+
+fn secs_or_ms(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// A hyper connection that can be asked to finish gracefully.
+pub trait Graceful {
+    fn graceful(self: Pin<&mut Self>);
+}
+
+impl<I, S> Graceful for hyper::server::conn::http1::UpgradeableConnection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn graceful(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S> Graceful for hyper::server::conn::http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn graceful(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, E> Graceful for hyper_util::server::conn::auto::UpgradeableConnection<'_, I, S, E>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S::ResBody: hyper::body::Body + Send + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    fn graceful(self: Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+/// Drive `conn` until it ends or `limits` close it; `act` is the activity
+/// its service marks.
+pub async fn drive<C, E>(mut conn: Pin<&mut C>, act: &Activity, limits: &Limits) -> Ended
+where
+    C: Future<Output = Result<(), E>> + Graceful,
+    E: std::fmt::Display,
+{
+    let lifetime = tokio::time::sleep(limits.lifetime);
+    tokio::pin!(lifetime);
+    let check = (limits.first_request.min(limits.idle) / 2).clamp(Duration::from_millis(50), Duration::from_millis(500));
+    let mut tick = tokio::time::interval(check);
+    let ended = loop {
+        tokio::select! {
+            r = conn.as_mut() => return match r {
+                Ok(()) => Ended::Closed,
+                Err(e) => Ended::Error(e.to_string()),
+            },
+            _ = &mut lifetime => break Ended::Lifetime(limits.lifetime),
+            _ = tick.tick() => {
+                if let Some(e) = act.expired(limits) {
+                    break e;
+                }
+            }
+        }
+    };
+    conn.as_mut().graceful();
+    let _ = tokio::time::timeout(Duration::from_secs(2), conn.as_mut()).await;
+    ended
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activity_says_when_a_connection_has_been_quiet_too_long() {
+        let limits = Limits { first_request: Duration::from_millis(40), idle: Duration::from_millis(80), lifetime: Duration::from_secs(9) };
+        let a = Activity::new();
+        assert_eq!(a.expired(&limits), None);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(a.expired(&limits), Some(Ended::NoRequest(limits.first_request)));
+        let r = a.begin();
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(a.expired(&limits), None, "a request in progress keeps it open");
+        drop(r);
+        assert_eq!(a.expired(&limits), None, "idle counts from the request's end");
+        std::thread::sleep(Duration::from_millis(90));
+        assert_eq!(a.expired(&limits), Some(Ended::Idle(limits.idle)));
+        assert_eq!(a.requests(), 1);
+        assert_eq!(Ended::Idle(Duration::from_millis(500)).to_string(), "idle 500 ms after its last request");
+        assert_eq!(Ended::NoRequest(Duration::from_secs(5)).to_string(), "no request within 5 s");
+    }
+}
