@@ -84,10 +84,9 @@ fn lab_tune_turns_a_bloated_line_into_an_a_keeping_its_goodput() {
     let _one = one_at_a_time();
     let links = root_links();
     tune_line("20/5 Mbit/s, fifo:1000", &["--rate-down", "20mbit", "--rate-up", "5mbit", "--queue", "fifo:1000"], &["F"]);
-    // 5000 packets hold 606 ms; four flows fill them slowly, and the quick
-    // profile's 15 s cap ends the phase at +350..+380 ms still rising (D),
-    // or past +400 ms (F)
-    tune_line("100 Mbit/s, fifo:5000", &["--rate", "100mbit", "--queue", "fifo:5000"], &["D", "F"]);
+    // The fast line (100 Mbit/s, 5000-packet FIFOs: ~4 minutes, 1 GB of
+    // search) is bench/tune.sh's (LINE="--rate 100mbit --queue fifo:5000"),
+    // beside the rules users shape by: CI time.
     assert!(root_links() == links || root_links().iter().all(|l| links.contains(l)), "the lab left interfaces behind");
 }
 

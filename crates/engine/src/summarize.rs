@@ -210,7 +210,10 @@ pub fn ping_summaries(p: &Phase, idle: Option<&Phase>) -> Vec<PingSummary> {
                 .and_then(|i| i.summary.pings.iter().find(|q| q.target == ps.target))
                 .filter(|q| q.latency.received > 0)
                 .map(|q| q.latency.p50_ms);
-            let added = if p.name == "idle" || latency.received == 0 { None } else { m::added_latency_ms(Some(latency.p50_ms), idle_p50) };
+            // the loaded part's median, as the phase's own probes (model::LOADED_RULE)
+            let from = p.start_ns + p.summary.loaded_from_s.map_or(0, |s| (s * 1e9) as u64);
+            let loaded: Vec<f64> = ps.samples.iter().filter_map(|x| x.rtt_ns.filter(|r| x.t_ns + r >= from)).map(|r| r as f64 / 1e6).collect();
+            let added = if p.name == "idle" || latency.received == 0 { None } else { m::added_latency_ms(pct(&loaded, 50.0).or(Some(latency.p50_ms)), idle_p50) };
             PingSummary { target: ps.target.clone(), latency, added_latency_ms: added }
         })
         .collect()
@@ -224,6 +227,13 @@ fn pct(v: &[f64], p: f64) -> Option<f64> {
 /// `start_ns`, round trip ns) of the answered ones.
 pub fn settle_samples(probes: &[Probe], start_ns: u64) -> Vec<(u64, u64)> {
     probes.iter().filter_map(|x| x.rtt_ns.map(|r| ((x.t_ns + r).saturating_sub(start_ns), r))).collect()
+}
+
+/// The median round trip, ms, of `probes` answered `from_ns` or more after
+/// `start_ns` (None: none was).
+fn loaded_p50_ms(probes: &[Probe], start_ns: u64, from_ns: u64) -> Option<f64> {
+    let v: Vec<f64> = settle_samples(probes, start_ns).into_iter().filter(|&(at, _)| at >= from_ns).map(|(_, r)| r as f64 / 1e6).collect();
+    pct(&v, 50.0)
 }
 
 /// Summary of one phase (pure: everything comes from the phase's samples).
@@ -246,16 +256,27 @@ pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms:
     let rtts: Vec<Option<u64>> = p.probes.iter().map(|x| x.rtt_ns).collect();
     s.latency = m::latency_stats_ns(&rtts);
     let received = s.latency.received > 0;
-    s.added_latency_ms = if p.name == "idle" || !received { None } else { m::added_latency_ms(Some(s.latency.p50_ms), idle_p50_ms) };
+    // the loaded part: probes answered from `loaded_from` (ns from the
+    // phase's start) on, the ramp before it left out (model::LOADED_RULE)
+    let mut loaded_from = 0u64;
     if p.name != "idle" {
-        let st = m::settle::settle(&settle_samples(&p.probes, p.start_ns), p.end_ns.saturating_sub(p.start_ns), &bloatlab_model::SETTLE_RULE);
+        let rule = &bloatlab_model::SETTLE_RULE;
+        let st = m::settle::settle(&settle_samples(&p.probes, p.start_ns), p.end_ns.saturating_sub(p.start_ns), rule);
         (s.still_rising, s.settled_after_s, s.settled_p50_ms) = (st.still_rising, st.settled_after_s, st.settled_level_ms);
+        let k = m::settle::loaded_from(&st.window_p50_ms, idle_p50_ms, &bloatlab_model::LOADED_RULE);
+        loaded_from = k as u64 * rule.window.as_nanos() as u64;
+        if received {
+            s.loaded_from_s = Some(loaded_from as f64 / 1e9);
+            s.loaded_p50_ms = loaded_p50_ms(&p.probes, p.start_ns, loaded_from).or(Some(s.latency.p50_ms));
+            s.added_latency_ms = m::added_latency_ms(s.loaded_p50_ms, idle_p50_ms);
+        }
     }
     if !p.witness_probes.is_empty() {
         let w: Vec<Option<u64>> = p.witness_probes.iter().map(|x| x.rtt_ns).collect();
         let ws = m::latency_stats_ns(&w);
         if p.name != "idle" && ws.received > 0 {
-            s.witness_added_latency_ms = m::added_latency_ms(Some(ws.p50_ms), idle_witness_p50_ms);
+            let loaded = loaded_p50_ms(&p.witness_probes, p.start_ns, loaded_from).unwrap_or(ws.p50_ms);
+            s.witness_added_latency_ms = m::added_latency_ms(Some(loaded), idle_witness_p50_ms);
         }
         s.witness_latency = Some(ws);
     }
@@ -298,7 +319,7 @@ pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
         link_responsiveness_hz: minf(&mut scenarios.iter().filter_map(|p| p.summary.responsiveness_hz)),
         flow_smoothness_hz: minf(&mut scenarios.iter().filter_map(|p| p.summary.smoothness_hz)),
         idle_latency_ms: idle.filter(|p| p.summary.latency.received > 0).map(|p| p.summary.latency.p50_ms),
-        loaded_latency_ms: maxf(&mut scenarios.iter().filter(|p| p.summary.latency.received > 0).map(|p| p.summary.latency.p50_ms)),
+        loaded_latency_ms: maxf(&mut scenarios.iter().filter(|p| p.summary.latency.received > 0).map(|p| p.summary.loaded_p50_ms.unwrap_or(p.summary.latency.p50_ms))),
         max_added_latency_ms: maxf(&mut scenarios.iter().filter_map(|p| p.summary.added_latency_ms)),
         rpm: minf(&mut scenarios.iter().filter_map(|p| p.summary.rpm)),
         // graded once the result is whole (build_result, a lab's run)
@@ -510,6 +531,7 @@ fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
         } else {
             bloatlab_model::SETTLE_RULE.describe()
         },
+        latency_rule: bloatlab_model::LOADED_RULE.describe(),
         profile: cfg.profile.map(|p| p.name().to_string()),
         idle_duration_s: cfg.idle.as_secs_f64(),
         probe_interval_ms: cfg.probe_interval.as_secs_f64() * 1e3,

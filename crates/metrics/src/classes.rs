@@ -6,7 +6,8 @@ use bloatlab_results::{ClassSummary, Direction, Phase};
 /// One summary per class, in the order of the phase's class probe series
 /// (then any class only a flow carried). `flow_bps` is the phase's steady
 /// goodput per flow (same order as `p.flows`); `idle_p50_ms` gives a
-/// class's idle median for its added latency; `name` names a DSCP value.
+/// class's idle median for its added latency, read from the phase's loaded
+/// part (`p.summary.loaded_from_s`, set first); `name` names a DSCP value.
 pub fn class_summaries(p: &Phase, flow_bps: &[f64], idle_p50_ms: &dyn Fn(u8) -> Option<f64>, name: &dyn Fn(u8) -> String) -> Vec<ClassSummary> {
     let mut order: Vec<u8> = p.class_probes.iter().map(|c| c.dscp).collect();
     for f in &p.flows {
@@ -38,7 +39,10 @@ pub fn class_summaries(p: &Phase, flow_bps: &[f64], idle_p50_ms: &dyn Fn(u8) -> 
                 let rtts: Vec<Option<u64>> = c.probes.iter().map(|x| x.rtt_ns).collect();
                 s.latency = latency_stats_ns(&rtts);
                 if p.name != "idle" && s.latency.received > 0 {
-                    s.added_latency_ms = added_latency_ms(Some(s.latency.p50_ms), idle_p50_ms(d));
+                    // the phase's loaded part (its summary's `loaded_from_s`, model::LOADED_RULE)
+                    let from = p.start_ns + p.summary.loaded_from_s.map_or(0, |s| (s * 1e9) as u64);
+                    let loaded: Vec<f64> = c.probes.iter().filter_map(|x| x.rtt_ns.filter(|r| x.t_ns + r >= from)).map(|r| r as f64 / 1e6).collect();
+                    s.added_latency_ms = added_latency_ms(percentile(&loaded, 50.0).or(Some(s.latency.p50_ms)), idle_p50_ms(d));
                 }
                 let ms = |v: Vec<f64>| percentile(&v, 50.0);
                 s.owd_up_p50_ms = ms(c.probes.iter().filter_map(|x| x.owd_up_ns).map(|v| v as f64 / 1e6).collect());

@@ -58,6 +58,30 @@ pub fn settle(samples: &[(u64, u64)], elapsed_ns: u64, rule: &SettleRule) -> Set
     Settling { window_p50_ms: levels, settled_after_s, settled, settled_level_ms, still_rising }
 }
 
+/// The window the loaded part of a phase begins with
+/// ([`bloatlab_model::LOADED_RULE`]): the first whose level (`levels`, the
+/// window medians [`settle`] computed) rose above `idle_ms` (none: the
+/// lowest level) at least `rule.share` of the median rise of it and the
+/// windows after it. A median, so a few late windows far above the rest (a
+/// browser's probe channel stalled behind a loss) neither move the start
+/// nor make the figure; a phase still rising at its end is loaded over its
+/// last few windows (a linear rise: the last third). 0 when no window has
+/// a level.
+pub fn loaded_from(levels: &[Option<f64>], idle_ms: Option<f64>, rule: &bloatlab_model::LoadedRule) -> usize {
+    let lo = levels.iter().flatten().fold(f64::INFINITY, |a, &b| a.min(b));
+    if !lo.is_finite() {
+        return 0;
+    }
+    let base = idle_ms.unwrap_or(lo).min(lo);
+    (0..levels.len())
+        .find(|&k| {
+            let Some(l) = levels[k] else { return false };
+            let later: Vec<f64> = levels[k..].iter().flatten().copied().collect();
+            crate::percentile(&later, 50.0).is_some_and(|m| l - base >= rule.share * (m - base))
+        })
+        .unwrap_or(0)
+}
+
 /// Whether the queue has drained by `now_ns`: the median of the round
 /// trips answered in the rule's last window is within its tolerance of
 /// `idle_p50_ms` (`samples`: answer arrival ns, round trip ns, in any order
@@ -97,6 +121,31 @@ mod tests {
         let s = series(1.0, |_| 23.9);
         assert!(drained(&s, 1_000_000_000, 20.0, &DRAIN_RULE));
         assert!(!drained(&series(1.0, |_| 24.1), 1_000_000_000, 20.0, &DRAIN_RULE));
+    }
+
+    #[test]
+    fn the_loaded_part_begins_once_the_ramp_has_risen_most_of_the_way() {
+        use bloatlab_model::LOADED_RULE;
+        // idle 20 ms; the queue fills 100 ms a second for 9 s, then saws 800-1000 ms above idle
+        let s = series(14.0, |t| 20.0 + if t < 9.0 { 100.0 * t } else if t < 11.5 { 900.0 + 40.0 * (t - 9.0) } else { 800.0 + 60.0 * (t - 11.5) });
+        let r = settle(&s, 14_000_000_000, &SETTLE_RULE);
+        // window 7 (7-8 s, 750 above idle) is 80% of the median of it and
+        // the windows after it (905); window 6 (650 of 882) is not
+        assert_eq!(loaded_from(&r.window_p50_ms, Some(20.0), &LOADED_RULE), 7);
+        // without an idle median, from the lowest level (window 0, 70 ms)
+        assert_eq!(loaded_from(&r.window_p50_ms, None, &LOADED_RULE), 7);
+        // two late windows far above the rest (a stalled probe channel) move nothing
+        let mut spiky = r.window_p50_ms.clone();
+        spiky[12] = Some(2200.0);
+        spiky[13] = Some(2600.0);
+        assert_eq!(loaded_from(&spiky, Some(20.0), &LOADED_RULE), 7);
+        // still rising at the end: the last windows
+        let rising = settle(&series(15.0, |t| 20.0 + 50.0 * t), 15_000_000_000, &SETTLE_RULE);
+        assert_eq!(loaded_from(&rising.window_p50_ms, Some(20.0), &LOADED_RULE), 10);
+        // a flat phase (an AQM) is loaded from its start
+        let flat = settle(&series(6.0, |t| 25.0 + (t * 7.0).sin()), 6_000_000_000, &SETTLE_RULE);
+        assert_eq!(loaded_from(&flat.window_p50_ms, Some(20.0), &LOADED_RULE), 0);
+        assert_eq!(loaded_from(&[None, None], Some(1.0), &LOADED_RULE), 0);
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub use rate::{Rate, RateSpec};
 pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT, RPM_OPTIONS};
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
-pub use settle::{DrainRule, PhaseLength, SettleRule, DRAIN_RULE, SETTLE_RULE};
+pub use settle::{DrainRule, LoadedRule, PhaseLength, SettleRule, DRAIN_RULE, LOADED_RULE, SETTLE_RULE};
 pub use monitor::{Budget, BudgetPeriod, Database, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB, MONITOR_OPTIONS};
 pub use server_options::SERVER_OPTIONS;
 pub use tune::{TuneConfig, TuneShaper, TuneTarget, TuneTest, DEFAULT_TUNE_STATE_DIR, TUNE_OPTIONS};

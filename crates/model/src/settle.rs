@@ -44,6 +44,35 @@ impl SettleRule {
     }
 }
 
+/// Which of a loaded phase's probes are its loaded latency: those answered
+/// from the first window (the [`SETTLE_RULE`]'s windows) whose median round
+/// trip rose above the idle median at least `share` of the median rise of
+/// it and the windows after it. The ramp while the load fills the queue is
+/// left out, as goodput leaves out a flow's start (the responsiveness draft
+/// measures once the load has reached working conditions): a deep queue
+/// filling for 9 s of a 14 s phase otherwise reads half its size, and a
+/// client that fills it more slowly (a browser's uploads) less than that.
+/// A median of the later windows, so a few stalled windows at the end do
+/// not make the figure. The phase's ping-style statistics (`latency`) keep
+/// every probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadedRule {
+    pub share: f64,
+}
+
+/// The one loaded-latency rule.
+pub const LOADED_RULE: LoadedRule = LoadedRule { share: 0.8 };
+
+impl LoadedRule {
+    pub fn describe(&self) -> String {
+        format!(
+            "added latency = loaded p50 - idle p50; a loaded phase's loaded p50 is the median round trip of its probes answered from the first {} s window whose median rose above the idle median at least {:.0}% of the median rise of it and the windows after it (the ramp while the load fills the queue left out)",
+            SETTLE_RULE.window.as_secs_f64(),
+            self.share * 100.0
+        )
+    }
+}
+
 /// When the queue a phase left behind has drained, so the next phase
 /// starts from an empty queue: the pause between phases lasts at least its
 /// length and then until the median round trip of the probes answered in

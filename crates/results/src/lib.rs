@@ -224,6 +224,10 @@ pub struct Metadata {
     /// phase's `still_rising`, `settled_after_s`), in words.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub settle_rule: String,
+    /// Which probes of a loaded phase its added latency is read from, in
+    /// words (`model::LOADED_RULE`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub latency_rule: String,
     /// The named test plan run (`--profile`, the browser test's mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
@@ -601,8 +605,18 @@ pub struct Summary {
     pub flow_bps: Vec<f64>,
     /// Round-trip latency of the UDP probes to the server.
     pub latency: LatencyStats,
-    /// latency.p50 - idle p50, ms (null for the idle phase or without baseline).
+    /// `loaded_p50_ms` - idle p50, ms (null for the idle phase or without
+    /// baseline).
     pub added_latency_ms: Option<f64>,
+    /// The median round trip of the phase's loaded part, ms: its probes
+    /// answered from `loaded_from_s` on (`metadata.latency_rule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_p50_ms: Option<f64>,
+    /// Where the loaded part began, s from the phase's start: the ramp
+    /// before it (the load filling the queue) is left out of
+    /// `loaded_p50_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded_from_s: Option<f64>,
     /// The probes' round trip was still rising when the phase ended
     /// (`metrics::settle`, the rule in `model::SETTLE_RULE`): the queue had not
     /// shown its size, and `added_latency_ms` is a lower bound.

@@ -30,6 +30,7 @@ pub fn test_result(r: RpmResult) -> TestResult {
         idle_duration_s: r.idle.as_ref().map(|i| i.duration_s).unwrap_or(0.0),
         probe_interval_ms: 1000.0 / per_s,
         settle_rule: bloatlab_model::SETTLE_RULE.describe(),
+        latency_rule: bloatlab_model::LOADED_RULE.describe(),
         probe_timestamps: match &r.idle {
             Some(_) => format!(
                 "no UDP probes: the IETF responsiveness method against {} ({}); a phase's latency is its foreign TCP handshakes (SYN to SYN-ACK), timed by the client's monotonic clock",
