@@ -45,6 +45,33 @@ fn stop(child: &mut Child, rx: &Receiver<String>, seen: &mut Vec<String>) {
     assert!(st.success(), "exit {st:?}: {seen:#?}");
 }
 
+/// The PostgreSQL schemas bloatlab 0.1 wrote, as they were: version 1,
+/// and what version 2 added.
+const LEGACY_PG: &[&str] = &[
+    "CREATE TABLE bloatlab_runs (
+        id BIGSERIAL PRIMARY KEY,
+        monitor_id TEXT NOT NULL,
+        target TEXT NOT NULL,
+        started_unix_ns BIGINT NOT NULL,
+        failure TEXT,
+        complete BOOLEAN NOT NULL,
+        incomplete_reason TEXT,
+        idle_ms DOUBLE PRECISION,
+        loaded_ms DOUBLE PRECISION,
+        added_ms DOUBLE PRECISION,
+        download_bps DOUBLE PRECISION,
+        upload_bps DOUBLE PRECISION,
+        rpm DOUBLE PRECISION,
+        grade TEXT,
+        bytes BIGINT NOT NULL DEFAULT 0,
+        result TEXT
+    );
+    CREATE INDEX bloatlab_runs_by_time ON bloatlab_runs (started_unix_ns);
+    CREATE INDEX bloatlab_runs_by_target ON bloatlab_runs (target, started_unix_ns)",
+    "ALTER TABLE bloatlab_runs ADD COLUMN loss_pct DOUBLE PRECISION;
+    CREATE UNIQUE INDEX bloatlab_runs_once ON bloatlab_runs (monitor_id, target, started_unix_ns)",
+];
+
 fn failed_run(target: &str, t: u64, why: &str) -> Run {
     Run { monitor_id: "unit".into(), target: target.into(), started_unix_ns: t, outcome: Outcome::Failed(why.into()) }
 }
@@ -64,12 +91,24 @@ fn a_fleet_writes_into_one_postgres_and_loses_nothing_when_it_goes_away() {
     assert!(opened.iter().all(|r| r.is_ok()), "{opened:?}");
     let v = bloatlab_store::postgres::SCHEMA_VERSION.to_string();
     assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), v);
-    // a database of schema 1 (before loss_pct) is migrated on open
-    pg.psql("ALTER TABLE bloatlab_runs DROP COLUMN loss_pct; DROP INDEX bloatlab_runs_once; UPDATE bloatlab_schema SET version = 1").unwrap();
-    assert!(bloatlab_store::open_read(&db).err().unwrap().to_string().contains("schema 1, older"));
-    drop(bloatlab_store::open(&db).unwrap());
-    assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), v);
-    assert_eq!(pg.psql("SELECT count(*) FROM information_schema.columns WHERE table_name = 'bloatlab_runs' AND column_name = 'loss_pct'").unwrap(), "1");
+    // databases of the schemas 0.1 wrote (its PostgreSQL numbering: 1,
+    // then 2 with loss_pct and the run-once index) are migrated in place
+    // and keep their runs
+    for old in 1..=2 {
+        pg.psql(&format!("DROP TABLE bloatlab_runs; DROP TABLE bloatlab_schema; {}", LEGACY_PG[..old].join(";"))).unwrap();
+        pg.psql(&format!("CREATE TABLE bloatlab_schema (version INTEGER NOT NULL); INSERT INTO bloatlab_schema VALUES ({old})")).unwrap();
+        pg.psql("INSERT INTO bloatlab_runs (monitor_id, target, started_unix_ns, complete, added_ms, bytes) VALUES ('m', 'a:1', 5, true, 12.5, 7)").unwrap();
+        assert!(bloatlab_store::open_read(&db).err().unwrap().to_string().contains(&format!("schema {old}, older")));
+        let mut st = bloatlab_store::open(&db).unwrap();
+        assert_eq!(pg.psql("SELECT version FROM bloatlab_schema").unwrap(), v, "from schema {old}");
+        assert_eq!(pg.psql("SELECT count(*) FROM pg_indexes WHERE indexname = 'bloatlab_runs_once'").unwrap(), "1", "from schema {old}");
+        let rows = st.rows(&Query::default()).unwrap();
+        assert_eq!((rows.len(), rows[0].added_ms, rows[0].bytes, rows[0].loss_pct), (1, Some(12.5), 7, None), "from schema {old}");
+        let id = st.put(&failed_run("a:1", 9, "x")).unwrap();
+        assert_eq!(st.put(&failed_run("a:1", 9, "x")).unwrap(), id, "a run is kept once");
+        assert_eq!(st.rows(&Query::default()).unwrap().len(), 2);
+    }
+    pg.psql("DELETE FROM bloatlab_runs").unwrap();
     // a newer one is refused and left alone
     pg.psql("UPDATE bloatlab_schema SET version = 99").unwrap();
     assert!(bloatlab_store::open(&db).err().unwrap().to_string().contains("newer bloatlab"));

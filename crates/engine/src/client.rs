@@ -349,6 +349,7 @@ impl Connections {
         let mut result = summarize::build_result(&meta_in, &m.phases, &ex, complete, reason.clone());
         result.ramp = m.ramp.map(RampState::results).unwrap_or_default();
         result.rpm = m.rpm;
+        summarize::finish_headline(&mut result);
         let line = summarize::one_line(&result);
         let _ = conn::send(&mut self.sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
         conn::set_timeout(&self.sess.ctl, Some(Duration::from_secs(2)));

@@ -322,8 +322,10 @@ pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
         loaded_latency_ms: maxf(&mut scenarios.iter().filter(|p| p.summary.latency.received > 0).map(|p| p.summary.loaded_p50_ms.unwrap_or(p.summary.latency.p50_ms))),
         max_added_latency_ms: maxf(&mut scenarios.iter().filter_map(|p| p.summary.added_latency_ms)),
         rpm: minf(&mut scenarios.iter().filter_map(|p| p.summary.rpm)),
-        // graded once the result is whole (build_result, a lab's run)
-        grade: None,
+        // graded once the result is whole (build_result, a lab's run);
+        // loss, bytes and the loaded directions over the whole result
+        // (finish_headline)
+        ..Headline::default()
     }
 }
 
@@ -363,8 +365,41 @@ pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: boo
         monitor: None,
     };
     r.household = raw.iter().find_map(|p| p.household.as_ref().map(|h| household(p, h, &r)));
+    finish_headline(&mut r);
     m::grade::record(&mut r);
     r
+}
+
+/// The headline's figures over the whole result, each computed here once
+/// (the history's rows are their projection, `results::history::RunRow`):
+/// a latency-only round's idle latency from its pings, the probes lost,
+/// the bytes moved both ways, which directions were loaded. Call it again
+/// after adding an RPM run to `r`.
+pub fn finish_headline(r: &mut TestResult) {
+    // a latency-only round has no UDP probes: its pings' median is the
+    // line's idle latency
+    if r.headline.idle_latency_ms.is_none() {
+        r.headline.idle_latency_ms = r
+            .idle
+            .as_ref()
+            .filter(|i| i.summary.latency.received == 0)
+            .and_then(|i| i.summary.pings.first())
+            .filter(|p| p.latency.received > 0)
+            .map(|p| p.latency.p50_ms);
+    }
+    let round = r.idle.as_ref().filter(|i| i.summary.latency.sent == 0).and_then(|i| i.summary.pings.first()).filter(|p| p.latency.sent > 0);
+    r.headline.loss_pct = match round {
+        Some(p) => Some(p.latency.loss_pct),
+        // a latency-only round of a server's UDP probes
+        None if r.scenarios.is_empty() => r.idle.as_ref().filter(|i| i.summary.latency.sent > 0).map(|i| i.summary.latency.loss_pct),
+        None => r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct).reduce(f64::max),
+    };
+    r.headline.bytes_moved = m::bytes_moved(r, Direction::Down) + m::bytes_moved(r, Direction::Up);
+    // loaded when a scenario (or, without scenarios, an RPM stage) loaded that direction
+    use bloatlab_model::RpmDirection as D;
+    let stage = |d: D| r.scenarios.is_empty() && r.rpm.as_ref().is_some_and(|x| x.stages.iter().any(|s| s.direction == d));
+    r.headline.download_measured = r.scenarios.iter().any(|p| p.downloads > 0) || stage(D::Download);
+    r.headline.upload_measured = r.scenarios.iter().any(|p| p.uploads > 0) || stage(D::Upload);
 }
 
 /// The household test's record, on the test clock of `r`.

@@ -1,12 +1,12 @@
 //! `bloatlab history`: the runs a monitor kept, a row each or aggregated
-//! per hour or day, as a terminal table or CSV. A run's numbers are its
+//! per hour or day (its outputs: `export::history`). A run's numbers are its
 //! result's headline as the store keeps it; an aggregate row's are the
 //! medians of its runs' (Hyndman-Fan type 7, `metrics::percentile`) and the
 //! worst added latency, loss and grade among them.
 use crate::fmt::text_table;
 use bloatlab_model::fmt::{int3, ms, rate};
 use bloatlab_model::units::UtcTime;
-use bloatlab_store::RunRow;
+use bloatlab_results::history::RunRow;
 
 /// How runs are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,7 +197,7 @@ fn signed_ms(v: f64) -> String {
     bloatlab_model::fmt::signed(v)
 }
 
-fn time(ns: u64, by: By) -> String {
+pub(crate) fn time(ns: u64, by: By) -> String {
     let t = UtcTime::from_unix_ns(ns);
     match by {
         By::Run => t.rfc3339_secs(),
@@ -300,59 +300,6 @@ pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<St
     (t, failures, Some(format!("Per {}: medians of the runs' numbers; worst added latency, loss and grade among them.", by.name())))
 }
 
-/// CSV (RFC 4180), a row per run or per bucket; numbers in base units
-/// (ms, bits/s), empty when absent.
-pub fn history_csv(rows: &[RunRow], by: By) -> String {
-    use crate::export::csv::{csv_field as q, num as n};
-    // ms to the nanosecond, bits/s to the bit, RPM and % to 1/1000
-    let (ms, bps, num) = (|v: Option<f64>| n(v, 6), |v: Option<f64>| n(v, 0), |v: Option<f64>| n(v, 3));
-    let mut out = String::new();
-    if by == By::Run {
-        out.push_str("time_utc,unix_ns,monitor_id,target,failure,complete,idle_ms,loaded_ms,added_ms,download_bps,upload_bps,rpm,loss_pct,grade\n");
-        for r in rows {
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                time(r.started_unix_ns, by),
-                r.started_unix_ns,
-                q(&r.monitor_id),
-                q(&r.target),
-                q(r.failure.as_deref().unwrap_or("")),
-                r.failure.is_none() && r.complete,
-                ms(r.idle_ms),
-                ms(r.loaded_ms),
-                ms(r.added_ms),
-                bps(r.download_bps),
-                bps(r.upload_bps),
-                num(r.rpm),
-                num(r.loss_pct),
-                r.grade.as_deref().unwrap_or("")
-            ));
-        }
-        return out;
-    }
-    out.push_str("time_utc,unix_ns,target,runs,failed,idle_ms,loaded_ms,added_ms,added_max_ms,download_bps,upload_bps,rpm,loss_max_pct,worst_grade\n");
-    for b in aggregate(rows, by) {
-        out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            time(b.start_unix_ns, by),
-            b.start_unix_ns,
-            q(&b.target),
-            b.runs,
-            b.failed,
-            ms(b.idle_ms),
-            ms(b.loaded_ms),
-            ms(b.added_ms),
-            ms(b.added_max_ms),
-            bps(b.download_bps),
-            bps(b.upload_bps),
-            num(b.rpm),
-            num(b.loss_max_pct),
-            b.worst_grade.as_deref().unwrap_or("")
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,13 +347,13 @@ mod tests {
         assert!(t.contains("2026-11-20T10Z") && t.contains("+500"), "{t}");
         let t = history_table(&rows, By::Run);
         assert!(t.contains("Failures:\n  2026-11-20T10:33:20Z a:1: connection refused"), "{t}");
-        let csv = history_csv(&rows, By::Run);
+        let csv = crate::export::history::history_csv(&rows, By::Run);
         assert_eq!(csv.lines().count(), 7);
         assert!(csv.lines().nth(4).unwrap().contains(",connection refused,false,,"), "{csv}");
         // numbers to their resolution, without float noise
         let mut noisy = rows[0].clone();
         (noisy.idle_ms, noisy.added_ms, noisy.download_bps, noisy.rpm) = (Some(0.028964999999999998), Some(10.0), Some(9.4e6 + 0.4), Some(60_000.0 / 11.0));
-        let line = history_csv(&[noisy], By::Run).lines().nth(1).unwrap().to_string();
+        let line = crate::export::history::history_csv(&[noisy], By::Run).lines().nth(1).unwrap().to_string();
         assert!(line.contains(",0.028965,") && line.contains(",10,") && line.contains(",9400000,") && line.contains(",5454.545,"), "{line}");
         assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms added)"), "{}", run_line(&rows[0]));
         // before and after 10:30: a:1 had 10, 500 (median 255) then 20, 3 (median 11.5)

@@ -299,7 +299,7 @@ fn meta_html(r: &TestResult) -> String {
 
 /// `bloatlab history --html`: the runs as a page, the plots over time
 /// (`plot::history`) above the table of `history::history_rows`.
-pub fn history_html(rows: &[bloatlab_store::RunRow], by: crate::history::By, what: &str) -> Result<String> {
+pub fn history_html(rows: &[bloatlab_results::history::RunRow], by: crate::history::By, what: &str) -> Result<String> {
     let mut body = format!("<h1>bloatlab history</h1>\n<p class=\"context\">{}</p>\n", esc(what));
     if rows.is_empty() {
         body.push_str("<p>No runs in this range.</p>\n");

@@ -10,7 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod files;
-mod export;
+pub mod export;
 pub mod fmt;
 pub mod history;
 mod html;
@@ -25,7 +25,7 @@ mod verdict;
 pub use export::csv::{csv_string, CSV_COLUMNS};
 pub use export::flent::flent_document;
 pub use export::{export, export_csv, export_flent, ExportFormat, Exporter};
-pub use html::{history_html, render_html, write_html, write_report, ReportFiles};
+pub use html::{render_html, write_html, write_report, ReportFiles};
 pub use plot::{
     plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format, PlotKind, SweepAxes,
 };

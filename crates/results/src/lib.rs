@@ -12,6 +12,7 @@
 //! * summary numbers are floats in the unit their name says (`*_ms`, `*_bps`, `*_hz`).
 #![forbid(unsafe_code)]
 pub use bloatlab_model::QueueSpec;
+pub mod history;
 pub mod rpm;
 pub use rpm::{RpmIdle, RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
 use serde::{Deserialize, Serialize};
@@ -745,6 +746,23 @@ pub struct Headline {
     /// latency, capped by lost goodput and probes); absent when ungraded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grade: Option<String>,
+    /// Probes lost, percent: the worst loaded phase's; a latency-only
+    /// round's own (its pings, or a server's UDP probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_pct: Option<f64>,
+    /// Bytes the test moved, both ways (its flows', an RPM run's stages').
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub bytes_moved: u64,
+    /// A phase (or an RPM stage) loaded the download / upload: its
+    /// capacity was measured (else the capacity's 0 means nothing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub download_measured: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upload_measured: bool,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Added by `bloatlab lab`: the lab's full configuration and queue observations.

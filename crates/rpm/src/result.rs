@@ -64,6 +64,7 @@ pub fn test_result(r: RpmResult) -> TestResult {
         household: None,
         monitor: None,
     };
+    summarize::finish_headline(&mut t);
     if t.idle.is_some() {
         bloatlab_metrics::grade::record(&mut t);
     }

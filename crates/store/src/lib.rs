@@ -4,9 +4,13 @@
 //! A run is a result document of `bloatlab test`'s schema (with its
 //! `monitor` field) or a failure with its reason. Beside the document each
 //! row keeps the headline numbers the result already holds (idle, loaded and
-//! added latency, capacities, RPM, grade) as columns, so history queries
-//! need not parse documents; they are copied from the result, never
-//! computed here.
+//! added latency, capacities, RPM, grade, loss, bytes) as columns, so
+//! history queries need not parse documents: the row is
+//! `results::history::RunRow`, a projection of the headline.
+//!
+//! Both backends are made from one column table and one migration history
+//! ([`schema`]): their DDL, INSERT, SELECT and row reader, and the same
+//! guarantee (a run is kept once: its monitor, target and start).
 //!
 //! PostgreSQL ([`postgres::Postgres`]): many monitors into one database,
 //! the same columns and documents.
@@ -15,97 +19,15 @@
 //! writer), a versioned schema (`PRAGMA user_version`) migrated forward on
 //! open; a database written by a newer bloatlab is refused, not changed.
 #![forbid(unsafe_code)]
-use bloatlab_results::{Direction, TestResult};
+use bloatlab_results::TestResult;
 
 pub mod postgres;
+pub mod schema;
 pub mod sqlite;
 
 use bloatlab_model::Database;
 
-/// One run of a target.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Run {
-    pub monitor_id: String,
-    pub target: String,
-    /// When the run started, Unix ns.
-    pub started_unix_ns: u64,
-    pub outcome: Outcome,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// What was measured (a run cut short is kept too: `complete` says so).
-    Measured(Box<TestResult>),
-    /// Nothing was measured: why, in one line.
-    Failed(String),
-}
-
-/// A run as history lists it: the result's headline, not its samples.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RunRow {
-    pub id: i64,
-    pub monitor_id: String,
-    pub target: String,
-    pub started_unix_ns: u64,
-    /// The failure's reason; None when measured.
-    pub failure: Option<String>,
-    /// The result was complete (false: cut short, `incomplete_reason`).
-    pub complete: bool,
-    pub incomplete_reason: Option<String>,
-    pub idle_ms: Option<f64>,
-    pub loaded_ms: Option<f64>,
-    pub added_ms: Option<f64>,
-    pub download_bps: Option<f64>,
-    pub upload_bps: Option<f64>,
-    pub rpm: Option<f64>,
-    pub grade: Option<String>,
-    /// Bytes the run's flows moved, both ways (0 for a failure).
-    pub bytes: u64,
-    /// Probes lost, percent: a latency-only round's pings; a loaded test's
-    /// UDP probes in its worst loaded phase.
-    pub loss_pct: Option<f64>,
-}
-
-impl RunRow {
-    /// The row of `run`: the headline numbers of its result, as they are.
-    pub fn of(run: &Run) -> RunRow {
-        let mut row = RunRow { monitor_id: run.monitor_id.clone(), target: run.target.clone(), started_unix_ns: run.started_unix_ns, ..Default::default() };
-        match &run.outcome {
-            Outcome::Failed(why) => row.failure = Some(why.clone()),
-            Outcome::Measured(r) => {
-                let h = &r.headline;
-                let bps = |v: f64, loaded: bool| loaded.then_some(v);
-                row.complete = r.complete;
-                row.incomplete_reason = r.incomplete_reason.clone();
-                // a latency-only round has no UDP probes: its pings' median
-                // is the line's idle latency
-                row.idle_ms = h.idle_latency_ms.or_else(|| {
-                    let idle = r.idle.as_ref()?;
-                    (idle.summary.latency.received == 0).then_some(())?;
-                    idle.summary.pings.first().filter(|p| p.latency.received > 0).map(|p| p.latency.p50_ms)
-                });
-                row.loaded_ms = h.loaded_latency_ms;
-                row.added_ms = h.max_added_latency_ms;
-                // measured when a scenario (or an RPM stage) loaded that direction
-                use bloatlab_model::RpmDirection as D;
-                let stage = |d: D| r.scenarios.is_empty() && r.rpm.as_ref().is_some_and(|x| x.stages.iter().any(|s| s.direction == d));
-                row.download_bps = bps(h.download_capacity_bps, r.scenarios.iter().any(|p| p.downloads > 0) || stage(D::Download));
-                row.upload_bps = bps(h.upload_capacity_bps, r.scenarios.iter().any(|p| p.uploads > 0) || stage(D::Upload));
-                row.rpm = h.rpm;
-                let round = r.idle.as_ref().filter(|i| i.summary.latency.sent == 0).and_then(|i| i.summary.pings.first()).filter(|p| p.latency.sent > 0);
-                row.loss_pct = match round {
-                    Some(p) => Some(p.latency.loss_pct),
-                    // a latency-only round of a server's UDP probes
-                    None if r.scenarios.is_empty() => r.idle.as_ref().filter(|i| i.summary.latency.sent > 0).map(|i| i.summary.latency.loss_pct),
-                    None => r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct).reduce(f64::max),
-                };
-                row.grade = h.grade.clone();
-                row.bytes = bloatlab_metrics::bytes_moved(r, Direction::Down) + bloatlab_metrics::bytes_moved(r, Direction::Up);
-            }
-        }
-        row
-    }
-}
+pub use bloatlab_results::history::{Outcome, Run, RunRow};
 
 /// Which runs to list.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -16,6 +16,7 @@
 //! `sslrootcert=FILE` (PEM). Every query is bounded: `connect_timeout`
 //! (10 s unless the URL says), a 30 s `statement_timeout`, and a
 //! `tcp_user_timeout` of 30 s for a server that vanishes mid-write.
+use crate::schema::{self, Dialect, Ty, Value};
 use crate::{Outcome, Query, Run, RunRow, Store, StoreError};
 use bloatlab_results::TestResult;
 use postgres::error::SqlState;
@@ -24,36 +25,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// One migration per schema version (version N is reached by running
-/// `MIGRATIONS[N - 1]` on version N - 1).
-const MIGRATIONS: &[&str] = &["CREATE TABLE bloatlab_runs (
-        id BIGSERIAL PRIMARY KEY,
-        monitor_id TEXT NOT NULL,
-        target TEXT NOT NULL,
-        started_unix_ns BIGINT NOT NULL,
-        failure TEXT,
-        complete BOOLEAN NOT NULL,
-        incomplete_reason TEXT,
-        idle_ms DOUBLE PRECISION,
-        loaded_ms DOUBLE PRECISION,
-        added_ms DOUBLE PRECISION,
-        download_bps DOUBLE PRECISION,
-        upload_bps DOUBLE PRECISION,
-        rpm DOUBLE PRECISION,
-        grade TEXT,
-        bytes BIGINT NOT NULL DEFAULT 0,
-        result TEXT
-    );
-    CREATE INDEX bloatlab_runs_by_time ON bloatlab_runs (started_unix_ns);
-    CREATE INDEX bloatlab_runs_by_target ON bloatlab_runs (target, started_unix_ns);",
-    // 2: probes lost (a latency-only round's pings, a test's worst phase);
-    // a run once: a write retried after its commit's answer was lost (the
-    // server went away just then) finds the row and adds none
-    "ALTER TABLE bloatlab_runs ADD COLUMN loss_pct DOUBLE PRECISION;
-    CREATE UNIQUE INDEX bloatlab_runs_once ON bloatlab_runs (monitor_id, target, started_unix_ns);"];
-
-/// The schema version this build writes.
-pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+/// The schema version this build writes ([`crate::schema`]).
+pub const SCHEMA_VERSION: i32 = schema::SCHEMA_VERSION as i32;
+const D: Dialect = Dialect::Postgres;
 
 /// The advisory lock that serialises migrations ("bloatlab" in ASCII).
 const MIGRATION_LOCK: i64 = 0x626c_6f61_746c_6162;
@@ -230,8 +204,15 @@ impl Postgres {
             if v > SCHEMA_VERSION {
                 return Ok(v);
             }
-            for m in MIGRATIONS.iter().skip(v as usize) {
-                tx.batch_execute(m)?;
+            if v < SCHEMA_VERSION {
+                let existing: Vec<String> = tx
+                    .query("SELECT column_name::TEXT FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1", &[&D.table()])?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                for m in schema::migration(D, v as i64, &existing) {
+                    tx.batch_execute(&m)?;
+                }
             }
             if v == 0 {
                 tx.execute("INSERT INTO bloatlab_schema (version) VALUES ($1)", &[&SCHEMA_VERSION])?;
@@ -257,44 +238,51 @@ fn ns(v: u64) -> i64 {
     v.min(i64::MAX as u64) as i64
 }
 
+impl postgres::types::ToSql for Value {
+    fn to_sql(&self, ty: &postgres::types::Type, out: &mut bytes::BytesMut) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Value::Text(v) => v.to_sql(ty, out),
+            Value::Int(v) => v.to_sql(ty, out),
+            Value::Bool(v) => v.to_sql(ty, out),
+            Value::Real(v) => v.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        <String as postgres::types::ToSql>::accepts(ty) || <i64 as postgres::types::ToSql>::accepts(ty) || <bool as postgres::types::ToSql>::accepts(ty) || <f64 as postgres::types::ToSql>::accepts(ty)
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+/// Column `i` of a row, as its type reads.
+fn read(r: &postgres::Row, i: usize, t: Ty) -> Value {
+    match t {
+        Ty::Id | Ty::Int | Ty::Bytes => Value::Int(r.get(i)),
+        Ty::Text | Ty::TextNotNull => Value::Text(r.get(i)),
+        Ty::Bool => Value::Bool(r.get(i)),
+        Ty::Real => Value::Real(r.get(i)),
+    }
+}
+
 impl Store for Postgres {
     fn put(&mut self, run: &Run) -> Result<i64, StoreError> {
-        let row = RunRow::of(run);
+        let mut row = RunRow::of(run);
         let doc = match &run.outcome {
             Outcome::Measured(r) => Some(serde_json::to_string(r).map_err(|e| StoreError::Other(format!("the result: {e}")))?),
             Outcome::Failed(_) => None,
         };
-        let (monitor_id, target) = (text(&row.monitor_id), text(&row.target));
-        let failure = row.failure.as_deref().map(text);
-        let reason = row.incomplete_reason.as_deref().map(text);
-        let grade = row.grade.as_deref().map(text);
-        let (started, bytes) = (ns(row.started_unix_ns), ns(row.bytes));
+        // NUL cannot be stored in PostgreSQL text
+        for t in [&mut row.monitor_id, &mut row.target] {
+            *t = text(t);
+        }
+        for t in [&mut row.failure, &mut row.incomplete_reason, &mut row.grade].into_iter().flatten() {
+            *t = text(t);
+        }
+        let values = schema::values(&row, doc);
         self.with(|c| {
-            let r = c.query_one(
-                "INSERT INTO bloatlab_runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms,
-                 added_ms, download_bps, upload_bps, rpm, grade, bytes, result, loss_pct)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-                 ON CONFLICT (monitor_id, target, started_unix_ns) DO UPDATE SET monitor_id = EXCLUDED.monitor_id RETURNING id",
-                &[
-                    &monitor_id,
-                    &target,
-                    &started,
-                    &failure,
-                    &row.complete,
-                    &reason,
-                    &row.idle_ms,
-                    &row.loaded_ms,
-                    &row.added_ms,
-                    &row.download_bps,
-                    &row.upload_bps,
-                    &row.rpm,
-                    &grade,
-                    &bytes,
-                    &doc,
-                    &row.loss_pct,
-                ],
-            )?;
-            Ok(r.get(0))
+            let params: Vec<&(dyn postgres::types::ToSql + Sync)> = values.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)).collect();
+            Ok(c.query_one(&schema::insert(D), &params)?.get(0))
         })
     }
 
@@ -302,35 +290,10 @@ impl Store for Postgres {
         let since = ns(q.since_unix_ns.unwrap_or(0));
         let until = ns(q.until_unix_ns.unwrap_or(u64::MAX));
         let target = q.target.clone();
+        let types = schema::read_types();
         self.with(|c| {
-            let rows = c.query(
-                "SELECT id, monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, bytes, loss_pct FROM bloatlab_runs
-                 WHERE ($1::TEXT IS NULL OR target = $1) AND started_unix_ns >= $2 AND started_unix_ns < $3
-                 ORDER BY started_unix_ns, id",
-                &[&target, &since, &until],
-            )?;
-            Ok(rows
-                .iter()
-                .map(|r| RunRow {
-                    id: r.get(0),
-                    monitor_id: r.get(1),
-                    target: r.get(2),
-                    started_unix_ns: r.get::<_, i64>(3).max(0) as u64,
-                    failure: r.get(4),
-                    complete: r.get(5),
-                    incomplete_reason: r.get(6),
-                    idle_ms: r.get(7),
-                    loaded_ms: r.get(8),
-                    added_ms: r.get(9),
-                    download_bps: r.get(10),
-                    upload_bps: r.get(11),
-                    rpm: r.get(12),
-                    grade: r.get(13),
-                    bytes: r.get::<_, i64>(14).max(0) as u64,
-                    loss_pct: r.get(15),
-                })
-                .collect())
+            let rows = c.query(&schema::select(D), &[&target, &since, &until])?;
+            Ok(rows.iter().map(|r| schema::from_values(types.iter().enumerate().map(|(i, t)| read(r, i, *t)).collect())).collect())
         })
     }
 

@@ -1,41 +1,18 @@
 //! The history in one SQLite file.
+use crate::schema::{self, Dialect, Ty, Value};
 use crate::{Outcome, Query, Run, RunRow, Store, StoreError};
 use bloatlab_results::TestResult;
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, ToSql};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a write waits for another writer before it is refused.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The schema, one migration per version: version N is reached by running
-/// `MIGRATIONS[N - 1]` on version N - 1 (0: an empty file).
-const MIGRATIONS: &[&str] = &["CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        monitor_id TEXT NOT NULL,
-        target TEXT NOT NULL,
-        started_unix_ns INTEGER NOT NULL,
-        failure TEXT,
-        complete INTEGER NOT NULL,
-        incomplete_reason TEXT,
-        idle_ms REAL,
-        loaded_ms REAL,
-        added_ms REAL,
-        download_bps REAL,
-        upload_bps REAL,
-        rpm REAL,
-        grade TEXT,
-        result TEXT
-    );
-    CREATE INDEX runs_by_time ON runs (started_unix_ns);
-    CREATE INDEX runs_by_target ON runs (target, started_unix_ns);",
-    // 2: what each run cost the line (a data budget's use)
-    "ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;",
-    // 3: probes lost (a latency-only round's pings, a test's worst phase)
-    "ALTER TABLE runs ADD COLUMN loss_pct REAL;"];
-
-/// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+/// The schema version this build writes ([`crate::schema`]).
+pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
+const D: Dialect = Dialect::Sqlite;
 
 pub struct Sqlite {
     conn: Connection,
@@ -96,17 +73,49 @@ impl Sqlite {
             return Err(StoreError::Other(format!("{}: the database cannot use WAL (journal mode {mode})", p.display())));
         }
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(e)?;
-        let tx = self.conn.transaction().map_err(e)?;
-        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-            tx.execute_batch(m).map_err(e)?;
-            tx.pragma_update(None, "user_version", (i + 1) as i64).map_err(e)?;
+        if version == SCHEMA_VERSION {
+            return Ok(());
         }
+        let tx = self.conn.transaction().map_err(e)?;
+        let existing: Vec<String> = {
+            let mut st = tx.prepare(&format!("SELECT name FROM pragma_table_info('{}')", D.table())).map_err(e)?;
+            let names = st.query_map([], |r| r.get::<_, String>(0)).map_err(e)?;
+            names.collect::<Result<_, _>>().map_err(e)?
+        };
+        for m in schema::migration(D, version, &existing) {
+            tx.execute_batch(&m).map_err(e)?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(e)?;
         tx.commit().map_err(e)
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+impl ToSql for Value {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        match self {
+            Value::Text(v) => v.to_sql(),
+            Value::Int(v) => v.to_sql(),
+            Value::Bool(v) => v.to_sql(),
+            Value::Real(v) => v.to_sql(),
+        }
+    }
+}
+
+/// Column `i` of a row, as its type reads.
+fn read(r: &rusqlite::Row, i: usize, t: Ty) -> rusqlite::Result<Value> {
+    Ok(match t {
+        Ty::Id | Ty::Int | Ty::Bytes => Value::Int(r.get(i)?),
+        Ty::Text | Ty::TextNotNull => Value::Text(match r.get_ref(i)? {
+            ValueRef::Null => None,
+            _ => Some(r.get(i)?),
+        }),
+        Ty::Bool => Value::Bool(r.get(i)?),
+        Ty::Real => Value::Real(r.get(i)?),
+    })
 }
 
 impl Store for Sqlite {
@@ -116,66 +125,21 @@ impl Store for Sqlite {
             Outcome::Measured(r) => Some(serde_json::to_string(r).map_err(|e| StoreError::Other(format!("the result: {e}")))?),
             Outcome::Failed(_) => None,
         };
-        self.conn
-            .execute(
-                "INSERT INTO runs (monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, result, bytes, loss_pct) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                params![
-                    row.monitor_id,
-                    row.target,
-                    row.started_unix_ns as i64,
-                    row.failure,
-                    row.complete,
-                    row.incomplete_reason,
-                    row.idle_ms,
-                    row.loaded_ms,
-                    row.added_ms,
-                    row.download_bps,
-                    row.upload_bps,
-                    row.rpm,
-                    row.grade,
-                    doc,
-                    row.bytes.min(i64::MAX as u64) as i64,
-                    row.loss_pct
-                ],
-            )
-            .map_err(|e| error(&self.path, e))?;
-        Ok(self.conn.last_insert_rowid())
+        let values = schema::values(&row, doc);
+        let params: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
+        self.conn.query_row(&schema::insert(D), params.as_slice(), |r| r.get(0)).map_err(|e| error(&self.path, e))
     }
 
     fn rows(&mut self, q: &Query) -> Result<Vec<RunRow>, StoreError> {
         let e = |e| error(&self.path, e);
-        let mut st = self
-            .conn
-            .prepare(
-                "SELECT id, monitor_id, target, started_unix_ns, failure, complete, incomplete_reason, idle_ms, loaded_ms, added_ms,
-                 download_bps, upload_bps, rpm, grade, bytes, loss_pct FROM runs
-                 WHERE (?1 IS NULL OR target = ?1) AND started_unix_ns >= ?2 AND started_unix_ns < ?3
-                 ORDER BY started_unix_ns, id",
-            )
-            .map_err(e)?;
+        let mut st = self.conn.prepare(&schema::select(D)).map_err(e)?;
         let since = q.since_unix_ns.unwrap_or(0).min(i64::MAX as u64) as i64;
         let until = q.until_unix_ns.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
+        let types = schema::read_types();
         let rows = st
             .query_map(params![q.target, since, until], |r| {
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    monitor_id: r.get(1)?,
-                    target: r.get(2)?,
-                    started_unix_ns: r.get::<_, i64>(3)? as u64,
-                    failure: r.get(4)?,
-                    complete: r.get(5)?,
-                    incomplete_reason: r.get(6)?,
-                    idle_ms: r.get(7)?,
-                    loaded_ms: r.get(8)?,
-                    added_ms: r.get(9)?,
-                    download_bps: r.get(10)?,
-                    upload_bps: r.get(11)?,
-                    rpm: r.get(12)?,
-                    grade: r.get(13)?,
-                    bytes: r.get::<_, i64>(14)?.max(0) as u64,
-                    loss_pct: r.get(15)?,
-                })
+                let v = types.iter().enumerate().map(|(i, t)| read(r, i, *t)).collect::<Result<Vec<_>, _>>()?;
+                Ok(schema::from_values(v))
             })
             .map_err(e)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(e)
@@ -285,46 +249,71 @@ mod tests {
         assert_eq!(Sqlite::open_read(&path).unwrap().rows(&Query::default()).unwrap().len(), 300);
     }
 
+    /// The schemas bloatlab wrote before the one column table (0.1's
+    /// SQLite versions 1, 2 and 3), as they were.
+    const LEGACY: &[&str] = &[
+        "CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            monitor_id TEXT NOT NULL,
+            target TEXT NOT NULL,
+            started_unix_ns INTEGER NOT NULL,
+            failure TEXT,
+            complete INTEGER NOT NULL,
+            incomplete_reason TEXT,
+            idle_ms REAL,
+            loaded_ms REAL,
+            added_ms REAL,
+            download_bps REAL,
+            upload_bps REAL,
+            rpm REAL,
+            grade TEXT,
+            result TEXT
+        );
+        CREATE INDEX runs_by_time ON runs (started_unix_ns);
+        CREATE INDEX runs_by_target ON runs (target, started_unix_ns);",
+        "ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;",
+        "ALTER TABLE runs ADD COLUMN loss_pct REAL;",
+    ];
+
     #[test]
-    fn a_version_1_database_is_migrated_and_keeps_its_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("h.sqlite");
-        {
-            let c = Connection::open(&path).unwrap();
-            c.execute_batch(MIGRATIONS[0]).unwrap();
-            c.pragma_update(None, "user_version", 1).unwrap();
-            c.execute("INSERT INTO runs (monitor_id, target, started_unix_ns, complete) VALUES ('m', 'a:1', 5, 1)", []).unwrap();
+    fn databases_of_every_earlier_schema_are_migrated_in_place_and_keep_their_runs() {
+        for old in 1..=LEGACY.len() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("h.sqlite");
+            {
+                let c = Connection::open(&path).unwrap();
+                for m in &LEGACY[..old] {
+                    c.execute_batch(m).unwrap();
+                }
+                c.pragma_update(None, "user_version", old as i64).unwrap();
+                c.execute("INSERT INTO runs (monitor_id, target, started_unix_ns, complete, added_ms, result) VALUES ('m', 'a:1', 5, 1, 12.5, NULL)", []).unwrap();
+                // the same run written twice (a retried write, before runs were kept once)
+                c.execute("INSERT INTO runs (monitor_id, target, started_unix_ns, complete, failure) VALUES ('m', 'a:1', 7, 0, 'x')", []).unwrap();
+                c.execute("INSERT INTO runs (monitor_id, target, started_unix_ns, complete, failure) VALUES ('m', 'a:1', 7, 0, 'x')", []).unwrap();
+            }
+            // a reader refuses the old schema and says how to migrate it
+            assert!(Sqlite::open_read(&path).err().unwrap().to_string().contains("migrates it"), "schema {old}");
+            let mut s = Sqlite::open(&path).unwrap();
+            let v: i64 = s.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+            assert_eq!(v, SCHEMA_VERSION);
+            let rows = s.rows(&Query::default()).unwrap();
+            assert_eq!(rows.len(), 2, "schema {old}: the duplicate folded into its first row");
+            assert_eq!((rows[0].added_ms, rows[0].bytes, rows[0].loss_pct), (Some(12.5), 0, None), "schema {old}");
+            assert_eq!(rows[1].failure.as_deref(), Some("x"));
+            let mut r = result(1.0);
+            r.headline.loss_pct = Some(2.5);
+            r.headline.bytes_moved = 1000;
+            let id = s.put(&run("a:1", 10, Outcome::Measured(Box::new(r.clone())))).unwrap();
+            // kept once: the same run again is the same row
+            assert_eq!(s.put(&run("a:1", 10, Outcome::Measured(Box::new(r)))).unwrap(), id);
+            let rows = s.rows(&Query::default()).unwrap();
+            assert_eq!(rows.len(), 3);
+            assert_eq!((rows[2].loss_pct, rows[2].bytes), (Some(2.5), 1000));
+            assert_eq!(s.bytes_since(6).unwrap(), 1000);
+            drop(s);
+            // opened again: nothing to do, nothing changes
+            assert_eq!(Sqlite::open(&path).unwrap().rows(&Query::default()).unwrap(), rows);
         }
-        // a reader refuses the old schema and says how to migrate it
-        assert!(Sqlite::open_read(&path).err().unwrap().to_string().contains("migrates it"));
-        let mut s = Sqlite::open(&path).unwrap();
-        let v: i64 = s.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(v, SCHEMA_VERSION);
-        let rows = s.rows(&Query::default()).unwrap();
-        assert_eq!((rows.len(), rows[0].bytes), (1, 0));
-        let mut r = result(1.0);
-        r.scenarios.push(bloatlab_results::Phase {
-            flows: vec![bloatlab_results::Flow {
-                id: 1,
-                direction: bloatlab_results::Direction::Down,
-                goodput: vec![],
-                tcp_info: vec![],
-                bytes: 1000,
-                max_gap_ns: 0,
-                max_gap_at_ns: 0,
-                dscp: 0,
-                udp: None,
-            }],
-            ..Default::default()
-        });
-        r.scenarios[0].summary.latency.sent = 200;
-        r.scenarios[0].summary.latency.loss_pct = 2.5;
-        s.put(&run("a:1", 10, Outcome::Measured(Box::new(r)))).unwrap();
-        // the old run has no loss; the new one its worst phase's
-        let rows = s.rows(&Query::default()).unwrap();
-        assert_eq!((rows[0].loss_pct, rows[1].loss_pct), (None, Some(2.5)));
-        assert_eq!(s.bytes_since(6).unwrap(), 1000);
-        assert_eq!(s.bytes_since(0).unwrap(), 1000);
     }
 
     #[test]

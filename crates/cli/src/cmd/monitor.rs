@@ -7,7 +7,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_host::signals;
 use bloatlab_model::options::{option, Arity, Overrides};
 use bloatlab_model::{MonitorConfig, MonitorTarget};
-use bloatlab_report::history::{compare_table, history_csv, history_table, run_line, By};
+use bloatlab_report::export::history::HistoryFormat;
+use bloatlab_report::history::{compare_table, run_line, By};
 use bloatlab_store::{Query, RunRow};
 use clap::Args;
 use std::io::Write;
@@ -270,25 +271,24 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
             }
         }
     }
+    let what = format!(
+        "{} run(s) from {}{}; {}",
+        rows.len(),
+        c.db,
+        q.target.as_deref().map(|t| format!(", target {t}")).unwrap_or_default(),
+        match a.by {
+            By::Run => "a point per run".to_string(),
+            b => format!("per {}", b.name()),
+        }
+    );
     let text = match &a.compare {
         Some(w) => compare_table(&rows, when("compare", w, now)?),
-        None if a.csv => history_csv(&rows, a.by),
-        None => history_table(&rows, a.by),
+        None => (if a.csv { HistoryFormat::Csv } else { HistoryFormat::Text }).exporter().render(&rows, a.by, &what)?,
     };
     let mut out = std::io::stdout();
     let _ = out.write_all(text.as_bytes());
     if let Some(path) = &a.html {
-        let what = format!(
-            "{} run(s) from {}{}; {}",
-            rows.len(),
-            c.db,
-            q.target.as_deref().map(|t| format!(", target {t}")).unwrap_or_default(),
-            match a.by {
-                By::Run => "a point per run".to_string(),
-                b => format!("per {}", b.name()),
-            }
-        );
-        let html = bloatlab_report::history_html(&rows, a.by, &what)?;
+        let html = HistoryFormat::Html.exporter().render(&rows, a.by, &what)?;
         std::fs::write(path, html).with_context(|| format!("--html {}", path.display()))?;
         let _ = writeln!(out, "wrote {}", path.display());
     }

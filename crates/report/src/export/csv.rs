@@ -46,6 +46,13 @@ pub(crate) fn num(v: Option<f64>, decimals: usize) -> String {
     }
 }
 
+/// One CSV line of `cells` (each already a field: quoted where it must be).
+pub(crate) fn row(cells: &[String]) -> String {
+    let mut s = cells.join(",");
+    s.push('\n');
+    s
+}
+
 /// A field quoted as RFC 4180 wants, when it must be.
 pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {

@@ -1,5 +1,6 @@
 //! Exports of a result's raw samples: one [`Exporter`] per format, one module
-//! each ([`csv`], [`flent`]); [`export`] writes any of them.
+//! each ([`csv`], [`flent`]); [`export`] writes any of them. A history's
+//! rows: [`history`].
 use anyhow::{bail, Context, Result};
 use bloatlab_results::TestResult;
 use std::io::Write;
@@ -7,6 +8,7 @@ use std::path::Path;
 
 pub mod csv;
 pub mod flent;
+pub mod history;
 
 /// A way to write a result to a file.
 pub trait Exporter {

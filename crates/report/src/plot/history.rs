@@ -6,7 +6,7 @@ use super::*;
 use crate::history::{aggregate, By};
 use plotters::coord::ranged1d::{AsRangedCoord, DefaultFormatting, KeyPointHint, Ranged, ValueFormatter};
 use bloatlab_model::units::UtcTime;
-use bloatlab_store::RunRow;
+use bloatlab_results::history::RunRow;
 
 const W: u32 = 1100;
 const H: u32 = 340;

@@ -321,7 +321,7 @@ pub fn build(spec: &Spec) -> TestResult {
         loaded_latency_ms: Some(phases.iter().map(|p| p.summary.latency.p50_ms).fold(0.0, f64::max)),
         max_added_latency_ms: Some(phases.iter().filter_map(|p| p.summary.added_latency_ms).fold(f64::MIN, f64::max)),
         rpm: fold_min(&mut phases.iter().filter_map(|p| p.summary.rpm)),
-        grade: None,
+        ..Headline::default()
     };
     let lab = spec.lab.then(|| LabInfo {
         backend: "kernel".into(),
