@@ -329,7 +329,12 @@ impl Connections {
     fn close(mut self, cfg: &TestConfig, start_unix_ns: u64, m: Measured, seen: Seen) -> Outcome {
         let complete = m.error.is_none() && !m.interrupted;
         let reason = if m.interrupted {
-            Some("interrupted by the user (SIGINT/SIGTERM); results cover what was measured until then".to_string())
+            // Ctrl-C is the user's; SIGTERM may be a service manager's stop
+            let by = match bloatlab_host::signals::pending() {
+                0 => "a stop request",
+                sig => bloatlab_host::signals::name(sig),
+            };
+            Some(format!("interrupted by {by}; results cover what was measured until then"))
         } else {
             m.error.clone()
         };

@@ -203,6 +203,10 @@ impl Prober {
     }
 }
 
+/// A round is kept with at least this many probes sent outside loaded
+/// tests (docs/monitor.md); with fewer, the loaded tests took it.
+pub const MIN_ROUND_PROBES: usize = 2;
+
 impl Probed {
     /// The round [start, end) of this target, its probes sent during the
     /// `loaded` tests left out.
@@ -211,7 +215,7 @@ impl Probed {
             Err(e) => Taken::Failed(e.clone()),
             Ok(Source::Ping(pg)) => {
                 let (samples, left_out) = split(pg.take_settled(end), start, loaded, |s| s.0);
-                if samples.is_empty() && left_out > 0 {
+                if samples.len() < MIN_ROUND_PROBES && left_out > 0 {
                     return Taken::AllLeftOut(left_out);
                 }
                 Taken::Kept(Data::Pings { target: pg.target.clone(), addr: pg.addr, method: pg.method, samples }, left_out, None)
@@ -219,8 +223,10 @@ impl Probed {
             Ok(Source::Udp(w, cfg)) => {
                 let (all, why) = w.take_settled(end);
                 let (exchanges, left_out) = split(all, start, loaded, |e| e.t1);
+                if exchanges.len() < MIN_ROUND_PROBES && left_out > 0 {
+                    return Taken::AllLeftOut(left_out);
+                }
                 match (w.server(), exchanges.is_empty()) {
-                    (_, true) if left_out > 0 => Taken::AllLeftOut(left_out),
                     (Some((addr, server)), false) => Taken::Kept(Data::Probes { cfg: cfg.clone(), addr, server: Box::new(server), exchanges }, left_out, why),
                     _ => Taken::Failed(why.unwrap_or_else(|| "no probe went out in the round".into())),
                 }

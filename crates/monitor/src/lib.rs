@@ -180,16 +180,31 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             on(Event::Probing { target: &t.name(), every: cfg.probe_every, first_round_in: Duration::from_nanos(due.saturating_sub(now_ns())) });
         }
     }
-    let keep = |run: Run, pending: &mut VecDeque<Run>, alerting: &mut alert::Alerting, outstanding: &mut usize, on: &mut dyn FnMut(Event)| {
-        exp.record(&run);
-        if let Some(a) = alerting.observe(&RunRow::of(&run)) {
-            let queued = webhook.as_ref().map(|w| w.send(a.clone()));
-            if matches!(queued, Some(Ok(()))) {
-                *outstanding += 1;
+    // a batch of runs (oldest first): each recorded and held, written, and
+    // only then the alerts they raised told, so the console reads in time
+    // order with each alert after the run that triggered it
+    // (`retry`: the loaded run's target and start, and when it runs next)
+    type Retry = Option<((String, u64), Duration)>;
+    let keep = |mut batch: Vec<Run>, retry: Retry, store: &mut dyn Store, pending: &mut VecDeque<Run>, alerting: &mut alert::Alerting, outstanding: &mut usize, on: &mut dyn FnMut(Event)| -> u64 {
+        batch.sort_by_key(|r| r.started_unix_ns);
+        let fresh = batch.len();
+        let mut raised = vec![];
+        for run in batch {
+            exp.record(&run);
+            if let Some(a) = alerting.observe(&RunRow::of(&run)) {
+                let queued = webhook.as_ref().map(|w| w.send(a.clone()));
+                if matches!(queued, Some(Ok(()))) {
+                    *outstanding += 1;
+                }
+                raised.push((a, queued));
             }
+            pending.push_back(run);
+        }
+        let n = write(store, pending, on, retry, fresh);
+        for (a, queued) in raised {
             on(Event::Alert { alert: &a, queued });
         }
-        pending.push_back(run);
+        n
     };
     while !stop.load(Ordering::Relaxed) {
         if let Some(w) = &webhook {
@@ -212,11 +227,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             on(Event::RoundLeftOut { left_out: l });
         }
         if !rounds.is_empty() {
-            let fresh = rounds.len();
-            for run in rounds {
-                keep(run, &mut pending, &mut alerting, &mut outstanding, on);
-            }
-            kept += write(store, &mut pending, on, None, fresh);
+            kept += keep(rounds, None, store, &mut pending, &mut alerting, &mut outstanding, on);
             exp.set_pending(pending.len());
         }
         // the next loaded run, or the next round, whichever comes first;
@@ -273,9 +284,14 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
             on(Event::Cost { target: &name, bytes, per_month });
         }
         // the next run: on schedule, or sooner after a failure
-        let retry = sched.end(i, now_ns(), failed, bytes);
-        keep(run, &mut pending, &mut alerting, &mut outstanding, on);
-        kept += write(store, &mut pending, on, retry, 1);
+        let retry = sched.end(i, now_ns(), failed, bytes).map(|d| ((run.target.clone(), run.started_unix_ns), d));
+        // with the rounds that ended meanwhile, in the order they began
+        let latency::Harvest { runs: mut batch, left_out } = prober.harvest(now_ns(), &id);
+        for l in &left_out {
+            on(Event::RoundLeftOut { left_out: l });
+        }
+        batch.push(run);
+        kept += keep(batch, retry, store, &mut pending, &mut alerting, &mut outstanding, on);
         exp.set_pending(pending.len());
         if let (Some(b), Some(u)) = (&cfg.budget, usage.as_mut()) {
             u.used += bytes;
@@ -289,11 +305,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
     let at_stop = prober.finish(&id, "the monitor was stopped during the round");
     last.extend(at_stop.runs);
     left_out.extend(at_stop.left_out);
-    let fresh = last.len();
-    for run in last {
-        keep(run, &mut pending, &mut alerting, &mut outstanding, on);
-    }
-    kept += write(store, &mut pending, on, None, fresh);
+    kept += keep(last, None, store, &mut pending, &mut alerting, &mut outstanding, on);
     // (told after the rounds kept before them)
     for l in &left_out {
         on(Event::RoundLeftOut { left_out: l });
@@ -319,7 +331,7 @@ pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &m
 }
 
 /// Write the held runs, oldest first; stop at the first refusal. Returns how many went.
-fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(Event), retry: Option<Duration>, fresh: usize) -> u64 {
+fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(Event), retry: Option<((String, u64), Duration)>, fresh: usize) -> u64 {
     // runs held from before (not those just measured)
     let held = pending.len().saturating_sub(fresh);
     let mut n = 0u64;
@@ -328,8 +340,8 @@ fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(
             Ok(id) => {
                 let run = pending.pop_front().unwrap();
                 n += 1;
-                // the newest run is the one just measured: its retry is known
-                let r = if pending.is_empty() { retry } else { None };
+                // the loaded run just measured: its next run is known
+                let r = retry.as_ref().filter(|(k, _)| k.0 == run.target && k.1 == run.started_unix_ns).map(|(_, d)| *d);
                 on(Event::Kept { run: &run, id, retry_in: r });
             }
             Err(e) => {

@@ -216,25 +216,36 @@ fn grade_of(r: &RunRow) -> &str {
     }
 }
 
-/// One line of a run, as the monitor prints it when the run is kept.
+/// One line of a run, as the monitor prints it when the run is kept: the
+/// figures the run measured (a latency-only round: its idle latency and
+/// loss; no "loaded -" or "RPM -").
 pub fn run_line(r: &RunRow) -> String {
-    match &r.failure {
-        Some(why) => format!("{} {} failed: {why}", time(r.started_unix_ns, By::Run), r.target),
-        None => format!(
-            "{} {} {}: idle {} ms, loaded {} ms ({} ms added), down {}, up {}, RPM {}, loss {}{}",
-            time(r.started_unix_ns, By::Run),
-            r.target,
-            grade_of(r),
-            opt(r.idle_ms, ms),
-            opt(r.loaded_ms, ms),
-            opt(r.added_ms, signed_ms),
-            opt(r.download_bps, rate),
-            opt(r.upload_bps, rate),
-            opt(r.rpm, int3),
-            opt(r.loss_pct, loss),
-            if r.complete { String::new() } else { format!(" (incomplete: {})", r.incomplete_reason.as_deref().unwrap_or("cut short")) }
-        ),
+    if let Some(why) = &r.failure {
+        return format!("{} {} failed: {why}", time(r.started_unix_ns, By::Run), r.target);
     }
+    let mut parts = vec![];
+    if let Some(v) = r.idle_ms {
+        parts.push(format!("idle {} ms", ms(v)));
+    }
+    match (r.loaded_ms, r.added_ms) {
+        (Some(l), Some(a)) => parts.push(format!("loaded {} ms ({} ms added)", ms(l), signed_ms(a))),
+        (Some(l), None) => parts.push(format!("loaded {} ms", ms(l))),
+        (None, Some(a)) => parts.push(format!("{} ms added", signed_ms(a))),
+        (None, None) => {}
+    }
+    for (name, v, f) in [("down", r.download_bps, rate as fn(f64) -> String), ("up", r.upload_bps, rate), ("RPM", r.rpm, int3), ("loss", r.loss_pct, loss)] {
+        if let Some(v) = v {
+            parts.push(format!("{name} {}", f(v)));
+        }
+    }
+    format!(
+        "{} {} {}: {}{}",
+        time(r.started_unix_ns, By::Run),
+        r.target,
+        grade_of(r),
+        if parts.is_empty() { "nothing measured".to_string() } else { parts.join(", ") },
+        if r.complete { String::new() } else { format!(" (incomplete: {})", r.incomplete_reason.as_deref().unwrap_or("cut short")) }
+    )
 }
 
 /// The terminal table: a row per run (failures with their reason) or per
@@ -364,6 +375,9 @@ mod tests {
         let t = compare_table(&rows, (h + 1800) * 1_000_000_000);
         let change = t.lines().find(|l| l.contains("a:1") && l.contains("change")).unwrap();
         assert!(change.contains("-244"), "{t}");
+        // a latency-only round says what it measured, nothing else
+        let round = RunRow { idle_ms: Some(12.5), loss_pct: Some(0.0), complete: true, started_unix_ns: h * 1_000_000_000, target: "ping:a".into(), ..Default::default() };
+        assert_eq!(run_line(&round), "2026-11-20T10:00:00Z ping:a -: idle 12.5 ms, loss 0.0%");
         let mut below = rows[0].clone();
         below.added_ms = Some(-0.01);
         assert!(run_line(&below).contains("(-0.010 ms added)"), "{}", run_line(&below));

@@ -144,7 +144,7 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
             Event::RoundLeftOut { left_out: l } => {
                 let t = |ns| bloatlab_model::units::UtcTime::from_unix_ns(ns).rfc3339_secs();
                 say(format!(
-                    "{} {} {} round(s) to {} not kept: all {} probe(s) went out while a loaded test of this monitor ran (they measure the load, not the line at rest)",
+                    "{} {} {} round(s) to {} not kept: {} probe(s) went out while a loaded test of this monitor ran, fewer than 2 outside one (they measure the load, not the line at rest)",
                     t(l.started_unix_ns),
                     l.target,
                     l.rounds,
