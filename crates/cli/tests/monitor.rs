@@ -41,6 +41,8 @@ fn history(args: &[&str]) -> String {
 fn the_monitor_keeps_every_run_history_shows_them_and_sigterm_loses_nothing() {
     let _g = common::serial();
     let srv = TestServer::start(&["--no-rpm", "--no-web"]);
+    // its threads at rest: a test adds a control thread and one per flow
+    let (rest, _) = srv.threads_and_fds();
     let live = srv.addr();
     let dead = format!("127.0.0.1:{}", closed_port());
     let dir = tempfile::tempdir().unwrap();
@@ -54,9 +56,15 @@ fn the_monitor_keeps_every_run_history_shows_them_and_sigterm_loses_nothing() {
         until(&rx, Duration::from_secs(60), &mut seen, |l| l.contains(&format!(" {live} ")) && l.contains("idle") && l.contains("[run "));
     }
     assert!(seen.iter().any(|l| l.contains(&format!(" {dead} failed: ")) && l.contains("retry in 2s")), "{seen:#?}");
-    // SIGTERM while the third run of the live server measures
+    // SIGTERM while the third run of the live server measures: once the
+    // dead one has failed again and the server runs the live one's flows
+    // (its threads above their count at rest)
     until(&rx, Duration::from_secs(30), &mut seen, |l| l.contains(&format!(" {dead} failed: ")));
-    std::thread::sleep(Duration::from_secs(3));
+    let t0 = Instant::now();
+    while srv.threads_and_fds().0 < rest + 3 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the third run did not begin: {seen:#?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     signal(&child, Signal::Term);
     let st = wait_exit(&mut child, Duration::from_secs(15));
     // the rest of its lines
@@ -133,7 +141,8 @@ fn a_locked_database_holds_the_runs_until_it_takes_them() {
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
     until(&rx, Duration::from_secs(20), &mut seen, |l| l.contains("the database refused a write") && l.contains("locked"));
-    std::thread::sleep(Duration::from_secs(2));
+    // held while the lock lasts: a second run joins the first
+    until(&rx, Duration::from_secs(20), &mut seen, |l| l.contains("the database refused a write") && l.contains("; 2 run(s) held"));
     conn.execute_batch("COMMIT").unwrap();
     drop(conn);
     until(&rx, Duration::from_secs(20), &mut seen, |l| l.contains("held run(s) written"));
@@ -383,7 +392,13 @@ fn sigterm_during_an_rpm_test_stops_at_once_and_says_so() {
     let (mut child, rx) = monitor(&[&rpm, "--every", "1h", "--db", db.to_str().unwrap(), "--jitter", "0%"]);
     let mut seen = vec![];
     until(&rx, Duration::from_secs(10), &mut seen, |l| l.contains("first run in 0s"));
-    std::thread::sleep(Duration::from_secs(3));
+    // the test is under way once the server has served its configuration
+    // (that connection is closed 500 ms after its request, and logged)
+    let t0 = Instant::now();
+    while !srv.log().contains("\"event\":\"rpm_connection\"") {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the RPM test did not begin: {}", srv.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let t0 = Instant::now();
     signal(&child, Signal::Term);
     assert!(wait_exit(&mut child, Duration::from_secs(10)).success());

@@ -158,6 +158,8 @@ pub fn run_server(a: ServerArgs) -> Result<i32> {
 
 /// Serve `cfg` (also a lab's server job) until SIGINT/SIGTERM.
 pub fn serve(cfg: ServerConfig) -> Result<i32> {
+    // first: a SIGTERM while it starts is heard, and it stops once started
+    signals::install();
     let quiet = cfg.quiet;
     let rpm_cfg = cfg.rpm.clone();
     let srv = Server::start(cfg.clone()).map_err(|e| anyhow!(e))?;
@@ -219,7 +221,6 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
         None => {}
     }
     std::io::stdout().flush().ok();
-    signals::install();
     while signals::pending() == 0 {
         std::thread::sleep(Duration::from_millis(100));
     }
