@@ -20,6 +20,9 @@ pub struct LabProgress {
     /// The largest bottleneck queue backlog in the newest kernel sample
     /// (None with the emulator, whose queues are read at the end).
     pub backlog_packets: Option<u64>,
+    /// The least length of each phase, s (the idle phase first when it
+    /// runs; a loaded phase may run on until latency settles).
+    pub planned_s: Vec<f64>,
 }
 
 /// A progress display, called a few times a second during a run.
@@ -256,6 +259,12 @@ impl Lab {
             }
             None => lab_test_config(&self.cfg, &opts.test, &addr_of, opts.command.clone())?,
         };
+        // each phase's least length, for the progress bar
+        let planned_s: Vec<f64> = (!test.idle.is_zero())
+            .then(|| test.idle.as_secs_f64())
+            .into_iter()
+            .chain((0..test.scenarios.len()).map(|i| test.phase_length_of(i).min.as_secs_f64()))
+            .collect();
         self.start_servers()?;
         let steal_meter = bloatlab_host::StealMeter::start();
         let exe = self.exe()?;
@@ -303,7 +312,7 @@ impl Lab {
                     shown = Instant::now();
                     let live = std::fs::read(&progress).ok().and_then(|b| serde_json::from_slice::<bloatlab_model::config::Live>(&b).ok());
                     if let Some(live) = live {
-                        (show.0)(&LabProgress { live, backlog_packets: sampler.backlog_packets() });
+                        (show.0)(&LabProgress { live, backlog_packets: sampler.backlog_packets(), planned_s: planned_s.clone() });
                     }
                 }
             }
