@@ -18,13 +18,20 @@ pub const HEADER: &[&str] = &[
     "link use",
     "idle p50",
     "loaded min/avg/max/mdev",
+    "lost",
     "p99",
     "added",
-    "witness added",
+    "witness",
     "analytic",
     "max backlog",
     "drops",
 ];
+
+/// The two tables a row is printed in, by column of [`HEADER`]: the
+/// latency beside the analytic queue delay, then the link (each fits a
+/// 120-column terminal).
+const LATENCY: &[usize] = &[0, 2, 5, 6, 7, 8, 9, 10, 11];
+const LINK: &[usize] = &[0, 2, 1, 3, 4, 12, 13];
 
 /// Drops and the largest backlog (packets, bytes) of the queues whose role
 /// starts with `role_prefix`, during a phase (as the lab recorded them in
@@ -81,7 +88,7 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
         } else {
             format!("{}/{}/{}/{} ms", ms(l.min_ms), ms(l.avg_ms), ms(l.max_ms), ms(l.mdev_ms))
         };
-        let lossnote = if l.lost > 0 && l.received > 0 { format!(" ({} lost)", l.lost) } else { String::new() };
+        let lost = if l.sent > 0 { l.lost.to_string() } else { "-".into() };
         out.push(Row {
             cells: vec![
                 queue.clone(),
@@ -90,12 +97,13 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
                 goodput,
                 link,
                 idle_p50.map(|x| format!("{} ms", ms(x))).unwrap_or_else(|| "-".into()),
-                format!("{loaded}{lossnote}"),
+                loaded,
+                lost,
                 if l.received > 0 { format!("{} ms", ms(l.p99_ms)) } else { "-".into() },
                 sm.added_latency_ms.map(|x| format!("{} ms", ms(x))).unwrap_or_else(|| "-".into()),
                 sm.witness_added_latency_ms.map(|x| format!("{} ms", ms(x))).unwrap_or_else(|| "-".into()),
                 analytic,
-                if lab.is_some() { format!("{maxq} pkts / {} KB", (maxb + 512) / 1000) } else { "-".into() },
+                if lab.is_some() { format!("{maxq} pkts, {} KB", (maxb + 512) / 1000) } else { "-".into() },
                 if lab.is_some() { drops.to_string() } else { "-".into() },
             ],
         });
@@ -103,9 +111,34 @@ pub fn rows(r: &TestResult) -> Vec<Row> {
     out
 }
 
-/// Render rows as the lab's table (the one table renderer, markdown style).
+/// Render rows as the lab's tables (the one table renderer, markdown
+/// style): the latency, then the link.
 pub fn render(rows: &[Row]) -> String {
-    md_table(HEADER, &rows.iter().map(|r| r.cells.clone()).collect::<Vec<_>>())
+    let part = |cols: &[usize]| {
+        let head: Vec<&str> = cols.iter().map(|&c| HEADER[c]).collect();
+        let body: Vec<Vec<String>> = rows.iter().map(|r| cols.iter().map(|&c| r.cells.get(c).cloned().unwrap_or_default()).collect()).collect();
+        md_table(&head, &body)
+    };
+    format!("{}\n{}", part(LATENCY), part(LINK))
+}
+
+/// `text` cut into lines of at most `width` characters at spaces, each
+/// after the first indented by `indent`.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for w in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + w.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_string();
+        } else if !line.is_empty() && line != indent {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    out.push_str(&line);
+    out
 }
 
 /// The lab's printed report: the table, a comparison line, what the columns
@@ -114,14 +147,13 @@ pub fn report(results: &[TestResult]) -> String {
     let rows: Vec<Row> = results.iter().flat_map(rows).collect();
     let t = render(&rows);
     let pi = results.first().map(|r| r.metadata.probe_interval_ms).unwrap_or(0.0);
-    let mut notes = format!(
-        "latency = RTT of UDP probes to the server every {} ms; added = loaded p50 - idle p50; \
-witness added = the same for a third host behind the bottleneck; analytic = queue limit x {} B x 8 / rate \
-(the delay of a full queue); link use = bytes the bottleneck sent / its rate in the goodput's window; \
-max backlog / drops = the bottleneck qdisc during the load",
-        ms(pi),
-        bloatlab_model::FRAME_BYTES
-    );
+    let legend = [
+        format!("latency: the round trip of UDP probes to the server every {} ms (lost: how many of them went unanswered)", ms(pi)),
+        "added: loaded p50 (once the load filled the queue) - idle p50; witness: the same for a third host behind the bottleneck".to_string(),
+        format!("analytic: queue limit x {} B x 8 / rate, the delay of a full queue", bloatlab_model::FRAME_BYTES),
+        "link use: bytes the bottleneck sent / its rate in the goodput's window; max backlog, drops: the bottleneck qdisc during the load".to_string(),
+    ];
+    let mut notes = legend.iter().map(|l| wrap(l, 78, "  ")).collect::<Vec<_>>().join("\n");
     if let Some(c) = compare_line(results) {
         notes = format!("{c}\n{notes}");
     }
@@ -304,8 +336,18 @@ mod tests {
         let rows = vec![Row { cells: HEADER.iter().map(|h| h.to_uppercase()).collect() }];
         let t = render(&rows);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("| queue | rate"), "{t}");
+        assert_eq!(lines.len(), 7, "{t}");
+        assert!(lines[0].starts_with("| queue | scenario | idle p50 | loaded"), "{t}");
         assert!(lines[1].starts_with("| ----- |"), "{t}");
+        assert!(lines[4].starts_with("| queue | scenario | rate | goodput"), "{t}");
+        // the demo's widest row fits a 120-column terminal, both tables
+        let demo = Row {
+            cells: ["fifo:1000", "10mbit", "1u0d", "9.00 Mbit/s", "100%", "0.24 ms", "43.6/1055/1193/350 ms", "13", "1184 ms", "1047 ms", "1043 ms", "1211 ms", "1000 pkts, 1496 KB", "250"]
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        };
+        let t = render(&[demo]);
+        assert!(t.lines().all(|l| l.chars().count() <= 120), "{t}");
     }
 }
