@@ -128,6 +128,20 @@ fn legend_share(n: usize) -> f64 {
     ((n as f64 * 19.0 + 16.0) / (H as f64 - 90.0)).min(0.8)
 }
 
+/// Ticks of a log axis from `lo` to `hi`: 1, 2 and 5 times each power of
+/// ten inside, or the powers alone where those would be more than 10
+/// (plotters' own log axis may label none below 0.1 ms where idle round
+/// trips sit at 0.02-0.05 ms).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let all: Vec<f64> = (a..=b).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e))).filter(|v| *v >= lo && *v <= hi).collect();
+    if all.len() <= 10 {
+        all
+    } else {
+        (a..=b).map(|e| 10f64.powi(e)).filter(|v| *v >= lo && *v <= hi).collect()
+    }
+}
+
 /// A bit rate axis: its unit by the largest value, and the divisor.
 fn rate_unit(max_bps: f64) -> (f64, &'static str) {
     if max_bps >= 2e9 {
@@ -230,7 +244,7 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
         let top = hi * (hi / lo).powf(f / (1.0 - f));
         let title = if by == By::Run { "Round trip: idle and loaded median, each run".to_string() } else { format!("Loaded round trip per {}: lowest to highest (band), median (line)", by.name()) };
         let s = svg(|root| {
-            let mut c = chart(root, &title, Clock::new(&axis, xa, xb), (lo..top).log_scale())?;
+            let mut c = chart(root, &title, Clock::new(&axis, xa, xb), (lo..top).log_scale().with_key_points(log_ticks(lo, top)))?;
             mesh(&mut c, &axis, "ms (log)", tick_log)?;
             if by == By::Run {
                 for l in &loaded {
@@ -292,7 +306,14 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
                 let (a, b) = (a.max(y0), b.min(y1));
                 if a < b {
                     c.draw_series(std::iter::once(Rectangle::new([(xa, a), (xb, b)], col.filled())))?;
-                    c.draw_series(std::iter::once(Text::new(name.to_string(), (xb - (xb - xa) * 0.015, b - (b - a) * 0.15), font(12.0))))?;
+                    // the letter inside its zone, centred; none in a zone
+                    // thinner than the letter
+                    let area = c.plotting_area();
+                    let tall = area.map_coordinate(&(xa, a)).1 - area.map_coordinate(&(xa, b)).1;
+                    if tall >= 16 {
+                        let style = font(12.0).pos(plotters::style::text_anchor::Pos::new(plotters::style::text_anchor::HPos::Right, plotters::style::text_anchor::VPos::Center));
+                        c.draw_series(std::iter::once(Text::new(name.to_string(), (xb - (xb - xa) * 0.01, (a + b) / 2.0), style)))?;
+                    }
                 }
             }
             mesh(&mut c, &axis, "ms", tick)?;
@@ -323,12 +344,21 @@ pub fn history_svgs(rows: &[RunRow], by: By) -> Result<Vec<(String, String)>> {
             for (lines, d, name) in [(&down, Direction::Down, "down"), (&up, Direction::Up, "up")] {
                 for l in lines.iter() {
                     let col = if targets.len() == 1 { dir_color(d) } else { run_color(l.index) };
-                    let style = if d == Direction::Down { col.stroke_width(2) } else { col.mix(0.6).stroke_width(2) };
+                    // down solid with filled dots, up dashed with open ones
+                    // (told apart when every target has its own colour)
+                    let style = col.stroke_width(2);
                     let pts: Vec<(f64, f64)> = l.points.iter().map(|&(x, v)| (x, v / div)).collect();
-                    c.draw_series(LineSeries::new(pts.clone(), style))?
-                        .label(format!("{} {name}", l.target))
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
-                    c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+                    if d == Direction::Down {
+                        c.draw_series(LineSeries::new(pts.clone(), style))?
+                            .label(format!("{} {name}", l.target))
+                            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+                        c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, col.filled())))?;
+                    } else {
+                        c.draw_series(DashedLineSeries::new(pts.clone(), 7, 5, style))?
+                            .label(format!("{} {name}", l.target))
+                            .legend(move |(x, y)| EmptyElement::at((x, y)) + PathElement::new(vec![(0, 0), (7, 0)], style) + PathElement::new(vec![(11, 0), (18, 0)], style));
+                        c.draw_series(pts.iter().map(|p| Circle::new(*p, 3, col.stroke_width(2))))?;
+                    }
                 }
             }
             draw_legend(&mut c, SeriesLabelPosition::UpperLeft)?;
@@ -345,6 +375,18 @@ mod tests {
 
     fn ping_round(t_s: u64, idle: f64, loss: f64) -> RunRow {
         RunRow { started_unix_ns: t_s * 1_000_000_000, target: "ping:192.0.2.1".into(), complete: true, idle_ms: Some(idle), loss_pct: Some(loss), ..Default::default() }
+    }
+
+    #[test]
+    fn a_log_axis_is_labelled_where_the_data_are() {
+        // idle round trips at 0.02-0.05 ms, loaded at 0.2
+        let t = log_ticks(0.013, 0.3);
+        assert_eq!(t.len(), 4);
+        for (a, b) in t.iter().zip([0.02, 0.05, 0.1, 0.2]) {
+            assert!((a - b).abs() < 1e-12, "{t:?}");
+        }
+        // five decades: the powers of ten alone
+        assert_eq!(log_ticks(0.01, 1000.0).len(), 6);
     }
 
     #[test]

@@ -99,7 +99,15 @@ where
         area.draw(&Rectangle::new([(x0, ymin), (x1, ymax)], fill.filled()))?;
         area.draw(&PathElement::new(vec![(x0, ymin), (x0, ymax)], RGBColor(150, 150, 170).stroke_width(1)))?;
         if label {
-            area.draw(&Text::new(format!(" {}", p.name), (x0, ymax), font(14.0).color(&RGBColor(70, 70, 100))))?;
+            // within its phase: smaller where the phase is narrow (a 2 s
+            // idle phase of a long test), left out where even that would
+            // cross the next boundary
+            let px = area.map_coordinate(&(x1, ymax)).0 - area.map_coordinate(&(x0, ymax)).0;
+            let text = format!(" {}", p.name);
+            let width = |size: f64| text.chars().count() as f64 * size * 0.55;
+            if let Some(size) = [14.0, 12.0, 10.0].into_iter().find(|&s| width(s) <= px as f64 - 2.0) {
+                area.draw(&Text::new(text, (x0, ymax), font(size).color(&RGBColor(70, 70, 100))))?;
+            }
         }
     }
     Ok(())
