@@ -2,7 +2,7 @@
 //! delay variation. One definition for the lab's `--loss`/`--jitter`, the
 //! emulator and the kernel's netem.
 
-use crate::units::{parse_duration_ns_unit_required, parse_probability};
+use crate::units::{parse_duration_ns, parse_probability};
 use serde::{Deserialize, Serialize};
 
 fn fmt_pct(p: f64) -> String {
@@ -115,7 +115,7 @@ impl JitterSpec {
         } else {
             (JitterDist::Uniform, t.as_str())
         };
-        Ok(JitterSpec { amount_ns: parse_duration_ns_unit_required(amount)?, dist, reorder })
+        Ok(JitterSpec { amount_ns: parse_duration_ns(amount)?, dist, reorder })
     }
 }
 

@@ -24,7 +24,7 @@ use crate::queue::QueueSpec;
 use crate::ping::PingTarget;
 use crate::rpm::RpmDirection;
 use crate::scenario::{list_name, Ramp, Scenario};
-use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration, parse_duration_ns_unit_required};
+use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration};
 use crate::Rate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -585,10 +585,6 @@ fn rate_word(r: Option<Rate>) -> String {
     r.map(|r| fmt_rate_tc(r.bps)).unwrap_or_else(|| "none".into())
 }
 
-fn delay(s: &str) -> Result<Duration, String> {
-    parse_duration_ns_unit_required(s).map(Duration::from_nanos)
-}
-
 fn opt_dur(d: Option<Duration>) -> Vec<String> {
     d.map(fmt_duration).into_iter().collect()
 }
@@ -845,7 +841,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         requires: None,
         one_run_each: false,
         examples: &["20ms"],
-        set: |c, s| Ok(c.delay = Some(delay(s)?)),
+        set: |c, s| Ok(c.delay = Some(dur(s)?)),
         get: |c| opt_dur(c.delay),
     },
     LabOption {
@@ -1239,7 +1235,7 @@ mod tests {
     #[test]
     fn overrides_layer_over_defaults() {
         let mut o = TestOverrides::default();
-        o.set("duration", "9").unwrap();
+        o.set("duration", "9s").unwrap();
         o.set("cc", "reno").unwrap();
         o.set("ping", "a").unwrap();
         o.set("ping", "b").unwrap();
@@ -1250,7 +1246,7 @@ mod tests {
         assert_eq!(t.pings.len(), 2);
         assert_eq!(o.args(), ["--duration", "9s", "--cc", "reno", "--ping", "a", "--ping", "b", "--rpm"]);
         let mut a = TestOverrides::default();
-        a.set("duration", "1").unwrap();
+        a.set("duration", "1s").unwrap();
         a.set("idle", "0").unwrap();
         a.merge(&o);
         assert_eq!(a.get(test_option("duration").unwrap()), Some(&["9s".to_string()][..]));

@@ -145,7 +145,7 @@ fn parse_flag(q: &str, k: &str, v: &str) -> Result<bool, String> {
 }
 
 fn parse_time(q: &str, k: &str, v: &str) -> Result<u64, String> {
-    units::parse_duration_ns_unit_required(v).map_err(|e| format!("queue `{q}`: {k}: {e}"))
+    units::parse_duration_ns(v).map_err(|e| format!("queue `{q}`: {k}: {e}"))
 }
 
 fn check_codel(q: &str, p: &CodelParams) -> Result<(), String> {

@@ -8,7 +8,7 @@
 //!
 //! | kind | units | bare number | conventions |
 //! |---|---|---|---|
-//! | duration | `ns`, `us`/`µs`, `ms`, `s`/`sec`/`secs`, `m`/`min`/`mins`, `h` | seconds ([`parse_duration_ns`]) or refused unless 0 ([`parse_duration_ns_unit_required`]) | `m` is minutes |
+//! | duration | `ns`, `us`/`µs`, `ms`, `s`/`sec`/`secs`, `m`/`min`/`mins`, `h`, `d` | refused unless 0, everywhere ([`parse_duration_ns`]: `20` could be 20 ms or 20 s) | `m` is minutes |
 //! | rate | `bit`/`b`, `kbit`/`k`, `mbit`/`m`, `gbit`/`g`, `tbit`/`t`, `kibit`, `mibit`, `gibit`, `tibit`, optional `/s` | bits per second | decimal SI prefixes as tc; `bps`, `kbps`, `mbps`, ... and `kb`, `mb`, `gb` are refused as ambiguous (tc reads `*bps` as **bytes** per second) |
 //! | byte size | `b`, `k`/`kb`/`kib`, `m`/`mb`/`mib`, `g`/`gb`/`gib` | bytes | [`parse_bytes`]: tc's convention, `k` = `kb` = 1024; `kib`/`mib`/`gib` are always binary |
 //! | probability | `%` or none | a fraction in 0..=1 | `1%` = `0.01` |
@@ -97,11 +97,7 @@ fn exact_decimal(v: u64, div: u64) -> String {
 
 /// Accepted duration spellings, for error messages and help.
 pub const DURATION_FORMS: &str =
-    "accepted forms: 5s, 500ms, 1.5s, 2m (minutes), 1h, 7d, 100us, 250ns, or a bare number of seconds";
-
-/// Accepted spellings where a unit is required.
-pub const DURATION_UNIT_FORMS: &str =
-    "accepted forms: 20ms, 1.5s, 500us, 250ns, 2m (minutes), 1h; a unit is required (0 alone is allowed)";
+    "accepted forms: 20ms, 1.5s, 500us, 250ns, 2m (minutes), 1h, 7d; a unit is required (0 alone is allowed)";
 
 fn duration_unit_ns(unit: &str) -> Option<f64> {
     Some(match unit {
@@ -116,33 +112,18 @@ fn duration_unit_ns(unit: &str) -> Option<f64> {
     })
 }
 
-fn duration_ns(s: &str, bare_is_seconds: bool) -> Result<u64, String> {
-    let forms = if bare_is_seconds { DURATION_FORMS } else { DURATION_UNIT_FORMS };
-    let q = quantity(s, "duration", forms)?;
+/// Parse a duration to nanoseconds: `50us`, `1.5ms`, `10s`, `2m` (minutes),
+/// `1h`, `7d`, `250ns`. Case-insensitive. One rule everywhere: a bare
+/// number other than 0 is refused (`20` could mean 20 ms or 20 s; a test's
+/// length and a link's delay alike).
+pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
+    let q = quantity(s, "duration", DURATION_FORMS)?;
     let mult = match q.unit.as_str() {
-        "" if bare_is_seconds || q.value == 0.0 => 1e9,
-        "" => {
-            return Err(format!(
-                "duration `{s}` needs a unit (e.g. `{}ms`); {forms}",
-                q.num
-            ))
-        }
-        u => duration_unit_ns(u)
-            .ok_or_else(|| format!("duration `{s}`: unknown unit `{u}`; {forms}"))?,
+        "" if q.value == 0.0 => 1e9,
+        "" => return Err(format!("duration `{s}` needs a unit (`{n}s`? `{n}ms`?); {DURATION_FORMS}", n = q.num)),
+        u => duration_unit_ns(u).ok_or_else(|| format!("duration `{s}`: unknown unit `{u}`; {DURATION_FORMS}"))?,
     };
     scaled(s, "duration", q.value, mult, "584 years")
-}
-
-/// Parse a duration to nanoseconds: `50us`, `1.5ms`, `10s`, `2m` (minutes),
-/// `1h`, `250ns`; a bare number is seconds (`10`, `0.5`). Case-insensitive.
-pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
-    duration_ns(s, true)
-}
-
-/// As [`parse_duration_ns`], but a bare number other than 0 is refused
-/// ("20" could mean 20 ms or 20 s): for delays and AQM targets.
-pub fn parse_duration_ns_unit_required(s: &str) -> Result<u64, String> {
-    duration_ns(s, false)
 }
 
 /// [`parse_duration_ns`] as a [`Duration`].
@@ -482,11 +463,10 @@ mod tests {
             ("3mins", 180 * S),
             ("1h", 3600 * S),
             ("0.5h", 1800 * S),
-            // bare = seconds
-            ("10", 10 * S),
-            ("1.5", 1_500_000_000),
-            ("0.5", S / 2),
+            ("7d", 7 * 86400 * S),
+            // a bare 0 needs no unit
             ("0", 0),
+            ("0.0", 0),
             // case, whitespace, exponents, leading dot
             ("5S", 5 * S),
             ("500MS", 500_000_000),
@@ -505,7 +485,6 @@ mod tests {
         }
         assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("100us").unwrap(), Duration::from_micros(100));
     }
@@ -532,19 +511,14 @@ mod tests {
     }
 
     #[test]
-    fn durations_unit_required() {
-        let p = parse_duration_ns_unit_required;
-        assert_eq!(p("20ms"), Ok(20_000_000));
-        assert_eq!(p("1.5s"), Ok(1_500_000_000));
-        assert_eq!(p("500us"), Ok(500_000));
-        assert_eq!(p("250ns"), Ok(250));
-        assert_eq!(p("2m"), Ok(120 * S));
-        assert_eq!(p("0"), Ok(0));
-        assert_eq!(p("0.0"), Ok(0));
-        let e = p("20").unwrap_err();
-        assert!(e.contains("needs a unit") && e.contains("`20ms`"), "{e}");
-        assert!(p("20 parsecs").is_err());
-        assert!(p("-5ms").unwrap_err().contains("negative"));
+    fn a_bare_number_is_refused_everywhere_but_zero() {
+        for bare in ["20", "1.5", "10", "0.5"] {
+            let e = parse_duration_ns(bare).unwrap_err();
+            assert!(e.contains("needs a unit") && e.contains(&format!("`{bare}s`? `{bare}ms`?")), "{e}");
+        }
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration_ns("20 parsecs").is_err());
+        assert!(parse_duration_ns("-5ms").unwrap_err().contains("negative"));
     }
 
     #[test]

@@ -419,7 +419,7 @@ mod tests {
             val("queue", "fifo:100"),
             val("cc", "bbr"),
             val("scenarios", "1u0d+0u1d"),
-            val("duration", "10"),
+            val("duration", "10s"),
             val("tcp_mem_max", "32m"),
         ])
         .unwrap();

@@ -649,7 +649,7 @@ mod tests {
 
     #[test]
     fn lab_points() {
-        let r = recipe("name = \"x\"\nkind = \"lab\"\n[settings]\nrate = \"10Mbit\"\nduration = \"10\"\ncc = \"reno\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
+        let r = recipe("name = \"x\"\nkind = \"lab\"\n[settings]\nrate = \"10Mbit\"\nduration = \"10s\"\ncc = \"reno\"\nscenarios = [\"1u0d\", \"0u1d\"]\n[grid]\nqueue = [100]\n");
         let p = &plan(&r, false, 0)[0];
         let vals = point_values(&r, p);
         let pt = params::lab_point(&vals).unwrap();

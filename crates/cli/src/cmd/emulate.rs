@@ -7,13 +7,13 @@
 use anyhow::{anyhow, bail, Context, Result};
 use crate::options::LinkOptionArgs;
 use bloatlab_emulator::{run, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RunSpec, TimerMode};
-use bloatlab_model::units::parse_duration_ns_unit_required;
+use bloatlab_model::units::parse_duration_ns;
 use bloatlab_model::{lab_option, LabConfig};
 use clap::Args;
 use std::path::PathBuf;
 
 fn parse_ns(s: &str) -> Result<u64, String> {
-    parse_duration_ns_unit_required(s)
+    parse_duration_ns(s)
 }
 
 /// Link emulation options. The link itself (rate, queue, delay, jitter,

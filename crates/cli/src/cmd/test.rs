@@ -362,7 +362,10 @@ mod tests {
     fn test_command_lines() {
         let c = cfg(&["h"]).unwrap();
         assert_eq!(c, TestConfig { server: "h".into(), command: c.command.clone(), ..Default::default() });
-        let c = cfg(&["h", "-s", "1u0d, 4u4d", "-d", "1.5", "--cc", "bbr", "--socket-buffer", "4M", "-6"]).unwrap();
+        let c = cfg(&["h", "-s", "1u0d, 4u4d", "-d", "1.5s", "--cc", "bbr", "--socket-buffer", "4M", "-6"]).unwrap();
+        // one rule for durations: a bare number other than 0 needs its unit
+        let e = cfg(&["h", "-d", "5"]).unwrap_err().to_string();
+        assert!(e.contains("duration `5` needs a unit (`5s`? `5ms`?)"), "{e}");
         assert_eq!(c.scenarios, vec![Scenario::new(1, 0), Scenario::new(4, 4)]);
         assert_eq!((c.duration, c.cc.as_str(), c.socket_buffer, c.family), (Duration::from_millis(1500), "bbr", 4 << 20, Family::V6));
         // A ramp instead of a list: no fixed scenarios, 32 flows announced.
