@@ -290,39 +290,29 @@ fn admit_probe(sh: &Shared, p: &wire::Probe, from: IpAddr) -> bool {
 }
 
 fn accept_loop(l: TcpListener, sh: Arc<Shared>) {
-    loop {
-        let (s, peer) = match l.accept() {
-            Ok(x) => x,
-            // Out of descriptors or memory: let connections wait in the backlog.
-            Err(_) => {
-                thread::sleep(Duration::from_millis(10));
-                continue;
+    // Admission before any thread or buffer is given to the peer: the
+    // serving stack's accept loop and connection quota, then the handshake
+    // slots; a refused peer is told why by the refuser.
+    bloatlab_serve::accept::accept_blocking(
+        l,
+        sh.conns.clone(),
+        |f| match f {
+            Full::Total { limit } => format!("the server is at its limit of {limit} open connections (server flag --max-conns); try again later"),
+            Full::Source { limit } => format!("your address already has {limit} open connections to this server, its limit per source (server flag --max-conns-per-source)"),
+        },
+        |s, peer, reason| refuse_busy(&sh, s, peer, reason),
+        |s, peer, conn| {
+            let hello = match sh.handshaking.take(peer.ip()) {
+                Ok(p) => p,
+                Err(_) => return Err((s, format!("the server has {MAX_HANDSHAKING} connections in their handshake; try again later"))),
+            };
+            let sh2 = sh.clone();
+            if let Err(e) = thread::Builder::new().name("conn".into()).spawn(move || handle_conn(s, peer, sh2, conn, hello)) {
+                log(&sh, "rejected", json!({"client": peer.to_string(), "reason": format!("cannot start a thread: {e}")}));
             }
-        };
-        // Admission before any thread or buffer is given to the peer.
-        let conn = match sh.conns.take(peer.ip()) {
-            Ok(p) => p,
-            Err(Full::Total { limit }) => {
-                refuse_busy(&sh, s, peer, format!("the server is at its limit of {limit} open connections (server flag --max-conns); try again later"));
-                continue;
-            }
-            Err(Full::Source { limit }) => {
-                refuse_busy(&sh, s, peer, format!("your address already has {limit} open connections to this server, its limit per source (server flag --max-conns-per-source)"));
-                continue;
-            }
-        };
-        let hello = match sh.handshaking.take(peer.ip()) {
-            Ok(p) => p,
-            Err(_) => {
-                refuse_busy(&sh, s, peer, format!("the server has {MAX_HANDSHAKING} connections in their handshake; try again later"));
-                continue;
-            }
-        };
-        let sh2 = sh.clone();
-        if let Err(e) = thread::Builder::new().name("conn".into()).spawn(move || handle_conn(s, peer, sh2, conn, hello)) {
-            log(&sh, "rejected", json!({"client": peer.to_string(), "reason": format!("cannot start a thread: {e}")}));
-        }
-    }
+            Ok(())
+        },
+    )
 }
 
 /// Hand a connection refused at admission to the refuser thread, which tells

@@ -1,9 +1,12 @@
-//! The accept loop every asynchronous listener shares: accept, take a unit
-//! of the connection quota (total and per source) before any work, let the
-//! listener admit the connection or refuse it with a reason, spawn its
-//! future. A refused connection is closed at once (nothing has been
-//! negotiated to tell it in); the log says why, at most one line a second
-//! ([`crate::Log::refused`]).
+//! The accept loop every listener shares: accept, take a unit of the
+//! connection quota (total and per source) before any work, let the
+//! listener admit the connection or refuse it with a reason. Asynchronous
+//! listeners ([`accept_loop`]: the RPM endpoints, the browser test,
+//! `/metrics`) spawn the connection's future; a refused connection is
+//! closed at once (nothing has been negotiated to tell it in), the log says
+//! why, at most one line a second ([`crate::Log::refused`]). The bloatlab
+//! protocol's threads ([`accept_blocking`]) hand a refused connection to
+//! the protocol, which tells the peer why.
 use crate::log::Log;
 use crate::quota::{full_reason, Permit, Quota};
 use std::future::Future;
@@ -60,4 +63,38 @@ where
     }
     rt.spawn(crate::log::flush_refusals(log));
     Ok(())
+}
+
+/// What a blocking listener's `admit` gives back when it refuses: the
+/// connection, and why.
+pub type Refusal = (std::net::TcpStream, String);
+
+/// The accept loop of a listener served by threads (the bloatlab protocol):
+/// for as long as the process lives, each connection takes its unit of
+/// `conns` (else `refuse` gets it, with `full`'s wording of the limit), then
+/// `admit` (which starts its thread, or refuses it too).
+pub fn accept_blocking<F, R, A>(l: std::net::TcpListener, conns: Arc<Quota>, full: F, refuse: R, admit: A)
+where
+    F: Fn(crate::Full) -> String,
+    R: Fn(std::net::TcpStream, SocketAddr, String),
+    A: Fn(std::net::TcpStream, SocketAddr, Permit) -> Result<(), Refusal>,
+{
+    loop {
+        let (s, peer) = match l.accept() {
+            Ok(x) => x,
+            // Out of descriptors or memory: let connections wait in the backlog.
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        match conns.take(peer.ip()) {
+            Ok(permit) => {
+                if let Err((s, why)) = admit(s, peer, permit) {
+                    refuse(s, peer, why);
+                }
+            }
+            Err(f) => refuse(s, peer, full(f)),
+        }
+    }
 }
