@@ -25,7 +25,7 @@
 //!   25% each way (it finishes within four times its time alone), fair from
 //!   10%, poor below (starved). bloatlab's own rule: a line that keeps the
 //!   others good by starving the update is not a good line either.
-use crate::uses::{UseVerdict, Verdict};
+use crate::verdict::{UseVerdict, Verdict};
 use bloatlab_results::{LatencyStats, Phase, TestResult};
 
 /// (good up to, fair up to) of each rule.

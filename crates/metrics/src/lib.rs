@@ -35,6 +35,7 @@ pub mod settle;
 pub mod ramp;
 pub mod udp;
 pub mod uses;
+pub mod verdict;
 mod rates;
 mod responsiveness;
 mod rpm;

@@ -22,29 +22,7 @@
 //!   behind the queue: the worst loaded p50 round trip: good up to 100 ms,
 //!   fair up to 400 ms (the grade's F boundary).
 use bloatlab_results::TestResult;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Good,
-    Fair,
-    Poor,
-    /// The result lacks what the rule needs (no loaded phase, no download).
-    Unknown,
-}
-
-/// One use, judged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UseVerdict {
-    /// "gaming", "video calls", "streaming", "browsing".
-    pub name: String,
-    pub verdict: Verdict,
-    /// What was measured against the rule, in words with its number.
-    pub measured: String,
-    /// The rule, with its thresholds and their source.
-    pub rule: String,
-}
+pub use crate::verdict::{UseVerdict, Verdict};
 
 /// Thresholds of the rules (ms or bits/s): (good up to, fair up to).
 pub const GAMING_P90_MS: (f64, f64) = (50.0, 100.0);
@@ -141,32 +119,6 @@ fn measured_in_household(r: &TestResult, mut judged: Vec<UseVerdict>) -> Vec<Use
         u.rule = h.rule.clone();
     }
     judged
-}
-
-impl Verdict {
-    /// "good", "fair", "poor", "unknown" (as serialized).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Good => "good",
-            Verdict::Fair => "fair",
-            Verdict::Poor => "poor",
-            Verdict::Unknown => "unknown",
-        }
-    }
-
-    fn rank(self) -> u8 {
-        match self {
-            Verdict::Good => 0,
-            Verdict::Fair => 1,
-            Verdict::Poor => 2,
-            Verdict::Unknown => 3,
-        }
-    }
-
-    /// The worse of the two.
-    pub fn max(self, o: Verdict) -> Verdict {
-        if o.rank() > self.rank() { o } else { self }
-    }
 }
 
 #[cfg(test)]

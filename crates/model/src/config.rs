@@ -92,13 +92,13 @@ pub struct TestConfig {
     pub until_settled: Option<Duration>,
     /// The named test plan these settings came from (`--profile`), if any.
     #[serde(default)]
-    pub profile: Option<crate::web::Profile>,
+    pub profile: Option<crate::plan::Profile>,
     /// The household test's applications (`--profile household`): a video
     /// call and a stream run beside the last scenario's flows (one each
     /// way: the bulk update), whose probes are the game, for
-    /// [`crate::web::HOUSEHOLD_LENGTH`]. Derived from `profile`, not stored.
+    /// [`crate::plan::HOUSEHOLD_LENGTH`]. Derived from `profile`, not stored.
     #[serde(skip)]
-    pub household: Option<crate::web::HouseholdPlan>,
+    pub household: Option<crate::plan::HouseholdPlan>,
 }
 
 fn default_udp_size() -> u32 {
@@ -309,7 +309,7 @@ impl TestConfig {
     /// Longest scenario, in flows (a ramp's largest step).
     pub fn max_flows(&self) -> u32 {
         let ramp = self.ramp.map(|r| r.max_flows).unwrap_or(0);
-        let segments = self.household.map(|h| h.segments_in(crate::web::HOUSEHOLD_LENGTH)).unwrap_or(0);
+        let segments = self.household.map(|h| h.segments_in(crate::plan::HOUSEHOLD_LENGTH)).unwrap_or(0);
         let last = self.scenarios.len().saturating_sub(1);
         self.scenarios.iter().enumerate().map(|(i, s)| s.flows() + if i == last { segments } else { 0 }).max().unwrap_or(0).max(ramp)
     }
@@ -329,7 +329,7 @@ impl TestConfig {
     /// length, the others [`TestConfig::phase_length`].
     pub fn phase_length_of(&self, index: usize) -> crate::PhaseLength {
         if self.is_household_phase(index) {
-            crate::PhaseLength { min: crate::web::HOUSEHOLD_LENGTH, cap: crate::web::HOUSEHOLD_LENGTH }
+            crate::PhaseLength { min: crate::plan::HOUSEHOLD_LENGTH, cap: crate::plan::HOUSEHOLD_LENGTH }
         } else {
             self.phase_length()
         }

@@ -1129,6 +1129,53 @@ pub fn split_values(v: &str) -> Vec<String> {
     out
 }
 
+/// The lab the options of a command line, a recipe point or a sweep ask
+/// for: one resolution with the same cross-option checks for every front
+/// end ([`crate::LabOverrides::resolve`]).
+impl Overrides<LabConfig> {
+    /// `base` with these options applied, checked across options (what
+    /// one option alone cannot see), and the queues to run one after
+    /// another: a `--queue` list; else the one queue the options set
+    /// (`--txqueuelen`, `--qdisc`, `--queue-up` with `--queue-down`); empty
+    /// when no option chose a queue (the caller's default: the demo's two).
+    pub fn resolve(&self, base: LabConfig) -> Result<(LabConfig, Vec<QueueSpec>), String> {
+        let listed: Vec<QueueSpec> = self
+            .get(lab_option("queue").expect("the queue option"))
+            .unwrap_or_default()
+            .iter()
+            .map(|q| QueueSpec::parse(q).map_err(|e| format!("--queue {q}: {e}")))
+            .collect::<Result<_, _>>()?;
+        let mut cfg = base;
+        self.apply(&mut cfg)?;
+        let (up, down) = (self.has("queue-up"), self.has("queue-down"));
+        if let Some(t) = cfg.txqueuelen {
+            if !listed.is_empty() && listed != vec![QueueSpec::Fifo { packets: t }] {
+                return Err(format!("--txqueuelen {t} sets the queue to fifo:{t}; do not combine it with a different --queue"));
+            }
+            if up || down {
+                return Err(format!("--txqueuelen {t} sets both directions' queue to fifo:{t}; do not combine it with --queue-up/--queue-down"));
+            }
+        }
+        if up && down && !listed.is_empty() {
+            return Err("--queue-up and --queue-down set both directions; --queue has nothing left to set (drop it)".into());
+        }
+        if self.has("qdisc") && (!listed.is_empty() || up || down) {
+            return Err("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down".into());
+        }
+        let queues = if cfg.txqueuelen.is_some() || self.has("qdisc") {
+            vec![cfg.queue.clone()]
+        } else if up && down {
+            vec![cfg.queue_of(true).clone()]
+        } else {
+            listed
+        };
+        if let Some(q) = queues.first() {
+            cfg.queue = q.clone();
+        }
+        Ok((cfg, queues))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1181,6 +1228,35 @@ mod tests {
         }
         checked
     }
+
+    #[test]
+    fn one_resolution_checks_options_across_each_other() {
+        use crate::LabOverrides;
+        let of = |pairs: &[(&str, &str)]| {
+            let mut o = LabOverrides::default();
+            for (k, v) in pairs {
+                o.add(k, v).unwrap();
+            }
+            o.resolve(LabConfig::default())
+        };
+        let (c, q) = of(&[]).unwrap();
+        assert!(q.is_empty(), "no queue chosen: the caller's default");
+        assert_eq!(c.queue, LabConfig::default().queue);
+        let (c, q) = of(&[("queue", "fifo:10"), ("queue", "fq_codel")]).unwrap();
+        assert_eq!((q.len(), c.queue.clone()), (2, QueueSpec::Fifo { packets: 10 }));
+        let (c, q) = of(&[("txqueuelen", "5")]).unwrap();
+        assert_eq!((q, c.queue), (vec![QueueSpec::Fifo { packets: 5 }], QueueSpec::Fifo { packets: 5 }));
+        for (pairs, why) in [
+            (&[("txqueuelen", "5"), ("queue", "fifo:100")][..], "--txqueuelen 5 sets the queue"),
+            (&[("txqueuelen", "5"), ("queue-up", "fifo:100")][..], "--queue-up/--queue-down"),
+            (&[("queue-up", "fifo:10"), ("queue-down", "fifo:20"), ("queue", "fifo:30")][..], "--queue has nothing left"),
+            (&[("qdisc", "cake bandwidth 10mbit"), ("queue", "fifo:30")][..], "--qdisc replaces"),
+        ] {
+            let e = of(pairs).unwrap_err();
+            assert!(e.contains(why), "{pairs:?}: {e}");
+        }
+    }
+
 
     #[test]
     fn every_stated_default_is_the_configurations() {

@@ -127,7 +127,7 @@ pub fn write_tune_report(doc: &TuneDoc, dir: &std::path::Path) -> anyhow::Result
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let html = dir.join("tune.html");
-    std::fs::write(&html, crate::html::tune_html(doc)?).with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, tune_html(doc)?).with_context(|| format!("writing {}", html.display()))?;
     if !doc.steps.is_empty() {
         crate::plot::tune::tune_steps_png(doc, &dir.join("tune.steps.png"))?;
     }
@@ -136,4 +136,80 @@ pub fn write_tune_report(doc: &TuneDoc, dir: &std::path::Path) -> anyhow::Result
         crate::plot_runs(&runs, crate::PlotKind::Cdf, crate::Format::Png, &dir.join("tune.cdf.png"))?;
     }
     Ok(html)
+}
+
+/// `bloatlab tune --report`: the before/after table, what the search
+/// found, its steps (plot and table), then the two results compared.
+pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> anyhow::Result<String> {
+    use crate::fmt::esc;
+    use crate::html::{compare_body, page};
+    use crate::Run;
+    use std::fmt::Write as _;
+    let mut b = String::new();
+    let _ = writeln!(
+        b,
+        "<header><h1>bloatlab tune: {}</h1><p>Server {}; target: at most +{} ms under load; {}: {} ({}).</p></header>",
+        esc(&doc.wan),
+        esc(&doc.server),
+        crate::fmt::ms(doc.target_added_ms),
+        if doc.local.is_some() { "queue" } else { "shaper" },
+        esc(&doc.shaper),
+        esc(&doc.shaper_why)
+    );
+    b.push_str("<h2>Before and after</h2>\n<table class=\"compare\"><tbody>");
+    for (i, row) in tune_rows(doc).iter().enumerate() {
+        let tag = if i == 0 { "th" } else { "td" };
+        b.push_str("<tr>");
+        for c in row {
+            let _ = write!(b, "<{tag}>{}</{tag}>", esc(c));
+        }
+        b.push_str("</tr>");
+    }
+    b.push_str("</tbody></table>\n<ul>");
+    for l in tune_search_lines(doc) {
+        let _ = write!(b, "<li>{}</li>", esc(&l));
+    }
+    b.push_str("</ul>\n");
+    if let Some(p) = &doc.settings {
+        let _ = writeln!(b, "<h2>The setting</h2>\n<pre>{}</pre>", esc(&p.script()));
+    }
+    if let Some((l, s)) = doc.local.as_ref().and_then(|l| l.setting.map(|s| (l, s))) {
+        let _ = writeln!(b, "<h2>The setting</h2>\n<pre>{}</pre>", esc(&l.before.script(&s, l.bql_bytes.unwrap_or(0))));
+    }
+    if !doc.steps.is_empty() {
+        b.push_str("<h2>The search</h2>\n");
+        match crate::plot::tune::tune_steps_svg(doc) {
+            Ok(svg) => {
+                let _ = writeln!(
+                    b,
+                    "<figure class=\"plot-tune\">{}<figcaption>Each step: a short loaded test one way with the shaper at that rate (numbered in order). Green held the target (added latency at most the target, and not still rising), red did not.</figcaption></figure>",
+                    crate::fmt::svg_inline(&svg)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(b, "<p class=\"note\">No search plot: {}.</p>", esc(&e.to_string()));
+            }
+        }
+        b.push_str("<table class=\"compare\"><thead><tr><th>#</th><th>direction</th><th>shaper rate</th><th>goodput</th><th>added latency</th><th>held</th><th>time</th></tr></thead><tbody>");
+        for (i, s) in doc.steps.iter().enumerate() {
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ms{}</td><td>{}</td><td>{:.1} s</td></tr>",
+                i + 1,
+                bloatlab_tune::driver::word(s.direction),
+                s.step.rate_bps.map(crate::fmt::rate).unwrap_or_else(|| "-".into()),
+                crate::fmt::rate(s.step.goodput_bps),
+                crate::fmt::signed(s.step.added_ms),
+                if s.step.still_rising { ", still rising" } else { "" },
+                if s.step.held { "yes" } else { "no" },
+                s.seconds
+            );
+        }
+        b.push_str("</tbody></table>\n");
+    }
+    if let (Some(before), Some(after)) = (&doc.before, &doc.after) {
+        let runs = [Run { label: "before", result: before }, Run { label: "after", result: after }];
+        b.push_str(&compare_body(&runs)?);
+    }
+    Ok(page(&format!("bloatlab tune — {}", doc.wan), &b))
 }
