@@ -115,8 +115,9 @@ fn stock_kernel_aqms_and_netem_in_the_kernel() {
     let i = &r.idle.as_ref().unwrap().summary.latency;
     eprintln!("netem jitter 5ms loss 2%: idle RTT {:.1}..{:.1} ms, {:.1}% lost", i.min_ms, i.max_ms, i.loss_pct);
     // 40 ms +/- 2 x 5 ms: never below 30 (netem cannot deliver early), the
-    // top 1% left to the guest's scheduling (a TCG guest once put one probe
-    // of 251 at 66.7 ms while its p99 was 54.9).
-    assert!(i.min_ms >= 29.0 && i.p99_ms <= 65.0 && i.max_ms - i.min_ms > 5.0, "{i:?}");
+    // top decile left to the guest's scheduling (a TCG guest once put one
+    // probe of 251 at 66.7 ms while its p99 was 54.9; in a CI run with the
+    // release builds beside it, p99 66.2 and max 74.5 with p90 49.6).
+    assert!(i.min_ms >= 29.0 && i.p90_ms <= 56.0 && i.max_ms - i.min_ms > 5.0, "{i:?}");
     assert!(i.loss_pct > 0.0, "2% loss each way lost no probe: {i:?}");
 }
