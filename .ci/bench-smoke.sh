@@ -26,7 +26,7 @@ CASES=(
   "soak|bench/soak.sh 10|threads"
   "fuzz|bench/fuzz.sh 1000 20|inputs"
   "monitor-scale|bench/monitor.sh scale 3 5 1|ratio monitor/iputils ping"
-  "monitor-soak|bench/monitor.sh soak 5|rounds kept [1-9]"
+  "monitor-soak|bench/monitor.sh soak 35|rounds kept [1-9]"
   "monitor-fleet|bench/monitor.sh fleet 3 10|lost 0"
   "tune|SHARES=90 BUDGET=30s LINE='--rate-down 8mbit --rate-up 2mbit --queue fifo:300' bench/tune.sh|tune vs rule \\(goodput tune / rule\\): 90%: down [0-9]"
   "web_vs_cli|LINKS=aqm BROWSERS=firefox bench/web_vs_cli.sh|\\| aqm \\| firefox \\| A"
