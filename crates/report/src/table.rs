@@ -635,6 +635,10 @@ pub(crate) fn compare_grid(runs: &[(&str, &TestResult)]) -> Vec<Vec<String>> {
         push(&mut rows, Metric { name: "  RTT p50 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p50_ms)), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  RTT p90 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p90_ms)), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  RTT p99 ms".into(), values: get(&|p| (p.summary.latency.received > 0).then_some(p.summary.latency.p99_ms)), fmt: fmt_ms });
+        // The loaded part (metadata.latency_rule): what added latency reads,
+        // beside the RTT of every probe of the phase above.
+        push(&mut rows, Metric { name: "  Loaded p50 ms".into(), values: get(&|p| p.summary.loaded_p50_ms), fmt: fmt_ms });
+        push(&mut rows, Metric { name: "  Loaded from s".into(), values: get(&|p| p.summary.loaded_from_s), fmt: fmt_sig3 });
         push(&mut rows, Metric { name: "  Added latency ms".into(), values: get(&|p| p.summary.added_latency_ms), fmt: fmt_ms });
         push(&mut rows, Metric { name: "  Loss %".into(), values: get(&|p| (p.summary.latency.sent > 0).then_some(p.summary.latency.loss_pct)), fmt: fmt_pct });
         push(&mut rows, Metric { name: "  Responsiveness Hz".into(), values: get(&|p| p.summary.responsiveness_hz), fmt: fmt_sig3 });

@@ -306,6 +306,9 @@ pub fn build(spec: &Spec) -> TestResult {
     let idle_p50 = idle.summary.latency.p50_ms;
     let idle_w50 = idle.summary.witness_latency.map(|w| w.p50_ms);
     for p in &mut phases {
+        // the synthetic phases are level from their first second on
+        p.summary.loaded_p50_ms = Some(p.summary.latency.p50_ms);
+        p.summary.loaded_from_s = Some(1.0);
         p.summary.added_latency_ms = Some(r3(p.summary.latency.p50_ms - idle_p50));
         if let (Some(w), Some(i)) = (p.summary.witness_latency, idle_w50) {
             p.summary.witness_added_latency_ms = Some(r3(w.p50_ms - i));
