@@ -6,12 +6,12 @@
 //! `metrics_refused` line says why), 5 s to send the request's headers,
 //! 30 s per connection.
 use crate::metrics::Exposition;
-use bloatlab_serve::http::{Activity, Limits};
+use bloatlab_serve::http::{Activity, Limits, Protocols};
 use bloatlab_serve::{Log, Quota};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,9 +54,7 @@ pub fn serve(addr: SocketAddr, exp: Arc<Exposition>) -> Result<SocketAddr, Strin
                     async move { Ok::<_, Infallible>(r) }
                 })
             };
-            let conn = hyper::server::conn::http1::Builder::new().timer(TokioTimer::new()).header_read_timeout(LIMITS.first_request).serve_connection(TokioIo::new(sock), svc);
-            tokio::pin!(conn);
-            bloatlab_serve::http::drive(conn, &act, &LIMITS).await;
+            bloatlab_serve::http::serve(TokioIo::new(sock), svc, Protocols::Http1, &act, &LIMITS).await;
             drop(permit);
         })
     };

@@ -12,15 +12,15 @@
 //! endpoints live under a path derived from it (`wire::rpm_path_prefix`).
 //! One JSON log line per connection and per refusal.
 use crate::nq::{self, NqConfig};
-use bloatlab_serve::http::{Activity, InRequest, Limits};
-use bloatlab_serve::quota::{FairSlots, Slot};
+use bloatlab_serve::http::{Activity, InRequest, Limits, Protocols, H2};
+use bloatlab_serve::tls::{HandshakeEnd, TlsGate};
 use bloatlab_serve::{watch_peer, Log, Permit, Quota, HELLO_DEADLINE};
 use bloatlab_model::{RpmServe, ServerConfig};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full as FullBody, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use serde_json::json;
 use socket2::SockRef;
 use std::convert::Infallible;
@@ -29,16 +29,11 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsAcceptor;
 
 /// HTTP/2 streams one connection may have open at once.
 pub const MAX_STREAMS: u32 = 32;
-/// TLS handshakes in progress, all sources together (each bounded by
-/// HELLO_DEADLINE), shared fairly: when all are taken, a source below its
-/// share (256 / the sources handshaking) cuts the oldest handshake of the
-/// source holding the most ([`FairSlots`]), so a few sources dripping slow
-/// handshakes cannot lock every other client out.
-pub const MAX_TLS_HANDSHAKING: u32 = 256;
+/// TLS handshakes in progress at once (the serving stack's fair slots).
+pub use bloatlab_serve::tls::MAX_TLS_HANDSHAKING;
 /// A connection that has served its requests and has none in progress is
 /// closed after this long: clients open a fresh connection per foreign probe
 /// (the draft's method), and some (goresponsiveness) keep every one of them
@@ -112,7 +107,7 @@ struct Shared {
     prefix: String,
     public_name: Option<String>,
     conns: Arc<Quota>,
-    handshaking: Arc<FairSlots>,
+    tls: TlsGate,
     open: AtomicU32,
     served: AtomicU64,
     /// Where requests for other paths go.
@@ -126,7 +121,8 @@ impl RpmServer {
     /// `fallback` answers every other path (the browser test).
     pub fn start(cfg: &ServerConfig, rpm: &RpmServe, conns: Arc<Quota>, fallback: Option<Arc<dyn Fallback>>) -> Result<RpmServer, String> {
         rpm.validate()?;
-        let (tls, fingerprint) = crate::tls::server_config(&rpm.tls)?;
+        let (tls, fingerprint) = bloatlab_serve::tls::server_config(&rpm.tls)?;
+        let log = Log::new(cfg.quiet, "rpm_refused");
         let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
         let mut std_listeners = vec![];
         for b in &cfg.binds {
@@ -136,20 +132,19 @@ impl RpmServer {
         }
         let addrs: Vec<SocketAddr> = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
         let shared = Arc::new(Shared {
-            log: Log::new(cfg.quiet, "rpm_refused"),
+            log: log.clone(),
             max_duration: cfg.max_duration,
             idle_timeout: cfg.idle_timeout,
             prefix: prefix.clone(),
             public_name: rpm.public_name.clone(),
             conns,
-            handshaking: FairSlots::new(MAX_TLS_HANDSHAKING),
+            tls: TlsGate::new(tls, log),
             open: AtomicU32::new(0),
             served: AtomicU64::new(0),
             fallback,
         });
-        let acceptor = TlsAcceptor::from(tls);
         let sh = shared.clone();
-        bloatlab_serve::accept::serve_all(std_listeners, shared.conns.clone(), shared.log.clone(), move |tcp, peer, permit| admit(tcp, peer, permit, &acceptor, &sh))
+        bloatlab_serve::accept::serve_all(std_listeners, shared.conns.clone(), shared.log.clone(), move |tcp, peer, permit| admit(tcp, peer, permit, &sh))
             .map_err(|e| format!("RPM service: {e}"))?;
         Ok(RpmServer { addrs, fingerprint, prefix, self_signed: matches!(rpm.tls, bloatlab_model::RpmTls::SelfSigned { .. }), shared })
     }
@@ -182,37 +177,16 @@ fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
     sh.log.event(event, fields);
 }
 
-/// Admission after the connection quota: a TLS handshake slot, shared
-/// fairly among sources ([`FairSlots`]); the connection's future, cut
-/// (dropping its connection and permits, the log saying why) when a source
-/// below its share needs the slot before the handshake is done.
-fn admit(tcp: TcpStream, peer: SocketAddr, permit: Permit, acceptor: &TlsAcceptor, sh: &Arc<Shared>) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
-    let hs = match sh.handshaking.take(peer.ip()) {
-        Ok((slot, _)) => slot,
-        Err(_) => {
-            let held = sh.handshaking.held_by(peer.ip());
-            return Err(format!("{MAX_TLS_HANDSHAKING} connections are in their TLS handshake, {held} of them from your address (its share)"));
-        }
-    };
-    // a cut before the future first runs is kept by the Notify
-    let cut = Arc::new(tokio::sync::Notify::new());
-    let (c, log) = (cut.clone(), sh.log.clone());
-    sh.handshaking.on_cut(
-        &hs,
-        Box::new(move || {
-            c.notify_one();
-            log.refused(peer, format!("TLS handshake cut after the {MAX_TLS_HANDSHAKING} handshake slots filled: another source needed its share"));
-        }),
-    );
-    let (sh, acc) = (sh.clone(), acceptor.clone());
+/// Admission after the connection quota: a TLS handshake slot
+/// (`bloatlab_serve::tls`), then the connection's future.
+fn admit(tcp: TcpStream, peer: SocketAddr, permit: Permit, sh: &Arc<Shared>) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
+    let hs = sh.tls.admit(peer)?;
+    let sh = sh.clone();
     Ok(async move {
         let _open = Open::new(&sh);
         // shared with a request that takes the connection over (a WebSocket)
         let hold: Arc<dyn std::any::Any + Send + Sync> = Arc::new(permit);
-        tokio::select! {
-            _ = serve_conn(tcp, peer, acc, hs, &sh, hold) => {}
-            _ = cut.notified() => {}
-        }
+        serve_conn(tcp, peer, hs, &sh, hold).await
     })
 }
 
@@ -261,7 +235,7 @@ impl Active {
     }
 }
 
-async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs: Slot, sh: &Arc<Shared>, hold: Arc<dyn std::any::Any + Send + Sync>) {
+async fn serve_conn(tcp: TcpStream, peer: SocketAddr, hs: bloatlab_serve::tls::Handshake, sh: &Arc<Shared>, hold: Arc<dyn std::any::Any + Send + Sync>) {
     let local = tcp.local_addr().ok();
     let _ = tcp.set_nodelay(true);
     let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
@@ -269,23 +243,17 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
     let act = Activity::new();
     // a second handle on the socket: the load streams pace themselves by its TCP_INFO
     let sock = SockRef::from(&tcp).try_clone().ok();
-    let tls = match tokio::time::timeout(HELLO_DEADLINE, acceptor.accept(tcp)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
+    let tls = match hs.run(tcp).await {
+        Ok(s) => s,
+        Err(HandshakeEnd::Failed(e)) => {
             // The peer's doing (a scanner, a client that gave up): not a refusal.
             log(sh, "rpm_connection", json!({"client": peer.to_string(), "ended": format!("TLS handshake failed: {e}")}));
             return;
         }
-        Err(_) => {
-            sh.log.refused(peer, format!("no complete TLS handshake within {} s", HELLO_DEADLINE.as_secs()));
-            return;
-        }
+        // refusals, logged by the gate
+        Err(HandshakeEnd::Deadline | HandshakeEnd::Cut) => return,
     };
-    drop(hs);
-    let alpn = match tls.get_ref().1.alpn_protocol() {
-        Some(b"h2") => "h2",
-        _ => "http/1.1",
-    };
+    let alpn = bloatlab_serve::tls::alpn(&tls);
     let st = Arc::new(ConnStats { act: act.clone(), sock, hold: Some(hold), peer: Some(peer), local, bytes_down: AtomicU64::new(0), bytes_up: AtomicU64::new(0) });
     let svc = {
         let (sh, st) = (sh.clone(), st.clone());
@@ -294,21 +262,9 @@ async fn serve_conn(tcp: TcpStream, peer: SocketAddr, acceptor: TlsAcceptor, hs:
             async move { Ok::<_, Infallible>(handle(req, &sh, &st).await) }
         })
     };
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(HELLO_DEADLINE).keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(MAX_STREAMS)
-        .keep_alive_interval(Some(Duration::from_secs(10)))
-        .keep_alive_timeout(Duration::from_secs(20))
-        .initial_stream_window_size(H2_WINDOW)
-        .initial_connection_window_size(H2_WINDOW)
-        .max_send_buf_size(H2_SEND_BUFFER);
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), svc);
-    tokio::pin!(conn);
     let limits = Limits { first_request: HELLO_DEADLINE, idle: IDLE_AFTER_REQUEST.min(sh.idle_timeout), lifetime: sh.max_duration + sh.idle_timeout };
-    let ended = bloatlab_serve::http::drive(conn, &act, &limits).await;
+    let h2 = H2 { max_streams: MAX_STREAMS, window: H2_WINDOW, send_buffer: H2_SEND_BUFFER, keepalive: Duration::from_secs(10) };
+    let ended = bloatlab_serve::http::serve(TokioIo::new(tls), svc, Protocols::Auto(h2), &act, &limits).await;
     log(
         sh,
         "rpm_connection",
@@ -509,7 +465,7 @@ mod tests {
                 });
                 let req = Request::post(format!("https://127.0.0.1{}", nq::UPLOAD)).body(BodyExt::boxed(StreamBody::new(chunks))).unwrap();
                 let res = if h2 {
-                    let (mut send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await.unwrap();
+                    let (mut send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io).await.unwrap();
                     tokio::spawn(conn);
                     send.send_request(req).await.unwrap()
                 } else {

@@ -1,61 +1,14 @@
-//! TLS for the RPM service and client: the server's certificate (the
-//! user's PEM files or a self-signed one made at start), the client's trust
-//! (the system's roots, extra CA files, or none with `--insecure`), ALPN h2
-//! then http/1.1.
-use bloatlab_model::RpmTls;
+//! TLS of the RPM client: its trust (the system's roots, extra CA files,
+//! or none with `--insecure`), ALPN h2 then http/1.1. The server's side is
+//! the serving stack's (`bloatlab_serve::tls`).
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-pub const ALPN_H2: &[u8] = b"h2";
-pub const ALPN_H1: &[u8] = b"http/1.1";
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
-/// SHA-256 of a certificate, hex bytes joined by colons (what
-/// `openssl x509 -fingerprint -sha256` prints, in lower case).
-pub fn fingerprint(cert: &CertificateDer) -> String {
-    Sha256::digest(cert.as_ref()).iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
-}
-
-/// The server's TLS configuration and its leaf certificate's fingerprint.
-pub fn server_config(tls: &RpmTls) -> Result<(Arc<rustls::ServerConfig>, String), String> {
-    let (chain, key) = match tls {
-        RpmTls::SelfSigned { names } => {
-            let ck = rcgen::generate_simple_self_signed(names.clone())
-                .map_err(|e| format!("cannot make a self-signed certificate for {names:?}: {e}"))?;
-            let key = PrivateKeyDer::try_from(ck.signing_key.serialize_der())
-                .map_err(|e| format!("self-signed key: {e}"))?;
-            (vec![ck.cert.der().clone()], key)
-        }
-        RpmTls::Pem { cert_chain, key } => {
-            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_chain.as_bytes())
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("--rpm-cert: not a PEM certificate chain ({e})"))?;
-            if chain.is_empty() {
-                return Err("--rpm-cert: no CERTIFICATE block in the file".into());
-            }
-            let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
-                .map_err(|e| format!("--rpm-key: not a PEM private key ({e})"))?;
-            (chain, key)
-        }
-    };
-    let fp = fingerprint(&chain[0]);
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("the certificate and key do not go together: {e}"))?;
-    cfg.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_H1.to_vec()];
-    Ok((Arc::new(cfg), fp))
-}
+pub use bloatlab_serve::tls::{fingerprint, provider, ALPN_H1, ALPN_H2};
 
 /// The client's TLS configuration: ALPN h2 (load and self probes need
 /// HTTP/2), then http/1.1.
@@ -181,26 +134,5 @@ impl ServerCertVerifier for AnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_self_signed_certificate_loads_and_bad_pem_says_which_file() {
-        let (cfg, fp) = server_config(&RpmTls::SelfSigned { names: vec!["localhost".into(), "127.0.0.1".into()] }).unwrap();
-        assert_eq!(cfg.alpn_protocols[0], b"h2");
-        assert_eq!(fp.len(), 32 * 3 - 1);
-        let e = server_config(&RpmTls::Pem { cert_chain: "hello".into(), key: "x".into() }).unwrap_err();
-        assert!(e.starts_with("--rpm-cert: no CERTIFICATE"), "{e}");
-        let ck = rcgen::generate_simple_self_signed(vec!["a.test".into()]).unwrap();
-        let e = server_config(&RpmTls::Pem { cert_chain: ck.cert.pem(), key: "nope".into() }).unwrap_err();
-        assert!(e.starts_with("--rpm-key"), "{e}");
-        let other = rcgen::generate_simple_self_signed(vec!["b.test".into()]).unwrap();
-        let e = server_config(&RpmTls::Pem { cert_chain: ck.cert.pem(), key: other.signing_key.serialize_pem() }).unwrap_err();
-        assert!(e.contains("do not go together"), "{e}");
-        server_config(&RpmTls::Pem { cert_chain: ck.cert.pem(), key: ck.signing_key.serialize_pem() }).unwrap();
     }
 }

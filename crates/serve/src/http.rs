@@ -2,7 +2,9 @@
 //! come within [`Limits::first_request`], a connection with no request in
 //! progress is closed [`Limits::idle`] after its last one ended, and none
 //! lives longer than [`Limits::lifetime`]; each is closed gracefully (2 s
-//! for hyper to finish) and the reason returned for the log.
+//! for hyper to finish) and the reason returned for the log. [`serve`]
+//! builds the connection (HTTP/1.1, or HTTP/2 and HTTP/1.1 with HTTP/2's
+//! bounds) and drives it.
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -162,6 +164,73 @@ where
 {
     fn graceful(self: Pin<&mut Self>) {
         self.graceful_shutdown();
+    }
+}
+
+/// What a connection may speak.
+#[derive(Debug, Clone, Copy)]
+pub enum Protocols {
+    /// HTTP/1.1 (with upgrades: WebSockets): the plain listeners.
+    Http1,
+    /// HTTP/2 or HTTP/1.1, whichever the connection opens with (after TLS,
+    /// what ALPN chose), HTTP/2 within these bounds.
+    Auto(H2),
+}
+
+/// HTTP/2's bounds on one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct H2 {
+    /// Streams open at once.
+    pub max_streams: u32,
+    /// The flow-control window granted, per stream and per connection
+    /// (fixed, not adaptive).
+    pub window: u32,
+    /// Bytes buffered per stream towards the peer.
+    pub send_buffer: usize,
+    /// A PING this often; closed when one is not answered within `keepalive * 2`.
+    pub keepalive: Duration,
+}
+
+/// Serve one connection with `svc` (which marks its requests in `act`)
+/// until it ends or `limits` close it: request headers within
+/// `limits.first_request`, keep-alive on.
+pub async fn serve<I, S, B>(io: I, svc: S, protocols: Protocols, act: &Activity, limits: &Limits) -> Ended
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>> + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    use hyper_util::rt::{TokioExecutor, TokioTimer};
+    match protocols {
+        Protocols::Http1 => {
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.first_request)
+                .keep_alive(true)
+                .serve_connection(io, svc)
+                .with_upgrades();
+            tokio::pin!(conn);
+            drive(conn, act, limits).await
+        }
+        Protocols::Auto(h2) => {
+            let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            b.http1().timer(TokioTimer::new()).header_read_timeout(limits.first_request).keep_alive(true);
+            b.http2()
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(h2.max_streams)
+                .keep_alive_interval(Some(h2.keepalive))
+                .keep_alive_timeout(h2.keepalive * 2)
+                .initial_stream_window_size(h2.window)
+                .initial_connection_window_size(h2.window)
+                .max_send_buf_size(h2.send_buffer);
+            let conn = b.serve_connection_with_upgrades(io, svc);
+            tokio::pin!(conn);
+            drive(conn, act, limits).await
+        }
     }
 }
 

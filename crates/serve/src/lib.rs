@@ -9,8 +9,11 @@
 //! * [`runtime`]: the one tokio runtime of a process;
 //! * [`accept`]: the accept loop (accept, take the connection quota, admit
 //!   or refuse with the reason logged, spawn);
-//! * [`http`]: a hyper connection driven within its limits (a first request
-//!   in time, closed when idle, a lifetime), ended with the reason.
+//! * [`tls`]: the HTTPS listeners' certificate and handshakes (fair slots,
+//!   a deadline, refusals logged);
+//! * [`http`]: one hyper connection (HTTP/1.1, or HTTP/2 within its bounds)
+//!   driven within its limits (a first request in time, closed when idle, a
+//!   lifetime), ended with the reason.
 //!
 //! The bloatlab protocol server (engine, threads), the RPM endpoints, the
 //! browser test and the monitor's `/metrics` (tokio, hyper) plug their
@@ -22,6 +25,7 @@ pub mod log;
 pub mod quota;
 pub mod runtime;
 pub mod socket;
+pub mod tls;
 
 pub use log::{log_line, Log};
 pub use quota::{full_reason, source_of, Full, Permit, Quota};

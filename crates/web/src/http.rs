@@ -6,9 +6,9 @@
 //! progress. A refused connection is closed at once; the log says why.
 use crate::{route, Web};
 use bloatlab_rpm::server::ConnInfo;
-use bloatlab_serve::http::{Activity, Limits};
+use bloatlab_serve::http::{Activity, Limits, Protocols};
 use bloatlab_serve::{watch_peer, HELLO_DEADLINE};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use socket2::SockRef;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -43,14 +43,7 @@ pub(crate) async fn serve(tcp: tokio::net::TcpStream, peer: std::net::SocketAddr
             }
         })
     };
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HELLO_DEADLINE)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(tcp), svc)
-        .with_upgrades();
-    tokio::pin!(conn);
     let limits = Limits { first_request: HELLO_DEADLINE, idle: web.cfg.idle_timeout, lifetime: web.cfg.max_duration + web.cfg.idle_timeout };
-    bloatlab_serve::http::drive(conn, &act, &limits).await;
+    bloatlab_serve::http::serve(TokioIo::new(tcp), svc, Protocols::Http1, &act, &limits).await;
     drop(hold);
 }
