@@ -80,6 +80,6 @@ pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
 pub use settle::{DrainRule, LoadedRule, PhaseLength, SettleRule, DRAIN_RULE, LOADED_RULE, SETTLE_RULE};
 pub use monitor::{Budget, BudgetPeriod, Database, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB, MONITOR_OPTIONS};
-pub use server_options::SERVER_OPTIONS;
+pub use server_options::{ServerSetup, SERVER_OPTIONS, SERVER_SETUP_OPTIONS};
 pub use tune::{TuneConfig, TuneShaper, TuneTarget, TuneTest, DEFAULT_TUNE_STATE_DIR, TUNE_OPTIONS};
 pub use web::{HouseholdPlan, Profile, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT, HOUSEHOLD_PHASE};

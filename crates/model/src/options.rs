@@ -1265,7 +1265,8 @@ mod tests {
             + stated_defaults_are_the_defaults::<crate::MonitorConfig>()
             + stated_defaults_are_the_defaults::<crate::TuneConfig>()
             + stated_defaults_are_the_defaults::<crate::RpmConfig>()
-            + stated_defaults_are_the_defaults::<crate::ServerConfig>();
+            + stated_defaults_are_the_defaults::<crate::ServerConfig>()
+            + stated_defaults_are_the_defaults::<crate::ServerSetup>();
         assert!(n >= 20, "only {n} stated defaults checked");
     }
 
@@ -1284,6 +1285,7 @@ mod tests {
         examples_are_canonical_and_not_the_default::<LabConfig>();
         examples_are_canonical_and_not_the_default::<crate::RpmConfig>();
         examples_are_canonical_and_not_the_default::<crate::ServerConfig>();
+        examples_are_canonical_and_not_the_default::<crate::ServerSetup>();
     }
 
     #[test]

@@ -5,7 +5,7 @@ use anyhow::{anyhow, Result};
 use bloatlab_engine::server::Server;
 use bloatlab_host::signals;
 use crate::options::OptionArgs;
-use bloatlab_model::{ServerConfig, DEFAULT_PORT};
+use bloatlab_model::{ServerConfig, ServerSetup};
 use clap::Args;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -13,138 +13,79 @@ use std::time::Duration;
 
 #[derive(Args, Debug, Clone)]
 pub struct ServerArgs {
-    /// Address to listen on (repeatable); default [::] dual-stack, 0.0.0.0 if IPv6 is off.
-    #[arg(long = "bind", value_name = "ADDR")]
-    pub bind: Vec<String>,
-    /// TCP and UDP port.
-    #[arg(long, short, default_value_t = DEFAULT_PORT, value_name = "PORT")]
-    pub port: u16,
+    /// The addresses, files and services (model::SERVER_SETUP_OPTIONS, defined once).
+    #[command(flatten)]
+    pub setup: OptionArgs<ServerSetup>,
     /// The limits and manners (model::SERVER_OPTIONS, defined once).
     #[command(flatten)]
     pub limits: OptionArgs<ServerConfig>,
-    /// Require the shared secret in FILE (at least 16 bytes; surrounding
-    /// whitespace ignored): clients answer an HMAC-SHA256 challenge on every
-    /// connection and sign every probe. Default: an open server.
-    #[arg(long, value_name = "FILE")]
-    pub secret_file: Option<std::path::PathBuf>,
-    /// HTTPS port of the IETF responsiveness (RPM) endpoints for
-    /// networkQuality-style clients and `bloatlab rpm` (0 = pick one).
-    #[arg(long, default_value_t = bloatlab_model::DEFAULT_RPM_PORT, value_name = "PORT")]
-    pub rpm_port: u16,
-    /// Serve only the bloatlab protocol, no RPM endpoints.
-    #[arg(long, conflicts_with_all = ["rpm_port", "rpm_cert", "rpm_key", "rpm_name"])]
-    pub no_rpm: bool,
-    /// Certificate chain (PEM) of the RPM endpoints [default: a self-signed
-    /// certificate made at start; its SHA-256 is printed].
-    #[arg(long, value_name = "FILE", requires = "rpm_key")]
-    pub rpm_cert: Option<std::path::PathBuf>,
-    /// Private key (PEM) of --rpm-cert.
-    #[arg(long, value_name = "FILE", requires = "rpm_cert")]
-    pub rpm_key: Option<std::path::PathBuf>,
-    /// Host name the RPM configuration's URLs use [default: the name the client asked for].
-    #[arg(long, value_name = "HOST")]
-    pub rpm_name: Option<String>,
-    /// Plain-HTTP port of the browser test (also served on the HTTPS port
-    /// of the RPM endpoints); 0 = pick one.
-    #[arg(long, default_value_t = bloatlab_model::DEFAULT_WEB_PORT, value_name = "PORT")]
-    pub web_port: u16,
-    /// Serve no browser test.
-    #[arg(long, conflicts_with_all = ["web_port", "web_results", "web_public"])]
-    pub no_web: bool,
-    /// Serve the browser test even with --secret-file. A page cannot keep a
-    /// secret: anyone who reaches the web port can run tests (within the
-    /// server's limits). Without this, a server with a secret serves no page.
-    #[arg(long)]
-    pub web_public: bool,
-    /// Keep browser results in DIR, each with a permalink (/r/ID); bounded
-    /// by --web-results-max, 1 GiB in all and --web-results-per-hour per source.
-    #[arg(long, value_name = "DIR")]
-    pub web_results: Option<std::path::PathBuf>,
-    /// Most browser results kept (the oldest go first).
-    #[arg(long, default_value_t = bloatlab_model::WebResults::new(Default::default()).max_count, value_name = "N", requires = "web_results")]
-    pub web_results_max: u32,
-    /// Browser results one source (an IPv4 address or IPv6 /64) may keep per hour.
-    #[arg(long, default_value_t = bloatlab_model::WebResults::new(Default::default()).per_source_per_hour, value_name = "N", requires = "web_results")]
-    pub web_results_per_hour: u32,
-    /// Record each kept result's client address (in DIR/ID.source; off by default).
-    #[arg(long, requires = "web_results")]
-    pub web_results_keep_addresses: bool,
 }
 
-impl ServerArgs {
-    /// The RPM service, its certificate files read here at the edge.
-    fn rpm_serve(&self, binds: &[SocketAddr]) -> Result<Option<bloatlab_model::RpmServe>> {
-        use bloatlab_model::{RpmServe, RpmTls};
-        if self.no_rpm {
-            return Ok(None);
-        }
-        let read = |p: &std::path::Path, flag: &str| {
-            std::fs::read_to_string(p).map_err(|e| anyhow!("{flag} {}: {e}", p.display()))
-        };
-        let tls = match (&self.rpm_cert, &self.rpm_key) {
-            (Some(c), Some(k)) => RpmTls::Pem { cert_chain: read(c, "--rpm-cert")?, key: read(k, "--rpm-key")? },
-            _ => {
-                // Names a client may use: the given one, localhost, the bound
-                // addresses and this host's name.
-                let mut names: Vec<String> = self.rpm_name.iter().cloned().collect();
-                names.push("localhost".into());
-                for b in binds {
-                    if !b.ip().is_unspecified() {
-                        names.push(b.ip().to_string());
-                    } else {
-                        names.push("127.0.0.1".into());
-                        names.push("::1".into());
-                    }
-                }
-                let h = bloatlab_host::hostname();
-                if !h.is_empty() {
-                    names.push(h);
-                }
-                names.dedup();
-                RpmTls::SelfSigned { names }
-            }
-        };
-        Ok(Some(RpmServe { port: self.rpm_port, public_name: self.rpm_name.clone(), tls }))
+/// The RPM service, its certificate files read here at the edge.
+fn rpm_serve(s: &ServerSetup, binds: &[SocketAddr]) -> Result<Option<bloatlab_model::RpmServe>> {
+    use bloatlab_model::{RpmServe, RpmTls};
+    if s.no_rpm {
+        return Ok(None);
     }
+    let read = |p: &std::path::Path, flag: &str| std::fs::read_to_string(p).map_err(|e| anyhow!("{flag} {}: {e}", p.display()));
+    let tls = match (&s.rpm_cert, &s.rpm_key) {
+        (Some(c), Some(k)) => RpmTls::Pem { cert_chain: read(c, "--rpm-cert")?, key: read(k, "--rpm-key")? },
+        _ => {
+            // Names a client may use: the given one, localhost, the bound
+            // addresses and this host's name.
+            let mut names: Vec<String> = s.rpm_name.iter().cloned().collect();
+            names.push("localhost".into());
+            for b in binds {
+                if !b.ip().is_unspecified() {
+                    names.push(b.ip().to_string());
+                } else {
+                    names.push("127.0.0.1".into());
+                    names.push("::1".into());
+                }
+            }
+            let h = bloatlab_host::hostname();
+            if !h.is_empty() {
+                names.push(h);
+            }
+            names.dedup();
+            RpmTls::SelfSigned { names }
+        }
+    };
+    Ok(Some(RpmServe { port: s.rpm_port, public_name: s.rpm_name.clone(), tls }))
 }
 
 impl ServerArgs {
     pub fn config(&self) -> Result<ServerConfig> {
+        let s = self.setup.0.resolve().map_err(|e| anyhow!(e))?;
         let mut binds = vec![];
-        for b in &self.bind {
-            let addr: SocketAddr = if let Ok(ip) = b.parse::<std::net::IpAddr>() {
-                SocketAddr::new(ip, self.port)
-            } else {
-                b.parse().map_err(|_| anyhow!("--bind {b}: not an IP address (examples: 127.0.0.1, ::1, [::1]:9770)"))?
+        for b in &s.bind {
+            // checked by the option's parser: an address, or an address and port
+            let addr = match b.parse::<std::net::IpAddr>() {
+                Ok(ip) => SocketAddr::new(ip, s.port),
+                Err(_) => b.parse().map_err(|_| anyhow!("--bind {b}: not an IP address"))?,
             };
             binds.push(addr);
         }
         if binds.is_empty() {
-            binds.push(SocketAddr::from(([0u16; 8], self.port)));
+            binds.push(SocketAddr::from(([0u16; 8], s.port)));
         }
-        let rpm = self.rpm_serve(&binds)?;
-        let web = if self.no_web || (self.secret_file.is_some() && !self.web_public) {
+        let rpm = rpm_serve(&s, &binds)?;
+        let web = if s.no_web || (s.secret_file.is_some() && !s.web_public) {
             None
         } else {
-            let results = self.web_results.as_ref().map(|d| {
+            let results = s.web_results.as_ref().map(|d| {
                 let mut r = bloatlab_model::WebResults::new(d.clone());
-                r.max_count = self.web_results_max;
-                r.per_source_per_hour = self.web_results_per_hour;
-                r.keep_addresses = self.web_results_keep_addresses;
+                r.max_count = s.web_results_max;
+                r.per_source_per_hour = s.web_results_per_hour;
+                r.keep_addresses = s.web_results_keep_addresses;
                 r
             });
-            Some(bloatlab_model::WebServe { port: self.web_port, results })
+            Some(bloatlab_model::WebServe { port: s.web_port, results })
         };
-        if self.web_results.is_some() && web.is_none() {
-            return Err(anyhow!("--web-results: the browser test is off (--secret-file without --web-public)"));
-        }
-        if self.web_results_max == 0 || self.web_results_per_hour == 0 {
-            return Err(anyhow!("--web-results-max and --web-results-per-hour must be at least 1"));
-        }
         let mut cfg = ServerConfig::default();
         self.limits.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
         cfg.binds = binds;
-        cfg.secret = self.secret_file.as_deref().map(read_secret).transpose()?;
+        cfg.secret = s.secret_file.as_deref().map(read_secret).transpose()?;
         cfg.rpm = rpm;
         cfg.web = web;
         cfg.validate().map_err(|e| anyhow!(e))?;
