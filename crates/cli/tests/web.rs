@@ -451,6 +451,7 @@ fn the_web_endpoints_stay_bounded_under_abuse() {
     // 7. An oversized report is refused; a report that does not fit its test too.
     let (st, e) = http(&base, "POST", &format!("/api/result?s={id}"), &vec![b' '; 5 << 20]);
     assert_eq!(st, 413, "{e}");
+    assert!(e.contains("the report could not be read (at most 4 MiB)"), "{e}");
     let (st, e) = http(&base, "POST", &format!("/api/result?s={id}"), b"{\"start_ms\":1}");
     assert_eq!(st, 400, "{e}");
     assert!(e.contains("not a browser test report"), "{e}");

@@ -4,7 +4,8 @@
 //! lives longer than [`Limits::lifetime`]; each is closed gracefully (2 s
 //! for hyper to finish) and the reason returned for the log. [`serve`]
 //! builds the connection (HTTP/1.1, or HTTP/2 and HTTP/1.1 with HTTP/2's
-//! bounds) and drives it.
+//! bounds) and drives it; [`read_body`] reads a request's body within a
+//! bound.
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -234,6 +235,26 @@ where
     }
 }
 
+/// A request's whole body, at most `max` bytes; past that (or when the
+/// body fails) the reason, naming `what` and the bound, for a 413 answer.
+pub async fn read_body(body: hyper::body::Incoming, max: usize, what: &str) -> Result<bytes::Bytes, String> {
+    use http_body_util::BodyExt;
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) => Err(format!("{what} could not be read (at most {}): {e}", size(max))),
+    }
+}
+
+fn size(n: usize) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1024 && n % 1024 == 0 {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// Drive `conn` until it ends or `limits` close it; `act` is the activity
 /// its service marks.
 pub async fn drive<C, E>(mut conn: Pin<&mut C>, act: &Activity, limits: &Limits) -> Ended
@@ -285,5 +306,12 @@ mod tests {
         assert_eq!(a.requests(), 1);
         assert_eq!(Ended::Idle(Duration::from_millis(500)).to_string(), "idle 500 ms after its last request");
         assert_eq!(Ended::NoRequest(Duration::from_secs(5)).to_string(), "no request within 5 s");
+    }
+
+    #[test]
+    fn a_body_bound_is_said_in_the_unit_it_was_set_in() {
+        assert_eq!(size(4 << 20), "4 MiB");
+        assert_eq!(size(64 * 1024), "64 KiB");
+        assert_eq!(size(1000), "1000 bytes");
     }
 }

@@ -34,7 +34,7 @@ use bloatlab_serve::{Full, Log, Quota};
 use bloatlab_model::{ServerConfig, Profile, WebPlan, WebServe};
 use bloatlab_rpm::server::{Body, ConnInfo, Fallback};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full as FullBody, Limited};
+use http_body_util::{BodyExt, Full as FullBody};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
@@ -321,9 +321,9 @@ async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respo
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
-    let body = match Limited::new(req.into_body(), result::MAX_REPORT_BYTES).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the report could not be read (at most {} bytes): {e}", result::MAX_REPORT_BYTES)),
+    let body = match bloatlab_serve::http::read_body(req.into_body(), result::MAX_REPORT_BYTES, "the report").await {
+        Ok(b) => b,
+        Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, e),
     };
     let rep: result::PageReport = match serde_json::from_slice(&body) {
         Ok(r) => r,
@@ -503,9 +503,9 @@ async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Re
     if kind == rtc::Kind::Call && s.plan.household.is_none() {
         return refuse(StatusCode::BAD_REQUEST, "only the household test has a call");
     }
-    let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the offer could not be read (at most 64 KiB): {e}")),
+    let body = match bloatlab_serve::http::read_body(req.into_body(), 64 * 1024, "the offer").await {
+        Ok(b) => b,
+        Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, e),
     };
     let offer: str0m::change::SdpOffer = match serde_json::from_slice(&body) {
         Ok(o) => o,
