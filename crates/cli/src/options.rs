@@ -20,7 +20,7 @@ pub type LoadArgs = OptionArgs<TestConfig>;
 /// canonically) by the model's parser, so clap reports a bad value with the
 /// model's message.
 fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
-    let mut a = Arg::new(o.long).long(o.long).help(o.help).value_name(o.value_name);
+    let mut a = Arg::new(o.long).long(o.long).help(o.help()).value_name(o.value_name);
     if let Some(c) = o.short {
         a = a.short(c);
     }
@@ -193,7 +193,10 @@ impl Args for MonitorDbArgs {
     fn augment_args(cmd: Command) -> Command {
         // the monitor's definition; history opens a database, never creates one
         augment::<MonitorConfig>(cmd, monitor_db).mut_arg("db", |a| {
-            a.help("The monitor's database to read: a SQLite file or a PostgreSQL database, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (opened, never created: a missing one is refused) [default: bloatlab-monitor.sqlite]")
+            a.help(format!(
+                "The monitor's database to read: a SQLite file or a PostgreSQL database, postgres://USER[:PASSWORD]@HOST[:PORT]/DB (opened, never created: a missing one is refused) [default: {}]",
+                bloatlab_model::DEFAULT_MONITOR_DB
+            ))
         })
     }
     fn augment_args_for_update(cmd: Command) -> Command {

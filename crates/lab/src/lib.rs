@@ -28,5 +28,5 @@ pub mod state;
 pub mod sys;
 
 pub use lab::{backend, emulator_config, kernel_support, probe_qdiscs, validate, Host, Lab, QdiscSupport, QueueTarget, PROBED_QDISCS};
-pub use run::{check_test_options, lab_test_config, lab_test_defaults, phase_queues, LabProgress, ProgressFn, RunOptions, RunOutcome};
+pub use run::{check_test_options, lab_test_config, phase_queues, LabProgress, ProgressFn, RunOptions, RunOutcome};
 pub use session::Session;

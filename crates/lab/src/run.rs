@@ -5,7 +5,7 @@ use crate::lab::Lab;
 use crate::sampler::Sampler;
 use bloatlab_host::signals;
 use anyhow::{anyhow, bail, Context, Result};
-use bloatlab_model::{Backend, Job, Placement, QueueSpec, Scenario, ServerConfig, TestConfig, TestOverrides};
+use bloatlab_model::{Backend, Job, Placement, QueueSpec, ServerConfig, TestConfig, TestOverrides};
 use bloatlab_results::{EmulatorRecord, LabHost, LabInfo, LabRecord, QueueSampler, TestResult};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -38,7 +38,7 @@ impl std::fmt::Debug for ProgressFn {
 /// Options of one test run inside a built lab.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// The user's `bloatlab test` options on top of [`lab_test_defaults`].
+    /// The user's `bloatlab test` options on top of [`LabConfig::test_defaults`](bloatlab_model::LabConfig::test_defaults).
     pub test: TestOverrides,
     /// The `bloatlab test` options as the user wrote them (after `--`), for the record.
     pub engine_args: Vec<String>,
@@ -48,7 +48,7 @@ pub struct RunOptions {
     pub command: Vec<String>,
     /// Called with the run's progress a few times a second.
     pub progress: Option<ProgressFn>,
-    /// Run exactly this test instead of [`lab_test_defaults`] with `test`
+    /// Run exactly this test instead of [`LabConfig::test_defaults`](bloatlab_model::LabConfig::test_defaults) with `test`
     /// over them (`bloatlab lab --tune`'s tests); its server becomes the
     /// lab's server.
     pub config: Option<TestConfig>,
@@ -61,29 +61,6 @@ pub struct RunOutcome {
     pub interrupted_by: i32,
     /// Set when the test ended early on its own (exit status 1 with a partial result).
     pub failure: Option<String>,
-}
-
-/// The test a lab runs unless the user says otherwise: one upload, 18 s (a
-/// cubic flow needs ~13-15 s to fill a 1000-packet FIFO at 10 Mbit/s: HyStart
-/// leaves slow start early), 2 s idle baseline, probes every 50 ms (in a
-/// packet-limited FIFO every probe takes a slot; at 10 ms to server and
-/// witness, probes would be ~20% of a 10 Mbit/s FIFO's packets), the lab's
-/// congestion control, and a pause between scenarios long enough for a full
-/// bottleneck to drain (a 1000-packet FIFO at 10 Mbit/s holds 1.2 s, more
-/// than the engine's default 1 s).
-pub fn lab_test_defaults(cfg: &bloatlab_model::LabConfig) -> TestConfig {
-    let pause_ms = (cfg.longest_queue_delay_ms() * 1.5 + 500.0).clamp(1000.0, 60_000.0).ceil();
-    TestConfig {
-        scenarios: vec![Scenario::new(1, 0)],
-        duration: Duration::from_secs(18),
-        idle: Duration::from_secs(2),
-        probe_interval: Duration::from_millis(50),
-        pause: Duration::from_millis(pause_ms as u64),
-        cc: cfg.cc.clone(),
-        port: cfg.port,
-        witness: Some("witness".into()),
-        ..Default::default()
-    }
 }
 
 /// Each phase's queue statistics, computed once where the lab's queue
@@ -102,7 +79,7 @@ pub fn check_test_options(cfg: &bloatlab_model::LabConfig, user: &TestOverrides)
 /// The lab's hosts by role, as `--ping`, `--witness` and the server may name them.
 pub const ROLES: [&str; 4] = ["client", "router", "server", "witness"];
 
-/// The test a lab runs: [`lab_test_defaults`], the user's options over
+/// The test a lab runs: [`LabConfig::test_defaults`](bloatlab_model::LabConfig::test_defaults), the user's options over
 /// them, and the lab's hosts where the options name a role (`--ping
 /// router`, `--witness server`); `addr_of` gives a role's address. Checked.
 pub fn lab_test_config(
@@ -111,7 +88,7 @@ pub fn lab_test_config(
     addr_of: &dyn Fn(&str) -> Option<String>,
     command: Vec<String>,
 ) -> Result<TestConfig> {
-    let mut test = lab_test_defaults(cfg);
+    let mut test = cfg.test_defaults();
     user.apply(&mut test).map_err(|e| anyhow!("after `--`: {e}"))?;
     let with_port = |a: String| if a.contains(':') { format!("[{a}]:{}", cfg.port) } else { format!("{a}:{}", cfg.port) };
     let role = |r: &str| addr_of(r).ok_or_else(|| anyhow!("the lab has no {r} host"));
@@ -499,15 +476,4 @@ impl Lab {
 mod tests {
     use super::*;
 
-    #[test]
-    fn test_defaults_drain_the_queue_between_scenarios() {
-        let c = bloatlab_model::LabConfig::default();
-        let t = lab_test_defaults(&c);
-        // 1000 packets at 10 Mbit/s hold 1211.2 ms: the pause is 1.5 x that + 0.5 s
-        assert_eq!(t.pause, Duration::from_millis(2317));
-        assert_eq!((t.cc.as_str(), t.scenarios.len(), t.probe_interval), ("cubic", 1, Duration::from_millis(50)));
-        let small = bloatlab_model::LabConfig { queue: QueueSpec::Fifo { packets: 10 }, ..Default::default() };
-        assert_eq!(lab_test_defaults(&small).pause, Duration::from_secs(1));
-        t.validate().unwrap();
-    }
 }

@@ -145,11 +145,38 @@ impl Default for LabConfig {
 }
 
 /// Whether a lab id is 6 lowercase hex digits.
+/// The queues `bloatlab lab` compares when no option chooses one: a deep
+/// FIFO and a short one.
+pub const DEMO_QUEUES: [QueueSpec; 2] = [QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }];
+
 pub fn valid_lab_id(id: &str) -> bool {
     id.len() == 6 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl LabConfig {
+    /// The test a lab runs unless the user says otherwise: one upload, 18 s (a
+    /// cubic flow needs ~13-15 s to fill a 1000-packet FIFO at 10 Mbit/s: HyStart
+    /// leaves slow start early), 2 s idle baseline, probes every 50 ms (in a
+    /// packet-limited FIFO every probe takes a slot; at 10 ms to server and
+    /// witness, probes would be ~20% of a 10 Mbit/s FIFO's packets), the lab's
+    /// congestion control, and a pause between scenarios long enough for a full
+    /// bottleneck to drain (a 1000-packet FIFO at 10 Mbit/s holds 1.2 s, more
+    /// than the engine's default 1 s).
+    pub fn test_defaults(&self) -> crate::TestConfig {
+        let pause_ms = (self.longest_queue_delay_ms() * 1.5 + 500.0).clamp(1000.0, 60_000.0).ceil();
+        crate::TestConfig {
+            scenarios: vec![crate::Scenario::new(1, 0)],
+            duration: Duration::from_secs(18),
+            idle: Duration::from_secs(2),
+            probe_interval: Duration::from_millis(50),
+            pause: Duration::from_millis(pause_ms as u64),
+            cc: self.cc.clone(),
+            port: self.port,
+            witness: Some("witness".into()),
+            ..Default::default()
+        }
+    }
+
     /// The queue of one direction (upload = client→server).
     pub fn queue_of(&self, up: bool) -> &QueueSpec {
         let o = if up { &self.queue_up } else { &self.queue_down };
@@ -352,6 +379,18 @@ impl LabConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_defaults_drain_the_queue_between_scenarios() {
+        let c = crate::LabConfig::default();
+        let t = c.test_defaults();
+        // 1000 packets at 10 Mbit/s hold 1211.2 ms: the pause is 1.5 x that + 0.5 s
+        assert_eq!(t.pause, Duration::from_millis(2317));
+        assert_eq!((t.cc.as_str(), t.scenarios.len(), t.probe_interval), ("cubic", 1, Duration::from_millis(50)));
+        let small = crate::LabConfig { queue: crate::QueueSpec::Fifo { packets: 10 }, ..Default::default() };
+        assert_eq!(small.test_defaults().pause, Duration::from_secs(1));
+        t.validate().unwrap();
+    }
 
     #[test]
     fn backend_choice_labels_and_analytic() {

@@ -24,7 +24,7 @@ use crate::queue::QueueSpec;
 use crate::ping::PingTarget;
 use crate::rpm::RpmDirection;
 use crate::scenario::{list_name, Ramp, Scenario};
-use crate::units::{fmt_duration, fmt_rate_tc, parse_bytes, parse_duration};
+use crate::units::{fmt_bytes, fmt_duration, fmt_rate_tc, parse_bytes, parse_duration};
 use crate::Rate;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -71,6 +71,16 @@ pub trait Configurable: Default + 'static {
     /// The command whose options these are, for messages: "`bloatlab test`".
     const COMMAND: &'static str;
     fn options() -> &'static [OptionDef<Self>];
+    /// Named configurations of `Self` whose values the help states after
+    /// the default (`bloatlab lab`'s test: `[default: 5s; lab: 18s]`).
+    fn profiles() -> Vec<(&'static str, Self)> {
+        Vec::new()
+    }
+    /// A default held elsewhere than in `Self::default()`, spelled as the
+    /// option's values (`bloatlab lab`'s two demo queues).
+    fn default_elsewhere(_long: &str) -> Option<String> {
+        None
+    }
 }
 
 impl Configurable for TestConfig {
@@ -78,12 +88,22 @@ impl Configurable for TestConfig {
     fn options() -> &'static [TestOption] {
         TEST_OPTIONS
     }
+    fn profiles() -> Vec<(&'static str, Self)> {
+        vec![("lab", LabConfig::default().test_defaults())]
+    }
+    fn default_elsewhere(long: &str) -> Option<String> {
+        // unset without --udp (the argument is not given then)
+        (long == "udp-size").then(|| UDP_PAYLOAD_DEFAULT.to_string())
+    }
 }
 
 impl Configurable for LabConfig {
     const COMMAND: &'static str = "`bloatlab lab`";
     fn options() -> &'static [LabOption] {
         LAB_OPTIONS
+    }
+    fn default_elsewhere(long: &str) -> Option<String> {
+        (long == "queue").then(|| crate::lab::DEMO_QUEUES.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(","))
     }
 }
 
@@ -99,8 +119,11 @@ pub struct OptionDef<T: 'static> {
     pub long: &'static str,
     pub short: Option<char>,
     pub value_name: &'static str,
-    /// The help text, ending with the defaults (`[default: 5s; lab: 18s]`).
-    pub help: &'static str,
+    /// What the option does. The help ([`OptionDef::help`]) adds the
+    /// defaults, spelled from the configurations themselves; a default no
+    /// value spells is stated here in words at the end (`[default: each
+    /// host's]`, `[lab: --cc]`), and only such a one.
+    pub doc: &'static str,
     pub arity: Arity,
     pub shape: Shape,
     /// Fixed words the value is one of (for completions), if any.
@@ -167,6 +190,29 @@ impl<T: Configurable> OptionDef<T> {
         }
     }
 
+    /// The help text: the doc, then the defaults of `T::default()` and of
+    /// `T`'s profiles as the option spells them (`[default: 5s; lab: 18s]`),
+    /// where the doc states no default in words.
+    pub fn help(&self) -> String {
+        let (about, words) = stated_defaults(self.doc);
+        let spelled = |t: &T| Some(self.get(t)).filter(|v| !v.is_empty()).map(|v| v.join(","));
+        let d = T::default();
+        let mut parts = Vec::new();
+        let word = |key: &str| words.iter().find(|(k, _)| *k == key).map(|(_, w)| w.to_string());
+        if let Some(v) = word("default").or_else(|| T::default_elsewhere(self.long)).or_else(|| spelled(&d)) {
+            parts.push(format!("default: {v}"));
+        }
+        for (name, p) in T::profiles() {
+            if let Some(v) = word(name).or_else(|| (spelled(&p) != spelled(&d)).then(|| spelled(&p).unwrap_or_else(|| "off".into()))) {
+                parts.push(format!("{name}: {v}"));
+            }
+        }
+        match parts.is_empty() {
+            true => about.trim_end().to_string(),
+            false => format!("{} [{}]", about.trim_end(), parts.join("; ")),
+        }
+    }
+
     /// `t`'s value of this option, canonically spelled (empty = off / unset).
     pub fn get(&self, t: &T) -> Vec<String> {
         (self.get)(t)
@@ -194,6 +240,36 @@ impl<T: Configurable> OptionDef<T> {
             Arity::Value | Arity::Repeated => vec![format!("--{}", self.long), value.to_string()],
         }
     }
+}
+
+/// A doc split into its text and the defaults it states in words at its
+/// end: `"Length [default: each host's; lab: --cc]"` -> `("Length",
+/// [("default", "each host's"), ("lab", "--cc")])`.
+fn stated_defaults(doc: &str) -> (&str, Vec<(&str, &str)>) {
+    let starts_group = |i: &usize| doc[i + 2..].split_once(": ").is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    let Some(i) = doc.match_indices(" [").map(|(i, _)| i).find(starts_group).filter(|_| doc.ends_with(']')) else { return (doc, Vec::new()) };
+    let inner = &doc[i + 2..doc.len() - 1];
+    let mut parts = Vec::new();
+    // "; NAME: " starts the next part (a part's words may hold "; ")
+    let mut rest = inner;
+    loop {
+        let Some((key, after)) = rest.split_once(": ") else { return (doc, Vec::new()) };
+        if key.contains(' ') {
+            return (doc, Vec::new());
+        }
+        let next = after.match_indices("; ").find(|(j, _)| after[j + 2..].split_once(": ").is_some_and(|(k, _)| !k.contains(' ') && !k.is_empty()));
+        match next {
+            Some((j, _)) => {
+                parts.push((key, &after[..j]));
+                rest = &after[j + 2..];
+            }
+            None => {
+                parts.push((key, after));
+                break;
+            }
+        }
+    }
+    (&doc[..i], parts)
 }
 
 /// The option of `T` named `long` (`probe-interval`) or, as recipes spell
@@ -251,7 +327,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "profile",
         short: None,
         value_name: "PROFILE",
-        help: "Run a named test plan, as the browser test does: quick (idle 2s; 0u4d, 4u0d, 3u3d, each at least \
+        doc: "Run a named test plan, as the browser test does: quick (idle 2s; 0u4d, 4u0d, 3u3d, each at least \
                5s and on until latency stopped rising, at most 15s), thorough (idle 4s; each 12s to 30s) or \
                household (0u4d and 4u0d as quick, then 12s of a game, a video call, a stream and a bulk update \
                at once, each judged); options given with it adjust it [default: none: --scenarios and --duration \
@@ -269,9 +345,9 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "scenarios",
         short: Some('s'),
         value_name: "NuMd,...|auto",
-        help: "Scenarios NuMd (N uploads, M downloads, 0..32 each), comma separated; or auto (auto-up, \
+        doc: "Scenarios NuMd (N uploads, M downloads, 0..32 each), comma separated; or auto (auto-up, \
                auto-down): per direction 1, 2, 4, ... flows until doubling them adds less than 5% goodput \
-               [default: 0u1d,1u0d,1u1d,0u4d,4u0d,4u4d,16u16d; lab: 1u0d]",
+              ",
         arity: Arity::Value,
         shape: Shape::List,
         choices: &[],
@@ -300,7 +376,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "duration",
         short: Some('d'),
         value_name: "DURATION",
-        help: "Length of each scenario [default: 5s; lab: 18s]",
+        doc: "Length of each scenario",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -314,7 +390,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "until-settled",
         short: None,
         value_name: "CAP",
-        help: "Run each scenario at least --duration, then on until the probes' round trip stopped rising \
+        doc: "Run each scenario at least --duration, then on until the probes' round trip stopped rising \
                (the last 3 one-second medians within 5% + 1 ms of the highest before them), at most CAP; \
                a scenario that reaches CAP still rising is marked still_rising [default: off]",
         arity: Arity::Value,
@@ -330,7 +406,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "idle",
         short: None,
         value_name: "DURATION",
-        help: "Idle baseline before the first scenario (0 = none; added latency then unavailable) [default: 2s]",
+        doc: "Idle baseline before the first scenario (0 = none; added latency then unavailable)",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -344,7 +420,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "pause",
         short: None,
         value_name: "DURATION",
-        help: "Pause between scenarios so queues drain [default: 1s; lab: 1.5 x the full queue's delay + 0.5 s]",
+        doc: "Pause between scenarios so queues drain [lab: 1.5 x the full queue's delay + 0.5 s]",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -358,7 +434,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "probe-interval",
         short: None,
         value_name: "DURATION",
-        help: "UDP probe interval (isochronous); also paces the TCP request/response probe [default: 10ms; lab: 50ms]",
+        doc: "UDP probe interval (isochronous); also paces the TCP request/response probe",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -372,7 +448,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "probe-size",
         short: None,
         value_name: "BYTES",
-        help: "UDP probe payload size, bytes (48..1472) [default: 64]",
+        doc: "UDP probe payload size, bytes (48..1472)",
         arity: Arity::Value,
         shape: Shape::Int,
         choices: &[],
@@ -386,7 +462,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "sample-interval",
         short: None,
         value_name: "DURATION",
-        help: "Goodput and TCP_INFO sampling interval (10ms..1s) [default: 100ms]",
+        doc: "Goodput and TCP_INFO sampling interval (10ms..1s)",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -400,7 +476,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "cc",
         short: None,
         value_name: "NAME",
-        help: "Congestion control of the load flows on both ends (e.g. cubic, bbr, reno) [default: each host's; lab: --cc]",
+        doc: "Congestion control of the load flows on both ends (e.g. cubic, bbr, reno) [default: each host's; lab: --cc]",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: &[],
@@ -421,21 +497,21 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "socket-buffer",
         short: None,
         value_name: "SIZE",
-        help: "SO_SNDBUF/SO_RCVBUF of the load flows on both ends (e.g. 4M) [default: kernel autotuning]",
+        doc: "SO_SNDBUF/SO_RCVBUF of the load flows on both ends (e.g. 4M) [default: kernel autotuning]",
         arity: Arity::Value,
         shape: Shape::Bytes,
         choices: &[],
         requires: None,
         one_run_each: false,
-        examples: &["4194304"],
+        examples: &["4m"],
         set: |t, s| Ok(t.socket_buffer = parse_socket_buffer(s)?),
-        get: |t| if t.socket_buffer == 0 { vec![] } else { one(t.socket_buffer) },
+        get: |t| if t.socket_buffer == 0 { vec![] } else { one(fmt_bytes(t.socket_buffer.into())) },
     },
     TestOption {
         long: "rx-copy",
         short: None,
         value_name: "on|off",
-        help: "TCP load receivers (both ends) copy the data into user space, as an application would \
+        doc: "TCP load receivers (both ends) copy the data into user space, as an application would \
                [default: the kernel discards it unread (MSG_TRUNC, iperf3's --skip-rx-copy), so a fast link \
                is not limited by the receiver's memory copy]",
         arity: Arity::Switch,
@@ -451,7 +527,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "dscp",
         short: None,
         value_name: "CLASS[,CLASS...]",
-        help: "DSCP classes of the load flows, taken in turn by each direction's flows (e.g. BE,BK,CS5,EF as \
+        doc: "DSCP classes of the load flows, taken in turn by each direction's flows (e.g. BE,BK,CS5,EF as \
                flent's RRUL; names or 0..63; at most 7 distinct); each class also gets its own marked latency \
                probes, and the summary a row per class [default: unmarked]",
         arity: Arity::Value,
@@ -467,7 +543,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "udp",
         short: None,
         value_name: "RATE",
-        help: "UDP load instead of bulk TCP: every load flow sends datagrams at RATE (iperf3's -u -b); offered \
+        doc: "UDP load instead of bulk TCP: every load flow sends datagrams at RATE (iperf3's -u -b); offered \
                and received rate, loss, reordering and jitter are reported per direction (and per flow in the JSON)",
         arity: Arity::Value,
         shape: Shape::Rate,
@@ -482,7 +558,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "udp-size",
         short: None,
         value_name: "BYTES",
-        help: "UDP payload of each load datagram, bytes (64..1472; with --udp) [default: 1400]",
+        doc: "UDP payload of each load datagram, bytes (64..1472; with --udp)",
         arity: Arity::Value,
         shape: Shape::Int,
         choices: &[],
@@ -496,7 +572,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "ping",
         short: None,
         value_name: "HOST",
-        help: "Also ping HOST (ICMP echo; repeatable) while the test runs: a gateway, any host without a \
+        doc: "Also ping HOST (ICMP echo; repeatable) while the test runs: a gateway, any host without a \
                bloatlab server (unprivileged ping sockets where net.ipv4.ping_group_range allows, else raw \
                sockets as root); in a lab also a role: router, server, witness, client",
         arity: Arity::Repeated,
@@ -512,7 +588,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "tcp-ping",
         short: None,
         value_name: "HOST:PORT",
-        help: "Also time TCP connects to HOST:PORT (repeatable) while the test runs",
+        doc: "Also time TCP connects to HOST:PORT (repeatable) while the test runs",
         arity: Arity::Repeated,
         shape: Shape::Host,
         choices: &[],
@@ -526,7 +602,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "ping-interval",
         short: None,
         value_name: "DURATION",
-        help: "Interval of each --ping / --tcp-ping target (10ms..10s) [default: 100ms]",
+        doc: "Interval of each --ping / --tcp-ping target (10ms..10s)",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -540,7 +616,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "rpm",
         short: None,
         value_name: "download|upload|bidirectional,...",
-        help: "After the scenarios, also run the IETF responsiveness method (as `bloatlab rpm`) against the \
+        doc: "After the scenarios, also run the IETF responsiveness method (as `bloatlab rpm`) against the \
                server's RPM endpoints, pinning the certificate the server announced: --rpm for \
                download,upload, or --rpm=STAGES (off: none)",
         arity: Arity::OptionalValue { missing: "download,upload" },
@@ -562,7 +638,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
         long: "witness",
         short: None,
         value_name: "HOST",
-        help: "A second bloatlab server that only receives UDP probes (the \"witness\" whose latency the load \
+        doc: "A second bloatlab server that only receives UDP probes (the \"witness\" whose latency the load \
                harms) [lab: its witness host; or server]",
         arity: Arity::Value,
         shape: Shape::Host,
@@ -604,7 +680,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "rate",
         short: None,
         value_name: "RATE",
-        help: "Bottleneck rate both ways: 10mbit, 1.5mbit, 100kbit, 1gbit, or none [default: 10mbit]",
+        doc: "Bottleneck rate both ways: 10mbit, 1.5mbit, 100kbit, 1gbit, or none",
         arity: Arity::Value,
         shape: Shape::Rate,
         choices: &[],
@@ -623,7 +699,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "rate-up",
         short: None,
         value_name: "RATE",
-        help: "Upload (client to server) rate; overrides --rate",
+        doc: "Upload (client to server) rate [default: --rate]",
         arity: Arity::Value,
         shape: Shape::Rate,
         choices: &[],
@@ -637,7 +713,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "rate-down",
         short: None,
         value_name: "RATE",
-        help: "Download (server to client) rate; overrides --rate",
+        doc: "Download (server to client) rate [default: --rate]",
         arity: Arity::Value,
         shape: Shape::Rate,
         choices: &[],
@@ -651,9 +727,9 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "queue",
         short: None,
         value_name: "QUEUE[,QUEUE...]",
-        help: "Bottleneck queue: fifo:N (packets), bfifo:BYTES (64k = 65536), or with the emulator codel, fq_codel, \
+        doc: "Bottleneck queue: fifo:N (packets), bfifo:BYTES (64k = 65536), or with the emulator codel, fq_codel, \
                pie (e.g. codel:target=5ms), drophead:N; a bare number N is fifo:N; on the lab's command line a comma \
-               list runs one test per queue [default: fifo:1000,fifo:10]",
+               list runs one test per queue",
         arity: Arity::Value,
         shape: Shape::Queue,
         choices: &[],
@@ -667,7 +743,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "queue-up",
         short: None,
         value_name: "QUEUE",
-        help: "Upload (client to server) queue instead of --queue's, e.g. a modem's deep upstream buffer: --queue-up \
+        doc: "Upload (client to server) queue instead of --queue's, e.g. a modem's deep upstream buffer: --queue-up \
                fifo:500 --queue-down fifo:50; with only one of the two, a --queue list varies the other direction",
         arity: Arity::Value,
         shape: Shape::Queue,
@@ -682,7 +758,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "queue-down",
         short: None,
         value_name: "QUEUE",
-        help: "Download (server to client) queue instead of --queue's",
+        doc: "Download (server to client) queue instead of --queue's",
         arity: Arity::Value,
         shape: Shape::Queue,
         choices: &[],
@@ -696,7 +772,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "qdisc",
         short: None,
         value_name: "\"KIND ARGS\"",
-        help: "Any kernel qdisc as the bottleneck queue, \"KIND [ARGS]\" (e.g. fq_codel, \"cake\", \"netem delay 20ms\")",
+        doc: "Any kernel qdisc as the bottleneck queue, \"KIND [ARGS]\" (e.g. fq_codel, \"cake\", \"netem delay 20ms\")",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: &[],
@@ -716,7 +792,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "txqueuelen",
         short: None,
         value_name: "N",
-        help: "Queue length of the bottleneck interface in packets (= --queue fifo:N, and `ip link set txqueuelen N`)",
+        doc: "Queue length of the bottleneck interface in packets (= --queue fifo:N, and `ip link set txqueuelen N`)",
         arity: Arity::Value,
         shape: Shape::Int,
         choices: &[],
@@ -735,7 +811,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "bottleneck",
         short: None,
         value_name: "router|local",
-        help: "Where the bottleneck sits: the router's egress, or the sender's own interface [default: router]",
+        doc: "Where the bottleneck sits: the router's egress, or the sender's own interface",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: Placement::WORDS,
@@ -749,7 +825,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "shaper",
         short: None,
         value_name: "htb|tbf",
-        help: "Rate limiter of the kernel backend [default: htb]",
+        doc: "Rate limiter of the kernel backend",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: Shaper::WORDS,
@@ -763,7 +839,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "offloads",
         short: None,
         value_name: "on|off",
-        help: "Segmentation offloads (TSO/GSO/GRO) on the lab's interfaces (off: a packet is an MTU) [default: off]",
+        doc: "Segmentation offloads (TSO/GSO/GRO) on the lab's interfaces (off: a packet is an MTU)",
         arity: Arity::Value,
         shape: Shape::OnOff,
         choices: OnOff::WORDS,
@@ -777,7 +853,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "cc",
         short: None,
         value_name: "NAME",
-        help: "TCP congestion control of the load flows and the namespaces' default: cubic, bbr, reno, ... [default: cubic]",
+        doc: "TCP congestion control of the load flows and the namespaces' default: cubic, bbr, reno, ...",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: &[],
@@ -798,13 +874,13 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "tcp-mem-max",
         short: None,
         value_name: "SIZE",
-        help: "net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues [default: 16m]",
+        doc: "net.ipv4.tcp_wmem/tcp_rmem maximum inside the lab, so TCP can fill big queues",
         arity: Arity::Value,
         shape: Shape::Bytes,
         choices: &[],
         requires: None,
         one_run_each: false,
-        examples: &["33554432"],
+        examples: &["32m"],
         set: |c, s| {
             let n = parse_bytes(s)?;
             if !(65536..=1 << 31).contains(&n) {
@@ -813,13 +889,13 @@ pub static LAB_OPTIONS: &[LabOption] = &[
             c.tcp_mem_max = n;
             Ok(())
         },
-        get: |c| one(c.tcp_mem_max),
+        get: |c| one(fmt_bytes(c.tcp_mem_max)),
     },
     LabOption {
         long: "ecn",
         short: None,
         value_name: "on|off",
-        help: "ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 / 0) [default: the kernel's, 2 = accept only]",
+        doc: "ECN for TCP inside the lab (net.ipv4.tcp_ecn 1 / 0) [default: the kernel's, 2 = accept only]",
         arity: Arity::Value,
         shape: Shape::OnOff,
         choices: OnOff::WORDS,
@@ -833,7 +909,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "delay",
         short: None,
         value_name: "DURATION",
-        help: "One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with \
+        doc: "One-way delay added in each direction, so the RTT grows by twice this (emulator, or netem with \
                --backend kernel); a unit is required",
         arity: Arity::Value,
         shape: Shape::Duration,
@@ -848,7 +924,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "jitter",
         short: None,
         value_name: "JITTER",
-        help: "Per-direction delay variation (with --delay): 5ms (uniform +/-5 ms) or normal:5ms (standard \
+        doc: "Per-direction delay variation (with --delay): 5ms (uniform +/-5 ms) or normal:5ms (standard \
                deviation); packet order is kept",
         arity: Arity::Value,
         shape: Shape::Duration,
@@ -863,7 +939,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "loss",
         short: None,
         value_name: "LOSS",
-        help: "Random loss per direction: 1% or 0.01 (independent), or ge:p=1%,r=25%[,good=0%,bad=100%] \
+        doc: "Random loss per direction: 1% or 0.01 (independent), or ge:p=1%,r=25%[,good=0%,bad=100%] \
                (Gilbert-Elliott bursts)",
         arity: Arity::Value,
         shape: Shape::Word,
@@ -878,8 +954,8 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "backend",
         short: None,
         value_name: "auto|kernel|emulator",
-        help: "kernel (qdiscs), emulator (bloatlab's user-space link), or auto: the emulator when --queue \
-               codel|fq_codel|pie|drophead, a trace, --delay, --jitter or --loss asks for it [default: auto]",
+        doc: "kernel (qdiscs), emulator (bloatlab's user-space link), or auto: the emulator when --queue \
+               codel|fq_codel|pie|drophead, a trace, --delay, --jitter or --loss asks for it",
         arity: Arity::Value,
         shape: Shape::Word,
         choices: Backend::WORDS,
@@ -893,7 +969,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "trace-up",
         short: None,
         value_name: "FILE",
-        help: "Rate trace for the uplink (mahimahi format; emulator backend)",
+        doc: "Rate trace for the uplink (mahimahi format; emulator backend)",
         arity: Arity::Value,
         shape: Shape::File,
         choices: &[],
@@ -907,7 +983,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "trace-down",
         short: None,
         value_name: "FILE",
-        help: "Rate trace for the downlink (mahimahi format; emulator backend)",
+        doc: "Rate trace for the downlink (mahimahi format; emulator backend)",
         arity: Arity::Value,
         shape: Shape::File,
         choices: &[],
@@ -921,7 +997,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "ipv6",
         short: None,
         value_name: "on|off",
-        help: "Run the test over IPv6 (the lab's ULA addresses) [default: IPv4]",
+        doc: "Run the test over IPv6 (the lab's ULA addresses) [default: IPv4]",
         arity: Arity::Switch,
         shape: Shape::OnOff,
         choices: &["on", "off"],
@@ -935,7 +1011,7 @@ pub static LAB_OPTIONS: &[LabOption] = &[
         long: "queue-interval",
         short: None,
         value_name: "DURATION",
-        help: "Queue sampling interval [default: the test's --sample-interval, 100ms]",
+        doc: "Queue sampling interval [default: the test's --sample-interval, 100ms]",
         arity: Arity::Value,
         shape: Shape::Duration,
         choices: &[],
@@ -1199,34 +1275,56 @@ mod tests {
         assert_eq!(names.len(), T::options().len(), "an option is defined twice");
     }
 
-    /// Every "[default: X]" a help text states is the configuration's own
-    /// default: X (its first word) read by the option's parser spells what
-    /// `get` spells of `T::default()`. A default the option cannot spell
-    /// (None, off) is stated in words.
-    fn stated_defaults_are_the_defaults<T: Configurable + PartialEq + std::fmt::Debug>() -> usize {
+    /// Every default the help states is spelled from the configurations
+    /// (`T::default()`, `T`'s profiles) and reads back as that default; a
+    /// doc states a default in words only where no value of the option
+    /// spells it (a value typed by hand beside the table would drift).
+    /// Returns how many generated defaults were checked.
+    fn stated_defaults_are_the_defaults<T: Configurable>() -> usize {
         let d = T::default();
+        let profiles = T::profiles();
         let mut checked = 0;
         for o in T::options() {
-            let Some(i) = o.help.find("[default: ") else { continue };
-            let stated = &o.help[i + "[default: ".len()..];
-            let stated = &stated[..stated.find(']').unwrap_or_else(|| panic!("--{}: an unclosed [default:", o.long))];
-            let first = stated.split([' ', ';']).next().unwrap().trim_end_matches(',');
-            // a list of runs (`--queue fifo:1000,fifo:10`): the configuration holds the first
-            let first = if o.one_run_each { split_values(first).into_iter().next().unwrap_or_default() } else { first.to_string() };
-            let first = first.as_str();
-            let actual = o.get(&d);
-            let mut t = T::default();
-            match o.set(&mut t, first) {
-                Ok(()) if !actual.is_empty() => {
-                    assert_eq!(o.get(&t), actual, "{} --{}: the help says [default: {stated}], the default is {actual:?}", T::COMMAND, o.long);
-                    checked += 1;
+            let (_, words) = stated_defaults(o.doc);
+            for (key, w) in &words {
+                let holder = match *key {
+                    "default" => &d,
+                    k => &profiles.iter().find(|(n, _)| *n == k).unwrap_or_else(|| panic!("{} --{}: [{k}: ...] names no profile", T::COMMAND, o.long)).1,
+                };
+                let actual = o.get(holder);
+                let first = w.split([' ', ';']).next().unwrap().trim_end_matches(',');
+                let mut t = T::default();
+                if !actual.is_empty() && o.set(&mut t, first).is_ok() && o.get(&t) == actual && !(*key == "default" && T::default_elsewhere(o.long).is_some()) {
+                    panic!("{} --{}: [{key}: {w}] is typed by hand; the help spells it from the configuration", T::COMMAND, o.long);
                 }
-                // an unset default said in words ("each host's", "unbounded")
-                Ok(()) => {}
-                Err(_) => assert!(actual.is_empty() || o.arity == Arity::Switch, "{} --{}: the help says [default: {stated}], the default is {actual:?}", T::COMMAND, o.long),
+            }
+            let help = o.help();
+            if let Some(i) = help.find("[default: ").filter(|_| !words.iter().any(|(k, _)| *k == "default")) {
+                let stated = &help[i + "[default: ".len()..];
+                let stated = &stated[..stated.find([';', ']']).unwrap()];
+                let runs: Vec<String> = if T::default_elsewhere(o.long).is_some() { split_values(stated).into_iter().take(1).collect() } else { vec![stated.to_string()] };
+                let mut t = T::default();
+                for v in if o.arity == Arity::Repeated { stated.split(',').map(str::to_string).collect() } else { runs } {
+                    o.set(&mut t, &v).unwrap_or_else(|e| panic!("{} --{}: the help's [default: {stated}] does not parse: {e}", T::COMMAND, o.long));
+                }
+                if T::default_elsewhere(o.long).is_none() {
+                    assert_eq!(o.get(&t), o.get(&d), "{} --{}: the help's [default: {stated}]", T::COMMAND, o.long);
+                }
+                checked += 1;
             }
         }
         checked
+    }
+
+    #[test]
+    fn a_help_states_its_defaults_from_the_configurations() {
+        let help = |long| test_option(long).unwrap().help();
+        assert_eq!(help("duration"), "Length of each scenario [default: 5s; lab: 18s]");
+        assert_eq!(help("cc"), "Congestion control of the load flows on both ends (e.g. cubic, bbr, reno) [default: each host's; lab: --cc]");
+        assert!(lab_option("queue").unwrap().help().ends_with(""), "{}", lab_option("queue").unwrap().help());
+        assert_eq!(stated_defaults("A [default: x; y; lab: z]"), ("A", vec![("default", "x; y"), ("lab", "z")]));
+        assert_eq!(stated_defaults("A (b) [e.g. c]"), ("A (b) [e.g. c]", vec![]));
+        assert_eq!(stated_defaults("A [::1]:9 [default: [::] both]"), ("A [::1]:9", vec![("default", "[::] both")]));
     }
 
     #[test]

@@ -270,6 +270,17 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     bytes(s, 1024.0, BYTES_FORMS)
 }
 
+/// A byte size as [`parse_bytes`] reads it back, in the largest of tc's
+/// binary units that divides it exactly: `16m`, `64k`, `1g`, `1500`.
+pub fn fmt_bytes(n: u64) -> String {
+    for (m, u) in [(1u64 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")] {
+        if n >= m && n.is_multiple_of(m) {
+            return format!("{}{u}", n / m);
+        }
+    }
+    n.to_string()
+}
+
 // ------------------------------------------------------------ probabilities
 
 /// Accepted probability spellings.
@@ -705,5 +716,13 @@ mod tests {
         assert_eq!(t.compact(), "20260122T061502Z");
         assert_eq!(t.rfc3339_secs(), "2026-01-22T06:15:02Z");
         assert_eq!(UtcTime::from_unix_secs(-1).rfc3339_secs(), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn byte_sizes_are_spelled_as_they_are_read() {
+        for (n, s) in [(16u64 << 20, "16m"), (65536, "64k"), (1 << 30, "1g"), (1500, "1500"), (0, "0"), (1536 * 1024, "1536k")] {
+            assert_eq!(fmt_bytes(n), s);
+            assert_eq!(parse_bytes(s).unwrap(), n);
+        }
     }
 }

@@ -99,13 +99,13 @@ pub fn params() -> &'static [ParamSpec] {
         let name = |o: String| -> &'static str { Box::leak(o.into_boxed_str()) };
         let mut v: Vec<ParamSpec> = LAB_OPTIONS
             .iter()
-            .map(|o| ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Lab(o), value: ValueKind::Option, help: o.help })
+            .map(|o| ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Lab(o), value: ValueKind::Option, help: name(o.help()) })
             .collect();
         for o in TEST_OPTIONS {
             if v.iter().any(|p| p.name == o.param_name()) {
                 continue;
             }
-            v.push(ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Test(o), value: ValueKind::Option, help: o.help });
+            v.push(ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Test(o), value: ValueKind::Option, help: name(o.help()) });
         }
         v.extend(PACING_PARAMS.iter().copied());
         v

@@ -80,7 +80,7 @@ fn get<'a>(vals: &'a [(String, Value)], k: &str) -> Option<&'a Value> {
 /// lab's own defaults included).
 pub fn describe_lab_point(pt: &params::LabPoint) -> String {
     let c = &pt.lab;
-    let mut t = bloatlab_lab::lab_test_defaults(c);
+    let mut t = c.test_defaults();
     let checked = bloatlab_lab::validate(c)
         .and_then(|_| pt.test.apply(&mut t).map_err(anyhow::Error::msg))
         .and_then(|_| bloatlab_lab::check_test_options(c, &pt.test));
@@ -129,7 +129,7 @@ fn estimate_s(r: &Recipe, vals: &[(String, Value)]) -> f64 {
         RecipeKind::Pacing => get(vals, "duration").and_then(|v| v.num).map(|ns| ns / 1e9).unwrap_or(2.0) + 0.2,
         RecipeKind::Lab => {
             let Ok(pt) = params::lab_point(vals) else { return 0.0 };
-            let mut t = bloatlab_lab::lab_test_defaults(&pt.lab);
+            let mut t = pt.lab.test_defaults();
             if pt.test.apply(&mut t).is_err() {
                 return 0.0;
             }

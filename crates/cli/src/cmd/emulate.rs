@@ -272,7 +272,7 @@ mod tests {
         };
         for o in crate::options::LINK_OPTIONS {
             let def = lab_option(o).unwrap();
-            assert!(help.contains(&format!("--{o}")) && help.contains(def.help.split_whitespace().next().unwrap()), "--{o} missing from the help");
+            assert!(help.contains(&format!("--{o}")) && help.contains(def.doc.split_whitespace().next().unwrap()), "--{o} missing from the help");
         }
     }
 }

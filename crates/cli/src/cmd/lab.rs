@@ -132,7 +132,7 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
         false => None,
     };
     // no queue chosen: the demo's two
-    let queues = if queues.is_empty() { vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }] } else { queues };
+    let queues = if queues.is_empty() { bloatlab_model::lab::DEMO_QUEUES.to_vec() } else { queues };
     cfg.queue = queues[0].clone();
     let test = super::test::parse_pass_through(&a.engine_args, "bloatlab lab")?;
     for q in &queues {
