@@ -711,16 +711,19 @@ pub static MONITOR_OPTIONS: &[OptionDef<MonitorConfig>] = &[
         requires: None,
         one_run_each: false,
         examples: &["ca.pem"],
-        set: |c, s| {
-            if s.is_empty() {
-                return Err("an empty path".into());
-            }
-            c.ca_file = Some(PathBuf::from(s));
-            Ok(())
-        },
+        set: |c, s| Ok(c.ca_file = Some(ca_file(s)?)),
         get: |c| c.ca_file.iter().map(|p| p.display().to_string()).collect(),
     },
 ];
+
+/// A `--ca-file` (of `bloatlab rpm` and the monitor's RPM targets): a PEM
+/// file's path, read where the command starts.
+pub(crate) fn ca_file(s: &str) -> Result<PathBuf, String> {
+    match s.is_empty() {
+        true => Err("an empty path".into()),
+        false => Ok(PathBuf::from(s)),
+    }
+}
 
 /// Latency-only probes: at most 10 a second per target, at least one a minute.
 pub const MIN_PROBE_EVERY: Duration = Duration::from_millis(100);

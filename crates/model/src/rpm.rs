@@ -106,6 +106,10 @@ pub struct RpmConfig {
     /// case), instead of a CA's word.
     #[serde(default)]
     pub pin_sha256: Option<String>,
+    /// Also trust the CA certificates in this file (`--ca-file`), read at
+    /// the edge into `ca_pem`.
+    #[serde(skip)]
+    pub ca_file: Option<std::path::PathBuf>,
     /// Extra trusted CA certificates, PEM.
     pub ca_pem: Option<String>,
     /// Connect to this address instead of resolving the URL's host.
@@ -132,6 +136,7 @@ impl Default for RpmConfig {
             probes_per_second: 20,
             insecure: false,
             pin_sha256: None,
+            ca_file: None,
             ca_pem: None,
             connect_to: None,
             secret: None,

@@ -175,4 +175,18 @@ pub static RPM_OPTIONS: &[OptionDef<RpmConfig>] = &[
         },
         get: |c| c.connect_to.iter().cloned().collect(),
     },
+    OptionDef {
+        long: "ca-file",
+        short: None,
+        value_name: "FILE",
+        doc: "Also trust the CA certificate(s) in FILE (PEM) [default: the system's CAs]",
+        arity: Arity::Value,
+        shape: Shape::File,
+        choices: &[],
+        requires: None,
+        one_run_each: false,
+        examples: &["ca.pem"],
+        set: |c, s| Ok(c.ca_file = Some(crate::monitor::ca_file(s)?)),
+        get: |c| c.ca_file.iter().map(|p| p.display().to_string()).collect(),
+    },
 ];

@@ -13,9 +13,6 @@ pub struct RpmArgs {
     /// The method's options (model::RPM_OPTIONS, defined once).
     #[command(flatten)]
     pub opts: OptionArgs<RpmConfig>,
-    /// Also trust the CA certificate(s) in FILE (PEM).
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
     #[command(flatten)]
     pub secret: super::ClientSecret,
     /// Write the result (every interval and probe) as JSON.
@@ -31,14 +28,10 @@ pub struct RpmArgs {
 
 impl RpmArgs {
     pub fn config(&self) -> Result<RpmConfig> {
-        let ca_pem = self
-            .ca_file
-            .as_deref()
-            .map(|p| std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display())))
-            .transpose()?;
         let mut cfg = RpmConfig { url: self.url.clone(), ..Default::default() };
         self.opts.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
-        cfg.ca_pem = ca_pem;
+        // the file is read here, at the edge
+        cfg.ca_pem = cfg.ca_file.as_deref().map(|p| std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display()))).transpose()?;
         cfg.secret = self.secret.read()?;
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
