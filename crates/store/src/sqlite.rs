@@ -127,7 +127,15 @@ impl Store for Sqlite {
         };
         let values = schema::values(&row, doc);
         let params: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
-        self.conn.query_row(&schema::insert(D), params.as_slice(), |r| r.get(0)).map_err(|e| error(&self.path, e))
+        // Stepped to its end: SQLite commits an INSERT ... RETURNING, and
+        // runs the WAL's automatic checkpoint, only when the statement is
+        // done (query_row stops at the row: the log then grew for ever).
+        let e = |e| error(&self.path, e);
+        let mut st = self.conn.prepare_cached(&schema::insert(D)).map_err(e)?;
+        let mut rows = st.query(params.as_slice()).map_err(e)?;
+        let id = rows.next().map_err(e)?.ok_or_else(|| StoreError::Other("the insert returned no id".into()))?.get(0).map_err(e)?;
+        while rows.next().map_err(e)?.is_some() {}
+        Ok(id)
     }
 
     fn rows(&mut self, q: &Query) -> Result<Vec<RunRow>, StoreError> {
@@ -209,6 +217,26 @@ mod tests {
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 3);
         assert_eq!(s.prune(25).unwrap(), 2);
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 1);
+    }
+
+    /// A monitor writes for months: the write-ahead log is checkpointed into
+    /// the database as it goes (SQLite's automatic checkpoint at 1000
+    /// pages), so neither file grows without bound.
+    #[test]
+    fn the_write_ahead_log_is_checkpointed_as_runs_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.sqlite");
+        let mut s = Sqlite::open(&path).unwrap();
+        let mut big = result(1.0);
+        big.metadata.command = vec!["x".repeat(8192)];
+        for i in 0..1500u64 {
+            s.put(&run("a:1", i, Outcome::Measured(Box::new(big.clone())))).unwrap();
+        }
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let wal = size(&path.with_extension("sqlite-wal"));
+        let main = size(&path);
+        assert!(main > 4 << 20, "12 MB of runs written, the database file holds {main} bytes (the log {wal}): no checkpoint ran");
+        assert!(wal < 6 << 20, "the write-ahead log grew to {wal} bytes");
     }
 
     #[test]
