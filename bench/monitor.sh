@@ -93,7 +93,7 @@ soak)
   for i in $(seq 1 10); do
     # the i-th tenth of the rounds
     until [ $(( $(date +%s) - s0 )) -ge $(( ROUNDS * i / 10 )) ]; do sleep 0.2; done
-    last=$(state $M); echo "after $(( ROUNDS * i / 10 )) rounds: $last, database $(du -k "$W/s.sqlite" | cut -f1) kB"
+    last=$(state $M); echo "after $(( ROUNDS * i / 10 )) rounds: $last, database $(du -k "$W/s.sqlite" | cut -f1) kB, its log $(du -k "$W/s.sqlite-wal" 2>/dev/null | cut -f1) kB"
   done
   t1=$(ticks $M); secs=$(( $(date +%s) - s0 ))
   kill $M; wait $M || true
