@@ -17,7 +17,7 @@ use bloatlab_serve::tls::{HandshakeEnd, TlsGate};
 use bloatlab_serve::{watch_peer, Log, Permit, Quota, HELLO_DEADLINE};
 use bloatlab_model::{RpmServe, ServerConfig};
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full as FullBody, StreamBody};
+use http_body_util::{BodyExt, Empty, Full as FullBody, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -63,31 +63,7 @@ pub const H2_SEND_BUFFER: usize = 16 * 1024;
 /// The bytes the large object's chunks are cut from.
 static FILL: [u8; crate::pace::MAX_CHUNK] = [b'x'; crate::pace::MAX_CHUNK];
 
-/// A response body of the service (and of its [`Fallback`]).
-pub type Body = BoxBody<Bytes, Infallible>;
-
-/// Requests the RPM service does not answer itself (paths outside its
-/// endpoints) go here: the browser test's pages and endpoints, served on the
-/// same HTTPS port.
-pub trait Fallback: Send + Sync + 'static {
-    fn handle(&self, req: Request<Incoming>, conn: ConnInfo) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>>;
-}
-
-/// The connection a request came in on.
-pub struct ConnInfo {
-    pub peer: SocketAddr,
-    pub local: SocketAddr,
-    /// A second handle on the connection's socket (TCP_INFO, pacing).
-    pub sock: Option<socket2::Socket>,
-    pub https: bool,
-    /// Keeps the connection's quota permit while it is held: a request that
-    /// takes the connection over (a WebSocket upgrade) holds it for as long
-    /// as it lives.
-    pub hold: Arc<dyn std::any::Any + Send + Sync>,
-    /// Keeps the request counted as in progress while it is held (so the
-    /// connection is not closed as idle under a WebSocket it was upgraded to).
-    pub busy: Arc<dyn std::any::Any + Send + Sync>,
-}
+use bloatlab_serve::http::{Body, ConnInfo, Fallback};
 
 /// A running RPM service (its runtime lives as long as the process).
 pub struct RpmServer {
@@ -287,17 +263,7 @@ fn text(status: StatusCode, msg: String) -> Response<Body> {
     r
 }
 
-/// The host a client used (h2 `:authority`, HTTP/1.1 `Host`), if it is a
-/// plain host[:port]; used in the configuration's URLs.
-pub fn request_host(req: &Request<Incoming>) -> Option<String> {
-    let h = req
-        .uri()
-        .authority()
-        .map(|a| a.as_str().to_string())
-        .or_else(|| req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string))?;
-    let ok = !h.is_empty() && h.len() <= 255 && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
-    ok.then_some(h)
-}
+use bloatlab_serve::http::request_host;
 
 async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>) -> Response<Body> {
     let active = Active::new(st);

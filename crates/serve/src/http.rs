@@ -12,6 +12,44 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// A response body of every service (the RPM endpoints, the browser test).
+pub type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>;
+
+/// Requests a service does not answer itself go here: the RPM service's
+/// paths outside its endpoints go to the browser test's pages and
+/// endpoints, served on the same HTTPS port.
+pub trait Fallback: Send + Sync + 'static {
+    fn handle(&self, req: hyper::Request<hyper::body::Incoming>, conn: ConnInfo) -> Pin<Box<dyn Future<Output = hyper::Response<Body>> + Send>>;
+}
+
+/// The connection a request came in on.
+pub struct ConnInfo {
+    pub peer: std::net::SocketAddr,
+    pub local: std::net::SocketAddr,
+    /// A second handle on the connection's socket (TCP_INFO, pacing).
+    pub sock: Option<socket2::Socket>,
+    pub https: bool,
+    /// Keeps the connection's quota permit while it is held: a request that
+    /// takes the connection over (a WebSocket upgrade) holds it for as long
+    /// as it lives.
+    pub hold: Arc<dyn std::any::Any + Send + Sync>,
+    /// Keeps the request counted as in progress while it is held (so the
+    /// connection is not closed as idle under a WebSocket it was upgraded to).
+    pub busy: Arc<dyn std::any::Any + Send + Sync>,
+}
+
+/// The host a client used (h2 `:authority`, HTTP/1.1 `Host`), if it is a
+/// plain host[:port]; used in the configuration's URLs.
+pub fn request_host(req: &hyper::Request<hyper::body::Incoming>) -> Option<String> {
+    let h = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string))?;
+    let ok = !h.is_empty() && h.len() <= 255 && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+    ok.then_some(h)
+}
+
 /// A connection's bounds.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {

@@ -5,7 +5,7 @@
 //! --idle-timeout and is closed after --idle-timeout without a request in
 //! progress. A refused connection is closed at once; the log says why.
 use crate::{route, Web};
-use bloatlab_rpm::server::ConnInfo;
+use bloatlab_serve::http::ConnInfo;
 use bloatlab_serve::http::{Activity, Limits, Protocols};
 use bloatlab_serve::{watch_peer, HELLO_DEADLINE};
 use hyper_util::rt::TokioIo;

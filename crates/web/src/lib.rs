@@ -32,7 +32,7 @@ mod ws;
 
 use bloatlab_serve::{Full, Log, Quota};
 use bloatlab_model::{ServerConfig, Profile, WebPlan, WebServe};
-use bloatlab_rpm::server::{Body, ConnInfo, Fallback};
+use bloatlab_serve::http::{Body, ConnInfo, Fallback};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full as FullBody};
 use hyper::body::Incoming;
@@ -199,7 +199,7 @@ fn full_reason(f: Full) -> String {
 /// The host the browser reached us as (its Host header, if plain: the RPM
 /// service's rule), else the address it connected to.
 fn host_of(req: &Request<Incoming>, local: SocketAddr) -> String {
-    bloatlab_rpm::server::request_host(req).unwrap_or_else(|| local.to_string())
+    bloatlab_serve::http::request_host(req).unwrap_or_else(|| local.to_string())
 }
 
 fn page(index: &'static str) -> Response<Body> {

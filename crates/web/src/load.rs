@@ -10,7 +10,7 @@
 use crate::session::FlowRec;
 use crate::{query, refuse, Web};
 use bloatlab_results::Direction;
-use bloatlab_rpm::server::{Body, ConnInfo};
+use bloatlab_serve::http::{Body, ConnInfo};
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};

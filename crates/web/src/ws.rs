@@ -14,7 +14,7 @@
 use crate::session::{ProbeStamp, Session};
 use crate::{query, refuse, Web};
 use bloatlab_host::clock;
-use bloatlab_rpm::server::{Body, ConnInfo};
+use bloatlab_serve::http::{Body, ConnInfo};
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
