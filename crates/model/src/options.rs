@@ -1316,6 +1316,47 @@ mod tests {
         checked
     }
 
+    /// `--profile`'s help describes the plans as the model defines them
+    /// (the words are written once there; the figures are checked here).
+    #[test]
+    fn the_profile_help_states_the_plans_figures() {
+        use crate::web::{Profile, WebPlan, HOUSEHOLD_PHASE};
+        let doc = test_option("profile").unwrap().doc;
+        let part = |name: &str| {
+            let i = doc.find(&format!("{name} (")).unwrap_or_else(|| panic!("--profile's help does not describe {name}"));
+            doc[i..].split_once(')').unwrap().0.to_string()
+        };
+        for p in [Profile::Quick, Profile::Thorough, Profile::Household] {
+            let plan = WebPlan::of(p);
+            let mut t = TestConfig::default();
+            plan.apply_to(&mut t).unwrap();
+            let words = part(p.name());
+            let loaded: Vec<&crate::web::WebPhase> = plan.phases.iter().filter(|x| x.download || x.upload).collect();
+            let (d, cap) = (fmt_duration(loaded[0].duration), fmt_duration(loaded[0].cap));
+            match p {
+                Profile::Quick => {
+                    let scen: Vec<String> = t.scenarios.iter().map(|s| s.to_string()).collect();
+                    for w in [format!("idle {}", fmt_duration(t.idle)), scen.join(", "), format!("at least {d}"), format!("at most {cap}")] {
+                        assert!(words.contains(&w), "quick: `{w}` is not in {words:?}");
+                    }
+                }
+                Profile::Thorough => {
+                    for w in [format!("idle {}", fmt_duration(t.idle)), format!("each {d} to {cap}")] {
+                        assert!(words.contains(&w), "thorough: `{w}` is not in {words:?}");
+                    }
+                }
+                Profile::Household => {
+                    let h = plan.phases.iter().find(|x| x.name == HOUSEHOLD_PHASE).unwrap();
+                    let first: Vec<String> = t.scenarios[..t.scenarios.len() - 1].iter().map(|s| s.to_string()).collect();
+                    for w in [format!("{} as quick", first.join(" and ")), format!("then {} of", fmt_duration(h.duration))] {
+                        assert!(words.contains(&w), "household: `{w}` is not in {words:?}");
+                    }
+                    assert_eq!(WebPlan::of(Profile::Quick).phases[1].duration, loaded[0].duration, "household's first phases are quick's");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_help_states_its_defaults_from_the_configurations() {
         let help = |long| test_option(long).unwrap().help();
