@@ -31,7 +31,7 @@ chmod 755 "$W"
 PIDS=()
 PGDIR=
 cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}" $(cat "$W/servers.pids" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
   if [ -n "$PGDIR" ] && [ -f "$PGDIR/data/postmaster.pid" ]; then kill -QUIT "$(head -1 "$PGDIR/data/postmaster.pid")" 2>/dev/null || true; fi
   sleep 0.5
   rm -rf "$W"
@@ -51,7 +51,8 @@ servers() {
   local n=$1 i port
   for i in $(seq 1 "$n"); do
     port=$((19800 + i))
-    $BL server --bind 127.0.0.1 --port $port --no-rpm --no-web > /dev/null 2> "$W/srv$i.log" & PIDS+=($!)
+    # called as $(servers N): the pids go through a file, not PIDS (a subshell's)
+    $BL server --bind 127.0.0.1 --port $port --no-rpm --no-web > /dev/null 2> "$W/srv$i.log" & echo $! >> "$W/servers.pids"
     echo "127.0.0.1:$port"
   done
   sleep 0.5
