@@ -319,6 +319,14 @@ fn the_page_in_chromium_and_firefox_agrees_with_the_cli_on_four_links() {
                 eprintln!("{}", line(link.name, "cli, again", &c));
                 let w = page(&id, browser, &server, &dir.path().join(format!("{}-{browser}-again.json", link.name)), Profile::Quick);
                 eprintln!("{}", line(link.name, &format!("{browser}, again"), &w));
+                // a browser this machine's 2 cores could not keep up with says
+                // so instead of grading (issue 31's rule), which is the
+                // page telling the truth; a graded page must agree
+                let why = bloatlab_metrics::grade::grade(&w).ungraded.unwrap_or_default();
+                if w.headline.grade.is_none() && why.contains("the browser could not load the line and probe at once") {
+                    eprintln!("{what}, again: not graded, as the page says: {why}");
+                    continue;
+                }
                 agrees(link, browser, &w, &c).unwrap_or_else(|e| panic!("{what}, measured twice: {e}"));
             }
         }
