@@ -222,9 +222,16 @@ fn slow_and_starved(test: &str, id: &str, server: &str, dir: &std::path::Path, c
         w = page_on(id, "chromium", server, &dir.join("phone2.json"), Profile::Quick, Some(20), None);
         eprintln!("{}", line("fast", "chromium, main thread 20x slower, again", &w));
     }
-    assert_eq!(w.headline.grade, c.headline.grade, "the throttled page's grade: {:?}", bloatlab_metrics::grade::grade(&w).ungraded);
-    let wa = w.headline.max_added_latency_ms.unwrap();
-    assert!(within(&w), "throttled page {wa:.1} ms vs cli {ca:.1} ms added");
+    let why = bloatlab_metrics::grade::grade(&w).ungraded.unwrap_or_default();
+    if w.headline.grade.is_none() && why.contains("the browser could not load the line and probe at once") {
+        // this machine's 2 cores could not run the throttled page and the
+        // load at once (issue 31: then the page says so instead of grading)
+        eprintln!("fast, chromium, main thread 20x slower: not graded, as the page says: {why}");
+    } else {
+        assert_eq!(w.headline.grade, c.headline.grade, "the throttled page's grade: {why}");
+        let wa = w.headline.max_added_latency_ms.unwrap();
+        assert!(within(&w), "throttled page {wa:.1} ms vs cli {ca:.1} ms added");
+    }
     let s = page_on(id, "chromium", server, &dir.join("starved.json"), Profile::Quick, None, Some(&cpu));
     eprintln!("{}", line("fast", "chromium on 15% of a CPU", &s));
     assert_eq!(s.headline.grade, None, "a starved browser was graded");
