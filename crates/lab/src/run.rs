@@ -472,8 +472,3 @@ impl Lab {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-}
