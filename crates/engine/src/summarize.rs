@@ -236,8 +236,25 @@ fn loaded_p50_ms(probes: &[Probe], start_ns: u64, from_ns: u64) -> Option<f64> {
     pct(&v, 50.0)
 }
 
-/// Summary of one phase (pure: everything comes from the phase's samples).
-pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms: Option<f64>) -> Summary {
+/// The fewest answered request/response exchanges a phase's
+/// `rr_added_latency_ms` rests on, in the phase's loaded part and in idle.
+pub const RR_ADDED_MIN_ANSWERS: usize = 20;
+
+/// The median round trip, ms, of the request/response exchanges answered
+/// `from_ns` or more after `start_ns`, where at least
+/// [`RR_ADDED_MIN_ANSWERS`] were.
+pub fn rr_p50_ms(rr: &[RrSample], start_ns: u64, from_ns: u64) -> Option<f64> {
+    let v: Vec<f64> = rr.iter().filter(|r| r.completed && (r.t_ns + r.rtt_ns).saturating_sub(start_ns) >= from_ns).map(|r| r.rtt_ns as f64 / 1e6).collect();
+    if v.len() < RR_ADDED_MIN_ANSWERS {
+        return None;
+    }
+    pct(&v, 50.0)
+}
+
+/// Summary of one phase (pure: everything comes from the phase's samples),
+/// against idle's median round trips: the UDP probes', the witness's and
+/// the request/response exchanges'.
+pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms: Option<f64>, idle_rr_p50_ms: Option<f64>) -> Summary {
     let mut s = Summary::default();
     for f in &p.flows {
         let samples: Vec<(u64, u64)> = f.goodput.iter().map(|g| (g.t_ns, g.bytes)).collect();
@@ -270,6 +287,7 @@ pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms:
             s.loaded_p50_ms = loaded_p50_ms(&p.probes, p.start_ns, loaded_from).or(Some(s.latency.p50_ms));
             s.added_latency_ms = m::added_latency_ms(s.loaded_p50_ms, idle_p50_ms);
         }
+        s.rr_added_latency_ms = m::added_latency_ms(rr_p50_ms(&p.rr, p.start_ns, loaded_from), idle_rr_p50_ms);
     }
     if !p.witness_probes.is_empty() {
         let w: Vec<Option<u64>> = p.witness_probes.iter().map(|x| x.rtt_ns).collect();
@@ -516,7 +534,7 @@ fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
     let (idle, scenarios): (Vec<Phase>, Vec<Phase>) = phases.into_iter().partition(|p| p.name == "idle");
     let mut idle = idle.into_iter().next();
     if let Some(i) = idle.as_mut() {
-        i.summary = summarize_phase(i, None, None);
+        i.summary = summarize_phase(i, None, None, None);
         i.summary.pings = ping_summaries(i, None);
     }
     let idle_p50 = idle.as_ref().filter(|i| i.summary.latency.received > 0).map(|i| i.summary.latency.p50_ms);
@@ -525,6 +543,7 @@ fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
         .and_then(|i| i.summary.witness_latency)
         .filter(|w| w.received > 0)
         .map(|w| w.p50_ms);
+    let idle_rr = idle.as_ref().and_then(|i| rr_p50_ms(&i.rr, i.start_ns, 0));
     let name = |d: u8| bloatlab_model::Dscp(d).to_string();
     if let Some(i) = idle.as_mut() {
         i.summary.classes = m::classes::class_summaries(i, &i.summary.flow_bps, &|_| None, &name);
@@ -536,7 +555,7 @@ fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
     let scenarios = scenarios
         .into_iter()
         .map(|mut p| {
-            p.summary = summarize_phase(&p, idle_p50, idle_w);
+            p.summary = summarize_phase(&p, idle_p50, idle_w, idle_rr);
             p.summary.pings = ping_summaries(&p, idle.as_ref());
             p.summary.classes = m::classes::class_summaries(&p, &p.summary.flow_bps, &idle_class, &name);
             p
@@ -629,11 +648,11 @@ mod tests {
     #[test]
     fn added_latency_and_loss_are_counted() {
         let idle = phase_with("idle", &[Some(1.0), Some(2.0), Some(3.0)]);
-        let s = summarize_phase(&idle, None, None);
+        let s = summarize_phase(&idle, None, None, None);
         assert_eq!(s.latency.p50_ms, 2.0);
         assert_eq!(s.added_latency_ms, None);
         let loaded = phase_with("1u0d", &[Some(100.0), None, Some(102.0), Some(104.0)]);
-        let s2 = summarize_phase(&loaded, Some(2.0), None);
+        let s2 = summarize_phase(&loaded, Some(2.0), None, None);
         // received 100, 102, 104: p50 = 102, added = 100; 1 of 4 lost = 25%.
         assert_eq!(s2.added_latency_ms, Some(100.0));
         assert_eq!((s2.latency.sent, s2.latency.lost), (4, 1));

@@ -70,7 +70,8 @@ pub struct WebPlan {
     pub phases: Vec<WebPhase>,
     /// Quiet time between phases, so the queue drains.
     pub pause: Duration,
-    /// WebSocket probes, one every this long, from a Web Worker.
+    /// Probes, one every this long: the UDP ones, and the HTTP ones where
+    /// the last answer came in time.
     pub probe_interval: Duration,
     /// How often the page and the server record byte counts and TCP_INFO.
     pub sample_interval: Duration,
@@ -81,9 +82,11 @@ pub struct WebPlan {
     /// they fill, so growth means room, not slow start), add one each
     /// `ramp_step` while the direction's goodput grew by more than
     /// `ramp_growth` over the step, up to `max_streams` (a browser opens at
-    /// most 6 HTTP/1.1 connections to a server; a phase loading both ways
-    /// gives each half). Once it stops growing, the load is held: never
-    /// backed off because latency rose.
+    /// most 6 HTTP/1.1 connections to a server and the page's HTTP probes
+    /// hold one: with all six downloading, a probe would wait for a
+    /// connection, and a sixth download took the probes' own; a phase
+    /// loading both ways gives each direction 3). Once it stops growing,
+    /// the load is held: never backed off because latency rose.
     pub max_streams: u32,
     pub ramp_from: Duration,
     pub ramp_step: Duration,
@@ -136,7 +139,7 @@ impl WebPlan {
             probe_interval: Duration::from_millis(20),
             sample_interval: Duration::from_millis(100),
             start_streams: 4,
-            max_streams: 6,
+            max_streams: 5,
             ramp_from: Duration::from_millis(500),
             ramp_step: Duration::from_millis(250),
             ramp_growth: 0.1,
@@ -200,7 +203,7 @@ impl WebPlan {
         if p.name == HOUSEHOLD_PHASE {
             1
         } else if p.download && p.upload {
-            self.max_streams / 2
+            self.max_streams.div_ceil(2)
         } else {
             self.max_streams
         }
@@ -364,6 +367,8 @@ mod tests {
             assert!(steady / p.probe_interval.as_secs_f64() >= 100.0, "{}", ph.name);
         }
         assert_eq!(p.max_streams_in(&p.phases[3]), 3);
+        // the downloads leave the HTTP probes one of a browser's 6 connections
+        assert_eq!(p.max_streams_in(&p.phases[1]), 5);
         assert!(WebPlan::of(Profile::Thorough).total() > p.total());
         // each loaded phase may run on to 15 s while latency still rises
         assert!(p.phases[1..].iter().all(|ph| ph.cap == Duration::from_secs(15) && ph.length().adaptive()));

@@ -663,6 +663,14 @@ pub struct Summary {
     pub rpm: Option<f64>,
     /// RPM of the TCP request/response exchanges, same aggregation.
     pub rr_rpm: Option<f64>,
+    /// The TCP request/response exchanges' added latency: their median
+    /// round trip over the phase's loaded part minus idle's, where each had
+    /// at least 20 answers (`engine::summarize::RR_ADDED_MIN_ANSWERS`). A
+    /// browser times them with its network stack's stamps, so against
+    /// `added_latency_ms` they show the delay its own threads added to
+    /// the UDP probes (`metrics::grade`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr_added_latency_ms: Option<f64>,
     /// goodput x 30 days in GB (1e9 bytes).
     pub upload_gb_per_month: f64,
     pub download_gb_per_month: f64,

@@ -90,7 +90,7 @@ fn phases(r: &RpmResult, idle: &bloatlab_results::RpmIdle) -> (Option<Phase>, Ve
         }
     };
     let mut i = phase("idle", 0, 0, idle.start_s, idle.duration_s, &idle.probes, &idle.foreign_failed_s);
-    i.summary = summarize::summarize_phase(&i, None, None);
+    i.summary = summarize::summarize_phase(&i, None, None, None);
     let idle_p50 = (i.summary.latency.received > 0).then_some(i.summary.latency.p50_ms);
     let scenarios = r
         .stages
@@ -99,7 +99,7 @@ fn phases(r: &RpmResult, idle: &bloatlab_results::RpmIdle) -> (Option<Phase>, Ve
         .map(|s| {
             let (up, down) = if s.direction == RpmDirection::Upload { (s.connections, 0) } else { (0, s.connections) };
             let mut p = phase(&format!("rpm {}", s.direction.name()), up, down, s.start_s, s.duration_s, &s.probes, &s.foreign_failed_s);
-            p.summary = summarize::summarize_phase(&p, idle_p50, None);
+            p.summary = summarize::summarize_phase(&p, idle_p50, None, None);
             // the stage's goodput, as the method measured it (its moving
             // average at the end: no flow records here)
             match s.direction {

@@ -60,7 +60,11 @@
     });
   }
 
+  // a test's workers: a test that fails stops them (no probe or load outlives it)
+  let testWorkers = [];
   function fail(msg) {
+    testWorkers.forEach((w) => w.terminate());
+    testWorkers = [];
     window.bloatlabError = msg;
     $('error').textContent = msg;
     $('error').hidden = false;
@@ -118,7 +122,7 @@
       p.append(svg('text', { x: xs(live.t0 + s * 1000), y: H - 30, class: 'tick', 'text-anchor': s + xstep > secs ? 'end' : 'middle' }, s + ' s'));
     }
     p.append(svg('text', { x: 12, y: T + (H - T - B) / 2, class: 'tick', transform: `rotate(-90 12 ${T + (H - T - B) / 2})`, 'text-anchor': 'middle' }, 'round trip, ms'));
-    // the WebSocket (TCP) round trips, clipped to the axis, under the UDP ones
+    // the HTTP (TCP) round trips, clipped to the axis, under the UDP ones
     for (const [list, cls] of [[live.tcp, 'tcp'], [live.rtts, 'rtt']]) {
       if (!list.length) continue;
       const pts = list.map(([t, r]) => xs(t).toFixed(1) + ',' + ys(Math.min(r, top)).toFixed(1)).join(' ');
@@ -128,7 +132,7 @@
     p.append(svg('line', { x1: L, x2: L + 20, y1: H - 10, y2: H - 10, class: 'rtt' }));
     p.append(svg('text', { x: L + 24, y: H - 6, class: 'tick' }, W < 560 ? 'UDP (WebRTC)' : 'round trip, UDP probes (WebRTC)'));
     p.append(svg('line', { x1: second, x2: second + 20, y1: H - 10, y2: H - 10, class: 'tcp' }));
-    p.append(svg('text', { x: second + 24, y: H - 6, class: 'tick' }, W < 560 ? 'TCP (WebSocket)' : 'round trip, TCP probes (WebSocket)'));
+    p.append(svg('text', { x: second + 24, y: H - 6, class: 'tick' }, W < 560 ? 'TCP (HTTP)' : 'round trip, TCP probes (HTTP)'));
   }
 
   // what arrived over the last second, as the server counts it
@@ -190,6 +194,7 @@
   let stopped = null;
   function startLoader() {
     loader = new Worker('/load.js');
+    testWorkers.push(loader);
     loader.onmessage = (e) => {
       const m = e.data;
       if (m.k === 'bytes') {
@@ -328,7 +333,7 @@
           }
           lastStep = t;
         }
-        // the probes the result grades: the UDP ones, else the WebSocket
+        // the probes the result grades: the UDP ones, else the HTTP
         // ones; judged over the windows whose answers have all reached this
         // thread, and only when those are the windows the result will judge
         // (it ends the phase here, at t): an answer still in the worker's
@@ -403,7 +408,7 @@
     const answer = await api('/api/rtc?s=' + sid + '&c=probe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp }) });
     await pc.setRemoteDescription(answer);
     await opened;
-    // the worker hands the probes back with its WebSocket ones, once their
+    // the worker hands the probes back with its HTTP ones, once their
     // last answers are in: the connection closes after that (close())
     return { thread: 'worker', stop: async () => null, close: () => pc.close() };
   }
@@ -536,6 +541,16 @@
     const plan = sess.plan;
     const worker = new Worker('/worker.js');
     probeWorker = worker;
+    // the HTTP probes in a worker of their own: their requests' work does
+    // not delay the UDP probes' thread
+    const httpWorker = new Worker('/worker.js');
+    let httpDone = null;
+    testWorkers = [worker, httpWorker];
+    httpWorker.onmessage = (e) => {
+      const m = e.data;
+      if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); live.heard.tcp = m.at; }
+      else if (m.k === 'done' && httpDone) httpDone(m);
+    };
     const wsUrl = wsBase() + '/api/ws?s=' + sess.id;
     let probesDone = null;
     let wsClosed = null;
@@ -543,8 +558,7 @@
       worker.onmessage = (e) => {
         const m = e.data;
         if (m.k === 'open') resolve();
-        else if (m.k === 'error') reject(new Error('the probe WebSocket could not connect'));
-        else if (m.k === 'rtt') { for (const v of m.v) live.tcp.push(v); live.heard.tcp = m.at; }
+        else if (m.k === 'error') reject(new Error('the control WebSocket could not connect'));
         else if (m.k === 'rtc-open' && rtcOpened) rtcOpened();
         else if (m.k === 'rtc-rtt') {
           for (const v of m.v) {
@@ -554,17 +568,18 @@
           live.heard.rtts = m.at;
         }
         else if (m.k === 'server' && !live.over) { showServer(m.flows); live.arrived.push([m.t, m.down, m.up]); liveRates(); }
-        else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the probe WebSocket closed: ' + wsClosed)); }
+        else if (m.k === 'closed') { wsClosed = m.reason || 'closed (' + m.code + ')'; reject(new Error('the control WebSocket closed: ' + wsClosed)); }
         else if (m.k === 'done' && probesDone) probesDone(m);
       };
     });
     // heard: up to when each list holds every answer (the worker's batches
     // say; UDP probes on this thread are heard as they come)
     Object.assign(live, { phases: [], rtts: [], tcp: [], arrived: [], over: false, heard: { rtts: 0, tcp: 0 } });
-    worker.postMessage({ cmd: 'start', url: wsUrl, interval: plan.probe_interval_ms });
+    worker.postMessage({ cmd: 'start', url: wsUrl });
     let rtc = null;
     let rtcError = null;
     await opened;
+    httpWorker.postMessage({ cmd: 'http', probe: '/api/probe?s=' + sess.id + '&p=', interval: plan.probe_interval_ms });
     // ?probes=main keeps the channel on this thread (to measure what the worker saves)
     const inWorker = new URLSearchParams(location.search).get('probes') !== 'main';
     const rtcUp = (inWorker ? openRtcInWorker(sess.id, worker, plan.probe_interval_ms) : Promise.resolve(null))
@@ -577,7 +592,7 @@
     mainDue = 0;
     clearTimeout(mainTick);
     tick();
-    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, ws_probes: [], complete: true, call_frames: [], segments: [],
+    const rep = { start_ms: now(), phases: [], flows: [], rtc_probes: [], rtc_error: rtcError, rr_probes: [], complete: true, call_frames: [], segments: [],
       page: { probe_thread: rtc ? rtc.thread : 'worker', lags: [], timer_step_ms: null, isolated: false } };
     Object.assign(live, { t0: rep.start_ms, total: plan.total_ms });
     $('live').hidden = false;
@@ -595,7 +610,7 @@
           await drain(plan, rep);
         }
         live.rest = plan.phases.slice(i + 1).reduce((a, p) => a + p.duration_ms + plan.pause_ms, 0);
-        if (wsClosed) throw new Error('the probe WebSocket closed: ' + wsClosed);
+        if (wsClosed) throw new Error('the control WebSocket closed: ' + wsClosed);
         if (hidden) throw new Error(HIDDEN);
         const start = now();
         const p = { name: ph.name, start_ms: start, end_ms: start };
@@ -628,23 +643,25 @@
     }
     $('status').textContent = 'Computing the result…';
     const wsDone = new Promise((resolve) => { probesDone = resolve; worker.postMessage({ cmd: 'stop' }); });
+    const rrDone = new Promise((resolve) => { httpDone = resolve; httpWorker.postMessage({ cmd: 'stop' }); });
     let mainRtc;
     [mainRtc, rep.call_frames] = await Promise.all([rtc ? rtc.stop() : [], call ? call.stop() : []]);
-    const done = await wsDone;
+    const [done, rr] = await Promise.all([wsDone, rrDone]);
     if (rtc && rtc.close) rtc.close();
     // probes sent while the channels were still connecting belong to no
     // phase (Firefox took over a second to open WebRTC on loopback)
     const inTest = (list) => list.filter((p) => p[1] >= rep.start_ms);
-    rep.ws_probes = inTest(done.probes);
+    rep.rr_probes = inTest(rr.probes);
     // the UDP probes: from the worker (the channel ran there) or this thread
     rep.rtc_probes = inTest(rtc && rtc.thread === 'worker' ? done.rtc.map((r) => r.slice(0, 3)) : mainRtc || []);
-    // the lateness of the thread that timed the UDP probes (the WebSocket ones: the worker's)
-    rep.page.lags = rtc && rtc.thread === 'main' ? mainLags.slice() : done.lags;
+    // the lateness of the thread that timed the graded probes: the UDP
+    // ones', else the HTTP ones' (those the network stack did not time)
+    rep.page.lags = !rtc ? rr.lags : rtc.thread === 'main' ? mainLags.slice() : done.lags;
     clearTimeout(mainTick);
     rep.page.timer_step_ms = done.step_ms;
     rep.page.isolated = done.isolated;
-    worker.terminate();
-    loader.terminate();
+    testWorkers.forEach((w) => w.terminate());
+    testWorkers = [];
     const out = await api('/api/result?s=' + sess.id, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(rep) });
     show(out, plan);
     $('status').textContent = 'Done.';

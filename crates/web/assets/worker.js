@@ -1,56 +1,83 @@
-// bloatlab's probe worker: one WebSocket, a probe every interval, each
-// answer timed here (Unix ms from performance.timeOrigin + now()), and the
-// WebRTC probe channel when the browser lets the page hand it over. The
-// page gets the round trips in batches every 100 ms, the server's pushed
-// state as it comes, and every probe (and this thread's lateness) when
-// told to stop.
+// bloatlab's probe worker, started twice by the page: one runs the
+// control WebSocket (the server's pushed state in, the page's phase cuts
+// out) and the WebRTC probe channel when the browser lets the page hand it
+// over; the other the HTTP request/response probes, so that neither's work
+// delays the other's. The page gets the round trips in batches every
+// 100 ms, the server's pushed state as it comes, and every probe (and
+// this thread's lateness) when told to stop.
 'use strict';
 const now = () => performance.timeOrigin + performance.now();
 let ws = null;
 let timer = null;
 let seq = 0;
-const probes = []; // [seq, sent, answered|null]
+let probeUrl = null;
+const probes = []; // [seq, sent, answered|null, url]
 let batch = [];
 
-// With the UDP probes on their channel, the WebSocket probes are the
-// request/response exchanges of `bloatlab test` (engine::probe::RrProbe):
-// one at a time, the next at its slot or, when its answer came late, as
-// soon as it comes (a probe every 20 ms regardless would put a small packet
-// and its ACK in the queue they measure 50 times a second more than the
-// CLI does; a packet-limited FIFO then holds less time). Without the
-// channel they are the probes: every interval.
+// The HTTP probes are the request/response exchanges of `bloatlab test`
+// (engine::probe::RrProbe): one at a time, the next at its slot or, when
+// its answer came late, as soon as it comes (a probe every 20 ms
+// regardless would put a small packet and its ACK in the queue they
+// measure 50 times a second more than the CLI does, and hold a browser's
+// connections). Each is timed by the browser's network stack: its Resource
+// Timing entry's requestStart (the request went out) and responseStart
+// (the answer's first byte came in), so neither this thread nor the
+// browser's hand-offs to it are in the round trip; the worker's own clock
+// only where a browser gives no entry.
+const timing = new Map(); // url -> [requestStart, responseStart] (Unix ms)
+if (typeof PerformanceObserver === 'function') {
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        if (e.name.includes('/api/probe?') && e.requestStart > 0 && e.responseStart >= e.requestStart) {
+          timing.set(e.name, [performance.timeOrigin + e.requestStart, performance.timeOrigin + e.responseStart]);
+        }
+      }
+      // the observer has them: keep the timeline's buffer (250 by default) from filling
+      performance.clearResourceTimings();
+    }).observe({ type: 'resource', buffered: true });
+  } catch (e) { /* no Resource Timing here: the worker's clock times the probes */ }
+}
+let inFlight = false;
 let owed = false;
-const sequential = () => dc !== null && dc.readyState === 'open';
 function send() {
-  if (!ws || ws.readyState !== WebSocket.OPEN) return;
-  if (sequential() && probes.length && probes[probes.length - 1][2] === null) { owed = true; return; }
+  if (!probeUrl) return;
+  if (inFlight) { owed = true; return; }
   owed = false;
+  inFlight = true;
   const s = seq++;
-  probes.push([s, now(), null]);
-  ws.send('{"p":' + s + '}');
+  const url = new URL(probeUrl + s, location.href).href;
+  const r = [s, now(), null, url];
+  probes.push(r);
+  fetch(url, { cache: 'no-store' })
+    .then((res) => (res.ok ? res.arrayBuffer() : Promise.reject(new Error('HTTP ' + res.status))))
+    .then(() => {
+      const t4 = now();
+      r[2] = t4;
+      batch.push([r[1], t4 - r[1]]);
+    }, () => { /* refused or failed: unanswered */ })
+    .finally(() => {
+      inFlight = false;
+      if (owed) send();
+    });
+}
+
+// the HTTP probes' worker
+let httpRole = false;
+function http(m) {
+  httpRole = true;
+  probeUrl = m.probe;
+  send();
+  timer = setInterval(send, m.interval);
 }
 
 function start(m) {
   ws = new WebSocket(m.url);
-  ws.onopen = () => {
-    postMessage({ k: 'open' });
-    send();
-    timer = setInterval(send, m.interval);
-  };
+  ws.onopen = () => postMessage({ k: 'open' });
   ws.onmessage = (ev) => {
-    const t4 = now();
     let d;
     try { d = JSON.parse(ev.data); } catch (e) { return; }
-    if (typeof d.p === 'number') {
-      const r = probes[d.p];
-      if (r && r[0] === d.p && r[2] === null) {
-        r[2] = t4;
-        batch.push([r[1], t4 - r[1]]);
-        if (owed) send();
-      }
-    } else if (d.server) {
-      postMessage({ k: 'server', flows: d.server, t: d.t_ns / 1e6, up: d.arrived_up, down: d.arrived_down });
-    }
+    if (d.server) postMessage({ k: 'server', flows: d.server, t: d.t_ns / 1e6, up: d.arrived_up, down: d.arrived_down });
   };
   ws.onclose = (ev) => {
     clearInterval(timer);
@@ -148,11 +175,22 @@ function timerStep() {
   return isFinite(step) ? step : null;
 }
 
+// [seq, sent, answered|null, network-timed]: each answered probe's times
+// from its Resource Timing entry where the browser gave one (observers
+// hear of an entry a little after its fetch resolves: a moment is left)
+function timed(list) {
+  return new Promise((resolve) => setTimeout(() => resolve(list.map(([s, t1, t4, url]) => {
+    const e = t4 === null ? null : timing.get(url);
+    return e ? [s, e[0], e[1], true] : [s, t1, t4, false];
+  })), 200));
+}
+
 function stop() {
   clearInterval(timer);
+  probeUrl = null;
   const rtcDone = dc ? stopRtc() : Promise.resolve([]);
-  Promise.all([rtcDone, lastAnswers(probes)]).then(([r]) => {
-    postMessage({ k: 'done', probes, rtc: r, lags, step_ms: timerStep(), isolated: self.crossOriginIsolated === true });
+  Promise.all([rtcDone, httpRole ? lastAnswers(probes).then(timed) : []]).then(([r, rr]) => {
+    postMessage({ k: 'done', probes: rr, rtc: r, lags, step_ms: timerStep(), isolated: self.crossOriginIsolated === true });
     if (ws) ws.close(1000);
   });
 }
@@ -162,13 +200,13 @@ function stop() {
 // page judges a phase's latency only over windows it has heard in full.
 setInterval(() => {
   const at = now();
-  postMessage({ k: 'rtt', v: batch, at });
-  batch = [];
+  if (httpRole) { postMessage({ k: 'rtt', v: batch, at }); batch = []; }
   if (dc) { postMessage({ k: 'rtc-rtt', v: rtcBatch, at }); rtcBatch = []; }
 }, 100);
 
 onmessage = (e) => {
   if (e.data.cmd === 'start') start(e.data);
+  else if (e.data.cmd === 'http') http(e.data);
   else if (e.data.cmd === 'stop') stop();
   else if (e.data.cmd === 'rtc') startRtc(e.data);
   // the page ended loaded phase i before its cap: the server resets its uploads

@@ -9,7 +9,8 @@
 //! | `GET /api/plan?mode=M` | the test plan ([`bloatlab_model::WebPlan`]) and the server's limits |
 //! | `POST /api/session?mode=M` | begin a test: takes a unit of the tests quota |
 //! | `POST /api/rtc?s=ID[&c=call]` | the WebRTC probe channel (or the household test's call, on a connection of its own): the page's offer in, the answer out ([`rtc`]) |
-//! | `GET /api/ws?s=ID` | the probe WebSocket (ping/pong with server times, server TCP_INFO pushed) |
+//! | `GET /api/ws?s=ID` | the page's control socket (server TCP_INFO pushed, the page's phase cuts) |
+//! | `GET /api/probe?s=ID&p=SEQ` | a request/response probe, answered with the server's times ([`probe`]) |
 //! | `GET /api/down?s=ID&f=N[&bytes=B]` | a download stream (endless until the test ends), or a household test's stream segment of B bytes |
 //! | `GET /api/upws?s=ID&f=N` | an upload stream (a WebSocket of binary messages, counted) |
 //! | `POST /api/up?s=ID&f=N` | an upload sink (answers the bytes it read) |
@@ -24,6 +25,7 @@
 pub mod assets;
 mod http;
 mod load;
+mod probe;
 pub mod result;
 pub mod rtc;
 pub mod session;
@@ -234,6 +236,7 @@ async fn route(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respon
         },
         "/api/session" if method == Method::POST => begin(web, &req, &conn),
         "/api/ws" if get => ws::upgrade(web, req, conn),
+        "/api/probe" if get => probe::answer(web, &req, &conn),
         "/api/upws" if get => ws::upload(web, req, conn),
         "/api/rtc" if method == Method::POST => rtc_offer(web, req, conn).await,
         "/api/down" if get => load::download(web, &req, conn),
@@ -463,7 +466,7 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
     let mut notes = String::new();
     if let Some(why) = crate::result::no_webrtc(&r.metadata.probe_timestamps) {
         notes.push_str(&format!(
-            "The UDP probes could not run ({why}): the latency figures come from the WebSocket probes, where a lost packet shows as a longer round trip, not as a loss. "
+            "The UDP probes could not run ({why}): the latency figures come from the HTTP probes, where a lost packet shows as a longer round trip, not as a loss. "
         ));
     }
     if let Some(lag) = lag {
@@ -471,6 +474,16 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
             "Your browser added up to {} ms of its own delay (its probe timer ran that late); {held} probe(s) it may have held over {} ms were left out of the figures. ",
             fmt::ms(lag),
             fmt::trim_num(bloatlab_metrics::page::PAGE_DELAY_BOUND_MS)
+        ));
+    }
+    // what the browser added beyond its probe timer's stalls: its UDP
+    // probes against its HTTP probes, which its network stack timed
+    let own = r.scenarios.iter().filter_map(|p| Some((p, p.summary.added_latency_ms? - p.summary.rr_added_latency_ms?))).max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((p, d)) = own.filter(|(_, d)| *d >= 1.0) {
+        notes.push_str(&format!(
+            "In {} the UDP probes read {} ms more added latency than the HTTP probes, which the browser's network stack timed: that much is the browser's own delay, not the line's. ",
+            phase_label(p),
+            fmt::ms(d)
         ));
     }
     if !rising.is_empty() {
@@ -593,11 +606,17 @@ mod tests {
         assert!(notes.contains("up to 3.62 ms of its own delay") && notes.contains("1 probe(s)") && notes.contains("over 5 ms"), "{notes}");
         assert!(notes.contains("Still rising when the phase ended") && notes.contains("Download · 4 streams"), "{notes}");
         assert!(!notes.contains("UDP probes"), "{notes}");
+        // UDP probes the browser delayed, against its network-timed HTTP probes
+        let mut r = result();
+        r.scenarios[0].summary.added_latency_ms = Some(6.1);
+        r.scenarios[0].summary.rr_added_latency_ms = Some(1.3);
+        let notes = view_of(&r)["notes"].as_str().unwrap().to_string();
+        assert!(notes.contains("In Download · 4 streams the UDP probes read 4.80 ms more added latency than the HTTP probes, which the browser's network stack timed"), "{notes}");
         // probes that fell back to WebSockets: the page says so and why
         let mut r = result();
-        r.metadata.probe_timestamps = "probes: WebSocket messages on their own TCP connection from a Web Worker (no WebRTC: the probe channel did not open within 5 s (UDP to the server blocked?)), so a lost packet shows as a round trip stretched by TCP's loss recovery, not as a lost probe; send: x (a), b".into();
+        r.metadata.probe_timestamps = "probes: HTTP requests from the probe worker, one at a time, 5 of 5 answered timed by the browser's network stack (no WebRTC: the probe channel did not open within 5 s (UDP to the server blocked?)), so a lost packet shows as a round trip stretched by TCP's loss recovery, not as a lost probe; send: x (a), b".into();
         assert_eq!(crate::result::no_webrtc(&r.metadata.probe_timestamps), Some("the probe channel did not open within 5 s (UDP to the server blocked?)"));
         let notes = view_of(&r)["notes"].as_str().unwrap().to_string();
-        assert!(notes.starts_with("The UDP probes could not run (the probe channel did not open within 5 s (UDP to the server blocked?)): the latency figures come from the WebSocket probes"), "{notes}");
+        assert!(notes.starts_with("The UDP probes could not run (the probe channel did not open within 5 s (UDP to the server blocked?)): the latency figures come from the HTTP probes"), "{notes}");
     }
 }

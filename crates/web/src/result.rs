@@ -1,6 +1,6 @@
 //! The result of a browser test: what the page measured (its phases, the
 //! bytes its download streams read, the send and answer times of its
-//! WebSocket probes) joined with what the server measured (the probes'
+//! probes) joined with what the server measured (the probes'
 //! arrival and answer times, upload bytes, TCP_INFO of the load
 //! connections), built by the same code as `bloatlab test`'s result
 //! (`engine::summarize::build_result`): one schema, one set of numbers.
@@ -32,8 +32,11 @@ pub struct PageReport {
     pub rtc_probes: Vec<(u32, f64, Option<f64>)>,
     #[serde(default)]
     pub rtc_error: Option<String>,
-    /// `[seq, sent, answered or null]` per WebSocket (TCP) probe.
-    pub ws_probes: Vec<(u32, f64, Option<f64>)>,
+    /// `[seq, sent, answered or null, network-timed]` per HTTP (TCP)
+    /// request/response probe: network-timed when the times are its
+    /// Resource Timing entry's (`requestStart`, `responseStart`: stamped by
+    /// the browser's network stack), else the probe worker's clock.
+    pub rr_probes: Vec<(u32, f64, Option<f64>, bool)>,
     pub complete: bool,
     #[serde(default)]
     pub incomplete_reason: Option<String>,
@@ -152,7 +155,8 @@ impl PageReport {
                 return Err(format!("flow {}: max_gap_ms is not a duration", f.id));
             }
         }
-        for list in [&self.rtc_probes, &self.ws_probes] {
+        let rr: Vec<(u32, f64, Option<f64>)> = self.rr_probes.iter().map(|&(q, t1, t4, _)| (q, t1, t4)).collect();
+        for list in [&self.rtc_probes, &rr] {
             if list.len() > s.max_probes() {
                 return Err(format!("{} probes; the plan sends at most {}", list.len(), s.max_probes()));
             }
@@ -205,7 +209,7 @@ const NO_WEBRTC: &str = "(no WebRTC: ";
 const NO_WEBRTC_END: &str = "), so a lost packet";
 
 /// Why a browser result's UDP probes could not run (the page fell back to
-/// its WebSocket probes), from its `metadata.probe_timestamps`.
+/// its HTTP probes), from its `metadata.probe_timestamps`.
 pub fn no_webrtc(probe_timestamps: &str) -> Option<&str> {
     let from = probe_timestamps.find(NO_WEBRTC)? + NO_WEBRTC.len();
     let to = from + probe_timestamps.get(from..)?.find(NO_WEBRTC_END)?;
@@ -321,21 +325,30 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
     let stalls: &[(f64, f64)] = rep.page.as_ref().map(|p| p.lags.as_slice()).unwrap_or(&[]);
     let held = |list: &[(u32, f64, Option<f64>)]| bloatlab_metrics::page::delayed(&list.iter().map(|&(_, t1, t4)| (t1, t4)).collect::<Vec<_>>(), stalls);
     let kept = |list: &[(u32, f64, Option<f64>)], marks: &[bool]| list.iter().zip(marks).filter(|(_, m)| !**m).map(|(p, _)| *p).collect::<Vec<_>>();
-    let (rtc_held, ws_held) = (held(&rep.rtc_probes), held(&rep.ws_probes));
+    // HTTP probes timed by the browser's network stack were never held by
+    // the page's threads; those the worker timed itself may have been
+    let rr_list: Vec<(u32, f64, Option<f64>)> = rep.rr_probes.iter().map(|&(q, t1, t4, _)| (q, t1, t4)).collect();
+    let rr_held: Vec<bool> = held(&rr_list).into_iter().zip(&rep.rr_probes).map(|(m, p)| m && !p.3).collect();
+    let rtc_held = held(&rep.rtc_probes);
     let rtc = exchanges(&kept(&rep.rtc_probes, &rtc_held), &s.rtc_stamps());
-    let ws = exchanges(&kept(&rep.ws_probes, &ws_held), &s.ws_stamps());
+    let http = exchanges(&kept(&rr_list, &rr_held), &s.rr_stamps());
     // The UDP (WebRTC) probes are the result's probes, as `bloatlab test`'s
-    // UDP probes; the WebSocket probes its TCP request/response exchanges
-    // (loss recovery included). Without WebRTC the WebSocket probes stand
-    // in for the UDP ones, and the metadata says so.
+    // UDP probes; the HTTP probes its TCP request/response exchanges
+    // (loss recovery included). Without WebRTC the HTTP probes stand in
+    // for the UDP ones, and the metadata says so.
     let have_rtc = rtc.iter().any(|e| e.answered());
     let (probes, rr): (Vec<Exchange>, Vec<bloatlab_engine::probe::RrRecord>) = if have_rtc {
-        let rr = ws.iter().map(|e| (e.t1, if e.answered() { e.t4 - e.t1 } else { 0 }, e.answered())).collect();
+        let rr = http.iter().map(|e| (e.t1, if e.answered() { e.t4 - e.t1 } else { 0 }, e.answered())).collect();
         (rtc, rr)
     } else {
-        (ws, vec![])
+        (http, vec![])
     };
-    let (graded_list, graded_held) = if have_rtc { (&rep.rtc_probes, &rtc_held) } else { (&rep.ws_probes, &ws_held) };
+    let (graded_list, graded_held) = if have_rtc { (&rep.rtc_probes, &rtc_held) } else { (&rr_list, &rr_held) };
+    let network_timed = rep.rr_probes.iter().filter(|p| p.2.is_some() && p.3).count();
+    let rr_timing = format!(
+        "{network_timed} of {} answered timed by the browser's network stack (Resource Timing: requestStart to responseStart), the rest by the probe worker's clock",
+        rep.rr_probes.iter().filter(|p| p.2.is_some()).count()
+    );
     let clock = match &rep.page {
         Some(p) => format!(
             "the browser's performance.now() at send and answer ({}, the page {}cross-origin isolated), the server's clock at arrival and answer; probes whose answer the page's probe thread may have held more than {} ms (it ran late just before handling it: metrics::page) are left out of the latency figures and counted per phase (page_delayed_probes: {} of {})",
@@ -353,10 +366,10 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         None => "the page",
     };
     let probe_timestamps = if have_rtc {
-        format!("probes: a WebRTC data channel (UDP, unordered, never retransmitted), sent and answered on {thread}; request/response: WebSocket messages on their own TCP connection from a Web Worker; {clock}")
+        format!("probes: a WebRTC data channel (UDP, unordered, never retransmitted), sent and answered on {thread}; request/response: HTTP requests from the probe worker, one at a time, {rr_timing}; {clock}")
     } else {
         format!(
-            "probes: WebSocket messages on their own TCP connection from a Web Worker {NO_WEBRTC}{}{NO_WEBRTC_END} shows as a round trip stretched by TCP's loss recovery, not as a lost probe; {clock}",
+            "probes: HTTP requests from the probe worker, one at a time, {rr_timing} {NO_WEBRTC}{}{NO_WEBRTC_END} shows as a round trip stretched by TCP's loss recovery, not as a lost probe; {clock}",
             rep.rtc_error.as_deref().unwrap_or("the channel did not open")
         )
     };
@@ -389,9 +402,10 @@ pub fn build(s: &Session, rep: &PageReport, server: HostInfo, local: SocketAddr,
         p.summary.page_lag_max_ms = bloatlab_metrics::page::max_lag_ms(stalls, ph.start_ms, ph.end_ms);
         p.summary.page_delayed_probes = graded_list.iter().zip(graded_held.iter()).filter(|((_, t1, _), m)| **m && *t1 >= ph.start_ms && *t1 < ph.end_ms).count() as u32;
     }
-    // a page that held too many of its own probes is not graded (metrics::grade)
-    bloatlab_metrics::grade::record(&mut r);
+    // a page that held too many of its own probes, or whose own delay
+    // decided the letter, is not graded (metrics::grade)
     r.client = ClientKind::Browser;
+    bloatlab_metrics::grade::record(&mut r);
     r.metadata.client = HostInfo::default();
     r.metadata.server_address = s.host.clone();
     r.metadata.user_agent = Some(s.user_agent.clone());

@@ -3,7 +3,7 @@
 //! server (str0m, ICE-lite, one UDP port: the web port's number). A probe
 //! lost in a full queue is lost, as `bloatlab test`'s UDP probes are, not a
 //! round trip stretched by TCP's loss recovery: through a 10-packet FIFO
-//! that drops a quarter of the packets, WebSocket probes stalled for
+//! that drops a quarter of the packets, TCP probes stalled for
 //! seconds behind retransmission timeouts while the queue held 12 ms.
 //!
 //! Signalling: `POST /api/rtc?s=ID` with the page's offer; the answer names

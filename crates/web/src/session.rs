@@ -1,6 +1,6 @@
 //! A browser test in progress on the server: the tests-quota unit it holds,
 //! the load flows it opened (bytes, arrival gaps and TCP_INFO, sampled on
-//! the server's clock) and the server's side of its WebSocket probes.
+//! the server's clock) and the server's side of its probes.
 //!
 //! Bounded: one unit of the server's tests quota per session (--max-tests,
 //! --max-tests-per-source), a session ends when its result is posted or,
@@ -80,7 +80,7 @@ impl FlowRec {
     }
 }
 
-/// The server's half of one WebSocket probe: when it arrived and when the
+/// The server's half of one probe: when it arrived and when the
 /// answer left (server Unix ns).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProbeStamp {
@@ -106,9 +106,11 @@ pub struct Session {
     /// The household test's call connection is open.
     pub rtc_call_open: AtomicBool,
     flows: Mutex<Vec<Arc<FlowRec>>>,
-    /// The server's stamps of the WebSocket (TCP) probes and of the WebRTC
-    /// (UDP) probes.
-    ws_probes: Mutex<Vec<ProbeStamp>>,
+    /// The server's stamps of the HTTP request/response probes
+    /// (`GET /api/probe`, TCP) and of the WebRTC (UDP) probes.
+    rr_probes: Mutex<Vec<ProbeStamp>>,
+    /// The HTTP probes' rate budget (one page, one budget).
+    pub rr_budget: Mutex<ProbeBudget>,
     rtc_probes: Mutex<Vec<ProbeStamp>>,
     /// The household test's call frames, as the server saw them.
     call_frames: Mutex<Vec<ProbeStamp>>,
@@ -192,9 +194,9 @@ impl Session {
         true
     }
 
-    /// Record a WebSocket probe's server stamps; false once the plan's count is reached.
-    pub fn ws_probe(&self, p: ProbeStamp) -> bool {
-        self.record(&self.ws_probes, p)
+    /// Record an HTTP probe's server stamps; false once the plan's count is reached.
+    pub fn rr_probe(&self, p: ProbeStamp) -> bool {
+        self.record(&self.rr_probes, p)
     }
 
     /// Record a WebRTC probe's server stamps; false once the plan's count is reached.
@@ -216,8 +218,8 @@ impl Session {
         self.call_frames.lock().unwrap().clone()
     }
 
-    pub fn ws_stamps(&self) -> Vec<ProbeStamp> {
-        self.ws_probes.lock().unwrap().clone()
+    pub fn rr_stamps(&self) -> Vec<ProbeStamp> {
+        self.rr_probes.lock().unwrap().clone()
     }
 
     pub fn rtc_stamps(&self) -> Vec<ProbeStamp> {
@@ -288,6 +290,7 @@ impl Sessions {
         use rand::Rng;
         let mut rng = rand::rng();
         let id: String = (0..16).map(|_| format!("{:02x}", rng.random::<u8>())).collect();
+        let rr_budget = ProbeBudget::new(&plan);
         let s = Arc::new(Session {
             id: id.clone(),
             source,
@@ -301,7 +304,8 @@ impl Sessions {
             rtc_open: AtomicBool::new(false),
             rtc_call_open: AtomicBool::new(false),
             flows: Mutex::new(vec![]),
-            ws_probes: Mutex::new(vec![]),
+            rr_probes: Mutex::new(vec![]),
+            rr_budget: Mutex::new(rr_budget),
             rtc_probes: Mutex::new(vec![]),
             call_frames: Mutex::new(vec![]),
             permit: Mutex::new(Some(permit)),

@@ -1,17 +1,17 @@
-//! The probe WebSocket of a browser test (`GET /api/ws?s=ID`), one per test,
-//! on its own connection: the page's Web Worker sends `{"p":SEQ}` every
-//! probe interval (and `{"cut":I}` when it ends loaded phase I before its
-//! cap: that phase's upload streams are reset then); the server answers at once with `{"p":SEQ,"t2":NS,"t3":NS}`
-//! (its clock at arrival and at answer, ns since the test began) and keeps
-//! both times for the result's one-way delays. Four times a second it also
-//! pushes `{"server":[...],"arrived_up":N,"arrived_down":N,"t_ns":NS}`: each
-//! load flow's bytes and its socket's TCP_INFO (cwnd, smoothed RTT,
-//! retransmits, delivery rate), and the bytes that have arrived each way.
+//! The control WebSocket of a browser test (`GET /api/ws?s=ID`), one per
+//! test, on its own connection, opened by the page's probe worker. Four
+//! times a second the server pushes
+//! `{"server":[...],"arrived_up":N,"arrived_down":N,"t_ns":NS}`: each load
+//! flow's bytes and its socket's TCP_INFO (cwnd, smoothed RTT, retransmits,
+//! delivery rate), and the bytes that have arrived each way. The page sends
+//! `{"cut":I}` when it ends loaded phase I before its cap (latency stopped
+//! rising): that phase's upload streams are reset then. (The probes are
+//! HTTP requests, [`crate::probe`], and a WebRTC data channel, [`crate::rtc`].)
 //!
-//! Bounded: messages of at most 1 KiB, twice the plan's probe rate (with
-//! bursts of 10 s of probes: [`crate::session::ProbeBudget`]), the plan's
-//! probe count, and the test's lifetime.
-use crate::session::{ProbeStamp, Session};
+//! Bounded: messages of at most 1 KiB, at most twice the plan's probe rate
+//! (bursts of 10 s: [`crate::session::ProbeBudget`]), and the test's
+//! lifetime.
+use crate::session::Session;
 use crate::{query, refuse, Web};
 use bloatlab_host::clock;
 use bloatlab_serve::http::{Body, ConnInfo};
@@ -53,7 +53,7 @@ fn switching(req: &Request<Incoming>, path: &str) -> Result<Response<Body>, Resp
     Ok(r)
 }
 
-/// `GET /api/ws?s=ID`: the probe socket.
+/// `GET /api/ws?s=ID`: the control socket.
 pub(crate) fn upgrade(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
     let id = query(&req, "s").unwrap_or("");
     let s = match web.sessions.get(id, conn.peer.ip()) {
@@ -65,7 +65,7 @@ pub(crate) fn upgrade(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo
         Err(r) => return r,
     };
     if s.ws_open.swap(true, Ordering::SeqCst) {
-        return refuse(StatusCode::CONFLICT, "this test already has its probe WebSocket");
+        return refuse(StatusCode::CONFLICT, "this test already has its control WebSocket");
     }
     let on = hyper::upgrade::on(&mut req);
     let (web2, hold, busy) = (web.clone(), conn.hold, conn.busy);
@@ -80,7 +80,7 @@ pub(crate) fn upgrade(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(cfg)).await;
         let why = run(ws, &s, &web2).await;
         if let Some(why) = why {
-            web2.log("web_probe_socket", json!({"client": conn.peer.to_string(), "id": s.id, "ended": why}));
+            web2.log("web_control_socket", json!({"client": conn.peer.to_string(), "id": s.id, "ended": why}));
         }
     });
     answer
@@ -239,7 +239,7 @@ where
     let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
 }
 
-/// Serve the probe socket until the page closes it or the test ends; an
+/// Serve the control socket until the page closes it or the test ends; an
 /// abnormal end returns why (for the log).
 async fn run<S>(ws: WebSocketStream<S>, s: &Arc<Session>, web: &Web) -> Option<String>
 where
@@ -250,7 +250,7 @@ where
     let end = tokio::time::sleep(left);
     tokio::pin!(end);
     let mut push = tokio::time::interval(Duration::from_millis(250));
-    // at most 4x the plan's probe rate, counted over a second
+    // at most twice the plan's probe rate, bursts of 10 s
     let mut budget = crate::session::ProbeBudget::new(&s.plan);
     let close = |code: CloseCode, why: &str| Message::Close(Some(CloseFrame { code, reason: why.to_string().into() }));
     loop {
@@ -260,46 +260,31 @@ where
         }
         tokio::select! {
             m = rx.next() => {
-                let t2 = clock::now_ns();
                 let text = match m {
                     Some(Ok(Message::Text(t))) => t,
                     Some(Ok(Message::Ping(_))) | Some(Ok(Message::Pong(_))) => continue,
                     Some(Ok(Message::Close(_))) | None => return None,
                     Some(Ok(_)) => {
-                        let _ = tx.send(close(CloseCode::Unsupported, "probes are text messages")).await;
+                        let _ = tx.send(close(CloseCode::Unsupported, "the control socket takes text messages")).await;
                         linger(&mut rx).await;
                         return Some("a binary message".into());
                     }
                     Some(Err(e)) => return Some(format!("{e}")),
                 };
                 if !budget.take() {
-                    let why = format!("more probes than {:.0} a second (bursts of 10 s allowed)", budget.rate());
+                    let why = format!("more messages than {:.0} a second (bursts of 10 s allowed)", budget.rate());
                     let _ = tx.send(close(CloseCode::Policy, &why)).await;
                     linger(&mut rx).await;
                     return Some(why);
                 }
-                let v = serde_json::from_str::<serde_json::Value>(text.as_str()).ok();
                 // the page ended a loaded phase early (latency stopped rising): its uploads end now
-                if let Some(p) = v.as_ref().and_then(|v| v["cut"].as_u64()) {
-                    s.cut_uploads(p);
-                    continue;
-                }
-                let seq = v.and_then(|v| v["p"].as_u64()).filter(|&v| v <= u32::MAX as u64);
-                let Some(seq) = seq else {
-                    let _ = tx.send(close(CloseCode::Invalid, "a probe is {\"p\":SEQ}")).await;
+                let cut = serde_json::from_str::<serde_json::Value>(text.as_str()).ok().and_then(|v| v["cut"].as_u64());
+                let Some(p) = cut else {
+                    let _ = tx.send(close(CloseCode::Invalid, "a message is {\"cut\":PHASE} (probes are GET /api/probe)")).await;
                     linger(&mut rx).await;
-                    return Some("a malformed probe".into());
+                    return Some("a malformed message".into());
                 };
-                let t3 = clock::now_ns();
-                if !s.ws_probe(ProbeStamp { seq: seq as u32, t2, t3 }) {
-                    let _ = tx.send(close(CloseCode::Policy, "the plan's probes are all sent")).await;
-                    linger(&mut rx).await;
-                    return Some("more probes than the plan sends".into());
-                }
-                let answer = json!({"p": seq, "t2": t2.saturating_sub(s.t0_ns), "t3": t3.saturating_sub(s.t0_ns)});
-                if tx.send(Message::text(answer.to_string())).await.is_err() {
-                    return None;
-                }
+                s.cut_uploads(p);
             }
             _ = push.tick() => {
                 if tx.send(Message::text(server_state(s).to_string())).await.is_err() {

@@ -289,6 +289,7 @@ pub fn build(spec: &Spec) -> TestResult {
             smoothness_hz: loaded.then_some(r3(1000.0 / worst_gap)),
             rpm: Some(r3(60000.0 / lat.avg_ms)),
             rr_rpm: Some(r3(60000.0 / worst_rr * 2.0)),
+            rr_added_latency_ms: None,
             upload_gb_per_month: r3(up_bps / 8.0 * 86400.0 * 30.0 / 1e9),
             download_gb_per_month: r3(down_bps / 8.0 * 86400.0 * 30.0 / 1e9),
             retransmits: if loaded { 9 * (ups + downs) as u64 } else { 0 },
