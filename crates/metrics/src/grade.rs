@@ -275,14 +275,19 @@ mod tests {
         assert!(Grade::F > Grade::D && Grade::A > Grade::APlus);
     }
 
-    #[test]
-    fn a_browser_that_held_its_own_probes_is_not_graded() {
-        let mut r: TestResult = serde_json::from_value(serde_json::json!({
+    /// A complete result with no phases, to add them to.
+    fn empty_result() -> TestResult {
+        serde_json::from_value(serde_json::json!({
             "schema": "bloatlab-result", "schema_version": 2, "complete": true,
             "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
             "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_browser_that_held_its_own_probes_is_not_graded() {
+        let mut r = empty_result();
         let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
         p.summary.latency.sent = 225;
         p.summary.latency.received = 225;
@@ -307,12 +312,7 @@ mod tests {
 
     #[test]
     fn a_browser_whose_own_delay_decided_the_letter_is_not_graded() {
-        let mut r: TestResult = serde_json::from_value(serde_json::json!({
-            "schema": "bloatlab-result", "schema_version": 2, "complete": true,
-            "metadata": serde_json::to_value(bloatlab_results::Metadata::default()).unwrap(),
-            "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
-        }))
-        .unwrap();
+        let mut r = empty_result();
         let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
         p.summary.latency.sent = 250;
         p.summary.latency.received = 250;
