@@ -262,12 +262,8 @@
     const t0 = now();
     await sleep(plan.pause_ms);
     const adaptive = plan.phases.some((p) => p.cap_ms > p.duration_ms);
-    const idle = rep.phases.find((p) => p.name === 'idle');
-    if (!adaptive || !idle) return;
-    const list = live.rtts.length ? live.rtts : live.tcp;
-    const base = list.filter(([t]) => t >= idle.start_ms && t < idle.end_ms).map(([, r]) => r);
-    if (base.length < plan.drain.min_samples) return;
-    const idleP50 = median(base);
+    const idleP50 = idleMedian(rep, plan.drain.min_samples);
+    if (!adaptive || idleP50 === null) return;
     const r = plan.drain;
     while (now() - t0 < r.cap_ms) {
       const t = now();
@@ -275,6 +271,16 @@
       if (recent.length >= r.min_samples && median(recent) <= idleP50 * (1 + r.tolerance) + r.floor_ms) return;
       await sleep(50);
     }
+  }
+
+  // The idle phase's median round trip (the probes the result grades: the
+  // UDP ones, else the HTTP ones), or null with fewer than `min` answers.
+  function idleMedian(rep, min) {
+    const idle = rep.phases.find((p) => p.name === 'idle');
+    if (!idle) return null;
+    const list = live.rtts.length ? live.rtts : live.tcp;
+    const base = list.filter(([t]) => t >= idle.start_ms && t < idle.end_ms).map(([, r]) => r);
+    return base.length >= Math.max(1, min) ? median(base) : null;
   }
 
   async function loadPhase(plan, sid, ph, idx, rep, start, ready) {
@@ -304,9 +310,18 @@
     const bytes = (d) => streams.filter((s) => s.dir === d).reduce((a, s) => a + s.f.bytes, 0);
     for (const d of dirs) for (let k = 0; k < Math.min(plan.start_streams, ph.max_streams); k++) open(d);
     // ramp: from ramp_from on, add a stream each step while the
-    // direction's goodput still grew; then hold (never back off)
+    // direction's goodput still grew and no queue has built (the round
+    // trip over the last step within ramp_queue_ms of idle's: once it is
+    // not, the line is full and the growth is slow start into the queue);
+    // then hold (never back off)
     const ramp = {};
     for (const d of dirs) ramp[d] = { growing: true, bytes: 0, rate: 0 };
+    const idleP50 = idleMedian(rep, plan.drain.min_samples);
+    const queued = (t) => {
+      if (idleP50 === null) return false;
+      const recent = (live.rtts.length ? live.rtts : live.tcp).filter(([s, rtt]) => s + rtt >= t - plan.ramp_step_ms && s >= start).map(([, rtt]) => rtt);
+      return recent.length > 0 && median(recent) > idleP50 + plan.ramp_queue_ms;
+    };
     let lastStep = 0;
     // the phase ends when its load is told to stop (the cut, the cap or a failure)
     let stoppedAt = null;
@@ -319,7 +334,8 @@
         if (err) throw new Error(err.f.error);
         const from = start + plan.ramp_from_ms - plan.ramp_step_ms;
         if (t >= from && t - lastStep >= plan.ramp_step_ms) {
-          const ramping = lastStep > 0 && t < start + plan.ramp_until * ph.duration_ms;
+          const ramping = lastStep > 0 && t < start + plan.ramp_until * ph.duration_ms && !queued(t);
+          if (lastStep > 0 && !ramping) for (const d of dirs) ramp[d].growing = false;
           for (const d of dirs) {
             const r = ramp[d];
             const b = bytes(d);

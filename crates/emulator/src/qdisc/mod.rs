@@ -162,7 +162,11 @@ pub fn build(q: &bloatlab_model::QueueSpec, seed: u64) -> Result<Box<dyn Qdisc>,
             p.seed ^= seed;
             Box::new(pie::Pie::new(p))
         }
-        Q::Kernel { qdisc, .. } => return Err(format!("`{qdisc}` is a kernel qdisc, not one of the emulator's")),
+        Q::Kernel { qdisc, .. } => {
+            return Err(format!(
+                "`{qdisc}` is a kernel qdisc, not one of the emulator's"
+            ))
+        }
     })
 }
 
@@ -180,4 +184,3 @@ pub(crate) mod testutil {
     }
     pub const MS: u64 = 1_000_000;
 }
-
