@@ -6,6 +6,7 @@ its result JSON (bench/web_vs_cli.sh's helper).
     CPU_THROTTLE=N web_page.py chromium ...   # the page's CPU N times slower
                                               # (DevTools' CPU throttling: a slow phone)
     NO_WEBRTC=1 web_page.py firefox ...       # WebRTC turned off (a privacy setting)
+    SCREENSHOT=page.png web_page.py ...       # the whole page once its result shows, 1280 px wide
 
 Chromium through Debian's chromedriver, Firefox (firefox-esr) through
 geckodriver (`cargo install geckodriver`); selenium from PyPI. Prints how
@@ -52,5 +53,12 @@ try:
         print(v, file=sys.stderr); sys.exit(3)
     open(out, 'w').write(v)
     print('page took %.1f s' % (time.time() - t0), file=sys.stderr)
+    shot = os.environ.get('SCREENSHOT')
+    if shot:
+        time.sleep(1)  # the result's figures and plot drawn
+        h = d.execute_script('return document.documentElement.scrollHeight')
+        d.set_window_size(1280, min(int(h) + 140, 8000))
+        time.sleep(0.5)
+        d.save_screenshot(shot)
 finally:
     d.quit()

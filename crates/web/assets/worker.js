@@ -23,21 +23,32 @@ let batch = [];
 // Timing entry's requestStart (the request went out) and responseStart
 // (the answer's first byte came in), so neither this thread nor the
 // browser's hand-offs to it are in the round trip; the worker's own clock
-// only where a browser gives no entry.
+// only where a browser gives no entry. The live readings are the same
+// stamps: an answer goes into the page's batch when its entry comes (the
+// worker's clock would add the new connection's handshake, a whole round
+// trip, to each: the server closes each probe's connection).
 const timing = new Map(); // url -> [requestStart, responseStart] (Unix ms)
+const awaiting = new Map(); // url -> an answered probe whose entry has not come yet
+let observing = false;
 if (typeof PerformanceObserver === 'function') {
   try {
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
         if (e.name.includes('/api/probe?') && e.requestStart > 0 && e.responseStart >= e.requestStart) {
-          timing.set(e.name, [performance.timeOrigin + e.requestStart, performance.timeOrigin + e.responseStart]);
+          const t = [performance.timeOrigin + e.requestStart, performance.timeOrigin + e.responseStart];
+          timing.set(e.name, t);
+          if (awaiting.delete(e.name)) batch.push([t[0], t[1] - t[0]]);
         }
       }
       // the observer has them: keep the timeline's buffer (250 by default) from filling
       performance.clearResourceTimings();
     }).observe({ type: 'resource', buffered: true });
+    observing = true;
   } catch (e) { /* no Resource Timing here: the worker's clock times the probes */ }
 }
+// An answer whose entry has not come within this long goes live timed by
+// the worker's clock (the result, too, times it so: timed()).
+const ENTRY_WAIT_MS = 500;
 let inFlight = false;
 let owed = false;
 function send() {
@@ -54,7 +65,10 @@ function send() {
     .then(() => {
       const t4 = now();
       r[2] = t4;
-      batch.push([r[1], t4 - r[1]]);
+      const t = timing.get(url);
+      if (t) batch.push([t[0], t[1] - t[0]]);
+      else if (observing) awaiting.set(url, r);
+      else batch.push([r[1], t4 - r[1]]);
     }, () => { /* refused or failed: unanswered */ })
     .finally(() => {
       inFlight = false;
@@ -199,8 +213,19 @@ function stop() {
 // before it is in this batch or an earlier one), even an empty one: the
 // page judges a phase's latency only over windows it has heard in full.
 setInterval(() => {
-  const at = now();
-  if (httpRole) { postMessage({ k: 'rtt', v: batch, at }); batch = []; }
+  let at = now();
+  if (httpRole) {
+    // answers still waiting for their entry are not heard yet: the batch is
+    // whole only up to the first one's sending
+    for (const [url, r] of awaiting) {
+      if (at - r[2] > ENTRY_WAIT_MS) {
+        awaiting.delete(url);
+        batch.push([r[1], r[2] - r[1]]);
+      } else at = Math.min(at, r[1]);
+    }
+    postMessage({ k: 'rtt', v: batch, at });
+    batch = [];
+  }
   if (dc) { postMessage({ k: 'rtc-rtt', v: rtcBatch, at }); rtcBatch = []; }
 }, 100);
 

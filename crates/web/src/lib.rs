@@ -591,11 +591,15 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
         ));
     }
     if let Some(lag) = lag {
-        notes.push_str(&format!(
-            "Your browser added up to {} ms of its own delay (its probe timer ran that late); {held} probe(s) it may have held over {} ms were left out of the figures. ",
-            fmt::ms(lag),
-            fmt::trim_num(bloatlab_metrics::page::PAGE_DELAY_BOUND_MS)
-        ));
+        let bound = fmt::trim_num(bloatlab_metrics::page::PAGE_DELAY_BOUND_MS);
+        let held = match held {
+            0 => format!("it held no probe over {bound} ms"),
+            1 => format!("1 probe it may have held over {bound} ms was left out of the figures"),
+            n => {
+                format!("{n} probes it may have held over {bound} ms were left out of the figures")
+            }
+        };
+        notes.push_str(&format!("Your browser added up to {} ms of its own delay (its probe timer ran that late); {held}. ", fmt::ms(lag)));
     }
     // what the browser added beyond its probe timer's stalls: its UDP
     // probes against its HTTP probes, which its network stack timed
@@ -772,8 +776,15 @@ mod tests {
         let notes = v["notes"].as_str().unwrap();
         assert!(
             notes.contains("up to 3.62 ms of its own delay")
-                && notes.contains("1 probe(s)")
-                && notes.contains("over 5 ms"),
+                && notes
+                    .contains("; 1 probe it may have held over 5 ms was left out of the figures."),
+            "{notes}"
+        );
+        let mut r = result();
+        r.scenarios[0].summary.page_delayed_probes = 0;
+        let notes = view_of(&r)["notes"].as_str().unwrap().to_string();
+        assert!(
+            notes.contains("(its probe timer ran that late); it held no probe over 5 ms."),
             "{notes}"
         );
         assert!(
