@@ -102,10 +102,12 @@ const LINKS: &[Link] = &[
     },
     // Through deep's and asym's FIFOs (1.2 s when full) the loaded part of
     // a phase (model::LOADED_RULE) reads 1.04-1.14 of the CLI's in the
-    // browsers: the CLI's autotuned flows overflow the queue and saw it
-    // (asym's upload: 124 retransmits, 817-1091 ms), the browsers' uploads
-    // hold it at 1040-1075 ms without the dips (bench/web_vs_cli.sh,
-    // docs/web.md).
+    // browsers: once the queue overflows, the WebRTC probes' SCTP restarts
+    // its congestion window at one packet per round trip (its
+    // retransmission timer ran out), and at 1.2 s a round trip probes and
+    // answers wait in its send queue: one-second medians of 1358-2274 ms
+    // where the queue holds 1211 ms at most and the CLI's bare UDP probes
+    // read 1019-1145 (docs/web.md, "Deep queues").
     Link {
         name: "deep",
         args: &["--rate", "10mbit", "--queue", "fifo:1000"],
