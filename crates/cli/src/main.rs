@@ -10,11 +10,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(
-    name = "bloatlab",
-    version,
-    about = "Measure, reproduce and explain bufferbloat"
-)]
+#[command(name = "bloatlab", version, about = "Measure, reproduce and explain bufferbloat")]
 pub(crate) struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -65,15 +61,12 @@ pub(crate) enum Cmd {
 
 /// A clap value parser for a type spelled by a fixed list of words (the
 /// model's enums): the words show in `--help`, the type parses them.
-pub(crate) fn choice<T>(
-    words: &'static [&'static str],
-) -> impl clap::builder::TypedValueParser<Value = T>
+pub(crate) fn choice<T>(words: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
 where
     T: std::str::FromStr + Clone + Send + Sync + 'static,
 {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(words)
-        .map(|s| s.parse::<T>().ok().expect("every listed word parses"))
+    clap::builder::PossibleValuesParser::new(words).map(|s| s.parse::<T>().ok().expect("every listed word parses"))
 }
 
 fn main() {
@@ -133,31 +126,12 @@ mod tests {
 
     #[test]
     fn test_lab_and_recipes_share_the_scenario_grammar() {
-        for s in [
-            "1u0d",
-            "0u1d",
-            "4u4d",
-            "32u32d",
-            "0U32D",
-            "1u0d,0u1d",
-            " 2u3d ",
-        ] {
+        for s in ["1u0d", "0u1d", "4u4d", "32u32d", "0U32D", "1u0d,0u1d", " 2u3d "] {
             assert!(test_accepts(s), "test refuses {s}");
             assert!(lab_accepts(&["--", "--scenarios", s]), "lab refuses {s}");
             assert!(recipe_accepts("scenarios", s), "recipes refuse {s}");
         }
-        for s in [
-            "0u0d",
-            "33u0d",
-            "64u0d",
-            "0u64d",
-            "1up",
-            "u1d",
-            "1u",
-            "x",
-            "1u0d,40u0d",
-            "-1u0d",
-        ] {
+        for s in ["0u0d", "33u0d", "64u0d", "0u64d", "1up", "u1d", "1u", "x", "1u0d,40u0d", "-1u0d"] {
             assert!(!test_accepts(s), "test accepts {s}");
             assert!(!lab_accepts(&["--", "--scenarios", s]), "lab accepts {s}");
             assert!(!recipe_accepts("scenarios", s), "recipes accept {s}");
@@ -170,52 +144,15 @@ mod tests {
             matches!(Cli::try_parse_from(["bloatlab", "emulate", "--print-config", "--queue", q]),
                 Ok(Cli { cmd: Cmd::Emulate(a) }) if a.link.to_config().is_ok())
         };
-        for q in [
-            "fifo:1000",
-            "pfifo:10",
-            "fifo:limit=5",
-            "100",
-            "bfifo:64k",
-            "bfifo:65536",
-            "drophead:50",
-            "codel",
-            "codel:target=10ms",
-            "fq_codel",
-            "fq_codel:quantum=300,flows=64",
-            "pie",
-            "pie:target=20ms,noecn",
-        ] {
-            assert!(
-                lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]),
-                "lab refuses {q}"
-            );
+        for q in ["fifo:1000", "pfifo:10", "fifo:limit=5", "100", "bfifo:64k", "bfifo:65536", "drophead:50", "codel", "codel:target=10ms", "fq_codel", "fq_codel:quantum=300,flows=64", "pie", "pie:target=20ms,noecn"] {
+            assert!(lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]), "lab refuses {q}");
             // in the lab's comma list too (one run each): a queue keeps its own parameters
-            assert!(
-                lab_accepts(&["--queue", &format!("fifo:10,{q}")]),
-                "lab refuses the list fifo:10,{q}"
-            );
+            assert!(lab_accepts(&["--queue", &format!("fifo:10,{q}")]), "lab refuses the list fifo:10,{q}");
             assert!(recipe_accepts("queue", q), "recipes refuse {q}");
             assert!(emulate_accepts(q), "emulate refuses {q}");
         }
-        for q in [
-            "fifo",
-            "fifo:0",
-            "fifo:x",
-            "bfifo",
-            "bfifo:10",
-            "drophead",
-            "red",
-            "sfq",
-            "cake",
-            "codel:bogus=1",
-            "codel:target=200ms",
-            "fq_codel:flows=100000",
-            "",
-        ] {
-            assert!(
-                !lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]),
-                "lab accepts {q}"
-            );
+        for q in ["fifo", "fifo:0", "fifo:x", "bfifo", "bfifo:10", "drophead", "red", "sfq", "cake", "codel:bogus=1", "codel:target=200ms", "fq_codel:flows=100000", ""] {
+            assert!(!lab_accepts(&["--queue-up", q, "--queue-down", "fifo:10"]), "lab accepts {q}");
             assert!(!recipe_accepts("queue", q), "recipes accept {q}");
             assert!(!emulate_accepts(q), "emulate accepts {q}");
         }
@@ -225,18 +162,10 @@ mod tests {
     fn a_negative_value_is_explained_not_taken_for_a_flag() {
         // clap alone would call -20ms an unknown flag and suggest `-- -20ms`,
         // which for `lab` means the test's options
-        for args in [
-            &["bloatlab", "lab", "--delay", "-20ms"][..],
-            &["bloatlab", "test", "h", "--duration", "-5s"],
-        ] {
-            let e = Cli::try_parse_from(args)
-                .err()
-                .expect("refused")
-                .to_string();
-            assert!(
-                e.contains("is negative") && !e.contains("use '--"),
-                "{args:?}: {e}"
-            );
+        for args in [&["bloatlab", "lab", "--delay", "-20ms"][..], &["bloatlab", "test", "h", "--duration", "-5s"]] {
+            let e = Cli::try_parse_from(args).err().expect("refused").to_string();
+            assert!(e.contains("is negative") && !e.contains("use '--"), "{args:?}: {e}");
         }
     }
+
 }

@@ -20,10 +20,7 @@ pub type LoadArgs = OptionArgs<TestConfig>;
 /// canonically) by the model's parser, so clap reports a bad value with the
 /// model's message.
 fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
-    let mut a = Arg::new(o.long)
-        .long(o.long)
-        .help(o.help())
-        .value_name(o.value_name);
+    let mut a = Arg::new(o.long).long(o.long).help(o.help()).value_name(o.value_name);
     if let Some(c) = o.short {
         a = a.short(c);
     }
@@ -35,22 +32,13 @@ fn arg<T: Configurable>(o: &'static OptionDef<T>) -> Arg {
         Arity::Switch => a.action(ArgAction::SetTrue).value_name(None::<&str>),
         // a comma list, each value with its own key=value parameters
         // (`--queue fifo:10,fq_codel:quantum=300,flows=64` is two queues)
-        Arity::Value if o.one_run_each => {
-            a.action(ArgAction::Append)
-                .value_parser(ValueParser::new(move |s: &str| {
-                    bloatlab_model::options::split_values(s)
-                        .iter()
-                        .map(|v| o.canonical(v))
-                        .collect::<Result<Vec<String>, String>>()
-                }))
-        }
+        Arity::Value if o.one_run_each => a.action(ArgAction::Append).value_parser(ValueParser::new(move |s: &str| {
+            bloatlab_model::options::split_values(s).iter().map(|v| o.canonical(v)).collect::<Result<Vec<String>, String>>()
+        })),
         Arity::Value => a.action(ArgAction::Set).value_parser(check),
-        Arity::OptionalValue { missing } => a
-            .action(ArgAction::Set)
-            .num_args(0..=1)
-            .require_equals(true)
-            .default_missing_value(missing)
-            .value_parser(check),
+        Arity::OptionalValue { missing } => {
+            a.action(ArgAction::Set).num_args(0..=1).require_equals(true).default_missing_value(missing).value_parser(check)
+        }
         Arity::Repeated => a.action(ArgAction::Append).value_parser(check),
     };
     if !o.choices.is_empty() && o.arity != Arity::Switch {
@@ -80,10 +68,7 @@ fn augment<T: Configurable>(mut cmd: Command, keep: fn(&str) -> bool) -> Command
 }
 
 /// The options of `T` that `keep` selects, as given on a command line.
-fn overrides<T: Configurable>(
-    m: &ArgMatches,
-    keep: fn(&str) -> bool,
-) -> Result<Overrides<T>, clap::Error> {
+fn overrides<T: Configurable>(m: &ArgMatches, keep: fn(&str) -> bool) -> Result<Overrides<T>, clap::Error> {
     let mut o = Overrides::<T>::default();
     let err = |e: String| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e);
     for opt in T::options().iter().filter(|o| keep(o.long)) {
@@ -94,12 +79,7 @@ fn overrides<T: Configurable>(
                 }
             }
             _ if opt.one_run_each => {
-                for v in m
-                    .get_many::<Vec<String>>(opt.long)
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                {
+                for v in m.get_many::<Vec<String>>(opt.long).into_iter().flatten().flatten() {
                     o.add(opt.long, v).map_err(err)?;
                 }
             }
@@ -139,19 +119,8 @@ impl<T: Configurable> FromArgMatches for OptionArgs<T> {
 /// The lab options that describe the link itself, the ones `bloatlab
 /// emulate` takes by hand from the same definitions (help, parsing,
 /// completion) as `bloatlab lab`.
-pub const LINK_OPTIONS: &[&str] = &[
-    "rate",
-    "rate-up",
-    "rate-down",
-    "queue",
-    "queue-up",
-    "queue-down",
-    "delay",
-    "jitter",
-    "loss",
-    "trace-up",
-    "trace-down",
-];
+pub const LINK_OPTIONS: &[&str] =
+    &["rate", "rate-up", "rate-down", "queue", "queue-up", "queue-down", "delay", "jitter", "loss", "trace-up", "trace-down"];
 
 fn link(long: &str) -> bool {
     LINK_OPTIONS.contains(&long)
@@ -183,17 +152,7 @@ impl FromArgMatches for LinkOptionArgs {
 /// The `bloatlab tune` options `bloatlab lab --tune` takes (the lab names
 /// the interfaces, the server and the files itself), from the same
 /// definitions as `bloatlab tune`'s.
-pub const LAB_TUNE_OPTIONS: &[&str] = &[
-    "target-added",
-    "budget",
-    "budget-bytes",
-    "step",
-    "sqm",
-    "overhead",
-    "mpu",
-    "write-config",
-    "report",
-];
+pub const LAB_TUNE_OPTIONS: &[&str] = &["target-added", "budget", "budget-bytes", "step", "sqm", "overhead", "mpu", "write-config", "report"];
 
 fn lab_tune(long: &str) -> bool {
     LAB_TUNE_OPTIONS.contains(&long)
@@ -302,72 +261,36 @@ mod tests {
                 let swept = e.replace(',', "+");
 
                 // bloatlab test HOST --option value
-                let Cmd::Test(t) =
-                    cli(&[strings(&["bloatlab", "test", "h"]), args.clone()].concat()).cmd
-                else {
-                    unreachable!()
-                };
+                let Cmd::Test(t) = cli(&[strings(&["bloatlab", "test", "h"]), args.clone()].concat()).cmd else { unreachable!() };
                 assert_eq!(o.get(&t.config().unwrap()), want, "test {args:?}");
 
                 // bloatlab lab -- --option value
-                let Cmd::Lab(l) =
-                    cli(&[strings(&["bloatlab", "lab", "--"]), args.clone()].concat()).cmd
-                else {
-                    unreachable!()
-                };
+                let Cmd::Lab(l) = cli(&[strings(&["bloatlab", "lab", "--"]), args.clone()].concat()).cmd else { unreachable!() };
                 let run = crate::cmd::lab::resolve(&l.run).unwrap();
-                assert_eq!(
-                    o.get(&lab_config(&run.cfg, &run.run.test)),
-                    want,
-                    "lab -- {args:?}"
-                );
+                assert_eq!(o.get(&lab_config(&run.cfg, &run.run.test)), want, "lab -- {args:?}");
 
                 // bloatlab sweep --set option=value (and a swept queue)
                 let set = format!("{}={swept}", o.param_name());
-                let mut sweep =
-                    strings(&["bloatlab", "sweep", "--set", &set, "--set", "queue=10,100"]);
+                let mut sweep = strings(&["bloatlab", "sweep", "--set", &set, "--set", "queue=10,100"]);
                 if let Some((k, v)) = &pre_setting {
                     sweep.extend(strings(&["--set", &format!("{k}={v}")]));
                 }
-                let Cmd::Sweep(s) = cli(&sweep).cmd else {
-                    unreachable!()
-                };
-                let r = bloatlab_recipes::sweep::sweep_recipe(
-                    &crate::cmd::sweep::sweep_request(s).unwrap(),
-                )
-                .unwrap();
+                let Cmd::Sweep(s) = cli(&sweep).cmd else { unreachable!() };
+                let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
                 assert_eq!(o.get(&recipe_config(&r)), want, "sweep --set {set}");
 
                 // bloatlab sweep --set queue=... -- --option value
-                let Cmd::Sweep(s) = cli(&[
-                    strings(&["bloatlab", "sweep", "--set", "queue=10,100", "--"]),
-                    args.clone(),
-                ]
-                .concat())
-                .cmd
-                else {
-                    unreachable!()
-                };
-                let r = bloatlab_recipes::sweep::sweep_recipe(
-                    &crate::cmd::sweep::sweep_request(s).unwrap(),
-                )
-                .unwrap();
+                let Cmd::Sweep(s) = cli(&[strings(&["bloatlab", "sweep", "--set", "queue=10,100", "--"]), args.clone()].concat()).cmd else { unreachable!() };
+                let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
                 assert_eq!(o.get(&recipe_config(&r)), want, "sweep -- {args:?}");
                 // ... whose written recipe file carries it too
                 let again = Recipe::parse(&r.source, "written", false).unwrap();
-                assert_eq!(
-                    o.get(&recipe_config(&again)),
-                    want,
-                    "the recipe a sweep writes, {args:?}"
-                );
+                assert_eq!(o.get(&recipe_config(&again)), want, "the recipe a sweep writes, {args:?}");
 
                 // a recipe file
-                let pre_line = pre_setting
-                    .map(|(k, v)| format!("{k} = \"{v}\"\n"))
-                    .unwrap_or_default();
+                let pre_line = pre_setting.map(|(k, v)| format!("{k} = \"{v}\"\n")).unwrap_or_default();
                 let text = format!("name = \"x\"\nkind = \"lab\"\n[settings]\n{pre_line}{} = \"{swept}\"\n[grid]\nqueue = [10, 100]\n", o.param_name());
-                let r =
-                    Recipe::parse(&text, "x.toml", false).unwrap_or_else(|e| panic!("{text}: {e}"));
+                let r = Recipe::parse(&text, "x.toml", false).unwrap_or_else(|e| panic!("{text}: {e}"));
                 assert_eq!(o.get(&recipe_config(&r)), want, "recipe {text}");
             }
         }
@@ -385,11 +308,7 @@ mod tests {
         for o in bloatlab_model::LAB_OPTIONS {
             for &e in o.examples {
                 // a trace must exist: the lab reads it when it checks the configuration
-                let e = if o.shape == Shape::File {
-                    trace.as_str()
-                } else {
-                    e
-                };
+                let e = if o.shape == Shape::File { trace.as_str() } else { e };
                 let want = vec![e.to_string()];
                 let pre = o.requires.map(|r| bloatlab_model::lab_option(r).unwrap());
                 let pre_args = pre.map(|p| p.args(p.examples[0])).unwrap_or_default();
@@ -397,48 +316,25 @@ mod tests {
                 let args = [pre_args, o.args(e)].concat();
 
                 // bloatlab lab --option value
-                let Cmd::Lab(l) = cli(&[strings(&["bloatlab", "lab"]), args.clone()].concat()).cmd
-                else {
-                    unreachable!()
-                };
-                let run = crate::cmd::lab::resolve(&l.run)
-                    .unwrap_or_else(|e| panic!("lab {args:?}: {e:#}"));
+                let Cmd::Lab(l) = cli(&[strings(&["bloatlab", "lab"]), args.clone()].concat()).cmd else { unreachable!() };
+                let run = crate::cmd::lab::resolve(&l.run).unwrap_or_else(|e| panic!("lab {args:?}: {e:#}"));
                 assert_eq!(o.get(&run.cfg), want, "lab {args:?}");
 
                 // bloatlab sweep --set option=value (the sweep's axis: the test's duration)
-                let mut sweep = strings(&[
-                    "bloatlab",
-                    "sweep",
-                    "--set",
-                    &format!("{}={e}", o.param_name()),
-                    "--set",
-                    "duration=5s,6s",
-                ]);
+                let mut sweep = strings(&["bloatlab", "sweep", "--set", &format!("{}={e}", o.param_name()), "--set", "duration=5s,6s"]);
                 if let Some((k, v)) = &pre_setting {
                     sweep.extend(strings(&["--set", &format!("{k}={v}")]));
                 }
-                let Cmd::Sweep(s) = cli(&sweep).cmd else {
-                    unreachable!()
-                };
-                let r = bloatlab_recipes::sweep::sweep_recipe(
-                    &crate::cmd::sweep::sweep_request(s).unwrap(),
-                )
-                .unwrap();
+                let Cmd::Sweep(s) = cli(&sweep).cmd else { unreachable!() };
+                let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
                 assert_eq!(o.get(&recipe_lab(&r)), want, "sweep {sweep:?}");
                 let again = Recipe::parse(&r.source, "written", false).unwrap();
-                assert_eq!(
-                    o.get(&recipe_lab(&again)),
-                    want,
-                    "the recipe a sweep writes, {sweep:?}"
-                );
+                assert_eq!(o.get(&recipe_lab(&again)), want, "the recipe a sweep writes, {sweep:?}");
 
                 // a recipe file
-                let pre_line = pre_setting
-                    .map(|(k, v)| format!("{k} = \"{v}\"\n"))
-                    .unwrap_or_default();
+                let pre_line = pre_setting.map(|(k, v)| format!("{k} = \"{v}\"\n")).unwrap_or_default();
                 let text = format!("name = \"x\"\nkind = \"lab\"\n[settings]\n{pre_line}{} = \"{e}\"\n[grid]\nduration = [\"5s\", \"6s\"]\n", o.param_name());
-                let r = Recipe::parse(&text, "x.toml", false)
-                    .unwrap_or_else(|err| panic!("{text}: {err}"));
+                let r = Recipe::parse(&text, "x.toml", false).unwrap_or_else(|err| panic!("{text}: {err}"));
                 assert_eq!(o.get(&recipe_lab(&r)), want, "recipe {text}");
             }
         }
@@ -456,112 +352,41 @@ mod tests {
     fn a_repeated_option_keeps_every_occurrence_everywhere() {
         let want = strings(&["192.0.2.1", "192.0.2.7"]);
         let o = bloatlab_model::test_option("ping").unwrap();
-        let Cmd::Test(t) = cli(&strings(&[
-            "bloatlab",
-            "test",
-            "h",
-            "--ping",
-            "192.0.2.1",
-            "--ping",
-            "192.0.2.7",
-        ]))
-        .cmd
-        else {
-            unreachable!()
-        };
+        let Cmd::Test(t) = cli(&strings(&["bloatlab", "test", "h", "--ping", "192.0.2.1", "--ping", "192.0.2.7"])).cmd else { unreachable!() };
         assert_eq!(o.get(&t.config().unwrap()), want);
-        let Cmd::Sweep(s) = cli(&strings(&[
-            "bloatlab",
-            "sweep",
-            "--set",
-            "ping=192.0.2.1+192.0.2.7,192.0.2.1",
-        ]))
-        .cmd
-        else {
-            unreachable!()
-        };
-        let r =
-            bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap())
-                .unwrap();
+        let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "ping=192.0.2.1+192.0.2.7,192.0.2.1"])).cmd else { unreachable!() };
+        let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
         assert_eq!(o.get(&recipe_config(&r)), want);
         // a lab role becomes that host's address
-        let Cmd::Lab(l) = cli(&strings(&[
-            "bloatlab",
-            "lab",
-            "--",
-            "--ping",
-            "router",
-            "--witness",
-            "server",
-        ]))
-        .cmd
-        else {
-            unreachable!()
-        };
+        let Cmd::Lab(l) = cli(&strings(&["bloatlab", "lab", "--", "--ping", "router", "--witness", "server"])).cmd else { unreachable!() };
         let run = crate::cmd::lab::resolve(&l.run).unwrap();
         let t = lab_config(&run.cfg, &run.run.test);
         assert_eq!(o.get(&t), strings(&["192.0.2.2"]));
         assert_eq!(t.witness.as_deref(), Some("192.0.2.3:9770"));
-        let Cmd::Lab(l) = cli(&strings(&["bloatlab", "lab", "--", "--witness", "router"])).cmd
-        else {
-            unreachable!()
-        };
-        assert!(
-            format!("{:#}", crate::cmd::lab::resolve(&l.run).unwrap_err())
-                .contains("no bloatlab server runs on the lab's router")
-        );
+        let Cmd::Lab(l) = cli(&strings(&["bloatlab", "lab", "--", "--witness", "router"])).cmd else { unreachable!() };
+        assert!(format!("{:#}", crate::cmd::lab::resolve(&l.run).unwrap_err()).contains("no bloatlab server runs on the lab's router"));
     }
 
     #[test]
     fn bad_values_are_refused_with_the_models_message_everywhere() {
-        let e = Cli::try_parse_from(["bloatlab", "test", "h", "--rpm=sideways"])
-            .err()
-            .unwrap()
-            .to_string();
+        let e = Cli::try_parse_from(["bloatlab", "test", "h", "--rpm=sideways"]).err().unwrap().to_string();
         assert!(e.contains("not an RPM stage"), "{e}");
-        let e =
-            Cli::try_parse_from(["bloatlab", "lab", "--", "--scenarios", "9u"]).map(|c| {
-                match c.cmd {
-                    Cmd::Lab(l) => crate::cmd::lab::resolve(&l.run).map(|_| ()),
-                    _ => unreachable!(),
-                }
-            });
+        let e = Cli::try_parse_from(["bloatlab", "lab", "--", "--scenarios", "9u"]).map(|c| match c.cmd {
+            Cmd::Lab(l) => crate::cmd::lab::resolve(&l.run).map(|_| ()),
+            _ => unreachable!(),
+        });
         let e = match e {
             Err(e) => e.to_string(),
             Ok(r) => format!("{:#}", r.unwrap_err()),
         };
         assert!(e.contains("or auto"), "{e}");
-        let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "rpm=sideways"])).cmd
-        else {
-            unreachable!()
-        };
-        let e = format!(
-            "{:#}",
-            bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap())
-                .unwrap_err()
-        );
+        let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "rpm=sideways"])).cmd else { unreachable!() };
+        let e = format!("{:#}", bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap_err());
         assert!(e.contains("not an RPM stage"), "{e}");
-        let Cmd::Sweep(s) = cli(&strings(&[
-            "bloatlab",
-            "sweep",
-            "--set",
-            "udp_size=200",
-            "--set",
-            "queue=10,100",
-        ]))
-        .cmd
-        else {
-            unreachable!()
-        };
-        let r =
-            bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap())
-                .unwrap();
+        let Cmd::Sweep(s) = cli(&strings(&["bloatlab", "sweep", "--set", "udp_size=200", "--set", "queue=10,100"])).cmd else { unreachable!() };
+        let r = bloatlab_recipes::sweep::sweep_recipe(&crate::cmd::sweep::sweep_request(s).unwrap()).unwrap();
         let p = &runner::plan(&r, false, 0)[0];
         let pt = params::lab_point(&runner::point_values(&r, p)).unwrap();
-        assert!(format!(
-            "{:#}",
-            bloatlab_lab::check_test_options(&pt.lab, &pt.test).unwrap_err()
-        )
-        .contains("--udp-size needs --udp"));
+        assert!(format!("{:#}", bloatlab_lab::check_test_options(&pt.lab, &pt.test).unwrap_err()).contains("--udp-size needs --udp"));
     }
 }

@@ -50,37 +50,13 @@ fn commands(text: &str) -> Vec<(usize, Vec<String>)> {
             continue;
         }
         for part in line.split(';') {
-            let part = part
-                .split(" #")
-                .next()
-                .unwrap()
-                .split(" | ")
-                .next()
-                .unwrap()
-                .split(" > ")
-                .next()
-                .unwrap();
-            let part = part
-                .split(" && ")
-                .next()
-                .unwrap()
-                .trim()
-                .trim_end_matches('&')
-                .trim();
+            let part = part.split(" #").next().unwrap().split(" | ").next().unwrap().split(" > ").next().unwrap();
+            let part = part.split(" && ").next().unwrap().trim().trim_end_matches('&').trim();
             let part = part.strip_prefix("sudo ").unwrap_or(part);
-            let Some(rest) = [
-                "bloatlab ",
-                "./target/release/bloatlab ",
-                "target/release/bloatlab ",
-            ]
-            .iter()
-            .find_map(|p| part.strip_prefix(p)) else {
+            let Some(rest) = ["bloatlab ", "./target/release/bloatlab ", "target/release/bloatlab "].iter().find_map(|p| part.strip_prefix(p)) else {
                 continue;
             };
-            if rest.contains('[')
-                || rest.ends_with('\\')
-                || rest.starts_with(|c: char| c.is_ascii_digit())
-            {
+            if rest.contains('[') || rest.ends_with('\\') || rest.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
             if let Some(args) = split(rest) {
@@ -95,12 +71,7 @@ fn commands(text: &str) -> Vec<(usize, Vec<String>)> {
 fn documented_commands_parse() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files: Vec<PathBuf> = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs")).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect();
     docs.sort();
     files.extend(docs);
     let (mut checked, mut bad) = (0, vec![]);
@@ -111,33 +82,17 @@ fn documented_commands_parse() {
                 Some(k) => args.insert(k, "--help".into()),
                 None => args.push("--help".into()),
             }
-            let out = Command::new(EXE)
-                .args(&args)
-                .current_dir(&root)
-                .output()
-                .unwrap();
+            let out = Command::new(EXE).args(&args).current_dir(&root).output().unwrap();
             checked += 1;
             if !out.status.success() {
                 let err = String::from_utf8_lossy(&out.stderr);
-                bad.push(format!(
-                    "{}:{line}: bloatlab {}: {}",
-                    f.display(),
-                    args.join(" "),
-                    err.lines().next().unwrap_or("")
-                ));
+                bad.push(format!("{}:{line}: bloatlab {}: {}", f.display(), args.join(" "), err.lines().next().unwrap_or("")));
             }
         }
     }
     eprintln!("{checked} documented commands checked");
-    assert!(
-        checked >= 40,
-        "only {checked} commands found: is the extraction broken?"
-    );
-    assert!(
-        bad.is_empty(),
-        "documented commands that do not parse:\n{}",
-        bad.join("\n")
-    );
+    assert!(checked >= 40, "only {checked} commands found: is the extraction broken?");
+    assert!(bad.is_empty(), "documented commands that do not parse:\n{}", bad.join("\n"));
 }
 
 #[test]
@@ -146,10 +101,7 @@ fn extraction() {
               bloatlab server --bind 127.0.0.1 &\nbloatlab lab cleanup [--id ID]\nbloatlab 0.1.0 test to x\n\
               bloatlab lab --qdisc \"netem delay 20ms\" ; bloatlab lab list\n```\n";
     let c = commands(md);
-    let args: Vec<Vec<&str>> = c
-        .iter()
-        .map(|(_, a)| a.iter().map(String::as_str).collect())
-        .collect();
+    let args: Vec<Vec<&str>> = c.iter().map(|(_, a)| a.iter().map(String::as_str).collect()).collect();
     assert_eq!(
         args,
         vec![

@@ -24,23 +24,13 @@ macro_rules! need_root {
 
 /// The emulator configuration `bloatlab emulate` builds from these link options.
 fn cfg(args: &[&str]) -> EmulatorConfig {
-    let out = std::process::Command::new(exe())
-        .arg("emulate")
-        .arg("--print-config")
-        .args(args)
-        .output()
-        .expect("run bloatlab emulate");
-    assert!(
-        out.status.success(),
-        "bloatlab emulate {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = std::process::Command::new(exe()).arg("emulate").arg("--print-config").args(args).output().expect("run bloatlab emulate");
+    assert!(out.status.success(), "bloatlab emulate {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).expect("an emulator configuration")
 }
 
 fn start(t: &Topo, c: &EmulatorConfig) -> EmulatorHandle {
-    start_in_netns(exe(), &t.router, c, &["r-cli"], &["r-srv"], &t.stats_path())
-        .expect("start emulator")
+    start_in_netns(exe(), &t.router, c, &["r-cli"], &["r-srv"], &t.stats_path()).expect("start emulator")
 }
 
 /// delay 20 ms each way: idle RTT 40 ms +/- 1 ms, over IPv4 and IPv6.
@@ -59,20 +49,8 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
             let h = start(&t, &cfg(&["--delay", "20ms", "--seed", "1"]));
             let e4 = udp_echo(&t.server, "10.77.2.2:7000");
             let e6 = udp_echo(&t.server, "[fd77:2::2]:7000");
-            let p4 = udp_probes(
-                &t.client,
-                "10.77.2.2:7000",
-                60,
-                Duration::from_millis(10),
-                64,
-            );
-            let p6 = udp_probes(
-                &t.client,
-                "[fd77:2::2]:7000",
-                30,
-                Duration::from_millis(10),
-                64,
-            );
+            let p4 = udp_probes(&t.client, "10.77.2.2:7000", 60, Duration::from_millis(10), 64);
+            let p6 = udp_probes(&t.client, "[fd77:2::2]:7000", 30, Duration::from_millis(10), 64);
             e4.store(true, std::sync::atomic::Ordering::Relaxed);
             e6.store(true, std::sync::atomic::Ordering::Relaxed);
             let stats = h.stop().expect("stop");
@@ -89,10 +67,7 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
             assert_eq!(r6.len(), 30, "IPv6 probes lost");
             for r in [&r4, &r6] {
                 // Never early: a delay cannot be shortened.
-                assert!(
-                    r.iter().all(|&x| x >= 40.0),
-                    "a probe came back before the 40 ms delay: {r:?}"
-                );
+                assert!(r.iter().all(|&x| x >= 40.0), "a probe came back before the 40 ms delay: {r:?}");
             }
             let up = &stats.counters["up"];
             // 90 probes, plus any IPv6 neighbour discovery the client sends through
@@ -100,27 +75,12 @@ fn delay_gives_exact_idle_rtt_v4_v6() {
             assert_eq!(stats.queues.len(), 2);
             assert_eq!(stats.queues[0].role, "bottleneck-up");
             // TUN devices and rules are gone with the process
-            let out = std::process::Command::new("ip")
-                .args(["-n", &t.router, "rule"])
-                .output()
-                .unwrap();
-            assert!(
-                !String::from_utf8_lossy(&out.stdout).contains("7701"),
-                "rules left behind"
-            );
-            let out = std::process::Command::new("ip")
-                .args(["-n", &t.router, "link"])
-                .output()
-                .unwrap();
-            assert!(
-                !String::from_utf8_lossy(&out.stdout).contains("emu-up"),
-                "tun left behind"
-            );
+            let out = std::process::Command::new("ip").args(["-n", &t.router, "rule"]).output().unwrap();
+            assert!(!String::from_utf8_lossy(&out.stdout).contains("7701"), "rules left behind");
+            let out = std::process::Command::new("ip").args(["-n", &t.router, "link"]).output().unwrap();
+            assert!(!String::from_utf8_lossy(&out.stdout).contains("emu-up"), "tun left behind");
             let medians = [median_ms(&r4), median_ms(&r6)];
-            if medians
-                .iter()
-                .any(|m| (m - 40.0).abs() > steal.tol_or(1.0, 3.0))
-            {
+            if medians.iter().any(|m| (m - 40.0).abs() > steal.tol_or(1.0, 3.0)) {
                 misses.push(medians);
                 continue;
             }
@@ -152,26 +112,13 @@ fn rate_gives_expected_goodput() {
     guarded(move || {
         let steal = StealMeter::start();
         let t = Topo::new();
-        let h = start(
-            &t,
-            &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:100"]),
-        );
-        let b = tcp_bulk(
-            &t.client,
-            &t.server,
-            "10.77.2.2:7001",
-            "cubic",
-            Duration::from_secs(4),
-            None,
-        );
+        let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:100"]));
+        let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7001", "cubic", Duration::from_secs(4), None);
         let stats = h.stop().unwrap();
         let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
         let want = 10e6 * 1448.0 / 1500.0;
         eprintln!("goodput {:.3} Mbit/s, expected {:.3}", g / 1e6, want / 1e6);
-        assert!(
-            (g / want - 1.0).abs() < steal.tol_or(0.03, 0.15),
-            "goodput {g} vs {want}"
-        );
+        assert!((g / want - 1.0).abs() < steal.tol_or(0.03, 0.15), "goodput {g} vs {want}");
         let up = &stats.counters["up"];
         assert!(up["queue"]["dequeued"].as_u64().unwrap() > 2000);
     });
@@ -184,43 +131,21 @@ fn fifo_1000_bloats_to_1200ms() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     guarded(move || {
         let t = Topo::new();
-        let h = start(
-            &t,
-            &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:1000"]),
-        );
+        let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "fifo:1000"]));
         let echo = udp_echo(&t.server, "10.77.2.2:7000");
         let client = t.client.clone();
-        let probes = std::thread::spawn(move || {
-            udp_probes(
-                &client,
-                "10.77.2.2:7000",
-                800,
-                Duration::from_millis(20),
-                64,
-            )
-        });
+        let probes = std::thread::spawn(move || udp_probes(&client, "10.77.2.2:7000", 800, Duration::from_millis(20), 64));
         // Cubic leaves slow start early (HyStart sees the queue grow) and then
         // needs ~13 s to fill 1000 packets: this test runs 16 s, with 4 MB socket
         // buffers so that the window, not the buffers, limits the flow.
-        let b = tcp_bulk(
-            &t.client,
-            &t.server,
-            "10.77.2.2:7002",
-            "cubic",
-            Duration::from_secs(16),
-            Some(4 << 20),
-        );
+        let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7002", "cubic", Duration::from_secs(16), Some(4 << 20));
         let p = probes.join().unwrap();
         echo.store(true, std::sync::atomic::Ordering::Relaxed);
         let stats = h.stop().unwrap();
         let all = rtts_ms(&p, Duration::ZERO);
         let max = all.iter().cloned().fold(0.0, f64::max);
         // after the queue first overflowed: cubic backs off to 0.7 x W, so the queue stays between ~0.7 and 1.2 s
-        let first_full = p
-            .iter()
-            .find(|(_, r)| r.is_some_and(|d| d.as_millis() > 1100))
-            .map(|x| x.0)
-            .unwrap_or(Duration::MAX);
+        let first_full = p.iter().find(|(_, r)| r.is_some_and(|d| d.as_millis() > 1100)).map(|x| x.0).unwrap_or(Duration::MAX);
         let loaded = rtts_ms(&p, first_full);
         let med = median_ms(&loaded);
         let srtt_max = b.srtt_ms.iter().map(|x| x.1).fold(0.0, f64::max);
@@ -240,16 +165,10 @@ fn fifo_1000_bloats_to_1200ms() {
         assert!(up["queue"]["max_backlog_bytes"].as_u64().unwrap() <= 1000 * 1500);
         assert!(up["queue"]["dropped_overlimit"].as_u64().unwrap() > 0);
         let soj_max_ms = up["sojourn"]["max_us"].as_f64().unwrap() / 1e3;
-        assert!(
-            soj_max_ms > 1100.0 && soj_max_ms < 1205.0,
-            "max sojourn {soj_max_ms} ms"
-        );
+        assert!(soj_max_ms > 1100.0 && soj_max_ms < 1205.0, "max sojourn {soj_max_ms} ms");
         assert!(max > 1100.0 && max < 1260.0, "max loaded RTT {max} ms");
         assert!(loaded.len() > 50, "queue filled too late: {first_full:?}");
-        assert!(
-            med > 700.0,
-            "median loaded RTT after the first overflow {med} ms"
-        );
+        assert!(med > 700.0, "median loaded RTT after the first overflow {med} ms");
     });
 }
 
@@ -261,40 +180,17 @@ fn fq_codel_keeps_latency_low() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     guarded(move || {
         let t = Topo::new();
-        let h = start(
-            &t,
-            &cfg(&["--rate", "10mbit", "--delay", "10ms", "--queue", "fq_codel"]),
-        );
+        let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "10ms", "--queue", "fq_codel"]));
         let echo = udp_echo(&t.server, "10.77.2.2:7000");
         let client = t.client.clone();
-        let probes = std::thread::spawn(move || {
-            udp_probes(
-                &client,
-                "10.77.2.2:7000",
-                200,
-                Duration::from_millis(20),
-                64,
-            )
-        });
-        let b = tcp_bulk(
-            &t.client,
-            &t.server,
-            "10.77.2.2:7003",
-            "cubic",
-            Duration::from_secs(4),
-            None,
-        );
+        let probes = std::thread::spawn(move || udp_probes(&client, "10.77.2.2:7000", 200, Duration::from_millis(20), 64));
+        let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7003", "cubic", Duration::from_secs(4), None);
         let p = probes.join().unwrap();
         echo.store(true, std::sync::atomic::Ordering::Relaxed);
         let stats = h.stop().unwrap();
         let loaded = rtts_ms(&p, Duration::from_millis(1500));
         let med = median_ms(&loaded);
-        let srtt: Vec<f64> = b
-            .srtt_ms
-            .iter()
-            .filter(|(t, _)| *t > Duration::from_secs(2))
-            .map(|x| x.1)
-            .collect();
+        let srtt: Vec<f64> = b.srtt_ms.iter().filter(|(t, _)| *t > Duration::from_secs(2)).map(|x| x.1).collect();
         let srtt_med = median_ms(&srtt);
         let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
         let up = &stats.counters["up"];
@@ -325,23 +221,11 @@ fn unshaped_direction_passes_gso_packets() {
     guarded(move || {
         let t = Topo::new();
         let h = start(&t, &cfg(&["--delay", "1ms"]));
-        let b = tcp_bulk(
-            &t.client,
-            &t.server,
-            "10.77.2.2:7004",
-            "cubic",
-            Duration::from_millis(1500),
-            None,
-        );
+        let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7004", "cubic", Duration::from_millis(1500), None);
         let stats = h.stop().unwrap();
         let up = &stats.counters["up"];
         let g = b.goodput_bps(Duration::from_millis(500), Duration::from_millis(1500));
-        eprintln!(
-            "unshaped: goodput {:.2} Gbit/s, largest packet {} B, offload {}",
-            g / 1e9,
-            up["max_packet_bytes"],
-            up["offload"]
-        );
+        eprintln!("unshaped: goodput {:.2} Gbit/s, largest packet {} B, offload {}", g / 1e9, up["max_packet_bytes"], up["offload"]);
         assert_eq!(up["offload"], true);
         assert!(up["max_packet_bytes"].as_u64().unwrap() > 1500);
         assert!(g > 100e6, "goodput {g}");
@@ -371,35 +255,12 @@ fn trace_rate_gives_expected_goodput() {
             // two opportunities at 1 ms, none at 2 ms, one at 3 ms: 3 per 3 ms = 12 Mbit/s on average
             std::fs::write(&trace, "1\n1\n3\n").unwrap();
             let ts = trace.to_str().unwrap().to_string();
-            let h = start(
-                &t,
-                &cfg(&[
-                    "--trace-up",
-                    &ts,
-                    "--trace-down",
-                    &ts,
-                    "--delay",
-                    "5ms",
-                    "--queue",
-                    "fifo:50",
-                ]),
-            );
-            let b = tcp_bulk(
-                &t.client,
-                &t.server,
-                "10.77.2.2:7005",
-                "cubic",
-                Duration::from_secs(4),
-                None,
-            );
+            let h = start(&t, &cfg(&["--trace-up", &ts, "--trace-down", &ts, "--delay", "5ms", "--queue", "fifo:50"]));
+            let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7005", "cubic", Duration::from_secs(4), None);
             let stats = h.stop().unwrap();
             assert_eq!(stats.counters["up"]["offload"], false);
             let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
-            eprintln!(
-                "trace (run {attempt}): goodput {:.3} Mbit/s, expected {:.3}",
-                g / 1e6,
-                want / 1e6
-            );
+            eprintln!("trace (run {attempt}): goodput {:.3} Mbit/s, expected {:.3}", g / 1e6, want / 1e6);
             if (g / want - 1.0).abs() < steal.tol_or(0.03, 0.15) {
                 return;
             }
@@ -418,34 +279,16 @@ fn loss_and_jitter() {
     guarded(move || {
         let steal = StealMeter::start();
         let t = Topo::new();
-        let h = start(
-            &t,
-            &cfg(&[
-                "--loss", "10%", "--delay", "20ms", "--jitter", "5ms", "--seed", "7",
-            ]),
-        );
+        let h = start(&t, &cfg(&["--loss", "10%", "--delay", "20ms", "--jitter", "5ms", "--seed", "7"]));
         let echo = udp_echo(&t.server, "10.77.2.2:7000");
-        let p = udp_probes(
-            &t.client,
-            "10.77.2.2:7000",
-            400,
-            Duration::from_millis(5),
-            64,
-        );
+        let p = udp_probes(&t.client, "10.77.2.2:7000", 400, Duration::from_millis(5), 64);
         echo.store(true, std::sync::atomic::Ordering::Relaxed);
         let stats = h.stop().unwrap();
         let r = rtts_ms(&p, Duration::ZERO);
         let lost = 1.0 - r.len() as f64 / p.len() as f64;
         let expect = 1.0 - 0.9f64 * 0.9;
         let sd = (expect * (1.0 - expect) / p.len() as f64).sqrt();
-        eprintln!(
-            "loss: {:.1}% of round trips lost (expected {:.1}% +/- {:.1}), RTT {:.1}..{:.1} ms",
-            lost * 100.0,
-            expect * 100.0,
-            4.0 * sd * 100.0,
-            r.iter().cloned().fold(f64::MAX, f64::min),
-            r.iter().cloned().fold(0.0, f64::max)
-        );
+        eprintln!("loss: {:.1}% of round trips lost (expected {:.1}% +/- {:.1}), RTT {:.1}..{:.1} ms", lost * 100.0, expect * 100.0, 4.0 * sd * 100.0, r.iter().cloned().fold(f64::MAX, f64::min), r.iter().cloned().fold(0.0, f64::max));
         assert!((lost - expect).abs() < 4.0 * sd, "lost {lost}");
         // Never early: jitter cannot release a packet before delay - jitter.
         assert!(r.iter().all(|&x| x >= 29.9), "{r:?}");
@@ -455,16 +298,9 @@ fn loss_and_jitter() {
         // so 99% within 51 ms and none beyond 55 ms on a quiet machine; a VM
         // that loses its CPU delays the echo too, so then 90% must stay within.
         let within = r.iter().filter(|&&x| x <= 51.0).count() as f64 / r.len() as f64;
-        assert!(
-            within >= 1.0 - steal.tol_or(0.01, 0.1),
-            "{:.1}% of RTTs above 51 ms: {r:?}",
-            (1.0 - within) * 100.0
-        );
+        assert!(within >= 1.0 - steal.tol_or(0.01, 0.1), "{:.1}% of RTTs above 51 ms: {r:?}", (1.0 - within) * 100.0);
         if steal.tol_or(0.0, 1.0) == 0.0 {
-            assert!(
-                r.iter().all(|&x| x <= 55.0),
-                "a round trip beyond delay + jitter + 5 ms: {r:?}"
-            );
+            assert!(r.iter().all(|&x| x <= 55.0), "a round trip beyond delay + jitter + 5 ms: {r:?}");
         }
         let up = &stats.counters["up"];
         assert!(up["link"]["lost"].as_u64().unwrap() > 10);
@@ -473,18 +309,9 @@ fn loss_and_jitter() {
 }
 
 fn router_state(t: &Topo) -> (String, String) {
-    let r = std::process::Command::new("ip")
-        .args(["-n", &t.router, "rule"])
-        .output()
-        .unwrap();
-    let l = std::process::Command::new("ip")
-        .args(["-n", &t.router, "link"])
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&r.stdout).into_owned(),
-        String::from_utf8_lossy(&l.stdout).into_owned(),
-    )
+    let r = std::process::Command::new("ip").args(["-n", &t.router, "rule"]).output().unwrap();
+    let l = std::process::Command::new("ip").args(["-n", &t.router, "link"]).output().unwrap();
+    (String::from_utf8_lossy(&r.stdout).into_owned(), String::from_utf8_lossy(&l.stdout).into_owned())
 }
 
 /// SIGKILL leaves no TUN device (they close with the process); a new emulator
@@ -498,39 +325,21 @@ fn teardown_after_sigkill_and_restart() {
         let t = Topo::new();
         let h = start(&t, &cfg(&["--delay", "1ms"]));
         let (rules, links) = router_state(&t);
-        assert!(
-            rules.contains("lookup 7701") && rules.contains("lookup 7702"),
-            "{rules}"
-        );
-        assert!(
-            links.contains("emu-up") && links.contains("emu-down"),
-            "{links}"
-        );
+        assert!(rules.contains("lookup 7701") && rules.contains("lookup 7702"), "{rules}");
+        assert!(links.contains("emu-up") && links.contains("emu-down"), "{links}");
         let pid = h.pid().unwrap();
         bloatlab_host::process::signal(pid as u32, bloatlab_host::process::Signal::Kill);
         std::thread::sleep(Duration::from_millis(300));
         let (rules, links) = router_state(&t);
-        assert!(
-            !links.contains("emu-up:"),
-            "TUN device outlived the process: {links}"
-        );
-        assert!(
-            rules.contains("lookup 7701"),
-            "rules stay after SIGKILL: {rules}"
-        );
+        assert!(!links.contains("emu-up:"), "TUN device outlived the process: {links}");
+        assert!(rules.contains("lookup 7701"), "rules stay after SIGKILL: {rules}");
         assert!(h.stop().is_err(), "no statistics after SIGKILL");
         // a new emulator works and does not stack rules
         let h = start(&t, &cfg(&["--delay", "10ms"]));
         let (rules, _) = router_state(&t);
         assert_eq!(rules.matches("lookup 7701").count(), 1, "{rules}");
         let echo = udp_echo(&t.server, "10.77.2.2:7000");
-        let p = udp_probes(
-            &t.client,
-            "10.77.2.2:7000",
-            10,
-            Duration::from_millis(10),
-            64,
-        );
+        let p = udp_probes(&t.client, "10.77.2.2:7000", 10, Duration::from_millis(10), 64);
         echo.store(true, std::sync::atomic::Ordering::Relaxed);
         // The restarted link forwards with its delay (delay accuracy itself is
         // delay_gives_exact_idle_rtt_v4_v6's job).
@@ -538,14 +347,8 @@ fn teardown_after_sigkill_and_restart() {
         assert!((m - 20.0).abs() < 3.0, "RTT {m}");
         h.stop().unwrap();
         let (rules, links) = router_state(&t);
-        assert!(
-            !rules.contains("7701") && !rules.contains("7702"),
-            "{rules}"
-        );
-        assert!(
-            !links.contains("emu-up:") && !links.contains("emu-down:"),
-            "{links}"
-        );
+        assert!(!rules.contains("7701") && !rules.contains("7702"), "{rules}");
+        assert!(!links.contains("emu-up:") && !links.contains("emu-down:"), "{links}");
     });
 }
 
@@ -559,37 +362,15 @@ fn codel_marks_ecn_capable_traffic() {
     guarded(move || {
         let t = Topo::new();
         for ns in [&t.client, &t.server] {
-            let out = std::process::Command::new("ip")
-                .args(["netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"])
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let out = std::process::Command::new("ip").args(["netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"]).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
-        let h = start(
-            &t,
-            &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "codel"]),
-        );
-        let b = tcp_bulk(
-            &t.client,
-            &t.server,
-            "10.77.2.2:7006",
-            "cubic",
-            Duration::from_secs(4),
-            None,
-        );
+        let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "codel"]));
+        let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7006", "cubic", Duration::from_secs(4), None);
         let stats = h.stop().unwrap();
         let q = &stats.counters["up"]["queue"];
         let g = b.goodput_bps(Duration::from_secs(1), Duration::from_secs(4));
-        eprintln!(
-            "ecn: marked {}, aqm drops {}, goodput {:.2} Mbit/s",
-            q["ecn_marked"],
-            q["dropped_aqm"],
-            g / 1e6
-        );
+        eprintln!("ecn: marked {}, aqm drops {}, goodput {:.2} Mbit/s", q["ecn_marked"], q["dropped_aqm"], g / 1e6);
         assert!(q["ecn_marked"].as_u64().unwrap() > 0);
         assert_eq!(q["dropped_aqm"].as_u64().unwrap(), 0);
         assert!(g > 0.9 * 10e6 * 1448.0 / 1500.0, "goodput {g}");
@@ -604,28 +385,13 @@ fn pie_holds_delay_near_target() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     guarded(move || {
         let t = Topo::new();
-        let h = start(
-            &t,
-            &cfg(&[
-                "--rate", "10mbit", "--delay", "5ms", "--queue", "pie", "--seed", "3",
-            ]),
-        );
-        let b = tcp_bulk(
-            &t.client,
-            &t.server,
-            "10.77.2.2:7007",
-            "cubic",
-            Duration::from_secs(6),
-            Some(4 << 20),
-        );
+        let h = start(&t, &cfg(&["--rate", "10mbit", "--delay", "5ms", "--queue", "pie", "--seed", "3"]));
+        let b = tcp_bulk(&t.client, &t.server, "10.77.2.2:7007", "cubic", Duration::from_secs(6), Some(4 << 20));
         let stats = h.stop().unwrap();
         let up = &stats.counters["up"];
         // mean sojourn over the last 3 s from the series
         let series = up["series"].as_array().unwrap();
-        let tail: Vec<f64> = series[series.len().saturating_sub(30)..]
-            .iter()
-            .map(|s| s["sojourn_mean_us"].as_f64().unwrap() / 1e3)
-            .collect();
+        let tail: Vec<f64> = series[series.len().saturating_sub(30)..].iter().map(|s| s["sojourn_mean_us"].as_f64().unwrap() / 1e3).collect();
         let mean = tail.iter().sum::<f64>() / tail.len() as f64;
         let g = b.goodput_bps(Duration::from_secs(2), Duration::from_secs(6));
         eprintln!("pie: mean sojourn (last 3 s) {mean:.1} ms, aqm drops {}, overlimit {}, drop_prob {}, goodput {:.2} Mbit/s", up["queue"]["dropped_aqm"], up["queue"]["dropped_overlimit"], up["queue_details"]["drop_prob"], g / 1e6);

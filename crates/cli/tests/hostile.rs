@@ -15,16 +15,10 @@ use std::time::{Duration, Instant};
 
 fn real_test_passes(srv: &TestServer, extra: &[&str]) {
     let addr = srv.addr();
-    let mut args = vec![
-        "test", &addr, "-s", "1u1d", "-d", "1s", "--idle", "0.5s", "--pause", "0.2s", "--quiet",
-    ];
+    let mut args = vec!["test", &addr, "-s", "1u1d", "-d", "1s", "--idle", "0.5s", "--pause", "0.2s", "--quiet"];
     args.extend_from_slice(extra);
     let out = run(&args);
-    assert!(
-        out.status.success(),
-        "a real test failed beside the hostile clients: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "a real test failed beside the hostile clients: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A TCP connection from a chosen loopback address (127.0.0.x is a
@@ -42,11 +36,7 @@ fn recv_msg(s: &mut TcpStream) -> Result<ServerMsg, bloatlab_engine::conn::ConnE
 }
 
 /// Handshake (answering the challenge with `secret`), then `first`; the reply.
-fn hello(
-    s: &mut TcpStream,
-    secret: Option<&Secret>,
-    first: &ClientMsg,
-) -> Result<ServerMsg, bloatlab_engine::conn::ConnError> {
+fn hello(s: &mut TcpStream, secret: Option<&Secret>, first: &ClientMsg) -> Result<ServerMsg, bloatlab_engine::conn::ConnError> {
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(&Handshake::ours().encode())?;
     let mut hs = [0u8; wire::SERVER_HELLO_LEN];
@@ -57,9 +47,7 @@ fn hello(
     }
     if let Some(k) = secret {
         let nonce: [u8; wire::NONCE_LEN] = hs[wire::HANDSHAKE_LEN..].try_into().unwrap();
-        s.write_all(&wire::encode_frame(&ClientMsg::Auth {
-            answer: wire::auth::answer_challenge(k, &nonce),
-        }))?;
+        s.write_all(&wire::encode_frame(&ClientMsg::Auth { answer: wire::auth::answer_challenge(k, &nonce) }))?;
     }
     s.write_all(&wire::encode_frame(first))?;
     recv_msg(s)
@@ -87,14 +75,7 @@ fn secret_file(dir: &std::path::Path, text: &str) -> (std::path::PathBuf, Secret
 #[test]
 fn connection_floods_are_capped_per_source_before_any_thread() {
     let _serial = serial();
-    let srv = TestServer::start(&[
-        "--max-conns",
-        "300",
-        "--max-conns-per-source",
-        "100",
-        "--max-flows",
-        "8",
-    ]);
+    let srv = TestServer::start(&["--max-conns", "300", "--max-conns-per-source", "100", "--max-flows", "8"]);
     std::thread::sleep(Duration::from_millis(200));
     let base = srv.threads_and_fds();
     // 400 silent connections from one source: 100 are admitted (and wait
@@ -105,16 +86,11 @@ fn connection_floods_are_capped_per_source_before_any_thread() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let (threads, _) = srv.threads_and_fds();
-    assert!(
-        threads <= base.0 + 100,
-        "{threads} threads for 100 admitted connections (baseline {})",
-        base.0
-    );
+    assert!(threads <= base.0 + 100, "{threads} threads for 100 admitted connections (baseline {})", base.0);
     let mut refused = 0;
     let mut reason = String::new();
     for s in held.iter_mut().skip(100) {
-        s.set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
         let mut b = vec![];
         let _ = s.read_to_end(&mut b);
         if b.len() > wire::SERVER_HELLO_LEN && b[10] == wire::HandshakeStatus::Busy as u8 {
@@ -124,14 +100,8 @@ fn connection_floods_are_capped_per_source_before_any_thread() {
     }
     // The refusal queue and the lingering sockets are bounded (256 each): a
     // few may be closed without a word.
-    assert!(
-        refused >= 200,
-        "only {refused} of 300 refused connections were told why"
-    );
-    assert!(
-        reason.contains("--max-conns-per-source") && reason.contains("100 open connections"),
-        "{reason}"
-    );
+    assert!(refused >= 200, "only {refused} of 300 refused connections were told why");
+    assert!(reason.contains("--max-conns-per-source") && reason.contains("100 open connections"), "{reason}");
     // Another source is still served while the flood holds its 100.
     real_test_passes(&srv, &[]);
     // The flooder gets nothing more, even with a proper client.
@@ -155,86 +125,38 @@ fn secrets_are_checked_on_every_connection_with_reasons() {
     let srv = TestServer::start(&["--secret-file", good.to_str().unwrap()]);
     let base = srv.threads_and_fds();
     real_test_passes(&srv, &["--secret-file", good.to_str().unwrap()]);
-    let out = run(&[
-        "test",
-        &srv.addr(),
-        "-s",
-        "1u0d",
-        "-d",
-        "1s",
-        "--quiet",
-        "--secret-file",
-        bad.to_str().unwrap(),
-    ]);
+    let out = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--quiet", "--secret-file", bad.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("authentication failed") && err.contains("does not match"),
-        "{err}"
-    );
+    assert!(err.contains("authentication failed") && err.contains("does not match"), "{err}");
     let out = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--quiet"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("requires a shared secret") && err.contains("--secret-file"),
-        "{err}"
-    );
+    assert!(err.contains("requires a shared secret") && err.contains("--secret-file"), "{err}");
     // A join with a live token but no answer to the challenge is refused too.
     let mut ctl = TcpStream::connect(srv.addr()).unwrap();
-    let ServerMsg::TestAccepted {
-        token,
-        auth,
-        server,
-        ..
-    } = hello(&mut ctl, Some(&key), &new_test(5000, 1)).unwrap()
-    else {
-        panic!()
-    };
+    let ServerMsg::TestAccepted { token, auth, server, .. } = hello(&mut ctl, Some(&key), &new_test(5000, 1)).unwrap() else { panic!() };
     assert!(auth);
     // Not disclosed without --disclose-host.
-    assert!(
-        server.hostname.is_empty()
-            && server.kernel.is_empty()
-            && !server.bloatlab_version.is_empty(),
-        "{server:?}"
-    );
+    assert!(server.hostname.is_empty() && server.kernel.is_empty() && !server.bloatlab_version.is_empty(), "{server:?}");
     let mut j = TcpStream::connect(srv.addr()).unwrap();
-    assert!(matches!(
-        hello(&mut j, None, &ClientMsg::JoinRr { token }),
-        Ok(ServerMsg::Refused { .. })
-    ));
+    assert!(matches!(hello(&mut j, None, &ClientMsg::JoinRr { token }), Ok(ServerMsg::Refused { .. })));
     let mut j = TcpStream::connect(srv.addr()).unwrap();
-    assert!(matches!(
-        hello(&mut j, Some(&key), &ClientMsg::JoinRr { token }),
-        Ok(ServerMsg::RrAccepted)
-    ));
+    assert!(matches!(hello(&mut j, Some(&key), &ClientMsg::JoinRr { token }), Ok(ServerMsg::RrAccepted)));
     // A short secret file is refused at the edge, on both sides.
     let short = dir.path().join("short");
     std::fs::write(&short, "hunter2\n").unwrap();
     let out = run(&["server", "--secret-file", short.to_str().unwrap()]);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("use at least 16"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use at least 16"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = run(&["test", "127.0.0.1", "--secret-file", "/nonexistent/secret"]);
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("--secret-file /nonexistent/secret: No such file"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--secret-file /nonexistent/secret: No such file"));
     drop((ctl, j));
     assert_eq!(srv.back_to(base, Duration::from_secs(5)), base);
 }
 
 fn probe(token: u64, seq: u32, size: usize, key: Option<&Secret>) -> Vec<u8> {
     let mut b = vec![0xA5u8; size];
-    Probe {
-        kind: ProbeKind::Request,
-        token,
-        seq,
-        stream: 0,
-        client_send_ns: 1_000 + seq as u64,
-        server_recv_ns: 0,
-        server_send_ns: 0,
-    }
-    .encode_into(&mut b)
-    .unwrap();
+    Probe { kind: ProbeKind::Request, token, seq, stream: 0, client_send_ns: 1_000 + seq as u64, server_recv_ns: 0, server_send_ns: 0 }
+        .encode_into(&mut b)
+        .unwrap();
     if let Some(k) = key {
         wire::sign_probe(&mut b, k).unwrap();
     }
@@ -257,49 +179,30 @@ fn probes_forged_replayed_or_from_elsewhere_get_no_reply() {
     let (file, key) = secret_file(dir.path(), "0123456789abcdef0123");
     let other = Secret::from_file_contents(b"not the server's secret", "t").unwrap();
     for authed in [false, true] {
-        let srv = if authed {
-            TestServer::start(&["--secret-file", file.to_str().unwrap()])
-        } else {
-            TestServer::start(&[])
-        };
+        let srv = if authed { TestServer::start(&["--secret-file", file.to_str().unwrap()]) } else { TestServer::start(&[]) };
         let k = authed.then_some(&key);
         let mut ctl = TcpStream::connect(srv.addr()).unwrap();
-        let ServerMsg::TestAccepted { token, .. } =
-            hello(&mut ctl, k, &new_test(10_000, 0)).unwrap()
-        else {
-            panic!()
-        };
+        let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, k, &new_test(10_000, 0)).unwrap() else { panic!() };
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-        u.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
         let to = srv.addr();
         // A proper probe: a reply as long as the request, carrying none of its bytes past the header.
         let req = probe(token, 0, 200, k);
         let rep = answered(&u, &to, &req).expect("a proper probe is answered");
         assert_eq!(rep.len(), 200);
         let tail = if authed { &rep[64..] } else { &rep[48..] };
-        assert!(
-            tail.iter().all(|&b| b == 0),
-            "the reply echoed the request's padding"
-        );
+        assert!(tail.iter().all(|&b| b == 0), "the reply echoed the request's padding");
         if authed {
             assert!(wire::probe_signed(&rep, &key), "the reply is signed");
         }
         // Replayed: no second answer.
-        assert!(
-            answered(&u, &to, &req).is_none(),
-            "a replayed probe was answered (auth {authed})"
-        );
+        assert!(answered(&u, &to, &req).is_none(), "a replayed probe was answered (auth {authed})");
         // A fresh sequence number is answered again.
         assert!(answered(&u, &to, &probe(token, 1, 64, k)).is_some());
         // Another address with the live token (and, with auth, a valid signature): nothing.
         let u2 = UdpSocket::bind("127.0.0.3:0").unwrap();
-        u2.set_read_timeout(Some(Duration::from_millis(300)))
-            .unwrap();
-        assert!(
-            answered(&u2, &to, &probe(token, 2, 64, k)).is_none(),
-            "a probe from another source was answered"
-        );
+        u2.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        assert!(answered(&u2, &to, &probe(token, 2, 64, k)).is_none(), "a probe from another source was answered");
         if authed {
             // Unsigned, signed with another secret, or forged after signing: nothing.
             assert!(answered(&u, &to, &probe(token, 3, 64, None)).is_none());
@@ -311,22 +214,15 @@ fn probes_forged_replayed_or_from_elsewhere_get_no_reply() {
         // A join with the token from another source is refused.
         let mut j = connect_from("127.0.0.3", &to).unwrap();
         match hello(&mut j, k, &ClientMsg::JoinRr { token }) {
-            Ok(ServerMsg::Error { message }) => {
-                assert!(message.contains("another source"), "{message}")
-            }
+            Ok(ServerMsg::Error { message }) => assert!(message.contains("another source"), "{message}"),
             other => panic!("join from another source: {other:?}"),
         }
         // The test's one request/response connection; a second is refused.
         let mut rr = TcpStream::connect(&to).unwrap();
-        assert!(matches!(
-            hello(&mut rr, k, &ClientMsg::JoinRr { token }),
-            Ok(ServerMsg::RrAccepted)
-        ));
+        assert!(matches!(hello(&mut rr, k, &ClientMsg::JoinRr { token }), Ok(ServerMsg::RrAccepted)));
         let mut rr2 = TcpStream::connect(&to).unwrap();
         match hello(&mut rr2, k, &ClientMsg::JoinRr { token }) {
-            Ok(ServerMsg::Error { message }) => {
-                assert!(message.contains("already has"), "{message}")
-            }
+            Ok(ServerMsg::Error { message }) => assert!(message.contains("already has"), "{message}"),
             other => panic!("second rr: {other:?}"),
         }
     }
@@ -341,64 +237,32 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
     let to = srv.addr();
     // Opens a download, says go, then never reads the flow nor the control connection.
     let mut ctl = TcpStream::connect(&to).unwrap();
-    let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap()
-    else {
-        panic!()
-    };
-    let flows = vec![wire::FlowSpec {
-        id: 0,
-        direction: bloatlab_results::Direction::Down,
-        dscp: 0,
-        udp: None,
-        segment_bytes: 0,
-    }];
-    ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario {
-        index: 0,
-        name: "0u1d".into(),
-        flows,
-        duration_ms: 1000,
-    }))
-    .unwrap();
+    let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap() else { panic!() };
+    let flows = vec![wire::FlowSpec { id: 0, direction: bloatlab_results::Direction::Down, dscp: 0, udp: None, segment_bytes: 0 }];
+    ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "0u1d".into(), flows, duration_ms: 1000 }))
+        .unwrap();
     assert!(matches!(recv_msg(&mut ctl), Ok(ServerMsg::ScenarioReady)));
     let mut f = TcpStream::connect(&to).unwrap();
-    let j = ClientMsg::JoinFlow {
-        token,
-        flow_id: 0,
-        direction: bloatlab_results::Direction::Down,
-    };
-    assert!(matches!(
-        hello(&mut f, None, &j),
-        Ok(ServerMsg::FlowAccepted)
-    ));
+    let j = ClientMsg::JoinFlow { token, flow_id: 0, direction: bloatlab_results::Direction::Down };
+    assert!(matches!(hello(&mut f, None, &j), Ok(ServerMsg::FlowAccepted)));
     ctl.write_all(&wire::encode_frame(&ClientMsg::Go)).unwrap();
     let t0 = Instant::now();
     // The server gives up after the scenario plus its idle timeout (2 s),
     // well before the test's own deadline (4 s + 1 s).
     let now = srv.back_to(base, Duration::from_secs(6));
     let held = t0.elapsed();
-    assert_eq!(
-        now, base,
-        "threads/fds while the client still holds its unread sockets"
-    );
+    assert_eq!(now, base, "threads/fds while the client still holds its unread sockets");
     assert!(held < Duration::from_secs(4), "held {held:?}");
     assert!(srv.log().contains("silent"), "{}", srv.log());
     drop((ctl, f));
     // A test that keeps talking past its announced length is ended at its
     // deadline (announced 1 s + idle timeout 1 s).
     let mut ctl = TcpStream::connect(&to).unwrap();
-    assert!(matches!(
-        hello(&mut ctl, None, &new_test(1_000, 1)).unwrap(),
-        ServerMsg::TestAccepted { .. }
-    ));
+    assert!(matches!(hello(&mut ctl, None, &new_test(1_000, 1)).unwrap(), ServerMsg::TestAccepted { .. }));
     let t0 = Instant::now();
     let mut i = 0;
     let ended = loop {
-        let m = ClientMsg::StartScenario {
-            index: i,
-            name: "0u0d".into(),
-            flows: vec![],
-            duration_ms: 100,
-        };
+        let m = ClientMsg::StartScenario { index: i, name: "0u0d".into(), flows: vec![], duration_ms: 100 };
         if ctl.write_all(&wire::encode_frame(&m)).is_err() {
             break t0.elapsed();
         }
@@ -408,15 +272,9 @@ fn a_client_that_stops_reading_or_overstays_is_ended_and_freed() {
         }
         i += 1;
         std::thread::sleep(Duration::from_millis(200));
-        assert!(
-            t0.elapsed() < Duration::from_secs(6),
-            "the test outlived its deadline"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(6), "the test outlived its deadline");
     };
-    assert!(
-        ended >= Duration::from_millis(1800) && ended < Duration::from_millis(3000),
-        "ended after {ended:?}"
-    );
+    assert!(ended >= Duration::from_millis(1800) && ended < Duration::from_millis(3000), "ended after {ended:?}");
     std::thread::sleep(Duration::from_millis(200));
     assert!(srv.log().contains("reached its deadline"), "{}", srv.log());
     real_test_passes(&srv, &[]);
@@ -453,26 +311,10 @@ fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
     std::thread::sleep(Duration::from_millis(300));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
-    let out = run(&[
-        "test",
-        &srv.addr(),
-        "-s",
-        "1u1d",
-        "-d",
-        "1.5s",
-        "--idle",
-        "0.5s",
-        "--quiet",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let out = run(&["test", &srv.addr(), "-s", "1u1d", "-d", "1.5s", "--idle", "0.5s", "--quiet", "--json", json.to_str().unwrap()]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let sent = flood.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(sent > 10_000, "the flood sent only {sent} datagrams");
     let r = bloatlab_results::TestResult::read_file(&json).unwrap();
     assert!(r.complete);
@@ -489,30 +331,16 @@ fn a_flood_of_forged_probes_and_garbage_datagrams_does_not_stop_a_real_test() {
 fn an_accepted_test_retries_flows_a_busy_server_refused() {
     let _serial = serial();
     let srv = TestServer::start(&["--max-conns-per-source", "8", "--max-flows", "4"]);
-    let held: Vec<TcpStream> = (0..4)
-        .map(|_| connect_from("127.0.0.1", &srv.addr()).unwrap())
-        .collect();
+    let held: Vec<TcpStream> = (0..4).map(|_| connect_from("127.0.0.1", &srv.addr()).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(200));
     let addr = srv.addr();
     let t0 = Instant::now();
-    let out = run(&[
-        "test", &addr, "-s", "2u2d", "-d", "1s", "--idle", "0.2s", "--quiet",
-    ]);
+    let out = run(&["test", &addr, "-s", "2u2d", "-d", "1s", "--idle", "0.2s", "--quiet"]);
     let took = t0.elapsed();
-    assert!(
-        out.status.success(),
-        "the test failed instead of retrying: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "the test failed instead of retrying: {}", String::from_utf8_lossy(&out.stderr));
     let log = srv.log();
-    assert!(
-        log.contains("\"event\":\"busy\"") && log.contains("per source"),
-        "no flow was refused busy, so nothing was retried: {log}"
-    );
-    assert!(
-        took > Duration::from_secs(3),
-        "the test finished in {took:?}: the held slots were never in the way"
-    );
+    assert!(log.contains("\"event\":\"busy\"") && log.contains("per source"), "no flow was refused busy, so nothing was retried: {log}");
+    assert!(took > Duration::from_secs(3), "the test finished in {took:?}: the held slots were never in the way");
     drop(held);
 }
 
@@ -523,94 +351,32 @@ fn a_stream_segment_is_a_bounded_tcp_download_or_refused_with_the_reason() {
     let to = srv.addr();
     let down = bloatlab_results::Direction::Down;
     let bad = [
-        wire::FlowSpec {
-            id: 0,
-            direction: down,
-            dscp: 0,
-            udp: None,
-            segment_bytes: wire::MAX_SEGMENT_BYTES + 1,
-        },
-        wire::FlowSpec {
-            id: 0,
-            direction: bloatlab_results::Direction::Up,
-            dscp: 0,
-            udp: None,
-            segment_bytes: 1000,
-        },
-        wire::FlowSpec {
-            id: 0,
-            direction: down,
-            dscp: 0,
-            udp: Some(wire::UdpParams {
-                rate_bps: 1_000_000,
-                payload: 1000,
-            }),
-            segment_bytes: 1000,
-        },
+        wire::FlowSpec { id: 0, direction: down, dscp: 0, udp: None, segment_bytes: wire::MAX_SEGMENT_BYTES + 1 },
+        wire::FlowSpec { id: 0, direction: bloatlab_results::Direction::Up, dscp: 0, udp: None, segment_bytes: 1000 },
+        wire::FlowSpec { id: 0, direction: down, dscp: 0, udp: Some(wire::UdpParams { rate_bps: 1_000_000, payload: 1000 }), segment_bytes: 1000 },
     ];
     for spec in bad {
         let mut ctl = TcpStream::connect(&to).unwrap();
-        assert!(matches!(
-            hello(&mut ctl, None, &new_test(4_000, 1)).unwrap(),
-            ServerMsg::TestAccepted { .. }
-        ));
-        ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario {
-            index: 0,
-            name: "household".into(),
-            flows: vec![spec],
-            duration_ms: 1000,
-        }))
-        .unwrap();
+        assert!(matches!(hello(&mut ctl, None, &new_test(4_000, 1)).unwrap(), ServerMsg::TestAccepted { .. }));
+        ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "household".into(), flows: vec![spec], duration_ms: 1000 }))
+            .unwrap();
         match recv_msg(&mut ctl) {
-            Ok(ServerMsg::Error { message }) => assert!(
-                message.contains("a stream segment is a TCP download of 1 to 16777216 bytes"),
-                "{message}"
-            ),
+            Ok(ServerMsg::Error { message }) => assert!(message.contains("a stream segment is a TCP download of 1 to 16777216 bytes"), "{message}"),
             other => panic!("{spec:?}: {other:?}"),
         }
     }
     // A good one: nothing until asked, then exactly its bytes, then the end.
     let mut ctl = TcpStream::connect(&to).unwrap();
-    let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap()
-    else {
-        panic!()
-    };
-    let flows = vec![wire::FlowSpec {
-        id: 0,
-        direction: down,
-        dscp: 0,
-        udp: None,
-        segment_bytes: 300_000,
-    }];
-    ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario {
-        index: 0,
-        name: "household".into(),
-        flows,
-        duration_ms: 2000,
-    }))
-    .unwrap();
+    let ServerMsg::TestAccepted { token, .. } = hello(&mut ctl, None, &new_test(4_000, 1)).unwrap() else { panic!() };
+    let flows = vec![wire::FlowSpec { id: 0, direction: down, dscp: 0, udp: None, segment_bytes: 300_000 }];
+    ctl.write_all(&wire::encode_frame(&ClientMsg::StartScenario { index: 0, name: "household".into(), flows, duration_ms: 2000 })).unwrap();
     assert!(matches!(recv_msg(&mut ctl), Ok(ServerMsg::ScenarioReady)));
     let mut f = TcpStream::connect(&to).unwrap();
-    assert!(matches!(
-        hello(
-            &mut f,
-            None,
-            &ClientMsg::JoinFlow {
-                token,
-                flow_id: 0,
-                direction: down
-            }
-        ),
-        Ok(ServerMsg::FlowAccepted)
-    ));
+    assert!(matches!(hello(&mut f, None, &ClientMsg::JoinFlow { token, flow_id: 0, direction: down }), Ok(ServerMsg::FlowAccepted)));
     ctl.write_all(&wire::encode_frame(&ClientMsg::Go)).unwrap();
-    f.set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
+    f.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
     let mut buf = vec![0u8; 1 << 16];
-    assert!(
-        f.read(&mut buf).is_err(),
-        "a segment sent before it was asked for"
-    );
+    assert!(f.read(&mut buf).is_err(), "a segment sent before it was asked for");
     f.write_all(&[1]).unwrap();
     f.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut got = 0;
@@ -621,8 +387,7 @@ fn a_stream_segment_is_a_bounded_tcp_download_or_refused_with_the_reason() {
         got += n;
         if got >= 300_000 {
             // nothing beyond it
-            f.set_read_timeout(Some(Duration::from_millis(300)))
-                .unwrap();
+            f.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
         }
     }
     assert_eq!(got, 300_000);

@@ -20,9 +20,7 @@ fn two_labs_at_once_do_not_interfere() {
             .iter()
             .map(|(id, rate, _)| {
                 Command::new(EXE)
-                    .args([
-                        "lab", "--rate", rate, "--queue", "fifo:50", "--id", id, "--json",
-                    ])
+                    .args(["lab", "--rate", rate, "--queue", "fifo:50", "--id", id, "--json"])
                     .arg(dir.path().join(format!("{id}.json")))
                     .args(["--", "--duration", "8s", "--idle", "1s"])
                     .stdout(Stdio::piped())
@@ -35,10 +33,7 @@ fn two_labs_at_once_do_not_interfere() {
             wait_for_test_client(id);
         }
         // Both labs are running: cleanup must not touch them.
-        let out = Command::new(EXE)
-            .args(["lab", "cleanup", "--id", &labs[0].0, "--id", &labs[1].0])
-            .output()
-            .unwrap();
+        let out = Command::new(EXE).args(["lab", "cleanup", "--id", &labs[0].0, "--id", &labs[1].0]).output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(text.matches("left alone").count(), 2, "{text}");
         for (id, _, _) in &labs {
@@ -46,17 +41,10 @@ fn two_labs_at_once_do_not_interfere() {
         }
         for ((id, _, rate), ch) in labs.iter().zip(children) {
             let out = ch.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "lab {id}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "lab {id}: {}", String::from_utf8_lossy(&out.stderr));
             let r = TestResult::read_file(&dir.path().join(format!("{id}.json"))).unwrap();
             let lab = r.lab.as_ref().unwrap();
-            assert!(lab
-                .hosts
-                .iter()
-                .all(|h| h.netns.starts_with(&format!("blab-{id}-"))));
+            assert!(lab.hosts.iter().all(|h| h.netns.starts_with(&format!("blab-{id}-"))));
             let want = expected_goodput(*rate, r.metadata.socket.mss);
             let got = r.scenarios[0].summary.upload_bps;
             // Each bottleneck sends at its own rate, not the other lab's: the
@@ -64,14 +52,8 @@ fn two_labs_at_once_do_not_interfere() {
             // also moves with the loss-recovery timing of one cubic flow.
             let wire = wire_bps(&r, "bottleneck-up", 0);
             eprintln!("lab {id}: goodput {got:.0} bit/s (expected {want:.0}), bottleneck sent {wire:.0} bit/s");
-            assert!(
-                (wire - rate).abs() / rate < steal.tol(0.03),
-                "lab {id}: bottleneck sent {wire:.0} bit/s, rate {rate:.0}"
-            );
-            assert!(
-                (got - want).abs() / want < steal.tol(0.08),
-                "lab {id}: goodput {got:.0} vs {want:.0} bit/s"
-            );
+            assert!((wire - rate).abs() / rate < steal.tol(0.03), "lab {id}: bottleneck sent {wire:.0} bit/s, rate {rate:.0}");
+            assert!((got - want).abs() / want < steal.tol(0.08), "lab {id}: goodput {got:.0} vs {want:.0} bit/s");
             assert_gone(id, &before);
         }
     });

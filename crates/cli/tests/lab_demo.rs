@@ -7,36 +7,20 @@ use std::time::Instant;
 
 /// A markdown table row's cells.
 fn cells(line: &str) -> Vec<&str> {
-    line.trim()
-        .trim_start_matches('|')
-        .trim_end_matches('|')
-        .split('|')
-        .map(str::trim)
-        .collect()
+    line.trim().trim_start_matches('|').trim_end_matches('|').split('|').map(str::trim).collect()
 }
 
 /// The "added" column (ms) of the table row for `queue`.
 fn added_ms(table: &str, queue: &str) -> f64 {
-    let header = cells(
-        table
-            .lines()
-            .find(|l| l.starts_with("| queue "))
-            .expect("table header"),
-    );
-    let col = header
-        .iter()
-        .position(|h| *h == "added")
-        .expect("added column");
+    let header = cells(table.lines().find(|l| l.starts_with("| queue ")).expect("table header"));
+    let col = header.iter().position(|h| *h == "added").expect("added column");
     let row = cells(
         table
             .lines()
             .find(|l| l.starts_with('|') && cells(l)[0] == queue)
             .unwrap_or_else(|| panic!("no row for {queue} in\n{table}")),
     );
-    row[col]
-        .trim_end_matches(" ms")
-        .parse()
-        .unwrap_or_else(|_| panic!("added `{}`", row[col]))
+    row[col].trim_end_matches(" ms").parse().unwrap_or_else(|_| panic!("added `{}`", row[col]))
 }
 
 #[test]
@@ -57,9 +41,6 @@ fn lab_default_demo_under_a_minute() {
         // 1000 packets at 10 Mbit/s hold 1211 ms; 10 packets 12.1 ms.
         assert!(big > 250.0, "fifo:1000 added only {big} ms");
         assert!(small < 15.0, "fifo:10 added {small} ms");
-        assert!(
-            stdout.contains("1211 ms") && stdout.contains("12.1 ms"),
-            "analytic column missing"
-        );
+        assert!(stdout.contains("1211 ms") && stdout.contains("12.1 ms"), "analytic column missing");
     });
 }

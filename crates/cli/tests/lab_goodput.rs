@@ -7,8 +7,8 @@
 //! full). The lab's htb shapes 1514-byte frames, so the payload ceiling is
 //! about 10 Mbit/s x 1448 / 1514 = 9.56 Mbit/s (htb's own accuracy aside).
 mod lab_util;
-use bloatlab_metrics::queue::carried_payload_bps;
 use bloatlab_metrics::{DEFAULT_TRIM_END, DEFAULT_TRIM_START};
+use bloatlab_metrics::queue::carried_payload_bps;
 use lab_util::*;
 
 /// The two counters are read by different processes at different instants
@@ -37,31 +37,12 @@ fn goodput_stays_at_or_under_the_payload_the_bottleneck_carried() {
     guarded(|| {
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("g.json");
-        let r = run_lab(
-            &json,
-            &["--rate", "10mbit", "--queue", "fifo:100", "--cc", "bbr"],
-            &[
-                "--scenarios",
-                "16u0d,0u16d",
-                "--duration",
-                "10s",
-                "--idle",
-                "1s",
-            ],
-        );
+        let r = run_lab(&json, &["--rate", "10mbit", "--queue", "fifo:100", "--cc", "bbr"], &["--scenarios", "16u0d,0u16d", "--duration", "10s", "--idle", "1s"]);
         let queues = &r.lab.as_ref().unwrap().queues;
         for p in &r.scenarios {
-            let (role, goodput) = if p.uploads > 0 {
-                ("bottleneck-up", p.summary.upload_bps)
-            } else {
-                ("bottleneck-down", p.summary.download_bps)
-            };
-            let q = queues
-                .iter()
-                .find(|q| q.role == role)
-                .unwrap_or_else(|| panic!("no {role} series"));
-            let carried = carried_payload_bps(q, p.start_ns, p.end_ns, 52)
-                .unwrap_or_else(|| panic!("{}: no queue samples around the window", p.name));
+            let (role, goodput) = if p.uploads > 0 { ("bottleneck-up", p.summary.upload_bps) } else { ("bottleneck-down", p.summary.download_bps) };
+            let q = queues.iter().find(|q| q.role == role).unwrap_or_else(|| panic!("no {role} series"));
+            let carried = carried_payload_bps(q, p.start_ns, p.end_ns, 52).unwrap_or_else(|| panic!("{}: no queue samples around the window", p.name));
             eprintln!(
                 "{}: goodput {:.4} Mbit/s, the bottleneck carried {:.4} Mbit/s of payload ({:+.2}%)",
                 p.name,
@@ -69,27 +50,13 @@ fn goodput_stays_at_or_under_the_payload_the_bottleneck_carried() {
                 carried / 1e6,
                 (goodput / carried - 1.0) * 100.0
             );
-            let window_s = (p.end_ns - p.start_ns) as f64 / 1e9
-                * (1.0 - DEFAULT_TRIM_START - DEFAULT_TRIM_END);
+            let window_s = (p.end_ns - p.start_ns) as f64 / 1e9 * (1.0 - DEFAULT_TRIM_START - DEFAULT_TRIM_END);
             let held = held_bound(p.summary.latency.p99_ms, window_s);
             eprintln!("{}: bound +{:.2}% (timing {:.1}%, one p99 RTT of {:.0} ms held over {window_s:.1} s)", p.name, (EDGE_TOLERANCE + held) * 100.0, EDGE_TOLERANCE * 100.0, p.summary.latency.p99_ms);
-            assert!(
-                held > 0.0 && held < 0.05,
-                "{}: the loaded RTT {} ms is not a 100-packet queue at 10 Mbit/s",
-                p.name,
-                p.summary.latency.p99_ms
-            );
-            assert!(
-                goodput <= carried * (1.0 + EDGE_TOLERANCE + held),
-                "{}: goodput {goodput:.0} above the carried {carried:.0}",
-                p.name
-            );
+            assert!(held > 0.0 && held < 0.05, "{}: the loaded RTT {} ms is not a 100-packet queue at 10 Mbit/s", p.name, p.summary.latency.p99_ms);
+            assert!(goodput <= carried * (1.0 + EDGE_TOLERANCE + held), "{}: goodput {goodput:.0} above the carried {carried:.0}", p.name);
             assert!(goodput >= 0.9 * carried, "{}: goodput {goodput:.0} far below the carried {carried:.0}: the flows did not fill the link", p.name);
-            assert!(
-                carried <= 10e6 * 1448.0 / 1514.0 * 1.01,
-                "{}: the counters say more payload than 10 Mbit/s can carry: {carried:.0}",
-                p.name
-            );
+            assert!(carried <= 10e6 * 1448.0 / 1514.0 * 1.01, "{}: the counters say more payload than 10 Mbit/s can carry: {carried:.0}", p.name);
         }
     });
 }

@@ -16,62 +16,25 @@ fn live_rates_through_a_lossy_fifo_stay_within_the_link() {
     }
     let id = unique_id();
     let _cleanup = KeptLab(id.clone());
-    let out = Command::new(EXE)
-        .args([
-            "lab",
-            "--no-run",
-            "--rate",
-            "10mbit",
-            "--queue",
-            "fifo:1000",
-            "--id",
-            &id,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(EXE).args(["lab", "--no-run", "--rate", "10mbit", "--queue", "fifo:1000", "--id", &id]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let printed = String::from_utf8_lossy(&out.stdout).to_string();
-    let cmd = printed
-        .lines()
-        .find(|l| l.trim_start().starts_with("sudo ip netns exec"))
-        .unwrap_or_else(|| panic!("{printed}"));
+    let cmd = printed.lines().find(|l| l.trim_start().starts_with("sudo ip netns exec")).unwrap_or_else(|| panic!("{printed}"));
     let words: Vec<&str> = cmd.split_whitespace().skip(1).collect(); // we are root: no sudo
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("live.json");
     let o = Command::new(words[0])
         .args(&words[1..])
-        .args([
-            "--scenarios",
-            "0u1d,1u0d",
-            "--duration",
-            "15s",
-            "--idle",
-            "1s",
-            "--interval",
-            "250ms",
-            "--json",
-        ])
+        .args(["--scenarios", "0u1d,1u0d", "--duration", "15s", "--idle", "1s", "--interval", "250ms", "--json"])
         .arg(&json)
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout).to_string();
     let r = TestResult::read_file(&json).unwrap();
     // The test is only a test if the queue overflowed and TCP repaired losses.
     for p in &r.scenarios {
-        assert!(
-            p.summary.retransmits > 0,
-            "{}: no retransmits, nothing was repaired",
-            p.name
-        );
+        assert!(p.summary.retransmits > 0, "{}: no retransmits, nothing was repaired", p.name);
     }
     // 10 Mbit/s carries at most 10e6 x 1448 / 1514 bit/s of TCP payload;
     // a window's edges fall between packets (one 1514-byte packet in 250 ms
@@ -81,30 +44,14 @@ fn live_rates_through_a_lossy_fifo_stay_within_the_link() {
     let ceiling = 10e6 * 1448.0 / 1514.0 / 1e6 * 1.05;
     let mut rates = vec![];
     for l in text.lines().filter(|l| l.starts_with('[')) {
-        let before: Vec<&str> = l
-            .split("bit/s")
-            .next()
-            .unwrap()
-            .split_whitespace()
-            .collect();
+        let before: Vec<&str> = l.split("bit/s").next().unwrap().split_whitespace().collect();
         let (num, unit) = (before[before.len() - 2], before[before.len() - 1]);
-        let scale = match unit {
-            "M" => 1.0,
-            "k" => 1e-3,
-            _ => panic!("{l}"),
-        };
+        let scale = match unit { "M" => 1.0, "k" => 1e-3, _ => panic!("{l}") };
         let mbps = num.parse::<f64>().unwrap() * scale;
-        assert!(
-            mbps <= ceiling,
-            "a live line faster than the link ({ceiling:.2} Mbit/s): {l}"
-        );
+        assert!(mbps <= ceiling, "a live line faster than the link ({ceiling:.2} Mbit/s): {l}");
         rates.push(mbps);
     }
-    assert!(
-        rates.len() >= 100,
-        "{} interval lines:\n{text}",
-        rates.len()
-    );
+    assert!(rates.len() >= 100, "{} interval lines:\n{text}", rates.len());
     // and never a stall to nothing while the link is busy (the first lines
     // are slow start)
     let low = rates.iter().filter(|&&m| m < 5.0).count();

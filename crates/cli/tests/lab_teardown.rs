@@ -16,16 +16,8 @@ fn lab_teardown_after_normal_run() {
     }
     let id = unique_id();
     let before = root_links();
-    let out = Command::new(EXE)
-        .args(["lab", "--queue", "fifo:20", "--id", &id, "--quiet"])
-        .args(SHORT)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(EXE).args(["lab", "--queue", "fifo:20", "--id", &id, "--quiet"]).args(SHORT).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_gone(&id, &before);
 }
 
@@ -37,18 +29,7 @@ fn lab_teardown_after_error_mid_run() {
     let id = unique_id();
     let before = root_links();
     let child = Command::new(EXE)
-        .args([
-            "lab",
-            "--queue",
-            "fifo:20",
-            "--id",
-            &id,
-            "--",
-            "--duration",
-            "8s",
-            "--idle",
-            "1s",
-        ])
+        .args(["lab", "--queue", "fifo:20", "--id", &id, "--", "--duration", "8s", "--idle", "1s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -63,10 +44,7 @@ fn lab_teardown_after_error_mid_run() {
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
-    assert!(
-        err.contains("witness") && err.contains("exited"),
-        "stderr: {err}"
-    );
+    assert!(err.contains("witness") && err.contains("exited"), "stderr: {err}");
     assert_gone(&id, &before);
 }
 
@@ -83,12 +61,7 @@ fn lab_teardown_after_sigterm_keeps_partial_result() {
     std::thread::sleep(Duration::from_secs(3));
     bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Term);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(143), "{}", String::from_utf8_lossy(&out.stderr));
     let r = TestResult::read_file(&json).unwrap();
     assert!(!r.complete);
     assert!(r.lab.is_some());
@@ -109,12 +82,7 @@ fn lab_teardown_after_ctrl_c() {
     std::thread::sleep(Duration::from_secs(3));
     bloatlab_host::process::signal_group(child.id(), bloatlab_host::process::Signal::Int);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     let r = TestResult::read_file(&json).unwrap();
     assert!(!r.complete);
     assert_gone(&id, &before);
@@ -128,19 +96,7 @@ fn lab_sigkill_then_cleanup_removes_everything() {
     let id = unique_id();
     let before = root_links();
     let mut child = Command::new(EXE)
-        .args([
-            "lab",
-            "--queue",
-            "fifo:20",
-            "--id",
-            &id,
-            "--quiet",
-            "--",
-            "--duration",
-            "20s",
-            "--idle",
-            "1s",
-        ])
+        .args(["lab", "--queue", "fifo:20", "--id", &id, "--quiet", "--", "--duration", "20s", "--idle", "1s"])
         .spawn()
         .unwrap();
     wait_for_test_client(&id);
@@ -151,70 +107,38 @@ fn lab_sigkill_then_cleanup_removes_everything() {
     assert!(procs.len() >= 3, "lab processes: {procs:?}");
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
-    assert_eq!(
-        lab_namespaces(&id).len(),
-        4,
-        "a SIGKILLed lab cannot have removed itself"
-    );
+    assert_eq!(lab_namespaces(&id).len(), 4, "a SIGKILLed lab cannot have removed itself");
     // cleanup leaves other running labs alone and removes this one.
-    let out = Command::new(EXE)
-        .args(["lab", "cleanup", "--id", &id])
-        .output()
-        .unwrap();
+    let out = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        text.contains(&format!("lab {id}: removed 4 namespaces")),
-        "{text}"
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("lab {id}: removed 4 namespaces")), "{text}");
     assert_gone(&id, &before);
     std::thread::sleep(Duration::from_millis(200));
     for pid in procs {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let gone = stat.is_empty()
-            || stat
-                .rsplit(')')
-                .next()
-                .map(|s| s.trim_start().starts_with('Z'))
-                .unwrap_or(true);
+        let gone = stat.is_empty() || stat.rsplit(')').next().map(|s| s.trim_start().starts_with('Z')).unwrap_or(true);
         assert!(gone, "process {pid} of the killed lab still runs");
     }
     // A second cleanup finds nothing of it.
-    let out = Command::new(EXE)
-        .args(["lab", "cleanup", "--id", &id])
-        .output()
-        .unwrap();
+    let out = Command::new(EXE).args(["lab", "cleanup", "--id", &id]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to clean up"));
 }
 
 #[test]
 fn lab_without_root_says_so_in_one_sentence() {
-    const MSG: &str =
-        "bloatlab lab needs root (CAP_NET_ADMIN) to create network namespaces; run it with sudo";
+    const MSG: &str = "bloatlab lab needs root (CAP_NET_ADMIN) to create network namespaces; run it with sudo";
     let out = if !bloatlab_host::is_root() {
         Command::new(EXE).arg("lab").output().unwrap()
     } else {
         // As root: drop to nobody without capabilities.
         match Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-                EXE,
-                "lab",
-            ])
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", EXE, "lab"])
             .output()
         {
             Ok(o) => o,
             Err(_) => {
-                eprintln!(
-                    "skipping lab_without_root_says_so_in_one_sentence: setpriv not available"
-                );
+                eprintln!("skipping lab_without_root_says_so_in_one_sentence: setpriv not available");
                 return;
             }
         }
@@ -263,111 +187,44 @@ fn cleanup_leaves_kept_labs_until_named() {
     }
     let id = unique_id();
     let before = root_links();
-    let allowed_before =
-        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
-    let out = Command::new(EXE)
-        .args(["lab", "--no-run", "--id", &id, "--quiet"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let allowed_before = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
+    let out = Command::new(EXE).args(["lab", "--no-run", "--id", &id, "--quiet"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(lab_namespaces(&id).len(), 4);
     // the banner's cc is the namespaces' default, for any tool run in the lab
     for role in ["client", "server", "witness"] {
-        let o = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &format!("blab-{id}-{role}"),
-                "cat",
-                "/proc/sys/net/ipv4/tcp_congestion_control",
-            ])
-            .output()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            "cubic",
-            "{role}'s default congestion control"
-        );
+        let o = Command::new("ip").args(["netns", "exec", &format!("blab-{id}-{role}"), "cat", "/proc/sys/net/ipv4/tcp_congestion_control"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "cubic", "{role}'s default congestion control");
     }
     // the printed test command works as printed (binary by path, the lab's --cc)
     let printed = String::from_utf8_lossy(&out.stdout).to_string();
-    let cmd = printed
-        .lines()
-        .find(|l| l.trim_start().starts_with("sudo ip netns exec"))
-        .unwrap_or_else(|| panic!("{printed}"));
+    let cmd = printed.lines().find(|l| l.trim_start().starts_with("sudo ip netns exec")).unwrap_or_else(|| panic!("{printed}"));
     assert!(cmd.contains(" --cc cubic") && cmd.contains(EXE), "{cmd}");
     let words: Vec<&str> = cmd.split_whitespace().skip(1).collect(); // we are root: no sudo
     let o = Command::new(words[0])
         .args(&words[1..])
-        .args([
-            "--scenarios",
-            "1u0d",
-            "--duration",
-            "1s",
-            "--idle",
-            "0.5s",
-            "--interval",
-            "0",
-            "--quiet",
-        ])
+        .args(["--scenarios", "1u0d", "--duration", "1s", "--idle", "0.5s", "--interval", "0", "--quiet"])
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{cmd}: {}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1u0d"));
     let text = |args: &[&str]| {
         let o = Command::new(EXE).args(args).output().unwrap();
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).to_string()
     };
     let t = text(&["lab", "cleanup"]);
-    assert!(
-        t.contains(&format!("lab {id}: kept with --keep")) && t.contains(&format!("--id {id}")),
-        "{t}"
-    );
-    assert_eq!(
-        lab_namespaces(&id).len(),
-        4,
-        "a bare cleanup removed a kept lab"
-    );
+    assert!(t.contains(&format!("lab {id}: kept with --keep")) && t.contains(&format!("--id {id}")), "{t}");
+    assert_eq!(lab_namespaces(&id).len(), 4, "a bare cleanup removed a kept lab");
     let t = text(&["lab", "cleanup", "--all", "--dry-run"]);
-    assert!(
-        t.contains(&format!(
-            "lab {id}: would remove 4 namespaces (kept with --keep)"
-        )),
-        "{t}"
-    );
+    assert!(t.contains(&format!("lab {id}: would remove 4 namespaces (kept with --keep)")), "{t}");
     assert_eq!(lab_namespaces(&id).len(), 4, "--dry-run removed something");
     let t = text(&["lab", "cleanup", "--id", &id]);
-    assert!(
-        t.contains(&format!("lab {id}: removed 4 namespaces")),
-        "{t}"
-    );
+    assert!(t.contains(&format!("lab {id}: removed 4 namespaces")), "{t}");
     assert_gone(&id, &before);
     // the host's allowed list is as it was (unless another lab on the host added the same cc)
-    let allowed_after =
-        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
-    if !std::fs::read_dir("/run/bloatlab")
-        .map(|d| {
-            d.flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        })
-        .unwrap_or(false)
-    {
-        assert_eq!(
-            allowed_after, allowed_before,
-            "the allowed congestion controls were not restored"
-        );
+    let allowed_after = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").unwrap();
+    if !std::fs::read_dir("/run/bloatlab").map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().ends_with(".json"))).unwrap_or(false) {
+        assert_eq!(allowed_after, allowed_before, "the allowed congestion controls were not restored");
     }
 }

@@ -12,9 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn tool(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 fn repo() -> PathBuf {
@@ -22,47 +20,21 @@ fn repo() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// GET http://addr/path: (status, content type, body).
 fn get(addr: &str, path: &str) -> (u16, String, String) {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
     let mut raw = vec![];
     s.read_to_end(&mut raw).unwrap();
     let text = String::from_utf8_lossy(&raw).to_string();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let ctype = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-type:")
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_default();
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let ctype = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type:").map(|v| v.trim().to_string())).unwrap_or_default();
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") { dechunk(body) } else { body.to_string() };
     (status, ctype, body)
 }
 
@@ -80,15 +52,7 @@ fn dechunk(mut b: &str) -> String {
 }
 
 fn encode(q: &str) -> String {
-    q.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
+    q.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
 /// A Prometheus instant query: the result vector.
@@ -111,30 +75,15 @@ impl Drop for Killed {
 #[test]
 fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     let (Some(prometheus), Some(promtool)) = (tool("prometheus"), tool("promtool")) else {
-        bloatlab_testkit::cannot_run(
-            "prometheus_scrapes_the_monitor",
-            "no prometheus/promtool on PATH (apt-get install prometheus)",
-        );
+        bloatlab_testkit::cannot_run("prometheus_scrapes_the_monitor", "no prometheus/promtool on PATH (apt-get install prometheus)");
         return;
     };
     let _g = common::serial();
     // the alert rules: valid, and their unit tests pass
     let dash = repo().join("dashboards");
-    for args in [
-        &["check", "rules", "bloatlab-alerts.yml"][..],
-        &["test", "rules", "bloatlab-alerts.test.yml"],
-    ] {
-        let o = Command::new(&promtool)
-            .args(args)
-            .current_dir(&dash)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "promtool {args:?}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+    for args in [&["check", "rules", "bloatlab-alerts.yml"][..], &["test", "rules", "bloatlab-alerts.test.yml"]] {
+        let o = Command::new(&promtool).args(args).current_dir(&dash).output().unwrap();
+        assert!(o.status.success(), "promtool {args:?}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     }
 
     let srv = TestServer::start(&["--no-rpm", "--no-web"]);
@@ -145,24 +94,7 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     let mport = free_port();
     let maddr = format!("127.0.0.1:{mport}");
     let mut mon = Command::new(exe())
-        .args([
-            "monitor",
-            &live,
-            &dead,
-            "ping:127.0.0.1",
-            "--every",
-            "25s",
-            "--jitter",
-            "0%",
-            "--round",
-            "1s",
-            "--probe-every",
-            "100ms",
-            "--db",
-            db.to_str().unwrap(),
-            "--metrics",
-            &maddr,
-        ])
+        .args(["monitor", &live, &dead, "ping:127.0.0.1", "--every", "25s", "--jitter", "0%", "--round", "1s", "--probe-every", "100ms", "--db", db.to_str().unwrap(), "--metrics", &maddr])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -183,10 +115,7 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     std::fs::write(&cfg, format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: bloatlab\n    static_configs:\n      - targets: ['{maddr}']\n")).unwrap();
     let p = Command::new(&prometheus)
         .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
         .arg(format!("--web.listen-address={prom}"))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("prometheus.log")).unwrap())
@@ -204,9 +133,7 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     let mut left_out = false;
     let mut lines = vec![];
     while measured < 2 || !pinged || !left_out {
-        let l = rx
-            .recv_timeout(end.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no runs: {lines:#?}"));
+        let l = rx.recv_timeout(end.saturating_duration_since(Instant::now())).unwrap_or_else(|_| panic!("no runs: {lines:#?}"));
         eprintln!("monitor: {l}");
         if l.contains(&format!(" {live} ")) && l.contains("idle") {
             measured += 1;
@@ -216,12 +143,7 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
         left_out |= l.contains(" ping:127.0.0.1 1") && l.contains(" round(s) to ") && l.contains(" not kept: 1") && l.contains("0 probe(s) went out while a loaded test of this monitor ran, fewer than 2 outside one");
         lines.push(l);
     }
-    assert!(
-        lines
-            .iter()
-            .any(|l| l == &format!("Prometheus metrics at http://{maddr}/metrics")),
-        "{lines:#?}"
-    );
+    assert!(lines.iter().any(|l| l == &format!("Prometheus metrics at http://{maddr}/metrics")), "{lines:#?}");
 
     // the exposition itself: OpenMetrics text, labelled by target
     let (st, ctype, body) = get(&maddr, "/metrics");
@@ -247,17 +169,10 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = query(&prom, &format!("bloatlab_runs_total{{target=\"{live}\"}}"));
-        if r.first()
-            .and_then(|s| s["value"][1].as_str())
-            .and_then(|v| v.parse::<f64>().ok())
-            .is_some_and(|v| v >= 2.0)
-        {
+        if r.first().and_then(|s| s["value"][1].as_str()).and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v >= 2.0) {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "Prometheus did not scrape the monitor: {r:?}"
-        );
+        assert!(Instant::now() < deadline, "Prometheus did not scrape the monitor: {r:?}");
         std::thread::sleep(Duration::from_millis(500));
     }
     let added = query(&prom, "bloatlab_added_latency_seconds");
@@ -266,40 +181,20 @@ fn prometheus_scrapes_the_monitor_and_the_dashboard_and_rules_hold() {
     let v: f64 = added[0]["value"][1].as_str().unwrap().parse().unwrap();
     let row = &mut bloatlab_store::sqlite::Sqlite::open_read(&db).unwrap();
     use bloatlab_store::Store;
-    let rows = row
-        .rows(&bloatlab_store::Query {
-            target: Some(live.clone()),
-            ..Default::default()
-        })
-        .unwrap();
+    let rows = row.rows(&bloatlab_store::Query { target: Some(live.clone()), ..Default::default() }).unwrap();
     // the gauge is the last measured run's number, in seconds
     let last = rows.iter().rev().find(|r| r.failure.is_none()).unwrap();
-    assert!(
-        (v - last.added_ms.unwrap() / 1e3).abs() < 1e-9,
-        "{v} vs {:?} ms",
-        last.added_ms
-    );
+    assert!((v - last.added_ms.unwrap() / 1e3).abs() < 1e-9, "{v} vs {:?} ms", last.added_ms);
 
     // every query of the dashboard returns data (its variables as Grafana
     // would fill them: all targets, an hour's range)
-    let d: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dash.join("bloatlab.json")).unwrap())
-            .unwrap();
+    let d: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dash.join("bloatlab.json")).unwrap()).unwrap();
     let mut n = 0;
     for panel in d["panels"].as_array().unwrap() {
         for t in panel["targets"].as_array().unwrap() {
-            let expr = t["expr"]
-                .as_str()
-                .unwrap()
-                .replace("$target", ".*")
-                .replace("$__rate_interval", "1m")
-                .replace("$__range", "1h");
+            let expr = t["expr"].as_str().unwrap().replace("$target", ".*").replace("$__rate_interval", "1m").replace("$__range", "1h");
             let r = query(&prom, &expr);
-            assert!(
-                !r.is_empty(),
-                "panel {:?}: `{expr}` returned nothing",
-                panel["title"]
-            );
+            assert!(!r.is_empty(), "panel {:?}: `{expr}` returned nothing", panel["title"]);
             n += 1;
         }
     }

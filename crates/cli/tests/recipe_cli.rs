@@ -11,19 +11,12 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
 /// The single results folder created under `root`.
 fn results_dir(root: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
+    let dirs: Vec<PathBuf> = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     dirs[0].clone()
 }
@@ -58,17 +51,11 @@ fn mistakes_are_reported_with_line_and_reason() {
     ];
     for (body, want) in cases {
         std::fs::write(&f, body).unwrap();
-        for args in [
-            vec!["recipe", "check", f_s],
-            vec!["recipe", "run", f_s, "--out", dir.path().to_str().unwrap()],
-        ] {
+        for args in [vec!["recipe", "check", f_s], vec!["recipe", "run", f_s, "--out", dir.path().to_str().unwrap()]] {
             let o = run(&args);
             assert_eq!(o.status.code(), Some(1), "{body}");
             let (_, err) = text(&o);
-            assert!(
-                err.contains(&format!("{f_s}{want}")),
-                "expected {want} in: {err}"
-            );
+            assert!(err.contains(&format!("{f_s}{want}")), "expected {want} in: {err}");
         }
     }
     let (_, err) = text(&run(&["recipe", "run", "nosuchrecipe"]));
@@ -83,88 +70,28 @@ fn mistakes_are_reported_with_line_and_reason() {
 
 #[test]
 fn sweep_dry_run_is_a_cross_product() {
-    let o = run(&[
-        "sweep",
-        "--set",
-        "queue=fifo:1,fifo:10,fifo:100,fifo:1000",
-        "--set",
-        "cc=cubic,bbr",
-        "--dry-run",
-        "--",
-        "--scenarios",
-        "1u0d",
-    ]);
+    let o = run(&["sweep", "--set", "queue=fifo:1,fifo:10,fifo:100,fifo:1000", "--set", "cc=cubic,bbr", "--dry-run", "--", "--scenarios", "1u0d"]);
     assert!(o.status.success(), "{:?}", text(&o));
     let (out, _) = text(&o);
     let lines: Vec<&str> = out.lines().filter(|l| l.starts_with('[')).collect();
     assert_eq!(lines.len(), 8, "{out}");
     assert!(lines[0].contains("queue=fifo:1 cc=cubic: lab --rate 10mbit --queue fifo:1 (kernel backend); test --scenarios 1u0d --duration 18s --probe-interval 50ms --cc cubic"), "{}", lines[0]);
-    assert!(
-        lines[7].contains("queue=fifo:1000 cc=bbr: lab --rate 10mbit --queue fifo:1000 --cc bbr")
-            && lines[7].contains("--cc bbr"),
-        "{}",
-        lines[7]
-    );
+    assert!(lines[7].contains("queue=fifo:1000 cc=bbr: lab --rate 10mbit --queue fifo:1000 --cc bbr") && lines[7].contains("--cc bbr"), "{}", lines[7]);
     // every test option reaches the dry run: the example
-    let o = run(&[
-        "sweep",
-        "--set",
-        "queue=fifo:10,fifo:100",
-        "--dry-run",
-        "--",
-        "--scenarios",
-        "auto",
-        "--rpm",
-        "--ping",
-        "router",
-        "--duration",
-        "7s",
-    ]);
+    let o = run(&["sweep", "--set", "queue=fifo:10,fifo:100", "--dry-run", "--", "--scenarios", "auto", "--rpm", "--ping", "router", "--duration", "7s"]);
     let (out, _) = text(&o);
     for l in out.lines().filter(|l| l.starts_with('[')) {
-        assert!(
-            l.contains("--scenarios auto --duration 7s") && l.contains("--ping router --rpm"),
-            "{l}"
-        );
+        assert!(l.contains("--scenarios auto --duration 7s") && l.contains("--ping router --rpm"), "{l}");
     }
     // the options after `--` are checked like `bloatlab test`'s
-    let (_, err) = text(&run(&[
-        "sweep",
-        "--set",
-        "queue=1,2",
-        "--dry-run",
-        "--",
-        "--scenarios",
-        "40u0d",
-    ]));
+    let (_, err) = text(&run(&["sweep", "--set", "queue=1,2", "--dry-run", "--", "--scenarios", "40u0d"]));
     assert!(err.contains("at most 32"), "{err}");
     // shuffled with a seed: same points, reproducible order
-    let a = text(&run(&[
-        "sweep",
-        "--set",
-        "queue=1,2,3,4,5",
-        "--shuffle",
-        "--seed",
-        "7",
-        "--dry-run",
-    ]))
-    .0;
-    let b = text(&run(&[
-        "sweep",
-        "--set",
-        "queue=1,2,3,4,5",
-        "--shuffle",
-        "--seed",
-        "7",
-        "--dry-run",
-    ]))
-    .0;
+    let a = text(&run(&["sweep", "--set", "queue=1,2,3,4,5", "--shuffle", "--seed", "7", "--dry-run"])).0;
+    let b = text(&run(&["sweep", "--set", "queue=1,2,3,4,5", "--shuffle", "--seed", "7", "--dry-run"])).0;
     assert_eq!(a, b);
-    let mut qs: Vec<String> = a
-        .lines()
-        .filter_map(|l| l.split("queue=").nth(1))
-        .map(|s| s.split(':').take(2).collect::<Vec<_>>().join(":"))
-        .collect();
+    let mut qs: Vec<String> =
+        a.lines().filter_map(|l| l.split("queue=").nth(1)).map(|s| s.split(':').take(2).collect::<Vec<_>>().join(":")).collect();
     assert_ne!(qs, vec!["fifo:1", "fifo:2", "fifo:3", "fifo:4", "fifo:5"]);
     qs.sort();
     assert_eq!(qs, vec!["fifo:1", "fifo:2", "fifo:3", "fifo:4", "fifo:5"]);
@@ -174,48 +101,25 @@ fn sweep_dry_run_is_a_cross_product() {
 fn pacing_sweep_writes_a_results_folder_that_reruns() {
     let root = tempfile::tempdir().unwrap();
     let o = run(&[
-        "sweep",
-        "--kind",
-        "pacing",
-        "--set",
-        "ipi=2ms,5ms",
-        "--set",
-        "timer=precise,tick:250",
-        "--set",
-        "duration=1s",
-        "--out",
-        root.path().to_str().unwrap(),
+        "sweep", "--kind", "pacing", "--set", "ipi=2ms,5ms", "--set", "timer=precise,tick:250", "--set", "duration=1s",
+        "--out", root.path().to_str().unwrap(),
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     // progress lines with an estimate of the time left
     assert!(err.contains("[1/4]") && err.contains("left)"), "{err}");
-    assert!(
-        out.contains("### timer precise") && out.contains("### timer tick:250"),
-        "{out}"
-    );
+    assert!(out.contains("### timer precise") && out.contains("### timer tick:250"), "{out}");
     let dir = results_dir(root.path());
-    for f in [
-        "recipe.toml",
-        "index.json",
-        "results.csv",
-        "table.md",
-        "sweep-achieved_mbps.svg",
-        "sweep-ratio.svg",
-    ] {
+    for f in ["recipe.toml", "index.json", "results.csv", "table.md", "sweep-achieved_mbps.svg", "sweep-ratio.svg"] {
         assert!(dir.join(f).is_file(), "missing {f}");
     }
     let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5, "{csv}");
     assert!(csv.starts_with("point,rep,ipi,timer,phase,ipi_us,ideal_mbps,"));
-    let points: Vec<PathBuf> = std::fs::read_dir(dir.join("points"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let points: Vec<PathBuf> = std::fs::read_dir(dir.join("points")).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(points.len(), 4);
     for p in &points {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
         assert_eq!(v["schema"], "bloatlab-pacing");
         let ratio = v["ratio"].as_f64().unwrap();
         let ipi = v["ipi_ns"].as_u64().unwrap();
@@ -229,43 +133,21 @@ fn pacing_sweep_writes_a_results_folder_that_reruns() {
         let model = v["model_ratio"].as_f64().unwrap();
         assert!(want(model), "{p:?}: model {model}");
         let host = &v["host"];
-        assert!(
-            host["send_p50_ns"].as_u64().unwrap() > 0 && host["attempts"].as_u64().unwrap() >= 1,
-            "{host}"
-        );
+        assert!(host["send_p50_ns"].as_u64().unwrap() > 0 && host["attempts"].as_u64().unwrap() >= 1, "{host}");
         if host["disturbed"] == true {
             // the sender was stopped for more than a tick in >1% of its waits, in every attempt:
             // the achieved rate shows the machine, and the table says so
             eprintln!("SKIP ratio check of {p:?}: the host stalled the sender ({host})");
-            assert!(std::fs::read_to_string(dir.join("table.md"))
-                .unwrap()
-                .contains("burst factors show the machine"));
+            assert!(std::fs::read_to_string(dir.join("table.md")).unwrap().contains("burst factors show the machine"));
         } else {
             assert!(want(ratio), "{p:?}: {ratio} (host {host})");
         }
     }
-    let idx: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
+    let idx: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("index.json")).unwrap()).unwrap();
     assert_eq!(idx["points"].as_array().unwrap().len(), 4);
-    assert!(idx["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|p| p["status"] == "ok"));
+    assert!(idx["points"].as_array().unwrap().iter().all(|p| p["status"] == "ok"));
     // the recipe written into the folder runs again as is
-    let again = run(&[
-        "recipe",
-        "run",
-        dir.join("recipe.toml").to_str().unwrap(),
-        "--dry-run",
-    ]);
+    let again = run(&["recipe", "run", dir.join("recipe.toml").to_str().unwrap(), "--dry-run"]);
     assert!(again.status.success(), "{:?}", text(&again));
-    assert_eq!(
-        text(&again)
-            .0
-            .lines()
-            .filter(|l| l.starts_with('['))
-            .count(),
-        4
-    );
+    assert_eq!(text(&again).0.lines().filter(|l| l.starts_with('[')).count(), 4);
 }

@@ -13,43 +13,20 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 /// Short stages: 250 ms intervals, MAD 4, at most 4 s per stage.
-const QUICK: &[&str] = &[
-    "-k",
-    "-q",
-    "--interval",
-    "250ms",
-    "--max-stage",
-    "4s",
-    "--probe-rate",
-    "20",
-];
+const QUICK: &[&str] = &["-k", "-q", "--interval", "250ms", "--max-stage", "4s", "--probe-rate", "20"];
 
 fn check_stage(s: &serde_json::Value, dir: &str) {
     assert_eq!(s["direction"], dir);
-    let rpm = s["rpm"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no RPM in {s:#}"));
-    let parts: Vec<f64> = [
-        "tcp_foreign_ms",
-        "tls_foreign_ms",
-        "http_foreign_ms",
-        "http_self_ms",
-    ]
-    .iter()
-    .map(|k| s[k].as_f64().unwrap_or_else(|| panic!("no {k}")))
-    .collect();
+    let rpm = s["rpm"].as_f64().unwrap_or_else(|| panic!("no RPM in {s:#}"));
+    let parts: Vec<f64> = ["tcp_foreign_ms", "tls_foreign_ms", "http_foreign_ms", "http_self_ms"]
+        .iter()
+        .map(|k| s[k].as_f64().unwrap_or_else(|| panic!("no {k}")))
+        .collect();
     assert!(parts.iter().all(|&p| p > 0.0 && p < 5000.0), "{parts:?}");
     // The draft's formula, recomputed from the stage's own parts.
     let weighted = (parts[0] + parts[1] + parts[2]) / 6.0 + parts[3] / 2.0;
-    assert!(
-        (rpm - 60000.0 / weighted).abs() < 1e-6 * rpm,
-        "rpm {rpm} vs parts {parts:?}"
-    );
-    assert!(
-        s["goodput_bps"].as_f64().unwrap() > 1e6,
-        "{}",
-        s["goodput_bps"]
-    );
+    assert!((rpm - 60000.0 / weighted).abs() < 1e-6 * rpm, "rpm {rpm} vs parts {parts:?}");
+    assert!(s["goodput_bps"].as_f64().unwrap() > 1e6, "{}", s["goodput_bps"]);
     assert!(s["connections"].as_u64().unwrap() >= 1);
     let probes = s["probes"].as_array().unwrap();
     for kind in ["tcp_foreign", "tls_foreign", "http_foreign", "http_self"] {
@@ -59,10 +36,7 @@ fn check_stage(s: &serde_json::Value, dir: &str) {
     assert!(iv.len() >= 4, "at least MAD intervals: {}", iv.len());
     assert!(["high", "low"].contains(&s["confidence"].as_str().unwrap()));
     if s["confidence"] == "low" {
-        assert!(
-            s["low_because"].as_str().unwrap().contains("not stable"),
-            "{s:#}"
-        );
+        assert!(s["low_because"].as_str().unwrap().contains("not stable"), "{s:#}");
     }
 }
 
@@ -78,28 +52,17 @@ fn the_rpm_client_measures_the_rpm_server_and_the_server_lets_go_of_everything()
     args.extend_from_slice(QUICK);
     let o = run(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let html = std::fs::read_to_string(dir.path().join("rpm.html"))
-        .expect("--report writes rpm.html next to the JSON");
+    let html = std::fs::read_to_string(dir.path().join("rpm.html")).expect("--report writes rpm.html next to the JSON");
     assert!(html.contains("<svg") && html.contains("download RPM") && html.contains("upload RPM"));
     // `bloatlab report` recognises an RPM result too.
     std::fs::remove_file(dir.path().join("rpm.html")).unwrap();
     let o2 = run(&["report", out.to_str().unwrap(), "-q"]);
-    assert!(
-        o2.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o2.stderr)
-    );
+    assert!(o2.status.success(), "{}", String::from_utf8_lossy(&o2.stderr));
     assert!(dir.path().join("rpm.html").exists());
     let table = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        table.contains("download") && table.contains("upload") && table.contains("RPM"),
-        "{table}"
-    );
+    assert!(table.contains("download") && table.contains("upload") && table.contains("RPM"), "{table}");
     let r = json(&out);
-    assert_eq!(
-        r["method"]["specification"],
-        "draft-ietf-ippm-responsiveness-08"
-    );
+    assert_eq!(r["method"]["specification"], "draft-ietf-ippm-responsiveness-08");
     assert_eq!(r["http_version"], "HTTP/2");
     assert_eq!(r["tls"]["verified"], false);
     assert_eq!(r["tls"]["certificate_sha256"].as_str().unwrap().len(), 95);
@@ -109,74 +72,28 @@ fn the_rpm_client_measures_the_rpm_server_and_the_server_lets_go_of_everything()
     check_stage(&stages[1], "upload");
     // Every connection (load, probes, configuration) is closed and logged.
     let now = srv.back_to(base, Duration::from_secs(5));
-    assert_eq!(
-        now, base,
-        "threads and fds after the RPM test: {now:?}, before {base:?}"
-    );
+    assert_eq!(now, base, "threads and fds after the RPM test: {now:?}, before {base:?}");
     let log = srv.log();
-    let conns: Vec<serde_json::Value> = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["event"] == "rpm_connection")
-        .collect();
-    assert!(
-        conns
-            .iter()
-            .any(|c| c["bytes_down"].as_u64().unwrap_or(0) > 1_000_000),
-        "a download connection logged"
-    );
-    assert!(
-        conns
-            .iter()
-            .any(|c| c["bytes_up"].as_u64().unwrap_or(0) > 1_000_000),
-        "an upload connection logged"
-    );
-    assert!(
-        conns
-            .iter()
-            .all(|c| c["protocol"] == "h2" || c.get("protocol").is_none()),
-        "{conns:?}"
-    );
+    let conns: Vec<serde_json::Value> =
+        log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v["event"] == "rpm_connection").collect();
+    assert!(conns.iter().any(|c| c["bytes_down"].as_u64().unwrap_or(0) > 1_000_000), "a download connection logged");
+    assert!(conns.iter().any(|c| c["bytes_up"].as_u64().unwrap_or(0) > 1_000_000), "an upload connection logged");
+    assert!(conns.iter().all(|c| c["protocol"] == "h2" || c.get("protocol").is_none()), "{conns:?}");
 }
 
 #[test]
 fn bloatlab_test_rpm_runs_the_method_against_the_same_server_pinning_the_announced_certificate() {
     let _g = serial();
     let srv = TestServer::start(&[]);
-    let printed = srv
-        .rpm_sha256
-        .clone()
-        .expect("the server prints its certificate's SHA-256");
+    let printed = srv.rpm_sha256.clone().expect("the server prints its certificate's SHA-256");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
-    let o = run(&[
-        "test",
-        &srv.addr(),
-        "-s",
-        "1u0d",
-        "-d",
-        "1s",
-        "--idle",
-        "500ms",
-        "--rpm=download",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
-        "--report",
-    ]);
+    let o = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "1s", "--idle", "500ms", "--rpm=download", "-q", "--json", out.to_str().unwrap(), "--report"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r = json(&out);
-    assert_eq!(
-        r["metadata"]["server_rpm"]["certificate_sha256"],
-        printed.as_str(),
-        "the server announced the certificate it printed"
-    );
+    assert_eq!(r["metadata"]["server_rpm"]["certificate_sha256"], printed.as_str(), "the server announced the certificate it printed");
     let rpm = &r["rpm"];
-    assert_eq!(
-        rpm["tls"]["certificate_sha256"],
-        printed.as_str(),
-        "the client met the announced certificate"
-    );
+    assert_eq!(rpm["tls"]["certificate_sha256"], printed.as_str(), "the client met the announced certificate");
     assert_eq!(rpm["tls"]["verified"], true);
     assert_eq!(rpm["tls"]["pinned"], true);
     let stages = rpm["stages"].as_array().unwrap();
@@ -185,15 +102,9 @@ fn bloatlab_test_rpm_runs_the_method_against_the_same_server_pinning_the_announc
     // The scenarios ran first, as usual.
     assert_eq!(r["scenarios"][0]["name"], "1u0d");
     let table = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        table.contains("IETF RPM: download") && table.contains("pinned by SHA-256"),
-        "{table}"
-    );
+    assert!(table.contains("IETF RPM: download") && table.contains("pinned by SHA-256"), "{table}");
     let html = std::fs::read_to_string(dir.path().join("t.html")).unwrap();
-    assert!(
-        html.contains("Responsiveness (IETF RPM)") && html.contains("download RPM"),
-        "the report has the RPM section"
-    );
+    assert!(html.contains("Responsiveness (IETF RPM)") && html.contains("download RPM"), "the report has the RPM section");
 }
 
 #[test]
@@ -203,38 +114,17 @@ fn bloatlab_test_rpm_against_a_server_without_rpm_fails_before_any_load() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.json");
     let t = std::time::Instant::now();
-    let o = run(&[
-        "test",
-        &srv.addr(),
-        "-s",
-        "1u0d",
-        "-d",
-        "5s",
-        "--rpm",
-        "-q",
-        "--json",
-        out.to_str().unwrap(),
-    ]);
+    let o = run(&["test", &srv.addr(), "-s", "1u0d", "-d", "5s", "--rpm", "-q", "--json", out.to_str().unwrap()]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("--rpm") && e.contains("serves no RPM endpoints"),
-        "{e}"
-    );
-    assert!(
-        t.elapsed() < Duration::from_secs(4),
-        "it refused after {:?}: the 5 s scenario ran",
-        t.elapsed()
-    );
+    assert!(e.contains("--rpm") && e.contains("serves no RPM endpoints"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(4), "it refused after {:?}: the 5 s scenario ran", t.elapsed());
     assert!(!out.exists(), "no result was written");
     // `--rpm` takes its stages with `=`: a following HOST is not a stage.
     let o = run(&["test", "--rpm=sideways", &srv.addr()]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("not an RPM stage (download, upload, bidirectional)"),
-        "{e}"
-    );
+    assert!(e.contains("not an RPM stage (download, upload, bidirectional)"), "{e}");
 }
 
 #[test]
@@ -246,72 +136,28 @@ fn a_pinned_certificate_is_the_only_one_accepted() {
     let mut wrong: Vec<char> = right.chars().collect();
     wrong[0] = if wrong[0] == '0' { '1' } else { '0' };
     let wrong: String = wrong.into_iter().collect();
-    let o = run(&[
-        "rpm",
-        &url,
-        "-q",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-        "--pin-sha256",
-        &wrong,
-    ]);
+    let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s", "--pin-sha256", &wrong]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("not the pinned one") && e.contains(&right),
-        "{e}"
-    );
+    assert!(e.contains("not the pinned one") && e.contains(&right), "{e}");
     // The printed one in plain upper-case hex: accepted, and recorded as pinned.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
     let plain = right.replace(':', "").to_uppercase();
-    let o = run(&[
-        "rpm",
-        &url,
-        "-q",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-        "--mad",
-        "2",
-        "--directions",
-        "download",
-        "--pin-sha256",
-        &plain,
-        "--json",
-        out.to_str().unwrap(),
-    ]);
+    let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s", "--mad", "2", "--directions", "download", "--pin-sha256", &plain, "--json", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(json(&out)["tls"]["pinned"], true);
     // A pin and --insecure contradict each other.
     let o = run(&["rpm", &url, "-k", "--pin-sha256", &plain]);
-    assert!(
-        !o.status.success()
-            && String::from_utf8_lossy(&o.stderr)
-                .contains("--pin-sha256 and --insecure exclude each other"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("--pin-sha256 and --insecure exclude each other"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]
 fn an_unwritable_json_path_is_refused_before_measuring() {
-    let o = run(&[
-        "rpm",
-        "https://127.0.0.1:9",
-        "-k",
-        "--json",
-        "/nonexistent-dir/x.json",
-    ]);
+    let o = run(&["rpm", "https://127.0.0.1:9", "-k", "--json", "/nonexistent-dir/x.json"]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("does not exist") && !e.contains("connect"),
-        "{e}"
-    );
+    assert!(e.contains("does not exist") && !e.contains("connect"), "{e}");
 }
 
 #[test]
@@ -319,24 +165,10 @@ fn without_insecure_a_self_signed_server_is_refused_with_the_reason() {
     let _g = serial();
     let srv = TestServer::start(&[]);
     let url = srv.rpm_url.clone().unwrap();
-    let o = run(&[
-        "rpm",
-        &url,
-        "-q",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-    ]);
+    let o = run(&["rpm", &url, "-q", "--interval", "250ms", "--max-stage", "2s"]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("TLS")
-            && e.to_lowercase().contains("certificate")
-            && e.contains("--insecure")
-            && e.contains("--pin-sha256"),
-        "{e}"
-    );
+    assert!(e.contains("TLS") && e.to_lowercase().contains("certificate") && e.contains("--insecure") && e.contains("--pin-sha256"), "{e}");
 }
 
 #[test]
@@ -349,56 +181,20 @@ fn a_server_with_a_secret_serves_rpm_only_under_the_path_the_secret_grants() {
     std::fs::write(&wrong, "another secret of some length\n").unwrap();
     let srv = TestServer::start(&["--secret-file", secret.to_str().unwrap()]);
     let printed = srv.rpm_url.clone().unwrap();
-    assert!(
-        printed.contains("/nq-"),
-        "the operator's URL carries the capability path: {printed}"
-    );
+    assert!(printed.contains("/nq-"), "the operator's URL carries the capability path: {printed}");
     let base_url = printed.split("/nq-").next().unwrap().to_string();
     // No secret: the server says what is missing.
-    let o = run(&[
-        "rpm",
-        &base_url,
-        "-k",
-        "-q",
-        "--directions",
-        "download",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-    ]);
+    let o = run(&["rpm", &base_url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "2s"]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("HTTP 403") && e.contains("shared secret"), "{e}");
     // The wrong secret: the same refusal.
-    let o = run(&[
-        "rpm",
-        &base_url,
-        "-k",
-        "-q",
-        "--directions",
-        "download",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-        "--secret-file",
-        wrong.to_str().unwrap(),
-    ]);
+    let o = run(&["rpm", &base_url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "2s", "--secret-file", wrong.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("HTTP 403"));
     // The right one: a measurement, and the result does not show the path.
     let out = dir.path().join("r.json");
-    let mut args = vec![
-        "rpm",
-        &base_url,
-        "--directions",
-        "download",
-        "--secret-file",
-        secret.to_str().unwrap(),
-        "--json",
-        out.to_str().unwrap(),
-    ];
+    let mut args = vec!["rpm", &base_url, "--directions", "download", "--secret-file", secret.to_str().unwrap(), "--json", out.to_str().unwrap()];
     args.extend_from_slice(QUICK);
     let o = run(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -406,10 +202,7 @@ fn a_server_with_a_secret_serves_rpm_only_under_the_path_the_secret_grants() {
     check_stage(&r["stages"][0], "download");
     let text = std::fs::read_to_string(&out).unwrap();
     let cap = &printed[printed.find("/nq-").unwrap()..printed.find("/.well-known").unwrap()];
-    assert!(
-        !text.contains(cap),
-        "the result must not leak the capability path"
-    );
+    assert!(!text.contains(cap), "the result must not leak the capability path");
 }
 
 #[test]
@@ -420,18 +213,8 @@ fn the_rpm_endpoints_count_against_the_servers_per_source_limit() {
     // address is refused before any TLS work, and the client says so.
     let srv = TestServer::start(&["--max-conns-per-source", "4", "--max-flows", "2"]);
     let url = srv.rpm_url.clone().unwrap();
-    let port: u16 = url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let held: Vec<std::net::TcpStream> = (0..4)
-        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
-        .collect();
+    let port: u16 = url.split(':').nth(2).unwrap().split('/').next().unwrap().parse().unwrap();
+    let held: Vec<std::net::TcpStream> = (0..4).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(200));
     // A burst of refused connections within one second: one log line.
     for _ in 0..20 {
@@ -439,72 +222,25 @@ fn the_rpm_endpoints_count_against_the_servers_per_source_limit() {
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut b = [0u8; 1];
         // Refused = closed by the server at once, with nothing sent.
-        assert!(
-            matches!(std::io::Read::read(&mut s, &mut b), Ok(0) | Err(_)),
-            "a connection over the quota was served"
-        );
+        assert!(matches!(std::io::Read::read(&mut s, &mut b), Ok(0) | Err(_)), "a connection over the quota was served");
     }
-    let o = run(&[
-        "rpm",
-        &url,
-        "-k",
-        "-q",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-        "--directions",
-        "download",
-    ]);
-    assert!(
-        !o.status.success(),
-        "the client measured through a full quota"
-    );
+    let o = run(&["rpm", &url, "-k", "-q", "--interval", "250ms", "--max-stage", "2s", "--directions", "download"]);
+    assert!(!o.status.success(), "the client measured through a full quota");
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("before the TLS handshake") && e.contains("refusing"),
-        "the client says why it failed: {e}"
-    );
+    assert!(e.contains("before the TLS handshake") && e.contains("refusing"), "the client says why it failed: {e}");
     drop(held);
     // The refusals after the first line are written once its second is up.
     std::thread::sleep(Duration::from_millis(1300));
     let log = srv.log();
-    assert!(
-        log.contains("\"rpm_refused\"") && log.contains("--max-conns-per-source"),
-        "the server logs why it refused\n{log}"
-    );
+    assert!(log.contains("\"rpm_refused\"") && log.contains("--max-conns-per-source"), "the server logs why it refused\n{log}");
     // At most one line a second, each counting the refusals since the last.
-    let lines: Vec<serde_json::Value> = log
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["event"] == "rpm_refused")
-        .collect();
+    let lines: Vec<serde_json::Value> =
+        log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v["event"] == "rpm_refused").collect();
     let total: u64 = lines.iter().map(|v| v["refused"].as_u64().unwrap()).sum();
-    assert!(
-        lines.len() <= 3,
-        "{} refusal lines in about 2 s: not rate-limited\n{log}",
-        lines.len()
-    );
-    assert!(
-        total >= 20,
-        "{} refusals logged of at least 20\n{log}",
-        total
-    );
+    assert!(lines.len() <= 3, "{} refusal lines in about 2 s: not rate-limited\n{log}", lines.len());
+    assert!(total >= 20, "{} refusals logged of at least 20\n{log}", total);
     // Once the holders are gone the same source is served again.
-    let o = run(&[
-        "rpm",
-        &url,
-        "-k",
-        "-q",
-        "--directions",
-        "download",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "2s",
-        "--max-connections",
-        "2",
-    ]);
+    let o = run(&["rpm", &url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "2s", "--max-connections", "2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -517,15 +253,7 @@ fn handshake_slots_are_shared_fairly_among_sources() {
     let _g = serial();
     let srv = TestServer::start(&[]);
     let url = srv.rpm_url.clone().unwrap();
-    let port: u16 = url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let port: u16 = url.split(':').nth(2).unwrap().split('/').next().unwrap().parse().unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let drips: Vec<_> = (2..6)
         .map(|i| {
@@ -562,36 +290,16 @@ fn handshake_slots_are_shared_fairly_among_sources() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
-    let o = run(&[
-        "rpm",
-        &url,
-        "-k",
-        "-q",
-        "--directions",
-        "download",
-        "--interval",
-        "250ms",
-        "--max-stage",
-        "3s",
-        "--max-connections",
-        "2",
-    ]);
+    let o = run(&["rpm", &url, "-k", "-q", "--directions", "download", "--interval", "250ms", "--max-stage", "3s", "--max-connections", "2"]);
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let opened: u32 = drips.into_iter().map(|d| d.join().unwrap()).sum();
     assert!(opened >= 480, "the drip opened only {opened} connections");
-    assert!(
-        o.status.success(),
-        "a fifth source was locked out: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "a fifth source was locked out: {}", String::from_utf8_lossy(&o.stderr));
     std::thread::sleep(Duration::from_millis(1200));
     let log = srv.log();
     // The slots were full meanwhile (the drip's own refusals say so; a cut
     // for the newcomer is logged in the same rate-limited refusal lines).
-    assert!(
-        log.contains("256 connections are in their TLS handshake"),
-        "the handshake slots never filled\n{log}"
-    );
+    assert!(log.contains("256 connections are in their TLS handshake"), "the handshake slots never filled\n{log}");
 }
 
 /// A peer tool: an env var naming it, else PATH, else ~/go/bin.
@@ -599,9 +307,7 @@ fn peer(env: &str, name: &str) -> Option<PathBuf> {
     if let Ok(p) = std::env::var(env) {
         return Some(PathBuf::from(p));
     }
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     if let Some(h) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(h).join("go/bin"));
     }
@@ -610,34 +316,16 @@ fn peer(env: &str, name: &str) -> Option<PathBuf> {
 
 #[test]
 fn goresponsiveness_measures_the_bloatlab_rpm_server() {
-    let Some(nq) = peer("BLOATLAB_GORESPONSIVENESS", "networkQuality")
-        .or_else(|| peer("BLOATLAB_GORESPONSIVENESS", "goresponsiveness"))
-    else {
+    let Some(nq) = peer("BLOATLAB_GORESPONSIVENESS", "networkQuality").or_else(|| peer("BLOATLAB_GORESPONSIVENESS", "goresponsiveness")) else {
         bloatlab_testkit::cannot_run("goresponsiveness_measures_the_bloatlab_rpm_server", "goresponsiveness (networkQuality) is not installed (.ci/peers.sh builds it from ../shared/peers; or BLOATLAB_GORESPONSIVENESS=PATH)");
         return;
     };
     let _g = serial();
     let srv = TestServer::start(&[]);
     let url = srv.rpm_url.clone().unwrap();
-    let port = url
-        .split(':')
-        .nth(2)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap().to_string();
     let o = Command::new(&nq)
-        .args([
-            "-config",
-            "127.0.0.1",
-            "-port",
-            &port,
-            "-path",
-            ".well-known/nq",
-            "-rpm.timeout",
-            "8",
-        ])
+        .args(["-config", "127.0.0.1", "-port", &port, "-path", ".well-known/nq", "-rpm.timeout", "8"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -646,33 +334,19 @@ fn goresponsiveness_measures_the_bloatlab_rpm_server() {
     let through: Vec<&str> = text.lines().filter(|l| l.contains("Throughput:")).collect();
     assert_eq!(through.len(), 2, "{text}");
     for l in &through {
-        assert!(
-            !l.contains(" 0.000 Mbps"),
-            "a stage carried nothing: {text}"
-        );
+        assert!(!l.contains(" 0.000 Mbps"), "a stage carried nothing: {text}");
     }
     // The final RPM over both stages is finite, and so is each stage's,
     // except where goresponsiveness itself says the stage's responsiveness
     // did not stabilize: it then trims to the bucket bounds of its
     // responsiveness stabilizer, which are (0, 0) when no aggregate
     // completed (stabilizer/algorithm.go GetBounds), leaving no sample (NaN).
-    let fin = text
-        .lines()
-        .find(|l| l.starts_with("Final RPM:") && l.contains("Trimmed Mean"))
-        .unwrap_or_else(|| panic!("no final RPM: {text}"));
+    let fin = text.lines().find(|l| l.starts_with("Final RPM:") && l.contains("Trimmed Mean")).unwrap_or_else(|| panic!("no final RPM: {text}"));
     assert!(!fin.contains("NaN") && !fin.contains("Inf"), "{text}");
     for stage in text.split("========").filter(|s| s.contains("Throughput:")) {
-        let rpm = stage
-            .lines()
-            .find(|l| l.contains("RPM:") && l.contains("Trimmed Mean"))
-            .unwrap_or_else(|| panic!("a stage without RPM: {text}"));
-        let unstable = stage
-            .lines()
-            .any(|l| l.contains("did not run to stability") && l.contains("responsiveness"));
-        assert!(
-            unstable || !(rpm.contains("NaN") || rpm.contains("Inf")),
-            "{text}"
-        );
+        let rpm = stage.lines().find(|l| l.contains("RPM:") && l.contains("Trimmed Mean")).unwrap_or_else(|| panic!("a stage without RPM: {text}"));
+        let unstable = stage.lines().any(|l| l.contains("did not run to stability") && l.contains("responsiveness"));
+        assert!(unstable || !(rpm.contains("NaN") || rpm.contains("Inf")), "{text}");
     }
     assert!(!srv.log().contains("\"rpm_refused\""), "{}", srv.log());
 }
@@ -686,22 +360,9 @@ fn the_bloatlab_rpm_client_measures_goserver() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     // A free port for it: bind one, release it, hand it over.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
     let mut child = Command::new(&gs)
-        .args([
-            "-create-cert",
-            "-listen-addr",
-            "127.0.0.1",
-            "-public-port",
-            &port,
-            "-config-name",
-            "127.0.0.1",
-        ])
+        .args(["-create-cert", "-listen-addr", "127.0.0.1", "-public-port", &port, "-config-name", "127.0.0.1"])
         .current_dir(dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

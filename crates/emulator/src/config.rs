@@ -3,8 +3,8 @@
 //! ([`bloatlab_model`]: the lab's options parse the same types). Everything is serde so the lab can store it
 //! in the result's `lab.config` and hand it to the emulator process as JSON.
 
-pub use bloatlab_model::link::{JitterDist, JitterSpec, LossSpec};
 use bloatlab_model::units::fmt_duration_ns;
+pub use bloatlab_model::link::{JitterDist, JitterSpec, LossSpec};
 pub use bloatlab_model::{QueueSpec, RateSpec};
 use serde::{Deserialize, Serialize};
 
@@ -54,25 +54,13 @@ impl Default for DirectionConfig {
 
 impl DirectionConfig {
     pub fn describe(&self) -> String {
-        let mut s = format!(
-            "rate {}, delay {}",
-            self.rate.describe(),
-            fmt_ns(self.delay_ns)
-        );
+        let mut s = format!("rate {}, delay {}", self.rate.describe(), fmt_ns(self.delay_ns));
         if let Some(j) = &self.jitter {
             s += &format!(
                 ", jitter {}{} ({})",
-                if j.dist == JitterDist::Normal {
-                    "normal:"
-                } else {
-                    "+/-"
-                },
+                if j.dist == JitterDist::Normal { "normal:" } else { "+/-" },
                 fmt_ns(j.amount_ns),
-                if j.reorder {
-                    "reordering"
-                } else {
-                    "order kept"
-                }
+                if j.reorder { "reordering" } else { "order kept" }
             );
         }
         if self.loss != LossSpec::None {
@@ -89,9 +77,7 @@ impl DirectionConfig {
     /// (only a fixed delay, or nothing): such a direction can pass
     /// segmentation-offloaded (GSO) packets through whole.
     pub fn is_unshaped(&self) -> bool {
-        self.rate == RateSpec::Unlimited
-            && self.loss == LossSpec::None
-            && self.jitter.as_ref().is_none_or(|j| j.amount_ns == 0)
+        self.rate == RateSpec::Unlimited && self.loss == LossSpec::None && self.jitter.as_ref().is_none_or(|j| j.amount_ns == 0)
     }
 }
 
@@ -115,9 +101,7 @@ impl std::str::FromStr for TimerMode {
             "sleep-spin" | "sleep_spin" | "hybrid" => Ok(TimerMode::SleepSpin),
             "sleep" => Ok(TimerMode::Sleep),
             "spin" => Ok(TimerMode::Spin),
-            o => Err(format!(
-                "unknown timer mode \"{o}\" (sleep-spin, sleep, spin)"
-            )),
+            o => Err(format!("unknown timer mode \"{o}\" (sleep-spin, sleep, spin)")),
         }
     }
 }
@@ -199,16 +183,9 @@ impl EmulatorConfig {
             if let QueueSpec::Kernel { qdisc, .. } = &d.queue {
                 return Err(format!("{name}: `{qdisc}` is a kernel qdisc; the emulator offers fifo:N, bfifo:BYTES, drophead:N, codel, fq_codel, pie"));
             }
-            if let RateSpec::Trace {
-                opportunities_ms,
-                opportunity_bytes,
-                ..
-            } = &d.rate
-            {
+            if let RateSpec::Trace { opportunities_ms, opportunity_bytes, .. } = &d.rate {
                 if opportunities_ms.is_empty() || *opportunities_ms.last().unwrap() == 0 {
-                    return Err(format!(
-                        "{name}: trace needs at least one line and a last timestamp > 0"
-                    ));
+                    return Err(format!("{name}: trace needs at least one line and a last timestamp > 0"));
                 }
                 if *opportunity_bytes == 0 {
                     return Err(format!("{name}: trace opportunity size must be > 0"));
@@ -255,35 +232,16 @@ mod tests {
 
     #[test]
     fn config_json_and_description() {
-        let d = DirectionConfig {
-            rate: RateSpec::Fixed { bps: 10_000_000 },
-            queue: QueueSpec::Fifo { packets: 1000 },
-            ..Default::default()
-        };
-        let cfg = EmulatorConfig {
-            up: d.clone(),
-            down: d,
-            ..Default::default()
-        };
+        let d = DirectionConfig { rate: RateSpec::Fixed { bps: 10_000_000 }, queue: QueueSpec::Fifo { packets: 1000 }, ..Default::default() };
+        let cfg = EmulatorConfig { up: d.clone(), down: d, ..Default::default() };
         cfg.validate().unwrap();
         let j = serde_json::to_string(&cfg).unwrap();
         assert_eq!(serde_json::from_str::<EmulatorConfig>(&j).unwrap(), cfg);
-        assert!(
-            cfg.describe()
-                .contains("rate 10mbit, delay 0, queue fifo:1000"),
-            "{}",
-            cfg.describe()
-        );
+        assert!(cfg.describe().contains("rate 10mbit, delay 0, queue fifo:1000"), "{}", cfg.describe());
         let j = JitterSpec::parse("normal:5ms", true).unwrap();
         assert_eq!(j.dist, JitterDist::Normal);
         assert_eq!(j.amount_ns, 5_000_000);
-        let bad = EmulatorConfig {
-            up: DirectionConfig {
-                queue: QueueSpec::kernel("cake").unwrap(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let bad = EmulatorConfig { up: DirectionConfig { queue: QueueSpec::kernel("cake").unwrap(), ..Default::default() }, ..Default::default() };
         assert!(bad.validate().unwrap_err().contains("kernel qdisc"));
     }
 }

@@ -12,7 +12,7 @@
 //! recorded and reported as `release_error`.
 
 use crate::config::{DirectionConfig, TimerMode};
-use crate::link::{Link, LinkCounters, LogHist};
+use crate::link::{LinkCounters, LogHist, Link};
 use crate::packet::Packet;
 use crate::qdisc::Counters;
 use crate::tun::Tun;
@@ -104,14 +104,7 @@ const SPIN_WINDOW_NS: u64 = 10_000_000;
 const SPIN_MAX_PERCENT: u64 = 50;
 
 /// Run one direction until `stop` is set. `name` is "up" or "down".
-pub fn run_direction(
-    name: &str,
-    tun: Tun,
-    cfg: DirectionConfig,
-    opts: RunOpts,
-    clock: Clock,
-    stop: &AtomicBool,
-) -> DirectionReport {
+pub fn run_direction(name: &str, tun: Tun, cfg: DirectionConfig, opts: RunOpts, clock: Clock, stop: &AtomicBool) -> DirectionReport {
     // 1 ns timer slack: ppoll timeouts fire when asked, not up to 50 us later
     bloatlab_host::sched::set_current_thread_timer_slack(1);
     let mut rt_error = None;
@@ -209,25 +202,15 @@ struct Datapath {
 impl Datapath {
     fn new(tun: &Tun, cfg: &DirectionConfig, opts: &RunOpts, clock: Clock) -> Datapath {
         let start = mono_ns();
-        let hdr = if tun.offload() {
-            crate::tun::VNET_HDR_LEN
-        } else {
-            0
-        };
-        let buf_size = if tun.offload() {
-            65536 + hdr + 64
-        } else {
-            opts.buf_size
-        };
+        let hdr = if tun.offload() { crate::tun::VNET_HDR_LEN } else { 0 };
+        let buf_size = if tun.offload() { 65536 + hdr + 64 } else { opts.buf_size };
         Datapath {
             link: Link::new(cfg, opts.seed, start),
             opts: opts.clone(),
             clock,
             hdr,
             buf_size,
-            pool: (0..256)
-                .map(|_| vec![0u8; buf_size].into_boxed_slice())
-                .collect(),
+            pool: (0..256).map(|_| vec![0u8; buf_size].into_boxed_slice()).collect(),
             garbage: Vec::new(),
             release_error: LogHist::default(),
             samples: Vec::new(),
@@ -269,10 +252,7 @@ impl Datapath {
     fn read_batch(&mut self, tun: &Tun) -> u64 {
         let mut got = 0u64;
         while (got as usize) < self.opts.batch {
-            let mut buf = self
-                .pool
-                .pop()
-                .unwrap_or_else(|| vec![0u8; self.buf_size].into_boxed_slice());
+            let mut buf = self.pool.pop().unwrap_or_else(|| vec![0u8; self.buf_size].into_boxed_slice());
             match tun.read(&mut buf) {
                 Ok(n) => {
                     let t = mono_ns();
@@ -348,11 +328,7 @@ impl Datapath {
             lost: link.counters.lost,
             delivered: link.counters.delivered,
             sojourn_max_us: imax as f64 / 1e3,
-            sojourn_mean_us: if dn > 0 {
-                dsum as f64 / dn as f64 / 1e3
-            } else {
-                0.0
-            },
+            sojourn_mean_us: if dn > 0 { dsum as f64 / dn as f64 / 1e3 } else { 0.0 },
         });
         let interval = self.opts.sample_interval_ns;
         self.next_sample += interval;
@@ -364,11 +340,7 @@ impl Datapath {
     /// 5. Wait for the next deadline or an arrival, as the timer mode says.
     #[inline]
     fn wait(&mut self, tun: &Tun) {
-        let deadline = self
-            .link
-            .next_event()
-            .unwrap_or(u64::MAX)
-            .min(self.next_sample);
+        let deadline = self.link.next_event().unwrap_or(u64::MAX).min(self.next_sample);
         let now = mono_ns();
         if deadline <= now {
             return;

@@ -76,14 +76,7 @@ pub struct StartOptions {
 }
 
 impl StartOptions {
-    pub fn new(
-        exe: &Path,
-        netns: &str,
-        cfg: &EmulatorConfig,
-        client_side_ifs: &[&str],
-        server_side_ifs: &[&str],
-        stats_path: &Path,
-    ) -> StartOptions {
+    pub fn new(exe: &Path, netns: &str, cfg: &EmulatorConfig, client_side_ifs: &[&str], server_side_ifs: &[&str], stats_path: &Path) -> StartOptions {
         StartOptions {
             exe: exe.to_path_buf(),
             spec: RunSpec {
@@ -122,49 +115,29 @@ pub fn start_in_netns(
     server_side_ifs: &[&str],
     stats_path: &Path,
 ) -> Result<EmulatorHandle> {
-    start_with(StartOptions::new(
-        exe,
-        netns,
-        cfg,
-        client_side_ifs,
-        server_side_ifs,
-        stats_path,
-    ))
+    start_with(StartOptions::new(exe, netns, cfg, client_side_ifs, server_side_ifs, stats_path))
 }
 
 /// [`start_in_netns`] with all options: the child gets the [`RunSpec`] as a
 /// JSON file, never an argument list.
 pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
-    o.spec
-        .cfg
-        .validate()
-        .map_err(|e| anyhow!("invalid emulator configuration: {e}"))?;
-    let stats_path = o
-        .spec
-        .stats_path
-        .clone()
-        .ok_or_else(|| anyhow!("the emulator needs a statistics file"))?;
+    o.spec.cfg.validate().map_err(|e| anyhow!("invalid emulator configuration: {e}"))?;
+    let stats_path = o.spec.stats_path.clone().ok_or_else(|| anyhow!("the emulator needs a statistics file"))?;
     let spec_path = with_suffix(&stats_path, ".spec.json");
     let log_path = with_suffix(&stats_path, ".log");
-    std::fs::write(&spec_path, serde_json::to_vec_pretty(&o.spec)?)
-        .with_context(|| format!("cannot write {}", spec_path.display()))?;
+    std::fs::write(&spec_path, serde_json::to_vec_pretty(&o.spec)?).with_context(|| format!("cannot write {}", spec_path.display()))?;
     let _ = std::fs::remove_file(&stats_path);
-    let log = std::fs::File::create(&log_path)
-        .with_context(|| format!("cannot create {}", log_path.display()))?;
+    let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
     let mut cmd = Command::new(&o.exe);
     cmd.arg("emulate").arg("--spec").arg(&spec_path);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(log));
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::from(log));
     if o.die_with_parent {
         // die with the lab: SIGTERM when the parent (thread) goes away
         bloatlab_host::process::die_with_parent(&mut cmd, bloatlab_host::process::Signal::Term);
     } else {
         cmd.process_group(0);
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start the emulator ({})", o.exe.display()))?;
+    let mut child = cmd.spawn().with_context(|| format!("cannot start the emulator ({})", o.exe.display()))?;
     let stdout = child.stdout.take().expect("piped");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -172,57 +145,33 @@ pub fn start_with(o: StartOptions) -> Result<EmulatorHandle> {
         let r = BufReader::new(stdout).read_line(&mut line);
         let _ = tx.send(r.map(|_| line));
     });
-    let log_tail = |p: &Path| {
-        std::fs::read_to_string(p)
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    };
+    let log_tail = |p: &Path| std::fs::read_to_string(p).unwrap_or_default().trim().to_string();
     let deadline = Instant::now() + o.ready_timeout;
     let line = loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Ok(l)) if !l.trim().is_empty() => break l,
             Ok(_) => {
                 let _ = child.wait();
-                bail!(
-                    "the emulator exited before it was ready: {}",
-                    log_tail(&log_path)
-                );
+                bail!("the emulator exited before it was ready: {}", log_tail(&log_path));
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 if let Ok(Some(st)) = child.try_wait() {
-                    bail!(
-                        "the emulator exited ({st}) before it was ready: {}",
-                        log_tail(&log_path)
-                    );
+                    bail!("the emulator exited ({st}) before it was ready: {}", log_tail(&log_path));
                 }
                 if Instant::now() >= deadline {
                     let _ = child.kill();
                     let _ = child.wait();
-                    bail!(
-                        "the emulator did not become ready within {:?}: {}",
-                        o.ready_timeout,
-                        log_tail(&log_path)
-                    );
+                    bail!("the emulator did not become ready within {:?}: {}", o.ready_timeout, log_tail(&log_path));
                 }
             }
             Err(_) => {
                 let _ = child.wait();
-                bail!(
-                    "the emulator exited before it was ready: {}",
-                    log_tail(&log_path)
-                );
+                bail!("the emulator exited before it was ready: {}", log_tail(&log_path));
             }
         }
     };
-    let ready: serde_json::Value = serde_json::from_str(line.trim())
-        .with_context(|| format!("unexpected output from the emulator: {line}"))?;
-    Ok(EmulatorHandle {
-        child: Some(child),
-        stats_path,
-        log_path,
-        ready,
-    })
+    let ready: serde_json::Value = serde_json::from_str(line.trim()).with_context(|| format!("unexpected output from the emulator: {line}"))?;
+    Ok(EmulatorHandle { child: Some(child), stats_path, log_path, ready })
 }
 
 impl EmulatorHandle {
@@ -242,10 +191,7 @@ impl EmulatorHandle {
     }
 
     fn terminate(&mut self) -> Result<std::process::ExitStatus> {
-        let mut child = self
-            .child
-            .take()
-            .ok_or_else(|| anyhow!("emulator already stopped"))?;
+        let mut child = self.child.take().ok_or_else(|| anyhow!("emulator already stopped"))?;
         if let Ok(Some(st)) = child.try_wait() {
             return Ok(st);
         }
@@ -269,20 +215,13 @@ impl EmulatorHandle {
         let st = self.terminate()?;
         let text = std::fs::read_to_string(&self.stats_path).map_err(|e| {
             let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
-            anyhow!(
-                "the emulator ({st}) left no statistics in {}: {e}; its log: {}",
-                self.stats_path.display(),
-                log.trim()
-            )
+            anyhow!("the emulator ({st}) left no statistics in {}: {e}; its log: {}", self.stats_path.display(), log.trim())
         })?;
-        let mut counters: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("bad statistics file {}", self.stats_path.display()))?;
-        let queues: Vec<QueueSeries> =
-            match counters.as_object_mut().and_then(|o| o.remove("queues")) {
-                Some(q) => serde_json::from_value(q)
-                    .context("bad queue series in the emulator statistics")?,
-                None => vec![],
-            };
+        let mut counters: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("bad statistics file {}", self.stats_path.display()))?;
+        let queues: Vec<QueueSeries> = match counters.as_object_mut().and_then(|o| o.remove("queues")) {
+            Some(q) => serde_json::from_value(q).context("bad queue series in the emulator statistics")?,
+            None => vec![],
+        };
         Ok(EmulatorStats { counters, queues })
     }
 }

@@ -19,9 +19,7 @@ pub mod packet;
 pub mod qdisc;
 pub mod rng;
 
-pub use config::{
-    DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RateSpec, TimerMode,
-};
+pub use config::{DirectionConfig, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RateSpec, TimerMode};
 pub mod datapath;
 pub mod handle;
 pub mod run;

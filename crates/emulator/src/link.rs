@@ -22,10 +22,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 enum Rate {
     Unlimited,
-    Fixed {
-        bps: u64,
-        busy_until: u64,
-    },
+    Fixed { bps: u64, busy_until: u64 },
     Trace {
         /// opportunity offsets within one period, ns
         opps: Vec<u64>,
@@ -61,13 +58,7 @@ impl Ord for Held {
 enum Loss {
     None,
     Bernoulli(f64),
-    Ge {
-        p: f64,
-        r: f64,
-        good: f64,
-        bad: f64,
-        in_bad: bool,
-    },
+    Ge { p: f64, r: f64, good: f64, bad: f64, in_bad: bool },
 }
 
 /// Logarithmic histogram with 8 sub-buckets per power of two (values in ns).
@@ -82,13 +73,7 @@ pub struct LogHist {
 
 impl Default for LogHist {
     fn default() -> Self {
-        LogHist {
-            counts: vec![0; 64 * 8],
-            n: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-        }
+        LogHist { counts: vec![0; 64 * 8], n: 0, sum: 0, min: u64::MAX, max: 0 }
     }
 }
 
@@ -212,15 +197,8 @@ impl Link {
     pub fn new(cfg: &DirectionConfig, seed: u64, start_ns: u64) -> Link {
         let rate = match &cfg.rate {
             RateSpec::Unlimited => Rate::Unlimited,
-            RateSpec::Fixed { bps } => Rate::Fixed {
-                bps: (*bps).max(1),
-                busy_until: 0,
-            },
-            RateSpec::Trace {
-                opportunities_ms,
-                opportunity_bytes,
-                ..
-            } => Rate::Trace {
+            RateSpec::Fixed { bps } => Rate::Fixed { bps: (*bps).max(1), busy_until: 0 },
+            RateSpec::Trace { opportunities_ms, opportunity_bytes, .. } => Rate::Trace {
                 opps: opportunities_ms.iter().map(|m| m * 1_000_000).collect(),
                 period: opportunities_ms.last().copied().unwrap_or(1).max(1) * 1_000_000,
                 base: start_ns,
@@ -232,22 +210,12 @@ impl Link {
         let loss = match cfg.loss {
             LossSpec::None => Loss::None,
             LossSpec::Bernoulli { p } => Loss::Bernoulli(p),
-            LossSpec::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => Loss::Ge {
-                p,
-                r,
-                good: loss_good,
-                bad: loss_bad,
-                in_bad: false,
-            },
+            LossSpec::GilbertElliott { p, r, loss_good, loss_bad } => {
+                Loss::Ge { p, r, good: loss_good, bad: loss_bad, in_bad: false }
+            }
         };
         Link {
-            qdisc: crate::qdisc::build(&cfg.queue, seed)
-                .expect("EmulatorConfig::validate refuses kernel qdiscs"),
+            qdisc: crate::qdisc::build(&cfg.queue, seed).expect("EmulatorConfig::validate refuses kernel qdiscs"),
             rate,
             delay_ns: cfg.delay_ns,
             jitter: cfg.jitter.clone().filter(|j| j.amount_ns > 0),
@@ -306,17 +274,9 @@ impl Link {
     }
 
     fn advance_fixed(&mut self, now: u64) {
-        let Rate::Fixed {
-            bps,
-            mut busy_until,
-        } = self.rate
-        else {
-            return;
-        };
+        let Rate::Fixed { bps, mut busy_until } = self.rate else { return };
         while busy_until <= now {
-            let Some(p) = self.qdisc.dequeue(busy_until) else {
-                break;
-            };
+            let Some(p) = self.qdisc.dequeue(busy_until) else { break };
             self.note_sojourn(busy_until.saturating_sub(p.arrival_ns));
             let bits = (p.size() + self.overhead) as u128 * 8;
             let tx = ((bits * 1_000_000_000 + bps as u128 / 2) / bps as u128) as u64;
@@ -332,13 +292,7 @@ impl Link {
     fn advance_trace(&mut self, now: u64) {
         loop {
             let (t, has_work) = match &self.rate {
-                Rate::Trace {
-                    opps,
-                    base,
-                    idx,
-                    in_flight,
-                    ..
-                } => (base + opps[*idx], in_flight.is_some()),
+                Rate::Trace { opps, base, idx, in_flight, .. } => (base + opps[*idx], in_flight.is_some()),
                 _ => return,
             };
             if t > now {
@@ -346,14 +300,7 @@ impl Link {
             }
             if !has_work && self.qdisc.backlog_packets() == 0 {
                 // idle: opportunities up to now are wasted; skip them quickly
-                if let Rate::Trace {
-                    opps,
-                    period,
-                    base,
-                    idx,
-                    ..
-                } = &mut self.rate
-                {
+                if let Rate::Trace { opps, period, base, idx, .. } = &mut self.rate {
                     if now >= *base + 2 * *period {
                         *base += (now - *base) / *period * *period - *period;
                     }
@@ -368,14 +315,7 @@ impl Link {
                 break;
             }
             self.serve_opportunity(t);
-            if let Rate::Trace {
-                opps,
-                period,
-                base,
-                idx,
-                ..
-            } = &mut self.rate
-            {
+            if let Rate::Trace { opps, period, base, idx, .. } = &mut self.rate {
                 *idx += 1;
                 if *idx == opps.len() {
                     *idx = 0;
@@ -389,9 +329,7 @@ impl Link {
     /// One delivery opportunity at `t`: up to `bytes_per_opp` bytes leave; a
     /// packet larger than what is left continues in the next opportunity (as mahimahi).
     fn serve_opportunity(&mut self, t: u64) {
-        let Rate::Trace { bytes_per_opp, .. } = self.rate else {
-            return;
-        };
+        let Rate::Trace { bytes_per_opp, .. } = self.rate else { return };
         let mut budget = bytes_per_opp;
         while budget > 0 {
             let cur = match &mut self.rate {
@@ -436,19 +374,9 @@ impl Link {
                 let p = *p;
                 self.rng.chance(p)
             }
-            Loss::Ge {
-                p,
-                r,
-                good,
-                bad,
-                in_bad,
-            } => {
+            Loss::Ge { p, r, good, bad, in_bad } => {
                 let (p, r, good, bad) = (*p, *r, *good, *bad);
-                let flip = if *in_bad {
-                    self.rng.chance(r)
-                } else {
-                    self.rng.chance(p)
-                };
+                let flip = if *in_bad { self.rng.chance(r) } else { self.rng.chance(p) };
                 if flip {
                     *in_bad = !*in_bad;
                 }
@@ -500,23 +428,11 @@ impl Link {
     /// Earliest time something happens: a release from the delay line, or
     /// (with a backlog) the serializer's next dequeue or trace opportunity.
     pub fn next_event(&self) -> Option<u64> {
-        let line = if self.reorders() {
-            self.heap_line.peek().map(|h| h.0.release_ns)
-        } else {
-            self.fifo_line.front().map(|p| p.release_ns)
-        };
+        let line = if self.reorders() { self.heap_line.peek().map(|h| h.0.release_ns) } else { self.fifo_line.front().map(|p| p.release_ns) };
         let ser = match &self.rate {
             Rate::Unlimited => None,
-            Rate::Fixed { busy_until, .. } => {
-                (self.qdisc.backlog_packets() > 0).then_some(*busy_until)
-            }
-            Rate::Trace {
-                opps,
-                base,
-                idx,
-                in_flight,
-                ..
-            } => {
+            Rate::Fixed { busy_until, .. } => (self.qdisc.backlog_packets() > 0).then_some(*busy_until),
+            Rate::Trace { opps, base, idx, in_flight, .. } => {
                 (in_flight.is_some() || self.qdisc.backlog_packets() > 0).then(|| base + opps[*idx])
             }
         };
@@ -572,12 +488,7 @@ mod tests {
     use crate::qdisc::testutil::*;
 
     fn cfg(rate: RateSpec, delay_ms: u64) -> DirectionConfig {
-        DirectionConfig {
-            rate,
-            delay_ns: delay_ms * MS,
-            queue: QueueSpec::Fifo { packets: 1000 },
-            ..Default::default()
-        }
+        DirectionConfig { rate, delay_ns: delay_ms * MS, queue: QueueSpec::Fifo { packets: 1000 }, ..Default::default() }
     }
 
     fn run(link: &mut Link, until: u64) -> Vec<(u64, u64)> {
@@ -641,10 +552,7 @@ mod tests {
             l.arrive(pkt(0, i, i * 100), i * 100);
         }
         let out = run(&mut l, u64::MAX);
-        assert_eq!(
-            out,
-            (0..5).map(|i| (i, i * 100 + 20 * MS)).collect::<Vec<_>>()
-        );
+        assert_eq!(out, (0..5).map(|i| (i, i * 100 + 20 * MS)).collect::<Vec<_>>());
     }
 
     #[test]
@@ -664,11 +572,7 @@ mod tests {
     #[test]
     fn trace_opportunities() {
         // opportunities at 1, 2, 3 ms, period 3 ms -> one 1500 B packet per ms
-        let r = RateSpec::Trace {
-            path: "t".into(),
-            opportunities_ms: vec![1, 2, 3],
-            opportunity_bytes: 1500,
-        };
+        let r = RateSpec::Trace { path: "t".into(), opportunities_ms: vec![1, 2, 3], opportunity_bytes: 1500 };
         let mut l = Link::new(&cfg(r.clone(), 0), 1, 0);
         for i in 0..5 {
             l.arrive(pkt(0, i, 0), 0);
@@ -690,19 +594,12 @@ mod tests {
 
     #[test]
     fn trace_packet_larger_than_opportunity_spans_two() {
-        let r = RateSpec::Trace {
-            path: "t".into(),
-            opportunities_ms: vec![1, 2, 3, 4],
-            opportunity_bytes: 1000,
-        };
+        let r = RateSpec::Trace { path: "t".into(), opportunities_ms: vec![1, 2, 3, 4], opportunity_bytes: 1000 };
         let mut l = Link::new(&cfg(r, 0), 1, 0);
         l.arrive(pkt(0, 0, 0), 0); // 1500 B: 1000 at 1 ms, 500 at 2 ms
         l.arrive(sized(0, 1, 0, 500, 0), 0); // rest of the 2 ms opportunity
         l.arrive(sized(0, 2, 0, 100, 0), 0); // 3 ms
-        assert_eq!(
-            run(&mut l, u64::MAX),
-            vec![(0, 2 * MS), (1, 2 * MS), (2, 3 * MS)]
-        );
+        assert_eq!(run(&mut l, u64::MAX), vec![(0, 2 * MS), (1, 2 * MS), (2, 3 * MS)]);
     }
 
     #[test]
@@ -717,12 +614,7 @@ mod tests {
         assert!((rate - 0.1).abs() < 0.005, "{rate}");
 
         // GE: p=1%, r=20% -> stationary bad fraction 1/21, mean burst length 5
-        c.loss = LossSpec::GilbertElliott {
-            p: 0.01,
-            r: 0.2,
-            loss_good: 0.0,
-            loss_bad: 1.0,
-        };
+        c.loss = LossSpec::GilbertElliott { p: 0.01, r: 0.2, loss_good: 0.0, loss_bad: 1.0 };
         let mut l = Link::new(&c, 9, 0);
         let mut lost_flags = vec![];
         for i in 0..200_000u64 {
@@ -749,49 +641,29 @@ mod tests {
     #[test]
     fn jitter_keeps_order_unless_reordering() {
         let mut c = cfg(RateSpec::Unlimited, 20);
-        c.jitter = Some(JitterSpec {
-            amount_ns: 5 * MS,
-            dist: JitterDist::Uniform,
-            reorder: false,
-        });
+        c.jitter = Some(JitterSpec { amount_ns: 5 * MS, dist: JitterDist::Uniform, reorder: false });
         let mut l = Link::new(&c, 3, 0);
         for i in 0..2000 {
             l.arrive(sized(0, i, i * 100_000, 100, 0), i * 100_000);
         }
         let out = run(&mut l, u64::MAX);
         assert_eq!(out.len(), 2000);
-        assert!(
-            out.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
-            "order kept"
-        );
-        let delays: Vec<i64> = out
-            .iter()
-            .map(|(s, r)| *r as i64 - (*s * 100_000) as i64)
-            .collect();
+        assert!(out.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "order kept");
+        let delays: Vec<i64> = out.iter().map(|(s, r)| *r as i64 - (*s * 100_000) as i64).collect();
         assert!(delays.iter().all(|&d| d >= 15 * MS as i64));
         assert!(l.counters.jitter_held_for_order > 0);
 
-        c.jitter = Some(JitterSpec {
-            amount_ns: 5 * MS,
-            dist: JitterDist::Uniform,
-            reorder: true,
-        });
+        c.jitter = Some(JitterSpec { amount_ns: 5 * MS, dist: JitterDist::Uniform, reorder: true });
         let mut l = Link::new(&c, 3, 0);
         for i in 0..2000 {
             l.arrive(sized(0, i, i * 100_000, 100, 0), i * 100_000);
         }
         let out = run(&mut l, u64::MAX);
         assert_eq!(out.len(), 2000);
-        assert!(
-            out.windows(2).all(|w| w[0].1 <= w[1].1),
-            "released in time order"
-        );
+        assert!(out.windows(2).all(|w| w[0].1 <= w[1].1), "released in time order");
         let reordered = out.windows(2).filter(|w| w[1].0 < w[0].0).count();
         assert!(reordered > 100, "{reordered}");
-        let delays: Vec<f64> = out
-            .iter()
-            .map(|(s, r)| (*r as f64 - (*s * 100_000) as f64) / 1e6)
-            .collect();
+        let delays: Vec<f64> = out.iter().map(|(s, r)| (*r as f64 - (*s * 100_000) as f64) / 1e6).collect();
         let mean = delays.iter().sum::<f64>() / delays.len() as f64;
         assert!((mean - 20.0).abs() < 0.3, "{mean}");
         assert!(delays.iter().all(|&d| (15.0..=25.0).contains(&d)));

@@ -72,12 +72,7 @@ impl FlowKey {
             eat(b);
         }
         eat(self.proto);
-        for b in self
-            .sport
-            .to_be_bytes()
-            .into_iter()
-            .chain(self.dport.to_be_bytes())
-        {
+        for b in self.sport.to_be_bytes().into_iter().chain(self.dport.to_be_bytes()) {
             eat(b);
         }
         // final avalanche (splitmix64 finalizer)
@@ -97,25 +92,9 @@ impl fmt::Display for FlowKey {
         let d = Self::addr_string(self.version, &self.dst);
         if self.proto == 6 || self.proto == 17 {
             if self.version == 6 {
-                write!(
-                    f,
-                    "{} [{}]:{} > [{}]:{}",
-                    self.proto_name(),
-                    s,
-                    self.sport,
-                    d,
-                    self.dport
-                )
+                write!(f, "{} [{}]:{} > [{}]:{}", self.proto_name(), s, self.sport, d, self.dport)
             } else {
-                write!(
-                    f,
-                    "{} {}:{} > {}:{}",
-                    self.proto_name(),
-                    s,
-                    self.sport,
-                    d,
-                    self.dport
-                )
+                write!(f, "{} {}:{} > {}:{}", self.proto_name(), s, self.sport, d, self.dport)
             }
         } else {
             write!(f, "{} {} > {}", self.proto_name(), s, d)
@@ -159,16 +138,7 @@ impl Packet {
         let len = len.min(buf.len());
         let hdr = hdr.min(len);
         let (key, ecn) = parse(&buf[hdr..len]);
-        Packet {
-            buf,
-            len,
-            hdr,
-            arrival_ns,
-            release_ns: 0,
-            key,
-            ecn,
-            seq: 0,
-        }
+        Packet { buf, len, hdr, arrival_ns, release_ns: 0, key, ecn, seq: 0 }
     }
 
     /// Build a packet from bytes (tests, tools).
@@ -224,11 +194,7 @@ impl Packet {
 pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     for c in hdr.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            (c[0] as u16) << 8
-        };
+        let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { (c[0] as u16) << 8 };
         sum += w as u32;
     }
     while sum >> 16 != 0 {
@@ -239,10 +205,7 @@ pub fn ipv4_checksum(hdr: &[u8]) -> u16 {
 
 fn ports(proto: u8, l4: &[u8]) -> (u16, u16) {
     if (proto == 6 || proto == 17 || proto == 132 || proto == 136) && l4.len() >= 4 {
-        (
-            u16::from_be_bytes([l4[0], l4[1]]),
-            u16::from_be_bytes([l4[2], l4[3]]),
-        )
+        (u16::from_be_bytes([l4[0], l4[1]]), u16::from_be_bytes([l4[2], l4[3]]))
     } else {
         (0, 0)
     }
@@ -312,15 +275,7 @@ pub mod build {
     use super::ipv4_checksum;
 
     /// IPv4 packet of total length `len` (>= 28) with protocol `proto`, ports and TOS ECN bits.
-    pub fn ipv4(
-        src: [u8; 4],
-        dst: [u8; 4],
-        proto: u8,
-        sport: u16,
-        dport: u16,
-        ecn: u8,
-        len: usize,
-    ) -> Vec<u8> {
+    pub fn ipv4(src: [u8; 4], dst: [u8; 4], proto: u8, sport: u16, dport: u16, ecn: u8, len: usize) -> Vec<u8> {
         let len = len.max(28);
         let mut p = vec![0u8; len];
         p[0] = 0x45;
@@ -338,15 +293,7 @@ pub mod build {
     }
 
     /// IPv6 packet of total length `len` (>= 48).
-    pub fn ipv6(
-        src: [u8; 16],
-        dst: [u8; 16],
-        proto: u8,
-        sport: u16,
-        dport: u16,
-        ecn: u8,
-        len: usize,
-    ) -> Vec<u8> {
+    pub fn ipv6(src: [u8; 16], dst: [u8; 16], proto: u8, sport: u16, dport: u16, ecn: u8, len: usize) -> Vec<u8> {
         let len = len.max(48);
         let mut p = vec![0u8; len];
         p[0] = 0x60;
@@ -363,15 +310,7 @@ pub mod build {
 
     /// A UDP/IPv4 packet of `len` bytes for flow number `flow` (source port 1000+flow).
     pub fn flow_v4(flow: u16, len: usize, ecn: u8) -> Vec<u8> {
-        ipv4(
-            [10, 0, 0, 1],
-            [10, 0, 1, 1],
-            17,
-            1000 + flow,
-            5001,
-            ecn,
-            len,
-        )
+        ipv4([10, 0, 0, 1], [10, 0, 1, 1], 17, 1000 + flow, 5001, ecn, len)
     }
 }
 

@@ -60,16 +60,11 @@ pub fn enter_netns(ns: &str) -> Result<()> {
 fn ip(args: &[&str]) -> Result<()> {
     let mut v = vec!["ip"];
     v.extend_from_slice(args);
-    bloatlab_host::cmd::run(&v)
-        .map(drop)
-        .map_err(|e| anyhow!(e))
+    bloatlab_host::cmd::run(&v).map(drop).map_err(|e| anyhow!(e))
 }
 
 fn if_mtu(name: &str) -> Result<u32> {
-    let out = Command::new("ip")
-        .args(["-o", "link", "show", "dev", name])
-        .output()
-        .context("cannot run `ip`")?;
+    let out = Command::new("ip").args(["-o", "link", "show", "dev", name]).output().context("cannot run `ip`")?;
     if !out.status.success() {
         bail!("interface \"{name}\" does not exist in this namespace");
     }
@@ -98,17 +93,7 @@ struct Routing {
 impl Routing {
     fn add_rule(&mut self, family: &str, iif: &str, table: u32) -> Result<()> {
         let t = table.to_string();
-        let args = vec![
-            family.to_string(),
-            "rule".into(),
-            "add".into(),
-            "iif".into(),
-            iif.into(),
-            "lookup".into(),
-            t.clone(),
-            "pref".into(),
-            t,
-        ];
+        let args = vec![family.to_string(), "rule".into(), "add".into(), "iif".into(), iif.into(), "lookup".into(), t.clone(), "pref".into(), t];
         let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
         ip(&a)?;
         let mut del = args.clone();
@@ -125,10 +110,7 @@ impl Routing {
 }
 
 fn setup_routing(spec: &RunSpec, r: &mut Routing, ipv6: bool) -> Result<()> {
-    for (tun, table, ifs) in [
-        (&spec.tun_up, spec.table_up, &spec.client_side_ifs),
-        (&spec.tun_down, spec.table_down, &spec.server_side_ifs),
-    ] {
+    for (tun, table, ifs) in [(&spec.tun_up, spec.table_up, &spec.client_side_ifs), (&spec.tun_down, spec.table_down, &spec.server_side_ifs)] {
         let t = table.to_string();
         // rules left by an emulator that was killed (SIGKILL) before it could clean up
         for fam in ["-4", "-6"] {
@@ -154,17 +136,11 @@ fn setup_routing(spec: &RunSpec, r: &mut Routing, ipv6: bool) -> Result<()> {
 
 /// Run the emulator process to completion. Returns the exit code.
 pub fn run(spec: RunSpec) -> Result<i32> {
-    spec.cfg
-        .validate()
-        .map_err(|e| anyhow!("invalid emulator configuration: {e}"))?;
+    spec.cfg.validate().map_err(|e| anyhow!("invalid emulator configuration: {e}"))?;
     if spec.client_side_ifs.is_empty() || spec.server_side_ifs.is_empty() {
         bail!("need at least one client-side and one server-side interface (--client-if, --server-if)");
     }
-    if let Some(i) = spec
-        .client_side_ifs
-        .iter()
-        .find(|i| spec.server_side_ifs.contains(i))
-    {
+    if let Some(i) = spec.client_side_ifs.iter().find(|i| spec.server_side_ifs.contains(i)) {
         bail!("interface {i} cannot be on both the client side and the server side");
     }
     if spec.tun_up == spec.tun_down {
@@ -179,34 +155,17 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         enter_netns(ns)?;
     }
     let mut mtu = 0;
-    for i in spec
-        .client_side_ifs
-        .iter()
-        .chain(spec.server_side_ifs.iter())
-    {
+    for i in spec.client_side_ifs.iter().chain(spec.server_side_ifs.iter()) {
         mtu = mtu.max(if_mtu(i)?);
     }
     let mtu = mtu.clamp(1280, 65535);
     let tun_up = Tun::open_with(&spec.tun_up, spec.cfg.offload && spec.cfg.up.is_unshaped())?;
-    let tun_down = Tun::open_with(
-        &spec.tun_down,
-        spec.cfg.offload && spec.cfg.down.is_unshaped(),
-    )?;
+    let tun_down = Tun::open_with(&spec.tun_down, spec.cfg.offload && spec.cfg.down.is_unshaped())?;
     let ipv6 = Path::new("/proc/sys/net/ipv6").exists();
     let mut routing = Routing { rules: vec![] };
     let setup = (|| -> Result<()> {
         for t in [&spec.tun_up, &spec.tun_down] {
-            ip(&[
-                "link",
-                "set",
-                "dev",
-                t,
-                "mtu",
-                &mtu.to_string(),
-                "txqueuelen",
-                "1000",
-                "up",
-            ])?;
+            ip(&["link", "set", "dev", t, "mtu", &mtu.to_string(), "txqueuelen", "1000", "up"])?;
         }
         sysctl("net/ipv4/ip_forward", "1")?;
         sysctl("net/ipv4/conf/all/rp_filter", "0")?;
@@ -242,19 +201,9 @@ pub fn run(spec: RunSpec) -> Result<i32> {
     };
     let (up_name, down_name) = (tun_up.name().to_string(), tun_down.name().to_string());
     let (cu, cd) = (spec.cfg.up.clone(), spec.cfg.down.clone());
-    let (ou, od) = (
-        opts.clone(),
-        RunOpts {
-            seed: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 1,
-            ..opts.clone()
-        },
-    );
-    let th_up = std::thread::Builder::new()
-        .name("emu-up".into())
-        .spawn(move || run_direction("up", tun_up, cu, ou, clock, stop))?;
-    let th_down = std::thread::Builder::new()
-        .name("emu-down".into())
-        .spawn(move || run_direction("down", tun_down, cd, od, clock, stop))?;
+    let (ou, od) = (opts.clone(), RunOpts { seed: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 1, ..opts.clone() });
+    let th_up = std::thread::Builder::new().name("emu-up".into()).spawn(move || run_direction("up", tun_up, cu, ou, clock, stop))?;
+    let th_down = std::thread::Builder::new().name("emu-down".into()).spawn(move || run_direction("down", tun_down, cd, od, clock, stop))?;
 
     let ready = serde_json::json!({
         "ready": true,
@@ -274,10 +223,7 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         let _ = out.flush();
     }
     if spec.verbose {
-        eprintln!(
-            "bloatlab emulate: running ({}); stop with SIGTERM or Ctrl-C",
-            spec.cfg.describe()
-        );
+        eprintln!("bloatlab emulate: running ({}); stop with SIGTERM or Ctrl-C", spec.cfg.describe());
     }
     let t0 = Instant::now();
     while !stop.load(Ordering::Relaxed) {
@@ -289,34 +235,16 @@ pub fn run(spec: RunSpec) -> Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let up = th_up
-        .join()
-        .map_err(|_| anyhow!("up direction thread panicked"))?;
-    let down = th_down
-        .join()
-        .map_err(|_| anyhow!("down direction thread panicked"))?;
+    let up = th_up.join().map_err(|_| anyhow!("up direction thread panicked"))?;
+    let down = th_down.join().map_err(|_| anyhow!("down direction thread panicked"))?;
     let (kernel_up, kernel_down) = (up.kernel_tun, down.kernel_tun);
     routing.undo();
     let stop_unix = unix_ns();
-    let fatal: Vec<String> = [&up, &down]
-        .iter()
-        .filter_map(|d| d.fatal_error.clone())
-        .collect();
-    let stats = stats_json(
-        &spec,
-        seed,
-        mtu,
-        start_unix,
-        stop_unix,
-        &up,
-        &down,
-        kernel_up,
-        kernel_down,
-    );
+    let fatal: Vec<String> = [&up, &down].iter().filter_map(|d| d.fatal_error.clone()).collect();
+    let stats = stats_json(&spec, seed, mtu, start_unix, stop_unix, &up, &down, kernel_up, kernel_down);
     if let Some(path) = &spec.stats_path {
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(&stats)?)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::write(&tmp, serde_json::to_vec_pretty(&stats)?).with_context(|| format!("cannot write {}", tmp.display()))?;
         std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     } else {
         println!("{}", serde_json::to_string_pretty(&stats)?);

@@ -6,9 +6,7 @@ use crate::summarize::{self, RawHousehold, RawPhase, RawSegment};
 use crate::sys;
 use bloatlab_host::clock;
 use bloatlab_results::{Direction, HostInfo, Side, SocketInfo, TestResult};
-use bloatlab_wire::{
-    self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, ServerMsg, MAX_SERVER_FRAME,
-};
+use bloatlab_wire::{self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, ServerMsg, MAX_SERVER_FRAME};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,12 +83,8 @@ impl For {
 
 fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, purpose: For) -> Result<TcpStream, Dial> {
     let hello_wait = purpose.hello_wait();
-    let sock = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )
-    .map_err(|e| format!("cannot create a socket: {e}"))?;
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, Some(socket2::Protocol::TCP))
+        .map_err(|e| format!("cannot create a socket: {e}"))?;
     sys::set_cc(&sock, cc)?;
     if cfg.socket_buffer > 0 {
         let _ = sock.set_send_buffer_size(cfg.socket_buffer as usize);
@@ -136,17 +130,12 @@ fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, purpose: For) -> Result<Tc
         )));
     }
     let mut nonce = [0u8; wire::NONCE_LEN];
-    std::io::Read::read_exact(&mut s, &mut nonce)
-        .map_err(|e| format!("{addr}: the handshake ended early: {e}"))?;
+    std::io::Read::read_exact(&mut s, &mut nonce).map_err(|e| format!("{addr}: the handshake ended early: {e}"))?;
     if h.status == HandshakeStatus::Busy as u8 {
-        return Err(Dial::Busy(
-            match conn::recv::<ServerMsg>(&mut s, MAX_SERVER_FRAME) {
-                Ok(ServerMsg::Refused { reason }) => {
-                    format!("the server at {addr} refused the connection: {reason}")
-                }
-                _ => format!("the server at {addr} is busy and refused the connection"),
-            },
-        ));
+        return Err(Dial::Busy(match conn::recv::<ServerMsg>(&mut s, MAX_SERVER_FRAME) {
+            Ok(ServerMsg::Refused { reason }) => format!("the server at {addr} refused the connection: {reason}"),
+            _ => format!("the server at {addr} is busy and refused the connection"),
+        }));
     }
     if let Some(k) = &cfg.secret {
         let answer = wire::auth::answer_challenge(k, &nonce);
@@ -157,14 +146,10 @@ fn dial(addr: SocketAddr, cfg: &TestConfig, cc: &str, purpose: For) -> Result<Tc
 
 fn expect(s: &mut TcpStream, what: &str) -> Result<ServerMsg, String> {
     match conn::recv::<ServerMsg>(s, MAX_SERVER_FRAME) {
-        Ok(ServerMsg::Error { message }) => {
-            Err(format!("server error while waiting for {what}: {message}"))
-        }
+        Ok(ServerMsg::Error { message }) => Err(format!("server error while waiting for {what}: {message}")),
         Ok(ServerMsg::Refused { reason }) => Err(format!("the server refused the test: {reason}")),
         Ok(m) => Ok(m),
-        Err(ConnError::Closed) => Err(format!(
-            "the server closed the connection while we waited for {what}"
-        )),
+        Err(ConnError::Closed) => Err(format!("the server closed the connection while we waited for {what}")),
         Err(ConnError::Timeout) => Err(format!("the server did not send {what} in time")),
         Err(e) => Err(format!("while waiting for {what}: {e}")),
     }
@@ -183,12 +168,7 @@ pub(crate) struct Session {
     rpm: Option<bloatlab_model::RpmOffer>,
 }
 
-pub(crate) fn open_session(
-    addr: SocketAddr,
-    cfg: &TestConfig,
-    max_flows: u32,
-    planned_ms: u64,
-) -> Result<Session, String> {
+pub(crate) fn open_session(addr: SocketAddr, cfg: &TestConfig, max_flows: u32, planned_ms: u64) -> Result<Session, String> {
     let mut ctl = connect(addr, cfg, &cfg.cc)?;
     let msg = ClientMsg::NewTest {
         client: sys::host_info(),
@@ -202,22 +182,9 @@ pub(crate) fn open_session(
     };
     conn::send(&mut ctl, &msg).map_err(|e| format!("{addr}: {e}"))?;
     match expect(&mut ctl, "the test acceptance")? {
-        ServerMsg::TestAccepted {
-            token,
-            server,
-            cc,
-            auth,
-            rpm,
-            limits,
-        } => Ok(Session {
-            ctl,
-            token,
-            server,
-            max_duration: Duration::from_millis(limits.max_duration_ms),
-            cc,
-            auth,
-            rpm: rpm.map(|b| *b),
-        }),
+        ServerMsg::TestAccepted { token, server, cc, auth, rpm, limits } => {
+            Ok(Session { ctl, token, server, max_duration: Duration::from_millis(limits.max_duration_ms), cc, auth, rpm: rpm.map(|b| *b) })
+        }
         other => Err(format!("unexpected answer from the server: {other:?}")),
     }
 }
@@ -230,12 +197,7 @@ fn join(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<
 /// The test is already accepted, so a busy server (many clients starting at
 /// once fill its handshake slots) is retried with growing, jittered pauses
 /// for up to `BUSY_RETRY_FOR` before the refusal is reported.
-fn join_flow(
-    addr: SocketAddr,
-    cfg: &TestConfig,
-    cc: &str,
-    msg: ClientMsg,
-) -> Result<(TcpStream, Option<u16>), String> {
+fn join_flow(addr: SocketAddr, cfg: &TestConfig, cc: &str, msg: ClientMsg) -> Result<(TcpStream, Option<u16>), String> {
     let t0 = std::time::Instant::now();
     let mut pause = Duration::from_millis(20);
     let mut s = loop {
@@ -247,12 +209,7 @@ fn join_flow(
                 thread::sleep(pause + jitter);
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
-            Err(Dial::Busy(m)) => {
-                return Err(format!(
-                    "{m} (still busy after {:.0} s of retries)",
-                    t0.elapsed().as_secs_f64()
-                ))
-            }
+            Err(Dial::Busy(m)) => return Err(format!("{m} (still busy after {:.0} s of retries)", t0.elapsed().as_secs_f64())),
             Err(Dial::Failed(m)) => return Err(m),
         }
     };
@@ -287,17 +244,8 @@ pub trait RpmStages {
 /// witness's), start the probes, the idle baseline, the scenarios (a list
 /// or a ramp), collect what the probes saw, the RPM stages (`--rpm`, run by
 /// `rpm`), and close with the result.
-pub fn run(
-    cfg: &TestConfig,
-    interrupt: &AtomicBool,
-    live: &mut dyn FnMut(&Live),
-    rpm: Option<&dyn RpmStages>,
-) -> Outcome {
-    let fail = |e: String| Outcome {
-        result: None,
-        error: Some(e),
-        interrupted: false,
-    };
+pub fn run(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live), rpm: Option<&dyn RpmStages>) -> Outcome {
+    let fail = |e: String| Outcome { result: None, error: Some(e), interrupted: false };
     if !cfg.rpm.is_empty() && rpm.is_none() {
         return fail("--rpm: this front end cannot run RPM stages".into());
     }
@@ -319,9 +267,7 @@ pub fn run(
         m.interrupted = true;
     }
     let seen = probes.finish(cfg, m.interrupted);
-    if let (Some(stages), Some(offer)) =
-        (rpm.filter(|_| !cfg.rpm.is_empty()), conns.sess.rpm.clone())
-    {
+    if let (Some(stages), Some(offer)) = (rpm.filter(|_| !cfg.rpm.is_empty()), conns.sess.rpm.clone()) {
         if m.error.is_none() && !m.interrupted {
             match stages.run(cfg, &offer, conns.addr, measured, nphases, live) {
                 Ok(r) => m.rpm = Some(r),
@@ -351,48 +297,31 @@ impl Connections {
         // host would wait behind every other thread and hold up the whole test.
         flow::source();
         if !cfg.cc.is_empty() {
-            if let Ok(t) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-            {
+            if let Ok(t) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) {
                 sys::set_cc(&t, &cfg.cc).map_err(|e| format!("client: {e}"))?;
             }
         }
         let addr = conn::resolve(&cfg.server, cfg.port, cfg.family)?;
         // Generous: flow setup and the final probe drain take time beyond the phases.
-        let planned_ms = (cfg.idle
-            + (cfg.phase_length().cap + cfg.pause_cap() + Duration::from_secs(2))
-                * cfg.max_scenarios() as u32
+        let planned_ms = (cfg.idle + (cfg.phase_length().cap + cfg.pause_cap() + Duration::from_secs(2)) * cfg.max_scenarios() as u32
             + RPM_STAGE_MAX * cfg.rpm.len() as u32
             + Duration::from_secs(10))
         .as_millis() as u64;
         let mut sess = open_session(addr, cfg, cfg.max_flows(), planned_ms)?;
         if !cfg.rpm.is_empty() && sess.rpm.is_none() {
-            let _ = conn::send(
-                &mut sess.ctl,
-                &ClientMsg::EndTest {
-                    summary: "cancelled: no RPM endpoints".into(),
-                    complete: false,
-                },
-            );
+            let _ = conn::send(&mut sess.ctl, &ClientMsg::EndTest { summary: "cancelled: no RPM endpoints".into(), complete: false });
             return Err(format!(
                 "--rpm: the server at {addr} serves no RPM endpoints (it runs with --no-rpm, or is an older bloatlab); drop --rpm, or run `bloatlab rpm URL` against an RPM server"
             ));
         }
         let witness = match &cfg.witness {
             Some(w) => {
-                let waddr =
-                    conn::resolve(w, cfg.port, cfg.family).map_err(|e| format!("witness: {e}"))?;
-                Some((
-                    waddr,
-                    open_session(waddr, cfg, 0, planned_ms).map_err(|e| format!("witness: {e}"))?,
-                ))
+                let waddr = conn::resolve(w, cfg.port, cfg.family).map_err(|e| format!("witness: {e}"))?;
+                Some((waddr, open_session(waddr, cfg, 0, planned_ms).map_err(|e| format!("witness: {e}"))?))
             }
             None => None,
         };
-        Ok(Connections {
-            addr,
-            sess,
-            witness,
-        })
+        Ok(Connections { addr, sess, witness })
     }
 
     /// Build the result from what was measured and seen, and end the test
@@ -405,9 +334,7 @@ impl Connections {
                 0 => "a stop request",
                 sig => bloatlab_host::signals::name(sig),
             };
-            Some(format!(
-                "interrupted by {by}; results cover what was measured until then"
-            ))
+            Some(format!("interrupted by {by}; results cover what was measured until then"))
         } else {
             m.error.clone()
         };
@@ -423,41 +350,19 @@ impl Connections {
             pings: seen.pings,
             server_rpm: self.sess.rpm.clone(),
         };
-        let ex = summarize::Exchanges {
-            server: &seen.exchanges,
-            witness: &seen.witness_exchanges,
-            classes: &seen.class_exchanges,
-            rr: &seen.rr,
-        };
-        let mut result =
-            summarize::build_result(&meta_in, &m.phases, &ex, complete, reason.clone());
+        let ex = summarize::Exchanges { server: &seen.exchanges, witness: &seen.witness_exchanges, classes: &seen.class_exchanges, rr: &seen.rr };
+        let mut result = summarize::build_result(&meta_in, &m.phases, &ex, complete, reason.clone());
         result.ramp = m.ramp.map(RampState::results).unwrap_or_default();
         result.rpm = m.rpm;
         summarize::finish_headline(&mut result);
         let line = summarize::one_line(&result);
-        let _ = conn::send(
-            &mut self.sess.ctl,
-            &ClientMsg::EndTest {
-                summary: line.clone(),
-                complete,
-            },
-        );
+        let _ = conn::send(&mut self.sess.ctl, &ClientMsg::EndTest { summary: line.clone(), complete });
         conn::set_timeout(&self.sess.ctl, Some(Duration::from_secs(2)));
         let _ = conn::recv::<ServerMsg>(&mut self.sess.ctl, MAX_SERVER_FRAME);
         if let Some((_, mut ws)) = self.witness {
-            let _ = conn::send(
-                &mut ws.ctl,
-                &ClientMsg::EndTest {
-                    summary: format!("witness for {line}"),
-                    complete,
-                },
-            );
+            let _ = conn::send(&mut ws.ctl, &ClientMsg::EndTest { summary: format!("witness for {line}"), complete });
         }
-        Outcome {
-            result: Some(result),
-            error: if m.interrupted { reason } else { m.error },
-            interrupted: m.interrupted,
-        }
+        Outcome { result: Some(result), error: if m.interrupted { reason } else { m.error }, interrupted: m.interrupted }
     }
 }
 
@@ -507,34 +412,12 @@ impl Probes {
         let (addr, sess) = (c.addr, &c.sess);
         let iv = cfg.probe_interval.as_nanos() as u64;
         let first_due = clock::now_ns() + 1_000_000;
-        let server = ProbeStream::start(
-            addr,
-            sess.token,
-            0,
-            first_due,
-            cfg.probe_interval,
-            1,
-            cfg.probe_size,
-            cfg.secret.clone(),
-            sess.auth,
-            0,
-        )
-        .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
+        let server = ProbeStream::start(addr, sess.token, 0, first_due, cfg.probe_interval, 1, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
+            .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
         let witness = match &c.witness {
             Some((waddr, ws)) => Some(
-                ProbeStream::start(
-                    *waddr,
-                    ws.token,
-                    1,
-                    first_due + iv / 4,
-                    cfg.probe_interval,
-                    1,
-                    cfg.probe_size,
-                    cfg.secret.clone(),
-                    ws.auth,
-                    0,
-                )
-                .map_err(|e| format!("cannot start UDP probes to the witness {waddr}: {e}"))?,
+                ProbeStream::start(*waddr, ws.token, 1, first_due + iv / 4, cfg.probe_interval, 1, cfg.probe_size, cfg.secret.clone(), ws.auth, 0)
+                    .map_err(|e| format!("cannot start UDP probes to the witness {waddr}: {e}"))?,
             ),
             None => None,
         };
@@ -543,50 +426,25 @@ impl Probes {
         let mut class_streams = vec![];
         for (k, d) in classes.iter().enumerate() {
             let offset = iv * (2 * k as u64 + 1) / (2 * classes.len() as u64) + iv / 32;
-            let s = ProbeStream::start(
-                addr,
-                sess.token,
-                2 + k as u32,
-                first_due + offset,
-                cfg.probe_interval,
-                1,
-                cfg.probe_size,
-                cfg.secret.clone(),
-                sess.auth,
-                d.0,
-            )
-            .map_err(|e| format!("cannot start UDP probes marked {d} to {addr}: {e}"))?;
+            let s = ProbeStream::start(addr, sess.token, 2 + k as u32, first_due + offset, cfg.probe_interval, 1, cfg.probe_size, cfg.secret.clone(), sess.auth, d.0)
+                .map_err(|e| format!("cannot start UDP probes marked {d} to {addr}: {e}"))?;
             class_streams.push((d.0, s));
         }
         let mut pingers = vec![];
         for t in &cfg.pings {
-            pingers.push(
-                crate::ping::Pinger::start(t, cfg.ping_interval, first_due + iv * 3 / 4)
-                    .map_err(|e| format!("--ping: {e}"))?,
-            );
+            pingers.push(crate::ping::Pinger::start(t, cfg.ping_interval, first_due + iv * 3 / 4).map_err(|e| format!("--ping: {e}"))?);
         }
         let rr = join(addr, cfg, &sess.cc, ClientMsg::JoinRr { token: sess.token })
-            .and_then(|s| {
-                RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string())
-            })
+            .and_then(|s| RrProbe::start(s, first_due + iv / 2, cfg.probe_interval).map_err(|e| e.to_string()))
             .map_err(|e| format!("cannot open the request/response connection: {e}"))?;
-        Ok(Probes {
-            server,
-            witness,
-            class_streams,
-            pingers,
-            rr,
-        })
+        Ok(Probes { server, witness, class_streams, pingers, rr })
     }
 
     /// Stop the probes and collect their exchanges, after waiting for late
     /// replies (a bloated queue can hold seconds).
     fn finish(self, cfg: &TestConfig, interrupted: bool) -> Seen {
         let drain = Duration::from_secs(if interrupted { 1 } else { 3 });
-        let (ks, us) = (
-            self.server.kernel_stamped.clone(),
-            self.server.user_stamped.clone(),
-        );
+        let (ks, us) = (self.server.kernel_stamped.clone(), self.server.user_stamped.clone());
         let (rks, rus) = (self.rr.kernel_stamped.clone(), self.rr.user_stamped.clone());
         let rr = self.rr.finish();
         let exchanges = self.server.finish(drain);
@@ -600,16 +458,9 @@ impl Probes {
             ks + us,
             rks + rus
         );
-        let witness_exchanges = self
-            .witness
-            .map(|w| w.finish(Duration::from_millis(200)))
-            .unwrap_or_default();
+        let witness_exchanges = self.witness.map(|w| w.finish(Duration::from_millis(200))).unwrap_or_default();
         // The class streams ran as long as the server's: their late replies had the same drain.
-        let class_exchanges = self
-            .class_streams
-            .into_iter()
-            .map(|(d, s)| (d, s.finish(Duration::from_millis(300))))
-            .collect();
+        let class_exchanges = self.class_streams.into_iter().map(|(d, s)| (d, s.finish(Duration::from_millis(300)))).collect();
         // The pingers kept sending through the probes' drain, so the last
         // phase's pings have had that long to come back.
         let interval_ms = cfg.ping_interval.as_secs_f64() * 1e3;
@@ -617,35 +468,16 @@ impl Probes {
             .pingers
             .into_iter()
             .map(|p| {
-                let info = bloatlab_results::PingInfo {
-                    target: p.target.label(),
-                    address: p.addr.to_string(),
-                    method: p.method.to_string(),
-                    interval_ms,
-                };
+                let info = bloatlab_results::PingInfo { target: p.target.label(), address: p.addr.to_string(), method: p.method.to_string(), interval_ms };
                 (info, p.finish(Duration::from_millis(300)))
             })
             .collect();
-        Seen {
-            exchanges,
-            witness_exchanges,
-            class_exchanges,
-            rr,
-            pings,
-            probe_timestamps,
-        }
+        Seen { exchanges, witness_exchanges, class_exchanges, rr, pings, probe_timestamps }
     }
 }
 
 /// The idle baseline: probes only, no load.
-fn measure_idle(
-    cfg: &TestConfig,
-    interrupt: &AtomicBool,
-    live: &mut dyn FnMut(&Live),
-    probes: &Probes,
-    nphases: usize,
-    m: &mut Measured,
-) {
+fn measure_idle(cfg: &TestConfig, interrupt: &AtomicBool, live: &mut dyn FnMut(&Live), probes: &Probes, nphases: usize, m: &mut Measured) {
     if cfg.idle.is_zero() {
         return;
     }
@@ -694,18 +526,7 @@ fn measure_scenarios(
         if i > 0 {
             pause(cfg, &probes.server, m, interrupt);
         }
-        match run_scenario(
-            c.addr,
-            cfg,
-            &mut c.sess,
-            i,
-            &sc,
-            interrupt,
-            &probes.server,
-            nphases,
-            live,
-            &mut m.socket_info,
-        ) {
+        match run_scenario(c.addr, cfg, &mut c.sess, i, &sc, interrupt, &probes.server, nphases, live, &mut m.socket_info) {
             Ok((p, intr)) => {
                 if let (Some(r), false) = (m.ramp.as_mut(), intr) {
                     r.record(&sc, &p);
@@ -735,20 +556,11 @@ fn pause(cfg: &TestConfig, probes: &ProbeStream, m: &Measured, interrupt: &Atomi
     let most = start + cfg.pause.max(rule.cap).as_nanos() as u64;
     let records = probes.records();
     // the idle baseline's median round trip, when there was one
-    let idle = m
-        .phases
-        .first()
-        .filter(|p| p.name == "idle" && cfg.phase_length().adaptive())
-        .and_then(|p| {
-            let ex = records.lock().unwrap();
-            let rtts: Vec<f64> = ex
-                .iter()
-                .filter(|e| e.t1 >= p.start_unix_ns && e.t1 < p.end_unix_ns)
-                .filter_map(|e| e.rtt_ns())
-                .map(|r| r as f64 / 1e6)
-                .collect();
-            bloatlab_metrics::percentile(&rtts, 50.0)
-        });
+    let idle = m.phases.first().filter(|p| p.name == "idle" && cfg.phase_length().adaptive()).and_then(|p| {
+        let ex = records.lock().unwrap();
+        let rtts: Vec<f64> = ex.iter().filter(|e| e.t1 >= p.start_unix_ns && e.t1 < p.end_unix_ns).filter_map(|e| e.rtt_ns()).map(|r| r as f64 / 1e6).collect();
+        bloatlab_metrics::percentile(&rtts, 50.0)
+    });
     loop {
         let now = clock::now_ns();
         if interrupt.load(Ordering::Relaxed) || now >= most {
@@ -757,12 +569,8 @@ fn pause(cfg: &TestConfig, probes: &ProbeStream, m: &Measured, interrupt: &Atomi
         if now >= least {
             let Some(idle) = idle else { return };
             let ex = records.lock().unwrap();
-            let from =
-                ex.partition_point(|e| e.t1 < start.saturating_sub(rule.cap.as_nanos() as u64));
-            let samples: Vec<(u64, u64)> = ex[from..]
-                .iter()
-                .filter_map(|e| e.rtt_ns().map(|r| (e.t4, r)))
-                .collect();
+            let from = ex.partition_point(|e| e.t1 < start.saturating_sub(rule.cap.as_nanos() as u64));
+            let samples: Vec<(u64, u64)> = ex[from..].iter().filter_map(|e| e.rtt_ns().map(|r| (e.t4, r))).collect();
             if bloatlab_metrics::settle::drained(&samples, now, idle, &rule) {
                 return;
             }
@@ -788,29 +596,15 @@ fn saturated_why(flows: u32, doubled: u32, gain: f64, growth: f64) -> String {
     let change = if gain < 0.0 {
         format!("lost {:.1}% of the goodput", -gain * 100.0)
     } else {
-        format!(
-            "added only {:.1}% goodput (less than {:.0}%)",
-            gain * 100.0,
-            growth * 100.0
-        )
+        format!("added only {:.1}% goodput (less than {:.0}%)", gain * 100.0, growth * 100.0)
     };
     format!("saturated at {flows} flow(s): doubling them to {doubled} {change}")
 }
 
 impl RampState {
     fn new(cfg: bloatlab_model::Ramp) -> RampState {
-        let dirs = [(cfg.up, true), (cfg.down, false)]
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, up)| *up)
-            .collect();
-        RampState {
-            cfg,
-            dirs,
-            cur: 0,
-            steps: vec![],
-            done: vec![],
-        }
+        let dirs = [(cfg.up, true), (cfg.down, false)].iter().filter(|(on, _)| *on).map(|(_, up)| *up).collect();
+        RampState { cfg, dirs, cur: 0, steps: vec![], done: vec![] }
     }
 
     /// The next scenario, or None when every direction is done.
@@ -818,26 +612,11 @@ impl RampState {
         use bloatlab_metrics::ramp::{ramp_next, RampNext};
         loop {
             let up = *self.dirs.get(self.cur)?;
-            let judged: Vec<(u32, f64)> = self
-                .steps
-                .iter()
-                .map(|s| (s.flows, s.goodput_bps))
-                .collect();
+            let judged: Vec<(u32, f64)> = self.steps.iter().map(|s| (s.flows, s.goodput_bps)).collect();
             match ramp_next(&judged, self.cfg.growth, self.cfg.max_flows) {
-                RampNext::Flows(n) => {
-                    return Some(if up {
-                        bloatlab_model::Scenario::new(n, 0)
-                    } else {
-                        bloatlab_model::Scenario::new(0, n)
-                    })
-                }
+                RampNext::Flows(n) => return Some(if up { bloatlab_model::Scenario::new(n, 0) } else { bloatlab_model::Scenario::new(0, n) }),
                 RampNext::Saturated { flows, gain } => {
-                    let why = saturated_why(
-                        flows,
-                        self.steps.last().map(|s| s.flows).unwrap_or(0),
-                        gain,
-                        self.cfg.growth,
-                    );
+                    let why = saturated_why(flows, self.steps.last().map(|s| s.flows).unwrap_or(0), gain, self.cfg.growth);
                     self.finish(Some(flows), why);
                 }
                 RampNext::AtLimit { flows } => {
@@ -874,10 +653,7 @@ impl RampState {
     /// says so.
     fn results(mut self) -> Vec<bloatlab_results::RampResult> {
         if !self.steps.is_empty() && self.cur < self.dirs.len() {
-            self.finish(
-                None,
-                "cut short before goodput stopped growing (see the run's incomplete_reason)".into(),
-            );
+            self.finish(None, "cut short before goodput stopped growing (see the run's incomplete_reason)".into());
         }
         self.done
     }
@@ -899,77 +675,44 @@ fn run_scenario(
     let specs = announce_scenario(cfg, sess, index, sc)?;
     let socks = connect_flows(addr, cfg, sess, &specs)?;
     if let Some((s, _)) = socks.first() {
-        *socket_info = SocketInfo {
-            mss: sys::mss(s),
-            sndbuf: sys::sndbuf(s),
-            rcvbuf: sys::rcvbuf(s),
-            buffers_set: cfg.socket_buffer > 0,
-            rx_copy: cfg.rx_copy,
-        };
+        *socket_info = SocketInfo { mss: sys::mss(s), sndbuf: sys::sndbuf(s), rcvbuf: sys::rcvbuf(s), buffers_set: cfg.socket_buffer > 0, rx_copy: cfg.rx_copy };
     }
     let household = cfg.household.filter(|_| cfg.is_household_phase(index));
     let flows = Flows::spawn(addr, cfg, &specs, socks, household)?;
-    conn::send(&mut sess.ctl, &ClientMsg::Go)
-        .map_err(|e| format!("the server connection failed: {e}"))?;
+    conn::send(&mut sess.ctl, &ClientMsg::Go).map_err(|e| format!("the server connection failed: {e}"))?;
     let start = clock::now_ns();
     flows.start_ns.store(start, Ordering::SeqCst);
     flows.gate.open();
     // The household's video call: each frame in parts, answered part by part.
     let call = match household {
         Some(h) => Some(
-            ProbeStream::start(
-                addr,
-                sess.token,
-                call_stream(cfg),
-                start + cfg.probe_interval.as_nanos() as u64 / 8,
-                Duration::from_secs(1) / h.call_fps,
-                h.call_parts(),
-                h.call_part_bytes() as usize,
-                cfg.secret.clone(),
-                sess.auth,
-                0,
-            )
-            .map_err(|e| format!("cannot start the household test's call to {addr}: {e}"))?,
+            ProbeStream::start(addr, sess.token, call_stream(cfg), start + cfg.probe_interval.as_nanos() as u64 / 8, Duration::from_secs(1) / h.call_fps, h.call_parts(), h.call_part_bytes() as usize, cfg.secret.clone(), sess.auth, 0)
+                .map_err(|e| format!("cannot start the household test's call to {addr}: {e}"))?,
         ),
         None => None,
     };
     let segments = flows.segments.clone();
     let len = cfg.phase_length_of(index);
-    let name = if household.is_some() {
-        bloatlab_model::HOUSEHOLD_PHASE.to_string()
-    } else {
-        sc.name()
-    };
+    let name = if household.is_some() { bloatlab_model::HOUSEHOLD_PHASE.to_string() } else { sc.name() };
     let records = probes.records();
     // Past the phase's minimum, it ends once the probes' round trip stopped rising.
-    let settled = |now: u64| {
-        len.adaptive()
-            && now.saturating_sub(start) >= len.min.as_nanos() as u64
-            && settled_since(&records.lock().unwrap(), start, now)
-    };
-    let (samples, outcomes, end, interrupted) = flows.run(
-        len,
-        cfg.sample_interval,
-        start,
-        &settled,
-        interrupt,
-        &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
-            let elapsed = Duration::from_nanos(now - start);
-            live(&Live {
-                phase: name.clone(),
-                phase_index: index + usize::from(!cfg.idle.is_zero()),
-                phases: nphases,
-                elapsed_s: elapsed.as_secs_f64(),
-                // the minimum, then (latency still rising) the cap
-                phase_len_s: if elapsed < len.min { len.min } else { len.cap }.as_secs_f64(),
-                up_bps: rates.0,
-                down_bps: rates.1,
-                rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
-                up_bytes: tot.up_bytes,
-                down_bytes: tot.down_bytes,
-            })
-        },
-    );
+    let settled = |now: u64| len.adaptive() && now.saturating_sub(start) >= len.min.as_nanos() as u64 && settled_since(&records.lock().unwrap(), start, now);
+    let (samples, outcomes, end, interrupted) = flows.run(len, cfg.sample_interval, start, &settled, interrupt, &mut |now: u64, tot: &flow::Totals, rates: (f64, f64)| {
+        let elapsed = Duration::from_nanos(now - start);
+        live(&Live {
+            phase: name.clone(),
+            phase_index: index + usize::from(!cfg.idle.is_zero()),
+            phases: nphases,
+            elapsed_s: elapsed.as_secs_f64(),
+            // the minimum, then (latency still rising) the cap
+            phase_len_s: if elapsed < len.min { len.min } else { len.cap }.as_secs_f64(),
+            up_bps: rates.0,
+            down_bps: rates.1,
+            rtt_ms: probes.last_rtt_ns() as f64 / 1e6,
+            up_bytes: tot.up_bytes,
+            down_bytes: tot.down_bytes,
+        })
+    });
     // the call's last frames back (a bloated queue can hold seconds)
     let frames = call.map(|c| c.finish(Duration::from_secs(3)));
     let report = server_report(sess)?;
@@ -981,18 +724,8 @@ fn run_scenario(
         end_unix_ns: end,
         // the phase's flows are the load (the household's: the bulk update);
         // the stream's segments are recorded as segments, as the page's are
-        flows: specs
-            .iter()
-            .copied()
-            .zip(samples)
-            .zip(outcomes)
-            .filter(|((s, _), _)| s.segment_bytes == 0)
-            .map(|((s, smp), o)| (s, smp, o))
-            .collect(),
-        server_flows: report
-            .into_iter()
-            .filter(|f| specs.iter().any(|s| s.id == f.id && s.segment_bytes == 0))
-            .collect(),
+        flows: specs.iter().copied().zip(samples).zip(outcomes).filter(|((s, _), _)| s.segment_bytes == 0).map(|((s, smp), o)| (s, smp, o)).collect(),
+        server_flows: report.into_iter().filter(|f| specs.iter().any(|s| s.id == f.id && s.segment_bytes == 0)).collect(),
         household: household.map(|plan| RawHousehold {
             plan,
             frames: summarize::call_frames(&frames.unwrap_or_default(), plan.call_parts() as usize),
@@ -1004,59 +737,30 @@ fn run_scenario(
 
 /// Tell the server the scenario's flows (direction, DSCP class, UDP rate)
 /// and wait until it is ready for them.
-fn announce_scenario(
-    cfg: &TestConfig,
-    sess: &mut Session,
-    index: usize,
-    sc: &Scenario,
-) -> Result<Vec<FlowSpec>, String> {
+fn announce_scenario(cfg: &TestConfig, sess: &mut Session, index: usize, sc: &Scenario) -> Result<Vec<FlowSpec>, String> {
     let mut specs = vec![];
     let mark = |i: u32| bloatlab_model::Dscp::for_flow(&cfg.dscp, i as usize).0;
-    let udp = cfg.udp().map(|u| wire::UdpParams {
-        rate_bps: u.rate_bps,
-        payload: u.payload,
-    });
+    let udp = cfg.udp().map(|u| wire::UdpParams { rate_bps: u.rate_bps, payload: u.payload });
     for i in 0..sc.uploads {
-        specs.push(FlowSpec {
-            id: i,
-            direction: Direction::Up,
-            dscp: mark(i),
-            udp,
-            segment_bytes: 0,
-        });
+        specs.push(FlowSpec { id: i, direction: Direction::Up, dscp: mark(i), udp, segment_bytes: 0 });
     }
     for i in 0..sc.downloads {
-        specs.push(FlowSpec {
-            id: sc.uploads + i,
-            direction: Direction::Down,
-            dscp: mark(i),
-            udp,
-            segment_bytes: 0,
-        });
+        specs.push(FlowSpec { id: sc.uploads + i, direction: Direction::Down, dscp: mark(i), udp, segment_bytes: 0 });
     }
     // the household's stream: a download connection per segment due in its phase
     if let Some(h) = cfg.household.filter(|_| cfg.is_household_phase(index)) {
         let first = sc.uploads + sc.downloads;
         for k in 0..h.segments_in(cfg.phase_length_of(index).cap) {
-            specs.push(FlowSpec {
-                id: first + k,
-                direction: Direction::Down,
-                dscp: 0,
-                udp: None,
-                segment_bytes: h.stream_segment_bytes,
-            });
+            specs.push(FlowSpec { id: first + k, direction: Direction::Down, dscp: 0, udp: None, segment_bytes: h.stream_segment_bytes });
         }
     }
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(30)));
-    conn::send(
-        &mut sess.ctl,
-        &ClientMsg::StartScenario {
-            index: index as u32,
-            name: sc.name(),
-            flows: specs.clone(),
-            duration_ms: cfg.phase_length_of(index).cap.as_millis() as u64,
-        },
-    )
+    conn::send(&mut sess.ctl, &ClientMsg::StartScenario {
+        index: index as u32,
+        name: sc.name(),
+        flows: specs.clone(),
+        duration_ms: cfg.phase_length_of(index).cap.as_millis() as u64,
+    })
     .map_err(|e| format!("the server connection failed: {e}"))?;
     match expect(&mut sess.ctl, "scenario readiness")? {
         ServerMsg::ScenarioReady => Ok(specs),
@@ -1066,36 +770,17 @@ fn announce_scenario(
 
 /// Connect every flow of the scenario, in parallel (sequential setup would
 /// take many round trips); a UDP flow's answer carries its server port.
-fn connect_flows(
-    addr: SocketAddr,
-    cfg: &TestConfig,
-    sess: &Session,
-    specs: &[FlowSpec],
-) -> Result<Vec<(TcpStream, Option<u16>)>, String> {
+fn connect_flows(addr: SocketAddr, cfg: &TestConfig, sess: &Session, specs: &[FlowSpec]) -> Result<Vec<(TcpStream, Option<u16>)>, String> {
     let handles: Vec<_> = specs
         .iter()
         .map(|f| {
             let (cfg, cc, token, f) = (cfg.clone(), sess.cc.clone(), sess.token, *f);
-            thread::spawn(move || {
-                join_flow(
-                    addr,
-                    &cfg,
-                    &cc,
-                    ClientMsg::JoinFlow {
-                        token,
-                        flow_id: f.id,
-                        direction: f.direction,
-                    },
-                )
-            })
+            thread::spawn(move || join_flow(addr, &cfg, &cc, ClientMsg::JoinFlow { token, flow_id: f.id, direction: f.direction }))
         })
         .collect();
     let mut socks = vec![];
     for h in handles {
-        socks.push(
-            h.join()
-                .map_err(|_| "flow setup thread panicked".to_string())??,
-        );
+        socks.push(h.join().map_err(|_| "flow setup thread panicked".to_string())??);
     }
     Ok(socks)
 }
@@ -1116,13 +801,7 @@ struct Flows {
 impl Flows {
     /// Mark each flow's sockets, open a UDP flow's datagram socket, and
     /// start each flow's thread (bulk priority: data yields to probes).
-    fn spawn(
-        addr: SocketAddr,
-        cfg: &TestConfig,
-        specs: &[FlowSpec],
-        socks: Vec<(TcpStream, Option<u16>)>,
-        household: Option<bloatlab_model::HouseholdPlan>,
-    ) -> Result<Flows, String> {
+    fn spawn(addr: SocketAddr, cfg: &TestConfig, specs: &[FlowSpec], socks: Vec<(TcpStream, Option<u16>)>, household: Option<bloatlab_model::HouseholdPlan>) -> Result<Flows, String> {
         let stop = Arc::new(AtomicBool::new(false));
         let gate = Arc::new(Gate::default());
         let start_ns = Arc::new(AtomicU64::new(0));
@@ -1137,29 +816,18 @@ impl Flows {
             // A UDP flow: its datagrams go between our socket and the server's port for it.
             let usock = match (spec.udp, udp_port) {
                 (Some(_), Some(port)) => {
-                    let u = crate::udpflow::bind_near(addr, false)
-                        .map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
-                    u.connect(SocketAddr::new(addr.ip(), port))
-                        .map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
+                    let u = crate::udpflow::bind_near(addr, false).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
+                    u.connect(SocketAddr::new(addr.ip(), port)).map_err(|e| format!("UDP flow {}: {e}", spec.id))?;
                     if spec.dscp > 0 {
-                        sys::set_dscp(&u, spec.dscp).map_err(|e| {
-                            format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp)
-                        })?;
+                        sys::set_dscp(&u, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
                     }
                     Some(u)
                 }
-                (Some(_), None) => {
-                    return Err(format!(
-                        "the server did not open a UDP port for flow {} (an older server?)",
-                        spec.id
-                    ))
-                }
+                (Some(_), None) => return Err(format!("the server did not open a UDP port for flow {} (an older server?)", spec.id)),
                 _ => None,
             };
             if spec.dscp > 0 {
-                sys::set_dscp(&s, spec.dscp).map_err(|e| {
-                    format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp)
-                })?;
+                sys::set_dscp(&s, spec.dscp).map_err(|e| format!("cannot mark flow {} with DSCP {}: {e}", spec.id, spec.dscp))?;
             }
             let _ = s.set_nodelay(false);
             let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
@@ -1188,10 +856,7 @@ impl Flows {
                         return RecvOutcome::default();
                     }
                     let bytes = fetch_segment(s, n, plan, mine, next, &start, &counter, &st, &out);
-                    RecvOutcome {
-                        bytes,
-                        ..Default::default()
-                    }
+                    RecvOutcome { bytes, ..Default::default() }
                 }));
                 continue;
             }
@@ -1207,35 +872,17 @@ impl Flows {
                             // The server's receipts: what arrived, for live lines.
                             let receipts = u.try_clone().ok().map(|r| {
                                 let (st, c) = (st.clone(), counter.clone());
-                                thread::spawn(move || {
-                                    crate::udpflow::read_receipts(&r, id, &c, &st)
-                                })
+                                thread::spawn(move || crate::udpflow::read_receipts(&r, id, &c, &st))
                             });
                             let sent = crate::udpflow::send_paced(&u, id, p, &st);
                             if let Some(h) = receipts {
                                 let _ = h.join();
                             }
-                            bloatlab_results::UdpStats {
-                                sent,
-                                target_bps: p.rate_bps as f64,
-                                payload_bytes: p.payload,
-                                ..Default::default()
-                            }
+                            bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
                         }
-                        Direction::Down => crate::udpflow::receive(
-                            &u,
-                            id,
-                            &counter,
-                            &st,
-                            crate::udpflow::Receiving::Download,
-                        )
-                        .stats(None, p.rate_bps as f64, p.payload),
+                        Direction::Down => crate::udpflow::receive(&u, id, &counter, &st, crate::udpflow::Receiving::Download).stats(None, p.rate_bps as f64, p.payload),
                     };
-                    RecvOutcome {
-                        bytes: counter.load(Ordering::Relaxed),
-                        udp: Some(stats),
-                        ..Default::default()
-                    }
+                    RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() }
                 }));
                 continue;
             }
@@ -1254,14 +901,7 @@ impl Flows {
                 }
             }));
         }
-        Ok(Flows {
-            sampled,
-            threads,
-            stop,
-            gate,
-            start_ns,
-            segments,
-        })
+        Ok(Flows { sampled, threads, stop, gate, start_ns, segments })
     }
 
     /// Run the flows for the scenario's duration from `start`, sampling
@@ -1281,25 +921,19 @@ impl Flows {
         show: &mut dyn FnMut(u64, &flow::Totals, (f64, f64)),
     ) -> (Vec<flow::FlowSamples>, Vec<RecvOutcome>, u64, bool) {
         let sstop = Arc::new(flow::Stop::default());
-        let kill_socks: Vec<TcpStream> = self
-            .sampled
-            .iter()
-            .filter_map(|s| s.sock.try_clone().ok())
-            .collect();
+        let kill_socks: Vec<TcpStream> = self.sampled.iter().filter_map(|s| s.sock.try_clone().ok()).collect();
         let (ss, iv) = (sstop.clone(), sample_interval);
         let latest = Arc::new(flow::Latest::default());
         let lt = latest.clone();
         let sampled = self.sampled;
-        let sampler =
-            thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
+        let sampler = thread::spawn(move || flow::sample_loop(&sampled, iv, &ss, Side::Client, Some(&lt)));
         let end = start + len.cap.as_nanos() as u64;
         let mut interrupted = false;
         // The live rates slide over the last second (a quarter second at
         // first): shorter windows read ACKs that a loaded reverse path
         // delivers in bunches (14 Mbit/s over 250 ms on a 10 Mbit/s link
         // with 2u2d, 9.9 over a second).
-        let mut window: std::collections::VecDeque<(u64, u64, u64)> =
-            std::collections::VecDeque::from([(start, 0, 0)]);
+        let mut window: std::collections::VecDeque<(u64, u64, u64)> = std::collections::VecDeque::from([(start, 0, 0)]);
         let mut rates = (0.0, 0.0);
         let mut seen = 0;
         let mut pass = |tot: flow::Totals| {
@@ -1310,10 +944,7 @@ impl Flows {
             let first = window[0];
             if now - first.0 >= 250_000_000 {
                 let dt = (now - first.0) as f64 / 1e9;
-                rates = (
-                    (up.saturating_sub(first.1)) as f64 * 8.0 / dt,
-                    (down.saturating_sub(first.2)) as f64 * 8.0 / dt,
-                );
+                rates = ((up.saturating_sub(first.1)) as f64 * 8.0 / dt, (down.saturating_sub(first.2)) as f64 * 8.0 / dt);
             }
             window.push_back((now, up, down));
             show(now, &tot, rates);
@@ -1347,11 +978,7 @@ impl Flows {
         if tot.seq > seen {
             pass(tot);
         }
-        let outcomes: Vec<RecvOutcome> = self
-            .threads
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect();
+        let outcomes: Vec<RecvOutcome> = self.threads.into_iter().map(|h| h.join().unwrap_or_default()).collect();
         (samples, outcomes, end, interrupted)
     }
 }
@@ -1360,16 +987,8 @@ impl Flows {
 /// by `now` (`metrics::settle`, on the same samples the summary judges).
 fn settled_since(ex: &[Exchange], start: u64, now: u64) -> bool {
     let from = ex.partition_point(|e| e.t1 < start);
-    let samples: Vec<(u64, u64)> = ex[from..]
-        .iter()
-        .filter_map(|e| e.rtt_ns().map(|r| ((e.t1 + r).saturating_sub(start), r)))
-        .collect();
-    bloatlab_metrics::settle::settle(
-        &samples,
-        now.saturating_sub(start),
-        &bloatlab_model::SETTLE_RULE,
-    )
-    .settled
+    let samples: Vec<(u64, u64)> = ex[from..].iter().filter_map(|e| e.rtt_ns().map(|r| ((e.t1 + r).saturating_sub(start), r))).collect();
+    bloatlab_metrics::settle::settle(&samples, now.saturating_sub(start), &bloatlab_model::SETTLE_RULE).settled
 }
 
 /// The household test's call frames: their own probe stream, the one after
@@ -1401,9 +1020,7 @@ fn fetch_segment(
     loop {
         match turn.recv_timeout(Duration::from_millis(50)) {
             Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => {
-                return 0
-            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if stop.load(Ordering::Relaxed) => return 0,
             Err(_) => {}
         }
     }
@@ -1412,10 +1029,7 @@ fn fetch_segment(
     if stop.load(Ordering::Relaxed) {
         return 0;
     }
-    let mut g = RawSegment {
-        requested: clock::now_ns(),
-        ..Default::default()
-    };
+    let mut g = RawSegment { requested: clock::now_ns(), ..Default::default() };
     let mut buf = vec![0u8; 64 << 10];
     if s.write_all(&[1]).is_ok() {
         while g.bytes < plan.stream_segment_bytes && !stop.load(Ordering::Relaxed) {
@@ -1426,13 +1040,7 @@ fn fetch_segment(
                     g.bytes += n as u64;
                     counter.fetch_add(n as u64, Ordering::Relaxed);
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::Interrupted
-                            | std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                    ) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
                 Err(_) => break,
             }
         }
@@ -1451,20 +1059,15 @@ const LIVE_WINDOW_NS: u64 = 1_000_000_000;
 /// Stop the scenario on the server and read its report (in chunks; parts
 /// of one flow are appended by id).
 fn server_report(sess: &mut Session) -> Result<Vec<wire::ServerFlowReport>, String> {
-    conn::send(&mut sess.ctl, &ClientMsg::StopScenario)
-        .map_err(|e| format!("the server connection failed: {e}"))?;
+    conn::send(&mut sess.ctl, &ClientMsg::StopScenario).map_err(|e| format!("the server connection failed: {e}"))?;
     // The stop message may queue behind a bloated buffer: allow for it.
     conn::set_timeout(&sess.ctl, Some(Duration::from_secs(60)));
     let mut report = vec![];
     loop {
         match expect(&mut sess.ctl, "the scenario report")? {
-            ServerMsg::ScenarioReportChunk { flows } => flows
-                .into_iter()
-                .for_each(|f| wire::merge_report_part(&mut report, f)),
+            ServerMsg::ScenarioReportChunk { flows } => flows.into_iter().for_each(|f| wire::merge_report_part(&mut report, f)),
             ServerMsg::ScenarioReport { flows } => {
-                flows
-                    .into_iter()
-                    .for_each(|f| wire::merge_report_part(&mut report, f));
+                flows.into_iter().for_each(|f| wire::merge_report_part(&mut report, f));
                 return Ok(report);
             }
             other => return Err(format!("unexpected answer from the server: {other:?}")),
@@ -1478,13 +1081,7 @@ mod tests {
 
     #[test]
     fn a_ramp_says_what_the_doubling_did() {
-        assert_eq!(
-            saturated_why(2, 4, -0.092, 0.05),
-            "saturated at 2 flow(s): doubling them to 4 lost 9.2% of the goodput"
-        );
-        assert_eq!(
-            saturated_why(1, 2, 0.02, 0.05),
-            "saturated at 1 flow(s): doubling them to 2 added only 2.0% goodput (less than 5%)"
-        );
+        assert_eq!(saturated_why(2, 4, -0.092, 0.05), "saturated at 2 flow(s): doubling them to 4 lost 9.2% of the goodput");
+        assert_eq!(saturated_why(1, 2, 0.02, 0.05), "saturated at 1 flow(s): doubling them to 2 added only 2.0% goodput (less than 5%)");
     }
 }

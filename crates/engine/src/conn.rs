@@ -1,9 +1,9 @@
 //! Reaching a peer: name resolution, and blocking framed I/O over a
 //! TcpStream (handshake and control frames).
-use bloatlab_model::Family;
 use bloatlab_wire::{self as wire, Handshake, WireError, HANDSHAKE_LEN};
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{Read, Write};
+use bloatlab_model::Family;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -22,12 +22,7 @@ pub fn resolve(spec: &str, default_port: u16, family: Family) -> Result<SocketAd
             Family::V4 => a.is_ipv4(),
             Family::V6 => a.is_ipv6(),
         })
-        .ok_or_else(|| {
-            format!(
-                "\"{spec}\" has no {} address",
-                if family == Family::V4 { "IPv4" } else { "IPv6" }
-            )
-        })
+        .ok_or_else(|| format!("\"{spec}\" has no {} address", if family == Family::V4 { "IPv4" } else { "IPv6" }))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,15 +76,12 @@ impl Read for Deadline<'_> {
             let r = s.read(buf);
             self.s.set_nonblocking(false)?;
             return match r {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    Err(std::io::ErrorKind::TimedOut.into())
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(std::io::ErrorKind::TimedOut.into()),
                 r => r,
             };
         }
         // At least 1 ms: a zero read timeout means "block forever".
-        self.s
-            .set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+        self.s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
         let mut s = self.s;
         s.read(buf)
     }
@@ -106,10 +98,7 @@ pub fn read_handshake<R: Read>(s: &mut R) -> Result<Handshake, ConnError> {
                 return Err(ConnError::Closed);
             }
             // Report what we got: non-bloatlab peers usually send a short banner.
-            return Err(Handshake::decode(&buf[..have])
-                .err()
-                .map(ConnError::Wire)
-                .unwrap_or(ConnError::Closed));
+            return Err(Handshake::decode(&buf[..have]).err().map(ConnError::Wire).unwrap_or(ConnError::Closed));
         }
         have += n;
         // Fail fast on a wrong magic, without waiting for 12 bytes.
@@ -174,28 +163,16 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(Deadline::new(&s, past).read(&mut buf).unwrap(), 5);
         assert_eq!(&buf[..5], b"hello");
-        s.set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
         let e = (&s).read(&mut buf).unwrap_err();
-        assert!(
-            matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ),
-            "{e:?}"
-        );
+        assert!(matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{e:?}");
         // Before the deadline a read waits for data.
         let w = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
             c.write_all(b"x").unwrap();
             c
         });
-        assert_eq!(
-            Deadline::new(&s, Instant::now() + Duration::from_secs(5))
-                .read(&mut buf)
-                .unwrap(),
-            1
-        );
+        assert_eq!(Deadline::new(&s, Instant::now() + Duration::from_secs(5)).read(&mut buf).unwrap(), 1);
         drop(w.join());
     }
 }

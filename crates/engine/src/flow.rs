@@ -50,11 +50,7 @@ impl Gate {
             if stop.load(Ordering::Relaxed) || std::time::Instant::now() >= deadline {
                 return false;
             }
-            g = self
-                .cv
-                .wait_timeout(g, Duration::from_millis(20))
-                .unwrap()
-                .0;
+            g = self.cv.wait_timeout(g, Duration::from_millis(20)).unwrap().0;
         }
         true
     }
@@ -93,37 +89,20 @@ pub fn receive(s: TcpStream, counter: &AtomicU64, stop: &AtomicBool, copy: bool)
         // Never written by the kernel under MSG_TRUNC, so never touched at all.
         let mut buf: Vec<u8> = Vec::with_capacity(DISCARD_LEN);
         let sock = SockRef::from(&s);
-        read_loop(stop, &mut on_data, || {
-            sock.recv_with_flags(buf.spare_capacity_mut(), libc::MSG_TRUNC)
-        });
+        read_loop(stop, &mut on_data, || sock.recv_with_flags(buf.spare_capacity_mut(), libc::MSG_TRUNC));
     }
     gaps.finish(clock::now_ns());
-    RecvOutcome {
-        bytes: total,
-        max_gap_ns: gaps.max_gap_ns(),
-        max_gap_at_ns: gaps.max_gap_at_ns(),
-        udp: None,
-    }
+    RecvOutcome { bytes: total, max_gap_ns: gaps.max_gap_ns(), max_gap_at_ns: gaps.max_gap_at_ns(), udp: None }
 }
 
 /// Read with `read` until EOF, an error or `stop`; each read's byte count
 /// goes to `on_data`. Timeouts and interrupts go on unless stopped.
-fn read_loop(
-    stop: &AtomicBool,
-    on_data: &mut dyn FnMut(usize),
-    mut read: impl FnMut() -> std::io::Result<usize>,
-) {
+fn read_loop(stop: &AtomicBool, on_data: &mut dyn FnMut(usize), mut read: impl FnMut() -> std::io::Result<usize>) {
     loop {
         match read() {
             Ok(0) => break,
             Ok(n) => on_data(n),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::Interrupted
-                        | std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
             Err(_) => break,
         }
         if stop.load(Ordering::Relaxed) {
@@ -176,9 +155,7 @@ pub fn send(mut s: TcpStream, stop: &AtomicBool) -> u64 {
             Ok(0) => break,
             Ok(n) => total += n as u64,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(_) => break,
         }
     }
@@ -197,13 +174,7 @@ pub fn send_segment(mut s: TcpStream, n: u64, counter: &AtomicU64, stop: &Atomic
         match s.read(&mut req) {
             Ok(1) => break,
             Ok(_) => return 0,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::Interrupted
-                        | std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
             Err(_) => return 0,
         }
     }
@@ -217,13 +188,7 @@ pub fn send_segment(mut s: TcpStream, n: u64, counter: &AtomicU64, stop: &Atomic
                 total += k as u64;
                 counter.fetch_add(k as u64, Ordering::Relaxed);
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::Interrupted
-                        | std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                ) => {}
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
             Err(_) => break,
         }
     }
@@ -265,11 +230,7 @@ impl Stop {
             if left == 0 {
                 return false;
             }
-            g = self
-                .cv
-                .wait_timeout(g, Duration::from_nanos(left))
-                .unwrap()
-                .0;
+            g = self.cv.wait_timeout(g, Duration::from_nanos(left)).unwrap().0;
         }
     }
 }
@@ -301,12 +262,7 @@ pub struct Latest {
 impl Latest {
     fn publish(&self, t_ns: u64, up_bytes: u64, down_bytes: u64) {
         let mut g = self.now.lock().unwrap();
-        *g = Totals {
-            seq: g.seq + 1,
-            t_ns,
-            up_bytes,
-            down_bytes,
-        };
+        *g = Totals { seq: g.seq + 1, t_ns, up_bytes, down_bytes };
         self.cv.notify_all();
     }
 
@@ -314,11 +270,7 @@ impl Latest {
     /// or whatever is newest after `timeout`.
     pub fn wait_newer(&self, seen: u64, timeout: Duration) -> Totals {
         let g = self.now.lock().unwrap();
-        *self
-            .cv
-            .wait_timeout_while(g, timeout, |t| t.seq <= seen)
-            .unwrap()
-            .0
+        *self.cv.wait_timeout_while(g, timeout, |t| t.seq <= seen).unwrap().0
     }
 }
 
@@ -360,11 +312,7 @@ impl Arrivals {
             self.sync = (self.segs, r.in_sequence);
             r.in_sequence
         } else {
-            let size = if self.seg_bytes > 0.0 {
-                self.seg_bytes
-            } else {
-                r.rcv_mss as f64
-            };
+            let size = if self.seg_bytes > 0.0 { self.seg_bytes } else { r.rcv_mss as f64 };
             let since = (self.segs - self.sync.0) as f64 * size;
             r.in_sequence.max(self.sync.1 + since as u64)
         };
@@ -395,13 +343,7 @@ pub struct FlowSamples {
 
 /// Sample every `interval` until `stop`, then once more. Times are
 /// `clock::now_ns()`. After each pass the totals per direction go to `latest`.
-pub fn sample_loop(
-    flows: &[Sampled],
-    interval: Duration,
-    stop: &Stop,
-    side: Side,
-    latest: Option<&Latest>,
-) -> Vec<FlowSamples> {
+pub fn sample_loop(flows: &[Sampled], interval: Duration, stop: &Stop, side: Side, latest: Option<&Latest>) -> Vec<FlowSamples> {
     let mut out = vec![FlowSamples::default(); flows.len()];
     let mut arrivals: Vec<Arrivals> = (0..flows.len()).map(|_| Arrivals::default()).collect();
     let step = interval.as_nanos() as u64;
@@ -423,14 +365,12 @@ pub fn sample_loop(
                 // reach this flow, more so when the thread is preempted
                 // midway through many flows.
                 let mut arrived = 0;
-                let s = clock::stamped(clock::now_ns, || {
-                    match f.tcp.then(|| sys::tcp_received(&f.sock)).flatten() {
-                        Some(r) => {
-                            arrived = arrivals[i].update(r);
-                            r.in_sequence
-                        }
-                        None => f.counter.load(Ordering::Relaxed),
+                let s = clock::stamped(clock::now_ns, || match f.tcp.then(|| sys::tcp_received(&f.sock)).flatten() {
+                    Some(r) => {
+                        arrived = arrivals[i].update(r);
+                        r.in_sequence
                     }
+                    None => f.counter.load(Ordering::Relaxed),
                 });
                 // live totals count data when it arrives ([`Arrivals`])
                 add(f.direction, arrived.max(s.1));
@@ -469,11 +409,7 @@ mod tests {
         assert_eq!(a.len(), BUF);
         assert_eq!(a.as_ptr() as usize % HUGE_PAGE, 0);
         let distinct: std::collections::HashSet<u8> = a.iter().copied().collect();
-        assert!(
-            distinct.len() > 200,
-            "a pattern of {} byte values",
-            distinct.len()
-        );
+        assert!(distinct.len() > 200, "a pattern of {} byte values", distinct.len());
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut r, _) = l.accept().unwrap();
@@ -510,8 +446,7 @@ mod tests {
                 }
             });
             let (s, _) = l.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_millis(200)))
-                .unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
             let counter = AtomicU64::new(0);
             let o = receive(s, &counter, &AtomicBool::new(false), copy);
             writer.join().unwrap();
@@ -531,15 +466,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         l.publish(123, 10, 20);
         let t = h.join().unwrap();
-        assert_eq!(
-            t,
-            Totals {
-                seq: 1,
-                t_ns: 123,
-                up_bytes: 10,
-                down_bytes: 20
-            }
-        );
+        assert_eq!(t, Totals { seq: 1, t_ns: 123, up_bytes: 10, down_bytes: 20 });
         let t0 = std::time::Instant::now();
         assert_eq!(l.wait_newer(1, Duration::from_millis(30)).seq, 1);
         assert!(t0.elapsed() >= Duration::from_millis(29));
@@ -550,19 +477,10 @@ mod tests {
     /// segment sizes included).
     #[test]
     fn arrivals_count_held_data_when_it_arrives() {
-        let r = |in_sequence: u64, data_segs: u32, ooo_packets: u32| Received {
-            in_sequence,
-            data_segs,
-            ooo_packets,
-            rcv_mss: 1448,
-        };
+        let r = |in_sequence: u64, data_segs: u32, ooo_packets: u32| Received { in_sequence, data_segs, ooo_packets, rcv_mss: 1448 };
         let mut a = Arrivals::default();
         assert_eq!(a.update(r(0, 0, 0)), 0);
-        assert_eq!(
-            a.update(r(14480, 10, 0)),
-            14480,
-            "in order: the in-sequence count"
-        );
+        assert_eq!(a.update(r(14480, 10, 0)), 14480, "in order: the in-sequence count");
         // a segment is lost; 9 more arrive out of order, then 10 more
         assert_eq!(a.update(r(14480, 19, 9)), 14480 + 9 * 1448);
         assert_eq!(a.update(r(14480, 29, 19)), 14480 + 19 * 1448);
@@ -574,15 +492,7 @@ mod tests {
         let mut b = 0;
         for k in 1..100u32 {
             b += 65_483 - (k as u64 * 977) % 30_000;
-            assert_eq!(
-                a.update(Received {
-                    in_sequence: b,
-                    data_segs: k * 3,
-                    ooo_packets: 0,
-                    rcv_mss: 65_483
-                }),
-                b
-            );
+            assert_eq!(a.update(Received { in_sequence: b, data_segs: k * 3, ooo_packets: 0, rcv_mss: 65_483 }), b);
         }
         // data_segs wraps
         let mut a = Arrivals::default();
@@ -602,33 +512,13 @@ mod tests {
         let mut got = vec![0u8; 300_000];
         s.read_exact(&mut got).unwrap();
         let flows = vec![
-            Sampled {
-                id: 0,
-                direction: Direction::Up,
-                receiving: false,
-                tcp: true,
-                sock: c.try_clone().unwrap(),
-                counter: Arc::default(),
-            },
-            Sampled {
-                id: 1,
-                direction: Direction::Down,
-                receiving: true,
-                tcp: true,
-                sock: s.try_clone().unwrap(),
-                counter: Arc::default(),
-            },
+            Sampled { id: 0, direction: Direction::Up, receiving: false, tcp: true, sock: c.try_clone().unwrap(), counter: Arc::default() },
+            Sampled { id: 1, direction: Direction::Down, receiving: true, tcp: true, sock: s.try_clone().unwrap(), counter: Arc::default() },
         ];
         let stop = Stop::default();
         stop.stop();
         let latest = Latest::default();
-        let out = sample_loop(
-            &flows,
-            Duration::from_millis(10),
-            &stop,
-            Side::Client,
-            Some(&latest),
-        );
+        let out = sample_loop(&flows, Duration::from_millis(10), &stop, Side::Client, Some(&latest));
         assert_eq!(out.len(), 2);
         let t = latest.wait_newer(0, Duration::ZERO);
         assert_eq!(t.seq, 1, "one pass after a stop");
@@ -654,10 +544,7 @@ mod tests {
             stop.store(true, Ordering::Relaxed);
             let t0 = std::time::Instant::now();
             while !h.is_finished() {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(5),
-                    "copy={copy}: the stop was not seen"
-                );
+                assert!(t0.elapsed() < Duration::from_secs(5), "copy={copy}: the stop was not seen");
                 std::thread::sleep(Duration::from_millis(10));
             }
             assert_eq!(h.join().unwrap(), 0);
@@ -674,19 +561,11 @@ mod tests {
         assert!(!s.is_set());
         s.stop();
         assert!(h.join().unwrap(), "the sleeper did not see the stop");
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "the sleeper slept on: {:?}",
-            t0.elapsed()
-        );
+        assert!(t0.elapsed() < Duration::from_secs(5), "the sleeper slept on: {:?}", t0.elapsed());
         // A deadline in the past returns at once, not stopped.
         assert!(!Stop::default().sleep_until_ns(0));
         let t1 = std::time::Instant::now();
         assert!(!Stop::default().sleep_until_ns(clock::now_ns() + 30_000_000));
-        assert!(
-            t1.elapsed() >= Duration::from_millis(29),
-            "woke early: {:?}",
-            t1.elapsed()
-        );
+        assert!(t1.elapsed() >= Duration::from_millis(29), "woke early: {:?}", t1.elapsed());
     }
 }

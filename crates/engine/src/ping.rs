@@ -56,18 +56,12 @@ pub struct Pinger {
 }
 
 fn resolve(t: &PingTarget) -> Result<IpAddr, String> {
-    crate::conn::resolve(&t.host, t.port.max(1), bloatlab_model::Family::Any)
-        .map(|a| a.ip())
-        .map_err(|e| format!("{}: {e}", t.label()))
+    crate::conn::resolve(&t.host, t.port.max(1), bloatlab_model::Family::Any).map(|a| a.ip()).map_err(|e| format!("{}: {e}", t.label()))
 }
 
 /// An ICMP socket: unprivileged where allowed, else raw.
 fn icmp_socket(ip: IpAddr) -> Result<(Socket, bool), String> {
-    let (dom, proto) = if ip.is_ipv4() {
-        (Domain::IPV4, Protocol::ICMPV4)
-    } else {
-        (Domain::IPV6, Protocol::ICMPV6)
-    };
+    let (dom, proto) = if ip.is_ipv4() { (Domain::IPV4, Protocol::ICMPV4) } else { (Domain::IPV6, Protocol::ICMPV6) };
     match Socket::new(dom, Type::DGRAM, Some(proto)) {
         Ok(s) => Ok((s, false)),
         Err(e1) => Socket::new(dom, Type::RAW, Some(proto)).map(|s| (s, true)).map_err(|e2| {
@@ -83,11 +77,7 @@ fn icmp_socket(ip: IpAddr) -> Result<(Socket, bool), String> {
 fn checksum(b: &[u8]) -> u16 {
     let mut sum: u32 = 0;
     for c in b.chunks(2) {
-        let w = if c.len() == 2 {
-            u16::from_be_bytes([c[0], c[1]])
-        } else {
-            u16::from_be_bytes([c[0], 0])
-        };
+        let w = if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from_be_bytes([c[0], 0]) };
         sum += w as u32;
     }
     while sum >> 16 != 0 {
@@ -124,10 +114,7 @@ fn parse_reply(b: &[u8], v4: bool, raw: bool) -> Option<(u16, u16)> {
     if icmp.len() < 8 || icmp[0] != reply_type || icmp[1] != 0 {
         return None;
     }
-    Some((
-        u16::from_be_bytes([icmp[4], icmp[5]]),
-        u16::from_be_bytes([icmp[6], icmp[7]]),
-    ))
+    Some((u16::from_be_bytes([icmp[4], icmp[5]]), u16::from_be_bytes([icmp[6], icmp[7]])))
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(0);
@@ -159,172 +146,130 @@ impl Pinger {
         match t.kind {
             PingKind::Icmp => {
                 let (sock, raw) = icmp_socket(addr)?;
-                method = if raw {
-                    "raw ICMP socket"
-                } else {
-                    "unprivileged ICMP socket"
-                };
+                method = if raw { "raw ICMP socket" } else { "unprivileged ICMP socket" };
                 let dst = SockAddr::from(SocketAddr::new(addr, 0));
                 // Replies from this host only (raw sockets filter by the connected address too).
-                sock.connect(&dst)
-                    .map_err(|e| format!("{}: {e}", t.label()))?;
+                sock.connect(&dst).map_err(|e| format!("{}: {e}", t.label()))?;
                 // The receiver blocks in read: a stop shuts the socket's
                 // reading down, which wakes it (the timeout is a backstop).
-                sock.set_read_timeout(Some(Duration::from_secs(1)))
-                    .map_err(|e| e.to_string())?;
+                sock.set_read_timeout(Some(Duration::from_secs(1))).map_err(|e| e.to_string())?;
                 let rx = sock.try_clone().map_err(|e| e.to_string())?;
                 let sock = Arc::new(sock);
                 wake = Some(sock.clone());
                 // Raw sockets see every echo reply: an identifier of our own picks ours.
-                let id = (std::process::id() as u16)
-                    ^ (NEXT_ID.fetch_add(1, Ordering::Relaxed) as u16).wrapping_mul(0x9e37);
+                let id = (std::process::id() as u16) ^ (NEXT_ID.fetch_add(1, Ordering::Relaxed) as u16).wrapping_mul(0x9e37);
                 let v4 = addr.is_ipv4();
                 let (st, sm) = (stop.clone(), samples.clone());
-                threads.push(
-                    thread::Builder::new()
-                        .name("ping-tx".into())
-                        .spawn(move || {
-                            let mut due = first_due;
-                            let mut seq: u32 = 0;
-                            while !st.load(Ordering::Relaxed) {
-                                park_until(due, &st);
+                threads.push(thread::Builder::new().name("ping-tx".into()).spawn(move || {
+                    let mut due = first_due;
+                    let mut seq: u32 = 0;
+                    while !st.load(Ordering::Relaxed) {
+                        park_until(due, &st);
+                        if st.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let pkt = echo_request(v4, id, seq as u16);
+                        let t0 = clock::now_ns();
+                        sm.lock().unwrap().v.push((t0, None));
+                        // A send error (no route, ICMP unreachable reported) leaves the ping lost.
+                        let _ = sock.send(&pkt);
+                        seq += 1;
+                        due += iv;
+                        let now = clock::now_ns();
+                        if due < now {
+                            due = now;
+                        }
+                    }
+                }).map_err(|e| e.to_string())?);
+                let (st, sm) = (stop_rx.clone(), samples.clone());
+                threads.push(thread::Builder::new().name("ping-rx".into()).spawn(move || {
+                    let mut buf = [0u8; 1500];
+                    loop {
+                        match (&rx).read(&mut buf) {
+                            Ok(0) if st.load(Ordering::Relaxed) => break,
+                            Ok(n) => {
+                                let t1 = clock::now_ns();
+                                let b: &[u8] = &buf[..n];
+                                let Some((rid, rseq)) = parse_reply(b, v4, raw) else { continue };
+                                if raw && rid != id {
+                                    continue;
+                                }
+                                let mut s = sm.lock().unwrap();
+                                let base = s.base;
+                                // The newest request with this 16-bit sequence.
+                                let idx = (0..s.v.len()).rev().find(|&i| (base + i) as u16 == rseq);
+                                if let Some(i) = idx {
+                                    if s.v[i].1.is_none() {
+                                        s.v[i].1 = Some(t1.saturating_sub(s.v[i].0));
+                                    }
+                                }
+                            }
+                            Err(_) => {
                                 if st.load(Ordering::Relaxed) {
                                     break;
                                 }
-                                let pkt = echo_request(v4, id, seq as u16);
-                                let t0 = clock::now_ns();
-                                sm.lock().unwrap().v.push((t0, None));
-                                // A send error (no route, ICMP unreachable reported) leaves the ping lost.
-                                let _ = sock.send(&pkt);
-                                seq += 1;
-                                due += iv;
-                                let now = clock::now_ns();
-                                if due < now {
-                                    due = now;
-                                }
                             }
-                        })
-                        .map_err(|e| e.to_string())?,
-                );
-                let (st, sm) = (stop_rx.clone(), samples.clone());
-                threads.push(
-                    thread::Builder::new()
-                        .name("ping-rx".into())
-                        .spawn(move || {
-                            let mut buf = [0u8; 1500];
-                            loop {
-                                match (&rx).read(&mut buf) {
-                                    Ok(0) if st.load(Ordering::Relaxed) => break,
-                                    Ok(n) => {
-                                        let t1 = clock::now_ns();
-                                        let b: &[u8] = &buf[..n];
-                                        let Some((rid, rseq)) = parse_reply(b, v4, raw) else {
-                                            continue;
-                                        };
-                                        if raw && rid != id {
-                                            continue;
-                                        }
-                                        let mut s = sm.lock().unwrap();
-                                        let base = s.base;
-                                        // The newest request with this 16-bit sequence.
-                                        let idx = (0..s.v.len())
-                                            .rev()
-                                            .find(|&i| (base + i) as u16 == rseq);
-                                        if let Some(i) = idx {
-                                            if s.v[i].1.is_none() {
-                                                s.v[i].1 = Some(t1.saturating_sub(s.v[i].0));
-                                            }
-                                        }
-                                    }
-                                    Err(_) => {
-                                        if st.load(Ordering::Relaxed) {
-                                            break;
-                                        }
-                                    }
-                                }
-                            }
-                        })
-                        .map_err(|e| e.to_string())?,
-                );
+                        }
+                    }
+                }).map_err(|e| e.to_string())?);
             }
             PingKind::Tcp => {
                 method = "TCP connect";
                 let dst = SocketAddr::new(addr, t.port);
                 let (st, sm) = (stop.clone(), samples.clone());
-                threads.push(
-                    thread::Builder::new()
-                        .name("tcp-ping".into())
-                        .spawn(move || {
-                            let mut due = first_due;
-                            let mut attempts: Vec<JoinHandle<()>> = vec![];
-                            while !st.load(Ordering::Relaxed) {
-                                park_until(due, &st);
-                                if st.load(Ordering::Relaxed) {
-                                    break;
-                                }
-                                let t0 = clock::now_ns();
-                                let i = {
-                                    let mut s = sm.lock().unwrap();
-                                    s.v.push((t0, None));
-                                    s.base + s.v.len() - 1
-                                };
-                                attempts.retain(|h| !h.is_finished());
-                                if attempts.len() >= MAX_TCP_IN_FLIGHT {
-                                    due += iv;
-                                    continue;
-                                }
-                                let sm2 = sm.clone();
-                                // One short-lived thread per attempt: at most
-                                // TCP_PING_TIMEOUT / interval run at once.
-                                if let Ok(h) = thread::Builder::new()
-                                    .name("tcp-ping-1".into())
-                                    .spawn(move || {
-                                        let r = TcpStream::connect_timeout(&dst, TCP_PING_TIMEOUT);
-                                        let t1 = clock::now_ns();
-                                        let answered = match r {
-                                            Ok(_) => true,
-                                            Err(e) => {
-                                                e.kind() == std::io::ErrorKind::ConnectionRefused
-                                            }
-                                        };
-                                        if answered {
-                                            let mut s = sm2.lock().unwrap();
-                                            let base = s.base;
-                                            if let Some(x) =
-                                                i.checked_sub(base).and_then(|k| s.v.get_mut(k))
-                                            {
-                                                x.1 = Some(t1.saturating_sub(t0));
-                                            }
-                                        }
-                                    })
-                                {
-                                    attempts.push(h);
-                                }
-                                attempts.retain(|h| !h.is_finished());
-                                due += iv;
-                                let now = clock::now_ns();
-                                if due < now {
-                                    due = now;
+                threads.push(thread::Builder::new().name("tcp-ping".into()).spawn(move || {
+                    let mut due = first_due;
+                    let mut attempts: Vec<JoinHandle<()>> = vec![];
+                    while !st.load(Ordering::Relaxed) {
+                        park_until(due, &st);
+                        if st.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let t0 = clock::now_ns();
+                        let i = {
+                            let mut s = sm.lock().unwrap();
+                            s.v.push((t0, None));
+                            s.base + s.v.len() - 1
+                        };
+                        attempts.retain(|h| !h.is_finished());
+                        if attempts.len() >= MAX_TCP_IN_FLIGHT {
+                            due += iv;
+                            continue;
+                        }
+                        let sm2 = sm.clone();
+                        // One short-lived thread per attempt: at most
+                        // TCP_PING_TIMEOUT / interval run at once.
+                        if let Ok(h) = thread::Builder::new().name("tcp-ping-1".into()).spawn(move || {
+                            let r = TcpStream::connect_timeout(&dst, TCP_PING_TIMEOUT);
+                            let t1 = clock::now_ns();
+                            let answered = match r {
+                                Ok(_) => true,
+                                Err(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
+                            };
+                            if answered {
+                                let mut s = sm2.lock().unwrap();
+                                let base = s.base;
+                                if let Some(x) = i.checked_sub(base).and_then(|k| s.v.get_mut(k)) {
+                                    x.1 = Some(t1.saturating_sub(t0));
                                 }
                             }
-                            for h in attempts {
-                                let _ = h.join();
-                            }
-                        })
-                        .map_err(|e| e.to_string())?,
-                );
+                        }) {
+                            attempts.push(h);
+                        }
+                        attempts.retain(|h| !h.is_finished());
+                        due += iv;
+                        let now = clock::now_ns();
+                        if due < now {
+                            due = now;
+                        }
+                    }
+                    for h in attempts {
+                        let _ = h.join();
+                    }
+                }).map_err(|e| e.to_string())?);
             }
         }
-        Ok(Pinger {
-            target: t.clone(),
-            addr,
-            method,
-            stop,
-            stop_rx,
-            samples,
-            threads,
-            wake,
-        })
+        Ok(Pinger { target: t.clone(), addr, method, stop, stop_rx, samples, threads, wake })
     }
 
     /// Stop sending, wait `drain` for late ICMP replies (TCP attempts end by
@@ -334,9 +279,7 @@ impl Pinger {
         self.threads.iter().for_each(|h| h.thread().unpark());
         if self.target.kind == PingKind::Icmp {
             let until = clock::now_ns() + drain.as_nanos() as u64;
-            while clock::now_ns() < until
-                && self.samples.lock().unwrap().v.iter().any(|s| s.1.is_none())
-            {
+            while clock::now_ns() < until && self.samples.lock().unwrap().v.iter().any(|s| s.1.is_none()) {
                 thread::sleep(Duration::from_millis(20));
             }
         }
@@ -387,10 +330,7 @@ mod tests {
     #[test]
     fn the_checksum_is_rfc1071s() {
         // RFC 1071's example words 0001 f203 f4f5 f6f7 sum to ddf2 (before the complement).
-        assert_eq!(
-            checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]),
-            !0xddf2
-        );
+        assert_eq!(checksum(&[0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7]), !0xddf2);
         // A packet with its checksum filled in sums to zero.
         let p = echo_request(true, 0x1234, 7);
         assert_eq!(checksum(&p), 0);
@@ -421,10 +361,7 @@ mod tests {
         thread::sleep(Duration::from_millis(200));
         let s = p.finish(Duration::from_millis(100));
         assert!(s.len() >= 5, "{s:?}");
-        assert!(
-            s.iter().all(|x| x.1.is_some_and(|r| r < 1_000_000_000)),
-            "{s:?}"
-        );
+        assert!(s.iter().all(|x| x.1.is_some_and(|r| r < 1_000_000_000)), "{s:?}");
         drop(l);
         // Nothing listens now: RST answers, still a round trip.
         let p = Pinger::start(&t, Duration::from_millis(20), clock::now_ns()).unwrap();
@@ -441,17 +378,11 @@ mod tests {
                 thread::sleep(Duration::from_millis(200));
                 let s = p.finish(Duration::from_millis(200));
                 assert!(s.len() >= 5);
-                assert!(
-                    s.iter().filter(|x| x.1.is_some()).count() >= s.len() - 1,
-                    "{s:?}"
-                );
+                assert!(s.iter().filter(|x| x.1.is_some()).count() >= s.len() - 1, "{s:?}");
             }
             Err(e) => {
                 // Neither socket kind is allowed (not root, ping_group_range closed).
-                assert!(
-                    e.contains("ping_group_range") && e.contains("raw sockets need root"),
-                    "{e}"
-                );
+                assert!(e.contains("ping_group_range") && e.contains("raw sockets need root"), "{e}");
                 bloatlab_testkit::cannot_run("an_icmp_ping_to_loopback_is_answered", &e);
             }
         }
@@ -473,30 +404,16 @@ mod tests {
         all.extend(p.finish(Duration::from_millis(200)));
         // in order, none twice, all answered (the sequence numbers still
         // find their pings after the first rounds were taken out)
-        assert!(
-            all.len() >= 20 && all.windows(2).all(|w| w[0].0 < w[1].0),
-            "{all:?}"
-        );
-        assert!(
-            all.iter().filter(|x| x.1.is_some()).count() >= all.len() - 1,
-            "{all:?}"
-        );
+        assert!(all.len() >= 20 && all.windows(2).all(|w| w[0].0 < w[1].0), "{all:?}");
+        assert!(all.iter().filter(|x| x.1.is_some()).count() >= all.len() - 1, "{all:?}");
         // a ping a minute: the stop does not wait for the next one, nor the receiver's timeout
-        for t in [
-            PingTarget::icmp("127.0.0.1").unwrap(),
-            PingTarget::tcp("127.0.0.1:9").unwrap(),
-        ] {
+        for t in [PingTarget::icmp("127.0.0.1").unwrap(), PingTarget::tcp("127.0.0.1:9").unwrap()] {
             let p = Pinger::start(&t, Duration::from_secs(60), clock::now_ns()).unwrap();
             thread::sleep(Duration::from_millis(50));
             let t0 = std::time::Instant::now();
             let s = p.finish(Duration::from_millis(100));
             assert_eq!(s.len(), 1);
-            assert!(
-                t0.elapsed() < Duration::from_millis(600),
-                "{:?}: finish took {:?}",
-                t.kind,
-                t0.elapsed()
-            );
+            assert!(t0.elapsed() < Duration::from_millis(600), "{:?}: finish took {:?}", t.kind, t0.elapsed());
         }
     }
 }

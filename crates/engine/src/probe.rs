@@ -27,8 +27,7 @@ impl Exchange {
     }
     /// RTT minus the server's hold time.
     pub fn rtt_ns(&self) -> Option<u64> {
-        self.answered()
-            .then(|| (self.t4 - self.t1).saturating_sub(self.t3.saturating_sub(self.t2)))
+        self.answered().then(|| (self.t4 - self.t1).saturating_sub(self.t3.saturating_sub(self.t2)))
     }
 }
 
@@ -60,21 +59,12 @@ impl Matcher {
     fn on_reply(&self, d: &[u8], kts: Option<u64>) {
         // The kernel's receive stamp: exact however late the reply is collected.
         let t4 = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
-        if kts.is_some() {
-            &self.kernel_stamped
-        } else {
-            &self.user_stamped
-        }
-        .fetch_add(1, Ordering::Relaxed);
+        if kts.is_some() { &self.kernel_stamped } else { &self.user_stamped }.fetch_add(1, Ordering::Relaxed);
         let Ok(p) = Probe::decode(d) else { return };
         if p.kind != ProbeKind::Reply || p.token != self.token || p.stream != self.stream {
             return;
         }
-        if self
-            .verify
-            .as_ref()
-            .is_some_and(|k| !wire::probe_signed(d, k))
-        {
+        if self.verify.as_ref().is_some_and(|k| !wire::probe_signed(d, k)) {
             return;
         }
         let mut r = self.records.lock().unwrap();
@@ -124,11 +114,7 @@ impl ProbeStream {
         dscp: u8,
     ) -> std::io::Result<ProbeStream> {
         let verify = if verify { secret.clone() } else { None };
-        let bind: SocketAddr = if target.is_ipv6() {
-            "[::]:0".parse().unwrap()
-        } else {
-            "0.0.0.0:0".parse().unwrap()
-        };
+        let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
         let sock = UdpSocket::bind(bind)?;
         sock.connect(target)?;
         if dscp > 0 {
@@ -187,24 +173,12 @@ impl ProbeStream {
                 }
                 for _ in 0..burst {
                     let t1 = clock::now_ns();
-                    let p = Probe {
-                        kind: ProbeKind::Request,
-                        token,
-                        seq,
-                        stream,
-                        client_send_ns: t1,
-                        server_recv_ns: 0,
-                        server_send_ns: 0,
-                    };
-                    p.encode_into(&mut buf)
-                        .expect("size >= header checked by the caller");
+                    let p = Probe { kind: ProbeKind::Request, token, seq, stream, client_send_ns: t1, server_recv_ns: 0, server_send_ns: 0 };
+                    p.encode_into(&mut buf).expect("size >= header checked by the caller");
                     if let Some(k) = &secret {
                         wire::sign_probe(&mut buf, k).expect("size >= 64 checked by the config");
                     }
-                    m.records.lock().unwrap().push(Exchange {
-                        t1,
-                        ..Default::default()
-                    });
+                    m.records.lock().unwrap().push(Exchange { t1, ..Default::default() });
                     // A send error (e.g. ICMP unreachable reported) counts as a lost probe.
                     let _ = sock.send(&buf);
                     seq = seq.wrapping_add(1);
@@ -219,10 +193,7 @@ impl ProbeStream {
                 }
             }
         })?;
-        Ok(ProbeStream {
-            worker: Some(worker),
-            ..out
-        })
+        Ok(ProbeStream { worker: Some(worker), ..out })
     }
 
     /// The exchanges so far, shared with the stream (a copy may be taken while it runs).
@@ -244,8 +215,7 @@ impl ProbeStream {
     /// Stop sending and wait up to `drain` for outstanding replies; the
     /// exchanges stay in [`ProbeStream::records`].
     pub(crate) fn stop(&mut self, drain: Duration) {
-        self.drain_ns
-            .store(drain.as_nanos() as u64, Ordering::SeqCst);
+        self.drain_ns.store(drain.as_nanos() as u64, Ordering::SeqCst);
         self.stop_send.store(true, Ordering::SeqCst);
         if let Some(h) = self.worker.take() {
             let _ = h.join();
@@ -257,9 +227,7 @@ impl ProbeStream {
 /// 20 ms so that a stop is seen quickly even with long intervals.
 pub(crate) fn sleep_until(due_ns: u64, stop: &AtomicBool) {
     while clock::now_ns() < due_ns && !stop.load(Ordering::Relaxed) {
-        thread::sleep(Duration::from_nanos(
-            due_ns.saturating_sub(clock::now_ns()).min(20_000_000),
-        ));
+        thread::sleep(Duration::from_nanos(due_ns.saturating_sub(clock::now_ns()).min(20_000_000)));
     }
 }
 
@@ -312,14 +280,7 @@ impl RrReader {
                         };
                     }
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock
-                            | std::io::ErrorKind::TimedOut
-                            | std::io::ErrorKind::Interrupted
-                    ) =>
-                {
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => {
                     if !wait {
                         return Reply::Pending;
                     }
@@ -346,25 +307,15 @@ impl RrProbe {
     /// the next due time is waited for, so the next request follows it at
     /// once. Where the kernel does not stamp (the first reply tells), the
     /// thread waits for every reply as it arrives and reads the clock then.
-    pub fn start(
-        sock: TcpStream,
-        first_due_ns: u64,
-        interval: Duration,
-    ) -> std::io::Result<RrProbe> {
+    pub fn start(sock: TcpStream, first_due_ns: u64, interval: Duration) -> std::io::Result<RrProbe> {
         let s = sock.try_clone()?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(Duration::from_millis(20)))?;
         let mut lazy = crate::sys::enable_rx_timestamps(&s);
         let records = Arc::new(Mutex::new(Vec::with_capacity(4096)));
         let stop = Arc::new(AtomicBool::new(false));
-        let (kernel_stamped, user_stamped) =
-            (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-        let (rec, st, ks, us) = (
-            records.clone(),
-            stop.clone(),
-            kernel_stamped.clone(),
-            user_stamped.clone(),
-        );
+        let (kernel_stamped, user_stamped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (rec, st, ks, us) = (records.clone(), stop.clone(), kernel_stamped.clone(), user_stamped.clone());
         let handle = thread::Builder::new().name("rr".into()).spawn(move || {
             let step = interval.as_nanos() as u64;
             // Keep the phase of the schedule but skip slots already past.
@@ -374,11 +325,7 @@ impl RrProbe {
             } else {
                 first_due_ns + (now - first_due_ns).div_ceil(step) * step
             };
-            let mut r = RrReader {
-                s,
-                buf: [0u8; wire::RR_SIZE],
-                have: 0,
-            };
+            let mut r = RrReader { s, buf: [0u8; wire::RR_SIZE], have: 0 };
             // Record the exchange sent at `t`; Some(kernel-stamped) when it completed.
             let finish = |r: &mut RrReader, t: u64, wait: bool| match r.read(wait, &st) {
                 Reply::Done(t4, kernel) => {
@@ -405,9 +352,7 @@ impl RrProbe {
                 let stopping = st.load(Ordering::Relaxed);
                 if let Some(t) = sent.take() {
                     // Wait for a reply not in yet, unless stopping.
-                    let Some(kernel) = finish(&mut r, t, !stopping) else {
-                        break;
-                    };
+                    let Some(kernel) = finish(&mut r, t, !stopping) else { break };
                     // A late reply is followed at once.
                     next = next.max(clock::now_ns());
                     if first {
@@ -430,14 +375,7 @@ impl RrProbe {
                 next += step;
             }
         })?;
-        Ok(RrProbe {
-            records,
-            stop,
-            kernel_stamped,
-            user_stamped,
-            sock,
-            handle: Some(handle),
-        })
+        Ok(RrProbe { records, stop, kernel_stamped, user_stamped, sock, handle: Some(handle) })
     }
 
     pub fn finish(mut self) -> Vec<RrRecord> {
@@ -492,11 +430,7 @@ mod tests {
         assert_eq!(us.load(Ordering::Relaxed), 0);
         for (i, r) in recs.iter().enumerate() {
             if !r.2 {
-                assert_eq!(
-                    i,
-                    recs.len() - 1,
-                    "only the exchange in flight at the stop may be incomplete: {recs:?}"
-                );
+                assert_eq!(i, recs.len() - 1, "only the exchange in flight at the stop may be incomplete: {recs:?}");
                 continue;
             }
             let ms = r.1 as f64 / 1e6;
@@ -512,9 +446,6 @@ mod tests {
         let gap = |i: usize| (recs[i + 1].0 - recs[i].0) as f64 / 1e6;
         assert!((30.0..70.0).contains(&gap(1)), "{recs:?}");
         let after_late = (recs[5].0 - (recs[4].0 + recs[4].1)) as f64 / 1e6;
-        assert!(
-            after_late < 15.0,
-            "the request after the late reply waited {after_late} ms: {recs:?}"
-        );
+        assert!(after_late < 15.0, "the request after the late reply waited {after_late} ms: {recs:?}");
     }
 }

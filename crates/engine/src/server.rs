@@ -7,14 +7,14 @@
 //! connection and probe token whatever ended it.
 use crate::conn::{self, ConnError};
 use crate::flow::{self, Gate, RecvOutcome, Sampled};
+use bloatlab_serve::quota::{self, Full, Permit, Quota};
+use bloatlab_serve::{make_socket, watch_peer, Log, HELLO_DEADLINE};
 use crate::sys;
 use bloatlab_host::clock;
 use bloatlab_results::{Direction, Side};
-use bloatlab_serve::quota::{self, Full, Permit, Quota};
-use bloatlab_serve::{make_socket, watch_peer, Log, HELLO_DEADLINE};
 use bloatlab_wire::{
-    self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, Limits, ReplayWindow,
-    ServerFlowReport, ServerMsg, MAX_CLIENT_FRAME, NONCE_LEN, PROTOCOL_VERSION,
+    self as wire, ClientMsg, FlowSpec, Handshake, HandshakeStatus, Limits, ReplayWindow, ServerFlowReport, ServerMsg,
+    MAX_CLIENT_FRAME, NONCE_LEN, PROTOCOL_VERSION,
 };
 use serde_json::json;
 use socket2::{SockRef, Type};
@@ -168,15 +168,9 @@ impl Server {
             // net.core.rmem_max.
             let _ = SockRef::from(&udp).set_recv_buffer_size(PROBE_RCVBUF);
             let sh = shared.clone();
-            thread::Builder::new()
-                .name("udp".into())
-                .spawn(move || udp_loop(udp, sh))
-                .unwrap();
+            thread::Builder::new().name("udp".into()).spawn(move || udp_loop(udp, sh)).unwrap();
             let sh = shared.clone();
-            thread::Builder::new()
-                .name("accept".into())
-                .spawn(move || accept_loop(tcp, sh))
-                .unwrap();
+            thread::Builder::new().name("accept".into()).spawn(move || accept_loop(tcp, sh)).unwrap();
         }
         Ok(Server { addrs, shared })
     }
@@ -215,17 +209,10 @@ fn rpm_offer(sh: &Shared, local: Option<SocketAddr>) -> Option<bloatlab_model::R
     let (addrs, fp) = sh.rpm.get()?;
     let pick = local
         .and_then(|l| {
-            addrs.iter().find(|a| a.ip() == l.ip()).or_else(|| {
-                addrs
-                    .iter()
-                    .find(|a| a.ip().is_unspecified() && a.is_ipv4() == l.is_ipv4())
-            })
+            addrs.iter().find(|a| a.ip() == l.ip()).or_else(|| addrs.iter().find(|a| a.ip().is_unspecified() && a.is_ipv4() == l.is_ipv4()))
         })
         .or(addrs.first())?;
-    Some(bloatlab_model::RpmOffer {
-        port: pick.port(),
-        certificate_sha256: fp.clone(),
-    })
+    Some(bloatlab_model::RpmOffer { port: pick.port(), certificate_sha256: fp.clone() })
 }
 
 /// Bind TCP, then UDP on the same port (retrying with a new ephemeral port if
@@ -245,10 +232,7 @@ fn bind_pair(addr: SocketAddr) -> std::io::Result<(TcpListener, UdpSocket)> {
             Err(e) => return Err(e),
         }
     }
-    Err(std::io::Error::new(
-        std::io::ErrorKind::AddrInUse,
-        "no free port for both TCP and UDP",
-    ))
+    Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, "no free port for both TCP and UDP"))
 }
 
 /// One JSON line on stderr per event (docs/server.md): `time`, `event` and
@@ -276,16 +260,11 @@ fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
         };
         let t_rx = kts.map(clock::from_realtime).unwrap_or_else(clock::now_ns);
         let pkt = &mut buf[..n];
-        let answer =
-            wire::answer_probe_in_place(pkt, t_rx, clock::now_ns(), sh.cfg.secret.as_ref(), |p| {
-                admit_probe(&sh, p, from.ip())
-            });
+        let answer = wire::answer_probe_in_place(pkt, t_rx, clock::now_ns(), sh.cfg.secret.as_ref(), |p| {
+            admit_probe(&sh, p, from.ip())
+        });
         if let Some(len) = answer {
-            let _ = if mirror && tos != 0 {
-                bloatlab_host::sock::send_to_with_tos(&sock, &pkt[..len], from, tos)
-            } else {
-                sock.send_to(&pkt[..len], from)
-            };
+            let _ = if mirror && tos != 0 { bloatlab_host::sock::send_to_with_tos(&sock, &pkt[..len], from, tos) } else { sock.send_to(&pkt[..len], from) };
         }
     }
 }
@@ -293,9 +272,7 @@ fn udp_loop(sock: UdpSocket, sh: Arc<Shared>) {
 /// A probe is answered once, for a live test, from the source that opened it.
 fn admit_probe(sh: &Shared, p: &wire::Probe, from: IpAddr) -> bool {
     let live = sh.live.read().unwrap();
-    let Some(t) = live.get(&p.token) else {
-        return false;
-    };
+    let Some(t) = live.get(&p.token) else { return false };
     if quota::source_of(from) != t.source {
         return false;
     }
@@ -319,11 +296,9 @@ fn accept_loop(l: TcpListener, sh: Arc<Shared>) {
     bloatlab_serve::accept::accept_blocking(
         l,
         sh.conns.clone(),
-        |f| {
-            match f {
+        |f| match f {
             Full::Total { limit } => format!("the server is at its limit of {limit} open connections (server flag --max-conns); try again later"),
             Full::Source { limit } => format!("your address already has {limit} open connections to this server, its limit per source (server flag --max-conns-per-source)"),
-        }
         },
         |s, peer, reason| refuse_busy(&sh, s, peer, reason),
         |s, peer, conn| {
@@ -332,15 +307,8 @@ fn accept_loop(l: TcpListener, sh: Arc<Shared>) {
                 Err(_) => return Err((s, format!("the server has {MAX_HANDSHAKING} connections in their handshake; try again later"))),
             };
             let sh2 = sh.clone();
-            if let Err(e) = thread::Builder::new()
-                .name("conn".into())
-                .spawn(move || handle_conn(s, peer, sh2, conn, hello))
-            {
-                log(
-                    &sh,
-                    "rejected",
-                    json!({"client": peer.to_string(), "reason": format!("cannot start a thread: {e}")}),
-                );
+            if let Err(e) = thread::Builder::new().name("conn".into()).spawn(move || handle_conn(s, peer, sh2, conn, hello)) {
+                log(&sh, "rejected", json!({"client": peer.to_string(), "reason": format!("cannot start a thread: {e}")}));
             }
             Ok(())
         },
@@ -369,14 +337,9 @@ fn refuser(rx: mpsc::Receiver<(TcpStream, SocketAddr, String)>, sh: Arc<Shared>)
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok((s, peer, reason)) => {
-                let hs = Handshake {
-                    version: PROTOCOL_VERSION,
-                    status: HandshakeStatus::Busy as u8,
-                };
+                let hs = Handshake { version: PROTOCOL_VERSION, status: HandshakeStatus::Busy as u8 };
                 let mut out = hs.encode_server(&[0; NONCE_LEN]).to_vec();
-                out.extend(wire::encode_frame(&ServerMsg::Refused {
-                    reason: reason.clone(),
-                }));
+                out.extend(wire::encode_frame(&ServerMsg::Refused { reason: reason.clone() }));
                 if s.set_nonblocking(true).is_ok() && (&s).write_all(&out).is_ok() {
                     let _ = s.shutdown(std::net::Shutdown::Write);
                     waiting.push_back((Instant::now(), s));
@@ -408,34 +371,19 @@ fn tune_accepted(s: &TcpStream) {
 
 fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, _conn: Permit, hello: Permit) {
     tune_accepted(&s);
-    let reject = |reason: String| {
-        log(
-            &sh,
-            "rejected",
-            json!({"client": peer.to_string(), "reason": reason}),
-        )
-    };
+    let reject = |reason: String| log(&sh, "rejected", json!({"client": peer.to_string(), "reason": reason}));
     // The handshake, authentication and first message, whole, within HELLO_DEADLINE.
     let until = Instant::now() + HELLO_DEADLINE;
     let hs = match conn::read_handshake(&mut conn::Deadline::new(&s, until)) {
         Ok(h) => h,
         Err(ConnError::Closed) => return, // port scan / health check: nothing to log
-        Err(ConnError::Timeout) => {
-            return reject(format!(
-                "no complete handshake within {} s",
-                HELLO_DEADLINE.as_secs()
-            ))
-        }
+        Err(ConnError::Timeout) => return reject(format!("no complete handshake within {} s", HELLO_DEADLINE.as_secs())),
         Err(e) => return reject(e.to_string()),
     };
     let ok = hs.version == PROTOCOL_VERSION;
     let reply = Handshake {
         version: PROTOCOL_VERSION,
-        status: if ok {
-            HandshakeStatus::Ok as u8
-        } else {
-            HandshakeStatus::VersionMismatch as u8
-        },
+        status: if ok { HandshakeStatus::Ok as u8 } else { HandshakeStatus::VersionMismatch as u8 },
     };
     let nonce: [u8; NONCE_LEN] = rand::random();
     if s.write_all(&reply.encode_server(&nonce)).is_err() {
@@ -447,21 +395,14 @@ fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, _conn: Permi
             hs.version
         ));
     }
-    let read_first = |s: &TcpStream| {
-        conn::recv::<ClientMsg>(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME)
-    };
+    let read_first = |s: &TcpStream| conn::recv::<ClientMsg>(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME);
     let mut first = read_first(&s);
     let mut authenticated = false;
     if let Ok(ClientMsg::Auth { answer }) = &first {
         if let Some(k) = &sh.cfg.secret {
             if !wire::auth::check_answer(k, &nonce, answer) {
                 let reason = "authentication failed: the client's shared secret (--secret-file) does not match this server's";
-                let _ = conn::send(
-                    &mut s,
-                    &ServerMsg::Refused {
-                        reason: reason.into(),
-                    },
-                );
+                let _ = conn::send(&mut s, &ServerMsg::Refused { reason: reason.into() });
                 return reject(reason.into());
             }
             authenticated = true;
@@ -471,58 +412,30 @@ fn handle_conn(mut s: TcpStream, peer: SocketAddr, sh: Arc<Shared>, _conn: Permi
     let first = match first {
         Ok(m) => m,
         Err(ConnError::Timeout) => {
-            let msg = format!(
-                "the handshake and first message must arrive within {} s",
-                HELLO_DEADLINE.as_secs()
-            );
-            let _ = conn::send(
-                &mut s,
-                &ServerMsg::Error {
-                    message: msg.clone(),
-                },
-            );
+            let msg = format!("the handshake and first message must arrive within {} s", HELLO_DEADLINE.as_secs());
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: msg.clone() });
             return reject(msg);
         }
         Err(ConnError::Closed) => return,
         Err(e) => {
-            let _ = conn::send(
-                &mut s,
-                &ServerMsg::Error {
-                    message: format!("bad first message: {e}"),
-                },
-            );
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("bad first message: {e}") });
             return reject(format!("bad first message: {e}"));
         }
     };
     if sh.cfg.secret.is_some() && !authenticated {
         let reason = "this server requires a shared secret: run bloatlab test with --secret-file (the server's --secret-file)";
-        let _ = conn::send(
-            &mut s,
-            &ServerMsg::Refused {
-                reason: reason.into(),
-            },
-        );
+        let _ = conn::send(&mut s, &ServerMsg::Refused { reason: reason.into() });
         return reject("no authentication (the server has --secret-file)".into());
     }
     drop(hello);
     match first {
         ClientMsg::NewTest { .. } => control_session(s, peer, first, &sh),
-        ClientMsg::JoinFlow {
-            token,
-            flow_id,
-            direction,
-        } => flow_conn(s, peer, token, flow_id, direction, &sh),
+        ClientMsg::JoinFlow { token, flow_id, direction } => flow_conn(s, peer, token, flow_id, direction, &sh),
         ClientMsg::JoinRr { token } => rr_conn(s, peer, token, &sh),
         other => {
-            let _ = conn::send(
-                &mut s,
-                &ServerMsg::Error {
-                    message: format!(
-                        "expected new_test, join_flow or join_rr first, got {}",
-                        msg_name(&other)
-                    ),
-                },
-            );
+            let _ = conn::send(&mut s, &ServerMsg::Error {
+                message: format!("expected new_test, join_flow or join_rr first, got {}", msg_name(&other)),
+            });
         }
     }
 }
@@ -542,13 +455,7 @@ fn msg_name(m: &ClientMsg) -> &'static str {
 
 /// The test a join names, if it is live and was opened from the joining source.
 fn find_test(sh: &Shared, token: u64, peer: SocketAddr) -> Result<Arc<TestState>, String> {
-    let t = sh
-        .tests
-        .lock()
-        .unwrap()
-        .get(&token)
-        .cloned()
-        .ok_or("unknown or expired session token")?;
+    let t = sh.tests.lock().unwrap().get(&token).cloned().ok_or("unknown or expired session token")?;
     if t.source != quota::source_of(peer.ip()) {
         return Err("this session token belongs to another source address".into());
     }
@@ -556,25 +463,12 @@ fn find_test(sh: &Shared, token: u64, peer: SocketAddr) -> Result<Arc<TestState>
 }
 
 fn refuse(s: &mut TcpStream, sh: &Shared, peer: SocketAddr, reason: String) {
-    log(
-        sh,
-        "refused",
-        json!({"client": peer.to_string(), "reason": reason}),
-    );
+    log(sh, "refused", json!({"client": peer.to_string(), "reason": reason}));
     let _ = conn::send(s, &ServerMsg::Refused { reason });
 }
 
 fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Shared) {
-    let ClientMsg::NewTest {
-        client,
-        cc,
-        planned_duration_ms,
-        max_flows,
-        sample_interval_ms,
-        scenarios,
-        socket_buffer,
-        rx_copy,
-    } = first
+    let ClientMsg::NewTest { client, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer, rx_copy } = first
     else {
         return;
     };
@@ -599,16 +493,11 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
         ));
     }
     if socket_buffer > cfg.max_socket_buffer {
-        return refuse(
-            &mut s,
-            sh,
-            peer,
-            if cfg.max_socket_buffer == 0 {
-                "this server does not let clients set socket buffers (server flag --max-socket-buffer 0); leave --socket-buffer out".to_string()
-            } else {
-                format!("--socket-buffer {socket_buffer} exceeds this server's limit of {} bytes (server flag --max-socket-buffer)", cfg.max_socket_buffer)
-            },
-        );
+        return refuse(&mut s, sh, peer, if cfg.max_socket_buffer == 0 {
+            "this server does not let clients set socket buffers (server flag --max-socket-buffer 0); leave --socket-buffer out".to_string()
+        } else {
+            format!("--socket-buffer {socket_buffer} exceeds this server's limit of {} bytes (server flag --max-socket-buffer)", cfg.max_socket_buffer)
+        });
     }
     if let Err(e) = sys::set_cc(&s, &cc) {
         return refuse(&mut s, sh, peer, format!("server: {e}"));
@@ -643,11 +532,7 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
         sample_interval: Duration::from_millis(sample_interval_ms.clamp(10, 1000) as u64),
         socket_buffer,
         rx_copy,
-        cc: if cc.is_empty() {
-            sys::get_cc(&s)
-        } else {
-            cc.clone()
-        },
+        cc: if cc.is_empty() { sys::get_cc(&s) } else { cc.clone() },
         hard_end: started + planned + cfg.idle_timeout,
         scenario: Mutex::new(None),
         rr: Mutex::new(None),
@@ -656,24 +541,14 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
         bytes_down: AtomicU64::new(0),
     });
     sh.tests.lock().unwrap().insert(token, test.clone());
-    sh.live.write().unwrap().insert(
-        token,
-        LiveToken {
-            source,
-            windows: Mutex::new(vec![]),
-        },
-    );
+    sh.live.write().unwrap().insert(token, LiveToken { source, windows: Mutex::new(vec![]) });
     // A probe-only session (a witness) stays silent on its control connection
     // for the whole test: it may, up to what it announced.
     let probe_only = max_flows == 0;
     let accepted = ServerMsg::TestAccepted {
         token,
         server: sys::disclosed_host_info(cfg),
-        limits: Limits {
-            max_duration_ms: cfg.max_duration.as_millis() as u64,
-            max_flows: cfg.max_flows,
-            max_tests: cfg.max_tests,
-        },
+        limits: Limits { max_duration_ms: cfg.max_duration.as_millis() as u64, max_flows: cfg.max_flows, max_tests: cfg.max_tests },
         cc: test.cc.clone(),
         auth: cfg.secret.is_some(),
         rpm: rpm_offer(sh, s.local_addr().ok()).map(Box::new),
@@ -695,36 +570,23 @@ fn control_session(mut s: TcpStream, peer: SocketAddr, first: ClientMsg, sh: &Sh
     }
     sh.served.fetch_add(1, Ordering::Relaxed);
     let (ok, summary, reason) = match outcome {
-        Ok((summary, complete)) => (
-            complete,
-            summary,
-            if complete {
-                "client ended the test"
-            } else {
-                "client ended the test early"
-            }
-            .to_string(),
-        ),
+        Ok((summary, complete)) => (complete, summary, if complete { "client ended the test" } else { "client ended the test early" }.to_string()),
         Err(e) => (false, String::new(), e),
     };
-    log(
-        sh,
-        "test",
-        json!({
-            "client": peer.to_string(),
-            "client_version": client.bloatlab_version,
-            "scenarios": scenarios,
-            "witness": probe_only,
-            "cc": test.cc,
-            "authenticated": cfg.secret.is_some(),
-            "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
-            "bytes_up": test.bytes_up.load(Ordering::Relaxed),
-            "bytes_down": test.bytes_down.load(Ordering::Relaxed),
-            "outcome": if ok { "complete" } else { "incomplete" },
-            "ended_because": reason,
-            "summary": summary,
-        }),
-    );
+    log(sh, "test", json!({
+        "client": peer.to_string(),
+        "client_version": client.bloatlab_version,
+        "scenarios": scenarios,
+        "witness": probe_only,
+        "cc": test.cc,
+        "authenticated": cfg.secret.is_some(),
+        "seconds": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        "bytes_up": test.bytes_up.load(Ordering::Relaxed),
+        "bytes_down": test.bytes_down.load(Ordering::Relaxed),
+        "outcome": if ok { "complete" } else { "incomplete" },
+        "ended_because": reason,
+        "summary": summary,
+    }));
 }
 
 /// A running flow sampler, owned by its test's control loop: its stop flag,
@@ -747,21 +609,13 @@ impl RunningSampler {
         let thread = thread::Builder::new()
             .name("sampler".into())
             .spawn(move || flow::sample_loop(&list, interval, &st, Side::Server, None))?;
-        Ok(RunningSampler {
-            stop,
-            thread: Some(thread),
-            ids,
-        })
+        Ok(RunningSampler { stop, thread: Some(thread), ids })
     }
 
     /// Stop and collect each sampled flow's samples by id.
     fn finish(mut self) -> HashMap<u32, flow::FlowSamples> {
         self.stop.stop();
-        let v = self
-            .thread
-            .take()
-            .map(|h| h.join().unwrap_or_default())
-            .unwrap_or_default();
+        let v = self.thread.take().map(|h| h.join().unwrap_or_default()).unwrap_or_default();
         std::mem::take(&mut self.ids).into_iter().zip(v).collect()
     }
 }
@@ -776,22 +630,11 @@ impl Drop for RunningSampler {
 }
 
 /// The control loop of one test. Ok((client's summary, complete)) when the client ended it.
-fn run_control(
-    s: &mut TcpStream,
-    test: &Arc<TestState>,
-    sh: &Shared,
-    probe_only: bool,
-) -> Result<(String, bool), String> {
+fn run_control(s: &mut TcpStream, test: &Arc<TestState>, sh: &Shared, probe_only: bool) -> Result<(String, bool), String> {
     let cfg = &sh.cfg;
     let hard_end = test.hard_end;
-    let deadline_hit = || {
-        "the test reached its deadline (its announced length, at most --max-duration, plus --idle-timeout): stopped".to_string()
-    };
-    let mut timeout = if probe_only {
-        hard_end.saturating_duration_since(Instant::now())
-    } else {
-        cfg.idle_timeout
-    };
+    let deadline_hit = || "the test reached its deadline (its announced length, at most --max-duration, plus --idle-timeout): stopped".to_string();
+    let mut timeout = if probe_only { hard_end.saturating_duration_since(Instant::now()) } else { cfg.idle_timeout };
     let mut sampler: Option<RunningSampler> = None;
     loop {
         if Instant::now() >= hard_end {
@@ -799,51 +642,26 @@ fn run_control(
         }
         // Each message whole within the timeout, and none after the test's hard end.
         let until = (Instant::now() + timeout).min(hard_end);
-        let msg: ClientMsg = match conn::recv(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME)
-        {
+        let msg: ClientMsg = match conn::recv(&mut conn::Deadline::new(s, until), MAX_CLIENT_FRAME) {
             Ok(m) => m,
             Err(ConnError::Timeout) if Instant::now() >= hard_end => return Err(deadline_hit()),
             Err(ConnError::Timeout) => {
-                return Err(format!(
-                    "client silent for {:.0} s (no complete message): gave up on it",
-                    timeout.as_secs_f64()
-                ))
+                return Err(format!("client silent for {:.0} s (no complete message): gave up on it", timeout.as_secs_f64()))
             }
             Err(ConnError::Closed) => return Err("client disconnected mid-test".into()),
             Err(e) => {
-                let _ = conn::send(
-                    s,
-                    &ServerMsg::Error {
-                        message: e.to_string(),
-                    },
-                );
+                let _ = conn::send(s, &ServerMsg::Error { message: e.to_string() });
                 return Err(format!("protocol error: {e}"));
             }
         };
         match msg {
-            ClientMsg::StartScenario {
-                flows, duration_ms, ..
-            } => {
+            ClientMsg::StartScenario { flows, duration_ms, .. } => {
                 if flows.len() as u32 > cfg.max_flows {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: format!(
-                                "{} flows exceed the server's limit of {}",
-                                flows.len(),
-                                cfg.max_flows
-                            ),
-                        },
-                    );
+                    let _ = conn::send(s, &ServerMsg::Error { message: format!("{} flows exceed the server's limit of {}", flows.len(), cfg.max_flows) });
                     return Err("too many flows".into());
                 }
                 if duration_ms > cfg.max_duration.as_millis() as u64 {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: "scenario longer than the server's --max-duration".into(),
-                        },
-                    );
+                    let _ = conn::send(s, &ServerMsg::Error { message: "scenario longer than the server's --max-duration".into() });
                     return Err("scenario too long".into());
                 }
                 // A new scenario ends the previous one and its sampler.
@@ -851,63 +669,22 @@ fn run_control(
                 if let Some(old) = test.scenario.lock().unwrap().take() {
                     stop_scenario(&old, test);
                 }
-                let expected: HashMap<u32, Direction> = flows
-                    .iter()
-                    .map(|f: &FlowSpec| (f.id, f.direction))
-                    .collect();
-                let marks: HashMap<u32, u8> = flows
-                    .iter()
-                    .filter(|f| f.dscp > 0)
-                    .map(|f| (f.id, f.dscp))
-                    .collect();
-                let udp: HashMap<u32, wire::UdpParams> =
-                    flows.iter().filter_map(|f| Some((f.id, f.udp?))).collect();
-                if let Some(f) = flows.iter().find(|f| {
-                    f.udp.is_some_and(|u| {
-                        u.payload < wire::UDP_HEADER as u32 || u.payload > 65_000 || u.rate_bps == 0
-                    })
-                }) {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: format!("flow {}: bad UDP rate or datagram size", f.id),
-                        },
-                    );
+                let expected: HashMap<u32, Direction> = flows.iter().map(|f: &FlowSpec| (f.id, f.direction)).collect();
+                let marks: HashMap<u32, u8> = flows.iter().filter(|f| f.dscp > 0).map(|f| (f.id, f.dscp)).collect();
+                let udp: HashMap<u32, wire::UdpParams> = flows.iter().filter_map(|f| Some((f.id, f.udp?))).collect();
+                if let Some(f) = flows.iter().find(|f| f.udp.is_some_and(|u| u.payload < wire::UDP_HEADER as u32 || u.payload > 65_000 || u.rate_bps == 0)) {
+                    let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: bad UDP rate or datagram size", f.id) });
                     return Err("bad UDP flow".into());
                 }
-                if let Some(f) = flows.iter().find(|f| {
-                    f.segment_bytes > 0
-                        && (f.udp.is_some()
-                            || f.direction != Direction::Down
-                            || f.segment_bytes > wire::MAX_SEGMENT_BYTES)
-                }) {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: format!(
-                                "flow {}: a stream segment is a TCP download of 1 to {} bytes",
-                                f.id,
-                                wire::MAX_SEGMENT_BYTES
-                            ),
-                        },
-                    );
+                if let Some(f) = flows.iter().find(|f| f.segment_bytes > 0 && (f.udp.is_some() || f.direction != Direction::Down || f.segment_bytes > wire::MAX_SEGMENT_BYTES)) {
+                    let _ = conn::send(s, &ServerMsg::Error {
+                        message: format!("flow {}: a stream segment is a TCP download of 1 to {} bytes", f.id, wire::MAX_SEGMENT_BYTES),
+                    });
                     return Err("bad stream segment".into());
                 }
-                let segments: HashMap<u32, u64> = flows
-                    .iter()
-                    .filter(|f| f.segment_bytes > 0)
-                    .map(|f| (f.id, f.segment_bytes))
-                    .collect();
+                let segments: HashMap<u32, u64> = flows.iter().filter(|f| f.segment_bytes > 0).map(|f| (f.id, f.segment_bytes)).collect();
                 if let Some(f) = flows.iter().find(|f| f.dscp > 63) {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: format!(
-                                "flow {}: DSCP {} is out of range (0..63)",
-                                f.id, f.dscp
-                            ),
-                        },
-                    );
+                    let _ = conn::send(s, &ServerMsg::Error { message: format!("flow {}: DSCP {} is out of range (0..63)", f.id, f.dscp) });
                     return Err("DSCP out of range".into());
                 }
                 *test.scenario.lock().unwrap() = Some(Arc::new(Scenario {
@@ -923,33 +700,16 @@ fn run_control(
                 send_or_err(s, &ServerMsg::ScenarioReady)?;
             }
             ClientMsg::Go => {
-                let sc = test
-                    .scenario
-                    .lock()
-                    .unwrap()
-                    .clone()
-                    .ok_or("go without a scenario")?;
+                let sc = test.scenario.lock().unwrap().clone().ok_or("go without a scenario")?;
                 let joined = sc.joined.lock().unwrap();
                 if joined.len() != sc.expected.len() {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: format!(
-                                "go with {} of {} flows connected",
-                                joined.len(),
-                                sc.expected.len()
-                            ),
-                        },
-                    );
+                    let _ = conn::send(s, &ServerMsg::Error {
+                        message: format!("go with {} of {} flows connected", joined.len(), sc.expected.len()),
+                    });
                     return Err("go before all flows joined".into());
                 }
                 if sampler.is_some() {
-                    let _ = conn::send(
-                        s,
-                        &ServerMsg::Error {
-                            message: "a second go for the same scenario".into(),
-                        },
-                    );
+                    let _ = conn::send(s, &ServerMsg::Error { message: "a second go for the same scenario".into() });
                     return Err("second go".into());
                 }
                 let mut list = vec![];
@@ -964,23 +724,12 @@ fn run_control(
                     });
                 }
                 drop(joined);
-                sampler = Some(
-                    RunningSampler::start(list, test.sample_interval)
-                        .map_err(|e| format!("cannot start the sampler: {e}"))?,
-                );
+                sampler = Some(RunningSampler::start(list, test.sample_interval).map_err(|e| format!("cannot start the sampler: {e}"))?);
                 sc.gate.open();
             }
             ClientMsg::StopScenario => {
-                let sc = test
-                    .scenario
-                    .lock()
-                    .unwrap()
-                    .take()
-                    .ok_or("stop without a scenario")?;
-                let mut samples = sampler
-                    .take()
-                    .map(RunningSampler::finish)
-                    .unwrap_or_default();
+                let sc = test.scenario.lock().unwrap().take().ok_or("stop without a scenario")?;
+                let mut samples = sampler.take().map(RunningSampler::finish).unwrap_or_default();
                 let outcomes = stop_scenario(&sc, test);
                 let mut reports = vec![];
                 for (id, dir) in sc.expected.iter() {
@@ -1010,12 +759,7 @@ fn run_control(
                 return Ok((summary, complete));
             }
             other => {
-                let _ = conn::send(
-                    s,
-                    &ServerMsg::Error {
-                        message: format!("unexpected {} on a control connection", msg_name(&other)),
-                    },
-                );
+                let _ = conn::send(s, &ServerMsg::Error { message: format!("unexpected {} on a control connection", msg_name(&other)) });
                 return Err(format!("unexpected {}", msg_name(&other)));
             }
         }
@@ -1051,66 +795,32 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         Ok(t) => t,
         Err(e) => {
             let _ = conn::send(&mut s, &ServerMsg::Error { message: e.clone() });
-            return log(
-                sh,
-                "rejected",
-                json!({"client": peer.to_string(), "reason": format!("flow: {e}")}),
-            );
+            return log(sh, "rejected", json!({"client": peer.to_string(), "reason": format!("flow: {e}")}));
         }
     };
     let Some(sc) = test.scenario.lock().unwrap().clone() else {
-        let _ = conn::send(
-            &mut s,
-            &ServerMsg::Error {
-                message: "no scenario is starting".into(),
-            },
-        );
+        let _ = conn::send(&mut s, &ServerMsg::Error { message: "no scenario is starting".into() });
         return;
     };
     if sc.expected.get(&id) != Some(&dir) || sc.joined.lock().unwrap().contains_key(&id) {
-        let _ = conn::send(
-            &mut s,
-            &ServerMsg::Error {
-                message: format!("flow {id} was not announced or already joined"),
-            },
-        );
+        let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("flow {id} was not announced or already joined") });
         return;
     }
     let _ = s.set_nodelay(false);
     if let Some(d) = sc.marks.get(&id) {
         if let Err(e) = sys::set_dscp(&s, *d) {
-            let _ = conn::send(
-                &mut s,
-                &ServerMsg::Error {
-                    message: format!("server: cannot mark flow {id} with DSCP {d}: {e}"),
-                },
-            );
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: cannot mark flow {id} with DSCP {d}: {e}") });
             return;
         }
     }
     if let Err(e) = sys::set_cc(&s, &test.cc) {
-        let _ = conn::send(
-            &mut s,
-            &ServerMsg::Error {
-                message: format!("server: {e}"),
-            },
-        );
+        let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: {e}") });
         return;
     }
     // (Larger than --max-socket-buffer was refused with the test.)
     if test.socket_buffer > 0 {
-        let _ = sys::set_int(
-            &s,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            test.socket_buffer as i32,
-        );
-        let _ = sys::set_int(
-            &s,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            test.socket_buffer as i32,
-        );
+        let _ = sys::set_int(&s, libc::SOL_SOCKET, libc::SO_SNDBUF, test.socket_buffer as i32);
+        let _ = sys::set_int(&s, libc::SOL_SOCKET, libc::SO_RCVBUF, test.socket_buffer as i32);
     }
     // A vanished client must not pin this thread forever.
     conn::set_timeout(&s, Some(sh.cfg.idle_timeout));
@@ -1124,18 +834,11 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
     // A UDP flow: a UDP socket of its own on the address the client reached us at.
     let udp = match sc.udp.get(&id) {
         Some(p) => {
-            let sock = s
-                .local_addr()
-                .and_then(|a| crate::udpflow::bind_near(a, true));
+            let sock = s.local_addr().and_then(|a| crate::udpflow::bind_near(a, true));
             let sock = match sock {
                 Ok(u) => u,
                 Err(e) => {
-                    let _ = conn::send(
-                        &mut s,
-                        &ServerMsg::Error {
-                            message: format!("server: cannot open a UDP socket for flow {id}: {e}"),
-                        },
-                    );
+                    let _ = conn::send(&mut s, &ServerMsg::Error { message: format!("server: cannot open a UDP socket for flow {id}: {e}") });
                     return;
                 }
             };
@@ -1146,20 +849,9 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
         }
         None => None,
     };
-    sc.joined.lock().unwrap().insert(
-        id,
-        Joined {
-            direction: dir,
-            tcp: udp.is_none(),
-            sock: clone,
-            counter: counter.clone(),
-            done: rx,
-        },
-    );
+    sc.joined.lock().unwrap().insert(id, Joined { direction: dir, tcp: udp.is_none(), sock: clone, counter: counter.clone(), done: rx });
     let accepted = match &udp {
-        Some((u, _)) => ServerMsg::UdpFlowAccepted {
-            port: u.local_addr().map(|a| a.port()).unwrap_or(0),
-        },
+        Some((u, _)) => ServerMsg::UdpFlowAccepted { port: u.local_addr().map(|a| a.port()).unwrap_or(0) },
         None => ServerMsg::FlowAccepted,
     };
     if conn::send(&mut s, &accepted).is_err() {
@@ -1170,32 +862,15 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
     if let Some((u, p)) = udp {
         let _keep = s; // the TCP connection controls the flow for its life
         let stats = match dir {
-            Direction::Up => crate::udpflow::receive(
-                &u,
-                id,
-                &counter,
-                &sc.stop,
-                crate::udpflow::Receiving::Upload,
-            )
-            .stats(None, p.rate_bps as f64, p.payload),
+            Direction::Up => crate::udpflow::receive(&u, id, &counter, &sc.stop, crate::udpflow::Receiving::Upload).stats(None, p.rate_bps as f64, p.payload),
             Direction::Down => {
                 let limit = sh.cfg.idle_timeout + Duration::from_secs(30);
                 let sent = crate::udpflow::serve_download(&u, id, p, &sc.gate, &sc.stop, limit);
-                test.bytes_down
-                    .fetch_add(sent * p.payload as u64, Ordering::Relaxed);
-                bloatlab_results::UdpStats {
-                    sent,
-                    target_bps: p.rate_bps as f64,
-                    payload_bytes: p.payload,
-                    ..Default::default()
-                }
+                test.bytes_down.fetch_add(sent * p.payload as u64, Ordering::Relaxed);
+                bloatlab_results::UdpStats { sent, target_bps: p.rate_bps as f64, payload_bytes: p.payload, ..Default::default() }
             }
         };
-        let _ = tx.send(RecvOutcome {
-            bytes: counter.load(Ordering::Relaxed),
-            udp: Some(stats),
-            ..Default::default()
-        });
+        let _ = tx.send(RecvOutcome { bytes: counter.load(Ordering::Relaxed), udp: Some(stats), ..Default::default() });
         return;
     }
     match dir {
@@ -1204,10 +879,7 @@ fn flow_conn(mut s: TcpStream, peer: SocketAddr, token: u64, id: u32, dir: Direc
             let _ = tx.send(o);
         }
         Direction::Down => {
-            if sc
-                .gate
-                .wait(&sc.stop, sh.cfg.idle_timeout + Duration::from_secs(30))
-            {
+            if sc.gate.wait(&sc.stop, sh.cfg.idle_timeout + Duration::from_secs(30)) {
                 let sent = match sc.segments.get(&id) {
                     Some(&n) => flow::send_segment(s, n, &counter, &sc.stop),
                     None => flow::send(s, &sc.stop),
@@ -1227,22 +899,13 @@ fn rr_conn(mut s: TcpStream, peer: SocketAddr, token: u64, sh: &Shared) {
         Ok(t) => t,
         Err(e) => {
             let _ = conn::send(&mut s, &ServerMsg::Error { message: e.clone() });
-            return log(
-                sh,
-                "rejected",
-                json!({"client": peer.to_string(), "reason": format!("request/response: {e}")}),
-            );
+            return log(sh, "rejected", json!({"client": peer.to_string(), "reason": format!("request/response: {e}")}));
         }
     };
     {
         let mut slot = test.rr.lock().unwrap();
         if slot.is_some() || test.ended.load(Ordering::SeqCst) {
-            let _ = conn::send(
-                &mut s,
-                &ServerMsg::Error {
-                    message: "this test already has its request/response connection".into(),
-                },
-            );
+            let _ = conn::send(&mut s, &ServerMsg::Error { message: "this test already has its request/response connection".into() });
             return;
         }
         match s.try_clone() {
@@ -1257,10 +920,7 @@ fn rr_conn(mut s: TcpStream, peer: SocketAddr, token: u64, sh: &Shared) {
     }
     let mut b = [0u8; wire::RR_SIZE];
     while !test.ended.load(Ordering::Relaxed) {
-        if conn::Deadline::new(&s, test.hard_end)
-            .read_exact(&mut b)
-            .is_err()
-        {
+        if conn::Deadline::new(&s, test.hard_end).read_exact(&mut b).is_err() {
             return;
         }
         if wire::decode_rr(&b).is_err() || s.write_all(&b).is_err() {

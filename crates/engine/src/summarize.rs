@@ -1,13 +1,12 @@
 //! Turn raw measurements into the result document: time bases, phases,
 //! summaries (via bloatlab-metrics), headline numbers.
+use bloatlab_model::TestConfig;
 use crate::flow::{FlowSamples, RecvOutcome};
 use crate::probe::{Exchange, RrRecord};
 use bloatlab_metrics as m;
-use bloatlab_model::TestConfig;
 use bloatlab_results::{
-    ClockOffset, Direction, Flow, GoodputSample, Headline, HostInfo, Metadata, Phase, PingInfo,
-    PingSample, PingSeries, PingSummary, Probe, RrSample, SocketInfo, Summary, TcpInfoSample,
-    TestResult, SCHEMA_NAME, SCHEMA_VERSION,
+    ClockOffset, Direction, Flow, GoodputSample, Headline, HostInfo, Metadata, Phase, PingInfo, PingSample, PingSeries,
+    PingSummary, Probe, RrSample, SocketInfo, Summary, TcpInfoSample, TestResult, SCHEMA_NAME, SCHEMA_VERSION,
 };
 use bloatlab_wire::{FlowSpec, ServerFlowReport, PROTOCOL_VERSION};
 use std::net::SocketAddr;
@@ -58,17 +57,9 @@ pub fn call_frames(parts: &[Exchange], per_frame: usize) -> Vec<Exchange> {
         .map(|c| {
             let t1 = c[0].t1;
             if c.iter().all(|e| e.answered()) {
-                Exchange {
-                    t1,
-                    t2: c.iter().map(|e| e.t2).max().unwrap_or(0),
-                    t3: c.iter().map(|e| e.t3).max().unwrap_or(0),
-                    t4: c.iter().map(|e| e.t4).max().unwrap_or(0),
-                }
+                Exchange { t1, t2: c.iter().map(|e| e.t2).max().unwrap_or(0), t3: c.iter().map(|e| e.t3).max().unwrap_or(0), t4: c.iter().map(|e| e.t4).max().unwrap_or(0) }
             } else {
-                Exchange {
-                    t1,
-                    ..Default::default()
-                }
+                Exchange { t1, ..Default::default() }
             }
         })
         .collect()
@@ -108,9 +99,7 @@ pub struct MetaIn<'a> {
 /// flows are measured on the server's clock, which needs no offset for a
 /// rate). The ramp's decision input; the final summary recomputes it.
 pub fn step_goodput_bps(p: &RawPhase, up: bool) -> f64 {
-    let steady = |g: &[(u64, u64)], start: u64, end: u64| {
-        m::steady_goodput_bps(g, start, end, m::DEFAULT_TRIM_START, m::DEFAULT_TRIM_END)
-    };
+    let steady = |g: &[(u64, u64)], start: u64, end: u64| m::steady_goodput_bps(g, start, end, m::DEFAULT_TRIM_START, m::DEFAULT_TRIM_END);
     if up {
         p.server_flows
             .iter()
@@ -142,13 +131,7 @@ fn to_client(t_server: u64, est: Option<&m::OffsetEstimate>) -> u64 {
     }
 }
 
-fn probes_in(
-    ex: &[Exchange],
-    start: u64,
-    end: u64,
-    t0: u64,
-    est: Option<&m::OffsetEstimate>,
-) -> Vec<Probe> {
+fn probes_in(ex: &[Exchange], start: u64, end: u64, t0: u64, est: Option<&m::OffsetEstimate>) -> Vec<Probe> {
     ex.iter()
         .enumerate()
         .filter(|(_, e)| e.t1 >= start && e.t1 < end)
@@ -162,10 +145,7 @@ fn probes_in(
                 t_ns: rel(e.t1, t0),
                 rtt_ns: e.rtt_ns(),
                 server_rx_unix_ns: reached.then_some(e.t2),
-                owd_up_ns: reached
-                    .then_some(())
-                    .and(est)
-                    .map(|o| o.owd_up_ns(e.t1 as i64, e.t2 as i64)),
+                owd_up_ns: reached.then_some(()).and(est).map(|o| o.owd_up_ns(e.t1 as i64, e.t2 as i64)),
                 owd_down_ns: owd.map(|o| o.owd_down_ns(e.t3 as i64, e.t4 as i64)),
             }
         })
@@ -208,24 +188,12 @@ fn witness_in(ex: &[Exchange], start: u64, end: u64, t0: u64) -> Vec<Probe> {
 }
 
 /// Each target's pings sent within [start, end).
-fn pings_in(
-    pings: &[(PingInfo, Vec<crate::ping::PingSample>)],
-    start: u64,
-    end: u64,
-    t0: u64,
-) -> Vec<PingSeries> {
+fn pings_in(pings: &[(PingInfo, Vec<crate::ping::PingSample>)], start: u64, end: u64, t0: u64) -> Vec<PingSeries> {
     pings
         .iter()
         .map(|(info, v)| PingSeries {
             target: info.target.clone(),
-            samples: v
-                .iter()
-                .filter(|x| x.0 >= start && x.0 < end)
-                .map(|x| PingSample {
-                    t_ns: rel(x.0, t0),
-                    rtt_ns: x.1,
-                })
-                .collect(),
+            samples: v.iter().filter(|x| x.0 >= start && x.0 < end).map(|x| PingSample { t_ns: rel(x.0, t0), rtt_ns: x.1 }).collect(),
         })
         .collect()
 }
@@ -244,22 +212,9 @@ pub fn ping_summaries(p: &Phase, idle: Option<&Phase>) -> Vec<PingSummary> {
                 .map(|q| q.latency.p50_ms);
             // the loaded part's median, as the phase's own probes (model::LOADED_RULE)
             let from = p.start_ns + p.summary.loaded_from_s.map_or(0, |s| (s * 1e9) as u64);
-            let loaded: Vec<f64> = ps
-                .samples
-                .iter()
-                .filter_map(|x| x.rtt_ns.filter(|r| x.t_ns + r >= from))
-                .map(|r| r as f64 / 1e6)
-                .collect();
-            let added = if p.name == "idle" || latency.received == 0 {
-                None
-            } else {
-                m::added_latency_ms(pct(&loaded, 50.0).or(Some(latency.p50_ms)), idle_p50)
-            };
-            PingSummary {
-                target: ps.target.clone(),
-                latency,
-                added_latency_ms: added,
-            }
+            let loaded: Vec<f64> = ps.samples.iter().filter_map(|x| x.rtt_ns.filter(|r| x.t_ns + r >= from)).map(|r| r as f64 / 1e6).collect();
+            let added = if p.name == "idle" || latency.received == 0 { None } else { m::added_latency_ms(pct(&loaded, 50.0).or(Some(latency.p50_ms)), idle_p50) };
+            PingSummary { target: ps.target.clone(), latency, added_latency_ms: added }
         })
         .collect()
 }
@@ -271,20 +226,13 @@ fn pct(v: &[f64], p: f64) -> Option<f64> {
 /// What the settle rule reads of a phase's probes: (answer arrival ns from
 /// `start_ns`, round trip ns) of the answered ones.
 pub fn settle_samples(probes: &[Probe], start_ns: u64) -> Vec<(u64, u64)> {
-    probes
-        .iter()
-        .filter_map(|x| x.rtt_ns.map(|r| ((x.t_ns + r).saturating_sub(start_ns), r)))
-        .collect()
+    probes.iter().filter_map(|x| x.rtt_ns.map(|r| ((x.t_ns + r).saturating_sub(start_ns), r))).collect()
 }
 
 /// The median round trip, ms, of `probes` answered `from_ns` or more after
 /// `start_ns` (None: none was).
 fn loaded_p50_ms(probes: &[Probe], start_ns: u64, from_ns: u64) -> Option<f64> {
-    let v: Vec<f64> = settle_samples(probes, start_ns)
-        .into_iter()
-        .filter(|&(at, _)| at >= from_ns)
-        .map(|(_, r)| r as f64 / 1e6)
-        .collect();
+    let v: Vec<f64> = settle_samples(probes, start_ns).into_iter().filter(|&(at, _)| at >= from_ns).map(|(_, r)| r as f64 / 1e6).collect();
     pct(&v, 50.0)
 }
 
@@ -296,11 +244,7 @@ pub const RR_ADDED_MIN_ANSWERS: usize = 20;
 /// `from_ns` or more after `start_ns`, where at least
 /// [`RR_ADDED_MIN_ANSWERS`] were.
 pub fn rr_p50_ms(rr: &[RrSample], start_ns: u64, from_ns: u64) -> Option<f64> {
-    let v: Vec<f64> = rr
-        .iter()
-        .filter(|r| r.completed && (r.t_ns + r.rtt_ns).saturating_sub(start_ns) >= from_ns)
-        .map(|r| r.rtt_ns as f64 / 1e6)
-        .collect();
+    let v: Vec<f64> = rr.iter().filter(|r| r.completed && (r.t_ns + r.rtt_ns).saturating_sub(start_ns) >= from_ns).map(|r| r.rtt_ns as f64 / 1e6).collect();
     if v.len() < RR_ADDED_MIN_ANSWERS {
         return None;
     }
@@ -310,22 +254,11 @@ pub fn rr_p50_ms(rr: &[RrSample], start_ns: u64, from_ns: u64) -> Option<f64> {
 /// Summary of one phase (pure: everything comes from the phase's samples),
 /// against idle's median round trips: the UDP probes', the witness's and
 /// the request/response exchanges'.
-pub fn summarize_phase(
-    p: &Phase,
-    idle_p50_ms: Option<f64>,
-    idle_witness_p50_ms: Option<f64>,
-    idle_rr_p50_ms: Option<f64>,
-) -> Summary {
+pub fn summarize_phase(p: &Phase, idle_p50_ms: Option<f64>, idle_witness_p50_ms: Option<f64>, idle_rr_p50_ms: Option<f64>) -> Summary {
     let mut s = Summary::default();
     for f in &p.flows {
         let samples: Vec<(u64, u64)> = f.goodput.iter().map(|g| (g.t_ns, g.bytes)).collect();
-        let bps = m::steady_goodput_bps(
-            &samples,
-            p.start_ns,
-            p.end_ns,
-            m::DEFAULT_TRIM_START,
-            m::DEFAULT_TRIM_END,
-        );
+        let bps = m::steady_goodput_bps(&samples, p.start_ns, p.end_ns, m::DEFAULT_TRIM_START, m::DEFAULT_TRIM_END);
         s.flow_bps.push(bps);
         match f.direction {
             Direction::Up => s.upload_bps += bps,
@@ -345,51 +278,29 @@ pub fn summarize_phase(
     let mut loaded_from = 0u64;
     if p.name != "idle" {
         let rule = &bloatlab_model::SETTLE_RULE;
-        let st = m::settle::settle(
-            &settle_samples(&p.probes, p.start_ns),
-            p.end_ns.saturating_sub(p.start_ns),
-            rule,
-        );
-        (s.still_rising, s.settled_after_s, s.settled_p50_ms) =
-            (st.still_rising, st.settled_after_s, st.settled_level_ms);
-        let k =
-            m::settle::loaded_from(&st.window_p50_ms, idle_p50_ms, &bloatlab_model::LOADED_RULE);
+        let st = m::settle::settle(&settle_samples(&p.probes, p.start_ns), p.end_ns.saturating_sub(p.start_ns), rule);
+        (s.still_rising, s.settled_after_s, s.settled_p50_ms) = (st.still_rising, st.settled_after_s, st.settled_level_ms);
+        let k = m::settle::loaded_from(&st.window_p50_ms, idle_p50_ms, &bloatlab_model::LOADED_RULE);
         loaded_from = k as u64 * rule.window.as_nanos() as u64;
         if received {
             s.loaded_from_s = Some(loaded_from as f64 / 1e9);
-            s.loaded_p50_ms =
-                loaded_p50_ms(&p.probes, p.start_ns, loaded_from).or(Some(s.latency.p50_ms));
+            s.loaded_p50_ms = loaded_p50_ms(&p.probes, p.start_ns, loaded_from).or(Some(s.latency.p50_ms));
             s.added_latency_ms = m::added_latency_ms(s.loaded_p50_ms, idle_p50_ms);
         }
-        s.rr_added_latency_ms =
-            m::added_latency_ms(rr_p50_ms(&p.rr, p.start_ns, loaded_from), idle_rr_p50_ms);
-        s.udp_over_rr_ms = s
-            .added_latency_ms
-            .zip(s.rr_added_latency_ms)
-            .map(|(udp, rr)| udp - rr);
+        s.rr_added_latency_ms = m::added_latency_ms(rr_p50_ms(&p.rr, p.start_ns, loaded_from), idle_rr_p50_ms);
+        s.udp_over_rr_ms = s.added_latency_ms.zip(s.rr_added_latency_ms).map(|(udp, rr)| udp - rr);
     }
     if !p.witness_probes.is_empty() {
         let w: Vec<Option<u64>> = p.witness_probes.iter().map(|x| x.rtt_ns).collect();
         let ws = m::latency_stats_ns(&w);
         if p.name != "idle" && ws.received > 0 {
-            let loaded =
-                loaded_p50_ms(&p.witness_probes, p.start_ns, loaded_from).unwrap_or(ws.p50_ms);
+            let loaded = loaded_p50_ms(&p.witness_probes, p.start_ns, loaded_from).unwrap_or(ws.p50_ms);
             s.witness_added_latency_ms = m::added_latency_ms(Some(loaded), idle_witness_p50_ms);
         }
         s.witness_latency = Some(ws);
     }
-    let up: Vec<f64> = p
-        .probes
-        .iter()
-        .filter_map(|x| x.owd_up_ns)
-        .map(|v| v as f64 / 1e6)
-        .collect();
-    let down: Vec<f64> = p
-        .probes
-        .iter()
-        .filter_map(|x| x.owd_down_ns)
-        .map(|v| v as f64 / 1e6)
-        .collect();
+    let up: Vec<f64> = p.probes.iter().filter_map(|x| x.owd_up_ns).map(|v| v as f64 / 1e6).collect();
+    let down: Vec<f64> = p.probes.iter().filter_map(|x| x.owd_down_ns).map(|v| v as f64 / 1e6).collect();
     s.owd_up_p50_ms = pct(&up, 50.0);
     s.owd_up_p99_ms = pct(&up, 99.0);
     s.owd_down_p50_ms = pct(&down, 50.0);
@@ -401,18 +312,7 @@ pub fn summarize_phase(
     }
     // A flow that received nothing in the whole phase was stalled for all of it.
     let phase_len = p.end_ns.saturating_sub(p.start_ns);
-    if let Some(worst) = p
-        .flows
-        .iter()
-        .map(|f| {
-            if f.bytes == 0 {
-                phase_len
-            } else {
-                f.max_gap_ns
-            }
-        })
-        .max()
-    {
+    if let Some(worst) = p.flows.iter().map(|f| if f.bytes == 0 { phase_len } else { f.max_gap_ns }).max() {
         if worst > 0 {
             let (ms, hz) = m::smoothness(worst);
             s.smoothness_ms = Some(ms);
@@ -421,10 +321,7 @@ pub fn summarize_phase(
     }
     // UDP-probe RPM: every probe sent, a lost one counted at the loss threshold.
     s.rpm = m::rpm_from_probes_ns(&rtts);
-    let rr_all: Vec<Option<u64>> =
-        p.rr.iter()
-            .map(|r| r.completed.then_some(r.rtt_ns))
-            .collect();
+    let rr_all: Vec<Option<u64>> = p.rr.iter().map(|r| r.completed.then_some(r.rtt_ns)).collect();
     s.rr_rpm = m::rpm_from_probes_ns(&rr_all);
     s.upload_gb_per_month = m::gb_per_month(s.upload_bps);
     s.download_gb_per_month = m::gb_per_month(s.download_bps);
@@ -433,33 +330,16 @@ pub fn summarize_phase(
 
 /// Headline numbers over the scenarios (seed 003's four, plus latency).
 pub fn headline(idle: Option<&Phase>, scenarios: &[Phase]) -> Headline {
-    let minf = |it: &mut dyn Iterator<Item = f64>| {
-        it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))))
-    };
-    let maxf = |it: &mut dyn Iterator<Item = f64>| {
-        it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
-    };
+    let minf = |it: &mut dyn Iterator<Item = f64>| it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))));
+    let maxf = |it: &mut dyn Iterator<Item = f64>| it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
     Headline {
-        upload_capacity_bps: maxf(&mut scenarios.iter().map(|p| p.summary.upload_bps))
-            .unwrap_or(0.0),
-        download_capacity_bps: maxf(&mut scenarios.iter().map(|p| p.summary.download_bps))
-            .unwrap_or(0.0),
-        link_responsiveness_hz: minf(
-            &mut scenarios.iter().filter_map(|p| p.summary.responsiveness_hz),
-        ),
+        upload_capacity_bps: maxf(&mut scenarios.iter().map(|p| p.summary.upload_bps)).unwrap_or(0.0),
+        download_capacity_bps: maxf(&mut scenarios.iter().map(|p| p.summary.download_bps)).unwrap_or(0.0),
+        link_responsiveness_hz: minf(&mut scenarios.iter().filter_map(|p| p.summary.responsiveness_hz)),
         flow_smoothness_hz: minf(&mut scenarios.iter().filter_map(|p| p.summary.smoothness_hz)),
-        idle_latency_ms: idle
-            .filter(|p| p.summary.latency.received > 0)
-            .map(|p| p.summary.latency.p50_ms),
-        loaded_latency_ms: maxf(
-            &mut scenarios
-                .iter()
-                .filter(|p| p.summary.latency.received > 0)
-                .map(|p| p.summary.loaded_p50_ms.unwrap_or(p.summary.latency.p50_ms)),
-        ),
-        max_added_latency_ms: maxf(
-            &mut scenarios.iter().filter_map(|p| p.summary.added_latency_ms),
-        ),
+        idle_latency_ms: idle.filter(|p| p.summary.latency.received > 0).map(|p| p.summary.latency.p50_ms),
+        loaded_latency_ms: maxf(&mut scenarios.iter().filter(|p| p.summary.latency.received > 0).map(|p| p.summary.loaded_p50_ms.unwrap_or(p.summary.latency.p50_ms))),
+        max_added_latency_ms: maxf(&mut scenarios.iter().filter_map(|p| p.summary.added_latency_ms)),
         rpm: minf(&mut scenarios.iter().filter_map(|p| p.summary.rpm)),
         // graded once the result is whole (build_result, a lab's run);
         // loss, bytes and the loaded directions over the whole result
@@ -482,19 +362,10 @@ pub struct Exchanges<'a> {
 /// offset from the probe exchanges, each phase's samples on the test clock,
 /// every phase's summary (against the idle baseline), the headline and its
 /// grade, and the metadata.
-pub fn build_result(
-    mi: &MetaIn,
-    raw: &[RawPhase],
-    ex: &Exchanges,
-    complete: bool,
-    reason: Option<String>,
-) -> TestResult {
+pub fn build_result(mi: &MetaIn, raw: &[RawPhase], ex: &Exchanges, complete: bool, reason: Option<String>) -> TestResult {
     let t0 = mi.start_unix_ns;
     let (est, clock_offset) = clock_offset(ex.server, t0);
-    let phases: Vec<Phase> = raw
-        .iter()
-        .map(|r| phase_of(r, mi, ex, est.as_ref(), t0))
-        .collect();
+    let phases: Vec<Phase> = raw.iter().map(|r| phase_of(r, mi, ex, est.as_ref(), t0)).collect();
     let (idle, scenarios) = summarize_phases(phases);
     let mut r = TestResult {
         schema: SCHEMA_NAME.into(),
@@ -512,9 +383,7 @@ pub fn build_result(
         household: None,
         monitor: None,
     };
-    r.household = raw
-        .iter()
-        .find_map(|p| p.household.as_ref().map(|h| household(p, h, &r)));
+    r.household = raw.iter().find_map(|p| p.household.as_ref().map(|h| household(p, h, &r)));
     finish_headline(&mut r);
     m::grade::record(&mut r);
     r
@@ -537,38 +406,18 @@ pub fn finish_headline(r: &mut TestResult) {
             .filter(|p| p.latency.received > 0)
             .map(|p| p.latency.p50_ms);
     }
-    let round = r
-        .idle
-        .as_ref()
-        .filter(|i| i.summary.latency.sent == 0)
-        .and_then(|i| i.summary.pings.first())
-        .filter(|p| p.latency.sent > 0);
+    let round = r.idle.as_ref().filter(|i| i.summary.latency.sent == 0).and_then(|i| i.summary.pings.first()).filter(|p| p.latency.sent > 0);
     r.headline.loss_pct = match round {
         Some(p) => Some(p.latency.loss_pct),
         // a latency-only round of a server's UDP probes
-        None if r.scenarios.is_empty() => r
-            .idle
-            .as_ref()
-            .filter(|i| i.summary.latency.sent > 0)
-            .map(|i| i.summary.latency.loss_pct),
-        None => r
-            .scenarios
-            .iter()
-            .filter(|p| p.summary.latency.sent > 0)
-            .map(|p| p.summary.latency.loss_pct)
-            .reduce(f64::max),
+        None if r.scenarios.is_empty() => r.idle.as_ref().filter(|i| i.summary.latency.sent > 0).map(|i| i.summary.latency.loss_pct),
+        None => r.scenarios.iter().filter(|p| p.summary.latency.sent > 0).map(|p| p.summary.latency.loss_pct).reduce(f64::max),
     };
     r.headline.bytes_moved = m::bytes_moved(r, Direction::Down) + m::bytes_moved(r, Direction::Up);
     // loaded when a scenario (or, without scenarios, an RPM stage) loaded that direction
     use bloatlab_model::RpmDirection as D;
-    let stage = |d: D| {
-        r.scenarios.is_empty()
-            && r.rpm
-                .as_ref()
-                .is_some_and(|x| x.stages.iter().any(|s| s.direction == d))
-    };
-    r.headline.download_measured =
-        r.scenarios.iter().any(|p| p.downloads > 0) || stage(D::Download);
+    let stage = |d: D| r.scenarios.is_empty() && r.rpm.as_ref().is_some_and(|x| x.stages.iter().any(|s| s.direction == d));
+    r.headline.download_measured = r.scenarios.iter().any(|p| p.downloads > 0) || stage(D::Download);
     r.headline.upload_measured = r.scenarios.iter().any(|p| p.uploads > 0) || stage(D::Upload);
 }
 
@@ -592,12 +441,7 @@ fn household(p: &RawPhase, h: &RawHousehold, r: &TestResult) -> bloatlab_results
             segments: h
                 .segments
                 .iter()
-                .map(|g| bloatlab_results::Segment {
-                    t_ns: rel(g.requested, t0),
-                    first_byte_ns: since(g.requested, g.first_byte),
-                    done_ns: since(g.requested, g.done),
-                    bytes: g.bytes,
-                })
+                .map(|g| bloatlab_results::Segment { t_ns: rel(g.requested, t0), first_byte_ns: since(g.requested, g.first_byte), done_ns: since(g.requested, g.done), bytes: g.bytes })
                 .collect(),
         },
     }
@@ -622,13 +466,7 @@ fn clock_offset(ex: &[Exchange], t0: u64) -> (Option<m::OffsetEstimate>, ClockOf
 }
 
 /// One phase's samples on the test clock (its summary comes later, with the idle baseline's).
-fn phase_of(
-    r: &RawPhase,
-    mi: &MetaIn,
-    ex: &Exchanges,
-    est: Option<&m::OffsetEstimate>,
-    t0: u64,
-) -> Phase {
+fn phase_of(r: &RawPhase, mi: &MetaIn, ex: &Exchanges, est: Option<&m::OffsetEstimate>, t0: u64) -> Phase {
     let (start, end) = (r.start_unix_ns, r.end_unix_ns);
     Phase {
         name: r.name.clone(),
@@ -636,105 +474,38 @@ fn phase_of(
         downloads: r.downloads,
         start_ns: rel(start, t0),
         end_ns: rel(end, t0),
-        flows: r
-            .flows
-            .iter()
-            .map(|(spec, smp, out)| {
-                flow_of(
-                    spec,
-                    smp,
-                    out,
-                    r.server_flows.iter().find(|f| f.id == spec.id),
-                    est,
-                    t0,
-                )
-            })
-            .collect(),
+        flows: r.flows.iter().map(|(spec, smp, out)| flow_of(spec, smp, out, r.server_flows.iter().find(|f| f.id == spec.id), est, t0)).collect(),
         probes: probes_in(ex.server, start, end, t0, est),
         rr: ex
             .rr
             .iter()
             .enumerate()
             .filter(|(_, x)| x.0 >= start && x.0 < end)
-            .map(|(i, x)| RrSample {
-                seq: i as u32,
-                t_ns: rel(x.0, t0),
-                rtt_ns: x.1,
-                completed: x.2,
-            })
+            .map(|(i, x)| RrSample { seq: i as u32, t_ns: rel(x.0, t0), rtt_ns: x.1, completed: x.2 })
             .collect(),
         witness_probes: witness_in(ex.witness, start, end, t0),
         pings: pings_in(&mi.pings, start, end, t0),
-        class_probes: ex
-            .classes
-            .iter()
-            .map(|(d, cx)| bloatlab_results::ClassProbes {
-                dscp: *d,
-                probes: probes_in(cx, start, end, t0, est),
-            })
-            .collect(),
+        class_probes: ex.classes.iter().map(|(d, cx)| bloatlab_results::ClassProbes { dscp: *d, probes: probes_in(cx, start, end, t0, est) }).collect(),
         summary: Summary::default(),
     }
 }
 
 /// One flow from both ends' view: its receiver's goodput and gaps (the
 /// server's for an upload, on the client's clock), its sender's TCP_INFO.
-fn flow_of(
-    spec: &FlowSpec,
-    smp: &FlowSamples,
-    out: &RecvOutcome,
-    srv: Option<&ServerFlowReport>,
-    est: Option<&m::OffsetEstimate>,
-    t0: u64,
-) -> Flow {
+fn flow_of(spec: &FlowSpec, smp: &FlowSamples, out: &RecvOutcome, srv: Option<&ServerFlowReport>, est: Option<&m::OffsetEstimate>, t0: u64) -> Flow {
     let conv = |t: u64| rel(to_client(t, est), t0);
-    let own_info = || {
-        smp.tcp_info
-            .iter()
-            .map(|i| TcpInfoSample {
-                t_ns: rel(i.t_ns, t0),
-                ..*i
-            })
-            .collect()
-    };
-    let (goodput, bytes, gap, gap_at, tcp_info): (
-        Vec<GoodputSample>,
-        u64,
-        u64,
-        u64,
-        Vec<TcpInfoSample>,
-    ) = match spec.direction {
+    let own_info = || smp.tcp_info.iter().map(|i| TcpInfoSample { t_ns: rel(i.t_ns, t0), ..*i }).collect();
+    let (goodput, bytes, gap, gap_at, tcp_info): (Vec<GoodputSample>, u64, u64, u64, Vec<TcpInfoSample>) = match spec.direction {
         Direction::Down => (
-            smp.goodput
-                .iter()
-                .map(|&(t, b)| GoodputSample {
-                    t_ns: rel(t, t0),
-                    bytes: b,
-                })
-                .collect(),
+            smp.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: rel(t, t0), bytes: b }).collect(),
             out.bytes,
             out.max_gap_ns,
             rel(out.max_gap_at_ns, t0),
-            srv.map(|s| {
-                s.tcp_info
-                    .iter()
-                    .map(|i| TcpInfoSample {
-                        t_ns: conv(i.t_ns),
-                        ..*i
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+            srv.map(|s| s.tcp_info.iter().map(|i| TcpInfoSample { t_ns: conv(i.t_ns), ..*i }).collect()).unwrap_or_default(),
         ),
         Direction::Up => match srv {
             Some(s) => (
-                s.goodput
-                    .iter()
-                    .map(|&(t, b)| GoodputSample {
-                        t_ns: conv(t),
-                        bytes: b,
-                    })
-                    .collect(),
+                s.goodput.iter().map(|&(t, b)| GoodputSample { t_ns: conv(t), bytes: b }).collect(),
                 s.bytes,
                 s.max_gap_ns,
                 conv(s.max_gap_at_unix_ns),
@@ -755,33 +526,19 @@ fn flow_of(
         },
         Direction::Down => out.udp,
     };
-    Flow {
-        id: spec.id,
-        direction: spec.direction,
-        goodput,
-        tcp_info,
-        bytes,
-        max_gap_ns: gap,
-        max_gap_at_ns: gap_at,
-        dscp: spec.dscp,
-        udp,
-    }
+    Flow { id: spec.id, direction: spec.direction, goodput, tcp_info, bytes, max_gap_ns: gap, max_gap_at_ns: gap_at, dscp: spec.dscp, udp }
 }
 
 /// Every phase's summary: the idle baseline first, then each scenario
 /// against it. Returns (idle, scenarios).
 fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
-    let (idle, scenarios): (Vec<Phase>, Vec<Phase>) =
-        phases.into_iter().partition(|p| p.name == "idle");
+    let (idle, scenarios): (Vec<Phase>, Vec<Phase>) = phases.into_iter().partition(|p| p.name == "idle");
     let mut idle = idle.into_iter().next();
     if let Some(i) = idle.as_mut() {
         i.summary = summarize_phase(i, None, None, None);
         i.summary.pings = ping_summaries(i, None);
     }
-    let idle_p50 = idle
-        .as_ref()
-        .filter(|i| i.summary.latency.received > 0)
-        .map(|i| i.summary.latency.p50_ms);
+    let idle_p50 = idle.as_ref().filter(|i| i.summary.latency.received > 0).map(|i| i.summary.latency.p50_ms);
     let idle_w = idle
         .as_ref()
         .and_then(|i| i.summary.witness_latency)
@@ -793,12 +550,7 @@ fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
         i.summary.classes = m::classes::class_summaries(i, &i.summary.flow_bps, &|_| None, &name);
     }
     let idle_class = |d: u8| {
-        let c = idle
-            .as_ref()?
-            .summary
-            .classes
-            .iter()
-            .find(|c| c.dscp == d)?;
+        let c = idle.as_ref()?.summary.classes.iter().find(|c| c.dscp == d)?;
         (c.latency.received > 0).then_some(c.latency.p50_ms)
     };
     let scenarios = scenarios
@@ -806,8 +558,7 @@ fn summarize_phases(phases: Vec<Phase>) -> (Option<Phase>, Vec<Phase>) {
         .map(|mut p| {
             p.summary = summarize_phase(&p, idle_p50, idle_w, idle_rr);
             p.summary.pings = ping_summaries(&p, idle.as_ref());
-            p.summary.classes =
-                m::classes::class_summaries(&p, &p.summary.flow_bps, &idle_class, &name);
+            p.summary.classes = m::classes::class_summaries(&p, &p.summary.flow_bps, &idle_class, &name);
             p
         })
         .collect();
@@ -829,16 +580,9 @@ fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
         server: mi.server.clone(),
         cc: mi.cc.clone(),
         scenario_duration_s: cfg.duration.as_secs_f64(),
-        until_settled_s: cfg
-            .phase_length()
-            .adaptive()
-            .then(|| cfg.phase_length().cap.as_secs_f64()),
+        until_settled_s: cfg.phase_length().adaptive().then(|| cfg.phase_length().cap.as_secs_f64()),
         settle_rule: if cfg.phase_length().adaptive() {
-            format!(
-                "{}; {}",
-                bloatlab_model::SETTLE_RULE.describe(),
-                bloatlab_model::DRAIN_RULE.describe()
-            )
+            format!("{}; {}", bloatlab_model::SETTLE_RULE.describe(), bloatlab_model::DRAIN_RULE.describe())
         } else {
             bloatlab_model::SETTLE_RULE.describe()
         },
@@ -864,10 +608,7 @@ fn metadata(mi: &MetaIn, clock_offset: ClockOffset) -> Metadata {
 pub fn one_line(r: &TestResult) -> String {
     let h = &r.headline;
     use bloatlab_model::fmt;
-    let f = |v: Option<f64>, unit: &str| {
-        v.map(|v| format!("{} {unit}", fmt::ms(v)))
-            .unwrap_or_else(|| "n/a".into())
-    };
+    let f = |v: Option<f64>, unit: &str| v.map(|v| format!("{} {unit}", fmt::ms(v))).unwrap_or_else(|| "n/a".into());
     format!(
         "up {}, down {}, idle rtt {}, loaded rtt {}, responsiveness {}, smoothness {}",
         fmt::rate(h.upload_capacity_bps),
@@ -925,24 +666,14 @@ mod tests {
     #[test]
     fn request_response_added_latency_and_the_udp_probes_excess_over_it() {
         let rr = |ms: f64, n: usize| -> Vec<bloatlab_results::RrSample> {
-            (0..n)
-                .map(|i| bloatlab_results::RrSample {
-                    seq: i as u32,
-                    t_ns: i as u64 * 10_000_000,
-                    rtt_ns: (ms * 1e6) as u64,
-                    completed: true,
-                })
-                .collect()
+            (0..n).map(|i| bloatlab_results::RrSample { seq: i as u32, t_ns: i as u64 * 10_000_000, rtt_ns: (ms * 1e6) as u64, completed: true }).collect()
         };
         // a browser's: UDP probes +6 ms (its threads' delay in them), its
         // network-timed HTTP probes +1.5 ms over their idle 10 ms
         let mut loaded = phase_with("3u3d", &[Some(8.0); 30]);
         loaded.rr = rr(11.5, 30);
         let s = summarize_phase(&loaded, Some(2.0), None, Some(10.0));
-        assert_eq!(
-            (s.added_latency_ms, s.rr_added_latency_ms, s.udp_over_rr_ms),
-            (Some(6.0), Some(1.5), Some(4.5))
-        );
+        assert_eq!((s.added_latency_ms, s.rr_added_latency_ms, s.udp_over_rr_ms), (Some(6.0), Some(1.5), Some(4.5)));
         // fewer than RR_ADDED_MIN_ANSWERS exchanges: neither figure
         loaded.rr = rr(11.5, RR_ADDED_MIN_ANSWERS - 1);
         let s = summarize_phase(&loaded, Some(2.0), None, Some(10.0));
@@ -951,30 +682,15 @@ mod tests {
 
     #[test]
     fn headline_takes_best_capacity_and_worst_responsiveness() {
-        let mut a = Phase {
-            name: "1u0d".into(),
-            ..Default::default()
-        };
-        a.summary = Summary {
-            upload_bps: 9e6,
-            responsiveness_hz: Some(5.0),
-            smoothness_hz: Some(20.0),
-            ..Default::default()
-        };
-        let mut b = Phase {
-            name: "0u1d".into(),
-            ..Default::default()
-        };
+        let mut a = Phase { name: "1u0d".into(), ..Default::default() };
+        a.summary = Summary { upload_bps: 9e6, responsiveness_hz: Some(5.0), smoothness_hz: Some(20.0), ..Default::default() };
+        let mut b = Phase { name: "0u1d".into(), ..Default::default() };
         b.summary = Summary {
             download_bps: 50e6,
             upload_bps: 1e6,
             responsiveness_hz: Some(2.0),
             smoothness_hz: Some(30.0),
-            latency: LatencyStats {
-                received: 1,
-                p50_ms: 40.0,
-                ..Default::default()
-            },
+            latency: LatencyStats { received: 1, p50_ms: 40.0, ..Default::default() },
             ..Default::default()
         };
         let h = headline(None, &[a, b]);

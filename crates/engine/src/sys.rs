@@ -14,9 +14,7 @@ fn read_trim(path: &str) -> String {
 
 /// Facts about this host for the result metadata.
 pub fn host_info() -> HostInfo {
-    let os = bloatlab_host::process::uname()
-        .map(|(os, machine)| format!("{os} {machine}"))
-        .unwrap_or_default();
+    let os = bloatlab_host::process::uname().map(|(os, machine)| format!("{os} {machine}")).unwrap_or_default();
     HostInfo {
         hostname: read_trim("/proc/sys/kernel/hostname"),
         kernel: read_trim("/proc/sys/kernel/osrelease"),
@@ -46,11 +44,7 @@ pub fn disclosed_host_info(cfg: &bloatlab_model::ServerConfig) -> HostInfo {
 pub fn set_dscp<S: std::os::fd::AsFd>(sock: &S, dscp: u8) -> std::io::Result<()> {
     let s = socket2::SockRef::from(sock);
     let tos = u32::from(dscp) << 2;
-    match s
-        .local_addr()?
-        .as_socket()
-        .ok_or_else(|| std::io::Error::other("not an IP socket"))?
-    {
+    match s.local_addr()?.as_socket().ok_or_else(|| std::io::Error::other("not an IP socket"))? {
         std::net::SocketAddr::V4(_) => s.set_tos_v4(tos),
         std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_some() => s.set_tos_v4(tos),
         std::net::SocketAddr::V6(_) => s.set_tclass_v6(tos),
@@ -125,12 +119,7 @@ pub struct Received {
 pub fn tcp_received(sock: &impl AsRawFd) -> Option<Received> {
     let (raw, len) = sock::tcp_info(sock)?;
     let end = std::mem::offset_of!(TcpInfo, data_segs_in) + std::mem::size_of::<u32>();
-    (len >= end).then_some(Received {
-        in_sequence: raw.bytes_received,
-        data_segs: raw.data_segs_in,
-        ooo_packets: raw.rcv_ooopack,
-        rcv_mss: raw.rcv_mss,
-    })
+    (len >= end).then_some(Received { in_sequence: raw.bytes_received, data_segs: raw.data_segs_in, ooo_packets: raw.rcv_ooopack, rcv_mss: raw.rcv_mss })
 }
 
 /// Payload bytes a sending socket's peer holds, counted when they arrive
@@ -171,10 +160,7 @@ pub fn enable_rx_timestamps(sock: &impl AsRawFd) -> bool {
 
 /// recvmsg(2) returning the datagram length, its source address and the
 /// kernel's receive time (CLOCK_REALTIME ns) when SO_TIMESTAMPNS is on.
-pub fn recv_stamped(
-    sock: &impl AsRawFd,
-    buf: &mut [u8],
-) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
+pub fn recv_stamped(sock: &impl AsRawFd, buf: &mut [u8]) -> std::io::Result<(usize, Option<std::net::SocketAddr>, Option<u64>)> {
     recv_stamped_flags(sock, buf, 0)
 }
 
@@ -205,10 +191,7 @@ mod tests {
         assert_eq!((n, from), (5, Some(a.local_addr().unwrap())));
         let t = bloatlab_host::clock::from_realtime(ts.expect("SO_TIMESTAMPNS stamp"));
         // The stamp lies between send and receive, within the clocks' read error.
-        assert!(
-            t + 200_000 >= before && t <= after + 200_000,
-            "{before} <= {t} <= {after}"
-        );
+        assert!(t + 200_000 >= before && t <= after + 200_000, "{before} <= {t} <= {after}");
     }
 
     #[test]

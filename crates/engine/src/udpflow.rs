@@ -27,9 +27,7 @@ pub fn bind_near(near: SocketAddr, same_ip: bool) -> std::io::Result<UdpSocket> 
 /// of over 100 ms it resumes at the rate instead of bursting to catch up.
 pub fn send_paced(sock: &UdpSocket, flow_id: u32, p: UdpParams, stop: &AtomicBool) -> u64 {
     let iv = (p.payload as u64 * 8 * 1_000_000_000 / p.rate_bps.max(1)).max(1);
-    let mut buf: Vec<u8> = (0..p.payload as usize)
-        .map(|i| (i as u32).wrapping_mul(2654435761).to_be_bytes()[0])
-        .collect();
+    let mut buf: Vec<u8> = (0..p.payload as usize).map(|i| (i as u32).wrapping_mul(2654435761).to_be_bytes()[0]).collect();
     let mut due = clock::now_ns();
     let mut seq = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -43,11 +41,7 @@ pub fn send_paced(sock: &UdpSocket, flow_id: u32, p: UdpParams, stop: &AtomicBoo
             }
             continue;
         }
-        let d = UdpDatagram {
-            flow_id,
-            seq,
-            send_ns: now,
-        };
+        let d = UdpDatagram { flow_id, seq, send_ns: now };
         if d.encode(&mut buf).is_ok() && sock.send(&buf).is_ok() {
             seq += 1;
         }
@@ -76,13 +70,7 @@ pub enum Receiving {
 pub const RECEIPT_EVERY: Duration = Duration::from_millis(100);
 
 /// Receive the flow's datagrams until `stop`, counting payload bytes into `counter`.
-pub fn receive(
-    sock: &UdpSocket,
-    flow_id: u32,
-    counter: &AtomicU64,
-    stop: &AtomicBool,
-    role: Receiving,
-) -> UdpReceiver {
+pub fn receive(sock: &UdpSocket, flow_id: u32, counter: &AtomicU64, stop: &AtomicBool, role: Receiving) -> UdpReceiver {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(50)));
     let mut rx = UdpReceiver::new();
     let mut buf = vec![0u8; 65536];
@@ -93,14 +81,8 @@ pub fn receive(
     while !stop.load(Ordering::Relaxed) {
         let now = clock::now_ns();
         match role {
-            Receiving::Download
-                if rx.received() == 0 && now.saturating_sub(last_sent) > 100_000_000 =>
-            {
-                let h = UdpDatagram {
-                    flow_id,
-                    seq: UDP_HELLO_SEQ,
-                    send_ns: now,
-                };
+            Receiving::Download if rx.received() == 0 && now.saturating_sub(last_sent) > 100_000_000 => {
+                let h = UdpDatagram { flow_id, seq: UDP_HELLO_SEQ, send_ns: now };
                 if h.encode(&mut hello_buf).is_ok() {
                     let _ = sock.send(&hello_buf);
                 }
@@ -108,11 +90,7 @@ pub fn receive(
             }
             Receiving::Upload if now.saturating_sub(last_sent) >= every => {
                 if let Some(to) = sender {
-                    let r = UdpReceipt {
-                        flow_id,
-                        send_ns: now,
-                        received_bytes: rx.bytes(),
-                    };
+                    let r = UdpReceipt { flow_id, send_ns: now, received_bytes: rx.bytes() };
                     let _ = sock.send_to(&r.encode(), to);
                 }
                 last_sent = now;
@@ -155,14 +133,7 @@ pub fn read_receipts(sock: &UdpSocket, flow_id: u32, received: &AtomicU64, stop:
 
 /// The server's side of a download: wait (up to `limit`) for the client's
 /// hello, connect to where it came from, then send once the gate opens.
-pub fn serve_download(
-    sock: &UdpSocket,
-    flow_id: u32,
-    p: UdpParams,
-    gate: &Gate,
-    stop: &AtomicBool,
-    limit: Duration,
-) -> u64 {
+pub fn serve_download(sock: &UdpSocket, flow_id: u32, p: UdpParams, gate: &Gate, stop: &AtomicBool, limit: Duration) -> u64 {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let deadline = clock::now_ns() + limit.as_nanos() as u64;
     let mut buf = [0u8; 2048];
@@ -171,8 +142,7 @@ pub fn serve_download(
             return 0;
         }
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
-            if matches!(UdpDatagram::decode(&buf[..n]), Ok(d) if d.flow_id == flow_id && d.seq == UDP_HELLO_SEQ)
-            {
+            if matches!(UdpDatagram::decode(&buf[..n]), Ok(d) if d.flow_id == flow_id && d.seq == UDP_HELLO_SEQ) {
                 break from;
             }
         }
@@ -200,40 +170,24 @@ mod tests {
         let (s2, c2) = (stop.clone(), counter.clone());
         let rx = std::thread::spawn(move || receive(&rx_sock, 3, &c2, &s2, Receiving::Upload));
         // the sender learns from receipts what arrived
-        let (rs, s4, got) = (
-            tx_sock.try_clone().unwrap(),
-            stop.clone(),
-            Arc::new(AtomicU64::new(0)),
-        );
+        let (rs, s4, got) = (tx_sock.try_clone().unwrap(), stop.clone(), Arc::new(AtomicU64::new(0)));
         let g2 = got.clone();
         let receipts = std::thread::spawn(move || read_receipts(&rs, 3, &g2, &s4));
-        let p = UdpParams {
-            rate_bps: 20_000_000,
-            payload: 1000,
-        };
+        let p = UdpParams { rate_bps: 20_000_000, payload: 1000 };
         let (s3, t0) = (stop.clone(), std::time::Instant::now());
         let tx = std::thread::spawn(move || send_paced(&tx_sock, 3, p, &s3));
         std::thread::sleep(Duration::from_millis(500));
         let receipted = got.load(Ordering::Relaxed);
         let received = counter.load(Ordering::Relaxed);
-        assert!(
-            receipted > 0 && receipted <= received,
-            "receipts said {receipted} of {received} bytes"
-        );
-        assert!(
-            receipted as f64 >= received as f64 - 20e6 / 8.0 * 0.3,
-            "a receipt is at most ~100 ms old: {receipted} of {received}"
-        );
+        assert!(receipted > 0 && receipted <= received, "receipts said {receipted} of {received} bytes");
+        assert!(receipted as f64 >= received as f64 - 20e6 / 8.0 * 0.3, "a receipt is at most ~100 ms old: {receipted} of {received}");
         stop.store(true, Ordering::SeqCst);
         receipts.join().unwrap();
         let sent = tx.join().unwrap();
         let secs = t0.elapsed().as_secs_f64();
         let r = rx.join().unwrap();
         let rate = sent as f64 * 1000.0 * 8.0 / secs;
-        assert!(
-            (rate / 20e6 - 1.0).abs() < 0.1,
-            "sent at {rate} bit/s ({sent} in {secs} s)"
-        );
+        assert!((rate / 20e6 - 1.0).abs() < 0.1, "sent at {rate} bit/s ({sent} in {secs} s)");
         let st = r.stats(Some(sent), 20e6, 1000);
         assert!(st.loss_pct < 5.0, "{st:?}");
         assert_eq!(counter.load(Ordering::Relaxed), st.received * 1000);

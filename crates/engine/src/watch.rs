@@ -79,10 +79,7 @@ impl UdpWatch {
     /// `first_due` (clock ns): its sessions open in the background, and why
     /// one cannot is told with the exchanges of that time.
     pub fn start(cfg: &TestConfig, interval: Duration, first_due: u64) -> Result<UdpWatch, String> {
-        let state = Arc::new(Mutex::new(State {
-            taken_until: first_due,
-            ..Default::default()
-        }));
+        let state = Arc::new(Mutex::new(State { taken_until: first_due, ..Default::default() }));
         let stop = Arc::new(AtomicBool::new(false));
         let (st, sp, cfg) = (state.clone(), stop.clone(), cfg.clone());
         let (tx, ended) = mpsc::channel::<()>();
@@ -93,12 +90,7 @@ impl UdpWatch {
                 keep_going(&cfg, interval, first_due, &st, &sp)
             })
             .map_err(|e| format!("cannot start a thread: {e}"))?;
-        Ok(UdpWatch {
-            state,
-            stop,
-            thread: Some(thread),
-            ended,
-        })
+        Ok(UdpWatch { state, stop, thread: Some(thread), ended })
     }
 
     /// The server's address and itself, once a session was opened.
@@ -113,26 +105,14 @@ impl UdpWatch {
         let from = st.taken_until;
         let mut out: Vec<Exchange> = vec![];
         let done = std::mem::take(&mut st.done);
-        let (old, keep): (Vec<Exchange>, Vec<Exchange>) =
-            done.into_iter().partition(|e| e.t1 < before);
+        let (old, keep): (Vec<Exchange>, Vec<Exchange>) = done.into_iter().partition(|e| e.t1 < before);
         st.done = keep;
         out.extend(old.into_iter().filter(|e| e.t1 >= from));
         for l in &st.live {
-            out.extend(
-                l.lock()
-                    .unwrap()
-                    .iter()
-                    .filter(|e| e.t1 >= from && e.t1 < before)
-                    .copied(),
-            );
+            out.extend(l.lock().unwrap().iter().filter(|e| e.t1 >= from && e.t1 < before).copied());
         }
         out.sort_by_key(|e| e.t1);
-        let why = st
-            .failures
-            .iter()
-            .rfind(|f| f.0 < before)
-            .map(|f| f.1.clone())
-            .or_else(|| st.live.is_empty().then(|| st.down.clone()).flatten());
+        let why = st.failures.iter().rfind(|f| f.0 < before).map(|f| f.1.clone()).or_else(|| st.live.is_empty().then(|| st.down.clone()).flatten());
         st.failures.retain(|f| f.0 >= before);
         st.taken_until = before.max(from);
         (out, why)
@@ -170,46 +150,21 @@ impl Drop for UdpWatch {
 /// A probe-only session whose probes run on the grid from `grid` for about
 /// `span`, and no longer than the server allows (`max`, once known): its
 /// announced length covers them, the next session's lead and a second.
-fn open(
-    addr: SocketAddr,
-    cfg: &TestConfig,
-    interval: Duration,
-    grid: u64,
-    span: Duration,
-    max: Option<Duration>,
-) -> Result<Running, String> {
+fn open(addr: SocketAddr, cfg: &TestConfig, interval: Duration, grid: u64, span: Duration, max: Option<Duration>) -> Result<Running, String> {
     let iv = (interval.as_nanos() as u64).max(1);
     let margin = Duration::from_secs(1).as_nanos() as u64;
     let ahead = grid.saturating_sub(clock::now_ns());
     let mut n = (span.as_nanos() as u64).div_ceil(iv).max(1);
     if let Some(m) = max {
-        n = n
-            .min((m.as_nanos() as u64).saturating_sub(ahead + margin) / iv)
-            .max(1);
+        n = n.min((m.as_nanos() as u64).saturating_sub(ahead + margin) / iv).max(1);
     }
     let end = grid + n * iv;
     let planned = Duration::from_nanos(ahead + n * iv + margin);
     let sess = open_session(addr, cfg, 0, planned.as_millis() as u64)?;
-    let stream = ProbeStream::start(
-        addr,
-        sess.token,
-        0,
-        grid,
-        interval,
-        1,
-        cfg.probe_size,
-        cfg.secret.clone(),
-        sess.auth,
-        0,
-    )
-    .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
+    let stream = ProbeStream::start(addr, sess.token, 0, grid, interval, 1, cfg.probe_size, cfg.secret.clone(), sess.auth, 0)
+        .map_err(|e| format!("cannot start UDP probes to {addr}: {e}"))?;
     let records = stream.records();
-    Ok(Running {
-        sess,
-        stream,
-        records,
-        end,
-    })
+    Ok(Running { sess, stream, records, end })
 }
 
 /// End a session: stop its probes, await their late replies, tell the
@@ -217,13 +172,7 @@ fn open(
 /// reader: none is seen twice or missed).
 fn end(mut r: Running, state: &Mutex<State>) {
     r.stream.stop(DRAIN);
-    let _ = conn::send(
-        &mut r.sess.ctl,
-        &ClientMsg::EndTest {
-            summary: "probe-only session of `bloatlab monitor` (a udp: target)".into(),
-            complete: true,
-        },
-    );
+    let _ = conn::send(&mut r.sess.ctl, &ClientMsg::EndTest { summary: "probe-only session of `bloatlab monitor` (a udp: target)".into(), complete: true });
     let mut st = state.lock().unwrap();
     let ex = std::mem::take(&mut *r.records.lock().unwrap());
     st.live.retain(|l| !Arc::ptr_eq(l, &r.records));
@@ -238,13 +187,7 @@ fn wait_until(t: u64, stop: &AtomicBool) -> bool {
 }
 
 /// The sessions one after another until a stop.
-fn keep_going(
-    cfg: &TestConfig,
-    interval: Duration,
-    grid0: u64,
-    state: &Mutex<State>,
-    stop: &AtomicBool,
-) {
+fn keep_going(cfg: &TestConfig, interval: Duration, grid0: u64, state: &Mutex<State>, stop: &AtomicBool) {
     let iv = (interval.as_nanos() as u64).max(1);
     // a session's span: about a minute, at least four probes (the first
     // one shorter: it learns the server's limit)
@@ -254,10 +197,7 @@ fn keep_going(
     let mut cur: Option<Running> = None;
     let mut retry_at = 0;
     loop {
-        let open_at = cur
-            .as_ref()
-            .map(|c| c.end.saturating_sub(LEAD.as_nanos() as u64))
-            .unwrap_or(retry_at);
+        let open_at = cur.as_ref().map(|c| c.end.saturating_sub(LEAD.as_nanos() as u64)).unwrap_or(retry_at);
         if wait_until(open_at, stop) {
             break;
         }
@@ -274,17 +214,7 @@ fn keep_going(
             Some(a) => Ok(a),
             None => conn::resolve(&cfg.server, cfg.port, cfg.family),
         };
-        let next = match a.and_then(|a| {
-            open(
-                a,
-                cfg,
-                interval,
-                grid,
-                if max.is_some() { span } else { FIRST_SPAN },
-                max,
-            )
-            .map(|n| (a, n))
-        }) {
+        let next = match a.and_then(|a| open(a, cfg, interval, grid, if max.is_some() { span } else { FIRST_SPAN }, max).map(|n| (a, n))) {
             Ok((a, n)) => {
                 addr = Some(a);
                 max = Some(n.sess.max_duration);

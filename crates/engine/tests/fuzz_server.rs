@@ -18,15 +18,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 fn cases(default: u32) -> Config {
-    let n = std::env::var("BLOATLAB_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases: n,
-        failure_persistence: None,
-        ..Config::default()
-    }
+    let n = std::env::var("BLOATLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    Config { cases: n, failure_persistence: None, ..Config::default() }
 }
 
 /// One server for all cases (a case must leave it clean for the next).
@@ -89,22 +82,10 @@ enum Op {
 /// A message, with the live token filled in when sent.
 #[derive(Debug, Clone)]
 enum Msg {
-    NewTest {
-        planned_ms: u64,
-        max_flows: u32,
-    },
-    JoinFlow {
-        id: u32,
-        up: bool,
-        live: bool,
-    },
-    JoinRr {
-        live: bool,
-    },
-    Start {
-        flows: Vec<(u32, bool)>,
-        duration_ms: u64,
-    },
+    NewTest { planned_ms: u64, max_flows: u32 },
+    JoinFlow { id: u32, up: bool, live: bool },
+    JoinRr { live: bool },
+    Start { flows: Vec<(u32, bool)>, duration_ms: u64 },
     Go,
     Stop,
     End,
@@ -125,61 +106,29 @@ fn case() -> impl Strategy<Value = Vec<Op>> {
         proptest::collection::vec(prop::bool::weighted(0.7), 2),
         proptest::collection::vec(op(), 1..40),
     )
-        .prop_map(
-            |(prefix, planned_ms, max_flows, flows, duration_ms, joins, ops)| {
-                let mut v = vec![];
-                if prefix {
-                    v.push(Op::OpenWith(
-                        0,
-                        Msg::NewTest {
-                            planned_ms,
-                            max_flows,
-                        },
-                    ));
-                    v.push(Op::Msg(
-                        0,
-                        Msg::Start {
-                            flows: flows.clone(),
-                            duration_ms,
-                        },
-                    ));
-                    for (k, ((id, up), join)) in flows.iter().zip(joins).enumerate() {
-                        if join {
-                            v.push(Op::OpenWith(
-                                1 + k,
-                                Msg::JoinFlow {
-                                    id: *id,
-                                    up: *up,
-                                    live: true,
-                                },
-                            ));
-                        }
+        .prop_map(|(prefix, planned_ms, max_flows, flows, duration_ms, joins, ops)| {
+            let mut v = vec![];
+            if prefix {
+                v.push(Op::OpenWith(0, Msg::NewTest { planned_ms, max_flows }));
+                v.push(Op::Msg(0, Msg::Start { flows: flows.clone(), duration_ms }));
+                for (k, ((id, up), join)) in flows.iter().zip(joins).enumerate() {
+                    if join {
+                        v.push(Op::OpenWith(1 + k, Msg::JoinFlow { id: *id, up: *up, live: true }));
                     }
                 }
-                v.extend(ops);
-                v
-            },
-        )
+            }
+            v.extend(ops);
+            v
+        })
 }
 
 fn op() -> impl Strategy<Value = Op> {
     let c = 0usize..4;
     let msg = prop_oneof![
-        (0u64..30_000, 0u32..6).prop_map(|(planned_ms, max_flows)| Msg::NewTest {
-            planned_ms,
-            max_flows
-        }),
-        (0u32..5, any::<bool>(), any::<bool>()).prop_map(|(id, up, live)| Msg::JoinFlow {
-            id,
-            up,
-            live
-        }),
+        (0u64..30_000, 0u32..6).prop_map(|(planned_ms, max_flows)| Msg::NewTest { planned_ms, max_flows }),
+        (0u32..5, any::<bool>(), any::<bool>()).prop_map(|(id, up, live)| Msg::JoinFlow { id, up, live }),
         any::<bool>().prop_map(|live| Msg::JoinRr { live }),
-        (
-            proptest::collection::vec((0u32..2, any::<bool>()), 0..3),
-            0u64..3000
-        )
-            .prop_map(|(flows, duration_ms)| Msg::Start { flows, duration_ms }),
+        (proptest::collection::vec((0u32..2, any::<bool>()), 0..3), 0u64..3000).prop_map(|(flows, duration_ms)| Msg::Start { flows, duration_ms }),
         Just(Msg::Go),
         Just(Msg::Stop),
         Just(Msg::End),
@@ -218,9 +167,7 @@ impl Client {
     }
     /// Read whatever arrived without waiting, and learn a session token.
     fn drain(&mut self, i: usize) {
-        let Some(s) = self.conns[i].as_mut() else {
-            return;
-        };
+        let Some(s) = self.conns[i].as_mut() else { return };
         let _ = s.set_read_timeout(Some(Duration::from_millis(5)));
         let mut buf = vec![0u8; 1 << 16];
         let mut got = vec![];
@@ -231,14 +178,8 @@ impl Client {
             got.extend_from_slice(&buf[..n]);
         }
         // Frames after the 28-byte server hello, if any.
-        let mut at = if got.len() >= wire::SERVER_HELLO_LEN && got.starts_with(&wire::MAGIC) {
-            wire::SERVER_HELLO_LEN
-        } else {
-            0
-        };
-        while let Ok(Some((m, used))) =
-            wire::decode_frame::<ServerMsg>(&got[at..], wire::MAX_SERVER_FRAME)
-        {
+        let mut at = if got.len() >= wire::SERVER_HELLO_LEN && got.starts_with(&wire::MAGIC) { wire::SERVER_HELLO_LEN } else { 0 };
+        while let Ok(Some((m, used))) = wire::decode_frame::<ServerMsg>(&got[at..], wire::MAX_SERVER_FRAME) {
             REACHED.lock().unwrap()[reached_index(&m)] += 1;
             if let ServerMsg::TestAccepted { token, .. } = m {
                 self.token = token;
@@ -252,10 +193,7 @@ fn send(c: &mut Client, i: usize, m: &Msg) {
     let token = c.token;
     let pick = |live: bool| if live { token } else { token ^ 0x5555 };
     let m = match m {
-        Msg::NewTest {
-            planned_ms,
-            max_flows,
-        } => ClientMsg::NewTest {
+        Msg::NewTest { planned_ms, max_flows } => ClientMsg::NewTest {
             client: HostInfo::default(),
             cc: String::new(),
             planned_duration_ms: *planned_ms,
@@ -277,25 +215,14 @@ fn send(c: &mut Client, i: usize, m: &Msg) {
             name: "fuzz".into(),
             flows: flows
                 .iter()
-                .map(|(id, up)| FlowSpec {
-                    id: *id,
-                    direction: if *up { Direction::Up } else { Direction::Down },
-                    dscp: 0,
-                    udp: None,
-                    segment_bytes: 0,
-                })
+                .map(|(id, up)| FlowSpec { id: *id, direction: if *up { Direction::Up } else { Direction::Down }, dscp: 0, udp: None, segment_bytes: 0 })
                 .collect(),
             duration_ms: *duration_ms,
         },
         Msg::Go => ClientMsg::Go,
         Msg::Stop => ClientMsg::StopScenario,
-        Msg::End => ClientMsg::EndTest {
-            summary: "fuzz".into(),
-            complete: false,
-        },
-        Msg::Auth => ClientMsg::Auth {
-            answer: "00".repeat(32),
-        },
+        Msg::End => ClientMsg::EndTest { summary: "fuzz".into(), complete: false },
+        Msg::Auth => ClientMsg::Auth { answer: "00".repeat(32) },
     };
     if let Some(s) = c.conn(i) {
         let _ = s.write_all(&wire::encode_frame(&m));
@@ -305,11 +232,7 @@ fn send(c: &mut Client, i: usize, m: &Msg) {
 
 fn play(ops: &[Op]) {
     let (_, addr) = server();
-    let mut c = Client {
-        conns: vec![None, None, None, None],
-        token: 0,
-        udp: UdpSocket::bind("127.0.0.1:0").unwrap(),
-    };
+    let mut c = Client { conns: vec![None, None, None, None], token: 0, udp: UdpSocket::bind("127.0.0.1:0").unwrap() };
     for op in ops {
         match op {
             Op::Open(i) => {
@@ -365,15 +288,7 @@ fn play(ops: &[Op]) {
             Op::Close(i) => c.conns[*i] = None,
             Op::Probe(seq, size, live) => {
                 let mut b = vec![0x77u8; *size as usize];
-                let p = Probe {
-                    kind: ProbeKind::Request,
-                    token: if *live { c.token } else { 1 },
-                    seq: *seq,
-                    stream: 0,
-                    client_send_ns: 1,
-                    server_recv_ns: 0,
-                    server_send_ns: 0,
-                };
+                let p = Probe { kind: ProbeKind::Request, token: if *live { c.token } else { 1 }, seq: *seq, stream: 0, client_send_ns: 1, server_recv_ns: 0, server_send_ns: 0 };
                 if p.encode_into(&mut b).is_ok() {
                     let _ = c.udp.send_to(&b, addr);
                 }
@@ -381,10 +296,7 @@ fn play(ops: &[Op]) {
                 let mut r = [0u8; 2048];
                 if let Ok((n, _)) = c.udp.recv_from(&mut r) {
                     assert!(n <= b.len(), "a {n}-byte reply to a {}-byte probe", b.len());
-                    assert!(
-                        r[wire::PROBE_HEADER..n].iter().all(|&x| x == 0),
-                        "the reply carried request bytes"
-                    );
+                    assert!(r[wire::PROBE_HEADER..n].iter().all(|&x| x == 0), "the reply carried request bytes");
                 }
             }
             Op::Drain(i) => c.drain(*i),
@@ -422,28 +334,16 @@ fn server_is_clean_and_serves() {
         rx_copy: false,
     };
     s.write_all(&wire::encode_frame(&m)).unwrap();
-    s.write_all(&wire::encode_frame(&ClientMsg::EndTest {
-        summary: String::new(),
-        complete: true,
-    }))
-    .unwrap();
+    s.write_all(&wire::encode_frame(&ClientMsg::EndTest { summary: String::new(), complete: true })).unwrap();
     let mut got = vec![];
     let _ = s.read_to_end(&mut got);
     let mut at = 0;
     let mut msgs = vec![];
-    while let Ok(Some((m, used))) =
-        wire::decode_frame::<ServerMsg>(&got[at..], wire::MAX_SERVER_FRAME)
-    {
+    while let Ok(Some((m, used))) = wire::decode_frame::<ServerMsg>(&got[at..], wire::MAX_SERVER_FRAME) {
         msgs.push(m);
         at += used;
     }
-    assert!(
-        matches!(
-            msgs.as_slice(),
-            [ServerMsg::TestAccepted { .. }, ServerMsg::Bye]
-        ),
-        "{msgs:?}"
-    );
+    assert!(matches!(msgs.as_slice(), [ServerMsg::TestAccepted { .. }, ServerMsg::Bye]), "{msgs:?}");
 }
 
 proptest! {
@@ -460,11 +360,7 @@ proptest! {
 /// the handshake into tests, joins and scenarios.
 #[test]
 fn the_generator_reaches_deep_states() {
-    let mut runner = proptest::test_runner::TestRunner::new(Config {
-        cases: 60,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = proptest::test_runner::TestRunner::new(Config { cases: 60, failure_persistence: None, ..Config::default() });
     runner
         .run(&case(), |ops| {
             play(&ops);
@@ -473,12 +369,6 @@ fn the_generator_reaches_deep_states() {
         })
         .unwrap();
     let r = *REACHED.lock().unwrap();
-    eprintln!(
-        "answers seen: accepted {} flow {} rr {} ready {} report {} refused {} error {}",
-        r[0], r[1], r[2], r[3], r[4], r[5], r[6]
-    );
-    assert!(
-        r[0] > 0 && r[1] > 0 && r[3] > 0 && r[6] > 0,
-        "the generator stays shallow: {r:?}"
-    );
+    eprintln!("answers seen: accepted {} flow {} rr {} ready {} report {} refused {} error {}", r[0], r[1], r[2], r[3], r[4], r[5], r[6]);
+    assert!(r[0] > 0 && r[1] > 0 && r[3] > 0 && r[6] > 0, "the generator stays shallow: {r:?}");
 }

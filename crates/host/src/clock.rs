@@ -15,10 +15,7 @@ static ANCHOR: OnceLock<Anchor> = OnceLock::new();
 
 fn anchor() -> &'static Anchor {
     ANCHOR.get_or_init(|| Anchor {
-        unix_ns: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0),
+        unix_ns: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0),
         instant: Instant::now(),
     })
 }
@@ -37,14 +34,12 @@ pub fn sleep_until_ns(deadline: u64) {
     }
 }
 
+
 /// Convert a kernel CLOCK_REALTIME stamp (e.g. SO_TIMESTAMPNS) to this
 /// process's clock: the two differ by however far NTP slewed realtime since
 /// the anchor was taken, which is measured now and removed.
 pub fn from_realtime(realtime_ns: u64) -> u64 {
-    let now_rt = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let now_rt = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
     let now = now_ns();
     (realtime_ns as i128 + now as i128 - now_rt as i128).max(0) as u64
 }
@@ -52,10 +47,7 @@ pub fn from_realtime(realtime_ns: u64) -> u64 {
 /// CLOCK_MONOTONIC nanoseconds: for the emulator's release times, where a
 /// raw monotonic read is all that is needed.
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime fills a caller-provided timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -63,10 +55,7 @@ pub fn mono_ns() -> u64 {
 
 /// CPU time the calling thread has used, ns (CLOCK_THREAD_CPUTIME_ID).
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime fills a caller-provided timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -74,20 +63,14 @@ pub fn thread_cpu_ns() -> u64 {
 
 /// The resolution of CLOCK_MONOTONIC, ns (clock_getres).
 pub fn mono_resolution_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_getres fills a caller-provided timespec.
     unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as _,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    }
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
 }
 
 /// Sleep until CLOCK_MONOTONIC reads `mono` ns (clock_nanosleep with
@@ -97,14 +80,7 @@ pub fn sleep_until_mono(mono: u64) {
     let ts = timespec(mono);
     loop {
         // SAFETY: a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        let r = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
+        let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         if r != libc::EINTR {
             break;
         }
@@ -121,10 +97,7 @@ pub fn nanosleep(ns: u64) {
 
 /// CLOCK_REALTIME nanoseconds, read now (for file names and records, not intervals).
 pub fn realtime_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
 /// Within this, the clock readings just before and after a read are
@@ -165,9 +138,7 @@ impl MonoToUnix {
     pub fn new() -> MonoToUnix {
         let m = mono_ns();
         let u = realtime_ns();
-        MonoToUnix {
-            offset: u as i128 - m as i128,
-        }
+        MonoToUnix { offset: u as i128 - m as i128 }
     }
     pub fn to_unix(&self, mono: u64) -> u64 {
         (mono as i128 + self.offset).max(0) as u64
@@ -207,11 +178,7 @@ mod tests {
             100 + calls
         });
         assert_eq!((v, calls), (102, 2), "the slow read was retried once");
-        assert_eq!(
-            t,
-            start + 5_000_000 + 200_000,
-            "stamped in the middle of the second read"
-        );
+        assert_eq!(t, start + 5_000_000 + 200_000, "stamped in the middle of the second read");
         // Always slow: 4 tries, the tightest (the third, 2 ms) kept.
         let mut calls = 0u64;
         let start = fake_now();
@@ -246,10 +213,7 @@ mod tests {
             let mut last = mono_ns();
             for _ in 0..200_000 {
                 let t = mono_ns();
-                assert!(
-                    t >= last,
-                    "the monotonic clock went back from {last} to {t}"
-                );
+                assert!(t >= last, "the monotonic clock went back from {last} to {t}");
                 last = t;
             }
         };
@@ -260,13 +224,7 @@ mod tests {
         let (m0, r0) = (mono_ns(), realtime_ns());
         std::thread::sleep(std::time::Duration::from_millis(50));
         let (dm, dr) = (mono_ns() - m0, realtime_ns().saturating_sub(r0));
-        assert!(
-            (50_000_000..2_000_000_000).contains(&dm),
-            "slept 50 ms, the monotonic clock moved {dm} ns"
-        );
-        assert!(
-            dm.abs_diff(dr) < 20_000_000,
-            "monotonic {dm} ns vs realtime {dr} ns over the same sleep"
-        );
+        assert!((50_000_000..2_000_000_000).contains(&dm), "slept 50 ms, the monotonic clock moved {dm} ns");
+        assert!(dm.abs_diff(dr) < 20_000_000, "monotonic {dm} ns vs realtime {dr} ns over the same sleep");
     }
 }

@@ -16,24 +16,14 @@ pub fn run(argv: &[&str]) -> Result<String, String> {
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let err = err.trim();
-        return Err(format!(
-            "`{}` failed: {}",
-            argv.join(" "),
-            if err.is_empty() {
-                out.status.to_string()
-            } else {
-                err.to_string()
-            }
-        ));
+        return Err(format!("`{}` failed: {}", argv.join(" "), if err.is_empty() { out.status.to_string() } else { err.to_string() }));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// True when the command exists on PATH.
 pub fn have(cmd: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
-        .unwrap_or(false)
+    std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file())).unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -42,15 +32,9 @@ mod tests {
     #[test]
     fn errors_name_the_command() {
         assert_eq!(run(&["sh", "-c", "echo hi"]).unwrap(), "hi\n");
-        assert!(run(&["sh", "-c", "echo oops >&2; exit 3"])
-            .unwrap_err()
-            .contains("oops"));
-        assert!(run(&["sh", "-c", "exit 3"])
-            .unwrap_err()
-            .contains("exit status: 3"));
-        assert!(run(&["no-such-tool-here"])
-            .unwrap_err()
-            .contains("not installed"));
+        assert!(run(&["sh", "-c", "echo oops >&2; exit 3"]).unwrap_err().contains("oops"));
+        assert!(run(&["sh", "-c", "exit 3"]).unwrap_err().contains("exit status: 3"));
+        assert!(run(&["no-such-tool-here"]).unwrap_err().contains("not installed"));
         assert!(have("sh") && !have("no-such-tool-here"));
     }
 }

@@ -26,9 +26,7 @@ pub use process::is_root;
 
 /// A file's contents without surrounding whitespace, or None when unreadable.
 pub fn read_trim(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 /// `/proc/sys/kernel/hostname` ("" when unreadable).
@@ -53,14 +51,9 @@ pub fn proc_start_time(pid: u32) -> Option<u64> {
 pub fn proc_net_dev(name: &str) -> Option<(u64, u64, u64, u64)> {
     let text = std::fs::read_to_string("/proc/self/net/dev").ok()?;
     for line in text.lines() {
-        let Some((n, rest)) = line.split_once(':') else {
-            continue;
-        };
+        let Some((n, rest)) = line.split_once(':') else { continue };
         if n.trim() == name {
-            let v: Vec<u64> = rest
-                .split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect();
+            let v: Vec<u64> = rest.split_whitespace().filter_map(|x| x.parse().ok()).collect();
             if v.len() >= 12 {
                 return Some((v[1], v[3], v[9], v[11]));
             }
@@ -76,40 +69,25 @@ pub fn loadavg() -> String {
 
 /// CONFIG_HZ of the running kernel from `/boot/config-<release>`, or "unknown".
 pub fn kernel_hz() -> String {
-    config_value(
-        &std::fs::read_to_string(format!("/boot/config-{}", kernel_release())).unwrap_or_default(),
-        "CONFIG_HZ",
-    )
-    .unwrap_or_else(|| "unknown".into())
+    config_value(&std::fs::read_to_string(format!("/boot/config-{}", kernel_release())).unwrap_or_default(), "CONFIG_HZ")
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// `NAME=value` from a kernel config text.
 pub fn config_value(config: &str, name: &str) -> Option<String> {
-    config.lines().find_map(|l| {
-        l.strip_prefix(name)
-            .and_then(|r| r.strip_prefix('='))
-            .map(str::to_string)
-    })
+    config.lines().find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix('=')).map(str::to_string))
 }
 
 /// Logical CPUs this process may use.
 pub fn cpus() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// (steal, total) CPU ticks from the first line of a /proc/stat text: steal
 /// is the time a hypervisor ran other guests instead of this machine.
 pub fn parse_steal(proc_stat: &str) -> (u64, u64) {
-    let v: Vec<u64> = proc_stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
+    let v: Vec<u64> =
+        proc_stat.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
     (v.get(7).copied().unwrap_or(0), v.iter().take(8).sum())
 }
 
@@ -133,9 +111,7 @@ pub struct StealMeter {
 
 impl StealMeter {
     pub fn start() -> StealMeter {
-        StealMeter {
-            start: cpu_steal_ticks(),
-        }
+        StealMeter { start: cpu_steal_ticks() }
     }
     /// Percent of all CPU time since [`StealMeter::start`] that was stolen.
     pub fn pct(&self) -> f64 {
@@ -163,8 +139,7 @@ mod tests {
 
     #[test]
     fn config_values() {
-        let c =
-            "# CONFIG_HZ_100 is not set\nCONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_HZ_PERIODIC=y\n";
+        let c = "# CONFIG_HZ_100 is not set\nCONFIG_HZ_250=y\nCONFIG_HZ=250\nCONFIG_HZ_PERIODIC=y\n";
         assert_eq!(config_value(c, "CONFIG_HZ").as_deref(), Some("250"));
         assert_eq!(config_value(c, "CONFIG_NO_HZ"), None);
     }

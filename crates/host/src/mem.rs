@@ -6,11 +6,5 @@
 pub fn advise_huge_pages(block: &mut [u8]) -> bool {
     // SAFETY: the range is exactly the slice's own memory, and
     // MADV_HUGEPAGE changes how it is backed, never its contents.
-    unsafe {
-        libc::madvise(
-            block.as_mut_ptr() as *mut libc::c_void,
-            block.len(),
-            libc::MADV_HUGEPAGE,
-        ) == 0
-    }
+    unsafe { libc::madvise(block.as_mut_ptr() as *mut libc::c_void, block.len(), libc::MADV_HUGEPAGE) == 0 }
 }

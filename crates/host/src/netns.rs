@@ -15,19 +15,11 @@ pub fn path(ns: &str) -> PathBuf {
 /// Enter network namespace `ns` on the calling thread.
 pub fn enter(ns: &str) -> Result<(), String> {
     let p = path(ns);
-    let f = std::fs::File::open(&p).map_err(|e| {
-        format!(
-            "network namespace \"{ns}\" not found ({}): {e}",
-            p.display()
-        )
-    })?;
+    let f = std::fs::File::open(&p).map_err(|e| format!("network namespace \"{ns}\" not found ({}): {e}", p.display()))?;
     // SAFETY: setns on a valid namespace fd; it affects only this thread.
     let r = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
     if r != 0 {
-        return Err(format!(
-            "cannot enter network namespace {ns}: {} (root needed)",
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("cannot enter network namespace {ns}: {} (root needed)", std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -5,11 +5,7 @@ use std::os::fd::RawFd;
 /// True if `fd` has data waiting now.
 #[inline]
 pub fn readable_now(fd: RawFd) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, no waiting.
     unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
 }
@@ -17,15 +13,8 @@ pub fn readable_now(fd: RawFd) -> bool {
 /// Wait at most `timeout_ns` for `fd` to become readable; true if it is.
 #[inline]
 pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ts = libc::timespec {
-        tv_sec: (timeout_ns / 1_000_000_000) as _,
-        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-    };
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as _, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
     // SAFETY: one valid pollfd and a valid timespec; no signal mask change.
     unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) > 0 }
 }

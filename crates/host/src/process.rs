@@ -80,11 +80,7 @@ pub fn uname() -> Option<(String, String)> {
         if libc::uname(&mut u) != 0 {
             return None;
         }
-        let s = |f: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(f.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
+        let s = |f: &[libc::c_char]| std::ffi::CStr::from_ptr(f.as_ptr()).to_string_lossy().into_owned();
         Some((s(&u.sysname), s(&u.machine)))
     }
 }

@@ -89,11 +89,7 @@ pub fn parse_qdisc(body: &[u8]) -> Option<NlQdisc> {
     let mut have_stats2 = false;
     for (ty, p) in attrs(&body[20..]) {
         match ty {
-            TCA_KIND => {
-                q.kind = String::from_utf8_lossy(p)
-                    .trim_end_matches('\0')
-                    .to_string()
-            }
+            TCA_KIND => q.kind = String::from_utf8_lossy(p).trim_end_matches('\0').to_string(),
             TCA_STATS2 => {
                 for (t2, p2) in attrs(p) {
                     match t2 {
@@ -133,14 +129,9 @@ impl QdiscSock {
     /// A NETLINK_ROUTE socket inside namespace `ns`.
     pub fn open_in(ns: &str) -> Result<QdiscSock> {
         let sock = crate::netns::in_netns(ns, || {
-            let s = Socket::new(
-                Domain::from(libc::AF_NETLINK),
-                Type::RAW.cloexec(),
-                Some(Protocol::from(libc::NETLINK_ROUTE)),
-            )
-            .map_err(|e| format!("netlink socket: {e}"))?;
-            s.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+            let s = Socket::new(Domain::from(libc::AF_NETLINK), Type::RAW.cloexec(), Some(Protocol::from(libc::NETLINK_ROUTE)))
                 .map_err(|e| format!("netlink socket: {e}"))?;
+            s.set_read_timeout(Some(std::time::Duration::from_secs(1))).map_err(|e| format!("netlink socket: {e}"))?;
             Ok::<_, String>(s)
         })?;
         Ok(QdiscSock { sock, seq: 0 })
@@ -156,15 +147,11 @@ impl QdiscSock {
         req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
         // tcmsg: all zero (AF_UNSPEC, every interface).
         // the kernel is an unconnected netlink socket's default destination
-        self.sock
-            .send(&req)
-            .map_err(|e| format!("netlink send: {e}"))?;
+        self.sock.send(&req).map_err(|e| format!("netlink send: {e}"))?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65536];
         loop {
-            let n = (&self.sock)
-                .read(&mut buf)
-                .map_err(|e| format!("netlink recv: {e}"))?;
+            let n = (&self.sock).read(&mut buf).map_err(|e| format!("netlink recv: {e}"))?;
             let mut b = &buf[..n];
             while b.len() >= 16 {
                 let len = u32_at(b, 0) as usize;
@@ -177,16 +164,9 @@ impl QdiscSock {
                     match ty {
                         NLMSG_DONE => return Ok(out),
                         NLMSG_ERROR => {
-                            let err = if len >= 20 {
-                                -(u32_at(b, 16) as i32)
-                            } else {
-                                0
-                            };
+                            let err = if len >= 20 { -(u32_at(b, 16) as i32) } else { 0 };
                             if err != 0 {
-                                return Err(format!(
-                                    "netlink: {}",
-                                    std::io::Error::from_raw_os_error(err)
-                                ));
+                                return Err(format!("netlink: {}", std::io::Error::from_raw_os_error(err)));
                             }
                         }
                         RTM_NEWQDISC => {
@@ -211,11 +191,7 @@ impl QdiscSock {
 pub fn ifindex_in(ns: &str, dev: &str) -> Result<i32> {
     let name = dev.to_string();
     let nsname = ns.to_string();
-    crate::netns::in_netns(ns, move || {
-        crate::sock::if_index(&name)
-            .map(|i| i as i32)
-            .map_err(|e| format!("no interface {name} in {nsname}: {e}"))
-    })
+    crate::netns::in_netns(ns, move || crate::sock::if_index(&name).map(|i| i as i32).map_err(|e| format!("no interface {name} in {nsname}: {e}")))
 }
 
 #[cfg(test)]
@@ -256,10 +232,7 @@ mod tests {
         assert!(q.is_root());
         assert_eq!(q.kind, "htb");
         assert_eq!((q.bytes, q.packets), (5038090, 3354));
-        assert_eq!(
-            (q.qlen, q.backlog, q.drops, q.requeues, q.overlimits),
-            (98, 148372, 6, 0, 3341)
-        );
+        assert_eq!((q.qlen, q.backlog, q.drops, q.requeues, q.overlimits), (98, 148372, 6, 0, 3341));
         assert!(parse_qdisc(&[0u8; 10]).is_none());
     }
 }

@@ -70,9 +70,6 @@ mod tests {
         .join()
         .unwrap();
         assert!(inner, "SCHED_IDLE was not applied");
-        assert!(
-            !current_thread_is_bulk(),
-            "the spawning thread kept its policy"
-        );
+        assert!(!current_thread_is_bulk(), "the spawning thread kept its policy");
     }
 }

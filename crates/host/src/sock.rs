@@ -8,15 +8,7 @@ pub fn get_int(sock: &impl AsRawFd, level: i32, opt: i32) -> Option<i32> {
     let mut v: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: an int-sized option into an int with its true length.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            level,
-            opt,
-            &mut v as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    };
+    let r = unsafe { libc::getsockopt(sock.as_raw_fd(), level, opt, &mut v as *mut _ as *mut libc::c_void, &mut len) };
     (r == 0).then_some(v)
 }
 
@@ -24,13 +16,7 @@ pub fn get_int(sock: &impl AsRawFd, level: i32, opt: i32) -> Option<i32> {
 pub fn set_int(sock: &impl AsRawFd, level: i32, opt: i32, v: i32) -> std::io::Result<()> {
     // SAFETY: an int-sized option from an int with its true length.
     let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            level,
-            opt,
-            &v as *const _ as *const libc::c_void,
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
+        libc::setsockopt(sock.as_raw_fd(), level, opt, &v as *const _ as *const libc::c_void, std::mem::size_of::<libc::c_int>() as libc::socklen_t)
     };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
@@ -50,13 +36,7 @@ pub fn unread(sock: &impl AsRawFd) -> Option<u64> {
 pub fn set_tcp_congestion(sock: &impl AsRawFd, name: &str) -> std::io::Result<()> {
     // SAFETY: pointer and length of a byte slice that outlives the call.
     let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            name.as_ptr() as *const libc::c_void,
-            name.len() as libc::socklen_t,
-        )
+        libc::setsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr() as *const libc::c_void, name.len() as libc::socklen_t)
     };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
@@ -69,15 +49,7 @@ pub fn tcp_congestion(sock: &impl AsRawFd) -> Option<String> {
     let mut buf = [0u8; 32];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buffer and its true length.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_CONGESTION,
-            buf.as_mut_ptr() as *mut libc::c_void,
-            &mut len,
-        )
-    };
+    let r = unsafe { libc::getsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
     if r != 0 {
         return None;
     }
@@ -88,19 +60,13 @@ pub fn tcp_congestion(sock: &impl AsRawFd) -> Option<String> {
 /// Set a buffer size past the sysctl limit where privileged
 /// (SO_SNDBUFFORCE / SO_RCVBUFFORCE), else as far as the limit allows.
 pub fn set_buffer_forced(sock: &impl AsRawFd, receive: bool, bytes: i32) -> std::io::Result<()> {
-    let (force, plain) = if receive {
-        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)
-    } else {
-        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)
-    };
-    set_int(sock, libc::SOL_SOCKET, force, bytes)
-        .or_else(|_| set_int(sock, libc::SOL_SOCKET, plain, bytes))
+    let (force, plain) = if receive { (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF) } else { (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF) };
+    set_int(sock, libc::SOL_SOCKET, force, bytes).or_else(|_| set_int(sock, libc::SOL_SOCKET, plain, bytes))
 }
 
 /// The index of network interface `name` in the calling thread's namespace.
 pub fn if_index(name: &str) -> std::io::Result<u32> {
-    let c = std::ffi::CString::new(name)
-        .map_err(|_| std::io::Error::other("an interface name with a NUL byte"))?;
+    let c = std::ffi::CString::new(name).map_err(|_| std::io::Error::other("an interface name with a NUL byte"))?;
     // SAFETY: a valid NUL-terminated string.
     let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if i == 0 {
@@ -212,19 +178,12 @@ pub fn recv_stamped(
 
 /// recvmsg(2) with `flags`: the datagram and its control messages (receive
 /// stamp, TOS / traffic class).
-pub fn recv_meta(
-    sock: &impl AsRawFd,
-    buf: &mut [u8],
-    flags: libc::c_int,
-) -> std::io::Result<Received> {
+pub fn recv_meta(sock: &impl AsRawFd, buf: &mut [u8], flags: libc::c_int) -> std::io::Result<Received> {
     // SAFETY: every pointer handed to recvmsg points into locals that outlive the call,
     // with their true lengths; control-message parsing uses the libc CMSG helpers.
     unsafe {
         let mut storage = socket2::SockAddrStorage::zeroed();
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
         let mut control = [0u64; 16]; // 128 bytes, 8-aligned
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_name = storage.view_as::<libc::sockaddr_storage>() as *mut _ as *mut libc::c_void;
@@ -242,24 +201,17 @@ pub fn recv_meta(
         while !c.is_null() {
             let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
             if level == libc::SOL_SOCKET && kind == libc::SCM_TIMESTAMPNS {
-                let t: libc::timespec =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                 ts = Some(t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64);
             } else if level == libc::IPPROTO_IP && kind == libc::IP_TOS {
                 tos = Some(*libc::CMSG_DATA(c));
             } else if level == libc::IPPROTO_IPV6 && kind == libc::IPV6_TCLASS {
-                tos =
-                    Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int) as u8);
+                tos = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::c_int) as u8);
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
         let from = socket2::SockAddr::new(storage, msg.msg_namelen).as_socket();
-        Ok(Received {
-            len: n as usize,
-            from,
-            stamp_ns: ts,
-            tos,
-        })
+        Ok(Received { len: n as usize, from, stamp_ns: ts, tos })
     }
 }
 
@@ -274,12 +226,7 @@ pub fn enable_recv_tos(sock: &impl AsRawFd) -> std::io::Result<()> {
 /// sendmsg(2) of one datagram to `to` with the TOS / traffic-class byte
 /// `tos` for this datagram only (an IP_TOS or IPV6_TCLASS control
 /// message): a server answers each client in the client's own class.
-pub fn send_to_with_tos(
-    sock: &impl AsRawFd,
-    buf: &[u8],
-    to: std::net::SocketAddr,
-    tos: u8,
-) -> std::io::Result<usize> {
+pub fn send_to_with_tos(sock: &impl AsRawFd, buf: &[u8], to: std::net::SocketAddr, tos: u8) -> std::io::Result<usize> {
     let addr = socket2::SockAddr::from(to);
     // A v4-mapped address on a dual-stack socket leaves as IPv4: IP_TOS.
     let v6 = matches!(to, std::net::SocketAddr::V6(a) if a.ip().to_ipv4_mapped().is_none());
@@ -287,10 +234,7 @@ pub fn send_to_with_tos(
     // for the call, with their true lengths; the control message is built
     // with the libc CMSG helpers inside a buffer sized by CMSG_SPACE.
     unsafe {
-        let mut iov = libc::iovec {
-            iov_base: buf.as_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
+        let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
         let mut control = [0u64; 4]; // 32 bytes >= CMSG_SPACE(sizeof(int))
         let space = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
         let mut msg: libc::msghdr = std::mem::zeroed();
@@ -301,17 +245,10 @@ pub fn send_to_with_tos(
         msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
         msg.msg_controllen = space as _;
         let c = libc::CMSG_FIRSTHDR(&msg);
-        (*c).cmsg_level = if v6 {
-            libc::IPPROTO_IPV6
-        } else {
-            libc::IPPROTO_IP
-        };
+        (*c).cmsg_level = if v6 { libc::IPPROTO_IPV6 } else { libc::IPPROTO_IP };
         (*c).cmsg_type = if v6 { libc::IPV6_TCLASS } else { libc::IP_TOS };
         (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
-        std::ptr::write_unaligned(
-            libc::CMSG_DATA(c) as *mut libc::c_int,
-            libc::c_int::from(tos),
-        );
+        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, libc::c_int::from(tos));
         let n = libc::sendmsg(sock.as_raw_fd(), &msg, 0);
         if n < 0 {
             return Err(std::io::Error::last_os_error());
@@ -334,10 +271,7 @@ mod tests {
         let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (_s, _) = l.accept().unwrap();
         let (i, len) = tcp_info(&c).unwrap();
-        assert!(
-            i.snd_cwnd >= 1 && i.snd_mss > 0 && len >= 104,
-            "{i:?} {len}"
-        );
+        assert!(i.snd_cwnd >= 1 && i.snd_mss > 0 && len >= 104, "{i:?} {len}");
         assert!(get_int(&c, libc::IPPROTO_TCP, libc::TCP_MAXSEG).unwrap() > 0);
         set_tcp_congestion(&c, "reno").unwrap();
         assert_eq!(tcp_congestion(&c).as_deref(), Some("reno"));
@@ -351,20 +285,13 @@ mod tests {
     #[test]
     fn tos_is_received_and_sent_per_datagram() {
         for (a, b) in [("127.0.0.1:0", "127.0.0.1:0"), ("[::1]:0", "[::1]:0")] {
-            let (Ok(x), Ok(y)) = (std::net::UdpSocket::bind(a), std::net::UdpSocket::bind(b))
-            else {
-                continue;
-            };
+            let (Ok(x), Ok(y)) = (std::net::UdpSocket::bind(a), std::net::UdpSocket::bind(b)) else { continue };
             enable_recv_tos(&x).unwrap();
             enable_recv_tos(&y).unwrap();
             let mut buf = [0u8; 64];
             y.send_to(b"plain", x.local_addr().unwrap()).unwrap();
             let r = recv_meta(&x, &mut buf, 0).unwrap();
-            assert_eq!(
-                (r.len, r.from, r.tos),
-                (5, Some(y.local_addr().unwrap()), Some(0)),
-                "{a}"
-            );
+            assert_eq!((r.len, r.from, r.tos), (5, Some(y.local_addr().unwrap()), Some(0)), "{a}");
             // EF (46) in the upper six bits
             send_to_with_tos(&x, b"marked", y.local_addr().unwrap(), 46 << 2).unwrap();
             let r = recv_meta(&y, &mut buf, 0).unwrap();

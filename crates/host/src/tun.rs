@@ -47,74 +47,36 @@ impl Tun {
     /// preceded by a virtio-net header ([`VNET_HDR_LEN`] bytes) that must be
     /// written back with it.
     pub fn open_with(name: &str, offload: bool) -> io::Result<Tun> {
-        if name.is_empty()
-            || name.len() >= libc::IFNAMSIZ
-            || name.contains('/')
-            || name.contains(char::is_whitespace)
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("invalid interface name \"{name}\" (1-15 characters)"),
-            ));
+        if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('/') || name.contains(char::is_whitespace) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid interface name \"{name}\" (1-15 characters)")));
         }
         let path = CString::new("/dev/net/tun").unwrap();
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
+        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
         if fd < 0 {
             let e = io::Error::last_os_error();
-            return Err(io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot open /dev/net/tun: {e} (is the tun module available, and are we root?)"
-                ),
-            ));
+            return Err(io::Error::new(e.kind(), format!("cannot open /dev/net/tun: {e} (is the tun module available, and are we root?)")));
         }
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         let flags = IFF_TUN | IFF_NO_PI | if offload { IFF_VNET_HDR } else { 0 };
-        let mut req = IfReq {
-            name: [0; libc::IFNAMSIZ],
-            flags,
-            _pad: [0; 22],
-        };
+        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags, _pad: [0; 22] };
         req.name[..name.len()].copy_from_slice(name.as_bytes());
         let r = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq) };
         if r < 0 {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(e.kind(), format!("TUNSETIFF {name}: {e}")));
         }
-        let end = req
-            .name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(libc::IFNAMSIZ);
+        let end = req.name.iter().position(|&b| b == 0).unwrap_or(libc::IFNAMSIZ);
         let name = String::from_utf8_lossy(&req.name[..end]).into_owned();
         if offload {
             let base = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
             // UDP segmentation offload needs Linux 6.2; fall back without it
-            let r = unsafe {
-                libc::ioctl(
-                    fd.as_raw_fd(),
-                    TUNSETOFFLOAD as _,
-                    base | TUN_F_USO4 | TUN_F_USO6,
-                )
-            };
+            let r = unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD as _, base | TUN_F_USO4 | TUN_F_USO6) };
             if r < 0 && unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD as _, base) } < 0 {
                 let e = io::Error::last_os_error();
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("TUNSETOFFLOAD {name}: {e}"),
-                ));
+                return Err(io::Error::new(e.kind(), format!("TUNSETOFFLOAD {name}: {e}")));
             }
         }
-        Ok(Tun {
-            fd,
-            name,
-            vnet: offload,
-        })
+        Ok(Tun { fd, name, vnet: offload })
     }
 
     /// True when packets carry a virtio-net header.
@@ -131,13 +93,7 @@ impl Tun {
     /// Read one packet (non-blocking: `WouldBlock` when none is queued).
     #[inline]
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            )
-        };
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
         if n < 0 {
             Err(io::Error::last_os_error())
         } else {
@@ -148,13 +104,7 @@ impl Tun {
     /// Write one packet (it enters the kernel as if received on this device).
     #[inline]
     pub fn write(&self, pkt: &[u8]) -> io::Result<usize> {
-        let n = unsafe {
-            libc::write(
-                self.fd.as_raw_fd(),
-                pkt.as_ptr() as *const libc::c_void,
-                pkt.len(),
-            )
-        };
+        let n = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr() as *const libc::c_void, pkt.len()) };
         if n < 0 {
             Err(io::Error::last_os_error())
         } else {

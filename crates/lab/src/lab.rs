@@ -20,12 +20,10 @@
 //!   client ns            home ns                    router ns ...
 //!   eth0 ──veth── lan0  [ip_forward]  wan0 ──veth── lan
 //! ```
+use bloatlab_model::{Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper, FRAME_BYTES, MTU};
 use crate::state::{ChildRec, Ownership};
 use crate::sys::{self, run_s};
 use anyhow::{anyhow, bail, Context, Result};
-use bloatlab_model::{
-    Backend, LabConfig, OnOff, Placement, QueueSpec, Rate, Shaper, FRAME_BYTES, MTU,
-};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,13 +43,8 @@ pub fn emulator_config(cfg: &LabConfig) -> Result<bloatlab_emulator::EmulatorCon
             overhead_bytes: (FRAME_BYTES - MTU as u64) as u32,
         })
     };
-    let e = EmulatorConfig {
-        up: dir(true)?,
-        down: dir(false)?,
-        ..Default::default()
-    };
-    e.validate()
-        .map_err(|e| anyhow!("emulator configuration: {e}"))?;
+    let e = EmulatorConfig { up: dir(true)?, down: dir(false)?, ..Default::default() };
+    e.validate().map_err(|e| anyhow!("emulator configuration: {e}"))?;
     Ok(e)
 }
 
@@ -60,15 +53,7 @@ pub fn emulator_config(cfg: &LabConfig) -> Result<bloatlab_emulator::EmulatorCon
 /// then the lab assumes a kernel without AQMs or netem).
 pub fn kernel_support() -> Option<&'static QdiscSupport> {
     static SUPPORT: std::sync::OnceLock<Option<QdiscSupport>> = std::sync::OnceLock::new();
-    SUPPORT
-        .get_or_init(|| {
-            if sys::have_lab_privileges() {
-                probe_qdiscs().ok()
-            } else {
-                None
-            }
-        })
-        .as_ref()
+    SUPPORT.get_or_init(|| if sys::have_lab_privileges() { probe_qdiscs().ok() } else { None }).as_ref()
 }
 
 fn kernel_has(kind: &str) -> bool {
@@ -147,10 +132,7 @@ pub const PROBED_QDISCS: &[(&str, &str)] = &[
     ("fq_pie", ""),
     ("fq", ""),
     ("sfq", ""),
-    (
-        "red",
-        "limit 400000 min 30000 max 90000 avpkt 1000 burst 55 bandwidth 10mbit",
-    ),
+    ("red", "limit 400000 min 30000 max 90000 avpkt 1000 burst 55 bandwidth 10mbit"),
     ("choke", "limit 1000 bandwidth 10mbit"),
     ("sfb", ""),
     ("hhf", ""),
@@ -223,10 +205,7 @@ impl Lab {
             None => loop {
                 let b = sys::random_bytes::<3>();
                 let id = format!("{:02x}{:02x}{:02x}", b[0], b[1], b[2]);
-                if !sys::netns_list()?
-                    .iter()
-                    .any(|n| n.starts_with(&format!("blab-{id}-")))
-                {
+                if !sys::netns_list()?.iter().any(|n| n.starts_with(&format!("blab-{id}-"))) {
                     break id;
                 }
             },
@@ -251,10 +230,7 @@ impl Lab {
         own.save()?;
         // with a home router the client's subnet is the home's LAN (net 3)
         // and the home router's wan0 takes the client's place on net 1
-        let home = cfg.home_router.then(|| Host {
-            extra: vec![format!("10.{octet}.1.2"), format!("{ula}:1::2")],
-            ..host("home", 3, 1)
-        });
+        let home = cfg.home_router.then(|| Host { extra: vec![format!("10.{octet}.1.2"), format!("{ula}:1::2")], ..host("home", 3, 1) });
         let mut lab = Lab {
             client: host("client", if cfg.home_router { 3 } else { 1 }, 2),
             home,
@@ -316,12 +292,7 @@ impl Lab {
     }
 
     fn namespaces(&self) -> (String, String, String, String) {
-        (
-            self.client.netns.clone(),
-            self.router.netns.clone(),
-            self.server.netns.clone(),
-            self.witness.netns.clone(),
-        )
+        (self.client.netns.clone(), self.router.netns.clone(), self.server.netns.clone(), self.witness.netns.clone())
     }
 
     /// The four namespaces (each recorded before it is made, so a kill in
@@ -340,30 +311,15 @@ impl Lab {
         check_interrupted()?;
         match &home {
             Some(h) => {
-                ipn(
-                    &c,
-                    &format!("link add eth0 type veth peer name lan0 netns {h}"),
-                )?;
-                ipn(
-                    h,
-                    &format!("link add wan0 type veth peer name lan netns {r}"),
-                )?;
+                ipn(&c, &format!("link add eth0 type veth peer name lan0 netns {h}"))?;
+                ipn(h, &format!("link add wan0 type veth peer name lan netns {r}"))?;
             }
             None => {
-                ipn(
-                    &c,
-                    &format!("link add eth0 type veth peer name lan netns {r}"),
-                )?;
+                ipn(&c, &format!("link add eth0 type veth peer name lan netns {r}"))?;
             }
         }
-        ipn(
-            &s,
-            &format!("link add eth0 type veth peer name wan-srv netns {r}"),
-        )?;
-        ipn(
-            &w,
-            &format!("link add eth0 type veth peer name wan-wit netns {r}"),
-        )?;
+        ipn(&s, &format!("link add eth0 type veth peer name wan-srv netns {r}"))?;
+        ipn(&w, &format!("link add eth0 type veth peer name wan-wit netns {r}"))?;
         ipn(&r, "link add wan type bridge stp_state 0 forward_delay 0")?;
         ipn(&r, "link set wan-srv master wan")?;
         ipn(&r, "link set wan-wit master wan")?;
@@ -374,12 +330,7 @@ impl Lab {
     /// Forwarding on the router; TCP buffers large enough to fill a
     /// 1000-packet queue, ECN and the congestion control as the default of
     /// the hosts. Returns what each host's default CC and ECN ended up as.
-    fn host_settings(
-        &mut self,
-    ) -> Result<(
-        serde_json::Map<String, serde_json::Value>,
-        serde_json::Map<String, serde_json::Value>,
-    )> {
+    fn host_settings(&mut self) -> Result<(serde_json::Map<String, serde_json::Value>, serde_json::Map<String, serde_json::Value>)> {
         let (c, r, s, w) = self.namespaces();
         for ns in std::iter::once(&r).chain(self.home.as_ref().map(|h| &h.netns)) {
             sys::set_sysctls(
@@ -414,19 +365,12 @@ impl Lab {
                 None => {}
             }
             sys::set_sysctls(ns, &kv)?;
-            ecn_state.insert(
-                ns.clone(),
-                sys::get_sysctl(ns, "net/ipv4/tcp_ecn")
-                    .unwrap_or_default()
-                    .into(),
-            );
+            ecn_state.insert(ns.clone(), sys::get_sysctl(ns, "net/ipv4/tcp_ecn").unwrap_or_default().into());
             // The engine sets the CC per socket (--cc); the namespace default
             // (what any other tool run in the lab gets) can only be a CC in the
             // host's tcp_allowed_congestion_control: add it there for the lab's
             // lifetime (recorded first, so a killed lab's cleanup restores it).
-            if self.own.rec.allowed_cc_added.is_none()
-                && !crate::state::allowed_cc().contains(&self.cfg.cc)
-            {
+            if self.own.rec.allowed_cc_added.is_none() && !crate::state::allowed_cc().contains(&self.cfg.cc) {
                 self.own.rec.allowed_cc_added = Some(self.cfg.cc.clone());
                 self.own.save()?;
                 if !crate::state::allow_cc(&self.cfg.cc)? {
@@ -434,21 +378,11 @@ impl Lab {
                     self.own.save()?;
                 }
             }
-            sys::set_sysctls(
-                ns,
-                &[("net/ipv4/tcp_congestion_control", self.cfg.cc.clone())],
-            )
-            .with_context(|| {
-                format!(
-                    "making {} the default congestion control of {ns}",
-                    self.cfg.cc
-                )
-            })?;
+            sys::set_sysctls(ns, &[("net/ipv4/tcp_congestion_control", self.cfg.cc.clone())])
+                .with_context(|| format!("making {} the default congestion control of {ns}", self.cfg.cc))?;
             ns_default_cc.insert(
                 ns.clone(),
-                sys::get_sysctl(ns, "net/ipv4/tcp_congestion_control")
-                    .unwrap_or_default()
-                    .into(),
+                sys::get_sysctl(ns, "net/ipv4/tcp_congestion_control").unwrap_or_default().into(),
             );
         }
         Ok((ns_default_cc, ecn_state))
@@ -459,22 +393,10 @@ impl Lab {
         let (c, r, s, w) = self.namespaces();
         let pfx6 = |h: &Host| format!("{}/64", h.v6);
         ipn(&c, &format!("addr add {}/24 dev eth0", self.client.v4))?;
-        ipn(
-            &c,
-            &format!("addr add {} dev eth0 nodad", pfx6(&self.client)),
-        )?;
+        ipn(&c, &format!("addr add {} dev eth0 nodad", pfx6(&self.client)))?;
         ipn(&r, &format!("addr add {}/24 dev lan", self.router.v4))?;
-        ipn(
-            &r,
-            &format!("addr add {} dev lan nodad", pfx6(&self.router)),
-        )?;
-        let rwan4 = self
-            .router
-            .v4
-            .rsplitn(3, '.')
-            .nth(2)
-            .map(|p| format!("{p}.2.1"))
-            .unwrap();
+        ipn(&r, &format!("addr add {} dev lan nodad", pfx6(&self.router)))?;
+        let rwan4 = self.router.v4.rsplitn(3, '.').nth(2).map(|p| format!("{p}.2.1")).unwrap();
         let rwan6 = self.router.v6.replace(":1::1", ":2::1");
         ipn(&r, &format!("addr add {rwan4}/24 dev wan"))?;
         ipn(&r, &format!("addr add {rwan6}/64 dev wan nodad"))?;
@@ -523,12 +445,7 @@ impl Lab {
 
     /// Offloads off (and one segment per packet) unless --offloads on; what
     /// each interface ended up with.
-    fn offloads(
-        &self,
-    ) -> Result<(
-        serde_json::Map<String, serde_json::Value>,
-        serde_json::Value,
-    )> {
+    fn offloads(&self) -> Result<(serde_json::Map<String, serde_json::Value>, serde_json::Value)> {
         let mut offload_detail = serde_json::Map::new();
         let mut gso_segs_note = serde_json::Value::Null;
         let read_offloads = |ns: &str, d: &str| -> [String; 3] {
@@ -540,19 +457,12 @@ impl Lab {
                     .map(|v| v.trim().to_string())
                     .unwrap_or_else(|| "?".into())
             };
-            [
-                get("tcp-segmentation-offload"),
-                get("generic-segmentation-offload"),
-                get("generic-receive-offload"),
-            ]
+            [get("tcp-segmentation-offload"), get("generic-segmentation-offload"), get("generic-receive-offload")]
         };
         for (ns, devs) in self.lab_devices() {
             for d in devs {
                 if self.cfg.offloads == OnOff::Off {
-                    let set = sys::run(&[
-                        "ip", "netns", "exec", &ns, "ethtool", "-K", d, "tso", "off", "gso", "off",
-                        "gro", "off",
-                    ]);
+                    let set = sys::run(&["ip", "netns", "exec", &ns, "ethtool", "-K", d, "tso", "off", "gso", "off", "gro", "off"]);
                     let now = read_offloads(&ns, d);
                     if now.iter().any(|v| v.starts_with("on")) {
                         bail!(
@@ -577,10 +487,7 @@ impl Lab {
                 }
                 if sys::have("ethtool") {
                     let [tso, gso, gro] = read_offloads(&ns, d);
-                    offload_detail.insert(
-                        format!("{ns}/{d}"),
-                        serde_json::json!({ "tso": tso, "gso": gso, "gro": gro }),
-                    );
+                    offload_detail.insert(format!("{ns}/{d}"), serde_json::json!({ "tso": tso, "gso": gso, "gro": gro }));
                 }
             }
         }
@@ -590,16 +497,9 @@ impl Lab {
     /// (namespace, interfaces) of every lab interface.
     fn lab_devices(&self) -> Vec<(String, Vec<&'static str>)> {
         let mut v = vec![(self.client.netns.clone(), vec!["eth0"])];
-        v.extend(
-            self.home
-                .as_ref()
-                .map(|h| (h.netns.clone(), vec!["lan0", "wan0"])),
-        );
+        v.extend(self.home.as_ref().map(|h| (h.netns.clone(), vec!["lan0", "wan0"])));
         v.extend([
-            (
-                self.router.netns.clone(),
-                vec!["lan", "wan-srv", "wan-wit", "wan"],
-            ),
+            (self.router.netns.clone(), vec!["lan", "wan-srv", "wan-wit", "wan"]),
             (self.server.netns.clone(), vec!["eth0"]),
             (self.witness.netns.clone(), vec!["eth0"]),
         ]);
@@ -624,21 +524,11 @@ impl Lab {
     pub fn queue_targets(&self) -> Vec<QueueTarget> {
         let (up, down) = self.bottleneck_devices();
         let mut v = Vec::new();
-        let t = |role: &str, (ns, dev): (String, String)| QueueTarget {
-            role: role.into(),
-            netns: ns,
-            dev,
-        };
+        let t = |role: &str, (ns, dev): (String, String)| QueueTarget { role: role.into(), netns: ns, dev };
         if backend(&self.cfg).0 == Backend::Emulator {
             // The bottleneck queues are inside the emulator; it reports them itself.
-            v.push(t(
-                "sender-local-up",
-                (self.client.netns.clone(), "eth0".into()),
-            ));
-            v.push(t(
-                "sender-local-down",
-                (self.server.netns.clone(), "eth0".into()),
-            ));
+            v.push(t("sender-local-up", (self.client.netns.clone(), "eth0".into())));
+            v.push(t("sender-local-down", (self.server.netns.clone(), "eth0".into())));
             return v;
         }
         if let Some(u) = up {
@@ -648,16 +538,10 @@ impl Lab {
             v.push(t("bottleneck-down", d));
         }
         if self.cfg.placement == Placement::Router || self.cfg.rate_up.is_none() {
-            v.push(t(
-                "sender-local-up",
-                (self.client.netns.clone(), "eth0".into()),
-            ));
+            v.push(t("sender-local-up", (self.client.netns.clone(), "eth0".into())));
         }
         if self.cfg.placement == Placement::Router || self.cfg.rate_down.is_none() {
-            v.push(t(
-                "sender-local-down",
-                (self.server.netns.clone(), "eth0".into()),
-            ));
+            v.push(t("sender-local-down", (self.server.netns.clone(), "eth0".into())));
         }
         v
     }
@@ -669,13 +553,9 @@ impl Lab {
             Shaper::Tbf => "tbf",
         };
         let kernel = backend(&self.cfg).0 == Backend::Kernel;
-        if kernel && (self.cfg.rate_up.is_some() || self.cfg.rate_down.is_some()) && missing(shaper)
-        {
-            bail!(
-                "this kernel ({}) has no `{shaper}` qdisc to limit the rate; try --shaper {}",
-                self.kernel,
-                if shaper == "htb" { "tbf" } else { "htb" }
-            );
+        if kernel && (self.cfg.rate_up.is_some() || self.cfg.rate_down.is_some()) && missing(shaper) {
+            bail!("this kernel ({}) has no `{shaper}` qdisc to limit the rate; try --shaper {}", self.kernel,
+                if shaper == "htb" { "tbf" } else { "htb" });
         }
         if let Some(QueueSpec::Kernel { qdisc: kind, args }) = self.cfg.kernel_qdisc() {
             let kind = kind.as_str();
@@ -722,14 +602,9 @@ impl Lab {
             return Ok(());
         }
         let (up, down) = self.bottleneck_devices();
-        let rates = [
-            (up, self.cfg.rate_up, true),
-            (down, self.cfg.rate_down, false),
-        ];
+        let rates = [(up, self.cfg.rate_up, true), (down, self.cfg.rate_down, false)];
         for (dev, rate, is_up) in rates {
-            let (Some((ns, dev)), Some(rate)) = (dev, rate) else {
-                continue;
-            };
+            let (Some((ns, dev)), Some(rate)) = (dev, rate) else { continue };
             self.install_shaper(&ns, &dev, rate, self.cfg.queue_of(is_up))?;
         }
         // Delay/loss with netem on the interfaces that are not the bottleneck.
@@ -740,10 +615,7 @@ impl Lab {
                     (self.server.netns.clone(), "eth0"),
                     (self.witness.netns.clone(), "eth0"),
                 ],
-                Placement::Local => vec![
-                    (self.router.netns.clone(), "lan"),
-                    (self.router.netns.clone(), "wan"),
-                ],
+                Placement::Local => vec![(self.router.netns.clone(), "lan"), (self.router.netns.clone(), "wan")],
             };
             for (ns, dev) in places {
                 let mut a: Vec<&str> = vec!["qdisc", "replace", "dev", dev, "root", "netem"];
@@ -794,20 +666,14 @@ impl Lab {
         for h in self.hosts() {
             s.push_str(&format!(
                 "  {:<8} sudo ip netns exec {} bash      # {}\n",
-                h.role,
-                h.netns,
-                h.addresses().join(" ")
+                h.role, h.netns, h.addresses().join(" ")
             ));
         }
         if !self.servers.is_empty() {
             // the binary by its path (it need not be on root's PATH), and the
             // lab's congestion control (the namespace default may differ)
             let exe = exe_display();
-            let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT {
-                String::new()
-            } else {
-                format!(":{}", self.cfg.port)
-            };
+            let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT { String::new() } else { format!(":{}", self.cfg.port) };
             s.push_str(&format!(
                 "  bloatlab servers listen on {}:{} and {}:{}; e.g.\n    sudo ip netns exec {} {exe} test {}{port} --witness {}{port} --cc {}\n",
                 self.server.v4, self.cfg.port, self.witness.v4, self.cfg.port, self.client.netns, self.server.v4, self.witness.v4, self.cfg.cc
@@ -817,12 +683,7 @@ impl Lab {
             // server printed it in the logs
             let pin = std::fs::read_to_string(self.run_dir.join("server-server.stdout"))
                 .ok()
-                .and_then(|l| {
-                    l.split("SHA-256 ")
-                        .nth(1)
-                        .and_then(|r| r.split_whitespace().next())
-                        .map(|p| format!("#pin-sha256={p}"))
-                })
+                .and_then(|l| l.split("SHA-256 ").nth(1).and_then(|r| r.split_whitespace().next()).map(|p| format!("#pin-sha256={p}")))
                 .unwrap_or_default();
             s.push_str(&format!(
                 "  the server also serves the browser test at http://{}:{} and the IETF RPM endpoints at https://{}:{}/.well-known/nq{pin} (self-signed), from the client namespace\n",
@@ -833,11 +694,7 @@ impl Lab {
             ));
         }
         if let Some(h) = &self.home {
-            let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT {
-                String::new()
-            } else {
-                format!(":{}", self.cfg.port)
-            };
+            let port = if self.cfg.port == bloatlab_model::DEFAULT_PORT { String::new() } else { format!(":{}", self.cfg.port) };
             s.push_str(&format!(
                 "  tune the home router:\n    sudo ip netns exec {} {} tune {}{port} --wan wan0 --lan lan0 --client-netns {}\n",
                 h.netns,
@@ -847,21 +704,13 @@ impl Lab {
             ));
         }
         s.push_str(&format!("  logs: {}\n", self.run_dir.display()));
-        s.push_str(&format!(
-            "  remove it with: sudo {} lab cleanup --id {}\n",
-            exe_display(),
-            self.id
-        ));
+        s.push_str(&format!("  remove it with: sudo {} lab cleanup --id {}\n", exe_display(), self.id));
         s
     }
 
     /// Record a child process in the ownership file.
     pub(crate) fn record_child(&mut self, pid: u32, what: &str) {
-        self.own.rec.children.push(ChildRec {
-            pid,
-            start: sys::proc_start_time(pid),
-            what: what.into(),
-        });
+        self.own.rec.children.push(ChildRec { pid, start: sys::proc_start_time(pid), what: what.into() });
         let _ = self.own.save();
     }
 
@@ -905,11 +754,7 @@ impl Lab {
             self.own.remove_files();
             Ok(())
         } else {
-            Err(anyhow!(
-                "teardown of lab {} incomplete: {}",
-                self.id,
-                errs.join("; ")
-            ))
+            Err(anyhow!("teardown of lab {} incomplete: {}", self.id, errs.join("; ")))
         }
     }
 }
@@ -920,10 +765,7 @@ impl Drop for Lab {
             return;
         }
         if let Err(e) = self.teardown() {
-            eprintln!(
-                "bloatlab lab: {e:#}; run `bloatlab lab cleanup --id {}`",
-                self.id
-            );
+            eprintln!("bloatlab lab: {e:#}; run `bloatlab lab cleanup --id {}`", self.id);
         }
     }
 }
@@ -931,12 +773,7 @@ impl Drop for Lab {
 /// This bloatlab binary's path as a command to print (it need not be on root's PATH).
 fn exe_display() -> String {
     std::env::current_exe()
-        .map(|p| {
-            p.display()
-                .to_string()
-                .trim_end_matches(" (deleted)")
-                .to_string()
-        })
+        .map(|p| p.display().to_string().trim_end_matches(" (deleted)").to_string())
         .unwrap_or_else(|_| "bloatlab".into())
 }
 
@@ -959,23 +796,11 @@ pub fn netem_args(cfg: &LabConfig) -> Option<Vec<String>> {
     }
     let pct = |p: f64| format!("{}%", (p * 100.0 * 1e6).round() / 1e6);
     match cfg.loss {
-        Some(bloatlab_model::link::LossSpec::Bernoulli { p }) => {
-            args.extend(["loss".into(), pct(p)])
-        }
+        Some(bloatlab_model::link::LossSpec::Bernoulli { p }) => args.extend(["loss".into(), pct(p)]),
         // netem's Gilbert-Elliott: p, r, 1-h (loss in Bad), 1-k (loss in Good)
-        Some(bloatlab_model::link::LossSpec::GilbertElliott {
-            p,
-            r,
-            loss_good,
-            loss_bad,
-        }) => args.extend([
-            "loss".into(),
-            "gemodel".into(),
-            pct(p),
-            pct(r),
-            pct(loss_bad),
-            pct(loss_good),
-        ]),
+        Some(bloatlab_model::link::LossSpec::GilbertElliott { p, r, loss_good, loss_bad }) => {
+            args.extend(["loss".into(), "gemodel".into(), pct(p), pct(r), pct(loss_bad), pct(loss_good)])
+        }
         Some(bloatlab_model::link::LossSpec::None) | None => {}
     }
     Some(args)
@@ -983,15 +808,13 @@ pub fn netem_args(cfg: &LabConfig) -> Option<Vec<String>> {
 
 /// Try to create one qdisc kind on a scratch veth in `ns`. Ok(false) = kernel lacks it.
 fn probe_one(ns: &str, kind: &str, args: &str) -> Result<bool> {
-    let scratch = bloatlab_shape::probe::Scratch::new(Some(ns), "probe0", "probe1")
-        .map_err(|e| anyhow!(e))?;
+    let scratch = bloatlab_shape::probe::Scratch::new(Some(ns), "probe0", "probe1").map_err(|e| anyhow!(e))?;
     Ok(scratch.has(kind, &args.split_whitespace().collect::<Vec<_>>()))
 }
 
 /// Probe the qdisc kinds of [`PROBED_QDISCS`] in namespace `ns`.
 pub fn probe_qdiscs_in(ns: &str) -> Result<QdiscSupport> {
-    let scratch = bloatlab_shape::probe::Scratch::new(Some(ns), "probe0", "probe1")
-        .map_err(|e| anyhow!(e))?;
+    let scratch = bloatlab_shape::probe::Scratch::new(Some(ns), "probe0", "probe1").map_err(|e| anyhow!(e))?;
     let (available, missing) = scratch.kinds(PROBED_QDISCS);
     Ok(QdiscSupport { available, missing })
 }
@@ -1025,18 +848,12 @@ mod tests {
         c.delay = Some(Duration::from_millis(20));
         c.jitter = Some(bloatlab_model::link::JitterSpec::parse("2ms", false).unwrap());
         c.loss = Some("1%".parse().unwrap());
-        assert_eq!(
-            netem_args(&c).unwrap().join(" "),
-            "limit 100000 delay 20000us 2000us loss 1%"
-        );
+        assert_eq!(netem_args(&c).unwrap().join(" "), "limit 100000 delay 20000us 2000us loss 1%");
     }
 
     #[test]
     fn emulator_configuration() {
-        let mut c = LabConfig {
-            delay: Some(Duration::from_millis(10)),
-            ..Default::default()
-        };
+        let mut c = LabConfig { delay: Some(Duration::from_millis(10)), ..Default::default() };
         let e = emulator_config(&c).unwrap();
         assert_eq!(e.up.delay_ns, 10_000_000);
         assert_eq!(e.up.overhead_bytes, 14);
@@ -1044,9 +861,6 @@ mod tests {
         let e = emulator_config(&c).unwrap();
         assert_eq!((e.up.queue.kind(), e.down.queue.kind()), ("codel", "fifo"));
         c.placement = Placement::Local;
-        assert!(validate(&c)
-            .unwrap_err()
-            .to_string()
-            .contains("kernel backend"));
+        assert!(validate(&c).unwrap_err().to_string().contains("kernel backend"));
     }
 }

@@ -27,12 +27,6 @@ pub use bloatlab_host::signals;
 pub mod state;
 pub mod sys;
 
-pub use lab::{
-    backend, emulator_config, kernel_support, probe_qdiscs, validate, Host, Lab, QdiscSupport,
-    QueueTarget, PROBED_QDISCS,
-};
-pub use run::{
-    check_test_options, lab_test_config, phase_queues, LabProgress, ProgressFn, RunOptions,
-    RunOutcome,
-};
+pub use lab::{backend, emulator_config, kernel_support, probe_qdiscs, validate, Host, Lab, QdiscSupport, QueueTarget, PROBED_QDISCS};
+pub use run::{check_test_options, lab_test_config, phase_queues, LabProgress, ProgressFn, RunOptions, RunOutcome};
 pub use session::Session;

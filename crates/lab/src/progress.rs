@@ -24,11 +24,7 @@ struct Ran {
 impl Progress {
     pub fn new(quiet: bool) -> Progress {
         use std::io::IsTerminal;
-        Progress {
-            terminal: !quiet && std::io::stderr().is_terminal(),
-            current: std::sync::Mutex::new(None),
-            quiet,
-        }
+        Progress { terminal: !quiet && std::io::stderr().is_terminal(), current: std::sync::Mutex::new(None), quiet }
     }
 
     /// The callback for one run labelled `label` (e.g. "run 1/2 fifo:1000").
@@ -40,11 +36,7 @@ impl Progress {
         // `clear`) draws nothing: its bar is finished
         let bar = self.terminal.then(|| {
             let b = indicatif::ProgressBar::new(1000);
-            b.set_style(
-                indicatif::ProgressStyle::with_template("  {prefix} [{bar:24}] {msg}")
-                    .expect("a valid template")
-                    .progress_chars("=> "),
-            );
+            b.set_style(indicatif::ProgressStyle::with_template("  {prefix} [{bar:24}] {msg}").expect("a valid template").progress_chars("=> "));
             b.set_prefix(label.to_string());
             *self.current.lock().expect("progress lock") = Some(b.clone());
             b
@@ -52,60 +44,40 @@ impl Progress {
         let label = label.to_string();
         let last_line = std::sync::Mutex::new(Instant::now());
         let ran = std::sync::Mutex::new(Ran::default());
-        Some(crate::ProgressFn(std::sync::Arc::new(
-            move |p: &crate::LabProgress| {
-                let l = &p.live;
-                let rate = |bps: f64| {
-                    if bps > 0.0 {
-                        bloatlab_model::fmt::rate(bps)
-                    } else {
-                        "-".into()
+        Some(crate::ProgressFn(std::sync::Arc::new(move |p: &crate::LabProgress| {
+            let l = &p.live;
+            let rate = |bps: f64| if bps > 0.0 { bloatlab_model::fmt::rate(bps) } else { "-".into() };
+            let last = l.phase_index + 1 >= l.phases;
+            let msg = format!(
+                "{} {}/{} {:.1}/{:.0} s  up {}  down {}  rtt {} ms{}{}",
+                l.phase,
+                l.phase_index + 1,
+                l.phases,
+                l.elapsed_s.min(l.phase_len_s),
+                l.phase_len_s,
+                rate(l.up_bps),
+                rate(l.down_bps),
+                bloatlab_model::fmt::ms(l.rtt_ms),
+                p.backlog_packets.map(|b| format!("  backlog {b} pkts")).unwrap_or_default(),
+                if last && l.elapsed_s >= l.phase_len_s - 0.5 { "  finishing: gathering the result" } else { "" }
+            );
+            match &bar {
+                Some(b) => {
+                    if b.is_finished() {
+                        return;
                     }
-                };
-                let last = l.phase_index + 1 >= l.phases;
-                let msg = format!(
-                    "{} {}/{} {:.1}/{:.0} s  up {}  down {}  rtt {} ms{}{}",
-                    l.phase,
-                    l.phase_index + 1,
-                    l.phases,
-                    l.elapsed_s.min(l.phase_len_s),
-                    l.phase_len_s,
-                    rate(l.up_bps),
-                    rate(l.down_bps),
-                    bloatlab_model::fmt::ms(l.rtt_ms),
-                    p.backlog_packets
-                        .map(|b| format!("  backlog {b} pkts"))
-                        .unwrap_or_default(),
-                    if last && l.elapsed_s >= l.phase_len_s - 0.5 {
-                        "  finishing: gathering the result"
-                    } else {
-                        ""
-                    }
-                );
-                match &bar {
-                    Some(b) => {
-                        if b.is_finished() {
-                            return;
-                        }
-                        b.set_position(
-                            (Self::fraction(
-                                &mut ran.lock().expect("progress lock"),
-                                l,
-                                &p.planned_s,
-                            ) * 1000.0) as u64,
-                        );
-                        b.set_message(msg);
-                    }
-                    None => {
-                        let mut t = last_line.lock().expect("progress lock");
-                        if t.elapsed() >= std::time::Duration::from_secs(5) {
-                            *t = Instant::now();
-                            eprintln!("  {label}: {msg}");
-                        }
+                    b.set_position((Self::fraction(&mut ran.lock().expect("progress lock"), l, &p.planned_s) * 1000.0) as u64);
+                    b.set_message(msg);
+                }
+                None => {
+                    let mut t = last_line.lock().expect("progress lock");
+                    if t.elapsed() >= std::time::Duration::from_secs(5) {
+                        *t = Instant::now();
+                        eprintln!("  {label}: {msg}");
                     }
                 }
-            },
-        )))
+            }
+        })))
     }
 
     /// The share of the run done, by time: the phases that ran as long as
@@ -143,14 +115,7 @@ mod tests {
 
     #[test]
     fn the_bar_fills_by_time_not_by_phase() {
-        let live = |i: usize, elapsed: f64, len: f64| bloatlab_model::config::Live {
-            phase: "x".into(),
-            phase_index: i,
-            phases: 2,
-            elapsed_s: elapsed,
-            phase_len_s: len,
-            ..Default::default()
-        };
+        let live = |i: usize, elapsed: f64, len: f64| bloatlab_model::config::Live { phase: "x".into(), phase_index: i, phases: 2, elapsed_s: elapsed, phase_len_s: len, ..Default::default() };
         let planned = [2.0, 18.0];
         let mut ran = Ran::default();
         // the end of a 2 s idle phase of a 20 s run: a tenth, not half

@@ -3,8 +3,8 @@
 //! sampler alongside, and the merge of the lab's section into the result.
 use crate::lab::Lab;
 use crate::sampler::Sampler;
-use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_host::signals;
+use anyhow::{anyhow, bail, Context, Result};
 use bloatlab_model::{Backend, Job, Placement, QueueSpec, ServerConfig, TestConfig, TestOverrides};
 use bloatlab_results::{EmulatorRecord, LabHost, LabInfo, LabRecord, QueueSampler, TestResult};
 use std::io::{BufRead, BufReader};
@@ -71,19 +71,8 @@ pub fn phase_queues(result: &mut TestResult, lab: &LabInfo) {
 
 /// Check the user's options against a lab before it is built (the hosts'
 /// addresses stand in by role).
-pub fn check_test_options(
-    cfg: &bloatlab_model::LabConfig,
-    user: &TestOverrides,
-) -> Result<TestConfig> {
-    let addr_of = |r: &str| {
-        ROLES.iter().position(|x| *x == r).map(|i| {
-            if cfg.ipv6 {
-                format!("fd00::{}", i + 1)
-            } else {
-                format!("192.0.2.{}", i + 1)
-            }
-        })
-    };
+pub fn check_test_options(cfg: &bloatlab_model::LabConfig, user: &TestOverrides) -> Result<TestConfig> {
+    let addr_of = |r: &str| ROLES.iter().position(|x| *x == r).map(|i| if cfg.ipv6 { format!("fd00::{}", i + 1) } else { format!("192.0.2.{}", i + 1) });
     lab_test_config(cfg, user, &addr_of, vec![])
 }
 
@@ -100,15 +89,8 @@ pub fn lab_test_config(
     command: Vec<String>,
 ) -> Result<TestConfig> {
     let mut test = cfg.test_defaults();
-    user.apply(&mut test)
-        .map_err(|e| anyhow!("after `--`: {e}"))?;
-    let with_port = |a: String| {
-        if a.contains(':') {
-            format!("[{a}]:{}", cfg.port)
-        } else {
-            format!("{a}:{}", cfg.port)
-        }
-    };
+    user.apply(&mut test).map_err(|e| anyhow!("after `--`: {e}"))?;
+    let with_port = |a: String| if a.contains(':') { format!("[{a}]:{}", cfg.port) } else { format!("{a}:{}", cfg.port) };
     let role = |r: &str| addr_of(r).ok_or_else(|| anyhow!("the lab has no {r} host"));
     test.server = with_port(role("server")?);
     if let Some(w) = test.witness.clone() {
@@ -131,8 +113,7 @@ pub fn lab_test_config(
 
 /// Write a [`Job`] for a child process as JSON.
 fn write_job(path: &Path, job: &Job) -> Result<()> {
-    std::fs::write(path, serde_json::to_vec_pretty(job)?)
-        .with_context(|| format!("cannot write {}", path.display()))
+    std::fs::write(path, serde_json::to_vec_pretty(job)?).with_context(|| format!("cannot write {}", path.display()))
 }
 
 impl Lab {
@@ -146,8 +127,7 @@ impl Lab {
                 if p.exists() {
                     Ok(p)
                 } else {
-                    std::env::current_exe()
-                        .context("cannot find the bloatlab executable to run inside the lab")
+                    std::env::current_exe().context("cannot find the bloatlab executable to run inside the lab")
                 }
             }
         }
@@ -169,11 +149,7 @@ impl Lab {
             let config = ServerConfig {
                 binds: vec![std::net::SocketAddr::from(([0u16; 8], self.cfg.port))],
                 max_duration: Duration::from_secs(86_400),
-                idle_timeout: if h.role == "witness" {
-                    Duration::from_secs(3600)
-                } else {
-                    ServerConfig::default().idle_timeout
-                },
+                idle_timeout: if h.role == "witness" { Duration::from_secs(3600) } else { ServerConfig::default().idle_timeout },
                 // The lab's own hosts: results record both ends' kernels.
                 disclose_host: true,
                 max_tests_per_source: ServerConfig::default().max_tests,
@@ -183,15 +159,10 @@ impl Lab {
                 rpm: Some(bloatlab_model::RpmServe {
                     port: bloatlab_model::DEFAULT_RPM_PORT,
                     public_name: None,
-                    tls: bloatlab_model::RpmTls::SelfSigned {
-                        names: vec!["localhost".into()],
-                    },
+                    tls: bloatlab_model::RpmTls::SelfSigned { names: vec!["localhost".into()] },
                 }),
                 // and the browser test, for a browser in the client namespace
-                web: (h.role == "server").then(|| bloatlab_model::WebServe {
-                    port: bloatlab_model::DEFAULT_WEB_PORT,
-                    results: None,
-                }),
+                web: (h.role == "server").then(|| bloatlab_model::WebServe { port: bloatlab_model::DEFAULT_WEB_PORT, results: None }),
                 ..Default::default()
             };
             let job = self.run_dir.join(format!("{}-server.job.json", h.role));
@@ -214,8 +185,7 @@ impl Lab {
             let (tx, rx) = std::sync::mpsc::channel();
             // what it says (its addresses, its RPM certificate's SHA-256)
             // goes to the logs, {role}-server.stdout
-            let mut log =
-                std::fs::File::create(self.run_dir.join(format!("{}-server.stdout", h.role)))?;
+            let mut log = std::fs::File::create(self.run_dir.join(format!("{}-server.stdout", h.role)))?;
             std::thread::spawn(move || {
                 let mut r = BufReader::new(stdout);
                 let mut line = String::new();
@@ -232,27 +202,15 @@ impl Lab {
                         break;
                     }
                     let e = std::fs::read_to_string(&errf).unwrap_or_default();
-                    bail!(
-                        "bloatlab server in {} did not start: {}{}",
-                        h.netns,
-                        line.trim(),
-                        e.trim()
-                    );
+                    bail!("bloatlab server in {} did not start: {}{}", h.netns, line.trim(), e.trim());
                 }
                 if signals::pending() != 0 {
                     bail!("interrupted by {}", signals::name(signals::pending()));
                 }
                 if Instant::now() > deadline {
                     let e = std::fs::read_to_string(&errf).unwrap_or_default();
-                    bail!(
-                        "bloatlab server in {} did not report listening within 15 s{}",
-                        h.netns,
-                        if e.trim().is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", e.trim())
-                        }
-                    );
+                    bail!("bloatlab server in {} did not report listening within 15 s{}", h.netns,
+                        if e.trim().is_empty() { String::new() } else { format!(": {}", e.trim()) });
                 }
             }
         }
@@ -267,24 +225,12 @@ impl Lab {
             bail!("interrupted by {}", signals::name(signals::pending()));
         }
         let hosts = [&self.client, &self.router, &self.server, &self.witness];
-        let addr_of = |role: &str| {
-            hosts.iter().find(|h| h.role == role).map(|h| {
-                if self.cfg.ipv6 {
-                    h.v6.clone()
-                } else {
-                    h.v4.clone()
-                }
-            })
-        };
+        let addr_of = |role: &str| hosts.iter().find(|h| h.role == role).map(|h| if self.cfg.ipv6 { h.v6.clone() } else { h.v4.clone() });
         let test = match &opts.config {
             Some(c) => {
                 let mut t = c.clone();
                 let a = addr_of("server").expect("a lab has a server");
-                t.server = if a.contains(':') {
-                    format!("[{a}]:{}", self.cfg.port)
-                } else {
-                    format!("{a}:{}", self.cfg.port)
-                };
+                t.server = if a.contains(':') { format!("[{a}]:{}", self.cfg.port) } else { format!("{a}:{}", self.cfg.port) };
                 t.validate().map_err(|e| anyhow!(e))?;
                 t
             }
@@ -306,15 +252,7 @@ impl Lab {
         let interval = self.cfg.queue_interval.unwrap_or(test.sample_interval);
         let job = self.run_dir.join(format!("test-{n}.job.json"));
         let progress = self.run_dir.join(format!("test-{n}.live.json"));
-        write_job(
-            &job,
-            &Job::Test {
-                config: Box::new(test),
-                json: json.clone(),
-                quiet: !opts.show_engine_output,
-                progress: Some(progress.clone()),
-            },
-        )?;
+        write_job(&job, &Job::Test { config: Box::new(test), json: json.clone(), quiet: !opts.show_engine_output, progress: Some(progress.clone()) })?;
         let errf = self.run_dir.join(format!("client-{n}.stderr"));
         let err = std::fs::File::create(&errf)?;
         let interval = interval.max(Duration::from_millis(5));
@@ -323,15 +261,8 @@ impl Lab {
             let mut ecfg = crate::lab::emulator_config(&self.cfg)?;
             ecfg.sample_interval_ns = interval.as_nanos().max(1_000_000) as u64;
             let stats = self.run_dir.join(format!("emulator-{n}.json"));
-            let h = bloatlab_emulator::start_in_netns(
-                &exe,
-                &self.router.netns,
-                &ecfg,
-                &["lan"],
-                &["wan"],
-                &stats,
-            )
-            .context("starting bloatlab's user-space link emulator in the router namespace")?;
+            let h = bloatlab_emulator::start_in_netns(&exe, &self.router.netns, &ecfg, &["lan"], &["wan"], &stats)
+                .context("starting bloatlab's user-space link emulator in the router namespace")?;
             if let Some(pid) = h.pid() {
                 self.record_child(pid, &format!("emulator in {}", self.router.netns));
             }
@@ -339,21 +270,13 @@ impl Lab {
         }
         let sampler = Sampler::start(self.queue_targets(), interval);
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.client.netns])
-            .arg(&exe)
-            .arg("job")
-            .arg(&job)
-            .stdin(Stdio::null());
+        cmd.args(["netns", "exec", &self.client.netns]).arg(&exe).arg("job").arg(&job).stdin(Stdio::null());
         if opts.show_engine_output {
             cmd.stdout(Stdio::inherit());
         } else {
             cmd.stdout(Stdio::null());
         }
-        let mut child = cmd
-            .stderr(err)
-            .process_group(0)
-            .spawn()
-            .context("start bloatlab test in the client namespace")?;
+        let mut child = cmd.stderr(err).process_group(0).spawn().context("start bloatlab test in the client namespace")?;
         self.record_child(child.id(), &format!("test in {}", self.client.netns));
         let mut forwarded: Option<(i32, Instant)> = None;
         let mut shown = Instant::now();
@@ -364,15 +287,9 @@ impl Lab {
             if let Some(show) = &opts.progress {
                 if shown.elapsed() >= Duration::from_millis(200) {
                     shown = Instant::now();
-                    let live = std::fs::read(&progress).ok().and_then(|b| {
-                        serde_json::from_slice::<bloatlab_model::config::Live>(&b).ok()
-                    });
+                    let live = std::fs::read(&progress).ok().and_then(|b| serde_json::from_slice::<bloatlab_model::config::Live>(&b).ok());
                     if let Some(live) = live {
-                        (show.0)(&LabProgress {
-                            live,
-                            backlog_packets: sampler.backlog_packets(),
-                            planned_s: planned_s.clone(),
-                        });
+                        (show.0)(&LabProgress { live, backlog_packets: sampler.backlog_packets(), planned_s: planned_s.clone() });
                     }
                 }
             }
@@ -380,10 +297,7 @@ impl Lab {
             match forwarded {
                 None if sig != 0 => {
                     // Ask the client to stop and write what it has.
-                    bloatlab_host::process::signal_child(
-                        &child,
-                        bloatlab_host::process::Signal::Int,
-                    );
+                    bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Int);
                     forwarded = Some((sig, Instant::now()));
                 }
                 Some((_, t)) if t.elapsed() > Duration::from_secs(10) => {
@@ -397,9 +311,7 @@ impl Lab {
                     let _ = child.kill();
                     let _ = child.wait();
                     let role = if i == 0 { "server" } else { "witness" };
-                    bail!(
-                        "the bloatlab server in the {role} namespace exited during the test ({st})"
-                    );
+                    bail!("the bloatlab server in the {role} namespace exited during the test ({st})");
                 }
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -410,45 +322,29 @@ impl Lab {
         if !json.exists() {
             drop(sampler);
             if interrupted_by != 0 {
-                bail!(
-                    "interrupted by {} before the test produced a result",
-                    signals::name(interrupted_by)
-                );
+                bail!("interrupted by {} before the test produced a result", signals::name(interrupted_by));
             }
             bail!(
                 "bloatlab test in the client namespace failed ({status}) without a result{}",
-                if stderr.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", stderr.trim())
-                }
+                if stderr.trim().is_empty() { String::new() } else { format!(": {}", stderr.trim()) }
             );
         }
         let mut result = TestResult::read_file(&json).map_err(|e| anyhow!("{e}"))?;
         // The engine ran as /proc/<pid>/exe (our own binary); record its real path.
-        if let (Some(c0), Ok(real)) = (result.metadata.command.first_mut(), std::env::current_exe())
-        {
+        if let (Some(c0), Ok(real)) = (result.metadata.command.first_mut(), std::env::current_exe()) {
             if c0.starts_with("/proc/") && self.cfg.exe.is_none() {
-                *c0 = real
-                    .display()
-                    .to_string()
-                    .trim_end_matches(" (deleted)")
-                    .to_string();
+                *c0 = real.display().to_string().trim_end_matches(" (deleted)").to_string();
             }
         }
         if code != 0 && code != 130 && result.complete {
             bail!("bloatlab test exited with {status}: {}", stderr.trim());
         }
-        let failure =
-            (code != 0 && !result.complete && interrupted_by == 0 && code != 130).then(|| {
-                format!(
-                    "bloatlab test ended early ({status}): {}",
-                    result
-                        .incomplete_reason
-                        .clone()
-                        .unwrap_or_else(|| stderr.trim().to_string())
-                )
-            });
+        let failure = (code != 0 && !result.complete && interrupted_by == 0 && code != 130).then(|| {
+            format!(
+                "bloatlab test ended early ({status}): {}",
+                result.incomplete_reason.clone().unwrap_or_else(|| stderr.trim().to_string())
+            )
+        });
         let (mut queues, sampler_method) = sampler.finish(result.metadata.start_unix_ns);
         let mut emu_info = None;
         if let Some((h, ecfg)) = emulator {
@@ -471,28 +367,18 @@ impl Lab {
                  the lab's emulated rates and delays are off by about that much (cpu_steal_pct in the result)"
             );
         }
-        info.config.queue_sampler = Some(QueueSampler {
-            method: sampler_method.to_string(),
-            interval_ms: interval.as_secs_f64() * 1e3,
-        });
+        info.config.queue_sampler = Some(QueueSampler { method: sampler_method.to_string(), interval_ms: interval.as_secs_f64() * 1e3 });
         if let Some((counters, ecfg)) = emu_info {
             info.backend = "emulator".into();
             info.config.backend = "emulator".into();
-            info.config.emulator = Some(EmulatorRecord {
-                config: serde_json::to_value(&ecfg)?,
-                describe: ecfg.describe(),
-            });
+            info.config.emulator = Some(EmulatorRecord { config: serde_json::to_value(&ecfg)?, describe: ecfg.describe() });
             info.emulator = Some(counters);
         }
         phase_queues(&mut result, &info);
         result.lab = Some(info);
         // the lab's link rates cap the grade by the goodput the load lost
         bloatlab_metrics::grade::record(&mut result);
-        Ok(RunOutcome {
-            result,
-            interrupted_by,
-            failure,
-        })
+        Ok(RunOutcome { result, interrupted_by, failure })
     }
 
     /// Start the emulator of a lab that is kept (`--keep`, `--no-run`) with
@@ -504,36 +390,17 @@ impl Lab {
         }
         let ecfg = crate::lab::emulator_config(&self.cfg)?;
         let stats = self.run_dir.join("emulator-kept.json");
-        let mut o = bloatlab_emulator::StartOptions::new(
-            &self.exe()?,
-            &self.router.netns,
-            &ecfg,
-            &["lan"],
-            &["wan"],
-            &stats,
-        );
+        let mut o = bloatlab_emulator::StartOptions::new(&self.exe()?, &self.router.netns, &ecfg, &["lan"], &["wan"], &stats);
         o.die_with_parent = false;
-        let h = bloatlab_emulator::start_with(o)
-            .context("starting the kept lab's emulator in the router namespace")?;
+        let h = bloatlab_emulator::start_with(o).context("starting the kept lab's emulator in the router namespace")?;
         if let Some(pid) = h.detach() {
-            self.record_child(
-                pid,
-                &format!(
-                    "emulator in {} (kept: {})",
-                    self.router.netns,
-                    ecfg.describe()
-                ),
-            );
+            self.record_child(pid, &format!("emulator in {} (kept: {})", self.router.netns, ecfg.describe()));
         }
         Ok(())
     }
 
     /// The `lab` section of a result.
-    pub fn lab_info(
-        &self,
-        queues: Vec<bloatlab_results::QueueSeries>,
-        opts: &RunOptions,
-    ) -> LabInfo {
+    pub fn lab_info(&self, queues: Vec<bloatlab_results::QueueSeries>, opts: &RunOptions) -> LabInfo {
         let c = &self.cfg;
         let kq = c.kernel_qdisc().is_some();
         let (up, down) = self.bottleneck_devices();
@@ -595,11 +462,7 @@ impl Lab {
             hosts: self
                 .hosts()
                 .iter()
-                .map(|h| LabHost {
-                    role: h.role.into(),
-                    netns: h.netns.clone(),
-                    addresses: h.addresses(),
-                })
+                .map(|h| LabHost { role: h.role.into(), netns: h.netns.clone(), addresses: h.addresses() })
                 .collect(),
             queues,
             emulator: None,
@@ -608,3 +471,4 @@ impl Lab {
         }
     }
 }
+

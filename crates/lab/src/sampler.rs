@@ -26,21 +26,15 @@ impl Sampler {
         let backlog = Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX));
         let bl = backlog.clone();
         let handle = std::thread::spawn(move || {
-            let mut series: Vec<(QueueTarget, String, Vec<QueueSample>)> = targets
-                .iter()
-                .map(|t| (t.clone(), String::new(), Vec::new()))
-                .collect();
+            let mut series: Vec<(QueueTarget, String, Vec<QueueSample>)> =
+                targets.iter().map(|t| (t.clone(), String::new(), Vec::new())).collect();
             let mut nss: Vec<String> = targets.iter().map(|t| t.netns.clone()).collect();
             nss.sort();
             nss.dedup();
             let mut readers: Vec<(String, Reader)> = nss
                 .iter()
                 .map(|ns| {
-                    let devs: Vec<String> = targets
-                        .iter()
-                        .filter(|t| &t.netns == ns)
-                        .map(|t| t.dev.clone())
-                        .collect();
+                    let devs: Vec<String> = targets.iter().filter(|t| &t.netns == ns).map(|t| t.dev.clone()).collect();
                     (ns.clone(), Reader::open(ns, &devs))
                 })
                 .collect();
@@ -96,11 +90,7 @@ impl Sampler {
             }
             (series, method)
         });
-        Sampler {
-            stop,
-            handle: Some(handle),
-            backlog,
-        }
+        Sampler { stop, handle: Some(handle), backlog }
     }
 
     /// The largest bottleneck backlog (packets) in the newest sample, if any.
@@ -113,11 +103,7 @@ impl Sampler {
     /// queues were read ("netlink" or "tc").
     pub fn finish(mut self, start_unix_ns: u64) -> (Vec<QueueSeries>, String) {
         self.stop.store(true, Ordering::SeqCst);
-        let (series, method) = self
-            .handle
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
+        let (series, method) = self.handle.take().and_then(|h| h.join().ok()).unwrap_or_default();
         let series = series
             .into_iter()
             .map(|(t, kind, samples)| QueueSeries {

@@ -23,10 +23,7 @@ impl Session {
 
     /// A session that keeps the lab of a failed run instead of rebuilding.
     pub fn keeping_failed() -> Session {
-        Session {
-            lab: None,
-            keep_failed: true,
-        }
+        Session { lab: None, keep_failed: true }
     }
 
     /// Make the current lab match `cfg`: swap its bottleneck when only the

@@ -6,9 +6,9 @@
 //! so it never disturbs a lab another bloatlab is running.
 use crate::sys;
 use anyhow::{Context, Result};
-use bloatlab_host::process::Signal;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
+use bloatlab_host::process::Signal;
 use std::path::PathBuf;
 
 pub const STATE_DIR: &str = "/run/bloatlab";
@@ -46,11 +46,7 @@ const ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 
 /// The host's allowed congestion controls (what a non-initial namespace may default to).
 pub fn allowed_cc() -> Vec<String> {
-    std::fs::read_to_string(ALLOWED_CC)
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(String::from)
-        .collect()
+    std::fs::read_to_string(ALLOWED_CC).unwrap_or_default().split_whitespace().map(String::from).collect()
 }
 
 /// Make `cc` allowed as a namespace default; true when this call added it.
@@ -60,8 +56,7 @@ pub fn allow_cc(cc: &str) -> Result<bool> {
         return Ok(false);
     }
     v.push(cc.to_string());
-    std::fs::write(ALLOWED_CC, v.join(" "))
-        .with_context(|| format!("add {cc} to net.ipv4.tcp_allowed_congestion_control"))?;
+    std::fs::write(ALLOWED_CC, v.join(" ")).with_context(|| format!("add {cc} to net.ipv4.tcp_allowed_congestion_control"))?;
     Ok(true)
 }
 
@@ -72,13 +67,7 @@ pub fn release_cc(id: &str, cc: &str) {
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_prefix("lab-")?
-                .strip_suffix(".json")
-                .map(String::from)
-        })
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("lab-")?.strip_suffix(".json").map(String::from))
         .filter(|other| other != id)
         .filter_map(|other| read_record(&other))
         .any(|r| r.allowed_cc_added.as_deref() == Some(cc));
@@ -177,10 +166,7 @@ pub fn parse_ns_name(n: &str) -> Option<(String, String)> {
 
 /// Lab ids are 6 lowercase hex digits.
 pub fn valid_id(id: &str) -> bool {
-    id.len() == 6
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 6 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[derive(Debug, Default)]
@@ -258,11 +244,7 @@ pub fn cleanup(sel: &CleanupSelection) -> Result<CleanupReport> {
                 "lab {id}: would remove {} namespace{}{}",
                 nss.len(),
                 if nss.len() == 1 { "" } else { "s" },
-                if kept {
-                    " (kept with --keep)"
-                } else {
-                    " (left over: its bloatlab lab is gone)"
-                }
+                if kept { " (kept with --keep)" } else { " (left over: its bloatlab lab is gone)" }
             ));
             continue;
         }
@@ -302,11 +284,7 @@ pub fn cleanup(sel: &CleanupSelection) -> Result<CleanupReport> {
             "lab {id}: removed {} namespace{}{}",
             nss.len(),
             if nss.len() == 1 { "" } else { "s" },
-            if killed > 0 {
-                format!(", stopped {killed} bloatlab process(es)")
-            } else {
-                String::new()
-            }
+            if killed > 0 { format!(", stopped {killed} bloatlab process(es)") } else { String::new() }
         );
         if !others.is_empty() {
             line.push_str(&format!(
@@ -412,9 +390,7 @@ pub fn stop_children(children: &[ChildRec]) -> usize {
     loop {
         let alive: Vec<&ChildRec> = children
             .iter()
-            .filter(|c| {
-                c.start.is_some() && sys::proc_start_time(c.pid) == c.start && !is_zombie(c.pid)
-            })
+            .filter(|c| c.start.is_some() && sys::proc_start_time(c.pid) == c.start && !is_zombie(c.pid))
             .collect();
         if alive.is_empty() {
             break;
@@ -442,10 +418,7 @@ mod tests {
     use super::*;
     #[test]
     fn names() {
-        assert_eq!(
-            parse_ns_name("blab-1a2b3c-router"),
-            Some(("1a2b3c".into(), "router".into()))
-        );
+        assert_eq!(parse_ns_name("blab-1a2b3c-router"), Some(("1a2b3c".into(), "router".into())));
         assert_eq!(parse_ns_name("blab-1a2b3c-other"), None);
         assert_eq!(parse_ns_name("blab-XYZ123-client"), None);
         assert_eq!(parse_ns_name("myns"), None);

@@ -3,6 +3,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
 
+
 /// Run a command, returning stdout; on failure the error names the command and its stderr.
 pub fn run(argv: &[&str]) -> Result<String> {
     bloatlab_host::cmd::run(argv).map_err(|e| anyhow!(e))
@@ -18,12 +19,8 @@ pub use bloatlab_host::cmd::have;
 pub use bloatlab_host::{kernel_release, proc_start_time};
 
 /// Run `f` on a thread that has entered network namespace `ns` (by name).
-pub fn in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    bloatlab_host::netns::in_netns(ns, move || f().map_err(|e| format!("{e:#}")))
-        .map_err(|e: String| anyhow!(e))
+pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    bloatlab_host::netns::in_netns(ns, move || f().map_err(|e| format!("{e:#}"))).map_err(|e: String| anyhow!(e))
 }
 
 /// Write sysctls (`net/ipv4/...` paths relative to /proc/sys) inside namespace `ns`.
@@ -33,8 +30,7 @@ pub fn set_sysctls(ns: &str, kv: &[(&str, String)]) -> Result<()> {
     in_netns(ns, move || {
         for (k, v) in kv {
             let p = format!("/proc/sys/{k}");
-            std::fs::write(&p, &v)
-                .with_context(|| format!("set {} = {v} in {nsname}", k.replace('/', ".")))?;
+            std::fs::write(&p, &v).with_context(|| format!("set {} = {v} in {nsname}", k.replace('/', ".")))?;
         }
         Ok(())
     })
@@ -43,9 +39,7 @@ pub fn set_sysctls(ns: &str, kv: &[(&str, String)]) -> Result<()> {
 /// Read a sysctl inside namespace `ns`.
 pub fn get_sysctl(ns: &str, k: &str) -> Result<String> {
     let p = format!("/proc/sys/{k}");
-    in_netns(ns, move || {
-        Ok(std::fs::read_to_string(&p)?.trim().to_string())
-    })
+    in_netns(ns, move || Ok(std::fs::read_to_string(&p)?.trim().to_string()))
 }
 
 /// Does this process have the privileges to build a lab (CAP_NET_ADMIN and
@@ -107,11 +101,7 @@ pub fn netns_list() -> Result<Vec<String>> {
 /// Pids of processes inside a named namespace (`ip netns pids`).
 pub fn netns_pids(ns: &str) -> Vec<u32> {
     run(&["ip", "netns", "pids", ns])
-        .map(|s| {
-            s.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect()
-        })
+        .map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect())
         .unwrap_or_default()
 }
 
@@ -127,3 +117,4 @@ pub fn kill_if_same(pid: u32, start: Option<u64>, sig: bloatlab_host::process::S
     }
     bloatlab_host::process::signal(pid, sig)
 }
+

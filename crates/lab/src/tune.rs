@@ -24,21 +24,11 @@ struct LabMeter<'a> {
 
 impl Meter for LabMeter<'_> {
     fn run(&mut self, what: &str, test: &TuneTest) -> Result<TestResult> {
-        let TuneTest::Test(test) = test else {
-            bail!("the lab tunes against its own bloatlab server, not an RPM server")
-        };
-        let opts = RunOptions {
-            config: Some(test.clone()),
-            progress: self.progress.clone(),
-            command: self.command.clone(),
-            ..Default::default()
-        };
+        let TuneTest::Test(test) = test else { bail!("the lab tunes against its own bloatlab server, not an RPM server") };
+        let opts = RunOptions { config: Some(test.clone()), progress: self.progress.clone(), command: self.command.clone(), ..Default::default() };
         let out = self.lab.run_test(&opts)?;
         if out.interrupted_by != 0 {
-            bail!(
-                "interrupted by {} during the test {what}",
-                bloatlab_host::signals::name(out.interrupted_by)
-            );
+            bail!("interrupted by {} during the test {what}", bloatlab_host::signals::name(out.interrupted_by));
         }
         if let Some(f) = out.failure {
             bail!("the test {what}: {f}");
@@ -56,11 +46,7 @@ impl Lab {
     /// interfaces, the lab's server and congestion control, and the state
     /// kept with the lab's files.
     pub fn tune_config(&self, cfg: &TuneConfig) -> Result<TuneConfig> {
-        let addr = if self.cfg.ipv6 {
-            &self.server.v6
-        } else {
-            &self.server.v4
-        };
+        let addr = if self.cfg.ipv6 { &self.server.v6 } else { &self.server.v4 };
         let mut c = cfg.clone();
         if self.cfg.placement == Placement::Local {
             c.wan = "eth0".into();
@@ -72,12 +58,7 @@ impl Lab {
             c.lan = vec![HOME_LAN.into()];
             c.client_netns = Some(self.client.netns.clone());
         }
-        c.set_server(&if addr.contains(':') {
-            format!("[{addr}]:{}", self.cfg.port)
-        } else {
-            format!("{addr}:{}", self.cfg.port)
-        })
-        .map_err(|e| anyhow!(e))?;
+        c.set_server(&if addr.contains(':') { format!("[{addr}]:{}", self.cfg.port) } else { format!("{addr}:{}", self.cfg.port) }).map_err(|e| anyhow!(e))?;
         c.cc = self.cfg.cc.clone();
         c.state_dir = self.run_dir.clone();
         c.check().map_err(|e| anyhow!(e))?;
@@ -86,23 +67,14 @@ impl Lab {
 
     /// Run `bloatlab tune` on the home router: before, the search, after;
     /// the home router's queues are put back unless `cfg.keep`.
-    pub fn tune(
-        &mut self,
-        cfg: &TuneConfig,
-        progress: Option<ProgressFn>,
-        say: Say,
-    ) -> Result<TuneDoc> {
+    pub fn tune(&mut self, cfg: &TuneConfig, progress: Option<ProgressFn>, say: Say) -> Result<TuneDoc> {
         if self.cfg.placement == Placement::Local {
             return self.tune_local(cfg, progress, say);
         }
-        let home = self
-            .home
-            .clone()
-            .ok_or_else(|| anyhow!("this lab has no home router to tune (build it with --tune)"))?;
+        let home = self.home.clone().ok_or_else(|| anyhow!("this lab has no home router to tune (build it with --tune)"))?;
         let cfg = self.tune_config(cfg)?;
         let support = shaper::probe(Some(&home.netns)).map_err(|e| anyhow!(e))?;
-        let (leaf, why) = shaper::choose(cfg.shaper, &support, cfg.overhead, cfg.mpu, true)
-            .map_err(|e| anyhow!(e))?;
+        let (leaf, why) = shaper::choose(cfg.shaper, &support, cfg.overhead, cfg.mpu, true).map_err(|e| anyhow!(e))?;
         let place = Place {
             netns: Some(home.netns.clone()),
             wan: HOME_WAN.into(),
@@ -113,21 +85,12 @@ impl Lab {
         };
         let mut line_shaper = LineShaper::new(place, leaf, why);
         let command = std::env::args().collect();
-        let mut meter = LabMeter {
-            lab: self,
-            progress,
-            command,
-        };
+        let mut meter = LabMeter { lab: self, progress, command };
         driver::tune(&cfg, &mut meter, &mut line_shaper, say)
     }
 
     /// `--bottleneck local`: `tune --local` on the client's own `eth0`.
-    fn tune_local(
-        &mut self,
-        cfg: &TuneConfig,
-        progress: Option<ProgressFn>,
-        say: Say,
-    ) -> Result<TuneDoc> {
+    fn tune_local(&mut self, cfg: &TuneConfig, progress: Option<ProgressFn>, say: Say) -> Result<TuneDoc> {
         if crate::lab::backend(&self.cfg).0 != bloatlab_model::Backend::Kernel {
             bail!("--bottleneck local --tune tunes the client's own kernel queue: the lab's link must be the kernel's (--backend kernel)");
         }
@@ -136,16 +99,11 @@ impl Lab {
         }
         let cfg = self.tune_config(cfg)?;
         let ns = self.client.netns.clone();
-        let lb =
-            bloatlab_tune::local::LocalBefore::read(Some(&ns), "eth0").map_err(|e| anyhow!(e))?;
+        let lb = bloatlab_tune::local::LocalBefore::read(Some(&ns), "eth0").map_err(|e| anyhow!(e))?;
         let fq_codel = shaper::probe(Some(&ns)).map_err(|e| anyhow!(e))?.fq_codel;
         let state = bloatlab_tune::state::path(&cfg.state_dir, Some(&ns), "eth0");
         let command = std::env::args().collect();
-        let mut meter = LabMeter {
-            lab: self,
-            progress,
-            command,
-        };
+        let mut meter = LabMeter { lab: self, progress, command };
         driver::tune_local(&cfg, &mut meter, &lb, fq_codel, &state, say)
     }
 }

@@ -8,13 +8,7 @@ pub const DEFAULT_TRIM_START: f64 = 0.2;
 /// Bytes a test's flows moved in direction `d`: each flow's receiver's count,
 /// summed over the scenarios (what the test cost the line, for a data budget).
 pub fn bytes_moved(r: &bloatlab_results::TestResult, d: bloatlab_results::Direction) -> u64 {
-    let flows: u64 = r
-        .scenarios
-        .iter()
-        .flat_map(|p| p.flows.iter())
-        .filter(|f| f.direction == d)
-        .map(|f| f.bytes)
-        .sum();
+    let flows: u64 = r.scenarios.iter().flat_map(|p| p.flows.iter()).filter(|f| f.direction == d).map(|f| f.bytes).sum();
     flows + r.rpm.as_ref().map_or(0, |x| rpm_bytes(x, d))
 }
 
@@ -28,16 +22,11 @@ fn rpm_bytes(r: &bloatlab_results::RpmResult, d: bloatlab_results::Direction) ->
         .iter()
         .map(|s| {
             let share = match (s.direction, d) {
-                (R::Download, bloatlab_results::Direction::Down)
-                | (R::Upload, bloatlab_results::Direction::Up) => 1.0,
+                (R::Download, bloatlab_results::Direction::Down) | (R::Upload, bloatlab_results::Direction::Up) => 1.0,
                 (R::Bidirectional, _) => 0.5,
                 _ => 0.0,
             };
-            s.intervals
-                .iter()
-                .map(|i| i.goodput_bps * id / 8.0)
-                .sum::<f64>()
-                * share
+            s.intervals.iter().map(|i| i.goodput_bps * id / 8.0).sum::<f64>() * share
         })
         .sum::<f64>() as u64
 }

@@ -26,28 +26,13 @@ use std::fmt;
 /// Goodput share of the link below which the grade is at most the given one.
 /// (B from 85%: a tuned 20/5 Mbit/s lab line read 88% of its upload in a
 /// both-ways phase with the shaper at 94% of the line and +4.6 ms added.)
-pub const GOODPUT_CAPS: [(f64, Grade); 4] = [
-    (0.25, Grade::F),
-    (0.5, Grade::D),
-    (0.75, Grade::C),
-    (0.85, Grade::B),
-];
+pub const GOODPUT_CAPS: [(f64, Grade); 4] = [(0.25, Grade::F), (0.5, Grade::D), (0.75, Grade::C), (0.85, Grade::B)];
 /// Probe loss (percent) from which the grade is at most the given one.
-pub const LOSS_CAPS: [(f64, Grade); 4] = [
-    (40.0, Grade::D),
-    (20.0, Grade::C),
-    (10.0, Grade::B),
-    (5.0, Grade::A),
-];
+pub const LOSS_CAPS: [(f64, Grade); 4] = [(40.0, Grade::D), (20.0, Grade::C), (10.0, Grade::B), (5.0, Grade::A)];
 
 /// Upper bounds (exclusive) of added latency in ms for A+, A, B, C, D; F above.
-pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] = [
-    (Grade::APlus, 5.0),
-    (Grade::A, 30.0),
-    (Grade::B, 60.0),
-    (Grade::C, 200.0),
-    (Grade::D, 400.0),
-];
+pub const GRADE_THRESHOLDS_MS: [(Grade, f64); 5] =
+    [(Grade::APlus, 5.0), (Grade::A, 30.0), (Grade::B, 60.0), (Grade::C, 200.0), (Grade::D, 400.0)];
 
 /// The grade's scale in words, from its one table: "A+ under 5 ms, A under
 /// 30, B under 60, C under 200, D under 400, F above".
@@ -55,14 +40,7 @@ pub fn scale_words() -> String {
     let mut v: Vec<String> = GRADE_THRESHOLDS_MS
         .iter()
         .enumerate()
-        .map(|(i, (g, ms))| {
-            format!(
-                "{} under {}{}",
-                g.as_str(),
-                bloatlab_model::fmt::trim_num(*ms),
-                if i == 0 { " ms" } else { "" }
-            )
-        })
+        .map(|(i, (g, ms))| format!("{} under {}{}", g.as_str(), bloatlab_model::fmt::trim_num(*ms), if i == 0 { " ms" } else { "" }))
         .collect();
     v.push("F above".into());
     v.join(", ")
@@ -83,14 +61,7 @@ pub enum Grade {
 impl Grade {
     /// The letters, best first (their index is the grade's number in the
     /// monitor's metrics: 0 A+ .. 5 F).
-    pub const LETTERS: [Grade; 6] = [
-        Grade::APlus,
-        Grade::A,
-        Grade::B,
-        Grade::C,
-        Grade::D,
-        Grade::F,
-    ];
+    pub const LETTERS: [Grade; 6] = [Grade::APlus, Grade::A, Grade::B, Grade::C, Grade::D, Grade::F];
 
     /// The grade a result records (`headline.grade`), from its letter.
     pub fn parse(s: &str) -> Option<Grade> {
@@ -131,19 +102,9 @@ impl fmt::Display for Grade {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cap {
     /// A direction's goodput reached only `share` of the lab link's rate.
-    Goodput {
-        share: f64,
-        scenario: String,
-        direction: &'static str,
-        link_bps: f64,
-        at_most: Grade,
-    },
+    Goodput { share: f64, scenario: String, direction: &'static str, link_bps: f64, at_most: Grade },
     /// `loss_pct` of the latency probes were lost in a loaded scenario.
-    Loss {
-        loss_pct: f64,
-        scenario: String,
-        at_most: Grade,
-    },
+    Loss { loss_pct: f64, scenario: String, at_most: Grade },
 }
 
 impl Cap {
@@ -182,13 +143,7 @@ fn page_overloaded(r: &TestResult) -> Option<String> {
         .scenarios
         .iter()
         .filter(|p| p.summary.page_delayed_probes > 0)
-        .map(|p| {
-            (
-                p.summary.page_delayed_probes as f64
-                    / (p.summary.page_delayed_probes + p.summary.latency.sent) as f64,
-                p,
-            )
-        })
+        .map(|p| (p.summary.page_delayed_probes as f64 / (p.summary.page_delayed_probes + p.summary.latency.sent) as f64, p))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     (share > PAGE_OVERLOADED_SHARE).then(|| {
         format!(
@@ -218,11 +173,7 @@ fn page_own_delay(r: &TestResult) -> Option<String> {
         return None;
     }
     let p = worst_phase(r)?;
-    let (udp, http, own) = (
-        p.summary.added_latency_ms?,
-        p.summary.rr_added_latency_ms?,
-        p.summary.udp_over_rr_ms?,
-    );
+    let (udp, http, own) = (p.summary.added_latency_ms?, p.summary.rr_added_latency_ms?, p.summary.udp_over_rr_ms?);
     (Grade::from_added_ms(http) < Grade::from_added_ms(udp)).then(|| {
         format!(
             "the browser could not load the line and probe at once: in {} its UDP probes read +{} ms where its HTTP probes, timed by its network stack, read +{} ms, so the browser itself added about {} ms, enough to change the grade ({} against {}); close other tabs or run bloatlab test from a computer",
@@ -238,15 +189,9 @@ fn page_own_delay(r: &TestResult) -> Option<String> {
 
 /// The loaded scenario with the most added latency.
 pub fn worst_phase(r: &TestResult) -> Option<&Phase> {
-    r.scenarios
-        .iter()
-        .filter(|p| p.summary.added_latency_ms.is_some())
-        .max_by(|a, b| {
-            a.summary
-                .added_latency_ms
-                .unwrap()
-                .total_cmp(&b.summary.added_latency_ms.unwrap())
-        })
+    r.scenarios.iter().filter(|p| p.summary.added_latency_ms.is_some()).max_by(|a, b| {
+        a.summary.added_latency_ms.unwrap().total_cmp(&b.summary.added_latency_ms.unwrap())
+    })
 }
 
 /// Wire bits of ACKs per bit of the goodput they acknowledge: one 66-byte
@@ -262,24 +207,10 @@ fn goodput_cap(r: &TestResult) -> Option<Cap> {
     let mut worst: Option<(f64, String, &'static str, f64)> = None;
     for p in &r.scenarios {
         for (n, bps, rate, words, other) in [
-            (
-                p.uploads,
-                p.summary.upload_bps,
-                cfg.rate_up_bps,
-                "upload",
-                p.summary.download_bps,
-            ),
-            (
-                p.downloads,
-                p.summary.download_bps,
-                cfg.rate_down_bps,
-                "download",
-                p.summary.upload_bps,
-            ),
+            (p.uploads, p.summary.upload_bps, cfg.rate_up_bps, "upload", p.summary.download_bps),
+            (p.downloads, p.summary.download_bps, cfg.rate_down_bps, "download", p.summary.upload_bps),
         ] {
-            let (Some(rate), true) = (rate, n > 0) else {
-                continue;
-            };
+            let (Some(rate), true) = (rate, n > 0) else { continue };
             let acks = other * ACK_SHARE;
             if let Some(s) = crate::goodput_share(bps, (rate - acks).max(rate * 0.5)) {
                 if worst.as_ref().is_none_or(|w| s < w.0) {
@@ -290,13 +221,7 @@ fn goodput_cap(r: &TestResult) -> Option<Cap> {
     }
     let (share, scenario, direction, link_bps) = worst?;
     let (_, at_most) = GOODPUT_CAPS.iter().find(|(lim, _)| share < *lim)?;
-    Some(Cap::Goodput {
-        share,
-        scenario,
-        direction,
-        link_bps,
-        at_most: *at_most,
-    })
+    Some(Cap::Goodput { share, scenario, direction, link_bps, at_most: *at_most })
 }
 
 fn loss_cap(r: &TestResult) -> Option<Cap> {
@@ -307,26 +232,15 @@ fn loss_cap(r: &TestResult) -> Option<Cap> {
         .map(|p| (p.summary.latency.loss_pct, p.name.clone()))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
     let (_, at_most) = LOSS_CAPS.iter().find(|(lim, _)| loss_pct >= *lim)?;
-    Some(Cap::Loss {
-        loss_pct,
-        scenario,
-        at_most: *at_most,
-    })
+    Some(Cap::Loss { loss_pct, scenario, at_most: *at_most })
 }
 
 /// Grade a result.
 pub fn grade(r: &TestResult) -> Graded {
     let worst = worst_phase(r);
-    let added = r
-        .headline
-        .max_added_latency_ms
-        .or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
+    let added = r.headline.max_added_latency_ms.or_else(|| worst.and_then(|p| p.summary.added_latency_ms));
     let ungraded = page_overloaded(r).or_else(|| page_own_delay(r));
-    let latency_grade = if ungraded.is_some() {
-        Grade::Unknown
-    } else {
-        added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown)
-    };
+    let latency_grade = if ungraded.is_some() { Grade::Unknown } else { added.map(Grade::from_added_ms).unwrap_or(Grade::Unknown) };
     let mut grade = latency_grade;
     let mut caps = vec![];
     if grade != Grade::Unknown {
@@ -336,14 +250,7 @@ pub fn grade(r: &TestResult) -> Graded {
             grade = grade.max(c.at_most());
         }
     }
-    Graded {
-        grade,
-        latency_grade,
-        added_latency_ms: added,
-        worst_scenario: worst.map(|p| p.name.clone()),
-        caps,
-        ungraded,
-    }
+    Graded { grade, latency_grade, added_latency_ms: added, worst_scenario: worst.map(|p| p.name.clone()), caps, ungraded }
 }
 
 /// Record the grade in the result's headline (after everything it rests on
@@ -362,22 +269,7 @@ mod tests {
     #[test]
     fn thresholds_are_dslreports() {
         let g = |ms: f64| Grade::from_added_ms(ms).as_str();
-        assert_eq!(
-            [
-                g(0.0),
-                g(4.99),
-                g(5.0),
-                g(29.9),
-                g(30.0),
-                g(59.0),
-                g(60.0),
-                g(199.0),
-                g(200.0),
-                g(399.0),
-                g(400.0)
-            ],
-            ["A+", "A+", "A", "A", "B", "B", "C", "C", "D", "D", "F"]
-        );
+        assert_eq!([g(0.0), g(4.99), g(5.0), g(29.9), g(30.0), g(59.0), g(60.0), g(199.0), g(200.0), g(399.0), g(400.0)], ["A+", "A+", "A", "A", "B", "B", "C", "C", "D", "D", "F"]);
         assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
         // caps order: a worse grade is larger
         assert!(Grade::F > Grade::D && Grade::A > Grade::APlus);
@@ -396,12 +288,7 @@ mod tests {
     #[test]
     fn a_browser_that_held_its_own_probes_is_not_graded() {
         let mut r = empty_result();
-        let mut p = Phase {
-            name: "3u3d".into(),
-            uploads: 3,
-            downloads: 3,
-            ..Default::default()
-        };
+        let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
         p.summary.latency.sent = 225;
         p.summary.latency.received = 225;
         p.summary.added_latency_ms = Some(2.0);
@@ -426,12 +313,7 @@ mod tests {
     #[test]
     fn a_browser_whose_own_delay_decided_the_letter_is_not_graded() {
         let mut r = empty_result();
-        let mut p = Phase {
-            name: "3u3d".into(),
-            uploads: 3,
-            downloads: 3,
-            ..Default::default()
-        };
+        let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
         p.summary.latency.sent = 250;
         p.summary.latency.received = 250;
         // the CI machine's Chromium on the lab's FQ-CoDel: UDP +6.1, HTTP +1.3
@@ -474,12 +356,7 @@ mod tests {
         (lab.config.rate_up_bps, lab.config.rate_down_bps) = (Some(5e6), Some(20e6));
         // a 20/5 Mbit/s line shaped at 92% both ways, loaded both ways: the
         // upload carries 0.40 Mbit/s of the download's ACKs
-        let mut p = Phase {
-            name: "3u3d".into(),
-            uploads: 3,
-            downloads: 3,
-            ..Default::default()
-        };
+        let mut p = Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() };
         p.summary.download_bps = 20e6 * 0.92 * 1448.0 / 1514.0;
         p.summary.upload_bps = (5e6 * 0.92 - p.summary.download_bps * ACK_SHARE) * 1448.0 / 1514.0;
         p.summary.added_latency_ms = Some(8.0);

@@ -74,12 +74,7 @@ pub fn household(r: &TestResult) -> Vec<UseVerdict> {
     let phase = r.scenarios.iter().find(|p| p.name == h.phase);
     let game = phase.map(|p| p.summary.latency).unwrap_or_default();
     let call = crate::latency_stats_ns(&h.call.frames.iter().map(|f| f.rtt_ns).collect::<Vec<_>>());
-    let call_back_lost = h
-        .call
-        .frames
-        .iter()
-        .filter(|f| f.rtt_ns.is_none() && f.server_rx_unix_ns.is_some())
-        .count();
+    let call_back_lost = h.call.frames.iter().filter(|f| f.rtt_ns.is_none() && f.server_rx_unix_ns.is_some()).count();
     let call_bps = h.call.frames_per_second as f64 * h.call.frame_bytes as f64 * 8.0;
     vec![
         UseVerdict {
@@ -141,10 +136,7 @@ fn stream(h: &bloatlab_results::Household, phase: Option<&Phase>) -> UseVerdict 
             }
         })
         .collect();
-    let worst = taken
-        .iter()
-        .copied()
-        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    let worst = taken.iter().copied().fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
     let verdict = match worst {
         None => Verdict::Unknown,
         Some(w) => up_to(w / play_ms, STREAM_FETCH_SHARE),
@@ -173,13 +165,8 @@ fn stream(h: &bloatlab_results::Household, phase: Option<&Phase>) -> UseVerdict 
 }
 
 fn bulk(r: &TestResult, phase: Option<&Phase>) -> UseVerdict {
-    let (cap_down, cap_up) = (
-        r.headline.download_capacity_bps,
-        r.headline.upload_capacity_bps,
-    );
-    let (down, up) = phase
-        .map(|p| (p.summary.download_bps, p.summary.upload_bps))
-        .unwrap_or((0.0, 0.0));
+    let (cap_down, cap_up) = (r.headline.download_capacity_bps, r.headline.upload_capacity_bps);
+    let (down, up) = phase.map(|p| (p.summary.download_bps, p.summary.upload_bps)).unwrap_or((0.0, 0.0));
     let share = |g: f64, c: f64| if c > 0.0 { Some(g / c) } else { None };
     let shares = [share(down, cap_down), share(up, cap_up)];
     let verdict = if phase.is_none() || shares.iter().any(|s| s.is_none()) {
@@ -188,15 +175,7 @@ fn bulk(r: &TestResult, phase: Option<&Phase>) -> UseVerdict {
         shares
             .iter()
             .flatten()
-            .map(|&s| {
-                if s >= BULK_SHARE.0 {
-                    Verdict::Good
-                } else if s >= BULK_SHARE.1 {
-                    Verdict::Fair
-                } else {
-                    Verdict::Poor
-                }
-            })
+            .map(|&s| if s >= BULK_SHARE.0 { Verdict::Good } else if s >= BULK_SHARE.1 { Verdict::Fair } else { Verdict::Poor })
             .fold(Verdict::Good, Verdict::max)
     };
     let rate = bloatlab_model::fmt::rate;
@@ -222,13 +201,7 @@ mod tests {
     use super::*;
     use bloatlab_results::{CallRecord, Household, Probe, Segment, StreamRecord, Summary};
 
-    fn result(
-        game_p99: f64,
-        game_loss: f64,
-        frames: &[Option<u64>],
-        segments_ms: &[Option<u64>],
-        bulk: (f64, f64),
-    ) -> TestResult {
+    fn result(game_p99: f64, game_loss: f64, frames: &[Option<u64>], segments_ms: &[Option<u64>], bulk: (f64, f64)) -> TestResult {
         let mut s = Summary::default();
         s.latency.sent = 500;
         s.latency.received = (500.0 * (1.0 - game_loss / 100.0)) as u32;
@@ -243,13 +216,7 @@ mod tests {
             "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
         }))
         .unwrap();
-        r.scenarios.push(Phase {
-            name: "household".into(),
-            uploads: 1,
-            downloads: 1,
-            summary: s,
-            ..Default::default()
-        });
+        r.scenarios.push(Phase { name: "household".into(), uploads: 1, downloads: 1, summary: s, ..Default::default() });
         r.headline.download_capacity_bps = 10e6;
         r.headline.upload_capacity_bps = 10e6;
         r.household = Some(Household {
@@ -261,29 +228,14 @@ mod tests {
                 frames: frames
                     .iter()
                     .enumerate()
-                    .map(|(i, &rtt)| Probe {
-                        seq: i as u32,
-                        t_ns: 0,
-                        rtt_ns: rtt,
-                        server_rx_unix_ns: Some(1),
-                        owd_up_ns: None,
-                        owd_down_ns: None,
-                    })
+                    .map(|(i, &rtt)| Probe { seq: i as u32, t_ns: 0, rtt_ns: rtt, server_rx_unix_ns: Some(1), owd_up_ns: None, owd_down_ns: None })
                     .collect(),
                 lost_way_known: true,
             },
             stream: StreamRecord {
                 segment_ms: 4000.0,
                 segment_bytes: 1_500_000,
-                segments: segments_ms
-                    .iter()
-                    .map(|d| Segment {
-                        t_ns: 0,
-                        first_byte_ns: Some(1),
-                        done_ns: d.map(|d| d * 1_000_000),
-                        bytes: 1,
-                    })
-                    .collect(),
+                segments: segments_ms.iter().map(|d| Segment { t_ns: 0, first_byte_ns: Some(1), done_ns: d.map(|d| d * 1_000_000), bytes: 1 }).collect(),
             },
         });
         r
@@ -303,41 +255,20 @@ mod tests {
         r.scenarios[0].summary.latency.p50_ms = 80.0;
         let uses = crate::uses::uses(&r);
         let hh = household(&r);
-        for (usage, app) in [
-            ("gaming", "game"),
-            ("video calls", "video call"),
-            ("streaming", "stream"),
-        ] {
-            let (u, h) = (
-                uses.iter().find(|u| u.name == usage).unwrap(),
-                hh.iter().find(|h| h.name == app).unwrap(),
-            );
+        for (usage, app) in [("gaming", "game"), ("video calls", "video call"), ("streaming", "stream")] {
+            let (u, h) = (uses.iter().find(|u| u.name == usage).unwrap(), hh.iter().find(|h| h.name == app).unwrap());
             assert_eq!(u.verdict, h.verdict, "{usage} vs {app}");
-            assert!(
-                u.measured
-                    .starts_with(&format!("the household test's {app}: ")),
-                "{}",
-                u.measured
-            );
+            assert!(u.measured.starts_with(&format!("the household test's {app}: ")), "{}", u.measured);
         }
         // browsing has no household profile: judged by its own rule
-        assert_eq!(
-            uses.iter().find(|u| u.name == "browsing").unwrap().verdict,
-            Verdict::Good
-        );
+        assert_eq!(uses.iter().find(|u| u.name == "browsing").unwrap().verdict, Verdict::Good);
     }
 
     #[test]
     fn each_profile_follows_its_stated_thresholds() {
         use Verdict::*;
         let ok_frames = vec![Some(20_000_000u64); 100];
-        let good = result(
-            10.0,
-            0.0,
-            &ok_frames,
-            &[Some(1500), Some(1200), Some(1900)],
-            (5e6, 5e6),
-        );
+        let good = result(10.0, 0.0, &ok_frames, &[Some(1500), Some(1200), Some(1900)], (5e6, 5e6));
         assert_eq!(v(&good), [Good, Good, Good, Good]);
         // a bloated line: a second's p99, frames back late, a segment over its play time
         let late = vec![Some(1_000_000_000u64); 100];
@@ -351,12 +282,7 @@ mod tests {
         let r = result(10.0, 3.0, &lossy, &[Some(3000)], (2e6, 0.5e6));
         assert_eq!(v(&r), [Fair, Poor, Fair, Poor]);
         let m = household(&r);
-        assert!(
-            m[1].measured
-                .contains("10 of 100 frames lost (10.0%; 10 of them on the way back)"),
-            "{}",
-            m[1].measured
-        );
+        assert!(m[1].measured.contains("10 of 100 frames lost (10.0%; 10 of them on the way back)"), "{}", m[1].measured);
         // a segment still arriving is judged only once it is late: 3 s into
         // its 4 s of play it is not; 5 s in, it is
         let mut r = result(10.0, 0.0, &ok_frames, &[Some(1000), None], (5e6, 5e6));
@@ -364,11 +290,7 @@ mod tests {
         assert_eq!(v(&r)[2], Good);
         r.scenarios[0].end_ns = 5_000_000_000;
         assert_eq!(v(&r)[2], Poor);
-        assert!(
-            household(&r)[2].measured.contains("slowest segment 5.00 s"),
-            "{}",
-            household(&r)[2].measured
-        );
+        assert!(household(&r)[2].measured.contains("slowest segment 5.00 s"), "{}", household(&r)[2].measured);
         // no household test, no verdicts
         let mut plain = good.clone();
         plain.household = None;

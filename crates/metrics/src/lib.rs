@@ -24,22 +24,22 @@
 //! sample slices are ignored by every function that takes such a slice.
 #![forbid(unsafe_code)]
 
-pub mod classes;
 mod clock;
 mod goodput;
+pub mod classes;
 pub mod grade;
 pub mod household;
 pub mod page;
 pub mod queue;
-pub mod ramp;
-mod rates;
-mod responsiveness;
-mod rpm;
 pub mod settle;
-mod stats;
+pub mod ramp;
 pub mod udp;
 pub mod uses;
 pub mod verdict;
+mod rates;
+mod responsiveness;
+mod rpm;
+mod stats;
 
 pub use clock::{
     estimate_clock_offset, ntp_offset_delay, Exchange, OffsetEstimate, CLOCK_MAX_WINDOWS,
@@ -50,9 +50,8 @@ pub use goodput::{
     DEFAULT_TRIM_END, DEFAULT_TRIM_START, MIN_WINDOW_SAMPLES, TRIMMING_RULE,
 };
 pub use rates::{
-    gb_per_month, goodput_share, hz_from_ms, rpm_from_ms, rpm_from_probes_ns, rpm_from_rtts_ms,
-    rpm_from_rtts_ns, trimmed_mean_single_sided, RPM_KEEP_FRACTION, RPM_LOST_PROBE_MS,
-    SECONDS_PER_MONTH, TCP_PAYLOAD_PER_FRAME,
+    gb_per_month, goodput_share, hz_from_ms, rpm_from_ms, rpm_from_probes_ns, rpm_from_rtts_ms, rpm_from_rtts_ns,
+    trimmed_mean_single_sided, RPM_KEEP_FRACTION, RPM_LOST_PROBE_MS, SECONDS_PER_MONTH, TCP_PAYLOAD_PER_FRAME,
 };
 pub use responsiveness::{responsiveness, smoothness, GapTracker};
 pub use rpm::{ProbeRtts, Responsiveness, Stability, RPM_MAD, RPM_MNP, RPM_MPS, RPM_SDT};

@@ -12,11 +12,7 @@ pub use bloatlab_model::web::PAGE_DELAY_BOUND_MS;
 /// stall's length after it ended, the stall (`(due, late by)`, ms) longer
 /// than the bound. Lost probes (`None`) are not marked.
 pub fn delayed(probes: &[(f64, Option<f64>)], stalls: &[(f64, f64)]) -> Vec<bool> {
-    let mut long: Vec<(f64, f64)> = stalls
-        .iter()
-        .filter(|(d, l)| d.is_finite() && *l > PAGE_DELAY_BOUND_MS)
-        .map(|&(d, l)| (d + l, l))
-        .collect();
+    let mut long: Vec<(f64, f64)> = stalls.iter().filter(|(d, l)| d.is_finite() && *l > PAGE_DELAY_BOUND_MS).map(|&(d, l)| (d + l, l)).collect();
     long.sort_by(|a, b| a.0.total_cmp(&b.0));
     probes
         .iter()
@@ -24,22 +20,14 @@ pub fn delayed(probes: &[(f64, Option<f64>)], stalls: &[(f64, f64)]) -> Vec<bool
             let Some(t4) = t4 else { return false };
             // stalls that ended up to 1 ms after the answer was handled (the tick's own dispatch)
             let to = long.partition_point(|s| s.0 <= t4 + 1.0);
-            long[..to]
-                .iter()
-                .rev()
-                .take_while(|s| s.0 >= t1)
-                .any(|&(end, late)| end >= t4 - late)
+            long[..to].iter().rev().take_while(|s| s.0 >= t1).any(|&(end, late)| end >= t4 - late)
         })
         .collect()
 }
 
 /// The most any tick due in `[from, to)` ran late, ms (None: none late by more than 1 ms).
 pub fn max_lag_ms(stalls: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
-    stalls
-        .iter()
-        .filter(|(d, _)| *d >= from && *d < to)
-        .map(|&(_, l)| l)
-        .fold(None, |a: Option<f64>, l| Some(a.map_or(l, |a| a.max(l))))
+    stalls.iter().filter(|(d, _)| *d >= from && *d < to).map(|&(_, l)| l).fold(None, |a: Option<f64>, l| Some(a.map_or(l, |a| a.max(l))))
 }
 
 #[cfg(test)]
@@ -59,10 +47,7 @@ mod tests {
             (95.0, None),         // lost: never marked
             (10.0, Some(200.0)),  // handled 70 ms after the stall ended: the stall did not hold it
         ];
-        assert_eq!(
-            delayed(&probes, &stalls),
-            [true, true, false, false, false, false, false]
-        );
+        assert_eq!(delayed(&probes, &stalls), [true, true, false, false, false, false, false]);
         assert_eq!(max_lag_ms(&stalls, 0.0, 200.0), Some(30.0));
         assert_eq!(max_lag_ms(&stalls, 200.0, 250.0), None);
     }

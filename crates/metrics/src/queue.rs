@@ -17,19 +17,11 @@ pub struct PhaseQueueStats {
 /// Drops and largest backlog over `(start_ns, end_ns]`, summed (drops) and
 /// maxed (backlog) over the given series; None when no series has a sample
 /// inside the phase.
-pub fn queue_in_phase<'a>(
-    series: impl IntoIterator<Item = &'a QueueSeries>,
-    start_ns: u64,
-    end_ns: u64,
-) -> Option<PhaseQueueStats> {
+pub fn queue_in_phase<'a>(series: impl IntoIterator<Item = &'a QueueSeries>, start_ns: u64, end_ns: u64) -> Option<PhaseQueueStats> {
     let mut out: Option<PhaseQueueStats> = None;
     for q in series {
         let before = q.samples.iter().rev().find(|s| s.t_ns <= start_ns);
-        let inside: Vec<_> = q
-            .samples
-            .iter()
-            .filter(|s| s.t_ns > start_ns && s.t_ns <= end_ns)
-            .collect();
+        let inside: Vec<_> = q.samples.iter().filter(|s| s.t_ns > start_ns && s.t_ns <= end_ns).collect();
         let Some(last) = inside.last() else { continue };
         let base = before.map(|s| s.drops).unwrap_or(inside[0].drops);
         let o = out.get_or_insert_with(PhaseQueueStats::default);
@@ -51,10 +43,7 @@ pub fn drain_bps(q: &QueueSeries, start_ns: u64, end_ns: u64) -> Option<f64> {
         .windows(2)
         .filter(|w| w[0].t_ns >= start_ns && w[1].t_ns <= end_ns && w[1].t_ns > w[0].t_ns)
         .filter(|w| w[0].backlog_bytes > 0 && w[1].backlog_bytes > 0)
-        .map(|w| {
-            w[1].sent_bytes.saturating_sub(w[0].sent_bytes) as f64 * 8.0
-                / ((w[1].t_ns - w[0].t_ns) as f64 / 1e9)
-        })
+        .map(|w| w[1].sent_bytes.saturating_sub(w[0].sent_bytes) as f64 * 8.0 / ((w[1].t_ns - w[0].t_ns) as f64 / 1e9))
         .filter(|r| *r > 0.0)
         .collect();
     crate::stats::percentile(&rates, 50.0)
@@ -65,12 +54,7 @@ pub fn drain_bps(q: &QueueSeries, start_ns: u64, end_ns: u64) -> Option<f64> {
 /// it kept busy. None without a sample inside the phase. Computed once,
 /// when a lab merges its queues into the result; every table, verdict and
 /// plot reads it from there.
-pub fn phase_queue(
-    q: &QueueSeries,
-    start_ns: u64,
-    end_ns: u64,
-    rate_bps: Option<f64>,
-) -> Option<PhaseQueue> {
+pub fn phase_queue(q: &QueueSeries, start_ns: u64, end_ns: u64, rate_bps: Option<f64>) -> Option<PhaseQueue> {
     let s = queue_in_phase([q], start_ns, end_ns)?;
     let drain = drain_bps(q, start_ns, end_ns);
     Some(PhaseQueue {
@@ -125,11 +109,7 @@ pub fn phase_queues_total(queues: &[PhaseQueue], role_prefix: &str) -> PhaseQueu
 pub fn link_use_pct(q: &QueueSeries, start_ns: u64, end_ns: u64, rate_bps: f64) -> Option<f64> {
     let len = end_ns.saturating_sub(start_ns) as f64;
     let (a, b) = (start_ns as f64 + 0.2 * len, start_ns as f64 + 0.95 * len);
-    let inside: Vec<_> = q
-        .samples
-        .iter()
-        .filter(|s| s.t_ns as f64 >= a && s.t_ns as f64 <= b)
-        .collect();
+    let inside: Vec<_> = q.samples.iter().filter(|s| s.t_ns as f64 >= a && s.t_ns as f64 <= b).collect();
     let (first, last) = (inside.first()?, inside.last()?);
     let dt = (last.t_ns - first.t_ns) as f64 / 1e9;
     if dt <= 0.0 || rate_bps.is_nan() || rate_bps <= 0.0 {
@@ -146,25 +126,13 @@ pub fn link_use_pct(q: &QueueSeries, start_ns: u64, end_ns: u64, rate_bps: f64) 
 /// `header_bytes` is IP + TCP: 20 + 32 with timestamps = 52 for IPv4. What
 /// any goodput through this queue can at most be (retransmitted payload
 /// counts here, not in goodput). None without samples around both edges.
-pub fn carried_payload_bps(
-    q: &QueueSeries,
-    start_ns: u64,
-    end_ns: u64,
-    header_bytes: u64,
-) -> Option<f64> {
+pub fn carried_payload_bps(q: &QueueSeries, start_ns: u64, end_ns: u64, header_bytes: u64) -> Option<f64> {
     let len = end_ns.saturating_sub(start_ns) as f64;
     let (a, b) = (start_ns as f64 + 0.2 * len, start_ns as f64 + 0.95 * len);
     let at = |t: f64, f: fn(&bloatlab_results::QueueSample) -> u64| -> Option<f64> {
-        let w = q
-            .samples
-            .windows(2)
-            .find(|w| w[0].t_ns as f64 <= t && t <= w[1].t_ns as f64)?;
+        let w = q.samples.windows(2).find(|w| w[0].t_ns as f64 <= t && t <= w[1].t_ns as f64)?;
         let span = (w[1].t_ns - w[0].t_ns) as f64;
-        let k = if span > 0.0 {
-            (t - w[0].t_ns as f64) / span
-        } else {
-            0.0
-        };
+        let k = if span > 0.0 { (t - w[0].t_ns as f64) / span } else { 0.0 };
         Some(f(&w[0]) as f64 + k * (f(&w[1]) as f64 - f(&w[0]) as f64))
     };
     let bytes = at(b, |s| s.sent_bytes)? - at(a, |s| s.sent_bytes)?;
@@ -200,12 +168,7 @@ mod tests {
         // 1500-byte IP packets a second, counted from 0.
         let q = QueueSeries {
             samples: (0..=10u64)
-                .map(|i| QueueSample {
-                    t_ns: i * 1_000_000_000,
-                    sent_packets: 1000 * i,
-                    sent_bytes: 1500 * 1000 * i,
-                    ..Default::default()
-                })
+                .map(|i| QueueSample { t_ns: i * 1_000_000_000, sent_packets: 1000 * i, sent_bytes: 1500 * 1000 * i, ..Default::default() })
                 .collect(),
             ..Default::default()
         };
@@ -215,47 +178,23 @@ mod tests {
         // The edges fall between samples (2.0 s and 9.5 s): interpolated,
         // so a burst just outside the window does not count.
         let mut burst = q.clone();
-        for s in burst
-            .samples
-            .iter_mut()
-            .filter(|s| s.t_ns >= 10_000_000_000)
-        {
+        for s in burst.samples.iter_mut().filter(|s| s.t_ns >= 10_000_000_000) {
             s.sent_bytes += 1_000_000;
             s.sent_packets += 700;
         }
         let pb = carried_payload_bps(&burst, 0, 10_000_000_000, 52).unwrap();
         // half of the last second's extra (9.5 s is midway to 10 s) falls in the window:
         // (500,000 - 350 x 52) bytes x 8 / 7.5 s = 513,920 bit/s more
-        assert!(
-            (pb - p - (500_000.0 - 350.0 * 52.0) * 8.0 / 7.5).abs() < 1e-3,
-            "{pb} vs {p}"
-        );
-        assert_eq!(
-            carried_payload_bps(&q, 0, 30_000_000_000, 52),
-            None,
-            "the window's end is past the samples"
-        );
+        assert!((pb - p - (500_000.0 - 350.0 * 52.0) * 8.0 / 7.5).abs() < 1e-3, "{pb} vs {p}");
+        assert_eq!(carried_payload_bps(&q, 0, 30_000_000_000, 52), None, "the window's end is past the samples");
     }
 
     #[test]
     fn drops_count_from_the_last_sample_before_the_phase() {
         // 5 drops before the phase; 3 at t=15 inside (10, 30]; 2 more after it
-        let q = series(&[
-            (0, 0, 0, 0),
-            (10, 5, 1, 0),
-            (15, 8, 7, 0),
-            (30, 8, 3, 0),
-            (40, 10, 9, 0),
-        ]);
+        let q = series(&[(0, 0, 0, 0), (10, 5, 1, 0), (15, 8, 7, 0), (30, 8, 3, 0), (40, 10, 9, 0)]);
         let s = queue_in_phase([&q], 10, 30).unwrap();
-        assert_eq!(
-            s,
-            PhaseQueueStats {
-                drops: 3,
-                max_backlog_packets: 7,
-                max_backlog_bytes: 7 * 1514
-            }
-        );
+        assert_eq!(s, PhaseQueueStats { drops: 3, max_backlog_packets: 7, max_backlog_bytes: 7 * 1514 });
         // a series that starts inside the phase counts from its first sample
         let late = series(&[(20, 4, 2, 0), (25, 6, 2, 0)]);
         assert_eq!(queue_in_phase([&late], 10, 30).unwrap().drops, 2);
@@ -268,9 +207,7 @@ mod tests {
     #[test]
     fn link_use_over_the_steady_window() {
         // phase 0..10 s; window 2 s..9.5 s; samples each second sending 1.25 MB/s = 10 Mbit/s
-        let s: Vec<_> = (0..=10)
-            .map(|i| (i * 1_000_000_000, 0, 0, i * 1_250_000))
-            .collect();
+        let s: Vec<_> = (0..=10).map(|i| (i * 1_000_000_000, 0, 0, i * 1_250_000)).collect();
         let q = series(&s);
         let u = link_use_pct(&q, 0, 10_000_000_000, 10e6).unwrap();
         assert!((u - 100.0).abs() < 1e-9, "{u}");

@@ -21,18 +21,9 @@ pub fn ramp_next(steps: &[(u32, f64)], growth: f64, max_flows: u32) -> RampNext 
         return RampNext::Flows(1);
     };
     if let [.., (prev_flows, prev_g), _] = steps {
-        let gain = if *prev_g > 0.0 {
-            g / prev_g - 1.0
-        } else if g > 0.0 {
-            f64::INFINITY
-        } else {
-            0.0
-        };
+        let gain = if *prev_g > 0.0 { g / prev_g - 1.0 } else if g > 0.0 { f64::INFINITY } else { 0.0 };
         if gain < growth {
-            return RampNext::Saturated {
-                flows: *prev_flows,
-                gain,
-            };
+            return RampNext::Saturated { flows: *prev_flows, gain };
         }
     }
     if flows >= max_flows {
@@ -50,10 +41,7 @@ mod tests {
         assert_eq!(ramp_next(&[], 0.05, 32), RampNext::Flows(1));
         assert_eq!(ramp_next(&[(1, 5e6)], 0.05, 32), RampNext::Flows(2));
         // 5 -> 9 Mbit/s (+80%): keep going.
-        assert_eq!(
-            ramp_next(&[(1, 5e6), (2, 9e6)], 0.05, 32),
-            RampNext::Flows(4)
-        );
+        assert_eq!(ramp_next(&[(1, 5e6), (2, 9e6)], 0.05, 32), RampNext::Flows(4));
         // 9 -> 9.3 (+3.3%): 2 flows already filled it.
         match ramp_next(&[(1, 5e6), (2, 9e6), (4, 9.3e6)], 0.05, 32) {
             RampNext::Saturated { flows, gain } => {
@@ -63,23 +51,12 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Less goodput with more flows: saturated too, with a negative gain.
-        assert!(
-            matches!(ramp_next(&[(1, 9e6), (2, 8e6)], 0.05, 32), RampNext::Saturated { flows: 1, gain } if gain < 0.0)
-        );
+        assert!(matches!(ramp_next(&[(1, 9e6), (2, 8e6)], 0.05, 32), RampNext::Saturated { flows: 1, gain } if gain < 0.0));
         // Still growing at the limit.
-        assert_eq!(
-            ramp_next(&[(4, 1e6), (8, 2e6)], 0.05, 8),
-            RampNext::AtLimit { flows: 8 }
-        );
+        assert_eq!(ramp_next(&[(4, 1e6), (8, 2e6)], 0.05, 8), RampNext::AtLimit { flows: 8 });
         // A limit that is not a power of two is the last step.
-        assert_eq!(
-            ramp_next(&[(4, 1e6), (8, 2e6)], 0.05, 10),
-            RampNext::Flows(10)
-        );
+        assert_eq!(ramp_next(&[(4, 1e6), (8, 2e6)], 0.05, 10), RampNext::Flows(10));
         // Nothing measured then something: growing.
-        assert_eq!(
-            ramp_next(&[(1, 0.0), (2, 1e6)], 0.05, 32),
-            RampNext::Flows(4)
-        );
+        assert_eq!(ramp_next(&[(1, 0.0), (2, 1e6)], 0.05, 32), RampNext::Flows(4));
     }
 }

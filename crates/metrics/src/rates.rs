@@ -14,8 +14,7 @@ pub const TCP_PAYLOAD_PER_FRAME: f64 = 1448.0 / 1514.0;
 /// htb and the emulator count them) can carry that `goodput_bps` reached;
 /// None without a link rate.
 pub fn goodput_share(goodput_bps: f64, link_bps: f64) -> Option<f64> {
-    (link_bps > 0.0 && goodput_bps.is_finite())
-        .then(|| goodput_bps / (link_bps * TCP_PAYLOAD_PER_FRAME))
+    (link_bps > 0.0 && goodput_bps.is_finite()).then(|| goodput_bps / (link_bps * TCP_PAYLOAD_PER_FRAME))
 }
 
 /// Rate in Hz of something that takes `ms` milliseconds: `1000 / ms`.
@@ -72,10 +71,7 @@ pub const RPM_LOST_PROBE_MS: f64 = 3000.0;
 /// (`None`) counted as [`RPM_LOST_PROBE_MS`]. Loss thus lowers the figure
 /// once it exceeds the 5% the trimmed mean drops. `None` without probes.
 pub fn rpm_from_probes_ns(rtts_ns: &[Option<u64>]) -> Option<f64> {
-    let ms: Vec<f64> = rtts_ns
-        .iter()
-        .map(|r| r.map(|ns| ns as f64 / 1e6).unwrap_or(RPM_LOST_PROBE_MS))
-        .collect();
+    let ms: Vec<f64> = rtts_ns.iter().map(|r| r.map(|ns| ns as f64 / 1e6).unwrap_or(RPM_LOST_PROBE_MS)).collect();
     rpm_from_rtts_ms(&ms)
 }
 

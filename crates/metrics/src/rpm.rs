@@ -47,8 +47,7 @@ impl ProbeRtts {
     pub fn extend(&mut self, other: &ProbeRtts) {
         self.tcp_foreign_ms.extend_from_slice(&other.tcp_foreign_ms);
         self.tls_foreign_ms.extend_from_slice(&other.tls_foreign_ms);
-        self.http_foreign_ms
-            .extend_from_slice(&other.http_foreign_ms);
+        self.http_foreign_ms.extend_from_slice(&other.http_foreign_ms);
         self.http_self_ms.extend_from_slice(&other.http_self_ms);
     }
 
@@ -65,12 +64,8 @@ impl ProbeRtts {
     /// `None` unless every kind has at least one finite sample.
     pub fn responsiveness(&self) -> Option<Responsiveness> {
         let tm = |v: &[f64]| trimmed_mean_single_sided(v, RPM_KEEP_FRACTION);
-        let (tcp, tls, http_f, http_s) = (
-            tm(&self.tcp_foreign_ms)?,
-            tm(&self.tls_foreign_ms)?,
-            tm(&self.http_foreign_ms)?,
-            tm(&self.http_self_ms)?,
-        );
+        let (tcp, tls, http_f, http_s) =
+            (tm(&self.tcp_foreign_ms)?, tm(&self.tls_foreign_ms)?, tm(&self.http_foreign_ms)?, tm(&self.http_self_ms)?);
         let weighted = (tcp + tls + http_f) / 6.0 + http_s / 2.0;
         if weighted.is_nan() || weighted <= 0.0 {
             return None;
@@ -101,12 +96,7 @@ pub struct Stability {
 
 impl Stability {
     pub fn new(mad: usize, sdt: f64) -> Stability {
-        Stability {
-            mad: mad.max(1),
-            sdt,
-            values: vec![],
-            averages: vec![],
-        }
+        Stability { mad: mad.max(1), sdt, values: vec![], averages: vec![] }
     }
 
     /// The draft's defaults ([`RPM_MAD`], [`RPM_SDT`]).
@@ -176,12 +166,7 @@ mod tests {
         // 20 self probes: 19 at 10 ms and one at 1000 ms; the 1000 is dropped.
         let mut s = vec![10.0; 19];
         s.push(1000.0);
-        let p = ProbeRtts {
-            tcp_foreign_ms: vec![6.0],
-            tls_foreign_ms: vec![6.0],
-            http_foreign_ms: vec![6.0],
-            http_self_ms: s,
-        };
+        let p = ProbeRtts { tcp_foreign_ms: vec![6.0], tls_foreign_ms: vec![6.0], http_foreign_ms: vec![6.0], http_self_ms: s };
         let r = p.responsiveness().unwrap();
         assert_eq!(r.http_self_ms, 10.0);
         // 18/6 + 10/2 = 8 ms -> 7500 RPM.
@@ -190,12 +175,7 @@ mod tests {
 
     #[test]
     fn a_missing_kind_gives_no_responsiveness() {
-        let p = ProbeRtts {
-            tcp_foreign_ms: vec![1.0],
-            tls_foreign_ms: vec![1.0],
-            http_foreign_ms: vec![1.0],
-            http_self_ms: vec![],
-        };
+        let p = ProbeRtts { tcp_foreign_ms: vec![1.0], tls_foreign_ms: vec![1.0], http_foreign_ms: vec![1.0], http_self_ms: vec![] };
         assert!(p.responsiveness().is_none());
         assert!(!p.is_complete());
     }

@@ -33,16 +33,7 @@ pub fn settle(samples: &[(u64, u64)], elapsed_ns: u64, rule: &SettleRule) -> Set
             b.push(rtt as f64 / 1e6);
         }
     }
-    let levels: Vec<Option<f64>> = bins
-        .iter()
-        .map(|b| {
-            if b.len() >= rule.min_samples {
-                crate::percentile(b, 50.0)
-            } else {
-                None
-            }
-        })
-        .collect();
+    let levels: Vec<Option<f64>> = bins.iter().map(|b| if b.len() >= rule.min_samples { crate::percentile(b, 50.0) } else { None }).collect();
     let hold = rule.hold.max(1) as usize;
     // window `last` and the `h - 1` before it: (all have a level, none of
     // those with a level is a new high over the windows before them)
@@ -51,46 +42,20 @@ pub fn settle(samples: &[(u64, u64)], elapsed_ns: u64, rule: &SettleRule) -> Set
             return None;
         }
         let recent = &levels[last + 1 - h..=last];
-        let prior = levels[..last + 1 - h]
-            .iter()
-            .flatten()
-            .fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+        let prior = levels[..last + 1 - h].iter().flatten().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
         if !prior.is_finite() {
             return None;
         }
-        let high = recent
-            .iter()
-            .flatten()
-            .fold(f64::NEG_INFINITY, |a, &b| a.max(b));
-        Some((
-            recent.iter().all(|l| l.is_some()),
-            high <= prior * (1.0 + rule.tolerance) + rule.floor_ms,
-        ))
+        let high = recent.iter().flatten().fold(f64::NEG_INFINITY, |a, &b| a.max(b));
+        Some((recent.iter().all(|l| l.is_some()), high <= prior * (1.0 + rule.tolerance) + rule.floor_ms))
     };
     let holds_at = |last: usize| judge(last, hold) == Some((true, true));
-    let settled_after_s = (0..n)
-        .find(|&k| holds_at(k))
-        .map(|k| ((k + 1) as u64 * w) as f64 / 1e9);
+    let settled_after_s = (0..n).find(|&k| holds_at(k)).map(|k| ((k + 1) as u64 * w) as f64 / 1e9);
     let settled = n > 0 && holds_at(n - 1);
     // a new high among the last windows (fewer than the rule holds: the last against those before it)
-    let still_rising = n >= 2
-        && matches!(
-            judge(n - 1, if n > hold { hold } else { 1 }),
-            Some((_, false))
-        );
-    let settled_level_ms = settled.then(|| {
-        levels
-            .iter()
-            .flatten()
-            .fold(f64::NEG_INFINITY, |a, &b| a.max(b))
-    });
-    Settling {
-        window_p50_ms: levels,
-        settled_after_s,
-        settled,
-        settled_level_ms,
-        still_rising,
-    }
+    let still_rising = n >= 2 && matches!(judge(n - 1, if n > hold { hold } else { 1 }), Some((_, false)));
+    let settled_level_ms = settled.then(|| levels.iter().flatten().fold(f64::NEG_INFINITY, |a, &b| a.max(b)));
+    Settling { window_p50_ms: levels, settled_after_s, settled, settled_level_ms, still_rising }
 }
 
 /// The window the loaded part of a phase begins with
@@ -102,15 +67,8 @@ pub fn settle(samples: &[(u64, u64)], elapsed_ns: u64, rule: &SettleRule) -> Set
 /// nor make the figure; a phase still rising at its end is loaded over its
 /// last few windows (a linear rise: the last third). 0 when no window has
 /// a level.
-pub fn loaded_from(
-    levels: &[Option<f64>],
-    idle_ms: Option<f64>,
-    rule: &bloatlab_model::LoadedRule,
-) -> usize {
-    let lo = levels
-        .iter()
-        .flatten()
-        .fold(f64::INFINITY, |a, &b| a.min(b));
+pub fn loaded_from(levels: &[Option<f64>], idle_ms: Option<f64>, rule: &bloatlab_model::LoadedRule) -> usize {
+    let lo = levels.iter().flatten().fold(f64::INFINITY, |a, &b| a.min(b));
     if !lo.is_finite() {
         return 0;
     }
@@ -128,23 +86,13 @@ pub fn loaded_from(
 /// trips answered in the rule's last window is within its tolerance of
 /// `idle_p50_ms` (`samples`: answer arrival ns, round trip ns, in any order
 /// and time base shared with `now_ns`). No answers in the window: not yet.
-pub fn drained(
-    samples: &[(u64, u64)],
-    now_ns: u64,
-    idle_p50_ms: f64,
-    rule: &bloatlab_model::DrainRule,
-) -> bool {
+pub fn drained(samples: &[(u64, u64)], now_ns: u64, idle_p50_ms: f64, rule: &bloatlab_model::DrainRule) -> bool {
     let from = now_ns.saturating_sub(rule.window.as_nanos() as u64);
-    let recent: Vec<f64> = samples
-        .iter()
-        .filter(|(at, _)| *at >= from && *at <= now_ns)
-        .map(|(_, r)| *r as f64 / 1e6)
-        .collect();
+    let recent: Vec<f64> = samples.iter().filter(|(at, _)| *at >= from && *at <= now_ns).map(|(_, r)| *r as f64 / 1e6).collect();
     if recent.len() < rule.min_samples {
         return false;
     }
-    crate::percentile(&recent, 50.0)
-        .is_some_and(|m| m <= idle_p50_ms * (1.0 + rule.tolerance) + rule.floor_ms)
+    crate::percentile(&recent, 50.0).is_some_and(|m| m <= idle_p50_ms * (1.0 + rule.tolerance) + rule.floor_ms)
 }
 
 #[cfg(test)]
@@ -154,12 +102,10 @@ mod tests {
 
     /// 100 probes a second for `secs`, round trip `rtt(t_s)` ms.
     fn series(secs: f64, rtt: impl Fn(f64) -> f64) -> Vec<(u64, u64)> {
-        (0..(secs * 100.0) as u64)
-            .map(|k| {
-                let t = k as f64 / 100.0;
-                ((t * 1e9) as u64, (rtt(t) * 1e6) as u64)
-            })
-            .collect()
+        (0..(secs * 100.0) as u64).map(|k| {
+            let t = k as f64 / 100.0;
+            ((t * 1e9) as u64, (rtt(t) * 1e6) as u64)
+        }).collect()
     }
 
     #[test]
@@ -174,27 +120,14 @@ mod tests {
         // within 10% + 2 ms
         let s = series(1.0, |_| 23.9);
         assert!(drained(&s, 1_000_000_000, 20.0, &DRAIN_RULE));
-        assert!(!drained(
-            &series(1.0, |_| 24.1),
-            1_000_000_000,
-            20.0,
-            &DRAIN_RULE
-        ));
+        assert!(!drained(&series(1.0, |_| 24.1), 1_000_000_000, 20.0, &DRAIN_RULE));
     }
 
     #[test]
     fn the_loaded_part_begins_once_the_ramp_has_risen_most_of_the_way() {
         use bloatlab_model::LOADED_RULE;
         // idle 20 ms; the queue fills 100 ms a second for 9 s, then saws 800-1000 ms above idle
-        let s = series(14.0, |t| {
-            20.0 + if t < 9.0 {
-                100.0 * t
-            } else if t < 11.5 {
-                900.0 + 40.0 * (t - 9.0)
-            } else {
-                800.0 + 60.0 * (t - 11.5)
-            }
-        });
+        let s = series(14.0, |t| 20.0 + if t < 9.0 { 100.0 * t } else if t < 11.5 { 900.0 + 40.0 * (t - 9.0) } else { 800.0 + 60.0 * (t - 11.5) });
         let r = settle(&s, 14_000_000_000, &SETTLE_RULE);
         // window 7 (7-8 s, 750 above idle) is 80% of the median of it and
         // the windows after it (905); window 6 (650 of 882) is not
@@ -207,25 +140,11 @@ mod tests {
         spiky[13] = Some(2600.0);
         assert_eq!(loaded_from(&spiky, Some(20.0), &LOADED_RULE), 7);
         // still rising at the end: the last windows
-        let rising = settle(
-            &series(15.0, |t| 20.0 + 50.0 * t),
-            15_000_000_000,
-            &SETTLE_RULE,
-        );
-        assert_eq!(
-            loaded_from(&rising.window_p50_ms, Some(20.0), &LOADED_RULE),
-            10
-        );
+        let rising = settle(&series(15.0, |t| 20.0 + 50.0 * t), 15_000_000_000, &SETTLE_RULE);
+        assert_eq!(loaded_from(&rising.window_p50_ms, Some(20.0), &LOADED_RULE), 10);
         // a flat phase (an AQM) is loaded from its start
-        let flat = settle(
-            &series(6.0, |t| 25.0 + (t * 7.0).sin()),
-            6_000_000_000,
-            &SETTLE_RULE,
-        );
-        assert_eq!(
-            loaded_from(&flat.window_p50_ms, Some(20.0), &LOADED_RULE),
-            0
-        );
+        let flat = settle(&series(6.0, |t| 25.0 + (t * 7.0).sin()), 6_000_000_000, &SETTLE_RULE);
+        assert_eq!(loaded_from(&flat.window_p50_ms, Some(20.0), &LOADED_RULE), 0);
         assert_eq!(loaded_from(&[None, None], Some(1.0), &LOADED_RULE), 0);
     }
 
@@ -235,10 +154,7 @@ mod tests {
         let s = series(5.0, |t| 150.0 + 50.0 * t);
         let r = settle(&s, 5_000_000_000, &SETTLE_RULE);
         assert_eq!(r.window_p50_ms.len(), 5);
-        assert!(
-            !r.settled && r.still_rising && r.settled_after_s.is_none(),
-            "{r:?}"
-        );
+        assert!(!r.settled && r.still_rising && r.settled_after_s.is_none(), "{r:?}");
     }
 
     #[test]
@@ -267,10 +183,7 @@ mod tests {
         // 1 ms +- 0.4 ms: within the floor
         let s = series(5.0, |t| 1.0 + 0.4 * (t * 37.0).sin());
         let r = settle(&s, 5_000_000_000, &SETTLE_RULE);
-        assert!(
-            r.settled && !r.still_rising && r.settled_after_s == Some(4.0),
-            "{r:?}"
-        );
+        assert!(r.settled && !r.still_rising && r.settled_after_s == Some(4.0), "{r:?}");
         // a 2 s phase that rose: still rising (last window against the first)
         let s = series(2.0, |t| 10.0 + 100.0 * t);
         let r = settle(&s, 2_000_000_000, &SETTLE_RULE);
@@ -282,16 +195,10 @@ mod tests {
     #[test]
     fn a_window_without_answers_has_no_level_and_the_rule_waits() {
         // every probe lost in window 3: not settled there
-        let s: Vec<(u64, u64)> = series(6.0, |_| 50.0)
-            .into_iter()
-            .filter(|(at, _)| !(3_000_000_000..4_000_000_000).contains(at))
-            .collect();
+        let s: Vec<(u64, u64)> = series(6.0, |_| 50.0).into_iter().filter(|(at, _)| !(3_000_000_000..4_000_000_000).contains(at)).collect();
         let r = settle(&s, 6_000_000_000, &SETTLE_RULE);
         assert_eq!(r.window_p50_ms[3], None);
-        assert_eq!(
-            r.settled_after_s, None,
-            "the rule needs a level in each of the windows it holds"
-        );
+        assert_eq!(r.settled_after_s, None, "the rule needs a level in each of the windows it holds");
         assert!(!r.settled && !r.still_rising, "{r:?}");
     }
 }

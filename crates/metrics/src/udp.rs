@@ -56,9 +56,7 @@ impl UdpReceiver {
 
     /// The statistics, with `sent` from the sender (None: highest sequence + 1).
     pub fn stats(&self, sent: Option<u64>, target_bps: f64, payload_bytes: u32) -> UdpStats {
-        let sent = sent
-            .unwrap_or_else(|| self.highest.map_or(0, |h| h + 1))
-            .max(self.received);
+        let sent = sent.unwrap_or_else(|| self.highest.map_or(0, |h| h + 1)).max(self.received);
         let lost = sent - self.received;
         UdpStats {
             target_bps,
@@ -66,11 +64,7 @@ impl UdpReceiver {
             sent,
             received: self.received,
             lost,
-            loss_pct: if sent > 0 {
-                lost as f64 * 100.0 / sent as f64
-            } else {
-                0.0
-            },
+            loss_pct: if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 },
             out_of_order: self.out_of_order,
             jitter_ms: self.jitter_ns / 1e6,
         }
@@ -82,41 +76,21 @@ impl UdpReceiver {
 pub fn with_sent(receiver: UdpStats, sent: u64) -> UdpStats {
     let sent = sent.max(receiver.received);
     let lost = sent - receiver.received;
-    UdpStats {
-        sent,
-        lost,
-        loss_pct: if sent > 0 {
-            lost as f64 * 100.0 / sent as f64
-        } else {
-            0.0
-        },
-        ..receiver
-    }
+    UdpStats { sent, lost, loss_pct: if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 }, ..receiver }
 }
 
 /// Each direction's UDP load in a phase: its flows' statistics summed
 /// (jitter: the largest), with the direction's goodput as what arrived.
 /// Directions without UDP flows are left out.
-pub fn direction_summaries(
-    flows: &[Flow],
-    received_bps: impl Fn(Direction) -> f64,
-) -> Vec<UdpSummary> {
+pub fn direction_summaries(flows: &[Flow], received_bps: impl Fn(Direction) -> f64) -> Vec<UdpSummary> {
     [Direction::Up, Direction::Down]
         .into_iter()
         .filter_map(|d| {
-            let fl: Vec<&UdpStats> = flows
-                .iter()
-                .filter(|f| f.direction == d)
-                .filter_map(|f| f.udp.as_ref())
-                .collect();
+            let fl: Vec<&UdpStats> = flows.iter().filter(|f| f.direction == d).filter_map(|f| f.udp.as_ref()).collect();
             if fl.is_empty() {
                 return None;
             }
-            let (sent, received, lost) = (
-                fl.iter().map(|u| u.sent).sum::<u64>(),
-                fl.iter().map(|u| u.received).sum(),
-                fl.iter().map(|u| u.lost).sum::<u64>(),
-            );
+            let (sent, received, lost) = (fl.iter().map(|u| u.sent).sum::<u64>(), fl.iter().map(|u| u.received).sum(), fl.iter().map(|u| u.lost).sum::<u64>());
             Some(UdpSummary {
                 direction: d,
                 flows: fl.len() as u32,
@@ -125,11 +99,7 @@ pub fn direction_summaries(
                 sent,
                 received,
                 lost,
-                loss_pct: if sent > 0 {
-                    lost as f64 * 100.0 / sent as f64
-                } else {
-                    0.0
-                },
+                loss_pct: if sent > 0 { lost as f64 * 100.0 / sent as f64 } else { 0.0 },
                 out_of_order: fl.iter().map(|u| u.out_of_order).sum(),
                 jitter_ms: fl.iter().map(|u| u.jitter_ms).fold(0.0, f64::max),
             })
@@ -143,46 +113,13 @@ mod tests {
 
     #[test]
     fn a_direction_sums_its_flows() {
-        let u = |sent, received, jitter_ms| UdpStats {
-            target_bps: 5e6,
-            payload_bytes: 1000,
-            sent,
-            received,
-            lost: sent - received,
-            jitter_ms,
-            ..Default::default()
-        };
-        let flow = |direction, udp| Flow {
-            id: 0,
-            direction,
-            goodput: vec![],
-            tcp_info: vec![],
-            bytes: 0,
-            max_gap_ns: 0,
-            max_gap_at_ns: 0,
-            dscp: 0,
-            udp,
-        };
-        let flows = vec![
-            flow(Direction::Up, Some(u(100, 90, 0.5))),
-            flow(Direction::Up, Some(u(100, 100, 1.5))),
-            flow(Direction::Down, None),
-        ];
+        let u = |sent, received, jitter_ms| UdpStats { target_bps: 5e6, payload_bytes: 1000, sent, received, lost: sent - received, jitter_ms, ..Default::default() };
+        let flow = |direction, udp| Flow { id: 0, direction, goodput: vec![], tcp_info: vec![], bytes: 0, max_gap_ns: 0, max_gap_at_ns: 0, dscp: 0, udp };
+        let flows = vec![flow(Direction::Up, Some(u(100, 90, 0.5))), flow(Direction::Up, Some(u(100, 100, 1.5))), flow(Direction::Down, None)];
         let s = direction_summaries(&flows, |d| if d == Direction::Up { 9.5e6 } else { 0.0 });
         assert_eq!(s.len(), 1, "the TCP download has no UDP summary");
-        assert_eq!(
-            (s[0].flows, s[0].sent, s[0].received, s[0].lost),
-            (2, 200, 190, 10)
-        );
-        assert_eq!(
-            (
-                s[0].offered_bps,
-                s[0].received_bps,
-                s[0].loss_pct,
-                s[0].jitter_ms
-            ),
-            (10e6, 9.5e6, 5.0, 1.5)
-        );
+        assert_eq!((s[0].flows, s[0].sent, s[0].received, s[0].lost), (2, 200, 190, 10));
+        assert_eq!((s[0].offered_bps, s[0].received_bps, s[0].loss_pct, s[0].jitter_ms), (10e6, 9.5e6, 5.0, 1.5));
     }
 
     #[test]
@@ -190,17 +127,7 @@ mod tests {
         let mut r = UdpReceiver::new();
         // 10 datagrams sent 1 ms apart; #3 and #7 lost, #5 arrives after #6, #8 twice
         let t = |i: u64| i * 1_000_000;
-        for (seq, extra_delay) in [
-            (0, 0),
-            (1, 0),
-            (2, 0),
-            (4, 0),
-            (6, 0),
-            (5, 2_000_000),
-            (8, 0),
-            (8, 0),
-            (9, 0),
-        ] {
+        for (seq, extra_delay) in [(0, 0), (1, 0), (2, 0), (4, 0), (6, 0), (5, 2_000_000), (8, 0), (8, 0), (9, 0)] {
             r.on_datagram(seq, t(seq), t(seq) + 10_000_000 + extra_delay, 1400);
         }
         let s = r.stats(Some(10), 1e6, 1400);
@@ -213,12 +140,7 @@ mod tests {
         for d in [0.0, 0.0, 0.0, 0.0, 2e6, 2e6, 0.0] {
             j += (d - j) / 16.0;
         }
-        assert!(
-            (s.jitter_ms - j / 1e6).abs() < 1e-12,
-            "{} vs {}",
-            s.jitter_ms,
-            j / 1e6
-        );
+        assert!((s.jitter_ms - j / 1e6).abs() < 1e-12, "{} vs {}", s.jitter_ms, j / 1e6);
         // without the sender's count: highest + 1
         assert_eq!(r.stats(None, 1e6, 1400).sent, 10);
         assert_eq!(UdpReceiver::new().stats(None, 1e6, 1400).loss_pct, 0.0);
@@ -226,10 +148,6 @@ mod tests {
         let w = with_sent(r.stats(None, 1e6, 1400), 12);
         assert_eq!((w.sent, w.lost), (12, 4));
         assert!((w.loss_pct - 100.0 / 3.0).abs() < 1e-9);
-        assert_eq!(
-            with_sent(r.stats(None, 1e6, 1400), 3).lost,
-            0,
-            "never negative"
-        );
+        assert_eq!(with_sent(r.stats(None, 1e6, 1400), 3).lost, 0, "never negative");
     }
 }

@@ -21,8 +21,8 @@
 //! * **Browsing**: a page load takes tens of round trips, each waiting
 //!   behind the queue: the worst loaded p50 round trip: good up to 100 ms,
 //!   fair up to 400 ms (the grade's F boundary).
-pub use crate::verdict::{UseVerdict, Verdict};
 use bloatlab_results::TestResult;
+pub use crate::verdict::{UseVerdict, Verdict};
 
 /// Thresholds of the rules (ms or bits/s): (good up to, fair up to).
 pub const GAMING_P90_MS: (f64, f64) = (50.0, 100.0);
@@ -41,27 +41,19 @@ fn by_ms(v: Option<f64>, (good, fair): (f64, f64)) -> Verdict {
 }
 
 fn ms(v: Option<f64>) -> String {
-    v.map(|v| format!("{} ms", bloatlab_model::fmt::ms(v)))
-        .unwrap_or_else(|| "not measured".into())
+    v.map(|v| format!("{} ms", bloatlab_model::fmt::ms(v))).unwrap_or_else(|| "not measured".into())
 }
 
 /// The worst loaded phase's value of `f` (the highest).
 fn worst(r: &TestResult, f: impl Fn(&bloatlab_results::Phase) -> f64) -> Option<f64> {
-    r.scenarios
-        .iter()
-        .filter(|p| p.summary.latency.received > 0)
-        .map(f)
-        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
+    r.scenarios.iter().filter(|p| p.summary.latency.received > 0).map(f).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
 }
 
 /// Every use, judged on `r`.
 pub fn uses(r: &TestResult) -> Vec<UseVerdict> {
     let p90 = worst(r, |p| p.summary.latency.p90_ms);
     let p50 = worst(r, |p| p.summary.latency.p50_ms);
-    let (up, down) = (
-        r.headline.upload_capacity_bps,
-        r.headline.download_capacity_bps,
-    );
+    let (up, down) = (r.headline.upload_capacity_bps, r.headline.download_capacity_bps);
     let rate = |b: f64| bloatlab_model::fmt::rate(b);
     // the latency's verdict, at best fair below 3 Mbit/s a way, poor below half that
     let slowest = up.min(down);
@@ -117,17 +109,8 @@ pub fn uses(r: &TestResult) -> Vec<UseVerdict> {
 /// rules and figures said as the household measured them.
 fn measured_in_household(r: &TestResult, mut judged: Vec<UseVerdict>) -> Vec<UseVerdict> {
     let hh = crate::household::household(r);
-    for (usage, app) in [
-        ("gaming", "game"),
-        ("video calls", "video call"),
-        ("streaming", "stream"),
-    ] {
-        let (Some(u), Some(h)) = (
-            judged.iter_mut().find(|u| u.name == usage),
-            hh.iter().find(|h| h.name == app),
-        ) else {
-            continue;
-        };
+    for (usage, app) in [("gaming", "game"), ("video calls", "video call"), ("streaming", "stream")] {
+        let (Some(u), Some(h)) = (judged.iter_mut().find(|u| u.name == usage), hh.iter().find(|h| h.name == app)) else { continue };
         if h.verdict == Verdict::Unknown {
             continue;
         }
@@ -154,11 +137,7 @@ mod tests {
             "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
         }))
         .unwrap();
-        r.scenarios.push(Phase {
-            name: "0u4d".into(),
-            summary: s,
-            ..Default::default()
-        });
+        r.scenarios.push(Phase { name: "0u4d".into(), summary: s, ..Default::default() });
         r.headline.download_capacity_bps = down;
         r.headline.upload_capacity_bps = up;
         r
@@ -170,10 +149,7 @@ mod tests {
         use Verdict::*;
         assert_eq!(v(&result(20.0, 40.0, 50e6, 10e6)), [Good, Good, Good, Good]);
         assert_eq!(v(&result(90.0, 99.0, 10e6, 10e6)), [Fair, Good, Fair, Good]);
-        assert_eq!(
-            v(&result(1200.0, 1250.0, 9e6, 9e6)),
-            [Poor, Poor, Fair, Poor]
-        );
+        assert_eq!(v(&result(1200.0, 1250.0, 9e6, 9e6)), [Poor, Poor, Fair, Poor]);
         // a call needs 3 Mbit/s each way: 2 Mbit/s up makes it fair at best, 1 poor
         assert_eq!(v(&result(20.0, 40.0, 50e6, 2e6))[1], Fair);
         assert_eq!(v(&result(20.0, 40.0, 50e6, 1e6))[1], Poor);
@@ -182,12 +158,7 @@ mod tests {
 
     #[test]
     fn a_verdict_word_is_its_serialized_name() {
-        for v in [
-            Verdict::Good,
-            Verdict::Fair,
-            Verdict::Poor,
-            Verdict::Unknown,
-        ] {
+        for v in [Verdict::Good, Verdict::Fair, Verdict::Poor, Verdict::Unknown] {
             assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
         }
     }

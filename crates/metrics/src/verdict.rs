@@ -46,10 +46,6 @@ impl Verdict {
 
     /// The worse of the two.
     pub fn max(self, o: Verdict) -> Verdict {
-        if o.rank() > self.rank() {
-            o
-        } else {
-            self
-        }
+        if o.rank() > self.rank() { o } else { self }
     }
 }

@@ -146,9 +146,7 @@ impl Default for TestConfig {
 /// A congestion control name as the kernel spells them (letters, digits, `_`); empty = default.
 pub fn check_cc(cc: &str) -> Result<(), String> {
     if !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(format!(
-            "`{cc}` is not a congestion control name (e.g. cubic, bbr, reno)"
-        ));
+        return Err(format!("`{cc}` is not a congestion control name (e.g. cubic, bbr, reno)"));
     }
     Ok(())
 }
@@ -169,9 +167,7 @@ pub const UDP_PAYLOAD_DEFAULT: u32 = 1400;
 impl UdpLoad {
     pub fn validate(&self) -> Result<(), String> {
         if !(UDP_PAYLOAD_MIN..=UDP_PAYLOAD_MAX).contains(&self.payload) {
-            return Err(format!(
-                "--udp-size must be {UDP_PAYLOAD_MIN}..{UDP_PAYLOAD_MAX} bytes"
-            ));
+            return Err(format!("--udp-size must be {UDP_PAYLOAD_MIN}..{UDP_PAYLOAD_MAX} bytes"));
         }
         if self.rate_bps < 8 * self.payload as u64 {
             return Err("--udp rate is below one datagram per second".into());
@@ -209,31 +205,24 @@ pub fn split_host_port(spec: &str, default_port: u16) -> Result<(String, u16), S
     if s.contains(char::is_whitespace) || s.contains('/') {
         return Err(format!("\"{spec}\" is not HOST[:PORT]"));
     }
-    let port =
-        |p: &str| -> Result<u16, String> { parse_port(p).map_err(|e| format!("\"{spec}\": {e}")) };
+    let port = |p: &str| -> Result<u16, String> { parse_port(p).map_err(|e| format!("\"{spec}\": {e}")) };
     if s.parse::<std::net::Ipv6Addr>().is_ok() {
         return Ok((s.to_string(), default_port));
     }
     if let Some(rest) = s.strip_prefix('[') {
-        let (addr, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("\"{spec}\": `[` without `]`"))?;
+        let (addr, after) = rest.split_once(']').ok_or_else(|| format!("\"{spec}\": `[` without `]`"))?;
         if addr.parse::<std::net::Ipv6Addr>().is_err() {
             return Err(format!("\"{spec}\": `{addr}` is not an IPv6 address"));
         }
         return match after.strip_prefix(':') {
             Some(p) => Ok((addr.to_string(), port(p)?)),
             None if after.is_empty() => Ok((addr.to_string(), default_port)),
-            None => Err(format!(
-                "\"{spec}\": unexpected `{after}` after the address"
-            )),
+            None => Err(format!("\"{spec}\": unexpected `{after}` after the address")),
         };
     }
     match s.rsplit_once(':') {
         Some((h, p)) if !h.is_empty() && !h.contains(':') => Ok((h.to_string(), port(p)?)),
-        Some(_) => Err(format!(
-            "\"{spec}\" is neither host[:port] nor an IPv6 address"
-        )),
+        Some(_) => Err(format!("\"{spec}\" is neither host[:port] nor an IPv6 address")),
         None => Ok((s.to_string(), default_port)),
     }
 }
@@ -243,19 +232,13 @@ impl TestConfig {
     /// name the command-line option.
     pub fn validate(&self) -> Result<(), String> {
         match &self.ramp {
-            Some(r) => r
-                .validate()
-                .map_err(|e| format!("--scenarios {}: {e}", r.name()))?,
-            None if self.scenarios.is_empty() => {
-                return Err("--scenarios: no scenarios given".into())
-            }
+            Some(r) => r.validate().map_err(|e| format!("--scenarios {}: {e}", r.name()))?,
+            None if self.scenarios.is_empty() => return Err("--scenarios: no scenarios given".into()),
             None => {}
         }
         if self.household.is_some() {
             if self.ramp.is_some() {
-                return Err(
-                    "--profile household runs its own phases: drop --scenarios auto".into(),
-                );
+                return Err("--profile household runs its own phases: drop --scenarios auto".into());
             }
             // the server answers 8 probe streams: the probes, each class's, the call
             let classes = crate::Dscp::distinct(&self.dscp).len();
@@ -266,13 +249,8 @@ impl TestConfig {
         if self.duration < Duration::from_millis(200) {
             return Err("--duration must be at least 200ms".into());
         }
-        if self.duration > Duration::from_secs(86_400)
-            || self.idle > Duration::from_secs(86_400)
-            || self.pause > Duration::from_secs(3600)
-        {
-            return Err(
-                "--duration and --idle must be at most 1 day, --pause at most 1 hour".into(),
-            );
+        if self.duration > Duration::from_secs(86_400) || self.idle > Duration::from_secs(86_400) || self.pause > Duration::from_secs(3600) {
+            return Err("--duration and --idle must be at most 1 day, --pause at most 1 hour".into());
         }
         if let Some(cap) = self.until_settled {
             if cap < self.duration {
@@ -286,20 +264,14 @@ impl TestConfig {
                 return Err("--until-settled must be at most 1 hour".into());
             }
         }
-        if self.probe_interval < Duration::from_micros(100)
-            || self.probe_interval > Duration::from_secs(10)
-        {
+        if self.probe_interval < Duration::from_micros(100) || self.probe_interval > Duration::from_secs(10) {
             return Err("--probe-interval must be between 100us and 10s".into());
         }
-        if self.sample_interval < Duration::from_millis(10)
-            || self.sample_interval > Duration::from_secs(1)
-        {
+        if self.sample_interval < Duration::from_millis(10) || self.sample_interval > Duration::from_secs(1) {
             return Err("--sample-interval must be between 10ms and 1s".into());
         }
         if !(PROBE_MIN_BYTES..=PROBE_MAX_BYTES).contains(&self.probe_size) {
-            return Err(format!(
-                "--probe-size must be {PROBE_MIN_BYTES}..{PROBE_MAX_BYTES} bytes"
-            ));
+            return Err(format!("--probe-size must be {PROBE_MIN_BYTES}..{PROBE_MAX_BYTES} bytes"));
         }
         if self.secret.is_some() && self.probe_size < PROBE_AUTH_MIN_BYTES {
             return Err(format!(
@@ -313,9 +285,7 @@ impl TestConfig {
         check_cc(&self.cc).map_err(|e| format!("--cc: {e}"))?;
         match self.udp() {
             Some(u) => u.validate()?,
-            None if self.udp_size != UDP_PAYLOAD_DEFAULT => {
-                return Err("--udp-size needs --udp (the rate of the UDP load)".into())
-            }
+            None if self.udp_size != UDP_PAYLOAD_DEFAULT => return Err("--udp-size needs --udp (the rate of the UDP load)".into()),
             None => {}
         }
         split_host_port(&self.server, self.port)?;
@@ -323,15 +293,9 @@ impl TestConfig {
             split_host_port(w, self.port).map_err(|e| format!("--witness: {e}"))?;
         }
         if self.pings.len() > 8 {
-            return Err(format!(
-                "--ping / --tcp-ping: at most 8 targets ({} given)",
-                self.pings.len()
-            ));
+            return Err(format!("--ping / --tcp-ping: at most 8 targets ({} given)", self.pings.len()));
         }
-        if !self.pings.is_empty()
-            && (self.ping_interval < Duration::from_millis(10)
-                || self.ping_interval > Duration::from_secs(10))
-        {
+        if !self.pings.is_empty() && (self.ping_interval < Duration::from_millis(10) || self.ping_interval > Duration::from_secs(10)) {
             return Err("--ping-interval must be between 10ms and 10s".into());
         }
         Ok(())
@@ -339,38 +303,20 @@ impl TestConfig {
 
     /// The UDP load, when the test sends UDP instead of TCP.
     pub fn udp(&self) -> Option<UdpLoad> {
-        self.udp_rate_bps.map(|rate_bps| UdpLoad {
-            rate_bps,
-            payload: self.udp_size,
-        })
+        self.udp_rate_bps.map(|rate_bps| UdpLoad { rate_bps, payload: self.udp_size })
     }
 
     /// Longest scenario, in flows (a ramp's largest step).
     pub fn max_flows(&self) -> u32 {
         let ramp = self.ramp.map(|r| r.max_flows).unwrap_or(0);
-        let segments = self
-            .household
-            .map(|h| h.segments_in(crate::plan::HOUSEHOLD_LENGTH))
-            .unwrap_or(0);
+        let segments = self.household.map(|h| h.segments_in(crate::plan::HOUSEHOLD_LENGTH)).unwrap_or(0);
         let last = self.scenarios.len().saturating_sub(1);
-        self.scenarios
-            .iter()
-            .enumerate()
-            .map(|(i, s)| s.flows() + if i == last { segments } else { 0 })
-            .max()
-            .unwrap_or(0)
-            .max(ramp)
+        self.scenarios.iter().enumerate().map(|(i, s)| s.flows() + if i == last { segments } else { 0 }).max().unwrap_or(0).max(ramp)
     }
 
     /// How long one scenario may run (`until_settled`, else `duration`).
     pub fn phase_length(&self) -> crate::PhaseLength {
-        crate::PhaseLength {
-            min: self.duration,
-            cap: self
-                .until_settled
-                .unwrap_or(self.duration)
-                .max(self.duration),
-        }
+        crate::PhaseLength { min: self.duration, cap: self.until_settled.unwrap_or(self.duration).max(self.duration) }
     }
 
     /// Whether scenario `index` is the household test's phase (the last,
@@ -383,10 +329,7 @@ impl TestConfig {
     /// length, the others [`TestConfig::phase_length`].
     pub fn phase_length_of(&self, index: usize) -> crate::PhaseLength {
         if self.is_household_phase(index) {
-            crate::PhaseLength {
-                min: crate::plan::HOUSEHOLD_LENGTH,
-                cap: crate::plan::HOUSEHOLD_LENGTH,
-            }
+            crate::PhaseLength { min: crate::plan::HOUSEHOLD_LENGTH, cap: crate::plan::HOUSEHOLD_LENGTH }
         } else {
             self.phase_length()
         }
@@ -404,9 +347,7 @@ impl TestConfig {
 
     /// The most scenarios this test can run.
     pub fn max_scenarios(&self) -> usize {
-        self.ramp
-            .map(|r| r.max_steps())
-            .unwrap_or(self.scenarios.len())
+        self.ramp.map(|r| r.max_steps()).unwrap_or(self.scenarios.len())
     }
 }
 
@@ -480,10 +421,7 @@ impl ServerConfig {
             return Err("--max-duration and --idle-timeout must be greater than 0".into());
         }
         if self.max_conns == 0 || self.max_conns_per_source == 0 || self.max_tests_per_source == 0 {
-            return Err(
-                "--max-conns, --max-conns-per-source and --max-tests-per-source must be at least 1"
-                    .into(),
-            );
+            return Err("--max-conns, --max-conns-per-source and --max-tests-per-source must be at least 1".into());
         }
         // One test needs its control connection, one request/response
         // connection and its flows.
@@ -495,10 +433,7 @@ impl ServerConfig {
             ));
         }
         if self.max_conns < self.max_conns_per_source {
-            return Err(format!(
-                "--max-conns {} is below --max-conns-per-source {}",
-                self.max_conns, self.max_conns_per_source
-            ));
+            return Err(format!("--max-conns {} is below --max-conns-per-source {}", self.max_conns, self.max_conns_per_source));
         }
         for cc in &self.allowed_cc {
             if cc.is_empty() {
@@ -541,10 +476,7 @@ pub enum Job {
     /// Run the IETF responsiveness method against an RPM server and write
     /// its result, as a result of the test schema
     /// (`bloatlab_rpm::result::test_result`), to `json`.
-    Rpm {
-        config: Box<crate::RpmConfig>,
-        json: PathBuf,
-    },
+    Rpm { config: Box<crate::RpmConfig>, json: PathBuf },
 }
 
 /// What a running test is doing: for progress displays and interval lines.
@@ -574,23 +506,10 @@ mod tests {
         t.validate().unwrap();
         assert_eq!(t.scenarios.len(), 7);
         assert_eq!(t.max_flows(), 32);
-        let t = TestConfig {
-            udp_size: 200,
-            ..Default::default()
-        };
+        let t = TestConfig { udp_size: 200, ..Default::default() };
         assert!(t.validate().unwrap_err().contains("--udp-size needs --udp"));
-        let t = TestConfig {
-            udp_size: 200,
-            udp_rate_bps: Some(1_000_000),
-            ..Default::default()
-        };
-        assert_eq!(
-            t.udp(),
-            Some(UdpLoad {
-                rate_bps: 1_000_000,
-                payload: 200
-            })
-        );
+        let t = TestConfig { udp_size: 200, udp_rate_bps: Some(1_000_000), ..Default::default() };
+        assert_eq!(t.udp(), Some(UdpLoad { rate_bps: 1_000_000, payload: 200 }));
     }
 
     #[test]
@@ -602,18 +521,11 @@ mod tests {
         };
         assert!(bad(&|t| t.duration = Duration::from_millis(10)).contains("--duration"));
         assert!(bad(&|t| t.probe_interval = Duration::from_secs(60)).contains("--probe-interval"));
-        assert!(
-            bad(&|t| t.sample_interval = Duration::from_millis(1)).contains("--sample-interval")
-        );
+        assert!(bad(&|t| t.sample_interval = Duration::from_millis(1)).contains("--sample-interval"));
         assert!(bad(&|t| t.probe_size = 20).contains("--probe-size"));
         assert!(bad(&|t| t.cc = "cu bic".into()).contains("--cc"));
         assert!(bad(&|t| t.scenarios.clear()).contains("--scenarios"));
-        assert!(ServerConfig {
-            max_tests: 0,
-            ..Default::default()
-        }
-        .validate()
-        .is_err());
+        assert!(ServerConfig { max_tests: 0, ..Default::default() }.validate().is_err());
     }
 
     #[test]
@@ -625,11 +537,7 @@ mod tests {
         assert_eq!(ok("[::1]"), ("::1".into(), 9770));
         assert_eq!(ok("[fd00::2]:9000"), ("fd00::2".into(), 9000));
         let bad = |s: &str| split_host_port(s, 9770).unwrap_err();
-        assert!(
-            bad("127.0.0.1:70000").contains("`70000` is not a port (1-65535)"),
-            "{}",
-            bad("127.0.0.1:70000")
-        );
+        assert!(bad("127.0.0.1:70000").contains("`70000` is not a port (1-65535)"), "{}", bad("127.0.0.1:70000"));
         assert!(bad("h:0").contains("is not a port (1-65535)"));
         assert!(bad("foo:bar:baz").contains("neither host[:port] nor an IPv6 address"));
         assert!(bad("h/x").contains("not HOST[:PORT]"));
@@ -638,36 +546,17 @@ mod tests {
         assert!(bad("[::1").contains("without"));
         assert!(bad("[x]:1").contains("not an IPv6 address"));
         assert!(bad("").contains("empty"));
-        let t = TestConfig {
-            server: "127.0.0.1:70000".into(),
-            ..Default::default()
-        };
-        assert!(t
-            .validate()
-            .unwrap_err()
-            .contains("is not a port (1-65535)"));
+        let t = TestConfig { server: "127.0.0.1:70000".into(), ..Default::default() };
+        assert!(t.validate().unwrap_err().contains("is not a port (1-65535)"));
     }
 
     #[test]
     fn jobs_round_trip() {
-        let j = Job::Test {
-            config: Box::default(),
-            json: "/tmp/r.json".into(),
-            quiet: true,
-            progress: Some("/tmp/p.json".into()),
-        };
+        let j = Job::Test { config: Box::default(), json: "/tmp/r.json".into(), quiet: true, progress: Some("/tmp/p.json".into()) };
         let s = serde_json::to_string(&j).unwrap();
         assert!(s.starts_with("{\"job\":\"test\""), "{s}");
         assert_eq!(serde_json::from_str::<Job>(&s).unwrap(), j);
-        let j = Job::Server {
-            config: ServerConfig {
-                binds: vec!["[::]:9770".parse().unwrap()],
-                ..Default::default()
-            },
-        };
-        assert_eq!(
-            serde_json::from_str::<Job>(&serde_json::to_string(&j).unwrap()).unwrap(),
-            j
-        );
+        let j = Job::Server { config: ServerConfig { binds: vec!["[::]:9770".parse().unwrap()], ..Default::default() } };
+        assert_eq!(serde_json::from_str::<Job>(&serde_json::to_string(&j).unwrap()).unwrap(), j);
     }
 }

@@ -58,19 +58,13 @@ impl Dscp {
 
     /// A comma-separated list, e.g. `BE,BK,CS5,EF`.
     pub fn parse_list(s: &str) -> Result<Vec<Dscp>, String> {
-        let v = s
-            .split(',')
-            .filter(|x| !x.trim().is_empty())
-            .map(Dscp::parse)
-            .collect::<Result<Vec<_>, _>>()?;
+        let v = s.split(',').filter(|x| !x.trim().is_empty()).map(Dscp::parse).collect::<Result<Vec<_>, _>>()?;
         if v.is_empty() {
             return Err(format!("no DSCP class given; {DSCP_FORMS}"));
         }
         let n = Dscp::distinct(&v).len();
         if n > MAX_CLASSES {
-            return Err(format!(
-                "{n} distinct DSCP classes; at most {MAX_CLASSES} (each gets its own probe stream)"
-            ));
+            return Err(format!("{n} distinct DSCP classes; at most {MAX_CLASSES} (each gets its own probe stream)"));
         }
         Ok(v)
     }
@@ -140,9 +134,7 @@ mod tests {
         assert_eq!(Dscp(0).to_string(), "BE");
         assert_eq!(Dscp(63).to_string(), "63");
         assert!(Dscp::parse("64").unwrap_err().contains("out of range"));
-        assert!(Dscp::parse("gold")
-            .unwrap_err()
-            .contains("not a DSCP class"));
+        assert!(Dscp::parse("gold").unwrap_err().contains("not a DSCP class"));
         let rrul = Dscp::parse_list("BE,BK,CS5,EF").unwrap();
         assert_eq!(rrul, vec![Dscp(0), Dscp(8), Dscp(40), Dscp(46)]);
         assert_eq!(Dscp::for_flow(&rrul, 5), Dscp(8));

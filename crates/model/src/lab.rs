@@ -44,20 +44,9 @@ pub enum OnOff {
     Off,
 }
 
-words!(
-    Placement,
-    "a bottleneck placement",
-    Router = "router",
-    Local = "local"
-);
+words!(Placement, "a bottleneck placement", Router = "router", Local = "local");
 words!(Shaper, "a shaper", Htb = "htb", Tbf = "tbf");
-words!(
-    Backend,
-    "a lab backend",
-    Auto = "auto",
-    Kernel = "kernel",
-    Emulator = "emulator"
-);
+words!(Backend, "a lab backend", Auto = "auto", Kernel = "kernel", Emulator = "emulator");
 words!(OnOff, "on or off", On = "on", Off = "off");
 
 impl OnOff {
@@ -158,16 +147,10 @@ impl Default for LabConfig {
 /// Whether a lab id is 6 lowercase hex digits.
 /// The queues `bloatlab lab` compares when no option chooses one: a deep
 /// FIFO and a short one.
-pub const DEMO_QUEUES: [QueueSpec; 2] = [
-    QueueSpec::Fifo { packets: 1000 },
-    QueueSpec::Fifo { packets: 10 },
-];
+pub const DEMO_QUEUES: [QueueSpec; 2] = [QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }];
 
 pub fn valid_lab_id(id: &str) -> bool {
-    id.len() == 6
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 6 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl LabConfig {
@@ -180,9 +163,7 @@ impl LabConfig {
     /// bottleneck to drain (a 1000-packet FIFO at 10 Mbit/s holds 1.2 s, more
     /// than the engine's default 1 s).
     pub fn test_defaults(&self) -> crate::TestConfig {
-        let pause_ms = (self.longest_queue_delay_ms() * 1.5 + 500.0)
-            .clamp(1000.0, 60_000.0)
-            .ceil();
+        let pause_ms = (self.longest_queue_delay_ms() * 1.5 + 500.0).clamp(1000.0, 60_000.0).ceil();
         crate::TestConfig {
             scenarios: vec![crate::Scenario::new(1, 0)],
             duration: Duration::from_secs(18),
@@ -219,11 +200,7 @@ impl LabConfig {
         if self.queue_of(true) == self.queue_of(false) {
             self.queue_of(true).label()
         } else {
-            format!(
-                "up-{}+down-{}",
-                self.queue_of(true).label(),
-                self.queue_of(false).label()
-            )
+            format!("up-{}+down-{}", self.queue_of(true).label(), self.queue_of(false).label())
         }
     }
 
@@ -247,28 +224,16 @@ impl LabConfig {
                         missing.push(kind);
                     }
                 }
-                if (self.delay.is_some() || self.jitter.is_some() || self.loss.is_some())
-                    && !has("netem")
-                    && self.kernel_qdisc().is_none()
-                {
+                if (self.delay.is_some() || self.jitter.is_some() || self.loss.is_some()) && !has("netem") && self.kernel_qdisc().is_none() {
                     missing.push("netem".into());
                 }
                 if self.trace_up.is_some() || self.trace_down.is_some() {
-                    return (
-                        Backend::Emulator,
-                        "emulator: rate traces are replayed by the emulator".into(),
-                    );
+                    return (Backend::Emulator, "emulator: rate traces are replayed by the emulator".into());
                 }
                 if missing.is_empty() {
-                    (
-                        Backend::Kernel,
-                        "kernel: this kernel has every qdisc the lab needs".into(),
-                    )
+                    (Backend::Kernel, "kernel: this kernel has every qdisc the lab needs".into())
                 } else {
-                    (
-                        Backend::Emulator,
-                        format!("emulator: this kernel has no {}", missing.join(", ")),
-                    )
+                    (Backend::Emulator, format!("emulator: this kernel has no {}", missing.join(", ")))
                 }
             }
             Backend::Kernel => (Backend::Kernel, "kernel: --backend kernel".into()),
@@ -286,10 +251,7 @@ impl LabConfig {
 
     /// One direction's rate: fixed, unlimited or a loaded trace.
     pub fn rate_spec(&self, up: bool) -> Result<RateSpec, String> {
-        match (
-            self.trace(up),
-            if up { self.rate_up } else { self.rate_down },
-        ) {
+        match (self.trace(up), if up { self.rate_up } else { self.rate_down }) {
             (Some(p), _) => RateSpec::trace(p),
             (None, Some(r)) => Ok(RateSpec::Fixed { bps: r.bps }),
             (None, None) => Ok(RateSpec::Unlimited),
@@ -301,25 +263,12 @@ impl LabConfig {
     pub fn rate_desc(&self, up: bool) -> (String, Option<f64>) {
         if let Some(p) = self.trace(up) {
             let mean = RateSpec::trace(p).ok().and_then(|r| r.mean_bps());
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let m = mean
-                .map(|b| {
-                    Rate {
-                        bps: b.round() as u64,
-                    }
-                    .to_string()
-                })
-                .unwrap_or_else(|| "?".into());
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let m = mean.map(|b| Rate { bps: b.round() as u64 }.to_string()).unwrap_or_else(|| "?".into());
             return (format!("trace {name} ({m} mean)"), mean);
         }
         let r = if up { self.rate_up } else { self.rate_down };
-        (
-            r.map(|r| r.to_string()).unwrap_or_else(|| "none".into()),
-            r.map(|r| r.bps as f64),
-        )
+        (r.map(|r| r.to_string()).unwrap_or_else(|| "none".into()), r.map(|r| r.bps as f64))
     }
 
     /// Analytic delay of one direction's full bottleneck queue, ms
@@ -330,25 +279,13 @@ impl LabConfig {
 
     /// The larger of the two directions' analytic delays, ms (0 when neither has one).
     pub fn longest_queue_delay_ms(&self) -> f64 {
-        [
-            self.analytic_queue_delay_ms(true),
-            self.analytic_queue_delay_ms(false),
-        ]
-        .into_iter()
-        .flatten()
-        .fold(0.0, f64::max)
+        [self.analytic_queue_delay_ms(true), self.analytic_queue_delay_ms(false)].into_iter().flatten().fold(0.0, f64::max)
     }
 
     /// True when `other` is the same lab but for its queues (the lab can then
     /// swap the bottleneck without building anew).
     pub fn same_but_queues(&self, other: &LabConfig) -> bool {
-        let strip = |c: &LabConfig| LabConfig {
-            queue: QueueSpec::Fifo { packets: 1 },
-            queue_up: None,
-            queue_down: None,
-            queue_interval: None,
-            ..c.clone()
-        };
+        let strip = |c: &LabConfig| LabConfig { queue: QueueSpec::Fifo { packets: 1 }, queue_up: None, queue_down: None, queue_interval: None, ..c.clone() };
         strip(self) == strip(other)
             && self.kernel_qdisc().is_none()
             && other.kernel_qdisc().is_none()
@@ -365,42 +302,26 @@ impl LabConfig {
     pub fn validate_on(&self, has: &dyn Fn(&str) -> bool) -> Result<(), String> {
         if let Some(id) = &self.id {
             if !valid_lab_id(id) {
-                return Err(format!(
-                    "lab id `{id}` must be 6 lowercase hex digits, e.g. 1a2b3c"
-                ));
+                return Err(format!("lab id `{id}` must be 6 lowercase hex digits, e.g. 1a2b3c"));
             }
         }
-        if self.rate_up.is_none()
-            && self.rate_down.is_none()
-            && self.kernel_qdisc().is_none()
-            && self.trace_up.is_none()
-            && self.trace_down.is_none()
-        {
+        if self.rate_up.is_none() && self.rate_down.is_none() && self.kernel_qdisc().is_none() && self.trace_up.is_none() && self.trace_down.is_none() {
             return Err("with --rate none in both directions there is no bottleneck; give a rate or a --qdisc that shapes (e.g. \"cake bandwidth 10mbit\")".into());
         }
         if self.kernel_qdisc().is_some() && (self.queue_up.is_some() || self.queue_down.is_some()) {
             return Err("--qdisc replaces the bottleneck queue; do not combine it with --queue, --queue-up or --queue-down".into());
         }
         for (up, flag) in [(true, "--queue-up"), (false, "--queue-down")] {
-            if matches!(self.queue_of(up), QueueSpec::Kernel { .. })
-                && self.kernel_qdisc().is_none()
-            {
+            if matches!(self.queue_of(up), QueueSpec::Kernel { .. }) && self.kernel_qdisc().is_none() {
                 return Err(format!("{flag} takes a queue (fifo:N, bfifo:BYTES, codel, ...); a kernel qdisc goes in --qdisc"));
             }
         }
         match self.choose_backend(has).0 {
             Backend::Kernel => {
                 let mut why = Vec::new();
-                for (q, flag) in [
-                    (self.queue_of(true), "--queue-up"),
-                    (self.queue_of(false), "--queue-down"),
-                ] {
+                for (q, flag) in [(self.queue_of(true), "--queue-up"), (self.queue_of(false), "--queue-down")] {
                     if q.needs_emulator() && !has(&q.kernel_args()[0]) {
-                        let flag = if self.queue_of(true) == self.queue_of(false) {
-                            "--queue"
-                        } else {
-                            flag
-                        };
+                        let flag = if self.queue_of(true) == self.queue_of(false) { "--queue" } else { flag };
                         let w = format!("{flag} {}", q.label());
                         if !why.contains(&w) {
                             why.push(w);
@@ -429,8 +350,7 @@ impl LabConfig {
                     return Err("--txqueuelen sets a kernel interface queue and needs --backend kernel; with the emulator use --queue fifo:N".into());
                 }
                 for up in [true, false] {
-                    self.rate_spec(up)
-                        .map_err(|e| format!("--trace-{}: {e}", if up { "up" } else { "down" }))?;
+                    self.rate_spec(up).map_err(|e| format!("--trace-{}: {e}", if up { "up" } else { "down" }))?;
                 }
             }
         }
@@ -466,14 +386,8 @@ mod tests {
         let t = c.test_defaults();
         // 1000 packets at 10 Mbit/s hold 1211.2 ms: the pause is 1.5 x that + 0.5 s
         assert_eq!(t.pause, Duration::from_millis(2317));
-        assert_eq!(
-            (t.cc.as_str(), t.scenarios.len(), t.probe_interval),
-            ("cubic", 1, Duration::from_millis(50))
-        );
-        let small = crate::LabConfig {
-            queue: crate::QueueSpec::Fifo { packets: 10 },
-            ..Default::default()
-        };
+        assert_eq!((t.cc.as_str(), t.scenarios.len(), t.probe_interval), ("cubic", 1, Duration::from_millis(50)));
+        let small = crate::LabConfig { queue: crate::QueueSpec::Fifo { packets: 10 }, ..Default::default() };
         assert_eq!(small.test_defaults().pause, Duration::from_secs(1));
         t.validate().unwrap();
     }
@@ -505,83 +419,35 @@ mod tests {
 
     #[test]
     fn kernel_qdiscs_and_reuse() {
-        let mut c = LabConfig {
-            queue: QueueSpec::kernel("cake bandwidth 10mbit").unwrap(),
-            ..Default::default()
-        };
+        let mut c = LabConfig { queue: QueueSpec::kernel("cake bandwidth 10mbit").unwrap(), ..Default::default() };
         assert_eq!(c.queue_label(), "cake bandwidth 10mbit");
         assert_eq!(c.analytic_queue_delay_ms(true), None);
         c.validate().unwrap();
         c.delay = Some(Duration::from_millis(5));
-        assert_eq!(
-            c.effective_backend(),
-            Backend::Kernel,
-            "netem delay with a --qdisc stays in the kernel"
-        );
+        assert_eq!(c.effective_backend(), Backend::Kernel, "netem delay with a --qdisc stays in the kernel");
         c.backend = Backend::Emulator;
         assert!(c.validate().unwrap_err().contains("--qdisc"));
         let a = LabConfig::default();
-        let b = LabConfig {
-            queue: QueueSpec::Fifo { packets: 10 },
-            ..Default::default()
-        };
+        let b = LabConfig { queue: QueueSpec::Fifo { packets: 10 }, ..Default::default() };
         assert!(a.same_but_queues(&b));
-        assert!(!a.same_but_queues(&LabConfig {
-            cc: "reno".into(),
-            ..Default::default()
-        }));
-        assert!(!a.same_but_queues(&LabConfig {
-            queue: QueueSpec::parse("codel").unwrap(),
-            ..Default::default()
-        }));
+        assert!(!a.same_but_queues(&LabConfig { cc: "reno".into(), ..Default::default() }));
+        assert!(!a.same_but_queues(&LabConfig { queue: QueueSpec::parse("codel").unwrap(), ..Default::default() }));
     }
 
     #[test]
     fn refusals() {
         let bad = |c: LabConfig| c.validate().unwrap_err();
-        assert!(bad(LabConfig {
-            rate_up: None,
-            rate_down: None,
-            ..Default::default()
-        })
-        .contains("no bottleneck"));
-        assert!(bad(LabConfig {
-            jitter: Some(crate::link::JitterSpec::parse("5ms", false).unwrap()),
-            ..Default::default()
-        })
-        .contains("--delay"));
-        assert!(bad(LabConfig {
-            id: Some("xyz".into()),
-            ..Default::default()
-        })
-        .contains("hex"));
-        assert!(bad(LabConfig {
-            cc: "a b".into(),
-            ..Default::default()
-        })
-        .contains("--cc"));
-        assert!(bad(LabConfig {
-            queue: QueueSpec::parse("fq_codel").unwrap(),
-            backend: Backend::Kernel,
-            ..Default::default()
-        })
-        .contains("--queue fq_codel"));
-        assert!(bad(LabConfig {
-            queue_down: Some(QueueSpec::parse("pie").unwrap()),
-            backend: Backend::Kernel,
-            ..Default::default()
-        })
-        .contains("--queue-down pie"));
-        assert!(bad(LabConfig {
-            trace_up: Some("/nonexistent".into()),
-            ..Default::default()
-        })
-        .contains("cannot read trace"));
+        assert!(bad(LabConfig { rate_up: None, rate_down: None, ..Default::default() }).contains("no bottleneck"));
+        assert!(bad(LabConfig { jitter: Some(crate::link::JitterSpec::parse("5ms", false).unwrap()), ..Default::default() }).contains("--delay"));
+        assert!(bad(LabConfig { id: Some("xyz".into()), ..Default::default() }).contains("hex"));
+        assert!(bad(LabConfig { cc: "a b".into(), ..Default::default() }).contains("--cc"));
+        assert!(bad(LabConfig { queue: QueueSpec::parse("fq_codel").unwrap(), backend: Backend::Kernel, ..Default::default() })
+            .contains("--queue fq_codel"));
+        assert!(bad(LabConfig { queue_down: Some(QueueSpec::parse("pie").unwrap()), backend: Backend::Kernel, ..Default::default() })
+            .contains("--queue-down pie"));
+        assert!(bad(LabConfig { trace_up: Some("/nonexistent".into()), ..Default::default() }).contains("cannot read trace"));
         assert_eq!("Router".parse::<Placement>().unwrap(), Placement::Router);
-        assert!("sender"
-            .parse::<Placement>()
-            .unwrap_err()
-            .contains("router, local"));
+        assert!("sender".parse::<Placement>().unwrap_err().contains("router, local"));
         assert!(valid_lab_id("1a2b3c") && !valid_lab_id("1A2B3C") && !valid_lab_id("1a2b3"));
     }
 }

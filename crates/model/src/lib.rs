@@ -51,51 +51,35 @@ pub mod dscp;
 pub mod fmt;
 pub mod lab;
 pub mod link;
-pub mod monitor;
 pub mod options;
 pub mod ping;
-pub mod plan;
 pub mod queue;
 pub mod rate;
 pub mod rpm;
-pub mod rpm_options;
 pub mod scenario;
 pub mod secret;
+pub mod plan;
+pub mod rpm_options;
 pub mod server_options;
 pub mod settle;
-pub mod tune;
 pub mod units;
+pub mod monitor;
 pub mod web;
+pub mod tune;
 
-pub use config::{Family, Job, ServerConfig, TestConfig, UdpLoad, DEFAULT_PORT};
 pub use dscp::Dscp;
+pub use config::{Family, Job, ServerConfig, TestConfig, UdpLoad, DEFAULT_PORT};
+pub use options::{lab_option, test_option, Configurable, LabOption, LabOverrides, OptionDef, Overrides, TestOption, TestOverrides, LAB_OPTIONS, TEST_OPTIONS};
 pub use lab::{Backend, LabConfig, OnOff, Placement, Shaper};
-pub use monitor::{
-    Budget, BudgetPeriod, Database, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB,
-    MONITOR_OPTIONS,
-};
-pub use options::{
-    lab_option, test_option, Configurable, LabOption, LabOverrides, OptionDef, Overrides,
-    TestOption, TestOverrides, LAB_OPTIONS, TEST_OPTIONS,
-};
+pub use queue::{analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU};
 pub use ping::{PingKind, PingTarget, DEFAULT_PING_INTERVAL};
-pub use queue::{
-    analytic_queue_delay_ms, CodelParams, FqCodelParams, PieParams, QueueSpec, FRAME_BYTES, MTU,
-};
 pub use rate::{Rate, RateSpec};
-pub use rpm::{
-    normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT,
-};
+pub use rpm::{normalize_sha256, RpmConfig, RpmDirection, RpmOffer, RpmServe, RpmTls, DEFAULT_RPM_PORT};
 pub use rpm_options::RPM_OPTIONS;
 pub use scenario::{Ramp, Scenario};
 pub use secret::Secret;
+pub use settle::{DrainRule, LoadedRule, PhaseLength, SettleRule, DRAIN_RULE, LOADED_RULE, SETTLE_RULE};
+pub use monitor::{Budget, BudgetPeriod, Database, Jitter, MonitorConfig, MonitorTarget, DEFAULT_MONITOR_DB, MONITOR_OPTIONS};
 pub use server_options::{ServerSetup, SERVER_OPTIONS, SERVER_SETUP_OPTIONS};
-pub use settle::{
-    DrainRule, LoadedRule, PhaseLength, SettleRule, DRAIN_RULE, LOADED_RULE, SETTLE_RULE,
-};
-pub use tune::{
-    TuneConfig, TuneShaper, TuneTarget, TuneTest, DEFAULT_TUNE_STATE_DIR, TUNE_OPTIONS,
-};
-pub use web::{
-    HouseholdPlan, Profile, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT, HOUSEHOLD_PHASE,
-};
+pub use tune::{TuneConfig, TuneShaper, TuneTarget, TuneTest, DEFAULT_TUNE_STATE_DIR, TUNE_OPTIONS};
+pub use web::{HouseholdPlan, Profile, WebPlan, WebResults, WebServe, DEFAULT_WEB_PORT, HOUSEHOLD_PHASE};

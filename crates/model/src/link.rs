@@ -19,12 +19,7 @@ pub enum LossSpec {
     Bernoulli { p: f64 },
     /// Gilbert-Elliott: Good->Bad with probability `p`, Bad->Good with `r`
     /// (per packet); loss probability `loss_good` in Good, `loss_bad` in Bad.
-    GilbertElliott {
-        p: f64,
-        r: f64,
-        loss_good: f64,
-        loss_bad: f64,
-    },
+    GilbertElliott { p: f64, r: f64, loss_good: f64, loss_bad: f64 },
 }
 
 impl std::str::FromStr for LossSpec {
@@ -32,58 +27,29 @@ impl std::str::FromStr for LossSpec {
     fn from_str(s: &str) -> Result<LossSpec, String> {
         let t = s.trim();
         let lower = t.to_ascii_lowercase();
-        if let Some(rest) = lower
-            .strip_prefix("ge:")
-            .or_else(|| lower.strip_prefix("gilbert:"))
-            .or_else(|| lower.strip_prefix("gemodel:"))
-        {
+        if let Some(rest) = lower.strip_prefix("ge:").or_else(|| lower.strip_prefix("gilbert:")).or_else(|| lower.strip_prefix("gemodel:")) {
             let (mut p, mut r, mut good, mut bad) = (None, None, 0.0, 1.0);
             for part in rest.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-                let (k, v) = part.split_once('=').ok_or_else(|| {
-                    format!(
-                        "Gilbert-Elliott parameter \"{part}\" needs key=value (p, r, good, bad)"
-                    )
-                })?;
+                let (k, v) = part.split_once('=').ok_or_else(|| format!("Gilbert-Elliott parameter \"{part}\" needs key=value (p, r, good, bad)"))?;
                 let v = parse_probability(v)?;
                 match k.trim() {
                     "p" => p = Some(v),
                     "r" => r = Some(v),
                     "good" | "loss_good" | "k" => good = v,
                     "bad" | "loss_bad" | "h" => bad = v,
-                    other => {
-                        return Err(format!(
-                            "unknown Gilbert-Elliott parameter \"{other}\" (p, r, good, bad)"
-                        ))
-                    }
+                    other => return Err(format!("unknown Gilbert-Elliott parameter \"{other}\" (p, r, good, bad)")),
                 }
             }
-            let p = p.ok_or_else(|| {
-                "Gilbert-Elliott loss needs p= (Good->Bad probability)".to_string()
-            })?;
-            let r = r.ok_or_else(|| {
-                "Gilbert-Elliott loss needs r= (Bad->Good probability)".to_string()
-            })?;
+            let p = p.ok_or_else(|| "Gilbert-Elliott loss needs p= (Good->Bad probability)".to_string())?;
+            let r = r.ok_or_else(|| "Gilbert-Elliott loss needs r= (Bad->Good probability)".to_string())?;
             if r == 0.0 && p > 0.0 {
-                return Err(
-                    "Gilbert-Elliott r must be > 0 (otherwise the link never leaves the Bad state)"
-                        .into(),
-                );
+                return Err("Gilbert-Elliott r must be > 0 (otherwise the link never leaves the Bad state)".into());
             }
-            return Ok(LossSpec::GilbertElliott {
-                p,
-                r,
-                loss_good: good,
-                loss_bad: bad,
-            });
+            return Ok(LossSpec::GilbertElliott { p, r, loss_good: good, loss_bad: bad });
         }
         let v = lower.strip_prefix("bernoulli:").unwrap_or(&lower);
-        let p =
-            parse_probability(v).map_err(|e| format!("{e} (or ge:p=1%,r=25%,good=0%,bad=100%)"))?;
-        Ok(if p == 0.0 {
-            LossSpec::None
-        } else {
-            LossSpec::Bernoulli { p }
-        })
+        let p = parse_probability(v).map_err(|e| format!("{e} (or ge:p=1%,r=25%,good=0%,bad=100%)"))?;
+        Ok(if p == 0.0 { LossSpec::None } else { LossSpec::Bernoulli { p } })
     }
 }
 
@@ -93,12 +59,7 @@ impl LossSpec {
         match self {
             LossSpec::None => 0.0,
             LossSpec::Bernoulli { p } => *p,
-            LossSpec::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => {
+            LossSpec::GilbertElliott { p, r, loss_good, loss_bad } => {
                 if p + r == 0.0 {
                     *loss_good
                 } else {
@@ -112,12 +73,7 @@ impl LossSpec {
         match self {
             LossSpec::None => "none".into(),
             LossSpec::Bernoulli { p } => fmt_pct(*p),
-            LossSpec::GilbertElliott {
-                p,
-                r,
-                loss_good,
-                loss_bad,
-            } => format!(
+            LossSpec::GilbertElliott { p, r, loss_good, loss_bad } => format!(
                 "ge:p={},r={},good={},bad={}",
                 fmt_pct(*p),
                 fmt_pct(*r),
@@ -159,13 +115,10 @@ impl JitterSpec {
         } else {
             (JitterDist::Uniform, t.as_str())
         };
-        Ok(JitterSpec {
-            amount_ns: parse_duration_ns(amount)?,
-            dist,
-            reorder,
-        })
+        Ok(JitterSpec { amount_ns: parse_duration_ns(amount)?, dist, reorder })
     }
 }
+
 
 impl JitterSpec {
     /// The spelling [`JitterSpec::parse`] reads back: "5ms" or "normal:5ms".
@@ -184,21 +137,10 @@ mod tests {
 
     #[test]
     fn loss_and_jitter_parse_and_spell_back() {
-        assert_eq!(
-            "1%".parse::<LossSpec>().unwrap(),
-            LossSpec::Bernoulli { p: 0.01 }
-        );
+        assert_eq!("1%".parse::<LossSpec>().unwrap(), LossSpec::Bernoulli { p: 0.01 });
         assert_eq!("0%".parse::<LossSpec>().unwrap(), LossSpec::None);
         let ge: LossSpec = "ge:p=1%,r=25%".parse().unwrap();
-        assert_eq!(
-            ge,
-            LossSpec::GilbertElliott {
-                p: 0.01,
-                r: 0.25,
-                loss_good: 0.0,
-                loss_bad: 1.0
-            }
-        );
+        assert_eq!(ge, LossSpec::GilbertElliott { p: 0.01, r: 0.25, loss_good: 0.0, loss_bad: 1.0 });
         assert_eq!(ge.describe().parse::<LossSpec>().unwrap(), ge);
         assert!((ge.mean_loss() - 0.01 / 0.26).abs() < 1e-12);
         assert!("ge:p=1%".parse::<LossSpec>().unwrap_err().contains("r="));

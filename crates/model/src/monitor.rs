@@ -24,10 +24,7 @@ pub enum MonitorTarget {
     /// An RPM server (`https://HOST[:PORT]/.well-known/nq`): the IETF
     /// responsiveness test, download then upload. A `#pin-sha256=HEX`
     /// fragment (never sent) pins the server's certificate.
-    Rpm {
-        url: String,
-        pin_sha256: Option<String>,
-    },
+    Rpm { url: String, pin_sha256: Option<String> },
     /// `ping:HOST` (ICMP echo) or `tcp:HOST:PORT` (TCP connect time): latency only.
     Ping(PingTarget),
     /// `udp:HOST[:PORT]`: a bloatlab server's UDP probes (RTT and one-way
@@ -46,45 +43,28 @@ impl MonitorTarget {
         }
         let lower = s.to_ascii_lowercase();
         if let Some(h) = lower.strip_prefix("ping:").map(|_| &s[5..]) {
-            return PingTarget::icmp(h)
-                .map(MonitorTarget::Ping)
-                .map_err(|_| format!("`{s}`: ping:HOST takes a host name or IP address"));
+            return PingTarget::icmp(h).map(MonitorTarget::Ping).map_err(|_| format!("`{s}`: ping:HOST takes a host name or IP address"));
         }
         if let Some(h) = lower.strip_prefix("tcp:").map(|_| &s[4..]) {
-            return PingTarget::tcp(h)
-                .map(MonitorTarget::Ping)
-                .map_err(|e| format!("`{s}`: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)));
+            return PingTarget::tcp(h).map(MonitorTarget::Ping).map_err(|e| format!("`{s}`: {}", e.split_once(": ").map(|x| x.1).unwrap_or(&e)));
         }
         if lower.starts_with("udp:") {
-            let (host, port) = host_port(&s[4..])
-                .map_err(|e| format!("`{s}`: {e}; udp:HOST[:PORT] names a bloatlab server"))?;
+            let (host, port) = host_port(&s[4..]).map_err(|e| format!("`{s}`: {e}; udp:HOST[:PORT] names a bloatlab server"))?;
             return Ok(MonitorTarget::Probes { host, port });
         }
         if lower.starts_with("https://") || lower.starts_with("http://") {
             let (url, pin) = match s.split_once('#') {
                 Some((u, f)) => {
-                    let hex = f.strip_prefix("pin-sha256=").ok_or_else(|| {
-                        format!("`{s}`: the only fragment an RPM target takes is #pin-sha256=HEX")
-                    })?;
-                    let pin = crate::normalize_sha256(hex)
-                        .ok_or_else(|| format!("`{s}`: {hex:?} is not a SHA-256 fingerprint"))?;
+                    let hex = f.strip_prefix("pin-sha256=").ok_or_else(|| format!("`{s}`: the only fragment an RPM target takes is #pin-sha256=HEX"))?;
+                    let pin = crate::normalize_sha256(hex).ok_or_else(|| format!("`{s}`: {hex:?} is not a SHA-256 fingerprint"))?;
                     (u.to_string(), Some(pin))
                 }
                 None => (s.to_string(), None),
             };
-            if url.contains(char::is_whitespace)
-                || url
-                    .split_once("://")
-                    .is_none_or(|(_, r)| r.is_empty() || r.starts_with('/'))
-            {
-                return Err(format!(
-                    "`{s}`: an RPM server URL names its host: https://HOST[:PORT]/.well-known/nq"
-                ));
+            if url.contains(char::is_whitespace) || url.split_once("://").is_none_or(|(_, r)| r.is_empty() || r.starts_with('/')) {
+                return Err(format!("`{s}`: an RPM server URL names its host: https://HOST[:PORT]/.well-known/nq"));
             }
-            return Ok(MonitorTarget::Rpm {
-                url,
-                pin_sha256: pin,
-            });
+            return Ok(MonitorTarget::Rpm { url, pin_sha256: pin });
         }
         if lower.contains("://") {
             return Err(format!("`{s}`: {form}"));
@@ -97,13 +77,9 @@ impl MonitorTarget {
     /// the RPM URL (without its pin), `ping:HOST`, `tcp:HOST:PORT`, `udp:HOST:PORT`.
     pub fn name(&self) -> String {
         match self {
-            MonitorTarget::Server { host, port } if host.contains(':') => {
-                format!("[{host}]:{port}")
-            }
+            MonitorTarget::Server { host, port } if host.contains(':') => format!("[{host}]:{port}"),
             MonitorTarget::Server { host, port } => format!("{host}:{port}"),
-            MonitorTarget::Probes { host, port } if host.contains(':') => {
-                format!("udp:[{host}]:{port}")
-            }
+            MonitorTarget::Probes { host, port } if host.contains(':') => format!("udp:[{host}]:{port}"),
             MonitorTarget::Probes { host, port } => format!("udp:{host}:{port}"),
             MonitorTarget::Rpm { url, .. } => url.clone(),
             MonitorTarget::Ping(p) => match p.kind {
@@ -118,23 +94,14 @@ impl MonitorTarget {
     /// URL's, 443 when it names none; an ICMP target's port is 0).
     pub fn address(&self) -> Result<(String, u16), String> {
         match self {
-            MonitorTarget::Server { host, port } | MonitorTarget::Probes { host, port } => {
-                Ok((host.clone(), *port))
-            }
+            MonitorTarget::Server { host, port } | MonitorTarget::Probes { host, port } => Ok((host.clone(), *port)),
             MonitorTarget::Ping(p) => Ok((p.host.clone(), p.port)),
             MonitorTarget::Rpm { url, .. } => {
                 let rest = url.split_once("://").map(|x| x.1).unwrap_or(url);
                 let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
                 let (h, p) = host_port(auth).map_err(|e| format!("{url}: {e}"))?;
                 // host_port's default is bloatlab's; a URL without a port is HTTPS's
-                let p = if auth.ends_with(']')
-                    || !auth.contains(':')
-                    || (auth.matches(':').count() > 1 && !auth.starts_with('['))
-                {
-                    443
-                } else {
-                    p
-                };
+                let p = if auth.ends_with(']') || !auth.contains(':') || (auth.matches(':').count() > 1 && !auth.starts_with('[')) { 443 } else { p };
                 Ok((h, p))
             }
         }
@@ -148,10 +115,7 @@ impl MonitorTarget {
     /// The target as its command line gave it (pin included), for the config's round trip.
     pub fn spec(&self) -> String {
         match self {
-            MonitorTarget::Rpm {
-                url,
-                pin_sha256: Some(p),
-            } => format!("{url}#pin-sha256={p}"),
+            MonitorTarget::Rpm { url, pin_sha256: Some(p) } => format!("{url}#pin-sha256={p}"),
             t => t.name(),
         }
     }
@@ -176,17 +140,13 @@ impl Jitter {
     pub fn parse(s: &str) -> Result<Jitter, String> {
         let s = s.trim();
         if let Some(p) = s.strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| {
-                format!("`{s}` is not a share; a jitter is N% of --every (0-50%) or a duration")
-            })?;
+            let v: f64 = p.trim().parse().map_err(|_| format!("`{s}` is not a share; a jitter is N% of --every (0-50%) or a duration"))?;
             if !(0.0..=50.0).contains(&v) {
                 return Err(format!("jitter `{s}`: a share of --every is 0% to 50%"));
             }
             return Ok(Jitter::Share(v / 100.0));
         }
-        parse_duration(s)
-            .map(Jitter::Fixed)
-            .map_err(|e| format!("{e}; or N% of --every"))
+        parse_duration(s).map(Jitter::Fixed).map_err(|e| format!("{e}; or N% of --every"))
     }
 
     /// The most a run of a schedule of `every` may start late.
@@ -247,38 +207,20 @@ impl Budget {
         let (num, mult) = BYTE_UNITS
             .iter()
             .find_map(|(u, m)| size.strip_suffix(u).map(|n| (n.trim(), *m)))
-            .ok_or_else(|| {
-                format!(
-                    "`{s}`: the size needs a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB); {form}"
-                )
-            })?;
-        let v: f64 = num
-            .parse()
-            .map_err(|_| format!("`{s}`: `{num}` is not a number; {form}"))?;
+            .ok_or_else(|| format!("`{s}`: the size needs a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB); {form}"))?;
+        let v: f64 = num.parse().map_err(|_| format!("`{s}`: `{num}` is not a number; {form}"))?;
         if !v.is_finite() || v <= 0.0 || v * mult as f64 >= u64::MAX as f64 {
             return Err(format!("`{s}`: the size must be above 0; {form}"));
         }
-        Ok(Budget {
-            bytes: (v * mult as f64).round() as u64,
-            per,
-        })
+        Ok(Budget { bytes: (v * mult as f64).round() as u64, per })
     }
 
     pub fn name(&self) -> String {
-        let size = [
-            ("TB", 1_000_000_000_000u64),
-            ("GB", 1_000_000_000),
-            ("MB", 1_000_000),
-            ("kB", 1_000),
-            ("TiB", 1 << 40),
-            ("GiB", 1 << 30),
-            ("MiB", 1 << 20),
-            ("KiB", 1 << 10),
-        ]
-        .iter()
-        .find(|(_, m)| self.bytes >= *m && self.bytes % m == 0)
-        .map(|(u, m)| format!("{}{u}", self.bytes / m))
-        .unwrap_or_else(|| format!("{}B", self.bytes));
+        let size = [("TB", 1_000_000_000_000u64), ("GB", 1_000_000_000), ("MB", 1_000_000), ("kB", 1_000), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+            .iter()
+            .find(|(_, m)| self.bytes >= *m && self.bytes % m == 0)
+            .map(|(u, m)| format!("{}{u}", self.bytes / m))
+            .unwrap_or_else(|| format!("{}B", self.bytes));
         format!("{size}/{}", self.period_name())
     }
 
@@ -327,11 +269,7 @@ impl Database {
             // the host: after USER[:PASSWORD]@, before :PORT, /DATABASE or ?
             let authority = rest.split(['/', '?']).next().unwrap_or("");
             let host = authority.rsplit_once('@').map(|x| x.1).unwrap_or(authority);
-            let host = if host.starts_with('[') {
-                host
-            } else {
-                host.split(':').next().unwrap_or("")
-            };
+            let host = if host.starts_with('[') { host } else { host.split(':').next().unwrap_or("") };
             if host.is_empty() && !rest.contains("host=") {
                 return Err(format!("{}: a PostgreSQL URL names its host: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE", Database::Postgres(t.into())));
             }
@@ -341,9 +279,7 @@ impl Database {
             return Err(format!("{t:?}: a PostgreSQL URL starts with postgres:// (two slashes): postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"));
         }
         if lower.contains("://") {
-            return Err(format!(
-                "{t:?}: a database is a SQLite file's path or a postgres:// URL"
-            ));
+            return Err(format!("{t:?}: a database is a SQLite file's path or a postgres:// URL"));
         }
         Ok(Database::Sqlite(PathBuf::from(t)))
     }
@@ -372,11 +308,7 @@ impl std::fmt::Display for Database {
                 let tail: Vec<String> = tail
                     .split('&')
                     .map(|kv| match kv.split_once('=') {
-                        Some((k, _))
-                            if k.trim_start_matches('?').eq_ignore_ascii_case("password") =>
-                        {
-                            format!("{k}=***")
-                        }
+                        Some((k, _)) if k.trim_start_matches('?').eq_ignore_ascii_case("password") => format!("{k}=***"),
                         _ => kv.to_string(),
                     })
                     .collect();
@@ -454,42 +386,24 @@ impl MonitorConfig {
     /// that keeps its queue short: 2 s idle, then 4 downloads, 4 uploads and
     /// 3 + 3, each 5 s or on until latency stopped rising, at most 15 s).
     pub fn test_config(&self, host: &str, port: u16) -> TestConfig {
-        let name = MonitorTarget::Server {
-            host: host.to_string(),
-            port,
-        }
-        .name();
+        let name = MonitorTarget::Server { host: host.to_string(), port }.name();
         let mut t = TestConfig {
-            server: if host.contains(':') {
-                format!("[{host}]")
-            } else {
-                host.to_string()
-            },
+            server: if host.contains(':') { format!("[{host}]") } else { host.to_string() },
             port,
             command: vec!["monitor".into(), name],
             secret: self.secret.clone(),
             ..TestConfig::default()
         };
-        crate::web::WebPlan::of(crate::web::Profile::Quick)
-            .apply_to(&mut t)
-            .expect("the quick profile runs in `bloatlab test`");
+        crate::web::WebPlan::of(crate::web::Profile::Quick).apply_to(&mut t).expect("the quick profile runs in `bloatlab test`");
         t
     }
 
     /// The sessions a `udp:HOST[:PORT]` target's probes run in: probes
     /// only (no scenarios, no flows), `--probe-every` apart.
     pub fn probe_config(&self, host: &str, port: u16) -> TestConfig {
-        let name = MonitorTarget::Probes {
-            host: host.to_string(),
-            port,
-        }
-        .name();
+        let name = MonitorTarget::Probes { host: host.to_string(), port }.name();
         TestConfig {
-            server: if host.contains(':') {
-                format!("[{host}]")
-            } else {
-                host.to_string()
-            },
+            server: if host.contains(':') { format!("[{host}]") } else { host.to_string() },
             port,
             scenarios: vec![],
             probe_interval: self.probe_every,
@@ -823,44 +737,20 @@ mod tests {
 
     #[test]
     fn a_database_is_a_file_or_a_postgres_url_whose_password_is_never_shown() {
-        assert_eq!(
-            Database::parse("m.sqlite").unwrap(),
-            Database::Sqlite("m.sqlite".into())
-        );
-        let d = Database::parse("postgres://mon:s3cret@db.example.net:5433/fleet?sslmode=require")
-            .unwrap();
+        assert_eq!(Database::parse("m.sqlite").unwrap(), Database::Sqlite("m.sqlite".into()));
+        let d = Database::parse("postgres://mon:s3cret@db.example.net:5433/fleet?sslmode=require").unwrap();
         assert!(matches!(d, Database::Postgres(_)));
-        assert_eq!(
-            d.to_string(),
-            "postgres://mon:***@db.example.net:5433/fleet?sslmode=require"
-        );
-        let d =
-            Database::parse("postgresql://db.example.net/fleet?user=mon&password=s3cret").unwrap();
-        assert_eq!(
-            d.to_string(),
-            "postgresql://db.example.net/fleet?user=mon&password=***"
-        );
-        assert_eq!(
-            Database::parse("postgres://mon@h/db").unwrap().to_string(),
-            "postgres://mon@h/db"
-        );
-        assert!(Database::parse("postgres://")
-            .unwrap_err()
-            .contains("names its host"));
-        assert!(Database::parse("postgres://nobody@")
-            .unwrap_err()
-            .contains("names its host"));
-        assert!(Database::parse("postgres://nobody@:5432/db")
-            .unwrap_err()
-            .contains("names its host"));
-        assert!(Database::parse("postgres:/localhost/db")
-            .unwrap_err()
-            .contains("two slashes"));
+        assert_eq!(d.to_string(), "postgres://mon:***@db.example.net:5433/fleet?sslmode=require");
+        let d = Database::parse("postgresql://db.example.net/fleet?user=mon&password=s3cret").unwrap();
+        assert_eq!(d.to_string(), "postgresql://db.example.net/fleet?user=mon&password=***");
+        assert_eq!(Database::parse("postgres://mon@h/db").unwrap().to_string(), "postgres://mon@h/db");
+        assert!(Database::parse("postgres://").unwrap_err().contains("names its host"));
+        assert!(Database::parse("postgres://nobody@").unwrap_err().contains("names its host"));
+        assert!(Database::parse("postgres://nobody@:5432/db").unwrap_err().contains("names its host"));
+        assert!(Database::parse("postgres:/localhost/db").unwrap_err().contains("two slashes"));
         assert!(Database::parse("postgres://[::1]:5432/db").is_ok());
         assert!(Database::parse("postgres:///db?host=/run/postgresql").is_ok());
-        assert!(Database::parse("mysql://h/db")
-            .unwrap_err()
-            .contains("postgres:// URL"));
+        assert!(Database::parse("mysql://h/db").unwrap_err().contains("postgres:// URL"));
         assert!(Database::parse("").is_err());
     }
     use crate::options::Overrides;
@@ -882,72 +772,33 @@ mod tests {
         assert_eq!(MonitorTarget::parse("[::1]:9").unwrap().name(), "[::1]:9");
         // RPM servers, a pin in the fragment
         let pin = "AB".repeat(32);
-        let r = MonitorTarget::parse(&format!(
-            "https://nq.example.net:4043/.well-known/nq#pin-sha256={pin}"
-        ))
-        .unwrap();
+        let r = MonitorTarget::parse(&format!("https://nq.example.net:4043/.well-known/nq#pin-sha256={pin}")).unwrap();
         assert_eq!(r.name(), "https://nq.example.net:4043/.well-known/nq");
-        assert!(matches!(
-            &r,
-            MonitorTarget::Rpm {
-                pin_sha256: Some(_),
-                ..
-            }
-        ));
+        assert!(matches!(&r, MonitorTarget::Rpm { pin_sha256: Some(_), .. }));
         assert_eq!(MonitorTarget::parse(&r.spec()).unwrap(), r);
-        assert!(MonitorTarget::parse("https://h/.well-known/nq#x=1")
-            .unwrap_err()
-            .contains("#pin-sha256=HEX"));
-        assert!(MonitorTarget::parse("https://h/nq#pin-sha256=zz")
-            .unwrap_err()
-            .contains("not a SHA-256"));
-        assert!(MonitorTarget::parse("https:///nq")
-            .unwrap_err()
-            .contains("names its host"));
+        assert!(MonitorTarget::parse("https://h/.well-known/nq#x=1").unwrap_err().contains("#pin-sha256=HEX"));
+        assert!(MonitorTarget::parse("https://h/nq#pin-sha256=zz").unwrap_err().contains("not a SHA-256"));
+        assert!(MonitorTarget::parse("https:///nq").unwrap_err().contains("names its host"));
         // latency only
         let p = MonitorTarget::parse("ping:192.0.2.1").unwrap();
         assert!(p.latency_only() && p.name() == "ping:192.0.2.1");
-        assert_eq!(
-            MonitorTarget::parse("TCP:[2001:db8::1]:443")
-                .unwrap()
-                .name(),
-            "tcp:[2001:db8::1]:443"
-        );
-        assert!(MonitorTarget::parse("tcp:example.net")
-            .unwrap_err()
-            .contains("HOST:PORT"));
-        assert!(MonitorTarget::parse("ping:")
-            .unwrap_err()
-            .contains("ping:HOST"));
+        assert_eq!(MonitorTarget::parse("TCP:[2001:db8::1]:443").unwrap().name(), "tcp:[2001:db8::1]:443");
+        assert!(MonitorTarget::parse("tcp:example.net").unwrap_err().contains("HOST:PORT"));
+        assert!(MonitorTarget::parse("ping:").unwrap_err().contains("ping:HOST"));
         assert!(!MonitorTarget::parse("h:1").unwrap().latency_only());
         // a bloatlab server's UDP probes
         let u = MonitorTarget::parse("UDP:192.0.2.7").unwrap();
         assert!(u.latency_only());
-        assert_eq!(
-            u,
-            MonitorTarget::Probes {
-                host: "192.0.2.7".into(),
-                port: DEFAULT_PORT
-            }
-        );
+        assert_eq!(u, MonitorTarget::Probes { host: "192.0.2.7".into(), port: DEFAULT_PORT });
         assert_eq!(u.name(), format!("udp:192.0.2.7:{DEFAULT_PORT}"));
-        assert_eq!(
-            MonitorTarget::parse("udp:[::1]:9").unwrap().name(),
-            "udp:[::1]:9"
-        );
+        assert_eq!(MonitorTarget::parse("udp:[::1]:9").unwrap().name(), "udp:[::1]:9");
         assert_eq!(MonitorTarget::parse(&u.spec()).unwrap(), u);
         for bad in ["udp:", "udp:h:0", "udp:h:x", "udp:[::1", "udp:a/b"] {
             let e = MonitorTarget::parse(bad).unwrap_err();
-            assert!(
-                e.contains("udp:HOST[:PORT]") && e.starts_with(&format!("`{bad}`")),
-                "{bad}: {e}"
-            );
+            assert!(e.contains("udp:HOST[:PORT]") && e.starts_with(&format!("`{bad}`")), "{bad}: {e}");
         }
         // a round must hold probes
-        let mut c = MonitorConfig {
-            targets: vec![p],
-            ..Default::default()
-        };
+        let mut c = MonitorConfig { targets: vec![p], ..Default::default() };
         c.round = Duration::from_secs(1);
         assert!(c.check().unwrap_err().contains("fewer than two probes"));
     }
@@ -960,66 +811,33 @@ mod tests {
                 ov.set(o.long, e).unwrap();
                 let mut c = MonitorConfig::default();
                 ov.apply(&mut c).unwrap();
-                assert_eq!(
-                    o.get(&c).last().map(String::as_str),
-                    Some(e),
-                    "--{}",
-                    o.long
-                );
+                assert_eq!(o.get(&c).last().map(String::as_str), Some(e), "--{}", o.long);
             }
         }
         let mut c = MonitorConfig::default();
         assert!(option_err(&mut c, "every", "500ms").contains("under 1s"));
         assert!(option_err(&mut c, "jitter", "80%").contains("0% to 50%"));
         assert!(option_err(&mut c, "id", "a b").contains("letters, digits"));
-        assert_eq!(
-            Jitter::Share(0.1).of(Duration::from_secs(600)),
-            Duration::from_secs(60)
-        );
-        assert_eq!(
-            Jitter::Fixed(Duration::from_secs(600)).of(Duration::from_secs(60)),
-            Duration::from_secs(30)
-        );
+        assert_eq!(Jitter::Share(0.1).of(Duration::from_secs(600)), Duration::from_secs(60));
+        assert_eq!(Jitter::Fixed(Duration::from_secs(600)).of(Duration::from_secs(60)), Duration::from_secs(30));
     }
 
     fn option_err(c: &mut MonitorConfig, name: &str, v: &str) -> String {
-        crate::options::option::<MonitorConfig>(name)
-            .unwrap()
-            .set(c, v)
-            .unwrap_err()
+        crate::options::option::<MonitorConfig>(name).unwrap().set(c, v).unwrap_err()
     }
 
     #[test]
     fn budgets_parse_and_know_their_period() {
         let b = Budget::parse("10GB/month").unwrap();
-        assert_eq!(
-            (b.bytes, b.per, b.name()),
-            (
-                10_000_000_000,
-                BudgetPeriod::Month,
-                "10GB/month".to_string()
-            )
-        );
+        assert_eq!((b.bytes, b.per, b.name()), (10_000_000_000, BudgetPeriod::Month, "10GB/month".to_string()));
         assert_eq!(Budget::parse("1.5 GiB / day").unwrap().bytes, 1_610_612_736);
-        assert!(Budget::parse("10GB")
-            .unwrap_err()
-            .contains("SIZE/day or SIZE/month"));
-        assert!(Budget::parse("10/month")
-            .unwrap_err()
-            .contains("needs a unit"));
-        assert!(Budget::parse("10GB/week")
-            .unwrap_err()
-            .contains("not day or month"));
+        assert!(Budget::parse("10GB").unwrap_err().contains("SIZE/day or SIZE/month"));
+        assert!(Budget::parse("10/month").unwrap_err().contains("needs a unit"));
+        assert!(Budget::parse("10GB/week").unwrap_err().contains("not day or month"));
         // 2026-11-20T10:00Z: the day began at midnight, the month on the 1st
         let t = 1_795_168_800_000_000_000u64;
-        assert_eq!(
-            Budget::parse("1GB/day").unwrap().window_start(t),
-            1_795_132_800_000_000_000
-        );
-        assert_eq!(
-            b.window_start(t),
-            crate::units::parse_utc_time("2026-11-01").unwrap()
-        );
+        assert_eq!(Budget::parse("1GB/day").unwrap().window_start(t), 1_795_132_800_000_000_000);
+        assert_eq!(b.window_start(t), crate::units::parse_utc_time("2026-11-01").unwrap());
     }
 
     #[test]

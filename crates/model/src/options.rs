@@ -20,8 +20,8 @@
 use crate::config::{check_cc, TestConfig, UDP_PAYLOAD_DEFAULT};
 use crate::dscp::Dscp;
 use crate::lab::{Backend, LabConfig, OnOff, Placement, Shaper};
-use crate::ping::PingTarget;
 use crate::queue::QueueSpec;
+use crate::ping::PingTarget;
 use crate::rpm::RpmDirection;
 use crate::scenario::{list_name, Ramp, Scenario};
 use crate::units::{fmt_bytes, fmt_duration, fmt_rate_tc, parse_bytes, parse_duration};
@@ -103,13 +103,7 @@ impl Configurable for LabConfig {
         LAB_OPTIONS
     }
     fn default_elsewhere(long: &str) -> Option<String> {
-        (long == "queue").then(|| {
-            crate::lab::DEMO_QUEUES
-                .iter()
-                .map(|q| q.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        (long == "queue").then(|| crate::lab::DEMO_QUEUES.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(","))
     }
 }
 
@@ -201,29 +195,15 @@ impl<T: Configurable> OptionDef<T> {
     /// where the doc states no default in words.
     pub fn help(&self) -> String {
         let (about, words) = stated_defaults(self.doc);
-        let spelled = |t: &T| {
-            Some(self.get(t))
-                .filter(|v| !v.is_empty())
-                .map(|v| v.join(","))
-        };
+        let spelled = |t: &T| Some(self.get(t)).filter(|v| !v.is_empty()).map(|v| v.join(","));
         let d = T::default();
         let mut parts = Vec::new();
-        let word = |key: &str| {
-            words
-                .iter()
-                .find(|(k, _)| *k == key)
-                .map(|(_, w)| w.to_string())
-        };
-        if let Some(v) = word("default")
-            .or_else(|| T::default_elsewhere(self.long))
-            .or_else(|| spelled(&d))
-        {
+        let word = |key: &str| words.iter().find(|(k, _)| *k == key).map(|(_, w)| w.to_string());
+        if let Some(v) = word("default").or_else(|| T::default_elsewhere(self.long)).or_else(|| spelled(&d)) {
             parts.push(format!("default: {v}"));
         }
         for (name, p) in T::profiles() {
-            if let Some(v) = word(name).or_else(|| {
-                (spelled(&p) != spelled(&d)).then(|| spelled(&p).unwrap_or_else(|| "off".into()))
-            }) {
+            if let Some(v) = word(name).or_else(|| (spelled(&p) != spelled(&d)).then(|| spelled(&p).unwrap_or_else(|| "off".into()))) {
                 parts.push(format!("{name}: {v}"));
             }
         }
@@ -255,9 +235,7 @@ impl<T: Configurable> OptionDef<T> {
         match self.arity {
             Arity::Switch if value == "on" => vec![format!("--{}", self.long)],
             Arity::Switch => vec![],
-            Arity::OptionalValue { missing } if value == missing => {
-                vec![format!("--{}", self.long)]
-            }
+            Arity::OptionalValue { missing } if value == missing => vec![format!("--{}", self.long)],
             Arity::OptionalValue { .. } => vec![format!("--{}={value}", self.long)],
             Arity::Value | Arity::Repeated => vec![format!("--{}", self.long), value.to_string()],
         }
@@ -268,35 +246,18 @@ impl<T: Configurable> OptionDef<T> {
 /// end: `"Length [default: each host's; lab: --cc]"` -> `("Length",
 /// [("default", "each host's"), ("lab", "--cc")])`.
 fn stated_defaults(doc: &str) -> (&str, Vec<(&str, &str)>) {
-    let starts_group = |i: &usize| {
-        doc[i + 2..].split_once(": ").is_some_and(|(k, _)| {
-            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-        })
-    };
-    let Some(i) = doc
-        .match_indices(" [")
-        .map(|(i, _)| i)
-        .find(starts_group)
-        .filter(|_| doc.ends_with(']'))
-    else {
-        return (doc, Vec::new());
-    };
+    let starts_group = |i: &usize| doc[i + 2..].split_once(": ").is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'));
+    let Some(i) = doc.match_indices(" [").map(|(i, _)| i).find(starts_group).filter(|_| doc.ends_with(']')) else { return (doc, Vec::new()) };
     let inner = &doc[i + 2..doc.len() - 1];
     let mut parts = Vec::new();
     // "; NAME: " starts the next part (a part's words may hold "; ")
     let mut rest = inner;
     loop {
-        let Some((key, after)) = rest.split_once(": ") else {
-            return (doc, Vec::new());
-        };
+        let Some((key, after)) = rest.split_once(": ") else { return (doc, Vec::new()) };
         if key.contains(' ') {
             return (doc, Vec::new());
         }
-        let next = after.match_indices("; ").find(|(j, _)| {
-            after[j + 2..]
-                .split_once(": ")
-                .is_some_and(|(k, _)| !k.contains(' ') && !k.is_empty())
-        });
+        let next = after.match_indices("; ").find(|(j, _)| after[j + 2..].split_once(": ").is_some_and(|(k, _)| !k.contains(' ') && !k.is_empty()));
         match next {
             Some((j, _)) => {
                 parts.push((key, &after[..j]));
@@ -339,9 +300,7 @@ pub(crate) fn one<T: ToString>(v: T) -> Vec<String> {
 
 /// A whole number of an option (its range is the configuration's check).
 pub(crate) fn count(s: &str) -> Result<u32, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a whole number"))
+    s.trim().parse().map_err(|_| format!("`{s}` is not a whole number"))
 }
 
 /// A switch's value in a recipe, sweep or config file: on/off (true/false, yes/no, 1/0).
@@ -699,8 +658,7 @@ pub static TEST_OPTIONS: &[TestOption] = &[
 ];
 
 fn rate_word(r: Option<Rate>) -> String {
-    r.map(|r| fmt_rate_tc(r.bps))
-        .unwrap_or_else(|| "none".into())
+    r.map(|r| fmt_rate_tc(r.bps)).unwrap_or_else(|| "none".into())
 }
 
 fn opt_dur(d: Option<Duration>) -> Vec<String> {
@@ -1086,19 +1044,13 @@ pub type LabOverrides = Overrides<LabConfig>;
 
 impl<T: Configurable> Default for Overrides<T> {
     fn default() -> Self {
-        Overrides {
-            values: BTreeMap::new(),
-            _t: PhantomData,
-        }
+        Overrides { values: BTreeMap::new(), _t: PhantomData }
     }
 }
 
 impl<T: Configurable> Clone for Overrides<T> {
     fn clone(&self) -> Self {
-        Overrides {
-            values: self.values.clone(),
-            _t: PhantomData,
-        }
+        Overrides { values: self.values.clone(), _t: PhantomData }
     }
 }
 
@@ -1140,8 +1092,7 @@ impl<T: Configurable> Overrides<T> {
     /// its canonical spelling. A repeated option gains an occurrence; any
     /// other option's value is replaced.
     pub fn set(&mut self, name: &str, raw: &str) -> Result<(), String> {
-        let o =
-            option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
+        let o = option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
         let v = o.canonical(raw).map_err(|e| o.flag_error(raw, e))?;
         let e = self.values.entry(o.long.to_string()).or_default();
         if o.arity != Arity::Repeated {
@@ -1155,8 +1106,7 @@ impl<T: Configurable> Overrides<T> {
     /// occurrence of a repeated option, or one more run of an option that
     /// runs once per value (`--queue fifo:1000,fifo:10`).
     pub fn add(&mut self, name: &str, raw: &str) -> Result<(), String> {
-        let o =
-            option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
+        let o = option::<T>(name).ok_or_else(|| format!("`{name}` is not a {} option", T::COMMAND))?;
         let v = o.canonical(raw).map_err(|e| o.flag_error(raw, e))?;
         self.values.entry(o.long.to_string()).or_default().push(v);
         Ok(())
@@ -1203,16 +1153,12 @@ impl<T: Configurable> Overrides<T> {
 
     /// The options and values set, in table order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static OptionDef<T>, &[String])> {
-        T::options()
-            .iter()
-            .filter_map(move |o| self.get(o).map(|v| (o, v)))
+        T::options().iter().filter_map(move |o| self.get(o).map(|v| (o, v)))
     }
 
     /// As command-line arguments.
     pub fn args(&self) -> Vec<String> {
-        self.iter()
-            .flat_map(|(o, vs)| vs.iter().flat_map(move |v| o.args(v)))
-            .collect()
+        self.iter().flat_map(|(o, vs)| vs.iter().flat_map(move |v| o.args(v))).collect()
     }
 }
 
@@ -1246,9 +1192,8 @@ pub fn differing_args<T: Configurable>(t: &T) -> Vec<String> {
 pub fn split_values(v: &str) -> Vec<String> {
     let mut out: Vec<String> = vec![];
     for piece in v.split(',') {
-        let is_param = piece.split_once('=').is_some_and(|(k, _)| {
-            !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }) || crate::queue::QUEUE_FLAGS.contains(&piece.trim());
+        let is_param = piece.split_once('=').is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            || crate::queue::QUEUE_FLAGS.contains(&piece.trim());
         match out.last_mut() {
             Some(last) if is_param && last.contains(':') => {
                 last.push(',');
@@ -1323,18 +1268,11 @@ mod tests {
                 assert_eq!(o.get(&t).last().map(String::as_str), Some(*e), "{o:?}");
             }
             if let Some(r) = o.requires {
-                assert!(
-                    option::<T>(r).is_some(),
-                    "{o:?} requires an unknown option {r}"
-                );
+                assert!(option::<T>(r).is_some(), "{o:?} requires an unknown option {r}");
             }
         }
         let names: std::collections::BTreeSet<_> = T::options().iter().map(|o| o.long).collect();
-        assert_eq!(
-            names.len(),
-            T::options().len(),
-            "an option is defined twice"
-        );
+        assert_eq!(names.len(), T::options().len(), "an option is defined twice");
     }
 
     /// Every default the help states is spelled from the configurations
@@ -1351,61 +1289,26 @@ mod tests {
             for (key, w) in &words {
                 let holder = match *key {
                     "default" => &d,
-                    k => {
-                        &profiles
-                            .iter()
-                            .find(|(n, _)| *n == k)
-                            .unwrap_or_else(|| {
-                                panic!("{} --{}: [{k}: ...] names no profile", T::COMMAND, o.long)
-                            })
-                            .1
-                    }
+                    k => &profiles.iter().find(|(n, _)| *n == k).unwrap_or_else(|| panic!("{} --{}: [{k}: ...] names no profile", T::COMMAND, o.long)).1,
                 };
                 let actual = o.get(holder);
                 let first = w.split([' ', ';']).next().unwrap().trim_end_matches(',');
                 let mut t = T::default();
-                if !actual.is_empty()
-                    && o.set(&mut t, first).is_ok()
-                    && o.get(&t) == actual
-                    && !(*key == "default" && T::default_elsewhere(o.long).is_some())
-                {
+                if !actual.is_empty() && o.set(&mut t, first).is_ok() && o.get(&t) == actual && !(*key == "default" && T::default_elsewhere(o.long).is_some()) {
                     panic!("{} --{}: [{key}: {w}] is typed by hand; the help spells it from the configuration", T::COMMAND, o.long);
                 }
             }
             let help = o.help();
-            if let Some(i) = help
-                .find("[default: ")
-                .filter(|_| !words.iter().any(|(k, _)| *k == "default"))
-            {
+            if let Some(i) = help.find("[default: ").filter(|_| !words.iter().any(|(k, _)| *k == "default")) {
                 let stated = &help[i + "[default: ".len()..];
                 let stated = &stated[..stated.find([';', ']']).unwrap()];
-                let runs: Vec<String> = if T::default_elsewhere(o.long).is_some() {
-                    split_values(stated).into_iter().take(1).collect()
-                } else {
-                    vec![stated.to_string()]
-                };
+                let runs: Vec<String> = if T::default_elsewhere(o.long).is_some() { split_values(stated).into_iter().take(1).collect() } else { vec![stated.to_string()] };
                 let mut t = T::default();
-                for v in if o.arity == Arity::Repeated {
-                    stated.split(',').map(str::to_string).collect()
-                } else {
-                    runs
-                } {
-                    o.set(&mut t, &v).unwrap_or_else(|e| {
-                        panic!(
-                            "{} --{}: the help's [default: {stated}] does not parse: {e}",
-                            T::COMMAND,
-                            o.long
-                        )
-                    });
+                for v in if o.arity == Arity::Repeated { stated.split(',').map(str::to_string).collect() } else { runs } {
+                    o.set(&mut t, &v).unwrap_or_else(|e| panic!("{} --{}: the help's [default: {stated}] does not parse: {e}", T::COMMAND, o.long));
                 }
                 if T::default_elsewhere(o.long).is_none() {
-                    assert_eq!(
-                        o.get(&t),
-                        o.get(&d),
-                        "{} --{}: the help's [default: {stated}]",
-                        T::COMMAND,
-                        o.long
-                    );
+                    assert_eq!(o.get(&t), o.get(&d), "{} --{}: the help's [default: {stated}]", T::COMMAND, o.long);
                 }
                 checked += 1;
             }
@@ -1420,9 +1323,7 @@ mod tests {
         use crate::web::{Profile, WebPlan, HOUSEHOLD_PHASE};
         let doc = test_option("profile").unwrap().doc;
         let part = |name: &str| {
-            let i = doc
-                .find(&format!("{name} ("))
-                .unwrap_or_else(|| panic!("--profile's help does not describe {name}"));
+            let i = doc.find(&format!("{name} (")).unwrap_or_else(|| panic!("--profile's help does not describe {name}"));
             doc[i..].split_once(')').unwrap().0.to_string()
         };
         for p in [Profile::Quick, Profile::Thorough, Profile::Household] {
@@ -1430,56 +1331,27 @@ mod tests {
             let mut t = TestConfig::default();
             plan.apply_to(&mut t).unwrap();
             let words = part(p.name());
-            let loaded: Vec<&crate::web::WebPhase> = plan
-                .phases
-                .iter()
-                .filter(|x| x.download || x.upload)
-                .collect();
-            let (d, cap) = (
-                fmt_duration(loaded[0].duration),
-                fmt_duration(loaded[0].cap),
-            );
+            let loaded: Vec<&crate::web::WebPhase> = plan.phases.iter().filter(|x| x.download || x.upload).collect();
+            let (d, cap) = (fmt_duration(loaded[0].duration), fmt_duration(loaded[0].cap));
             match p {
                 Profile::Quick => {
                     let scen: Vec<String> = t.scenarios.iter().map(|s| s.to_string()).collect();
-                    for w in [
-                        format!("idle {}", fmt_duration(t.idle)),
-                        scen.join(", "),
-                        format!("at least {d}"),
-                        format!("at most {cap}"),
-                    ] {
+                    for w in [format!("idle {}", fmt_duration(t.idle)), scen.join(", "), format!("at least {d}"), format!("at most {cap}")] {
                         assert!(words.contains(&w), "quick: `{w}` is not in {words:?}");
                     }
                 }
                 Profile::Thorough => {
-                    for w in [
-                        format!("idle {}", fmt_duration(t.idle)),
-                        format!("each {d} to {cap}"),
-                    ] {
+                    for w in [format!("idle {}", fmt_duration(t.idle)), format!("each {d} to {cap}")] {
                         assert!(words.contains(&w), "thorough: `{w}` is not in {words:?}");
                     }
                 }
                 Profile::Household => {
-                    let h = plan
-                        .phases
-                        .iter()
-                        .find(|x| x.name == HOUSEHOLD_PHASE)
-                        .unwrap();
-                    let first: Vec<String> = t.scenarios[..t.scenarios.len() - 1]
-                        .iter()
-                        .map(|s| s.to_string())
-                        .collect();
-                    for w in [
-                        format!("{} as quick", first.join(" and ")),
-                        format!("then {} of", fmt_duration(h.duration)),
-                    ] {
+                    let h = plan.phases.iter().find(|x| x.name == HOUSEHOLD_PHASE).unwrap();
+                    let first: Vec<String> = t.scenarios[..t.scenarios.len() - 1].iter().map(|s| s.to_string()).collect();
+                    for w in [format!("{} as quick", first.join(" and ")), format!("then {} of", fmt_duration(h.duration))] {
                         assert!(words.contains(&w), "household: `{w}` is not in {words:?}");
                     }
-                    assert_eq!(
-                        WebPlan::of(Profile::Quick).phases[1].duration,
-                        loaded[0].duration,
-                        "household's first phases are quick's"
-                    );
+                    assert_eq!(WebPlan::of(Profile::Quick).phases[1].duration, loaded[0].duration, "household's first phases are quick's");
                 }
             }
         }
@@ -1488,28 +1360,12 @@ mod tests {
     #[test]
     fn a_help_states_its_defaults_from_the_configurations() {
         let help = |long| test_option(long).unwrap().help();
-        assert_eq!(
-            help("duration"),
-            "Length of each scenario [default: 5s; lab: 18s]"
-        );
+        assert_eq!(help("duration"), "Length of each scenario [default: 5s; lab: 18s]");
         assert_eq!(help("cc"), "Congestion control of the load flows on both ends (e.g. cubic, bbr, reno) [default: each host's; lab: --cc]");
-        assert!(
-            lab_option("queue").unwrap().help().ends_with(""),
-            "{}",
-            lab_option("queue").unwrap().help()
-        );
-        assert_eq!(
-            stated_defaults("A [default: x; y; lab: z]"),
-            ("A", vec![("default", "x; y"), ("lab", "z")])
-        );
-        assert_eq!(
-            stated_defaults("A (b) [e.g. c]"),
-            ("A (b) [e.g. c]", vec![])
-        );
-        assert_eq!(
-            stated_defaults("A [::1]:9 [default: [::] both]"),
-            ("A [::1]:9", vec![("default", "[::] both")])
-        );
+        assert!(lab_option("queue").unwrap().help().ends_with(""), "{}", lab_option("queue").unwrap().help());
+        assert_eq!(stated_defaults("A [default: x; y; lab: z]"), ("A", vec![("default", "x; y"), ("lab", "z")]));
+        assert_eq!(stated_defaults("A (b) [e.g. c]"), ("A (b) [e.g. c]", vec![]));
+        assert_eq!(stated_defaults("A [::1]:9 [default: [::] both]"), ("A [::1]:9", vec![("default", "[::] both")]));
     }
 
     #[test]
@@ -1526,44 +1382,20 @@ mod tests {
         assert!(q.is_empty(), "no queue chosen: the caller's default");
         assert_eq!(c.queue, LabConfig::default().queue);
         let (c, q) = of(&[("queue", "fifo:10"), ("queue", "fq_codel")]).unwrap();
-        assert_eq!(
-            (q.len(), c.queue.clone()),
-            (2, QueueSpec::Fifo { packets: 10 })
-        );
+        assert_eq!((q.len(), c.queue.clone()), (2, QueueSpec::Fifo { packets: 10 }));
         let (c, q) = of(&[("txqueuelen", "5")]).unwrap();
-        assert_eq!(
-            (q, c.queue),
-            (
-                vec![QueueSpec::Fifo { packets: 5 }],
-                QueueSpec::Fifo { packets: 5 }
-            )
-        );
+        assert_eq!((q, c.queue), (vec![QueueSpec::Fifo { packets: 5 }], QueueSpec::Fifo { packets: 5 }));
         for (pairs, why) in [
-            (
-                &[("txqueuelen", "5"), ("queue", "fifo:100")][..],
-                "--txqueuelen 5 sets the queue",
-            ),
-            (
-                &[("txqueuelen", "5"), ("queue-up", "fifo:100")][..],
-                "--queue-up/--queue-down",
-            ),
-            (
-                &[
-                    ("queue-up", "fifo:10"),
-                    ("queue-down", "fifo:20"),
-                    ("queue", "fifo:30"),
-                ][..],
-                "--queue has nothing left",
-            ),
-            (
-                &[("qdisc", "cake bandwidth 10mbit"), ("queue", "fifo:30")][..],
-                "--qdisc replaces",
-            ),
+            (&[("txqueuelen", "5"), ("queue", "fifo:100")][..], "--txqueuelen 5 sets the queue"),
+            (&[("txqueuelen", "5"), ("queue-up", "fifo:100")][..], "--queue-up/--queue-down"),
+            (&[("queue-up", "fifo:10"), ("queue-down", "fifo:20"), ("queue", "fifo:30")][..], "--queue has nothing left"),
+            (&[("qdisc", "cake bandwidth 10mbit"), ("queue", "fifo:30")][..], "--qdisc replaces"),
         ] {
             let e = of(pairs).unwrap_err();
             assert!(e.contains(why), "{pairs:?}: {e}");
         }
     }
+
 
     #[test]
     fn every_stated_default_is_the_configurations() {
@@ -1580,19 +1412,10 @@ mod tests {
     #[test]
     fn list_values_keep_their_own_parameters() {
         assert_eq!(split_values("fifo:10,fifo:100"), ["fifo:10", "fifo:100"]);
-        assert_eq!(
-            split_values("fifo:10,codel:target=5ms,interval=50ms"),
-            ["fifo:10", "codel:target=5ms,interval=50ms"]
-        );
-        assert_eq!(
-            split_values("ge:p=1%,r=25%,good=0%,bad=100%,1%"),
-            ["ge:p=1%,r=25%,good=0%,bad=100%", "1%"]
-        );
+        assert_eq!(split_values("fifo:10,codel:target=5ms,interval=50ms"), ["fifo:10", "codel:target=5ms,interval=50ms"]);
+        assert_eq!(split_values("ge:p=1%,r=25%,good=0%,bad=100%,1%"), ["ge:p=1%,r=25%,good=0%,bad=100%", "1%"]);
         assert_eq!(split_values("5s,6s"), ["5s", "6s"]);
-        assert_eq!(
-            split_values("pie:target=20ms,noecn,codel"),
-            ["pie:target=20ms,noecn", "codel"]
-        );
+        assert_eq!(split_values("pie:target=20ms,noecn,codel"), ["pie:target=20ms,noecn", "codel"]);
     }
 
     #[test]
@@ -1613,31 +1436,17 @@ mod tests {
         o.set("queue", "fifo:100").unwrap();
         let mut c = LabConfig::default();
         o.apply(&mut c).unwrap();
-        assert_eq!(
-            (c.rate_up, c.rate_down),
-            (Some(Rate::mbit(10.0)), Some(Rate::mbit(50.0))),
-            "rate, then rate-down"
-        );
-        assert_eq!(
-            c.queue,
-            QueueSpec::Fifo { packets: 5 },
-            "txqueuelen replaces the queue"
-        );
+        assert_eq!((c.rate_up, c.rate_down), (Some(Rate::mbit(10.0)), Some(Rate::mbit(50.0))), "rate, then rate-down");
+        assert_eq!(c.queue, QueueSpec::Fifo { packets: 5 }, "txqueuelen replaces the queue");
         assert!(o.set("delay", "20").unwrap_err().contains("unit"));
-        assert!(o
-            .set("colour", "red")
-            .unwrap_err()
-            .contains("not a `bloatlab lab` option"));
+        assert!(o.set("colour", "red").unwrap_err().contains("not a `bloatlab lab` option"));
         o.set("rate", "none").unwrap();
         o.apply(&mut c).unwrap();
         assert_eq!((c.rate_up, c.rate_down), (None, Some(Rate::mbit(50.0))));
         let mut q = LabOverrides::default();
         q.add("queue", "100").unwrap();
         q.add("queue", "fq_codel").unwrap();
-        assert_eq!(
-            q.get(lab_option("queue").unwrap()),
-            Some(&["fifo:100".to_string(), "fq_codel".to_string()][..])
-        );
+        assert_eq!(q.get(lab_option("queue").unwrap()), Some(&["fifo:100".to_string(), "fq_codel".to_string()][..]));
     }
 
     #[test]
@@ -1650,48 +1459,21 @@ mod tests {
         o.set("rpm", "download,upload").unwrap();
         let mut t = TestConfig::default();
         o.apply(&mut t).unwrap();
-        assert_eq!(
-            (t.duration, t.cc.as_str(), t.idle),
-            (Duration::from_secs(9), "reno", Duration::from_secs(2))
-        );
+        assert_eq!((t.duration, t.cc.as_str(), t.idle), (Duration::from_secs(9), "reno", Duration::from_secs(2)));
         assert_eq!(t.pings.len(), 2);
-        assert_eq!(
-            o.args(),
-            [
-                "--duration",
-                "9s",
-                "--cc",
-                "reno",
-                "--ping",
-                "a",
-                "--ping",
-                "b",
-                "--rpm"
-            ]
-        );
+        assert_eq!(o.args(), ["--duration", "9s", "--cc", "reno", "--ping", "a", "--ping", "b", "--rpm"]);
         let mut a = TestOverrides::default();
         a.set("duration", "1s").unwrap();
         a.set("idle", "0").unwrap();
         a.merge(&o);
-        assert_eq!(
-            a.get(test_option("duration").unwrap()),
-            Some(&["9s".to_string()][..])
-        );
-        assert_eq!(
-            a.get(test_option("idle").unwrap()),
-            Some(&["0s".to_string()][..])
-        );
+        assert_eq!(a.get(test_option("duration").unwrap()), Some(&["9s".to_string()][..]));
+        assert_eq!(a.get(test_option("idle").unwrap()), Some(&["0s".to_string()][..]));
         // a scenario list and a ramp replace each other
         o.set("scenarios", "auto").unwrap();
         o.apply(&mut t).unwrap();
         assert!(t.ramp.is_some() && t.scenarios.is_empty());
-        assert!(differing_args(&t)
-            .windows(2)
-            .any(|w| w == ["--scenarios", "auto"]));
-        assert_eq!(
-            test_option("probe_interval").unwrap().long,
-            "probe-interval"
-        );
+        assert!(differing_args(&t).windows(2).any(|w| w == ["--scenarios", "auto"]));
+        assert_eq!(test_option("probe_interval").unwrap().long, "probe-interval");
     }
 
     #[test]

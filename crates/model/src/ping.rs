@@ -32,11 +32,7 @@ impl PingTarget {
         if h.is_empty() || h.contains(char::is_whitespace) || h.contains('/') {
             return Err(format!("--ping {s:?}: a host name or IP address"));
         }
-        Ok(PingTarget {
-            kind: PingKind::Icmp,
-            host: h.to_string(),
-            port: 0,
-        })
+        Ok(PingTarget { kind: PingKind::Icmp, host: h.to_string(), port: 0 })
     }
 
     /// `--tcp-ping HOST:PORT` (`[v6]:PORT` for IPv6).
@@ -44,11 +40,7 @@ impl PingTarget {
         let form = "HOST:PORT (an IPv6 address in brackets: [2001:db8::1]:443)";
         match crate::config::split_host_port(s, 0) {
             Ok((_, 0)) => Err(format!("--tcp-ping {s:?}: {form}")),
-            Ok((host, port)) => Ok(PingTarget {
-                kind: PingKind::Tcp,
-                host,
-                port,
-            }),
+            Ok((host, port)) => Ok(PingTarget { kind: PingKind::Tcp, host, port }),
             Err(e) => Err(format!("--tcp-ping {s:?}: {e}; {form}")),
         }
     }
@@ -57,9 +49,7 @@ impl PingTarget {
     pub fn label(&self) -> String {
         match self.kind {
             PingKind::Icmp => format!("icmp {}", self.host),
-            PingKind::Tcp if self.host.contains(':') => {
-                format!("tcp [{}]:{}", self.host, self.port)
-            }
+            PingKind::Tcp if self.host.contains(':') => format!("tcp [{}]:{}", self.host, self.port),
             PingKind::Tcp => format!("tcp {}:{}", self.host, self.port),
         }
     }
@@ -71,34 +61,16 @@ mod tests {
 
     #[test]
     fn targets_parse_with_their_errors() {
-        assert_eq!(
-            PingTarget::icmp("192.0.2.1").unwrap().label(),
-            "icmp 192.0.2.1"
-        );
-        assert_eq!(
-            PingTarget::icmp("[2001:db8::1]").unwrap().host,
-            "2001:db8::1"
-        );
+        assert_eq!(PingTarget::icmp("192.0.2.1").unwrap().label(), "icmp 192.0.2.1");
+        assert_eq!(PingTarget::icmp("[2001:db8::1]").unwrap().host, "2001:db8::1");
         assert!(PingTarget::icmp("").is_err());
         assert!(PingTarget::icmp("a b").is_err());
         let t = PingTarget::tcp("example.net:443").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.kind),
-            ("example.net", 443, PingKind::Tcp)
-        );
-        assert_eq!(
-            PingTarget::tcp("[2001:db8::1]:22").unwrap().label(),
-            "tcp [2001:db8::1]:22"
-        );
-        assert!(PingTarget::tcp("example.net")
-            .unwrap_err()
-            .contains("HOST:PORT"));
-        assert!(PingTarget::tcp("2001:db8::1:22")
-            .unwrap_err()
-            .contains("brackets"));
-        assert!(PingTarget::tcp("h:0")
-            .unwrap_err()
-            .contains("is not a port (1-65535)"));
+        assert_eq!((t.host.as_str(), t.port, t.kind), ("example.net", 443, PingKind::Tcp));
+        assert_eq!(PingTarget::tcp("[2001:db8::1]:22").unwrap().label(), "tcp [2001:db8::1]:22");
+        assert!(PingTarget::tcp("example.net").unwrap_err().contains("HOST:PORT"));
+        assert!(PingTarget::tcp("2001:db8::1:22").unwrap_err().contains("brackets"));
+        assert!(PingTarget::tcp("h:0").unwrap_err().contains("is not a port (1-65535)"));
         assert!(PingTarget::tcp("h:http").is_err());
     }
 }

@@ -23,13 +23,7 @@ pub enum Profile {
     Household,
 }
 
-crate::words!(
-    Profile,
-    "a test profile",
-    Quick = "quick",
-    Thorough = "thorough",
-    Household = "household"
-);
+crate::words!(Profile, "a test profile", Quick = "quick", Thorough = "thorough", Household = "household");
 
 /// The household test's traffic profiles, run at once in its `household`
 /// phase, each as the application it stands for loads a line:

@@ -45,11 +45,7 @@ pub struct CodelParams {
 
 impl Default for CodelParams {
     fn default() -> Self {
-        CodelParams {
-            target_ns: 5_000_000,
-            interval_ns: 100_000_000,
-            ecn: true,
-        }
+        CodelParams { target_ns: 5_000_000, interval_ns: 100_000_000, ecn: true }
     }
 }
 
@@ -66,13 +62,7 @@ pub struct FqCodelParams {
 
 impl Default for FqCodelParams {
     fn default() -> Self {
-        FqCodelParams {
-            codel: CodelParams::default(),
-            flows: 1024,
-            quantum: 1514,
-            limit: 10240,
-            seed: 0,
-        }
+        FqCodelParams { codel: CodelParams::default(), flows: 1024, quantum: 1514, limit: 10240, seed: 0 }
     }
 }
 
@@ -119,32 +109,16 @@ impl Default for PieParams {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QueueSpec {
     /// Droptail FIFO of `packets` packets (`pfifo limit N`): the txqueuelen.
-    Fifo {
-        packets: u32,
-    },
+    Fifo { packets: u32 },
     /// Droptail FIFO of `bytes` bytes (`bfifo limit N`).
-    Bfifo {
-        bytes: u64,
-    },
+    Bfifo { bytes: u64 },
     /// Drop-head FIFO of `packets` packets.
-    Drophead {
-        packets: u32,
-    },
-    Codel {
-        params: CodelParams,
-        limit: u32,
-    },
-    FqCodel {
-        params: FqCodelParams,
-    },
-    Pie {
-        params: PieParams,
-    },
+    Drophead { packets: u32 },
+    Codel { params: CodelParams, limit: u32 },
+    FqCodel { params: FqCodelParams },
+    Pie { params: PieParams },
     /// Any kernel qdisc: `tc qdisc add ... QDISC ARGS` (`--qdisc "KIND ARGS"`).
-    Kernel {
-        qdisc: String,
-        args: Vec<String>,
-    },
+    Kernel { qdisc: String, args: Vec<String> },
 }
 
 /// Accepted spellings, for error messages and help.
@@ -156,12 +130,8 @@ pub const QUEUE_FORMS: &str = "accepted forms: fifo:N (packets, e.g. fifo:1000; 
 fn parse_count(q: &str, key: &str, v: &str, max: u64) -> Result<u64, String> {
     match v.trim().parse::<u64>() {
         Ok(n) if n >= 1 && n <= max => Ok(n),
-        Ok(n) => Err(format!(
-            "queue `{q}`: {key} {n} is out of range (1 .. {max})"
-        )),
-        Err(_) => Err(format!(
-            "queue `{q}`: {key} must be a whole number, not `{v}`; {QUEUE_FORMS}"
-        )),
+        Ok(n) => Err(format!("queue `{q}`: {key} {n} is out of range (1 .. {max})")),
+        Err(_) => Err(format!("queue `{q}`: {key} must be a whole number, not `{v}`; {QUEUE_FORMS}")),
     }
 }
 
@@ -180,14 +150,10 @@ fn parse_time(q: &str, k: &str, v: &str) -> Result<u64, String> {
 
 fn check_codel(q: &str, p: &CodelParams) -> Result<(), String> {
     if p.target_ns == 0 || p.interval_ns == 0 {
-        return Err(format!(
-            "queue `{q}`: codel target and interval must be > 0"
-        ));
+        return Err(format!("queue `{q}`: codel target and interval must be > 0"));
     }
     if p.target_ns >= p.interval_ns {
-        return Err(format!(
-            "queue `{q}`: codel target must be smaller than interval"
-        ));
+        return Err(format!("queue `{q}`: codel target must be smaller than interval"));
     }
     Ok(())
 }
@@ -212,31 +178,23 @@ impl QueueSpec {
         for part in rest.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             match part.split_once('=') {
                 Some((k, v)) => kv.push((k.trim().to_string(), v.trim().to_string())),
-                None if part.starts_with(|c: char| c.is_ascii_digit())
-                    || matches!(name.as_str(), "fifo" | "pfifo" | "bfifo" | "drophead") =>
-                {
+                None if part.starts_with(|c: char| c.is_ascii_digit()) || matches!(name.as_str(), "fifo" | "pfifo" | "bfifo" | "drophead") => {
                     kv.push(("limit".into(), part.to_string()))
                 }
                 None => kv.push((part.to_string(), String::new())),
             }
         }
-        let unknown =
-            |k: &str| format!("queue `{s}`: unknown parameter `{k}` for {name}; {QUEUE_FORMS}");
+        let unknown = |k: &str| format!("queue `{s}`: unknown parameter `{k}` for {name}; {QUEUE_FORMS}");
         match name.as_str() {
             "fifo" | "pfifo" | "drophead" | "pfifo_head_drop" => {
                 let mut limit = None;
                 for (k, v) in &kv {
                     match k.as_str() {
-                        "limit" => {
-                            limit =
-                                Some(parse_count(s, "packet limit", v, MAX_PACKETS as u64)? as u32)
-                        }
+                        "limit" => limit = Some(parse_count(s, "packet limit", v, MAX_PACKETS as u64)? as u32),
                         _ => return Err(unknown(k)),
                     }
                 }
-                let packets = limit.ok_or_else(|| {
-                    format!("queue `{s}` needs a packet limit, e.g. {name}:100; {QUEUE_FORMS}")
-                })?;
+                let packets = limit.ok_or_else(|| format!("queue `{s}` needs a packet limit, e.g. {name}:100; {QUEUE_FORMS}"))?;
                 Ok(if name.starts_with("drop") || name == "pfifo_head_drop" {
                     QueueSpec::Drophead { packets }
                 } else {
@@ -248,8 +206,7 @@ impl QueueSpec {
                 for (k, v) in &kv {
                     match k.as_str() {
                         "limit" => {
-                            let b =
-                                units::parse_bytes(v).map_err(|e| format!("queue `{s}`: {e}"))?;
+                            let b = units::parse_bytes(v).map_err(|e| format!("queue `{s}`: {e}"))?;
                             if !(MIN_BYTES..=MAX_BYTES).contains(&b) {
                                 return Err(format!("queue `{s}`: byte limit {b} is out of range ({MIN_BYTES} .. 2^31); below 64 it cannot hold a packet"));
                             }
@@ -258,9 +215,7 @@ impl QueueSpec {
                         _ => return Err(unknown(k)),
                     }
                 }
-                let bytes = limit.ok_or_else(|| {
-                    format!("queue `{s}` needs a byte limit, e.g. bfifo:64k; {QUEUE_FORMS}")
-                })?;
+                let bytes = limit.ok_or_else(|| format!("queue `{s}` needs a byte limit, e.g. bfifo:64k; {QUEUE_FORMS}"))?;
                 Ok(QueueSpec::Bfifo { bytes })
             }
             "codel" => {
@@ -284,9 +239,7 @@ impl QueueSpec {
                     match k.as_str() {
                         "target" => p.codel.target_ns = parse_time(s, k, v)?,
                         "interval" => p.codel.interval_ns = parse_time(s, k, v)?,
-                        "limit" => {
-                            p.limit = parse_count(s, "limit", v, MAX_PACKETS as u64)? as usize
-                        }
+                        "limit" => p.limit = parse_count(s, "limit", v, MAX_PACKETS as u64)? as usize,
                         "flows" => p.flows = parse_count(s, "flows", v, 65536)? as usize,
                         "quantum" => p.quantum = parse_count(s, "quantum", v, 1 << 20)? as u32,
                         "ecn" | "noecn" => p.codel.ecn = parse_flag(s, k, v)?,
@@ -303,9 +256,7 @@ impl QueueSpec {
                         v.parse::<f64>()
                             .ok()
                             .filter(|x| x.is_finite() && *x >= 0.0)
-                            .ok_or_else(|| {
-                                format!("queue `{s}`: {k} must be a non-negative number, not `{v}`")
-                            })
+                            .ok_or_else(|| format!("queue `{s}`: {k} must be a non-negative number, not `{v}`"))
                     };
                     match k.as_str() {
                         "target" => p.target_ns = parse_time(s, k, v)?,
@@ -313,9 +264,7 @@ impl QueueSpec {
                         "alpha" => p.alpha = num(v)?,
                         "beta" => p.beta = num(v)?,
                         "burst" | "max_burst" => p.max_burst_ns = parse_time(s, k, v)?,
-                        "limit" => {
-                            p.limit = parse_count(s, "limit", v, MAX_PACKETS as u64)? as usize
-                        }
+                        "limit" => p.limit = parse_count(s, "limit", v, MAX_PACKETS as u64)? as usize,
                         "ecn" | "noecn" => p.ecn = parse_flag(s, k, v)?,
                         "derandomize" | "noderandomize" => p.derandomize = parse_flag(s, k, v)?,
                         _ => return Err(unknown(k)),
@@ -333,34 +282,19 @@ impl QueueSpec {
     /// Any kernel qdisc, from `--qdisc "KIND [ARGS]"`.
     pub fn kernel(text: &str) -> Result<QueueSpec, String> {
         let mut words = text.split_whitespace().map(String::from);
-        let qdisc = words.next().ok_or_else(|| {
-            "--qdisc needs a qdisc kind, e.g. --qdisc fq_codel or --qdisc \"netem delay 20ms\""
-                .to_string()
-        })?;
-        if !qdisc
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-        {
-            return Err(format!(
-                "`{qdisc}` is not a qdisc kind (letters, digits, _ and -)"
-            ));
+        let qdisc = words
+            .next()
+            .ok_or_else(|| "--qdisc needs a qdisc kind, e.g. --qdisc fq_codel or --qdisc \"netem delay 20ms\"".to_string())?;
+        if !qdisc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(format!("`{qdisc}` is not a qdisc kind (letters, digits, _ and -)"));
         }
-        Ok(QueueSpec::Kernel {
-            qdisc,
-            args: words.collect(),
-        })
+        Ok(QueueSpec::Kernel { qdisc, args: words.collect() })
     }
 
     /// True for disciplines only bloatlab's user-space emulator provides on
     /// the kernels the lab has run on (AQMs and drop-head).
     pub fn needs_emulator(&self) -> bool {
-        matches!(
-            self,
-            QueueSpec::Drophead { .. }
-                | QueueSpec::Codel { .. }
-                | QueueSpec::FqCodel { .. }
-                | QueueSpec::Pie { .. }
-        )
+        matches!(self, QueueSpec::Drophead { .. } | QueueSpec::Codel { .. } | QueueSpec::FqCodel { .. } | QueueSpec::Pie { .. })
     }
 
     /// Short name of the discipline: fifo, bfifo, drophead, codel, fq_codel, pie, or the kernel qdisc's kind.
@@ -390,15 +324,9 @@ impl QueueSpec {
         let us = |ns: u64| format!("{}us", ns / 1000);
         let ecn = |e: bool| if e { "ecn" } else { "noecn" }.to_string();
         let v: Vec<String> = match self {
-            QueueSpec::Fifo { packets } => {
-                vec!["pfifo".into(), "limit".into(), packets.to_string()]
-            }
+            QueueSpec::Fifo { packets } => vec!["pfifo".into(), "limit".into(), packets.to_string()],
             QueueSpec::Bfifo { bytes } => vec!["bfifo".into(), "limit".into(), bytes.to_string()],
-            QueueSpec::Drophead { packets } => vec![
-                "pfifo_head_drop".into(),
-                "limit".into(),
-                packets.to_string(),
-            ],
+            QueueSpec::Drophead { packets } => vec!["pfifo_head_drop".into(), "limit".into(), packets.to_string()],
             QueueSpec::Codel { params, limit } => vec![
                 "codel".into(),
                 "limit".into(),
@@ -437,9 +365,7 @@ impl QueueSpec {
                 ((params.beta * 16.0).round() as u32).to_string(),
                 ecn(params.ecn),
             ],
-            QueueSpec::Kernel { qdisc, args } => std::iter::once(qdisc.clone())
-                .chain(args.iter().cloned())
-                .collect(),
+            QueueSpec::Kernel { qdisc, args } => std::iter::once(qdisc.clone()).chain(args.iter().cloned()).collect(),
         };
         v
     }
@@ -457,9 +383,7 @@ impl QueueSpec {
     /// is set by their target, and for other kernel qdiscs.
     pub fn capacity_bytes(&self, frame: u64) -> Option<u64> {
         match self {
-            QueueSpec::Fifo { packets } | QueueSpec::Drophead { packets } => {
-                Some(*packets as u64 * frame)
-            }
+            QueueSpec::Fifo { packets } | QueueSpec::Drophead { packets } => Some(*packets as u64 * frame),
             QueueSpec::Bfifo { bytes } => Some(*bytes),
             _ => None,
         }
@@ -556,18 +480,10 @@ impl fmt::Display for QueueSpec {
                     opts.push(format!("limit={}", params.limit));
                 }
                 if params.ecn != d.ecn {
-                    opts.push(if params.ecn {
-                        "ecn".into()
-                    } else {
-                        "noecn".into()
-                    });
+                    opts.push(if params.ecn { "ecn".into() } else { "noecn".into() });
                 }
                 if params.derandomize != d.derandomize {
-                    opts.push(if params.derandomize {
-                        "derandomize".into()
-                    } else {
-                        "noderandomize".into()
-                    });
+                    opts.push(if params.derandomize { "derandomize".into() } else { "noderandomize".into() });
                 }
                 "pie"
             }
@@ -596,69 +512,30 @@ mod tests {
             ("bfifo:65536", QueueSpec::Bfifo { bytes: 65536 }),
             ("bfifo:150kb", QueueSpec::Bfifo { bytes: 153_600 }),
             ("drophead:50", QueueSpec::Drophead { packets: 50 }),
-            (
-                "codel",
-                QueueSpec::Codel {
-                    params: CodelParams::default(),
-                    limit: 1000,
-                },
-            ),
-            (
-                "fq_codel",
-                QueueSpec::FqCodel {
-                    params: FqCodelParams::default(),
-                },
-            ),
-            (
-                "fq-codel",
-                QueueSpec::FqCodel {
-                    params: FqCodelParams::default(),
-                },
-            ),
-            (
-                "pie",
-                QueueSpec::Pie {
-                    params: PieParams::default(),
-                },
-            ),
+            ("codel", QueueSpec::Codel { params: CodelParams::default(), limit: 1000 }),
+            ("fq_codel", QueueSpec::FqCodel { params: FqCodelParams::default() }),
+            ("fq-codel", QueueSpec::FqCodel { params: FqCodelParams::default() }),
+            ("pie", QueueSpec::Pie { params: PieParams::default() }),
         ] {
             let q = QueueSpec::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
             assert_eq!(q, want, "{s}");
-            assert_eq!(
-                QueueSpec::parse(&q.to_string()).unwrap(),
-                q,
-                "round trip of {s}"
-            );
+            assert_eq!(QueueSpec::parse(&q.to_string()).unwrap(), q, "round trip of {s}");
         }
         let c = QueueSpec::parse("codel:target=10ms,interval=200ms,noecn,limit=500").unwrap();
-        assert_eq!(
-            c.to_string(),
-            "codel:target=10ms,interval=200ms,noecn,limit=500"
-        );
+        assert_eq!(c.to_string(), "codel:target=10ms,interval=200ms,noecn,limit=500");
         assert_eq!(QueueSpec::parse(&c.to_string()).unwrap(), c);
         // defaults are not repeated in the label
-        assert_eq!(
-            QueueSpec::parse("codel:target=5ms,interval=100ms")
-                .unwrap()
-                .to_string(),
-            "codel"
-        );
+        assert_eq!(QueueSpec::parse("codel:target=5ms,interval=100ms").unwrap().to_string(), "codel");
         let f = QueueSpec::parse("fq_codel:quantum=300,flows=64,target=2ms").unwrap();
         assert_eq!(f.to_string(), "fq_codel:target=2ms,quantum=300,flows=64");
         assert_eq!(QueueSpec::parse(&f.to_string()).unwrap(), f);
         let p = QueueSpec::parse("pie:target=20ms,ecn=off,burst=100ms,noderandomize").unwrap();
-        assert_eq!(
-            p.to_string(),
-            "pie:target=20ms,burst=100ms,noecn,noderandomize"
-        );
+        assert_eq!(p.to_string(), "pie:target=20ms,burst=100ms,noecn,noderandomize");
         assert_eq!(QueueSpec::parse(&p.to_string()).unwrap(), p);
         // serde round trip
         let j = serde_json::to_string(&p).unwrap();
         assert_eq!(serde_json::from_str::<QueueSpec>(&j).unwrap(), p);
-        assert_eq!(
-            serde_json::to_string(&QueueSpec::Fifo { packets: 3 }).unwrap(),
-            r#"{"kind":"fifo","packets":3}"#
-        );
+        assert_eq!(serde_json::to_string(&QueueSpec::Fifo { packets: 3 }).unwrap(), r#"{"kind":"fifo","packets":3}"#);
     }
 
     #[test]
@@ -696,44 +573,21 @@ mod tests {
         assert_eq!(a("fifo:100"), "pfifo limit 100");
         assert_eq!(a("bfifo:64k"), "bfifo limit 65536");
         assert_eq!(a("drophead:50"), "pfifo_head_drop limit 50");
-        assert_eq!(
-            a("codel"),
-            "codel limit 1000 target 5000us interval 100000us ecn"
-        );
-        assert_eq!(
-            a("fq_codel:quantum=300,noecn"),
-            "fq_codel limit 10240 flows 1024 quantum 300 target 5000us interval 100000us noecn"
-        );
+        assert_eq!(a("codel"), "codel limit 1000 target 5000us interval 100000us ecn");
+        assert_eq!(a("fq_codel:quantum=300,noecn"), "fq_codel limit 10240 flows 1024 quantum 300 target 5000us interval 100000us noecn");
         // tc's PIE alpha/beta are in 1/16: RFC 8033's 0.125 and 1.25 are tc's defaults 2 and 20
-        assert_eq!(
-            a("pie"),
-            "pie limit 1000 target 15000us tupdate 15000us alpha 2 beta 20 ecn"
-        );
-        assert_eq!(
-            QueueSpec::kernel("cake bandwidth 10mbit")
-                .unwrap()
-                .kernel_args()
-                .join(" "),
-            "cake bandwidth 10mbit"
-        );
+        assert_eq!(a("pie"), "pie limit 1000 target 15000us tupdate 15000us alpha 2 beta 20 ecn");
+        assert_eq!(QueueSpec::kernel("cake bandwidth 10mbit").unwrap().kernel_args().join(" "), "cake bandwidth 10mbit");
     }
 
     #[test]
     fn kernel_qdiscs() {
         let k = QueueSpec::kernel("cake  bandwidth 10mbit").unwrap();
-        assert_eq!(
-            k,
-            QueueSpec::Kernel {
-                qdisc: "cake".into(),
-                args: vec!["bandwidth".into(), "10mbit".into()]
-            }
-        );
+        assert_eq!(k, QueueSpec::Kernel { qdisc: "cake".into(), args: vec!["bandwidth".into(), "10mbit".into()] });
         assert_eq!(k.label(), "cake bandwidth 10mbit");
         assert_eq!(k.kind(), "cake");
         assert!(!k.needs_emulator());
-        assert!(QueueSpec::kernel("  ")
-            .unwrap_err()
-            .contains("needs a qdisc kind"));
+        assert!(QueueSpec::kernel("  ").unwrap_err().contains("needs a qdisc kind"));
         assert!(QueueSpec::kernel("a;b").is_err());
     }
 
@@ -743,33 +597,12 @@ mod tests {
         let d = analytic_queue_delay_ms(&QueueSpec::Fifo { packets: 1000 }, 10e6).unwrap();
         assert!((d - 1211.2).abs() < 1e-9, "{d}");
         // 100 packets at 10 Mbit/s: 121.12 ms
-        assert!(
-            (analytic_queue_delay_ms(&QueueSpec::Fifo { packets: 100 }, 10e6).unwrap() - 121.12)
-                .abs()
-                < 1e-9
-        );
+        assert!((analytic_queue_delay_ms(&QueueSpec::Fifo { packets: 100 }, 10e6).unwrap() - 121.12).abs() < 1e-9);
         // a byte FIFO holds its bytes: 65536 x 8 / 1 Mbit/s = 524.288 ms
-        assert!(
-            (analytic_queue_delay_ms(&QueueSpec::Bfifo { bytes: 65536 }, 1e6).unwrap() - 524.288)
-                .abs()
-                < 1e-9
-        );
-        assert_eq!(
-            analytic_queue_delay_ms(&QueueSpec::parse("drophead:10").unwrap(), 10e6)
-                .map(|x| x.round()),
-            Some(12.0)
-        );
-        assert_eq!(
-            analytic_queue_delay_ms(&QueueSpec::parse("codel").unwrap(), 10e6),
-            None
-        );
-        assert_eq!(
-            analytic_queue_delay_ms(&QueueSpec::Fifo { packets: 1 }, 0.0),
-            None
-        );
-        assert_eq!(
-            QueueSpec::Fifo { packets: 100 }.capacity_bytes(FRAME_BYTES),
-            Some(151_400)
-        );
+        assert!((analytic_queue_delay_ms(&QueueSpec::Bfifo { bytes: 65536 }, 1e6).unwrap() - 524.288).abs() < 1e-9);
+        assert_eq!(analytic_queue_delay_ms(&QueueSpec::parse("drophead:10").unwrap(), 10e6).map(|x| x.round()), Some(12.0));
+        assert_eq!(analytic_queue_delay_ms(&QueueSpec::parse("codel").unwrap(), 10e6), None);
+        assert_eq!(analytic_queue_delay_ms(&QueueSpec::Fifo { packets: 1 }, 0.0), None);
+        assert_eq!(QueueSpec::Fifo { packets: 100 }.capacity_bytes(FRAME_BYTES), Some(151_400));
     }
 }

@@ -17,9 +17,7 @@ pub struct Rate {
 
 impl Rate {
     pub fn mbit(m: f64) -> Rate {
-        Rate {
-            bps: (m * 1e6).round() as u64,
-        }
+        Rate { bps: (m * 1e6).round() as u64 }
     }
 
     /// A shaper's burst at this rate (HTB's `burst`/`cburst`, TBF's
@@ -47,9 +45,7 @@ impl Rate {
             return Err(format!("rate `{s}` is below 1kbit; {}", units::RATE_FORMS));
         }
         if bps > MAX_RATE_BPS {
-            return Err(format!(
-                "rate `{s}` is above 400gbit, more than a veth can carry"
-            ));
+            return Err(format!("rate `{s}` is above 400gbit, more than a veth can carry"));
         }
         Ok(Rate { bps })
     }
@@ -58,9 +54,7 @@ impl Rate {
     pub fn parse_limit(s: &str) -> Result<Option<Rate>, String> {
         match s.trim().to_ascii_lowercase().as_str() {
             "none" | "unlimited" | "off" => Ok(None),
-            _ => Rate::parse(s)
-                .map(Some)
-                .map_err(|e| format!("{e}, or `none` for no rate limit")),
+            _ => Rate::parse(s).map(Some).map_err(|e| format!("{e}, or `none` for no rate limit")),
         }
     }
 
@@ -99,24 +93,15 @@ pub enum RateSpec {
     /// Mahimahi trace: one delivery opportunity of `opportunity_bytes` per line
     /// (millisecond timestamps), looped. `path` is kept for the record; the
     /// opportunities themselves are in `opportunities_ms`.
-    Trace {
-        path: PathBuf,
-        opportunities_ms: Vec<u64>,
-        opportunity_bytes: u32,
-    },
+    Trace { path: PathBuf, opportunities_ms: Vec<u64>, opportunity_bytes: u32 },
 }
 
 impl RateSpec {
     /// Load a mahimahi trace file.
     pub fn trace(path: &Path) -> Result<RateSpec, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
         let opps = parse_trace(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(RateSpec::Trace {
-            path: path.to_path_buf(),
-            opportunities_ms: opps,
-            opportunity_bytes: 1500,
-        })
+        Ok(RateSpec::Trace { path: path.to_path_buf(), opportunities_ms: opps, opportunity_bytes: 1500 })
     }
 
     /// Mean rate in bits/s (a trace's average over its period), None when unlimited.
@@ -124,11 +109,7 @@ impl RateSpec {
         match self {
             RateSpec::Unlimited => None,
             RateSpec::Fixed { bps } => Some(*bps as f64),
-            RateSpec::Trace {
-                opportunities_ms,
-                opportunity_bytes,
-                ..
-            } => {
+            RateSpec::Trace { opportunities_ms, opportunity_bytes, .. } => {
                 let period = *opportunities_ms.last()? as f64 / 1000.0;
                 Some(opportunities_ms.len() as f64 * *opportunity_bytes as f64 * 8.0 / period)
             }
@@ -139,11 +120,7 @@ impl RateSpec {
         match self {
             RateSpec::Unlimited => "unlimited".into(),
             RateSpec::Fixed { bps } => units::fmt_rate_tc(*bps),
-            RateSpec::Trace {
-                path,
-                opportunities_ms,
-                ..
-            } => format!(
+            RateSpec::Trace { path, opportunities_ms, .. } => format!(
                 "trace {} ({} opportunities over {} ms, mean {})",
                 path.display(),
                 opportunities_ms.len(),
@@ -163,27 +140,17 @@ pub fn parse_trace(text: &str) -> Result<Vec<u64>, String> {
         if l.is_empty() {
             continue;
         }
-        let t: u64 = l.parse().map_err(|_| {
-            format!(
-                "line {}: \"{l}\" is not a whole number of milliseconds",
-                i + 1
-            )
-        })?;
+        let t: u64 = l.parse().map_err(|_| format!("line {}: \"{l}\" is not a whole number of milliseconds", i + 1))?;
         if let Some(&last) = v.last() {
             if t < last {
-                return Err(format!(
-                    "line {}: timestamps must not decrease ({t} after {last})",
-                    i + 1
-                ));
+                return Err(format!("line {}: timestamps must not decrease ({t} after {last})", i + 1));
             }
         }
         v.push(t);
     }
     match v.last() {
         None => Err("trace is empty".into()),
-        Some(0) => Err(
-            "trace's last timestamp must be > 0 (it is the period the trace repeats with)".into(),
-        ),
+        Some(0) => Err("trace's last timestamp must be > 0 (it is the period the trace repeats with)".into()),
         _ => Ok(v),
     }
 }
@@ -214,12 +181,8 @@ mod tests {
         assert_eq!(Rate::parse_limit("none").unwrap(), None);
         assert_eq!(Rate::parse_limit("10mbit").unwrap(), Some(Rate::mbit(10.0)));
         assert!(Rate::parse("10mbps").unwrap_err().contains("ambiguous"));
-        assert!(Rate::parse_limit("fast")
-            .unwrap_err()
-            .contains("accepted forms"));
-        assert!(Rate::parse("10furlong")
-            .unwrap_err()
-            .contains("unknown unit"));
+        assert!(Rate::parse_limit("fast").unwrap_err().contains("accepted forms"));
+        assert!(Rate::parse("10furlong").unwrap_err().contains("unknown unit"));
         assert!(Rate::parse("0mbit").unwrap_err().contains("below 1kbit"));
         assert!(Rate::parse("999bit").is_err());
         assert!(Rate::parse("500gbit").unwrap_err().contains("400gbit"));
@@ -230,23 +193,14 @@ mod tests {
 
     #[test]
     fn traces() {
-        assert_eq!(
-            parse_trace("1\n1\n2\n# c\n\n5\n").unwrap(),
-            vec![1, 1, 2, 5]
-        );
+        assert_eq!(parse_trace("1\n1\n2\n# c\n\n5\n").unwrap(), vec![1, 1, 2, 5]);
         assert!(parse_trace("").is_err());
         assert!(parse_trace("0\n0\n").is_err());
         assert!(parse_trace("3\n2\n").unwrap_err().contains("line 2"));
         assert!(parse_trace("1\nx\n").is_err());
-        let r = RateSpec::Trace {
-            path: "t".into(),
-            opportunities_ms: (1..=10).collect(),
-            opportunity_bytes: 1500,
-        };
+        let r = RateSpec::Trace { path: "t".into(), opportunities_ms: (1..=10).collect(), opportunity_bytes: 1500 };
         // 10 opportunities of 1500 B per 10 ms = 12 Mbit/s
         assert!((r.mean_bps().unwrap() - 12e6).abs() < 1.0);
-        assert!(RateSpec::trace(Path::new("/nonexistent/x.trace"))
-            .unwrap_err()
-            .contains("cannot read trace"));
+        assert!(RateSpec::trace(Path::new("/nonexistent/x.trace")).unwrap_err().contains("cannot read trace"));
     }
 }

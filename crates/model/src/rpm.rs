@@ -34,9 +34,7 @@ impl std::fmt::Debug for RpmTls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RpmTls::SelfSigned { names } => write!(f, "SelfSigned({names:?})"),
-            RpmTls::Pem { cert_chain, .. } => {
-                write!(f, "Pem(chain of {} bytes, key hidden)", cert_chain.len())
-            }
+            RpmTls::Pem { cert_chain, .. } => write!(f, "Pem(chain of {} bytes, key hidden)", cert_chain.len()),
         }
     }
 }
@@ -44,11 +42,7 @@ impl std::fmt::Debug for RpmTls {
 impl RpmServe {
     pub fn validate(&self) -> Result<(), String> {
         if let Some(n) = &self.public_name {
-            if n.is_empty()
-                || !n
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
-            {
+            if n.is_empty() || !n.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) {
                 return Err(format!("--rpm-name {n:?}: a host name or IP address"));
             }
         }
@@ -83,13 +77,7 @@ pub enum RpmDirection {
     Bidirectional,
 }
 
-words!(
-    RpmDirection,
-    "an RPM stage",
-    Download = "download",
-    Upload = "upload",
-    Bidirectional = "bidirectional"
-);
+words!(RpmDirection, "an RPM stage", Download = "download", Upload = "upload", Bidirectional = "bidirectional");
 
 /// What `bloatlab rpm` runs (draft-ietf-ippm-responsiveness-08's parameters).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,12 +191,7 @@ impl RpmConfig {
 /// A SHA-256 fingerprint as 64 lower-case hex digits, from the colon-separated
 /// form the server prints or plain hex (any case); None if it is not one.
 pub fn normalize_sha256(s: &str) -> Option<String> {
-    let hex: String = s
-        .trim()
-        .chars()
-        .filter(|c| *c != ':')
-        .collect::<String>()
-        .to_ascii_lowercase();
+    let hex: String = s.trim().chars().filter(|c| *c != ':').collect::<String>().to_ascii_lowercase();
     (hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit())).then_some(hex)
 }
 
@@ -224,13 +207,10 @@ mod fingerprint_tests {
         assert_eq!(normalize_sha256(plain).as_deref(), Some(plain));
         assert_eq!(normalize_sha256(&plain[2..]), None, "31 bytes");
         assert_eq!(normalize_sha256(&plain.replace('a', "g")), None, "not hex");
-        let mut c = RpmConfig {
-            url: "https://h/".into(),
-            pin_sha256: Some("12:34".into()),
-            ..RpmConfig::default()
-        };
+        let mut c = RpmConfig { url: "https://h/".into(), pin_sha256: Some("12:34".into()), ..RpmConfig::default() };
         assert!(c.validate().unwrap_err().contains("--pin-sha256"));
         c.pin_sha256 = Some(colon.into());
         c.validate().unwrap();
     }
 }
+

@@ -1,8 +1,8 @@
 //! `bloatlab rpm`'s measurement options, defined once ([`RPM_OPTIONS`]:
 //! doc, parsing, completion) on the [`RpmConfig`] they set (as
 //! `server_options` for the server's limits).
-use crate::options::{count, one, Arity, Configurable, OptionDef, Shape};
 use crate::rpm::{RpmConfig, RpmDirection};
+use crate::options::{count, one, Arity, Configurable, OptionDef, Shape};
 use crate::units::{fmt_duration, parse_duration};
 
 impl Configurable for RpmConfig {

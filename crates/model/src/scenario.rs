@@ -34,17 +34,12 @@ impl Scenario {
         }
         let (u, d): (u32, u32) = (u.parse().map_err(|_| bad())?, d.parse().map_err(|_| bad())?);
         if u > MAX_FLOWS_PER_DIRECTION || d > MAX_FLOWS_PER_DIRECTION {
-            return Err(format!(
-                "\"{s}\": at most {MAX_FLOWS_PER_DIRECTION} flows per direction"
-            ));
+            return Err(format!("\"{s}\": at most {MAX_FLOWS_PER_DIRECTION} flows per direction"));
         }
         if u == 0 && d == 0 {
             return Err(format!("\"{s}\": a scenario needs at least one flow (the idle baseline is measured before the scenarios)"));
         }
-        Ok(Scenario {
-            uploads: u,
-            downloads: d,
-        })
+        Ok(Scenario { uploads: u, downloads: d })
     }
 
     /// Parse a list separated by `,` or `+` (`1u0d,0u1d`, `1u0d+0u1d`); at least one.
@@ -110,18 +105,9 @@ mod tests {
         assert_eq!(Scenario::parse("4u2d").unwrap(), Scenario::new(4, 2));
         assert_eq!(Scenario::parse(" 0U32D ").unwrap(), Scenario::new(0, 32));
         assert_eq!(Scenario::parse("1u0d").unwrap().name(), "1u0d");
-        assert_eq!(
-            Scenario::parse_list("1u0d, 4u4d").unwrap(),
-            vec![Scenario::new(1, 0), Scenario::new(4, 4)]
-        );
-        assert_eq!(
-            Scenario::parse_list("1u0d+0U1D").unwrap(),
-            vec![Scenario::new(1, 0), Scenario::new(0, 1)]
-        );
-        assert_eq!(
-            list_name(&Scenario::parse_list("1u0d+0u1d").unwrap()),
-            "1u0d,0u1d"
-        );
+        assert_eq!(Scenario::parse_list("1u0d, 4u4d").unwrap(), vec![Scenario::new(1, 0), Scenario::new(4, 4)]);
+        assert_eq!(Scenario::parse_list("1u0d+0U1D").unwrap(), vec![Scenario::new(1, 0), Scenario::new(0, 1)]);
+        assert_eq!(list_name(&Scenario::parse_list("1u0d+0u1d").unwrap()), "1u0d,0u1d");
         for (bad, why) in [
             ("0u0d", "at least one flow"),
             ("33u0d", "at most 32"),
@@ -136,16 +122,11 @@ mod tests {
             let e = Scenario::parse(bad).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
-        assert!(Scenario::parse_list(" , ")
-            .unwrap_err()
-            .contains("no scenarios"));
+        assert!(Scenario::parse_list(" , ").unwrap_err().contains("no scenarios"));
         assert!(Scenario::parse_list("1u0d,40u0d").is_err());
         let j = serde_json::to_string(&Scenario::new(2, 3)).unwrap();
         assert_eq!(j, "\"2u3d\"");
-        assert_eq!(
-            serde_json::from_str::<Scenario>(&j).unwrap(),
-            Scenario::new(2, 3)
-        );
+        assert_eq!(serde_json::from_str::<Scenario>(&j).unwrap(), Scenario::new(2, 3));
         assert!(serde_json::from_str::<Scenario>("\"99u0d\"").is_err());
     }
 }
@@ -176,12 +157,7 @@ impl Ramp {
             "auto-down" => (false, true),
             _ => return None,
         };
-        Some(Ramp {
-            up,
-            down,
-            growth: RAMP_GROWTH,
-            max_flows: MAX_FLOWS_PER_DIRECTION,
-        })
+        Some(Ramp { up, down, growth: RAMP_GROWTH, max_flows: MAX_FLOWS_PER_DIRECTION })
     }
 
     pub fn name(&self) -> &'static str {
@@ -207,9 +183,7 @@ impl Ramp {
             return Err("the ramp's growth threshold must be above 0 and below 1".into());
         }
         if self.max_flows < 2 || self.max_flows > MAX_FLOWS_PER_DIRECTION {
-            return Err(format!(
-                "the ramp's flow limit must be 2..{MAX_FLOWS_PER_DIRECTION}"
-            ));
+            return Err(format!("the ramp's flow limit must be 2..{MAX_FLOWS_PER_DIRECTION}"));
         }
         Ok(())
     }

@@ -17,15 +17,8 @@ impl Secret {
     /// A secret from a file's contents: the bytes with surrounding whitespace
     /// (a trailing newline) removed. `what` names the file in errors.
     pub fn from_file_contents(bytes: &[u8], what: &str) -> Result<Secret, String> {
-        let start = bytes
-            .iter()
-            .position(|b| !b.is_ascii_whitespace())
-            .unwrap_or(bytes.len());
-        let end = bytes
-            .iter()
-            .rposition(|b| !b.is_ascii_whitespace())
-            .map(|i| i + 1)
-            .unwrap_or(start);
+        let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
+        let end = bytes.iter().rposition(|b| !b.is_ascii_whitespace()).map(|i| i + 1).unwrap_or(start);
         let s = &bytes[start..end.max(start)];
         if s.len() < SECRET_MIN_BYTES {
             return Err(format!(
@@ -34,10 +27,7 @@ impl Secret {
             ));
         }
         if s.len() > SECRET_MAX_BYTES {
-            return Err(format!(
-                "{what}: {} bytes is not a secret file (at most {SECRET_MAX_BYTES} bytes)",
-                s.len()
-            ));
+            return Err(format!("{what}: {} bytes is not a secret file (at most {SECRET_MAX_BYTES} bytes)", s.len()));
         }
         Ok(Secret(s.to_vec()))
     }
@@ -55,13 +45,7 @@ impl std::fmt::Debug for Secret {
 
 impl Serialize for Secret {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(
-            &self
-                .0
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>(),
-        )
+        s.serialize_str(&self.0.iter().map(|b| format!("{b:02x}")).collect::<String>())
     }
 }
 
@@ -69,14 +53,9 @@ impl<'de> Deserialize<'de> for Secret {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let h = String::deserialize(d)?;
         if h.len() % 2 != 0 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(serde::de::Error::custom(
-                "a secret is an even number of hex digits",
-            ));
+            return Err(serde::de::Error::custom("a secret is an even number of hex digits"));
         }
-        let v: Vec<u8> = (0..h.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex checked"))
-            .collect();
+        let v: Vec<u8> = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex checked")).collect();
         Secret::from_file_contents(&v, "secret").map_err(serde::de::Error::custom)
     }
 }
@@ -91,14 +70,9 @@ mod tests {
         assert_eq!(s.bytes(), b"0123456789abcdefXYZ");
         assert_eq!(format!("{s:?}"), "Secret(19 bytes)");
         let e = Secret::from_file_contents(b"short\n", "/etc/bl").unwrap_err();
-        assert!(
-            e.starts_with("/etc/bl: the secret has 5 bytes; use at least 16"),
-            "{e}"
-        );
+        assert!(e.starts_with("/etc/bl: the secret has 5 bytes; use at least 16"), "{e}");
         assert!(Secret::from_file_contents(b"\n\n", "f").is_err());
-        assert!(Secret::from_file_contents(&[b'a'; 2000], "f")
-            .unwrap_err()
-            .contains("not a secret file"));
+        assert!(Secret::from_file_contents(&[b'a'; 2000], "f").unwrap_err().contains("not a secret file"));
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(j, "\"3031323334353637383961626364656658595a\"");
         assert_eq!(serde_json::from_str::<Secret>(&j).unwrap(), s);

@@ -246,9 +246,7 @@ impl Configurable for ServerSetup {
 fn listen_port(s: &str) -> Result<u16, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n <= 65535 => Ok(n as u16),
-        _ => Err(format!(
-            "`{s}` is not a port (0-65535 to listen on; 0 picks a free one)"
-        )),
+        _ => Err(format!("`{s}` is not a port (0-65535 to listen on; 0 picks a free one)")),
     }
 }
 
@@ -275,9 +273,7 @@ fn bind_addr(s: &str) -> Result<String, String> {
     if s.parse::<IpAddr>().is_ok() || s.parse::<SocketAddr>().is_ok() {
         Ok(s.to_string())
     } else {
-        Err(format!(
-            "`{s}` is not an IP address (examples: 127.0.0.1, ::1, [::1]:9770)"
-        ))
+        Err(format!("`{s}` is not an IP address (examples: 127.0.0.1, ::1, [::1]:9770)"))
     }
 }
 
@@ -508,29 +504,17 @@ impl crate::options::Overrides<ServerSetup> {
     pub fn resolve(&self) -> Result<ServerSetup, String> {
         let mut s = ServerSetup::default();
         self.apply(&mut s)?;
-        let given = |names: &[&str]| {
-            names
-                .iter()
-                .filter(|n| self.has(n))
-                .map(|n| format!("--{n}"))
-                .collect::<Vec<_>>()
-        };
+        let given = |names: &[&str]| names.iter().filter(|n| self.has(n)).map(|n| format!("--{n}")).collect::<Vec<_>>();
         if s.no_rpm {
             let with = given(&["rpm-port", "rpm-cert", "rpm-key", "rpm-name"]);
             if !with.is_empty() {
-                return Err(format!(
-                    "--no-rpm serves no RPM endpoints; {} has nothing to set (drop it)",
-                    with.join(", ")
-                ));
+                return Err(format!("--no-rpm serves no RPM endpoints; {} has nothing to set (drop it)", with.join(", ")));
             }
         }
         if s.no_web {
             let with = given(&["web-port", "web-results", "web-public"]);
             if !with.is_empty() {
-                return Err(format!(
-                    "--no-web serves no browser test; {} has nothing to set (drop it)",
-                    with.join(", ")
-                ));
+                return Err(format!("--no-web serves no browser test; {} has nothing to set (drop it)", with.join(", ")));
             }
         }
         for (a, b) in [("rpm-cert", "rpm-key"), ("rpm-key", "rpm-cert")] {
@@ -538,20 +522,13 @@ impl crate::options::Overrides<ServerSetup> {
                 return Err(format!("--{a} needs --{b}"));
             }
         }
-        for n in [
-            "web-results-max",
-            "web-results-per-hour",
-            "web-results-keep-addresses",
-        ] {
+        for n in ["web-results-max", "web-results-per-hour", "web-results-keep-addresses"] {
             if self.has(n) && !self.has("web-results") {
                 return Err(format!("--{n} needs --web-results DIR"));
             }
         }
         if s.web_results.is_some() && s.secret_file.is_some() && !s.web_public {
-            return Err(
-                "--web-results: the browser test is off (--secret-file without --web-public)"
-                    .into(),
-            );
+            return Err("--web-results: the browser test is off (--secret-file without --web-public)".into());
         }
         Ok(s)
     }
@@ -574,46 +551,18 @@ mod tests {
     fn the_setup_is_checked_across_its_options() {
         let d = of(&[]).unwrap();
         assert_eq!(d, ServerSetup::default());
-        assert_eq!(
-            (d.port, d.rpm_port, d.web_port),
-            (DEFAULT_PORT, DEFAULT_RPM_PORT, DEFAULT_WEB_PORT)
-        );
-        let s = of(&[
-            ("bind", "127.0.0.1"),
-            ("bind", "[::1]:9000"),
-            ("port", "0"),
-            ("web-results", "/tmp/w"),
-            ("web-results-max", "5"),
-        ])
-        .unwrap();
+        assert_eq!((d.port, d.rpm_port, d.web_port), (DEFAULT_PORT, DEFAULT_RPM_PORT, DEFAULT_WEB_PORT));
+        let s = of(&[("bind", "127.0.0.1"), ("bind", "[::1]:9000"), ("port", "0"), ("web-results", "/tmp/w"), ("web-results-max", "5")]).unwrap();
         assert_eq!(s.bind, ["127.0.0.1", "[::1]:9000"]);
         assert_eq!((s.port, s.web_results_max), (0, 5));
         for (pairs, why) in [
-            (
-                &[("no-rpm", "on"), ("rpm-port", "1")][..],
-                "--no-rpm serves no RPM endpoints; --rpm-port has nothing to set",
-            ),
-            (
-                &[("no-web", "on"), ("web-public", "on")][..],
-                "--no-web serves no browser test; --web-public",
-            ),
+            (&[("no-rpm", "on"), ("rpm-port", "1")][..], "--no-rpm serves no RPM endpoints; --rpm-port has nothing to set"),
+            (&[("no-web", "on"), ("web-public", "on")][..], "--no-web serves no browser test; --web-public"),
             (&[("rpm-cert", "c.pem")][..], "--rpm-cert needs --rpm-key"),
-            (
-                &[("web-results-max", "5")][..],
-                "--web-results-max needs --web-results DIR",
-            ),
-            (
-                &[("web-results", "/tmp/w"), ("secret-file", "s")][..],
-                "--secret-file without --web-public",
-            ),
-            (
-                &[("bind", "localhost")][..],
-                "`localhost` is not an IP address",
-            ),
-            (
-                &[("port", "70000")][..],
-                "`70000` is not a port (0-65535 to listen on",
-            ),
+            (&[("web-results-max", "5")][..], "--web-results-max needs --web-results DIR"),
+            (&[("web-results", "/tmp/w"), ("secret-file", "s")][..], "--secret-file without --web-public"),
+            (&[("bind", "localhost")][..], "`localhost` is not an IP address"),
+            (&[("port", "70000")][..], "`70000` is not a port (0-65535 to listen on"),
             (&[("web-results-max", "0")][..], "at least 1"),
             (&[("rpm-name", "a.example:443")][..], "without a port"),
         ] {

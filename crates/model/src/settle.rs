@@ -29,13 +29,7 @@ pub struct SettleRule {
 }
 
 /// The one rule.
-pub const SETTLE_RULE: SettleRule = SettleRule {
-    window: Duration::from_secs(1),
-    hold: 3,
-    tolerance: 0.05,
-    floor_ms: 1.0,
-    min_samples: 3,
-};
+pub const SETTLE_RULE: SettleRule = SettleRule { window: Duration::from_secs(1), hold: 3, tolerance: 0.05, floor_ms: 1.0, min_samples: 3 };
 
 impl SettleRule {
     /// The rule in words, for help texts, documents and the result's metadata.
@@ -96,13 +90,7 @@ pub struct DrainRule {
 }
 
 /// The one drain rule.
-pub const DRAIN_RULE: DrainRule = DrainRule {
-    window: Duration::from_millis(500),
-    tolerance: 0.10,
-    floor_ms: 2.0,
-    min_samples: 3,
-    cap: Duration::from_secs(10),
-};
+pub const DRAIN_RULE: DrainRule = DrainRule { window: Duration::from_millis(500), tolerance: 0.10, floor_ms: 2.0, min_samples: 3, cap: Duration::from_secs(10) };
 
 impl DrainRule {
     pub fn describe(&self) -> String {

@@ -22,14 +22,7 @@ pub enum TuneShaper {
     /// with neither: it shapes the traffic the router forwards.
     Emulator,
 }
-crate::words!(
-    TuneShaper,
-    "a shaper",
-    Auto = "auto",
-    Cake = "cake",
-    FqCodel = "fq_codel",
-    Emulator = "emulator"
-);
+crate::words!(TuneShaper, "a shaper", Auto = "auto", Cake = "cake", FqCodel = "fq_codel", Emulator = "emulator");
 
 /// The default state directory: where a tune's saved state waits for its undo.
 pub const DEFAULT_TUNE_STATE_DIR: &str = "/run/bloatlab/tune";
@@ -56,22 +49,9 @@ impl TuneTest {
         match self {
             TuneTest::Test(t) => match t.profile {
                 Some(p) => format!("the {} profile", p.name()),
-                None => t
-                    .scenarios
-                    .iter()
-                    .map(|s| s.name())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                None => t.scenarios.iter().map(|s| s.name()).collect::<Vec<_>>().join(", "),
             },
-            TuneTest::Rpm(r) => format!(
-                "the RPM method's {} stage{}",
-                r.directions
-                    .iter()
-                    .map(|d| d.name())
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-                if r.directions.len() > 1 { "s" } else { "" }
-            ),
+            TuneTest::Rpm(r) => format!("the RPM method's {} stage{}", r.directions.iter().map(|d| d.name()).collect::<Vec<_>>().join(" and "), if r.directions.len() > 1 { "s" } else { "" }),
         }
     }
 }
@@ -152,8 +132,7 @@ impl TuneConfig {
     /// RPM server; anything else is refused with what a target is.
     pub fn set_server(&mut self, s: &str) -> Result<(), String> {
         const FORMS: &str = "tune measures a loaded line against a bloatlab server, HOST[:PORT], or an RPM server, https://HOST[:PORT]/.well-known/nq (#pin-sha256=HEX pins its certificate)";
-        let t = TuneTarget::parse(s)
-            .map_err(|e| format!("{}; {FORMS}", e.split("; a target is").next().unwrap_or(&e)))?;
+        let t = TuneTarget::parse(s).map_err(|e| format!("{}; {FORMS}", e.split("; a target is").next().unwrap_or(&e)))?;
         if t.latency_only() {
             return Err(format!("`{s}` is a latency-only target; {FORMS}"));
         }
@@ -163,10 +142,7 @@ impl TuneConfig {
 
     /// The server's name, as results and documents show it.
     pub fn server_name(&self) -> String {
-        self.server
-            .as_ref()
-            .map(TuneTarget::name)
-            .unwrap_or_default()
+        self.server.as_ref().map(TuneTarget::name).unwrap_or_default()
     }
 
     /// The server as `bloatlab test` names it.
@@ -183,22 +159,8 @@ impl TuneConfig {
 
     /// The RPM method against `url`: `directions`' stages after `idle`
     /// of idle probes, each stage at most `max_stage`.
-    fn rpm_test(
-        &self,
-        url: &str,
-        pin: &Option<String>,
-        directions: Vec<crate::RpmDirection>,
-        idle: Duration,
-        max_stage: Duration,
-    ) -> Result<crate::RpmConfig, String> {
-        let r = crate::RpmConfig {
-            url: url.to_string(),
-            pin_sha256: pin.clone(),
-            directions,
-            idle,
-            max_stage,
-            ..Default::default()
-        };
+    fn rpm_test(&self, url: &str, pin: &Option<String>, directions: Vec<crate::RpmDirection>, idle: Duration, max_stage: Duration) -> Result<crate::RpmConfig, String> {
+        let r = crate::RpmConfig { url: url.to_string(), pin_sha256: pin.clone(), directions, idle, max_stage, ..Default::default() };
         r.validate()?;
         Ok(r)
     }
@@ -221,14 +183,7 @@ impl TuneConfig {
             }
             TuneTarget::Rpm { url, pin_sha256 } => {
                 let cap = quick_cap();
-                self.rpm_test(
-                    url,
-                    pin_sha256,
-                    vec![crate::RpmDirection::Download, crate::RpmDirection::Upload],
-                    RPM_IDLE,
-                    cap,
-                )
-                .map(TuneTest::Rpm)
+                self.rpm_test(url, pin_sha256, vec![crate::RpmDirection::Download, crate::RpmDirection::Upload], RPM_IDLE, cap).map(TuneTest::Rpm)
             }
             t => Err(format!("{}: not a target tune measures against", t.name())),
         }
@@ -243,11 +198,7 @@ impl TuneConfig {
         match self.target()? {
             TuneTarget::Server { host, port } => {
                 let mut t = self.base_test(host, *port);
-                t.scenarios = vec![if upload {
-                    Scenario::new(4, 0)
-                } else {
-                    Scenario::new(0, 4)
-                }];
+                t.scenarios = vec![if upload { Scenario::new(4, 0) } else { Scenario::new(0, 4) }];
                 t.idle = Duration::from_secs(1);
                 t.duration = self.step;
                 t.until_settled = Some(STEP_CAP.max(self.step));
@@ -256,19 +207,8 @@ impl TuneConfig {
                 Ok(TuneTest::Test(t))
             }
             TuneTarget::Rpm { url, pin_sha256 } => {
-                let d = if upload {
-                    crate::RpmDirection::Upload
-                } else {
-                    crate::RpmDirection::Download
-                };
-                self.rpm_test(
-                    url,
-                    pin_sha256,
-                    vec![d],
-                    Duration::from_secs(1),
-                    STEP_CAP.max(self.step),
-                )
-                .map(TuneTest::Rpm)
+                let d = if upload { crate::RpmDirection::Upload } else { crate::RpmDirection::Download };
+                self.rpm_test(url, pin_sha256, vec![d], Duration::from_secs(1), STEP_CAP.max(self.step)).map(TuneTest::Rpm)
             }
             t => Err(format!("{}: not a target tune measures against", t.name())),
         }
@@ -290,9 +230,7 @@ impl TuneConfig {
             return Err("--local tunes this host's own queue, which only its own traffic fills: the tests run here, not from --client-netns".into());
         }
         if self.local && !self.lan.is_empty() {
-            return Err(
-                "--local adds no shaper between LAN and WAN: --lan does not go with it".into(),
-            );
+            return Err("--local adds no shaper between LAN and WAN: --lan does not go with it".into());
         }
         self.verify_test().and(self.step_test(true)).map(drop)
     }
@@ -305,11 +243,7 @@ pub const RPM_IDLE: Duration = Duration::from_secs(2);
 /// test before and after.
 fn quick_cap() -> Duration {
     let p = crate::web::WebPlan::of(crate::web::Profile::Quick);
-    p.phases
-        .iter()
-        .map(|ph| ph.cap)
-        .max()
-        .unwrap_or(Duration::from_secs(15))
+    p.phases.iter().map(|ph| ph.cap).max().unwrap_or(Duration::from_secs(15))
 }
 
 impl Configurable for TuneConfig {
@@ -321,23 +255,20 @@ impl Configurable for TuneConfig {
 
 fn iface(s: &str) -> Result<String, String> {
     if s.is_empty() || s.len() > 15 || s.contains(['/', ' ', ':']) || s == "." || s == ".." {
-        return Err(format!(
-            "`{s}` is not an interface name (1-15 characters, no `/`, `:` or space)"
-        ));
+        return Err(format!("`{s}` is not an interface name (1-15 characters, no `/`, `:` or space)"));
     }
     Ok(s.to_string())
 }
 
 /// cake's per-packet sizes: 0..=256 bytes.
 fn packet_bytes(s: &str) -> Result<u32, String> {
-    let v: u32 = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of bytes"))?;
+    let v: u32 = s.parse().map_err(|_| format!("`{s}` is not a number of bytes"))?;
     if v > 256 {
         return Err(format!("`{s}` is over 256 bytes"));
     }
     Ok(v)
 }
+
 
 fn file(s: &str) -> Result<PathBuf, String> {
     if s.is_empty() {
@@ -661,25 +592,15 @@ mod tests {
         for o in TUNE_OPTIONS {
             for e in o.examples {
                 let mut c = TuneConfig::default();
-                o.set(&mut c, e)
-                    .unwrap_or_else(|err| panic!("--{} {e}: {err}", o.long));
-                assert_eq!(
-                    o.get(&c).last().map(String::as_str),
-                    Some(*e),
-                    "--{}",
-                    o.long
-                );
+                o.set(&mut c, e).unwrap_or_else(|err| panic!("--{} {e}: {err}", o.long));
+                assert_eq!(o.get(&c).last().map(String::as_str), Some(*e), "--{}", o.long);
             }
         }
     }
 
     #[test]
     fn bad_values_are_refused_with_the_reason() {
-        let set = |n: &str, v: &str| {
-            crate::options::option::<TuneConfig>(n)
-                .unwrap()
-                .set(&mut TuneConfig::default(), v)
-        };
+        let set = |n: &str, v: &str| crate::options::option::<TuneConfig>(n).unwrap().set(&mut TuneConfig::default(), v);
         assert!(set("wan", "a/b").unwrap_err().contains("interface name"));
         assert!(set("wan", "averyveryverylongname").is_err());
         assert!(set("target-added", "0").is_err());
@@ -693,27 +614,11 @@ mod tests {
         };
         let c = srv("h").unwrap();
         assert!(c.check().unwrap_err().contains("--wan"));
-        let c = TuneConfig {
-            wan: "eth1".into(),
-            lan: vec!["eth1".into()],
-            ..srv("h").unwrap()
-        };
+        let c = TuneConfig { wan: "eth1".into(), lan: vec!["eth1".into()], ..srv("h").unwrap() };
         assert!(c.check().unwrap_err().contains("WAN"));
-        assert!(TuneConfig {
-            wan: "eth1".into(),
-            ..Default::default()
-        }
-        .check()
-        .unwrap_err()
-        .contains("no server"));
+        assert!(TuneConfig { wan: "eth1".into(), ..Default::default() }.check().unwrap_err().contains("no server"));
         // a target is a bloatlab server or an RPM server, nothing else
-        for (bad, why) in [
-            ("ping:h", "latency-only"),
-            ("udp:h", "latency-only"),
-            ("ftp://h/", "RPM server"),
-            ("h:99999", "not a port"),
-            ("https://h/#x=1", "pin-sha256"),
-        ] {
+        for (bad, why) in [("ping:h", "latency-only"), ("udp:h", "latency-only"), ("ftp://h/", "RPM server"), ("h:99999", "not a port"), ("https://h/#x=1", "pin-sha256")] {
             let e = srv(bad).unwrap_err();
             assert!(e.contains(why) && e.contains("tune measures"), "{bad}: {e}");
         }
@@ -721,75 +626,34 @@ mod tests {
 
     #[test]
     fn a_step_loads_one_direction_and_the_verification_is_the_quick_profile() {
-        let mut c = TuneConfig {
-            wan: "eth1".into(),
-            ..Default::default()
-        };
+        let mut c = TuneConfig { wan: "eth1".into(), ..Default::default() };
         c.set_server("192.0.2.1:5999").unwrap();
-        let TuneTest::Test(s) = c.step_test(true).unwrap() else {
-            panic!("a bloatlab server's step is a test")
-        };
+        let TuneTest::Test(s) = c.step_test(true).unwrap() else { panic!("a bloatlab server's step is a test") };
         assert_eq!((s.server.as_str(), s.port), ("192.0.2.1", 5999));
         assert_eq!(s.scenarios, vec![Scenario::new(4, 0)]);
         assert_eq!(s.until_settled, Some(STEP_CAP));
-        let TuneTest::Test(v) = c.verify_test().unwrap() else {
-            panic!()
-        };
+        let TuneTest::Test(v) = c.verify_test().unwrap() else { panic!() };
         assert_eq!(v.profile, Some(crate::web::Profile::Quick));
         c.set_server("[2001:db8::1]:5999").unwrap();
-        let TuneTest::Test(s) = c.step_test(false).unwrap() else {
-            panic!()
-        };
+        let TuneTest::Test(s) = c.step_test(false).unwrap() else { panic!() };
         assert_eq!((s.server.as_str(), s.port), ("2001:db8::1", 5999));
     }
 
     #[test]
     fn an_rpm_server_is_measured_by_its_stages_after_idle_probes() {
         let pin = "65f09ce4151094751545164182e7e745f17a7466f54c2bbfc3eb10b2f9561aa7";
-        let mut c = TuneConfig {
-            wan: "eth1".into(),
-            ..Default::default()
-        };
-        c.set_server(&format!(
-            "https://nq.example.net:4043/.well-known/nq#pin-sha256={pin}"
-        ))
-        .unwrap();
+        let mut c = TuneConfig { wan: "eth1".into(), ..Default::default() };
+        c.set_server(&format!("https://nq.example.net:4043/.well-known/nq#pin-sha256={pin}")).unwrap();
         c.check().unwrap();
-        assert_eq!(
-            c.server_name(),
-            "https://nq.example.net:4043/.well-known/nq"
-        );
-        assert_eq!(
-            c.server.as_ref().unwrap().address().unwrap(),
-            ("nq.example.net".to_string(), 4043)
-        );
-        let TuneTest::Rpm(v) = c.verify_test().unwrap() else {
-            panic!("an RPM server's test is the RPM method")
-        };
-        assert_eq!(
-            (v.directions.clone(), v.idle, v.pin_sha256.as_deref()),
-            (
-                vec![crate::RpmDirection::Download, crate::RpmDirection::Upload],
-                RPM_IDLE,
-                Some(pin)
-            )
-        );
-        let TuneTest::Rpm(s) = c.step_test(true).unwrap() else {
-            panic!()
-        };
-        assert_eq!(
-            (s.directions.clone(), s.max_stage),
-            (vec![crate::RpmDirection::Upload], STEP_CAP)
-        );
+        assert_eq!(c.server_name(), "https://nq.example.net:4043/.well-known/nq");
+        assert_eq!(c.server.as_ref().unwrap().address().unwrap(), ("nq.example.net".to_string(), 4043));
+        let TuneTest::Rpm(v) = c.verify_test().unwrap() else { panic!("an RPM server's test is the RPM method") };
+        assert_eq!((v.directions.clone(), v.idle, v.pin_sha256.as_deref()), (vec![crate::RpmDirection::Download, crate::RpmDirection::Upload], RPM_IDLE, Some(pin)));
+        let TuneTest::Rpm(s) = c.step_test(true).unwrap() else { panic!() };
+        assert_eq!((s.directions.clone(), s.max_stage), (vec![crate::RpmDirection::Upload], STEP_CAP));
         c.set_server("https://[2001:db8::1]/").unwrap();
-        assert_eq!(
-            c.server.as_ref().unwrap().address().unwrap(),
-            ("2001:db8::1".to_string(), 443)
-        );
+        assert_eq!(c.server.as_ref().unwrap().address().unwrap(), ("2001:db8::1".to_string(), 443));
         c.set_server("https://h.example").unwrap();
-        assert_eq!(
-            c.server.as_ref().unwrap().address().unwrap(),
-            ("h.example".to_string(), 443)
-        );
+        assert_eq!(c.server.as_ref().unwrap().address().unwrap(), ("h.example".to_string(), 443));
     }
 }

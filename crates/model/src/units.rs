@@ -69,11 +69,7 @@ fn quantity<'a>(s: &'a str, what: &str, forms: &str) -> Result<Quantity<'a>, Str
     if value < 0.0 {
         return Err(format!("{what} `{s}` is negative; {forms}"));
     }
-    Ok(Quantity {
-        num,
-        value,
-        unit: unit.to_lowercase(),
-    })
+    Ok(Quantity { num, value, unit: unit.to_lowercase() })
 }
 
 /// `value * mult` rounded to a u64, or an error when it does not fit.
@@ -124,14 +120,8 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
     let q = quantity(s, "duration", DURATION_FORMS)?;
     let mult = match q.unit.as_str() {
         "" if q.value == 0.0 => 1e9,
-        "" => {
-            return Err(format!(
-                "duration `{s}` needs a unit (`{n}s`? `{n}ms`?); {DURATION_FORMS}",
-                n = q.num
-            ))
-        }
-        u => duration_unit_ns(u)
-            .ok_or_else(|| format!("duration `{s}`: unknown unit `{u}`; {DURATION_FORMS}"))?,
+        "" => return Err(format!("duration `{s}` needs a unit (`{n}s`? `{n}ms`?); {DURATION_FORMS}", n = q.num)),
+        u => duration_unit_ns(u).ok_or_else(|| format!("duration `{s}`: unknown unit `{u}`; {DURATION_FORMS}"))?,
     };
     scaled(s, "duration", q.value, mult, "584 years")
 }
@@ -174,8 +164,7 @@ pub fn fmt_duration(d: Duration) -> String {
 // -------------------------------------------------------------------- rates
 
 /// Accepted rate spellings, for error messages and help.
-pub const RATE_FORMS: &str =
-    "accepted forms: 10mbit, 1.5mbit, 100kbit, 1gbit, 500000bit or a bare number \
+pub const RATE_FORMS: &str = "accepted forms: 10mbit, 1.5mbit, 100kbit, 1gbit, 500000bit or a bare number \
      (bits per second, decimal prefixes as in tc; also 10M, 100k, 1G, 10mbit/s, binary 1mibit)";
 
 /// Parse a rate in bits per second, tc style: `10mbit`, `1.5Mbit`, `100kbit`,
@@ -361,11 +350,7 @@ pub fn parse_utc_time(s: &str) -> Result<u64, String> {
     if dp.len() != 3 || dp[0].len() != 4 {
         return Err(bad());
     }
-    let (y, m, d) = (
-        num(dp[0], 1970, 9999)? as i64,
-        num(dp[1], 1, 12)?,
-        num(dp[2], 1, 31)?,
-    );
+    let (y, m, d) = (num(dp[0], 1970, 9999)? as i64, num(dp[1], 1, 12)?, num(dp[2], 1, 31)?);
     if civil_from_days(days_from_civil(y, m, d)) != (y, m, d) {
         return Err(format!("`{s}`: {y}-{m:02} has no day {d}"));
     }
@@ -400,15 +385,7 @@ impl UtcTime {
     pub fn from_unix_secs(secs: i64) -> UtcTime {
         let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
         let sod = secs.rem_euclid(86_400) as u32;
-        UtcTime {
-            year,
-            month,
-            day,
-            hour: sod / 3600,
-            minute: (sod % 3600) / 60,
-            second: sod % 60,
-            nanos: 0,
-        }
+        UtcTime { year, month, day, hour: sod / 3600, minute: (sod % 3600) / 60, second: sod % 60, nanos: 0 }
     }
 
     /// From nanoseconds since the Unix epoch.
@@ -526,17 +503,9 @@ mod tests {
     #[test]
     fn durations_refused_with_reasons() {
         let e = |s: &str| parse_duration_ns(s).unwrap_err();
-        assert!(
-            e("fast").contains("not a duration") && e("fast").contains("accepted forms"),
-            "{}",
-            e("fast")
-        );
+        assert!(e("fast").contains("not a duration") && e("fast").contains("accepted forms"), "{}", e("fast"));
         assert!(e("").contains("empty"));
-        assert!(
-            e("5 parsecs").contains("unknown unit `parsecs`"),
-            "{}",
-            e("5 parsecs")
-        );
+        assert!(e("5 parsecs").contains("unknown unit `parsecs`"), "{}", e("5 parsecs"));
         assert!(e("10 parsecs").contains("accepted forms"));
         assert!(e("-1s").contains("negative"));
         assert!(e("-5ms").contains("negative"));
@@ -556,10 +525,7 @@ mod tests {
     fn a_bare_number_is_refused_everywhere_but_zero() {
         for bare in ["20", "1.5", "10", "0.5"] {
             let e = parse_duration_ns(bare).unwrap_err();
-            assert!(
-                e.contains("needs a unit") && e.contains(&format!("`{bare}s`? `{bare}ms`?")),
-                "{e}"
-            );
+            assert!(e.contains("needs a unit") && e.contains(&format!("`{bare}s`? `{bare}ms`?")), "{e}");
         }
         assert!(parse_duration("10").is_err());
         assert!(parse_duration_ns("20 parsecs").is_err());
@@ -636,15 +602,9 @@ mod tests {
     #[test]
     fn rates_refused_with_reasons() {
         let e = |s: &str| parse_rate_bps(s).unwrap_err();
-        for amb in [
-            "10mbps", "10Mbps", "10MBps", "10bps", "10kbps", "1gbps", "1tbps", "10mibps",
-            "10mbps/s",
-        ] {
+        for amb in ["10mbps", "10Mbps", "10MBps", "10bps", "10kbps", "1gbps", "1tbps", "10mibps", "10mbps/s"] {
             let m = e(amb);
-            assert!(
-                m.contains("ambiguous") && m.contains("bytes per second") && m.contains("bit`"),
-                "{amb}: {m}"
-            );
+            assert!(m.contains("ambiguous") && m.contains("bytes per second") && m.contains("bit`"), "{amb}: {m}");
         }
         assert!(e("10mbps").contains("`10mbit`"), "{}", e("10mbps"));
         for amb in ["10mb", "10kb", "1gb", "10MB"] {
@@ -719,9 +679,7 @@ mod tests {
         assert_eq!(parse_probability("0.25"), Ok(0.25));
         assert_eq!(parse_probability("0.5"), Ok(0.5));
         assert_eq!(parse_probability("1"), Ok(1.0));
-        assert!(parse_probability("150%")
-            .unwrap_err()
-            .contains("between 0% and 100%"));
+        assert!(parse_probability("150%").unwrap_err().contains("between 0% and 100%"));
         assert!(parse_probability("1.5").is_err());
         assert!(parse_probability("-1%").is_err());
         assert!(parse_probability("nan").is_err());
@@ -741,54 +699,28 @@ mod tests {
             assert_eq!(days_from_civil(y, m, dd), d);
         }
         assert_eq!(parse_utc_time("2026-11-20").unwrap(), 1_795_132_800 * S);
-        assert_eq!(
-            parse_utc_time("2026-11-20T10:00Z").unwrap(),
-            1_795_168_800 * S
-        );
-        assert_eq!(
-            parse_utc_time("2026-11-20T10:00:30").unwrap(),
-            1_795_168_830 * S
-        );
-        assert!(parse_utc_time("2026-02-30")
-            .unwrap_err()
-            .contains("no day 30"));
-        assert!(parse_utc_time("20-11-2026")
-            .unwrap_err()
-            .contains("UTC date"));
+        assert_eq!(parse_utc_time("2026-11-20T10:00Z").unwrap(), 1_795_168_800 * S);
+        assert_eq!(parse_utc_time("2026-11-20T10:00:30").unwrap(), 1_795_168_830 * S);
+        assert!(parse_utc_time("2026-02-30").unwrap_err().contains("no day 30"));
+        assert!(parse_utc_time("20-11-2026").unwrap_err().contains("UTC date"));
         assert_eq!(civil_from_days(47541), (2100, 3, 1)); // 2100 is not: Feb 28 is the day before
         assert_eq!(civil_from_days(47540), (2100, 2, 28));
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         // 2026-11-22T05:58:16.250Z = 1795327096.25 s
-        assert_eq!(
-            rfc3339(1_795_327_096_250_000_000),
-            "2026-11-22T05:58:16.250Z"
-        );
+        assert_eq!(rfc3339(1_795_327_096_250_000_000), "2026-11-22T05:58:16.250Z");
         // leap day 2024-02-29T12:00:00Z = 1709208000
-        assert_eq!(
-            rfc3339(1_709_208_000_000_000_000),
-            "2024-02-29T12:00:00.000Z"
-        );
+        assert_eq!(rfc3339(1_709_208_000_000_000_000), "2024-02-29T12:00:00.000Z");
         // milliseconds are truncated
         assert_eq!(rfc3339(1_999_999_999), "1970-01-01T00:00:01.999Z");
         let t = UtcTime::from_unix_secs(1_769_062_502); // 2026-01-22T06:15:02Z
         assert_eq!(t.compact(), "20260122T061502Z");
         assert_eq!(t.rfc3339_secs(), "2026-01-22T06:15:02Z");
-        assert_eq!(
-            UtcTime::from_unix_secs(-1).rfc3339_secs(),
-            "1969-12-31T23:59:59Z"
-        );
+        assert_eq!(UtcTime::from_unix_secs(-1).rfc3339_secs(), "1969-12-31T23:59:59Z");
     }
 
     #[test]
     fn byte_sizes_are_spelled_as_they_are_read() {
-        for (n, s) in [
-            (16u64 << 20, "16m"),
-            (65536, "64k"),
-            (1 << 30, "1g"),
-            (1500, "1500"),
-            (0, "0"),
-            (1536 * 1024, "1536k"),
-        ] {
+        for (n, s) in [(16u64 << 20, "16m"), (65536, "64k"), (1 << 30, "1g"), (1500, "1500"), (0, "0"), (1536 * 1024, "1536k")] {
             assert_eq!(fmt_bytes(n), s);
             assert_eq!(parse_bytes(s).unwrap(), n);
         }

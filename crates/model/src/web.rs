@@ -38,13 +38,7 @@ pub struct WebResults {
 
 impl WebResults {
     pub fn new(dir: PathBuf) -> WebResults {
-        WebResults {
-            dir,
-            max_count: 10_000,
-            max_bytes: 1 << 30,
-            per_source_per_hour: 30,
-            keep_addresses: false,
-        }
+        WebResults { dir, max_count: 10_000, max_bytes: 1 << 30, per_source_per_hour: 30, keep_addresses: false }
     }
 }
 
@@ -64,10 +58,7 @@ pub struct WebPhase {
 
 impl WebPhase {
     pub fn length(&self) -> crate::PhaseLength {
-        crate::PhaseLength {
-            min: self.duration,
-            cap: self.cap,
-        }
+        crate::PhaseLength { min: self.duration, cap: self.cap }
     }
 }
 
@@ -129,34 +120,10 @@ impl WebPlan {
         let loaded = |d: Duration, cap: Duration| {
             let idle = if d > s(5) { s(4) } else { s(2) };
             vec![
-                WebPhase {
-                    name: "idle",
-                    download: false,
-                    upload: false,
-                    duration: idle,
-                    cap: idle,
-                },
-                WebPhase {
-                    name: "download",
-                    download: true,
-                    upload: false,
-                    duration: d,
-                    cap,
-                },
-                WebPhase {
-                    name: "upload",
-                    download: false,
-                    upload: true,
-                    duration: d,
-                    cap,
-                },
-                WebPhase {
-                    name: "both",
-                    download: true,
-                    upload: true,
-                    duration: d,
-                    cap,
-                },
+                WebPhase { name: "idle", download: false, upload: false, duration: idle, cap: idle },
+                WebPhase { name: "download", download: true, upload: false, duration: d, cap },
+                WebPhase { name: "upload", download: false, upload: true, duration: d, cap },
+                WebPhase { name: "both", download: true, upload: true, duration: d, cap },
             ]
         };
         let phases = match mode {
@@ -167,13 +134,7 @@ impl WebPlan {
             Profile::Household => {
                 let mut p = loaded(s(5), s(15));
                 p.truncate(3);
-                p.push(WebPhase {
-                    name: HOUSEHOLD_PHASE,
-                    download: true,
-                    upload: true,
-                    duration: HOUSEHOLD_LENGTH,
-                    cap: HOUSEHOLD_LENGTH,
-                });
+                p.push(WebPhase { name: HOUSEHOLD_PHASE, download: true, upload: true, duration: HOUSEHOLD_LENGTH, cap: HOUSEHOLD_LENGTH });
                 p
             }
         };
@@ -207,21 +168,13 @@ impl WebPlan {
     pub fn max_total(&self) -> Duration {
         let phases: Duration = self.phases.iter().map(|p| p.cap.max(p.duration)).sum();
         let adaptive = self.phases.iter().any(|p| p.length().adaptive());
-        let pause = if adaptive {
-            self.pause.max(crate::DRAIN_RULE.cap)
-        } else {
-            self.pause
-        };
+        let pause = if adaptive { self.pause.max(crate::DRAIN_RULE.cap) } else { self.pause };
         phases + pause * self.phases.len().saturating_sub(1) as u32
     }
 
     /// The longest loaded phase at its cap (what a server's --max-duration must allow).
     pub fn longest_phase(&self) -> Duration {
-        self.phases
-            .iter()
-            .map(|p| p.cap.max(p.duration))
-            .max()
-            .unwrap_or_default()
+        self.phases.iter().map(|p| p.cap.max(p.duration)).max().unwrap_or_default()
     }
 
     /// The loaded phases as `bloatlab test` runs them: each phase's first
@@ -231,11 +184,7 @@ impl WebPlan {
     /// update), beside which the engine runs the call and the stream, with
     /// probes at the game's interval.
     pub fn apply_to(&self, t: &mut TestConfig) -> Result<(), String> {
-        let loaded: Vec<&WebPhase> = self
-            .phases
-            .iter()
-            .filter(|p| p.download || p.upload)
-            .collect();
+        let loaded: Vec<&WebPhase> = self.phases.iter().filter(|p| p.download || p.upload).collect();
         t.scenarios = loaded
             .iter()
             .map(|p| {
@@ -248,12 +197,7 @@ impl WebPlan {
             t.probe_interval = h.game_interval;
         }
         t.ramp = None;
-        t.idle = self
-            .phases
-            .iter()
-            .find(|p| p.name == "idle")
-            .map(|p| p.duration)
-            .unwrap_or_default();
+        t.idle = self.phases.iter().find(|p| p.name == "idle").map(|p| p.duration).unwrap_or_default();
         let first = loaded.first().ok_or("a profile without a loaded phase")?;
         t.duration = first.duration;
         t.until_settled = first.length().adaptive().then_some(first.cap);
@@ -329,10 +273,7 @@ impl WebPlan {
     /// The test configuration a browser test's result records (`metadata`):
     /// the scenarios as the streams ran (`scenarios`), the plan's times.
     pub fn test_config(&self, server: &str, scenarios: Vec<Scenario>) -> TestConfig {
-        let loaded = self
-            .phases
-            .iter()
-            .find(|p| p.name != "idle" && p.name != HOUSEHOLD_PHASE);
+        let loaded = self.phases.iter().find(|p| p.name != "idle" && p.name != HOUSEHOLD_PHASE);
         let idle = self.phases.iter().find(|p| p.name == "idle");
         TestConfig {
             server: server.into(),
@@ -433,20 +374,14 @@ mod tests {
         // >= 100 probes in the steady part of each loaded phase
         for ph in p.phases.iter().filter(|p| p.name != "idle") {
             let steady = ph.duration.as_secs_f64() * (1.0 - p.ramp_until - 0.05);
-            assert!(
-                steady / p.probe_interval.as_secs_f64() >= 100.0,
-                "{}",
-                ph.name
-            );
+            assert!(steady / p.probe_interval.as_secs_f64() >= 100.0, "{}", ph.name);
         }
         assert_eq!(p.max_streams_in(&p.phases[3]), 3);
         // the downloads leave the HTTP probes one of a browser's 6 connections
         assert_eq!(p.max_streams_in(&p.phases[1]), 5);
         assert!(WebPlan::of(Profile::Thorough).total() > p.total());
         // each loaded phase may run on to 15 s while latency still rises
-        assert!(p.phases[1..]
-            .iter()
-            .all(|ph| ph.cap == Duration::from_secs(15) && ph.length().adaptive()));
+        assert!(p.phases[1..].iter().all(|ph| ph.cap == Duration::from_secs(15) && ph.length().adaptive()));
         // ...and each pause up to 10 s while the queue drains
         assert_eq!(p.max_total(), Duration::from_secs(2 + 45 + 30));
         assert_eq!(p.longest_phase(), Duration::from_secs(15));
@@ -458,36 +393,19 @@ mod tests {
         let mut t = TestConfig::default();
         WebPlan::of(Profile::Quick).apply_to(&mut t).unwrap();
         assert_eq!(crate::scenario::list_name(&t.scenarios), "0u4d,4u0d,3u3d");
-        assert_eq!(
-            (t.idle, t.duration, t.until_settled, t.pause),
-            (
-                Duration::from_secs(2),
-                Duration::from_secs(5),
-                Some(Duration::from_secs(15)),
-                Duration::from_secs(1)
-            )
-        );
+        assert_eq!((t.idle, t.duration, t.until_settled, t.pause), (Duration::from_secs(2), Duration::from_secs(5), Some(Duration::from_secs(15)), Duration::from_secs(1)));
         assert_eq!(t.profile, Some(Profile::Quick));
         t.validate().unwrap();
         let mut t = TestConfig::default();
         WebPlan::of(Profile::Thorough).apply_to(&mut t).unwrap();
-        assert_eq!(
-            (t.duration, t.until_settled),
-            (Duration::from_secs(12), Some(Duration::from_secs(30)))
-        );
+        assert_eq!((t.duration, t.until_settled), (Duration::from_secs(12), Some(Duration::from_secs(30))));
         // the household: capacity phases, then its own, 12 s, the game at 50 Hz
         let mut t = TestConfig::default();
         WebPlan::of(Profile::Household).apply_to(&mut t).unwrap();
         assert_eq!(crate::scenario::list_name(&t.scenarios), "0u4d,4u0d,1u1d");
         assert_eq!(t.probe_interval, Duration::from_millis(20));
         assert!(!t.is_household_phase(1) && t.is_household_phase(2));
-        assert_eq!(
-            t.phase_length_of(2),
-            crate::PhaseLength {
-                min: HOUSEHOLD_LENGTH,
-                cap: HOUSEHOLD_LENGTH
-            }
-        );
+        assert_eq!(t.phase_length_of(2), crate::PhaseLength { min: HOUSEHOLD_LENGTH, cap: HOUSEHOLD_LENGTH });
         assert_eq!(t.phase_length_of(0), t.phase_length());
         // 1u1d and three segments
         assert_eq!(t.max_flows(), 5);
@@ -497,10 +415,7 @@ mod tests {
         t.validate().unwrap();
         t.dscp = crate::Dscp::parse_list("CS1,CS2,CS3,CS4,CS5,EF,AF41").unwrap();
         let e = t.validate().unwrap_err();
-        assert!(
-            e.contains("leave no probe stream for its call; at most 6"),
-            "{e}"
-        );
+        assert!(e.contains("leave no probe stream for its call; at most 6"), "{e}");
     }
 
     #[test]

@@ -108,12 +108,7 @@ fn over(r: &RunRow, t: f64) -> Option<bool> {
 
 impl Alerting {
     pub fn new(monitor_id: &str, threshold_ms: f64, runs: u32) -> Alerting {
-        Alerting {
-            threshold_ms,
-            runs: runs.max(1),
-            monitor_id: monitor_id.into(),
-            states: HashMap::new(),
-        }
+        Alerting { threshold_ms, runs: runs.max(1), monitor_id: monitor_id.into(), states: HashMap::new() }
     }
 
     /// Take run `r` of its target (in order); the alert it raises, if any.
@@ -133,31 +128,20 @@ impl Alerting {
         } else if s.failing && all(&s.recent, &|x| x.failure.is_none()) {
             s.failing = false;
             Kind::Back
-        } else if measured.is_some()
-            && !s.bloated
-            && all(&s.measured, &|x| over(x, t) == Some(true))
-        {
+        } else if measured.is_some() && !s.bloated && all(&s.measured, &|x| over(x, t) == Some(true)) {
             s.bloated = true;
             Kind::Bloated
-        } else if measured.is_some()
-            && s.bloated
-            && all(&s.measured, &|x| over(x, t) == Some(false))
-        {
+        } else if measured.is_some() && s.bloated && all(&s.measured, &|x| over(x, t) == Some(false)) {
             s.bloated = false;
             Kind::Recovered
         } else {
             return None;
         };
-        let which = if matches!(kind, Kind::Bloated | Kind::Recovered) {
-            &s.measured
-        } else {
-            &s.recent
-        };
+        let which = if matches!(kind, Kind::Bloated | Kind::Recovered) { &s.measured } else { &s.recent };
         let runs: Vec<AlertRun> = which
             .iter()
             .map(|x| AlertRun {
-                time: bloatlab_model::units::UtcTime::from_unix_ns(x.started_unix_ns)
-                    .rfc3339_secs(),
+                time: bloatlab_model::units::UtcTime::from_unix_ns(x.started_unix_ns).rfc3339_secs(),
                 added_ms: x.added_ms.filter(|_| x.failure.is_none()),
                 grade: x.grade.clone().filter(|_| x.failure.is_none()),
                 failure: x.failure.clone(),
@@ -178,15 +162,7 @@ impl Alerting {
             Kind::Failing => format!("bloatlab: {} failed {} runs in a row: {}", r.target, n, r.failure.as_deref().unwrap_or("?")),
             Kind::Back => format!("bloatlab: {} measured again, {} runs in a row", r.target, n),
         };
-        Some(Alert {
-            event: kind,
-            monitor_id: self.monitor_id.clone(),
-            target: r.target.clone(),
-            runs,
-            threshold_ms: t,
-            runs_in_a_row: self.runs,
-            text,
-        })
+        Some(Alert { event: kind, monitor_id: self.monitor_id.clone(), target: r.target.clone(), runs, threshold_ms: t, runs_in_a_row: self.runs, text })
     }
 }
 
@@ -205,21 +181,9 @@ pub struct Webhook {
 }
 
 fn post(url: &str, a: &Alert) -> Result<(), String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(TIMEOUT))
-        .http_status_as_error(false)
-        .build()
-        .into();
+    let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(TIMEOUT)).http_status_as_error(false).build().into();
     let body = serde_json::to_string(a).map_err(|e| e.to_string())?;
-    let resp = agent
-        .post(url)
-        .header("content-type", "application/json")
-        .header(
-            "user-agent",
-            concat!("bloatlab/", env!("CARGO_PKG_VERSION")),
-        )
-        .send(body.as_str())
-        .map_err(|e| e.to_string())?;
+    let resp = agent.post(url).header("content-type", "application/json").header("user-agent", concat!("bloatlab/", env!("CARGO_PKG_VERSION"))).send(body.as_str()).map_err(|e| e.to_string())?;
     let st = resp.status();
     if st.is_success() {
         Ok(())
@@ -263,12 +227,8 @@ impl Webhook {
     pub fn send(&self, a: Alert) -> Result<(), String> {
         match self.tx.try_send(a) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Full(a)) => {
-                Err(format!("{QUEUE} alerts wait already; dropped: {}", a.text))
-            }
-            Err(TrySendError::Disconnected(a)) => {
-                Err(format!("the webhook thread stopped; dropped: {}", a.text))
-            }
+            Err(TrySendError::Full(a)) => Err(format!("{QUEUE} alerts wait already; dropped: {}", a.text)),
+            Err(TrySendError::Disconnected(a)) => Err(format!("the webhook thread stopped; dropped: {}", a.text)),
         }
     }
 }
@@ -290,10 +250,7 @@ mod tests {
     }
 
     fn kinds(a: &mut Alerting, runs: &[Option<f64>]) -> Vec<Option<Kind>> {
-        runs.iter()
-            .enumerate()
-            .map(|(i, &x)| a.observe(&run(i as u64, x)).map(|a| a.event))
-            .collect()
+        runs.iter().enumerate().map(|(i, &x)| a.observe(&run(i as u64, x)).map(|a| a.event)).collect()
     }
 
     #[test]
@@ -302,74 +259,12 @@ mod tests {
         use Kind::*;
         // high, high, low, high, high, high: bloated at the 6th; then two low
         // and one high (no recovery), then three low (recovered)
-        let k = kinds(
-            &mut a,
-            &[
-                Some(40.0),
-                Some(50.0),
-                Some(10.0),
-                Some(40.0),
-                Some(41.0),
-                Some(42.0),
-                Some(5.0),
-                Some(6.0),
-                Some(35.0),
-                Some(1.0),
-                Some(2.0),
-                Some(3.0),
-            ],
-        );
-        assert_eq!(
-            k,
-            [
-                None,
-                None,
-                None,
-                None,
-                None,
-                Some(Bloated),
-                None,
-                None,
-                None,
-                None,
-                None,
-                Some(Recovered)
-            ]
-        );
+        let k = kinds(&mut a, &[Some(40.0), Some(50.0), Some(10.0), Some(40.0), Some(41.0), Some(42.0), Some(5.0), Some(6.0), Some(35.0), Some(1.0), Some(2.0), Some(3.0)]);
+        assert_eq!(k, [None, None, None, None, None, Some(Bloated), None, None, None, None, None, Some(Recovered)]);
         // failures: failing after three, back after three measured
         let mut a = Alerting::new("m", 30.0, 3);
-        let k = kinds(
-            &mut a,
-            &[
-                None,
-                None,
-                Some(1.0),
-                None,
-                None,
-                None,
-                Some(1.0),
-                None,
-                Some(2.0),
-                Some(2.0),
-                Some(2.0),
-            ],
-        );
-        assert_eq!(
-            k,
-            [
-                None,
-                None,
-                None,
-                None,
-                None,
-                Some(Failing),
-                None,
-                None,
-                None,
-                None,
-                Some(Back)
-            ]
-        );
+        let k = kinds(&mut a, &[None, None, Some(1.0), None, None, None, Some(1.0), None, Some(2.0), Some(2.0), Some(2.0)]);
+        assert_eq!(k, [None, None, None, None, None, Some(Failing), None, None, None, None, Some(Back)]);
         // a failed run between high ones leaves the latency count as it is
         let mut a = Alerting::new("m", 30.0, 3);
         let k = kinds(&mut a, &[Some(40.0), None, Some(50.0), Some(60.0)]);

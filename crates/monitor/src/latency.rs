@@ -12,7 +12,7 @@
 //! is not kept. A target that cannot be probed (a name that does not
 //! resolve, ICMP not permitted) gives a failed run per round with the
 //! reason, and is tried again at the next one.
-use bloatlab_engine::ping::{PingSample, Pinger, TCP_PING_TIMEOUT};
+use bloatlab_engine::ping::{Pinger, PingSample, TCP_PING_TIMEOUT};
 use bloatlab_engine::probe::Exchange;
 use bloatlab_engine::summarize::{build_result, Exchanges, MetaIn, RawPhase};
 use bloatlab_engine::watch::UdpWatch;
@@ -45,18 +45,8 @@ enum Taken {
 }
 
 enum Data {
-    Pings {
-        target: PingTarget,
-        addr: std::net::IpAddr,
-        method: &'static str,
-        samples: Vec<PingSample>,
-    },
-    Probes {
-        cfg: Box<TestConfig>,
-        addr: SocketAddr,
-        server: Box<HostInfo>,
-        exchanges: Vec<Exchange>,
-    },
+    Pings { target: PingTarget, addr: std::net::IpAddr, method: &'static str, samples: Vec<PingSample> },
+    Probes { cfg: Box<TestConfig>, addr: SocketAddr, server: Box<HostInfo>, exchanges: Vec<Exchange> },
 }
 
 struct Probed {
@@ -114,22 +104,9 @@ impl Prober {
             .targets
             .iter()
             .filter(|t| t.latency_only())
-            .map(|t| Probed {
-                target: t.clone(),
-                name: t.name(),
-                source: start_at(cfg, t, every, now),
-                sequence: 0,
-                left_out: None,
-            })
+            .map(|t| Probed { target: t.clone(), name: t.name(), source: start_at(cfg, t, every, now), sequence: 0, left_out: None })
             .collect();
-        Prober {
-            cfg: cfg.clone(),
-            targets,
-            every,
-            round,
-            round_start: now,
-            loaded: vec![],
-        }
+        Prober { cfg: cfg.clone(), targets, every, round, round_start: now, loaded: vec![] }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -143,8 +120,7 @@ impl Prober {
 
     /// When the current round can be taken (clock ns; None without targets).
     pub fn next_due(&self) -> Option<u64> {
-        (!self.is_empty())
-            .then(|| self.round_start + self.round.as_nanos() as u64 + SETTLE.as_nanos() as u64)
+        (!self.is_empty()).then(|| self.round_start + self.round.as_nanos() as u64 + SETTLE.as_nanos() as u64)
     }
 
     /// Every round that ended at least [`SETTLE`] ago: one run per target.
@@ -171,63 +147,20 @@ impl Prober {
             let data = match p.source {
                 Ok(Source::Ping(pg)) => {
                     let (target, addr, method) = (pg.target.clone(), pg.addr, pg.method);
-                    let (samples, left_out) =
-                        split(pg.finish(Duration::from_secs(1)), start, &loaded, |s| s.0);
-                    (!samples.is_empty()).then_some((
-                        Data::Pings {
-                            target,
-                            addr,
-                            method,
-                            samples,
-                        },
-                        left_out,
-                    ))
+                    let (samples, left_out) = split(pg.finish(Duration::from_secs(1)), start, &loaded, |s| s.0);
+                    (!samples.is_empty()).then_some((Data::Pings { target, addr, method, samples }, left_out))
                 }
                 Ok(Source::Udp(w, cfg)) => {
                     let server = w.server();
                     let (exchanges, left_out) = split(w.finish().0, start, &loaded, |e| e.t1);
-                    server
-                        .filter(|_| !exchanges.is_empty())
-                        .map(|(addr, server)| {
-                            (
-                                Data::Probes {
-                                    cfg,
-                                    addr,
-                                    server: Box::new(server),
-                                    exchanges,
-                                },
-                                left_out,
-                            )
-                        })
+                    server.filter(|_| !exchanges.is_empty()).map(|(addr, server)| (Data::Probes { cfg, addr, server: Box::new(server), exchanges }, left_out))
                 }
                 Err(_) => None,
             };
-            let Some((data, left_out)) = data else {
-                continue;
-            };
-            let mut r = round_result(
-                &p.name,
-                data,
-                left_out,
-                start,
-                now,
-                every,
-                false,
-                Some(why.to_string()),
-            );
-            r.monitor = Some(monitor_run(
-                monitor_id,
-                &p.name,
-                round,
-                start,
-                &mut p.sequence,
-            ));
-            h.runs.push(Run {
-                monitor_id: monitor_id.to_string(),
-                target: p.name.clone(),
-                started_unix_ns: start,
-                outcome: Outcome::Measured(Box::new(r)),
-            });
+            let Some((data, left_out)) = data else { continue };
+            let mut r = round_result(&p.name, data, left_out, start, now, every, false, Some(why.to_string()));
+            r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
+            h.runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome: Outcome::Measured(Box::new(r)) });
         }
         h
     }
@@ -239,13 +172,7 @@ impl Prober {
                 Taken::AllLeftOut(n) => {
                     // the whole round fell within a loaded test: nothing
                     // measured at rest, no run
-                    let l = p.left_out.get_or_insert(LeftOut {
-                        target: p.name.clone(),
-                        started_unix_ns: start,
-                        ended_unix_ns: start,
-                        rounds: 0,
-                        probes: 0,
-                    });
+                    let l = p.left_out.get_or_insert(LeftOut { target: p.name.clone(), started_unix_ns: start, ended_unix_ns: start, rounds: 0, probes: 0 });
                     l.ended_unix_ns = end;
                     l.rounds += 1;
                     l.probes += n;
@@ -255,23 +182,8 @@ impl Prober {
                     continue;
                 }
                 Taken::Kept(data, left_out, why) => {
-                    let mut r = round_result(
-                        &p.name,
-                        data,
-                        left_out,
-                        start,
-                        end,
-                        every,
-                        why.is_none(),
-                        why,
-                    );
-                    r.monitor = Some(monitor_run(
-                        monitor_id,
-                        &p.name,
-                        round,
-                        start,
-                        &mut p.sequence,
-                    ));
+                    let mut r = round_result(&p.name, data, left_out, start, end, every, why.is_none(), why);
+                    r.monitor = Some(monitor_run(monitor_id, &p.name, round, start, &mut p.sequence));
                     Outcome::Measured(Box::new(r))
                 }
                 Taken::Failed(e) => {
@@ -280,12 +192,7 @@ impl Prober {
                 }
             };
             h.left_out.extend(p.left_out.take());
-            h.runs.push(Run {
-                monitor_id: monitor_id.to_string(),
-                target: p.name.clone(),
-                started_unix_ns: start,
-                outcome,
-            });
+            h.runs.push(Run { monitor_id: monitor_id.to_string(), target: p.name.clone(), started_unix_ns: start, outcome });
             if p.source.is_err() {
                 // tried again for the next round
                 p.source = start_at(&self.cfg, &p.target, every, end);
@@ -311,16 +218,7 @@ impl Probed {
                 if samples.len() < MIN_ROUND_PROBES && left_out > 0 {
                     return Taken::AllLeftOut(left_out);
                 }
-                Taken::Kept(
-                    Data::Pings {
-                        target: pg.target.clone(),
-                        addr: pg.addr,
-                        method: pg.method,
-                        samples,
-                    },
-                    left_out,
-                    None,
-                )
+                Taken::Kept(Data::Pings { target: pg.target.clone(), addr: pg.addr, method: pg.method, samples }, left_out, None)
             }
             Ok(Source::Udp(w, cfg)) => {
                 let (all, why) = w.take_settled(end);
@@ -329,50 +227,21 @@ impl Probed {
                     return Taken::AllLeftOut(left_out);
                 }
                 match (w.server(), exchanges.is_empty()) {
-                    (Some((addr, server)), false) => Taken::Kept(
-                        Data::Probes {
-                            cfg: cfg.clone(),
-                            addr,
-                            server: Box::new(server),
-                            exchanges,
-                        },
-                        left_out,
-                        why,
-                    ),
-                    _ => Taken::Failed(
-                        why.unwrap_or_else(|| "no probe went out in the round".into()),
-                    ),
+                    (Some((addr, server)), false) => Taken::Kept(Data::Probes { cfg: cfg.clone(), addr, server: Box::new(server), exchanges }, left_out, why),
+                    _ => Taken::Failed(why.unwrap_or_else(|| "no probe went out in the round".into())),
                 }
             }
         }
     }
 }
 
-fn monitor_run(
-    monitor_id: &str,
-    name: &str,
-    round: Duration,
-    start: u64,
-    sequence: &mut u64,
-) -> MonitorRun {
+fn monitor_run(monitor_id: &str, name: &str, round: Duration, start: u64, sequence: &mut u64) -> MonitorRun {
     *sequence += 1;
-    MonitorRun {
-        monitor_id: monitor_id.to_string(),
-        target: name.to_string(),
-        every_s: round.as_secs_f64(),
-        jitter_s: 0.0,
-        due_unix_ns: start,
-        sequence: *sequence - 1,
-    }
+    MonitorRun { monitor_id: monitor_id.to_string(), target: name.to_string(), every_s: round.as_secs_f64(), jitter_s: 0.0, due_unix_ns: start, sequence: *sequence - 1 }
 }
 
 /// Start probing a latency-only target, its first probe at `at` (clock ns).
-fn start_at(
-    cfg: &MonitorConfig,
-    t: &MonitorTarget,
-    every: Duration,
-    at: u64,
-) -> Result<Source, String> {
+fn start_at(cfg: &MonitorConfig, t: &MonitorTarget, every: Duration, at: u64) -> Result<Source, String> {
     let at = at.max(clock::now_ns());
     match t {
         MonitorTarget::Ping(p) => Pinger::start(p, every, at).map(Source::Ping),
@@ -386,40 +255,18 @@ fn start_at(
 
 /// The probes of [start, ...) (`at`: a probe's send time) sent outside the
 /// loaded tests, and how many were sent within.
-fn split<T>(
-    all: Vec<T>,
-    start: u64,
-    loaded: &[(u64, u64)],
-    at: impl Fn(&T) -> u64,
-) -> (Vec<T>, usize) {
-    let (out, kept): (Vec<T>, Vec<T>) = all
-        .into_iter()
-        .filter(|s| at(s) >= start)
-        .partition(|s| loaded.iter().any(|&(a, b)| at(s) >= a && at(s) < b));
+fn split<T>(all: Vec<T>, start: u64, loaded: &[(u64, u64)], at: impl Fn(&T) -> u64) -> (Vec<T>, usize) {
+    let (out, kept): (Vec<T>, Vec<T>) = all.into_iter().filter(|s| at(s) >= start).partition(|s| loaded.iter().any(|&(a, b)| at(s) >= a && at(s) < b));
     (kept, out.len())
 }
 
 /// The result of one round of one target.
 #[allow(clippy::too_many_arguments)]
-fn round_result(
-    name: &str,
-    data: Data,
-    left_out: usize,
-    start: u64,
-    end: u64,
-    every: Duration,
-    complete: bool,
-    reason: Option<String>,
-) -> TestResult {
+fn round_result(name: &str, data: Data, left_out: usize, start: u64, end: u64, every: Duration, complete: bool, reason: Option<String>) -> TestResult {
     let span = Duration::from_nanos(end.saturating_sub(start));
     let fd = bloatlab_model::units::fmt_duration;
     let (cfg, addr, server, mut how, pings, exchanges) = match data {
-        Data::Pings {
-            target: t,
-            addr,
-            method,
-            samples,
-        } => {
+        Data::Pings { target: t, addr, method, samples } => {
             let cfg = TestConfig {
                 server: t.host.clone(),
                 port: t.port,
@@ -428,33 +275,16 @@ fn round_result(
                 command: vec!["monitor".into(), name.to_string()],
                 ..TestConfig::default()
             };
-            let info = PingInfo {
-                target: t.label(),
-                address: addr.to_string(),
-                method: method.to_string(),
-                interval_ms: every.as_secs_f64() * 1e3,
-            };
+            let info = PingInfo { target: t.label(), address: addr.to_string(), method: method.to_string(), interval_ms: every.as_secs_f64() * 1e3 };
             let how = format!(
                 "pings: {} ({method}) every {} through a round of {}; no bloatlab server: no UDP probes, no one-way delays",
                 t.label(),
                 fd(every),
                 fd(span)
             );
-            (
-                cfg,
-                SocketAddr::new(addr, t.port),
-                HostInfo::default(),
-                how,
-                vec![(info, samples)],
-                vec![],
-            )
+            (cfg, SocketAddr::new(addr, t.port), HostInfo::default(), how, vec![(info, samples)], vec![])
         }
-        Data::Probes {
-            cfg,
-            addr,
-            server,
-            exchanges,
-        } => {
+        Data::Probes { cfg, addr, server, exchanges } => {
             let how = format!(
                 concat!(
                     "UDP probes to the bloatlab server {} every {} through a round of {}, in probe-only sessions of at most {} ",
@@ -467,14 +297,7 @@ fn round_result(
                 fd(span),
                 fd(bloatlab_engine::watch::span(every))
             );
-            (
-                TestConfig { idle: span, ..*cfg },
-                addr,
-                *server,
-                how,
-                vec![],
-                exchanges,
-            )
+            (TestConfig { idle: span, ..*cfg }, addr, *server, how, vec![], exchanges)
         }
     };
     if left_out > 0 {
@@ -492,12 +315,7 @@ fn round_result(
         pings,
         server_rpm: None,
     };
-    let ex = Exchanges {
-        server: &exchanges,
-        witness: &[],
-        classes: &[],
-        rr: &[],
-    };
+    let ex = Exchanges { server: &exchanges, witness: &[], classes: &[], rr: &[] };
     build_result(&mi, &[RawPhase::idle(start, end)], &ex, complete, reason)
 }
 
@@ -510,78 +328,40 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let t = MonitorTarget::parse(&format!("tcp:{}", l.local_addr().unwrap())).unwrap();
         let round = Duration::from_millis(400);
-        let cfg = MonitorConfig {
-            targets: vec![t.clone()],
-            probe_every: Duration::from_millis(20),
-            round,
-            ..Default::default()
-        };
+        let cfg = MonitorConfig { targets: vec![t.clone()], probe_every: Duration::from_millis(20), round, ..Default::default() };
         let mut p = Prober::start(&cfg);
         let t0 = p.round_start;
         let r = round.as_nanos() as u64;
         // a loaded test over the whole second round and the start of the third
         p.loaded(t0 + r - 1_000_000, t0 + 2 * r + r / 2);
         let h = p.harvest(clock::now_ns(), "m");
-        assert!(
-            h.runs.is_empty() && h.left_out.is_empty(),
-            "nothing before a round has settled"
-        );
+        assert!(h.runs.is_empty() && h.left_out.is_empty(), "nothing before a round has settled");
         std::thread::sleep(Duration::from_nanos(3 * r) + SETTLE);
         let Harvest { runs, left_out } = p.harvest(clock::now_ns(), "m");
         // round 1 whole, round 2 not kept (and said so), round 3 half
         assert_eq!(runs.len(), 2, "{runs:#?}");
         assert_eq!(left_out.len(), 1, "{left_out:?}");
         let l = &left_out[0];
-        assert_eq!(
-            (
-                l.target.as_str(),
-                l.started_unix_ns,
-                l.ended_unix_ns,
-                l.rounds
-            ),
-            (t.name().as_str(), t0 + r, t0 + 2 * r, 1)
-        );
+        assert_eq!((l.target.as_str(), l.started_unix_ns, l.ended_unix_ns, l.rounds), (t.name().as_str(), t0 + r, t0 + 2 * r, 1));
         assert!((18..=21).contains(&l.probes), "{left_out:?}");
         let doc = |i: usize| match &runs[i].outcome {
             Outcome::Measured(r) => r.clone(),
             o => panic!("{o:?}"),
         };
         let (a, b) = (doc(0), doc(1));
-        assert_eq!(
-            (runs[0].started_unix_ns, runs[1].started_unix_ns),
-            (t0, t0 + 2 * r)
-        );
+        assert_eq!((runs[0].started_unix_ns, runs[1].started_unix_ns), (t0, t0 + 2 * r));
         let n = |d: &TestResult| d.idle.as_ref().unwrap().pings[0].samples.len();
-        assert!(
-            (18..=21).contains(&n(&a)),
-            "{} pings in a 400 ms round at 20 ms",
-            n(&a)
-        );
-        assert!(
-            (8..=12).contains(&n(&b)),
-            "{} pings in the unloaded half",
-            n(&b)
-        );
-        assert!(
-            b.metadata.probe_timestamps.contains("left out")
-                && !a.metadata.probe_timestamps.contains("left out")
-        );
+        assert!((18..=21).contains(&n(&a)), "{} pings in a 400 ms round at 20 ms", n(&a));
+        assert!((8..=12).contains(&n(&b)), "{} pings in the unloaded half", n(&b));
+        assert!(b.metadata.probe_timestamps.contains("left out") && !a.metadata.probe_timestamps.contains("left out"));
         let s = &a.idle.as_ref().unwrap().summary.pings[0];
         assert_eq!((s.latency.lost, s.latency.sent as usize), (0, n(&a)));
-        assert_eq!(
-            a.monitor.as_ref().map(|m| (m.sequence, m.every_s)),
-            Some((0, 0.4))
-        );
+        assert_eq!(a.monitor.as_ref().map(|m| (m.sequence, m.every_s)), Some((0, 0.4)));
         assert_eq!(b.monitor.as_ref().map(|m| m.sequence), Some(1));
-        assert_eq!(
-            bloatlab_store::RunRow::of(&runs[0]).idle_ms,
-            Some(s.latency.p50_ms)
-        );
+        assert_eq!(bloatlab_store::RunRow::of(&runs[0]).idle_ms, Some(s.latency.p50_ms));
         // a stop keeps the round in progress, cut short
         let last = p.finish("m", "stopped").runs;
         assert_eq!(last.len(), 1);
-        assert!(
-            matches!(&last[0].outcome, Outcome::Measured(r) if !r.complete && r.incomplete_reason.as_deref() == Some("stopped"))
-        );
+        assert!(matches!(&last[0].outcome, Outcome::Measured(r) if !r.complete && r.incomplete_reason.as_deref() == Some("stopped")));
     }
 }

@@ -27,14 +27,14 @@ pub mod rpm;
 pub mod schedule;
 
 use bloatlab_engine::client;
-use bloatlab_host::clock::now_ns;
 use bloatlab_model::{Budget, MonitorConfig, MonitorTarget};
 use bloatlab_results::{MonitorRun, TestResult};
 use bloatlab_store::{Outcome, Query, Run, RunRow, Store, StoreError};
 use rand::Rng;
-use schedule::{BudgetUse, Schedule};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
+use bloatlab_host::clock::now_ns;
+use schedule::{BudgetUse, Schedule};
 use std::time::Duration;
 
 /// Runs held while the store refuses writes.
@@ -51,25 +51,14 @@ pub enum Event<'a> {
     /// A run began.
     Started { target: &'a str },
     /// A latency-only target is probed from now on; its first round is kept then.
-    Probing {
-        target: &'a str,
-        every: Duration,
-        first_round_in: Duration,
-    },
+    Probing { target: &'a str, every: Duration, first_round_in: Duration },
     /// A latency-only round was not kept: all its probes went out while a
     /// loaded test of this monitor ran.
     RoundLeftOut { left_out: &'a latency::LeftOut },
     /// A run ended and was written (`row` is what history shows of it).
-    Kept {
-        run: &'a Run,
-        id: i64,
-        retry_in: Option<Duration>,
-    },
+    Kept { run: &'a Run, id: i64, retry_in: Option<Duration> },
     /// The store refused; the runs are held (how many now).
-    StoreFailed {
-        error: &'a StoreError,
-        pending: usize,
-    },
+    StoreFailed { error: &'a StoreError, pending: usize },
     /// Held runs were written at last.
     Flushed { count: usize },
     /// Results older than the retention were deleted.
@@ -78,31 +67,16 @@ pub enum Event<'a> {
     Metrics { url: String },
     /// A target crossed its threshold (or came back); `queued` says whether
     /// it went to the webhook (None: no --webhook).
-    Alert {
-        alert: &'a alert::Alert,
-        queued: Option<Result<(), String>>,
-    },
+    Alert { alert: &'a alert::Alert, queued: Option<Result<(), String>> },
     /// The webhook took an alert, or refused it after every try.
-    Delivered {
-        alert: &'a alert::Alert,
-        error: Option<&'a str>,
-    },
+    Delivered { alert: &'a alert::Alert, error: Option<&'a str> },
     /// A target's first measured run here: what it moved, and what that
     /// comes to in a month at this schedule.
-    Cost {
-        target: &'a str,
-        bytes: u64,
-        per_month: f64,
-    },
+    Cost { target: &'a str, bytes: u64, per_month: f64 },
     /// The data used in the budget's period, after a run (or at start).
     Budget { used: u64, budget: &'a Budget },
     /// A run was not started: it would have passed the budget.
-    Skipped {
-        target: &'a str,
-        used: u64,
-        estimate: u64,
-        budget: &'a Budget,
-    },
+    Skipped { target: &'a str, used: u64, estimate: u64, budget: &'a Budget },
 }
 
 /// A loaded target's test: run it (a stop abandons it) and return its outcome.
@@ -117,10 +91,7 @@ pub fn loaded_test(cfg: &MonitorConfig, target: &MonitorTarget) -> Option<Loaded
             let t = cfg.test_config(host, *port);
             Some(Box::new(move |stop: &AtomicBool| {
                 let o = client::run(&t, stop, &mut |_| {}, None);
-                rpm::Ran {
-                    result: o.result,
-                    error: o.error,
-                }
+                rpm::Ran { result: o.result, error: o.error }
             }))
         }
         MonitorTarget::Rpm { url, pin_sha256 } => {
@@ -147,76 +118,42 @@ pub fn monitor_id(cfg: &MonitorConfig) -> String {
 /// Run the schedule until `stop` is set. Returns how many runs were kept;
 /// Err when runs could not be written by the time it stopped (they are
 /// lost with the process: the error says how many).
-pub fn run(
-    cfg: &MonitorConfig,
-    store: &mut dyn Store,
-    stop: &AtomicBool,
-    on: &mut dyn FnMut(Event),
-) -> Result<u64, String> {
+pub fn run(cfg: &MonitorConfig, store: &mut dyn Store, stop: &AtomicBool, on: &mut dyn FnMut(Event)) -> Result<u64, String> {
     cfg.check()?;
     let id = monitor_id(cfg);
     let every_ns = cfg.every.as_nanos() as u64;
     let mut rng = rand::rng();
-    let mut sched = Schedule::new(
-        cfg.every,
-        cfg.jitter.of(cfg.every),
-        Box::new(move |max| rng.random_range(0..=max)),
-    );
+    let mut sched = Schedule::new(cfg.every, cfg.jitter.of(cfg.every), Box::new(move |max| rng.random_range(0..=max)));
     let mut tests: Vec<LoadedTest> = vec![];
     let now = now_ns();
     let exp = std::sync::Arc::new(metrics::Exposition::new());
     if let Some(addr) = cfg.metrics {
         let at = http::serve(addr, exp.clone())?;
-        let host = if at.is_ipv6() {
-            format!("[{}]", at.ip())
-        } else {
-            at.ip().to_string()
-        };
-        on(Event::Metrics {
-            url: format!("http://{host}:{}/metrics", at.port()),
-        });
+        let host = if at.is_ipv6() { format!("[{}]", at.ip()) } else { at.ip().to_string() };
+        on(Event::Metrics { url: format!("http://{host}:{}/metrics", at.port()) });
     }
     // resume: a target's next run is due `every` after its last one
     let mut history = vec![];
     for t in &cfg.targets {
         let name = t.name();
         // a latency-only target has no schedule to resume: probed from now on
-        let Some(test) = loaded_test(cfg, t) else {
-            continue;
-        };
+        let Some(test) = loaded_test(cfg, t) else { continue };
         exp.prime(&name);
         // the last day's runs: the newest shows in the metrics until the first run here
         let recent = store
-            .rows(&Query {
-                target: Some(name.clone()),
-                since_unix_ns: Some(now.saturating_sub(every_ns.max(86_400_000_000_000))),
-                ..Default::default()
-            })
+            .rows(&Query { target: Some(name.clone()), since_unix_ns: Some(now.saturating_sub(every_ns.max(86_400_000_000_000))), ..Default::default() })
             .map_err(|e| format!("{e}"))?;
         if let Some(r) = recent.last() {
             exp.show_row(r);
         }
         let keep = recent.len().saturating_sub(2 * cfg.alert_runs as usize);
         history.extend(recent[keep..].iter().cloned());
-        let last_bytes = recent
-            .iter()
-            .rev()
-            .find(|r| r.failure.is_none() && r.bytes > 0)
-            .map(|r| r.bytes);
-        let first_in = sched.add(
-            t.clone(),
-            recent.last().map(|r| r.started_unix_ns),
-            last_bytes,
-            now,
-        );
+        let last_bytes = recent.iter().rev().find(|r| r.failure.is_none() && r.bytes > 0).map(|r| r.bytes);
+        let first_in = sched.add(t.clone(), recent.last().map(|r| r.started_unix_ns), last_bytes, now);
         tests.push(test);
-        on(Event::Scheduled {
-            target: &name,
-            first_in,
-        });
+        on(Event::Scheduled { target: &name, first_in });
     }
-    let mut alerting =
-        alert::Alerting::new(&id, cfg.alert_added.as_secs_f64() * 1e3, cfg.alert_runs);
+    let mut alerting = alert::Alerting::new(&id, cfg.alert_added.as_secs_f64() * 1e3, cfg.alert_runs);
     for r in &history {
         // the state a restart resumes from: no alert for what was told before
         let _ = alerting.observe(r);
@@ -230,10 +167,7 @@ pub fn run(
             let used = store.bytes_since(start).map_err(|e| format!("{e}"))?;
             exp.show_budget(b, used);
             on(Event::Budget { used, budget: b });
-            Some(BudgetUse {
-                start_ns: start,
-                used,
-            })
+            Some(BudgetUse { start_ns: start, used })
         }
         None => None,
     };
@@ -243,11 +177,7 @@ pub fn run(
     let mut prober = latency::Prober::start(cfg);
     if let Some(due) = prober.next_due() {
         for t in cfg.targets.iter().filter(|t| t.latency_only()) {
-            on(Event::Probing {
-                target: &t.name(),
-                every: cfg.probe_every,
-                first_round_in: Duration::from_nanos(due.saturating_sub(now_ns())),
-            });
+            on(Event::Probing { target: &t.name(), every: cfg.probe_every, first_round_in: Duration::from_nanos(due.saturating_sub(now_ns())) });
         }
     }
     // a batch of runs (oldest first): each recorded and held, written, and
@@ -255,14 +185,7 @@ pub fn run(
     // order with each alert after the run that triggered it
     // (`retry`: the loaded run's target and start, and when it runs next)
     type Retry = Option<((String, u64), Duration)>;
-    let keep = |mut batch: Vec<Run>,
-                retry: Retry,
-                store: &mut dyn Store,
-                pending: &mut VecDeque<Run>,
-                alerting: &mut alert::Alerting,
-                outstanding: &mut usize,
-                on: &mut dyn FnMut(Event)|
-     -> u64 {
+    let keep = |mut batch: Vec<Run>, retry: Retry, store: &mut dyn Store, pending: &mut VecDeque<Run>, alerting: &mut alert::Alerting, outstanding: &mut usize, on: &mut dyn FnMut(Event)| -> u64 {
         batch.sort_by_key(|r| r.started_unix_ns);
         let fresh = batch.len();
         let mut raised = vec![];
@@ -287,10 +210,7 @@ pub fn run(
         if let Some(w) = &webhook {
             for d in w.results.try_iter() {
                 outstanding = outstanding.saturating_sub(1);
-                on(Event::Delivered {
-                    alert: &d.alert,
-                    error: d.error.as_deref(),
-                });
+                on(Event::Delivered { alert: &d.alert, error: d.error.as_deref() });
             }
         }
         if !cfg.retention.is_zero() && pruned_at.is_none_or(|t| t.elapsed() >= PRUNE_EVERY) {
@@ -298,41 +218,22 @@ pub fn run(
             match store.prune(now_ns().saturating_sub(cfg.retention.as_nanos() as u64)) {
                 Ok(0) => {}
                 Ok(n) => on(Event::Pruned { count: n }),
-                Err(e) => on(Event::StoreFailed {
-                    error: &e,
-                    pending: pending.len(),
-                }),
+                Err(e) => on(Event::StoreFailed { error: &e, pending: pending.len() }),
             }
         }
         // latency-only rounds that are due
-        let latency::Harvest {
-            runs: rounds,
-            left_out,
-        } = prober.harvest(now_ns(), &id);
+        let latency::Harvest { runs: rounds, left_out } = prober.harvest(now_ns(), &id);
         for l in &left_out {
             on(Event::RoundLeftOut { left_out: l });
         }
         if !rounds.is_empty() {
-            kept += keep(
-                rounds,
-                None,
-                store,
-                &mut pending,
-                &mut alerting,
-                &mut outstanding,
-                on,
-            );
+            kept += keep(rounds, None, store, &mut pending, &mut alerting, &mut outstanding, on);
             exp.set_pending(pending.len());
         }
         // the next loaded run, or the next round, whichever comes first;
         // waiting wakes to see a stop
         let next = sched.next();
-        let wake = next
-            .map(|(_, start)| start)
-            .into_iter()
-            .chain(prober.next_due())
-            .min()
-            .unwrap_or(u64::MAX);
+        let wake = next.map(|(_, start)| start).into_iter().chain(prober.next_due()).min().unwrap_or(u64::MAX);
         loop {
             let n = now_ns();
             if stop.load(Ordering::Relaxed) || n >= wake {
@@ -343,19 +244,12 @@ pub fn run(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let Some((i, _)) = next.filter(|&(_, start)| now_ns() >= start) else {
-            continue;
-        };
+        let Some((i, _)) = next.filter(|&(_, start)| now_ns() >= start) else { continue };
         if let (Some(b), Some(u)) = (&cfg.budget, usage.as_mut()) {
             let estimate = sched.slot(i).last_bytes.unwrap_or(0);
             if !u.allows(b, now_ns(), estimate) {
                 let name = sched.slot(i).name.clone();
-                on(Event::Skipped {
-                    target: &name,
-                    used: u.used,
-                    estimate,
-                    budget: b,
-                });
+                on(Event::Skipped { target: &name, used: u.used, estimate, budget: b });
                 exp.skipped(&name);
                 sched.skip(i);
                 continue;
@@ -380,77 +274,38 @@ pub fn run(
                 r.monitor = Some(monitor);
                 Outcome::Measured(Box::new(r))
             }
-            None => Outcome::Failed(
-                out.error
-                    .unwrap_or_else(|| "the test ended without a result".into()),
-            ),
+            None => Outcome::Failed(out.error.unwrap_or_else(|| "the test ended without a result".into())),
         };
         let failed = matches!(outcome, Outcome::Failed(_));
-        let run = Run {
-            monitor_id: id.clone(),
-            target: name.clone(),
-            started_unix_ns: started,
-            outcome,
-        };
+        let run = Run { monitor_id: id.clone(), target: name.clone(), started_unix_ns: started, outcome };
         let bytes = RunRow::of(&run).bytes;
         if bytes > 0 && sched.slot(i).last_bytes.is_none() {
             let per_month = bytes as f64 * (30.0 * 86_400.0 / cfg.every.as_secs_f64());
-            on(Event::Cost {
-                target: &name,
-                bytes,
-                per_month,
-            });
+            on(Event::Cost { target: &name, bytes, per_month });
         }
         // the next run: on schedule, or sooner after a failure
-        let retry = sched
-            .end(i, now_ns(), failed, bytes)
-            .map(|d| ((run.target.clone(), run.started_unix_ns), d));
+        let retry = sched.end(i, now_ns(), failed, bytes).map(|d| ((run.target.clone(), run.started_unix_ns), d));
         // with the rounds that ended meanwhile, in the order they began
-        let latency::Harvest {
-            runs: mut batch,
-            left_out,
-        } = prober.harvest(now_ns(), &id);
+        let latency::Harvest { runs: mut batch, left_out } = prober.harvest(now_ns(), &id);
         for l in &left_out {
             on(Event::RoundLeftOut { left_out: l });
         }
         batch.push(run);
-        kept += keep(
-            batch,
-            retry,
-            store,
-            &mut pending,
-            &mut alerting,
-            &mut outstanding,
-            on,
-        );
+        kept += keep(batch, retry, store, &mut pending, &mut alerting, &mut outstanding, on);
         exp.set_pending(pending.len());
         if let (Some(b), Some(u)) = (&cfg.budget, usage.as_mut()) {
             u.used += bytes;
             exp.show_budget(b, u.used);
-            on(Event::Budget {
-                used: u.used,
-                budget: b,
-            });
+            on(Event::Budget { used: u.used, budget: b });
         }
     }
     // a stop: the latency round in progress is kept (cut short), what is
     // held gets one more try, alerts on their way their tries
-    let latency::Harvest {
-        runs: mut last,
-        mut left_out,
-    } = prober.harvest(now_ns(), &id);
+    let latency::Harvest { runs: mut last, mut left_out } = prober.harvest(now_ns(), &id);
     let at_stop = prober.finish(&id, "the monitor was stopped during the round");
     last.extend(at_stop.runs);
     left_out.extend(at_stop.left_out);
-    kept += keep(
-        last,
-        None,
-        store,
-        &mut pending,
-        &mut alerting,
-        &mut outstanding,
-        on,
-    );
+    kept += keep(last, None, store, &mut pending, &mut alerting, &mut outstanding, on);
     // (told after the rounds kept before them)
     for l in &left_out {
         on(Event::RoundLeftOut { left_out: l });
@@ -462,10 +317,7 @@ pub fn run(
             match w.results.recv_timeout(left) {
                 Ok(d) => {
                     outstanding -= 1;
-                    on(Event::Delivered {
-                        alert: &d.alert,
-                        error: d.error.as_deref(),
-                    });
+                    on(Event::Delivered { alert: &d.alert, error: d.error.as_deref() });
                 }
                 Err(_) => break,
             }
@@ -474,21 +326,12 @@ pub fn run(
     if pending.is_empty() {
         Ok(kept)
     } else {
-        Err(format!(
-            "{} run(s) could not be written to the database and are lost",
-            pending.len()
-        ))
+        Err(format!("{} run(s) could not be written to the database and are lost", pending.len()))
     }
 }
 
 /// Write the held runs, oldest first; stop at the first refusal. Returns how many went.
-fn write(
-    store: &mut dyn Store,
-    pending: &mut VecDeque<Run>,
-    on: &mut dyn FnMut(Event),
-    retry: Option<((String, u64), Duration)>,
-    fresh: usize,
-) -> u64 {
+fn write(store: &mut dyn Store, pending: &mut VecDeque<Run>, on: &mut dyn FnMut(Event), retry: Option<((String, u64), Duration)>, fresh: usize) -> u64 {
     // runs held from before (not those just measured)
     let held = pending.len().saturating_sub(fresh);
     let mut n = 0u64;
@@ -498,22 +341,12 @@ fn write(
                 let run = pending.pop_front().unwrap();
                 n += 1;
                 // the loaded run just measured: its next run is known
-                let r = retry
-                    .as_ref()
-                    .filter(|(k, _)| k.0 == run.target && k.1 == run.started_unix_ns)
-                    .map(|(_, d)| *d);
-                on(Event::Kept {
-                    run: &run,
-                    id,
-                    retry_in: r,
-                });
+                let r = retry.as_ref().filter(|(k, _)| k.0 == run.target && k.1 == run.started_unix_ns).map(|(_, d)| *d);
+                on(Event::Kept { run: &run, id, retry_in: r });
             }
             Err(e) => {
                 shed(pending);
-                on(Event::StoreFailed {
-                    error: &e,
-                    pending: pending.len(),
-                });
+                on(Event::StoreFailed { error: &e, pending: pending.len() });
                 return n;
             }
         }

@@ -20,24 +20,10 @@ pub struct Ran {
 /// stop abandons it (within 100 ms): a failed run, "interrupted".
 pub fn run(cfg: &RpmConfig, name: &str, stop: &AtomicBool) -> Ran {
     if let Err(e) = cfg.validate() {
-        return Ran {
-            result: None,
-            error: Some(e),
-        };
+        return Ran { result: None, error: Some(e) };
     }
-    match bloatlab_rpm::run_client_until(
-        cfg,
-        vec!["monitor".into(), name.to_string()],
-        &|_| {},
-        stop,
-    ) {
-        Ok(r) => Ran {
-            result: Some(bloatlab_rpm::result::test_result(r)),
-            error: None,
-        },
-        Err(e) => Ran {
-            result: None,
-            error: Some(e),
-        },
+    match bloatlab_rpm::run_client_until(cfg, vec!["monitor".into(), name.to_string()], &|_| {}, stop) {
+        Ok(r) => Ran { result: Some(bloatlab_rpm::result::test_result(r)), error: None },
+        Err(e) => Ran { result: None, error: Some(e) },
     }
 }

@@ -46,12 +46,7 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn new(every: Duration, jitter: Duration, draw: Draw) -> Schedule {
-        Schedule {
-            every_ns: every.as_nanos() as u64,
-            jitter_ns: jitter.as_nanos() as u64,
-            draw,
-            slots: vec![],
-        }
+        Schedule { every_ns: every.as_nanos() as u64, jitter_ns: jitter.as_nanos() as u64, draw, slots: vec![] }
     }
 
     fn jitter(&mut self) -> u64 {
@@ -65,35 +60,17 @@ impl Schedule {
     /// Add a target at `now`: due `every` after its last run (`last_run_ns`,
     /// from the store) when that was within `every`, else now. Returns how
     /// long until its first run.
-    pub fn add(
-        &mut self,
-        target: MonitorTarget,
-        last_run_ns: Option<u64>,
-        last_bytes: Option<u64>,
-        now: u64,
-    ) -> Duration {
+    pub fn add(&mut self, target: MonitorTarget, last_run_ns: Option<u64>, last_bytes: Option<u64>, now: u64) -> Duration {
         let last = last_run_ns.filter(|&t| t + self.every_ns > now);
         let due = last.map(|l| l + self.every_ns).unwrap_or(now).max(now);
         let start = due + self.jitter();
-        self.slots.push(Slot {
-            name: target.name(),
-            target,
-            due_ns: due,
-            start_ns: start,
-            failures: 0,
-            runs: 0,
-            last_bytes,
-        });
+        self.slots.push(Slot { name: target.name(), target, due_ns: due, start_ns: start, failures: 0, runs: 0, last_bytes });
         Duration::from_nanos(start - now)
     }
 
     /// The slot that starts first, and when.
     pub fn next(&self) -> Option<(usize, u64)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, s)| s.start_ns)
-            .map(|(i, s)| (i, s.start_ns))
+        self.slots.iter().enumerate().min_by_key(|(_, s)| s.start_ns).map(|(i, s)| (i, s.start_ns))
     }
 
     pub fn slot(&self, i: usize) -> &Slot {
@@ -156,10 +133,7 @@ impl BudgetUse {
     pub fn allows(&mut self, b: &Budget, now: u64, estimate: u64) -> bool {
         let w = b.window_start(now);
         if w != self.start_ns {
-            *self = BudgetUse {
-                start_ns: w,
-                used: 0,
-            };
+            *self = BudgetUse { start_ns: w, used: 0 };
         }
         self.used.saturating_add(estimate) <= b.bytes
     }
@@ -172,10 +146,7 @@ mod tests {
     const S: u64 = 1_000_000_000;
 
     fn target(n: u16) -> MonitorTarget {
-        MonitorTarget::Server {
-            host: "192.0.2.1".into(),
-            port: n,
-        }
+        MonitorTarget::Server { host: "192.0.2.1".into(), port: n }
     }
 
     /// A schedule whose jitter draws come from a simple LCG (deterministic).
@@ -185,9 +156,7 @@ mod tests {
             Duration::from_secs(every_s),
             Duration::from_secs(jitter_s),
             Box::new(move |max| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                 (x >> 11) % (max + 1)
             }),
         )
@@ -209,11 +178,7 @@ mod tests {
             now = now.max(start);
             let (due, seq) = s.begin(i);
             assert_eq!(seq as usize, starts[i].len());
-            assert!(
-                now >= due && now - due <= 30 * S + 20 * S * 3,
-                "slot {i} started {} s after it was due",
-                (now - due) / S
-            );
+            assert!(now >= due && now - due <= 30 * S + 20 * S * 3, "slot {i} started {} s after it was due", (now - due) / S);
             starts[i].push((due, now));
             // a test takes 20 s; one at a time
             now += 20 * S;
@@ -226,10 +191,7 @@ mod tests {
         }
         // jitter spreads the starts over the window, not all at its edge
         let late: Vec<u64> = starts[0].iter().map(|(d, st)| (st - d) / S).collect();
-        assert!(
-            late.iter().any(|&l| l < 10) && late.iter().any(|&l| l > 20),
-            "{late:?}"
-        );
+        assert!(late.iter().any(|&l| l < 10) && late.iter().any(|&l| l > 20), "{late:?}");
     }
 
     #[test]
@@ -244,31 +206,16 @@ mod tests {
             s.begin(i);
             now += S;
             retries.push(s.end(i, now, true, 0).unwrap().as_secs());
-            assert_eq!(
-                s.slot(i).start_ns,
-                now + retries.last().unwrap() * S,
-                "a retry has no jitter"
-            );
+            assert_eq!(s.slot(i).start_ns, now + retries.last().unwrap() * S, "a retry has no jitter");
         }
         assert_eq!(retries, [30, 60, 120, 240, 480, 600]);
-        assert_eq!(
-            retry_after(1, Duration::from_secs(10)),
-            Duration::from_secs(10),
-            "never longer than --every"
-        );
-        assert_eq!(
-            retry_after(u32::MAX, Duration::from_secs(600)),
-            Duration::from_secs(600)
-        );
+        assert_eq!(retry_after(1, Duration::from_secs(10)), Duration::from_secs(10), "never longer than --every");
+        assert_eq!(retry_after(u32::MAX, Duration::from_secs(600)), Duration::from_secs(600));
         let (i, start) = s.next().unwrap();
         s.begin(i);
         assert_eq!(s.end(i, start + S, false, 5), None);
         assert_eq!(s.slot(i).failures, 0);
-        assert_eq!(
-            s.slot(i).due_ns,
-            start + 600 * S,
-            "after a retry that succeeds, the next run is one period after it"
-        );
+        assert_eq!(s.slot(i).due_ns, start + 600 * S, "after a retry that succeeds, the next run is one period after it");
         assert_eq!(s.slot(i).last_bytes, Some(5));
     }
 
@@ -276,21 +223,10 @@ mod tests {
     fn a_restart_resumes_from_the_last_run() {
         let mut s = schedule(300, 0);
         let now = 1000 * S;
-        assert_eq!(
-            s.add(target(1), Some(now - 100 * S), None, now),
-            Duration::from_secs(200),
-            "ran 100 s ago: 200 s to go"
-        );
-        assert_eq!(
-            s.add(target(2), Some(now - 400 * S), None, now),
-            Duration::ZERO,
-            "ran longer ago than --every: now"
-        );
+        assert_eq!(s.add(target(1), Some(now - 100 * S), None, now), Duration::from_secs(200), "ran 100 s ago: 200 s to go");
+        assert_eq!(s.add(target(2), Some(now - 400 * S), None, now), Duration::ZERO, "ran longer ago than --every: now");
         assert_eq!(s.add(target(3), None, Some(7), now), Duration::ZERO);
-        assert_eq!(
-            s.next().map(|(i, _)| s.slot(i).name.clone()).as_deref(),
-            Some("192.0.2.1:2")
-        );
+        assert_eq!(s.next().map(|(i, _)| s.slot(i).name.clone()).as_deref(), Some("192.0.2.1:2"));
         assert_eq!(s.slot(2).last_bytes, Some(7));
     }
 
@@ -309,10 +245,7 @@ mod tests {
         let b = Budget::parse("1MB/day").unwrap();
         let day = 86_400 * S;
         let t0 = 20_000 * day + 3600 * S;
-        let mut u = BudgetUse {
-            start_ns: b.window_start(t0),
-            used: 0,
-        };
+        let mut u = BudgetUse { start_ns: b.window_start(t0), used: 0 };
         assert!(u.allows(&b, t0, 600_000));
         u.used += 600_000;
         assert!(!u.allows(&b, t0 + S, 600_000), "1.2 MB would pass 1 MB");
@@ -323,10 +256,6 @@ mod tests {
         let mut s = schedule(3600, 0);
         s.add(target(1), None, None, t0);
         s.skip(0);
-        assert_eq!(
-            s.slot(0).start_ns,
-            t0 + 3600 * S,
-            "a skipped run's slot moves one period on"
-        );
+        assert_eq!(s.slot(0).start_ns, t0 + 3600 * S, "a skipped run's slot moves one period on");
     }
 }

@@ -185,20 +185,9 @@ impl Pacer for Ccid3 {
 pub fn make_pacer(timer: TimerSpec, ipi_ns: u64) -> Box<dyn Pacer + Send> {
     match timer {
         TimerSpec::Ccid3 { hz, phase } => Box::new(Ccid3::new(ipi_ns, hz, phase)),
-        TimerSpec::Precise => Box::new(Precise {
-            ipi: ipi_ns,
-            next: 0,
-            lead: SPIN_LEAD_NS,
-        }),
-        TimerSpec::Sleep => Box::new(NaiveSleep {
-            ipi: ipi_ns,
-            owe_sleep: false,
-        }),
-        TimerSpec::Tick { hz } => Box::new(Tick {
-            ipi: ipi_ns,
-            gran: 1_000_000_000 / hz as u64,
-            t_nom: None,
-        }),
+        TimerSpec::Precise => Box::new(Precise { ipi: ipi_ns, next: 0, lead: SPIN_LEAD_NS }),
+        TimerSpec::Sleep => Box::new(NaiveSleep { ipi: ipi_ns, owe_sleep: false }),
+        TimerSpec::Tick { hz } => Box::new(Tick { ipi: ipi_ns, gran: 1_000_000_000 / hz as u64, t_nom: None }),
     }
 }
 
@@ -234,12 +223,7 @@ pub fn simulate(cfg: &PacingConfig, send_cost: u64, oversleep: u64) -> Vec<u64> 
 
 /// [`simulate`] starting at `start` (ns) with each sleep's wake-up latency
 /// taken from `oversleep` (e.g. a real run's recorded latencies, in order).
-pub fn simulate_with(
-    cfg: &PacingConfig,
-    send_cost: u64,
-    start: u64,
-    mut oversleep: impl FnMut() -> u64,
-) -> Vec<u64> {
+pub fn simulate_with(cfg: &PacingConfig, send_cost: u64, start: u64, mut oversleep: impl FnMut() -> u64) -> Vec<u64> {
     let mut p = make_pacer(cfg.timer, cfg.ipi_ns);
     let wire = cfg.wire_time_ns();
     let (mut now, mut nic_free, mut out) = (start, 0u64, vec![]);
@@ -394,10 +378,7 @@ pub fn analyze(cfg: &PacingConfig, dep: &[u64], arr: &[u64]) -> PacingResult {
     let achieved_bps = rate(arr);
     let mut gaps: Vec<u64> = dep.windows(2).map(|w| w[1] - w[0]).collect();
     let ipi = cfg.ipi_ns as f64;
-    let near = gaps
-        .iter()
-        .filter(|&&g| (g as f64 - ipi).abs() <= 0.1 * ipi)
-        .count();
+    let near = gaps.iter().filter(|&&g| (g as f64 - ipi).abs() <= 0.1 * ipi).count();
     let mut b2b = 0u64;
     let mut run = 1u64;
     for &g in &gaps {
@@ -439,11 +420,7 @@ pub fn analyze(cfg: &PacingConfig, dep: &[u64], arr: &[u64]) -> PacingResult {
     let mut lg: Vec<GapBin> = log_edges
         .iter()
         .enumerate()
-        .map(|(i, &lo)| GapBin {
-            lo_ns: lo,
-            hi_ns: log_edges.get(i + 1).copied(),
-            count: 0,
-        })
+        .map(|(i, &lo)| GapBin { lo_ns: lo, hi_ns: log_edges.get(i + 1).copied(), count: 0 })
         .collect();
     for &g in &gaps {
         for bins in [&mut rel, &mut lg] {
@@ -468,11 +445,7 @@ pub fn analyze(cfg: &PacingConfig, dep: &[u64], arr: &[u64]) -> PacingResult {
         t_gran_ns: cfg.timer.gran_ns(),
         payload_bytes: cfg.payload,
         wire_bytes: cfg.wire_bytes(),
-        line_rate_bps: if cfg.timer.emulated() {
-            cfg.line_rate_bps
-        } else {
-            0.0
-        },
+        line_rate_bps: if cfg.timer.emulated() { cfg.line_rate_bps } else { 0.0 },
         duration_s: cfg.duration_ns as f64 / 1e9,
         sent: dep.len() as u64,
         received: arr.len() as u64,
@@ -486,11 +459,7 @@ pub fn analyze(cfg: &PacingConfig, dep: &[u64], arr: &[u64]) -> PacingResult {
         burst_max_packets: best,
         burst_factor: best as f64 / ideal_in_window,
         max_back_to_back: b2b,
-        gaps_within_10pct: if gaps.is_empty() {
-            0.0
-        } else {
-            near as f64 / gaps.len() as f64
-        },
+        gaps_within_10pct: if gaps.is_empty() { 0.0 } else { near as f64 / gaps.len() as f64 },
         gap_min_ns: gaps.first().copied().unwrap_or(0),
         gap_p50_ns: pct(0.5),
         gap_p99_ns: pct(0.99),
@@ -521,11 +490,7 @@ pub fn metadata(version: &str) -> PacingMetadata {
 
 /// Run one paced UDP transfer over loopback and measure it.
 /// `stop` ends the run early (Ctrl-C); the result is then an error.
-pub fn run(
-    cfg: &PacingConfig,
-    version: &str,
-    stop: &'static AtomicBool,
-) -> anyhow::Result<PacingResult> {
+pub fn run(cfg: &PacingConfig, version: &str, stop: &'static AtomicBool) -> anyhow::Result<PacingResult> {
     anyhow::ensure!(cfg.ipi_ns > 0, "t_ipi must be positive");
     anyhow::ensure!(cfg.payload >= 32, "payload must be at least 32 bytes");
     let meta = metadata(version);
@@ -575,8 +540,7 @@ pub fn run(
         let mut buf = vec![0u8; c.payload];
         buf[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         buf[4..8].copy_from_slice(&run_id.to_le_bytes());
-        let mut dep =
-            Vec::with_capacity((c.duration_ns / c.ipi_ns.max(1)).min(4_000_000) as usize + 2);
+        let mut dep = Vec::with_capacity((c.duration_ns / c.ipi_ns.max(1)).min(4_000_000) as usize + 2);
         let mut nic_free = 0u64;
         // how late the thread resumed after each wait, and how long each send took
         let mut late = Vec::with_capacity(dep.capacity());
@@ -624,40 +588,18 @@ pub fn run(
                 }
             }
         }
-        Ok(SenderLog {
-            dep,
-            late,
-            sleep_late,
-            sends,
-        })
+        Ok(SenderLog { dep, late, sleep_late, sends })
     });
-    let SenderLog {
-        dep,
-        late,
-        sleep_late,
-        sends,
-    } = sender
-        .join()
-        .map_err(|_| anyhow::anyhow!("pacing sender thread panicked"))??;
+    let SenderLog { dep, late, sleep_late, sends } = sender.join().map_err(|_| anyhow::anyhow!("pacing sender thread panicked"))??;
     std::thread::sleep(std::time::Duration::from_millis(150));
     done.store(true, Ordering::Relaxed);
-    let arr = receiver
-        .join()
-        .map_err(|_| anyhow::anyhow!("pacing receiver thread panicked"))?;
+    let arr = receiver.join().map_err(|_| anyhow::anyhow!("pacing receiver thread panicked"))?;
     anyhow::ensure!(!stop.load(Ordering::Relaxed), "interrupted");
     let mut r = analyze(cfg, &dep, &arr);
     r.metadata = meta;
     let host = host_timing(cfg, late, sends, steal.pct());
-    let start = dep
-        .first()
-        .map_or(0, |d| d.saturating_sub(host.send_p50_ns));
-    r.model_ratio = Some(model_ratio_replay(
-        cfg,
-        host.send_p50_ns,
-        start,
-        &sleep_late,
-        host.stall_threshold_ns,
-    ));
+    let start = dep.first().map_or(0, |d| d.saturating_sub(host.send_p50_ns));
+    r.model_ratio = Some(model_ratio_replay(cfg, host.send_p50_ns, start, &sleep_late, host.stall_threshold_ns));
     r.host = Some(host);
     Ok(r)
 }
@@ -673,12 +615,7 @@ struct SenderLog {
 
 /// Run a point up to `attempts` times while the host disturbs it (see
 /// [`HostTiming::disturbed`]); keep the run that lost the least time to stalls.
-pub fn run_steady(
-    cfg: &PacingConfig,
-    version: &str,
-    stop: &'static AtomicBool,
-    attempts: u32,
-) -> anyhow::Result<PacingResult> {
+pub fn run_steady(cfg: &PacingConfig, version: &str, stop: &'static AtomicBool, attempts: u32) -> anyhow::Result<PacingResult> {
     let mut best: Option<PacingResult> = None;
     for n in 1..=attempts.max(1) {
         let r = run(cfg, version, stop)?;
@@ -705,27 +642,13 @@ pub fn stall_threshold_ns(cfg: &PacingConfig) -> u64 {
 
 /// Summarize how the host kept time for the sender (`late`: lateness after
 /// each wait, `sends`: duration of each send, ns).
-pub fn host_timing(
-    cfg: &PacingConfig,
-    mut late: Vec<u64>,
-    mut sends: Vec<u64>,
-    cpu_steal_pct: f64,
-) -> HostTiming {
+pub fn host_timing(cfg: &PacingConfig, mut late: Vec<u64>, mut sends: Vec<u64>, cpu_steal_pct: f64) -> HostTiming {
     let threshold = stall_threshold_ns(cfg);
-    let (stalls, stalled_ns) = late
-        .iter()
-        .chain(sends.iter())
-        .filter(|&&x| x > threshold)
-        .fold((0u64, 0u64), |(n, t), &x| (n + 1, t + x));
+    let (stalls, stalled_ns) =
+        late.iter().chain(sends.iter()).filter(|&&x| x > threshold).fold((0u64, 0u64), |(n, t), &x| (n + 1, t + x));
     late.sort_unstable();
     sends.sort_unstable();
-    let q = |v: &[u64], p: f64| {
-        if v.is_empty() {
-            0
-        } else {
-            v[((v.len() - 1) as f64 * p).round() as usize]
-        }
-    };
+    let q = |v: &[u64], p: f64| if v.is_empty() { 0 } else { v[((v.len() - 1) as f64 * p).round() as usize] };
     let waits = late.len() as u64;
     HostTiming {
         waits,
@@ -756,20 +679,11 @@ pub fn model_ratio(cfg: &PacingConfig, send_ns: u64, late_ns: u64) -> f64 {
 /// send time `start_ns` (where a tick falls matters to ccid3). A sender whose rule
 /// depends on how late it wakes (ccid3's "less than 1 ms to go") is thus
 /// modelled with this host's real wake-up behaviour, minus what stalled it.
-pub fn model_ratio_replay(
-    cfg: &PacingConfig,
-    send_ns: u64,
-    start_ns: u64,
-    sleep_late: &[u64],
-    stall_ns: u64,
-) -> f64 {
+pub fn model_ratio_replay(cfg: &PacingConfig, send_ns: u64, start_ns: u64, sleep_late: &[u64], stall_ns: u64) -> f64 {
     let mut sorted = sleep_late.to_vec();
     sorted.sort_unstable();
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
-    let clean: Vec<u64> = sleep_late
-        .iter()
-        .map(|&l| if l > stall_ns { median } else { l })
-        .collect();
+    let clean: Vec<u64> = sleep_late.iter().map(|&l| if l > stall_ns { median } else { l }).collect();
     let mut i = 0usize;
     let d = simulate_with(cfg, send_ns, start_ns, || {
         let l = clean.get(i % clean.len().max(1)).copied().unwrap_or(0);
@@ -784,13 +698,7 @@ mod tests {
     use super::*;
 
     fn cfg(ipi_us: u64, timer: TimerSpec) -> PacingConfig {
-        PacingConfig {
-            ipi_ns: ipi_us * 1000,
-            timer,
-            payload: 1424,
-            duration_ns: 2_000_000_000,
-            line_rate_bps: 1e9,
-        }
+        PacingConfig { ipi_ns: ipi_us * 1000, timer, payload: 1424, duration_ns: 2_000_000_000, line_rate_bps: 1e9 }
     }
 
     #[test]
@@ -806,10 +714,7 @@ mod tests {
 
     #[test]
     fn host_stalls_are_counted_and_judged() {
-        let c = PacingConfig {
-            duration_ns: 1_000_000_000,
-            ..cfg(5000, TimerSpec::Tick { hz: 250 })
-        };
+        let c = PacingConfig { duration_ns: 1_000_000_000, ..cfg(5000, TimerSpec::Tick { hz: 250 }) };
         assert_eq!(stall_threshold_ns(&c), 4_000_000);
         assert_eq!(stall_threshold_ns(&cfg(100, TimerSpec::Precise)), 1_000_000);
         assert_eq!(stall_threshold_ns(&cfg(5000, TimerSpec::Sleep)), 5_000_000);
@@ -818,10 +723,7 @@ mod tests {
         late.push(5_000_000);
         let h = host_timing(&c, late.clone(), vec![5_000; 201], 3.04);
         assert_eq!((h.waits, h.stalls, h.stalled_ns), (201, 1, 5_000_000));
-        assert_eq!(
-            (h.wake_late_p50_ns, h.wake_late_max_ns, h.send_p50_ns),
-            (10_000, 5_000_000, 5_000)
-        );
+        assert_eq!((h.wake_late_p50_ns, h.wake_late_max_ns, h.send_p50_ns), (10_000, 5_000_000, 5_000));
         assert_eq!(h.cpu_steal_pct, 3.0);
         assert!(!h.disturbed);
         // one more 6 ms stall: 11 ms of stalls is more than 1% of the run
@@ -832,18 +734,7 @@ mod tests {
         // 3 short stalls in 100 waits: more than 1% of waits
         let mut late = vec![0u64; 97];
         late.extend([4_100_000; 3]);
-        assert!(
-            host_timing(
-                &PacingConfig {
-                    duration_ns: 10_000_000_000,
-                    ..c
-                },
-                late,
-                vec![],
-                0.0
-            )
-            .disturbed
-        );
+        assert!(host_timing(&PacingConfig { duration_ns: 10_000_000_000, ..c }, late, vec![], 0.0).disturbed);
     }
 
     #[test]
@@ -862,11 +753,7 @@ mod tests {
         let want = 1000.0 / (1000.0 + (50.0 + 150.0 + 150.0) / 3.0 + 5.0);
         assert!((got - want).abs() < 2e-3, "{got} vs {want}");
         // no recorded sleeps (a sender that never waits): no lateness
-        assert!(
-            (model_ratio_replay(&cfg(1000, TimerSpec::Precise), 5_000, 0, &[], 1_000_000) - 1.0)
-                .abs()
-                < 1e-3
-        );
+        assert!((model_ratio_replay(&cfg(1000, TimerSpec::Precise), 5_000, 0, &[], 1_000_000) - 1.0).abs() < 1e-3);
     }
 
     #[test]
@@ -888,27 +775,14 @@ mod tests {
         let r = analyze(&c, &simulate(&c, 1000, 0), &simulate(&c, 1000, 0));
         let line_pps = 1e9 / ((1424.0 + 42.0) * 8.0);
         let ideal_pps = 1e6 / 200.0;
-        assert!(
-            (r.ratio - line_pps / ideal_pps).abs() / r.ratio < 0.05,
-            "ratio {}",
-            r.ratio
-        );
+        assert!((r.ratio - line_pps / ideal_pps).abs() / r.ratio < 0.05, "ratio {}", r.ratio);
         // above t_gran: period floor(t_ipi/t_gran) ticks
-        for (ipi_us, hz, period_us) in [
-            (1500u64, 1000u32, 1000u64),
-            (5000, 250, 4000),
-            (10_000, 250, 8000),
-            (20_000, 1000, 20_000),
-        ] {
+        for (ipi_us, hz, period_us) in [(1500u64, 1000u32, 1000u64), (5000, 250, 4000), (10_000, 250, 8000), (20_000, 1000, 20_000)] {
             let c = cfg(ipi_us, TimerSpec::Tick { hz });
             let d = simulate(&c, 1000, 0);
             let r = analyze(&c, &d, &d);
             let want = ipi_us as f64 / period_us as f64;
-            assert!(
-                (r.ratio - want).abs() / want < 0.01,
-                "ipi {ipi_us} hz {hz}: {} vs {want}",
-                r.ratio
-            );
+            assert!((r.ratio - want).abs() / want < 0.01, "ipi {ipi_us} hz {hz}: {} vs {want}", r.ratio);
         }
     }
 
@@ -931,18 +805,12 @@ mod tests {
         for ipi in [200u64, 500] {
             let want = line_pps / (1e6 / ipi as f64);
             let r = ratio(&c(ipi, 0.6));
-            assert!(
-                (r - want).abs() / want < 0.02,
-                "t_ipi {ipi} us: {r} vs line rate {want}"
-            );
+            assert!((r - want).abs() / want < 0.02, "t_ipi {ipi} us: {r} vs line rate {want}");
         }
         for (phase, factor) in [(0.25, 1.0), (0.6, 3.0), (0.75, 5.0)] {
             for ipi in [2000u64, 5000, 10_000, 20_000, 50_000] {
                 let r = ratio(&c(ipi, phase));
-                assert!(
-                    (r - factor).abs() < 0.05,
-                    "phase {phase} t_ipi {ipi} us: {r} vs {factor}"
-                );
+                assert!((r - factor).abs() < 0.05, "phase {phase} t_ipi {ipi} us: {r} vs {factor}");
             }
         }
     }
@@ -979,13 +847,7 @@ mod tests {
     fn precise_loopback_within_2pct() {
         static STOP: AtomicBool = AtomicBool::new(false);
         for (ipi_us, dur_ms) in [(1000u64, 1500u64), (10_000, 2000)] {
-            let c = PacingConfig {
-                ipi_ns: ipi_us * 1000,
-                timer: TimerSpec::Precise,
-                payload: 1424,
-                duration_ns: dur_ms * 1_000_000,
-                line_rate_bps: 1e9,
-            };
+            let c = PacingConfig { ipi_ns: ipi_us * 1000, timer: TimerSpec::Precise, payload: 1424, duration_ns: dur_ms * 1_000_000, line_rate_bps: 1e9 };
             let r = run_steady(&c, "test", &STOP, 3).unwrap();
             let h = r.host.clone().unwrap();
             let good = r.received >= r.sent * 99 / 100 && (r.ratio - 1.0).abs() < 0.02;
@@ -993,16 +855,8 @@ mod tests {
                 eprintln!("SKIP t_ipi {ipi_us} us: achieved/ideal {:.4}, but the host stalled the sender in every run: {h:?}", r.ratio);
                 continue;
             }
-            assert!(
-                good,
-                "t_ipi {ipi_us} us: achieved/ideal = {:.4}, lost {} of {}, host {h:?}",
-                r.ratio, r.lost, r.sent
-            );
-            assert!(
-                (r.model_ratio.unwrap() - 1.0).abs() < 0.02,
-                "model {:?}",
-                r.model_ratio
-            );
+            assert!(good, "t_ipi {ipi_us} us: achieved/ideal = {:.4}, lost {} of {}, host {h:?}", r.ratio, r.lost, r.sent);
+            assert!((r.model_ratio.unwrap() - 1.0).abs() < 0.02, "model {:?}", r.model_ratio);
         }
     }
 }

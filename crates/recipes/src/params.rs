@@ -9,10 +9,7 @@
 //! pacing experiment's parameters are defined here.
 use bloatlab_model::options::{Arity, Shape};
 use bloatlab_model::units::{fmt_duration_ns, parse_duration_ns};
-use bloatlab_model::{
-    Configurable, LabConfig, LabOverrides, OptionDef, QueueSpec, Rate, TestConfig, TestOverrides,
-    LAB_OPTIONS, TEST_OPTIONS,
-};
+use bloatlab_model::{Configurable, LabConfig, LabOverrides, OptionDef, QueueSpec, Rate, TestConfig, TestOverrides, LAB_OPTIONS, TEST_OPTIONS};
 use std::time::Duration;
 
 /// What kind of experiment a recipe runs.
@@ -29,9 +26,7 @@ impl RecipeKind {
         match s {
             "lab" => Ok(RecipeKind::Lab),
             "pacing" => Ok(RecipeKind::Pacing),
-            o => Err(format!(
-                "unknown kind \"{o}\" (expected \"lab\" or \"pacing\")"
-            )),
+            o => Err(format!("unknown kind \"{o}\" (expected \"lab\" or \"pacing\")")),
         }
     }
     pub fn name(self) -> &'static str {
@@ -80,13 +75,7 @@ pub struct ParamSpec {
 
 macro_rules! p {
     ($name:literal, $kind:ident, $target:ident, $value:expr, $help:literal) => {
-        ParamSpec {
-            name: $name,
-            kind: RecipeKind::$kind,
-            target: Target::$target,
-            value: $value,
-            help: $help,
-        }
+        ParamSpec { name: $name, kind: RecipeKind::$kind, target: Target::$target, value: $value, help: $help }
     };
 }
 
@@ -110,25 +99,13 @@ pub fn params() -> &'static [ParamSpec] {
         let name = |o: String| -> &'static str { Box::leak(o.into_boxed_str()) };
         let mut v: Vec<ParamSpec> = LAB_OPTIONS
             .iter()
-            .map(|o| ParamSpec {
-                name: name(o.param_name()),
-                kind: RecipeKind::Lab,
-                target: Target::Lab(o),
-                value: ValueKind::Option,
-                help: name(o.help()),
-            })
+            .map(|o| ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Lab(o), value: ValueKind::Option, help: name(o.help()) })
             .collect();
         for o in TEST_OPTIONS {
             if v.iter().any(|p| p.name == o.param_name()) {
                 continue;
             }
-            v.push(ParamSpec {
-                name: name(o.param_name()),
-                kind: RecipeKind::Lab,
-                target: Target::Test(o),
-                value: ValueKind::Option,
-                help: name(o.help()),
-            });
+            v.push(ParamSpec { name: name(o.param_name()), kind: RecipeKind::Lab, target: Target::Test(o), value: ValueKind::Option, help: name(o.help()) });
         }
         v.extend(PACING_PARAMS.iter().copied());
         v
@@ -140,11 +117,7 @@ pub fn spec(kind: RecipeKind, name: &str) -> Option<&'static ParamSpec> {
 }
 
 pub fn names(kind: RecipeKind) -> Vec<&'static str> {
-    params()
-        .iter()
-        .filter(|p| p.kind == kind)
-        .map(|p| p.name)
-        .collect()
+    params().iter().filter(|p| p.kind == kind).map(|p| p.name).collect()
 }
 
 /// Error for an unknown parameter name, with a suggestion.
@@ -235,32 +208,17 @@ impl TimerSpec {
             ["precise"] => Ok(TimerSpec::Precise),
             ["sleep"] => Ok(TimerSpec::Sleep),
             ["tick"] => Ok(TimerSpec::Tick { hz: 1000 }),
-            ["tick", h] => Ok(TimerSpec::Tick {
-                hz: parse_hz(s, h)?,
-            }),
-            ["ccid3"] => Ok(TimerSpec::Ccid3 {
-                hz: 1000,
-                phase: CCID3_DEFAULT_PHASE,
-            }),
-            ["ccid3", h] => Ok(TimerSpec::Ccid3 {
-                hz: parse_hz(s, h)?,
-                phase: CCID3_DEFAULT_PHASE,
-            }),
+            ["tick", h] => Ok(TimerSpec::Tick { hz: parse_hz(s, h)? }),
+            ["ccid3"] => Ok(TimerSpec::Ccid3 { hz: 1000, phase: CCID3_DEFAULT_PHASE }),
+            ["ccid3", h] => Ok(TimerSpec::Ccid3 { hz: parse_hz(s, h)?, phase: CCID3_DEFAULT_PHASE }),
             ["ccid3", h, p] => {
-                let phase: f64 = p
-                    .parse()
-                    .map_err(|_| format!("\"{s}\": the phase must be a number in [0, 1)"))?;
+                let phase: f64 = p.parse().map_err(|_| format!("\"{s}\": the phase must be a number in [0, 1)"))?;
                 if !(0.0..1.0).contains(&phase) {
                     return Err(format!("\"{s}\": the phase must be in [0, 1)"));
                 }
-                Ok(TimerSpec::Ccid3 {
-                    hz: parse_hz(s, h)?,
-                    phase,
-                })
+                Ok(TimerSpec::Ccid3 { hz: parse_hz(s, h)?, phase })
             }
-            _ => Err(format!(
-                "\"{s}\" is not a timer strategy (precise, sleep, tick:HZ, ccid3:HZ[:PHASE])"
-            )),
+            _ => Err(format!("\"{s}\" is not a timer strategy (precise, sleep, tick:HZ, ccid3:HZ[:PHASE])")),
         }
     }
     pub fn name(&self) -> String {
@@ -280,9 +238,7 @@ impl TimerSpec {
     /// Tick length of an emulated timer, ns.
     pub fn gran_ns(&self) -> Option<u64> {
         match self {
-            TimerSpec::Tick { hz } | TimerSpec::Ccid3 { hz, .. } => {
-                Some(1_000_000_000 / *hz as u64)
-            }
+            TimerSpec::Tick { hz } | TimerSpec::Ccid3 { hz, .. } => Some(1_000_000_000 / *hz as u64),
             _ => None,
         }
     }
@@ -303,24 +259,14 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
         (ValueKind::Option, Target::Lab(o)) => option_value(o, raw),
         (ValueKind::Option, Target::Test(o)) => option_value(o, raw),
         (ValueKind::Option, Target::Pacing) => Err("not a lab or test option".into()),
-        (ValueKind::Rate, _) => Rate::parse(raw).map(|r| {
-            v(
-                bloatlab_model::units::fmt_rate_tc(r.bps),
-                Some(r.bps as f64),
-                Typed::Rate(r),
-            )
-        }),
+        (ValueKind::Rate, _) => Rate::parse(raw).map(|r| v(bloatlab_model::units::fmt_rate_tc(r.bps), Some(r.bps as f64), Typed::Rate(r))),
         (ValueKind::Duration, _) => parse_duration_ns(raw).and_then(|ns| {
             if ns == 0 {
                 Err("must be greater than zero".into())
             } else if ns > 1_000_000_000_000_000 {
                 Err(format!("\"{raw}\" is out of range (at most 11 days)"))
             } else {
-                Ok(v(
-                    fmt_duration_ns(ns),
-                    Some(ns as f64),
-                    Typed::Duration(Duration::from_nanos(ns)),
-                ))
+                Ok(v(fmt_duration_ns(ns), Some(ns as f64), Typed::Duration(Duration::from_nanos(ns))))
             }
         }),
         (ValueKind::Int(lo, hi), _) => raw
@@ -344,10 +290,7 @@ pub fn check_value(p: &ParamSpec, raw: &str) -> Result<Value, String> {
 /// in base units: bit/s, ns, bytes, packets (a fifo's) or bytes (a bfifo's).
 fn option_value<T: Configurable>(o: &OptionDef<T>, raw: &str) -> Result<Value, String> {
     let items: Vec<String> = match o.arity {
-        Arity::Repeated => raw
-            .split('+')
-            .map(|x| o.canonical(x))
-            .collect::<Result<_, _>>()?,
+        Arity::Repeated => raw.split('+').map(|x| o.canonical(x)).collect::<Result<_, _>>()?,
         _ => vec![o.canonical(&raw.replace('+', ","))?],
     };
     let text = items.join("+");
@@ -362,11 +305,7 @@ fn option_value<T: Configurable>(o: &OptionDef<T>, raw: &str) -> Result<Value, S
         }),
         _ => None,
     };
-    Ok(Value {
-        text,
-        num,
-        typed: Typed::Option(items),
-    })
+    Ok(Value { text, num, typed: Typed::Option(items) })
 }
 
 /// Where a lab point's parameters go.
@@ -400,8 +339,7 @@ pub fn overrides_as_values(o: &TestOverrides) -> Result<Vec<(String, Value)>, St
     let mut out = vec![];
     for (opt, vals) in o.iter() {
         let name = opt.param_name();
-        let p = spec(RecipeKind::Lab, &name)
-            .ok_or_else(|| format!("--{} has no recipe parameter", opt.long))?;
+        let p = spec(RecipeKind::Lab, &name).ok_or_else(|| format!("--{} has no recipe parameter", opt.long))?;
         out.push((name, check_value(p, &vals.join("+"))?));
     }
     Ok(out)
@@ -443,22 +381,14 @@ mod tests {
         assert_eq!(check_value(p, "pfifo:5").unwrap().text, "fifo:5");
         assert_eq!(check_value(p, "bfifo:64k").unwrap().text, "bfifo:65536");
         assert!(check_value(p, "cake").is_err());
-        assert_eq!(
-            check_value(p, "codel:target=10ms,interval=100ms")
-                .unwrap()
-                .text,
-            "codel:target=10ms"
-        );
+        assert_eq!(check_value(p, "codel:target=10ms,interval=100ms").unwrap().text, "codel:target=10ms");
         let b = spec(RecipeKind::Lab, "backend").unwrap();
         assert!(check_value(b, "emu").is_err());
         for bad in ["fifo:0", "fifo:ten", "fifo", "fi fo"] {
             assert!(check_value(p, bad).is_err(), "{bad}");
         }
         let q = spec(RecipeKind::Lab, "qdisc").unwrap();
-        assert_eq!(
-            check_value(q, "cake bandwidth 10mbit").unwrap().typed,
-            Typed::Option(vec!["cake bandwidth 10mbit".into()])
-        );
+        assert_eq!(check_value(q, "cake bandwidth 10mbit").unwrap().typed, Typed::Option(vec!["cake bandwidth 10mbit".into()]));
     }
 
     #[test]
@@ -475,22 +405,14 @@ mod tests {
         assert_eq!(check_value(t, "tick").unwrap().text, "tick:1000");
         assert!(check_value(t, "tick:0").is_err());
         assert_eq!(check_value(t, "ccid3").unwrap().text, "ccid3:1000");
-        assert_eq!(
-            check_value(t, "ccid3:250:0.3").unwrap().text,
-            "ccid3:250:0.3"
-        );
+        assert_eq!(check_value(t, "ccid3:250:0.3").unwrap().text, "ccid3:250:0.3");
         assert!(check_value(t, "ccid3:250:1.5").is_err());
         assert!(unknown_param(RecipeKind::Lab, "qeue").contains("did you mean \"queue\""));
     }
 
     #[test]
     fn points_become_typed_configurations() {
-        let val = |k: &str, raw: &str| {
-            (
-                k.to_string(),
-                check_value(spec(RecipeKind::Lab, k).unwrap(), raw).unwrap(),
-            )
-        };
+        let val = |k: &str, raw: &str| (k.to_string(), check_value(spec(RecipeKind::Lab, k).unwrap(), raw).unwrap());
         let pt = lab_point(&[
             val("rate", "100mbit"),
             val("rate_down", "20mbit"),
@@ -505,22 +427,14 @@ mod tests {
         assert_eq!(pt.lab.rate_down, Some(Rate::mbit(20.0)));
         assert_eq!(pt.lab.queue, QueueSpec::Fifo { packets: 100 });
         assert_eq!((pt.lab.cc.as_str(), pt.lab.tcp_mem_max), ("bbr", 32 << 20));
-        assert_eq!(
-            pt.test.args(),
-            ["--scenarios", "1u0d,0u1d", "--duration", "10s"]
-        );
+        assert_eq!(pt.test.args(), ["--scenarios", "1u0d,0u1d", "--duration", "10s"]);
         let mut o = TestOverrides::default();
         o.set("scenarios", "1u0d").unwrap();
         o.set("idle", "0").unwrap();
         o.set("ping", "router").unwrap();
         o.set("ping", "server").unwrap();
         let vals = overrides_as_values(&o).unwrap();
-        assert_eq!(
-            vals.iter()
-                .map(|(k, v)| format!("{k}={}", v.text))
-                .collect::<Vec<_>>(),
-            vec!["scenarios=1u0d", "idle=0s", "ping=router+server"]
-        );
+        assert_eq!(vals.iter().map(|(k, v)| format!("{k}={}", v.text)).collect::<Vec<_>>(), vec!["scenarios=1u0d", "idle=0s", "ping=router+server"]);
         assert_eq!(lab_point(&vals).unwrap().test, o);
     }
 }

@@ -11,18 +11,9 @@ use toml::Spanned;
 
 /// The recipes shipped with bloatlab, embedded so `recipe show` works anywhere.
 pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "txqueuelen",
-        include_str!("../../../recipes/txqueuelen.toml"),
-    ),
-    (
-        "sendstalls",
-        include_str!("../../../recipes/sendstalls.toml"),
-    ),
-    (
-        "loadlatency",
-        include_str!("../../../recipes/loadlatency.toml"),
-    ),
+    ("txqueuelen", include_str!("../../../recipes/txqueuelen.toml")),
+    ("sendstalls", include_str!("../../../recipes/sendstalls.toml")),
+    ("loadlatency", include_str!("../../../recipes/loadlatency.toml")),
     ("pacing", include_str!("../../../recipes/pacing.toml")),
 ];
 
@@ -67,14 +58,9 @@ impl<'de> Deserialize<'de> for Ordered {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 write!(f, "a table of parameter = value")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut m: A,
-            ) -> Result<Ordered, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Ordered, A::Error> {
                 let mut v = vec![];
-                while let Some((k, val)) =
-                    m.next_entry::<Spanned<String>, Spanned<toml::Value>>()?
-                {
+                while let Some((k, val)) = m.next_entry::<Spanned<String>, Spanned<toml::Value>>()? {
                     v.push((k, val));
                 }
                 Ok(Ordered(v))
@@ -185,12 +171,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn err(&self, span: std::ops::Range<usize>, msg: impl Into<String>) -> RecipeError {
         let (line, col) = line_col(self.text, span.start);
-        RecipeError {
-            file: self.file.to_string(),
-            line,
-            col,
-            msg: msg.into(),
-        }
+        RecipeError { file: self.file.to_string(), line, col, msg: msg.into() }
     }
 }
 
@@ -210,16 +191,10 @@ impl Recipe {
             let span = e.span().unwrap_or(0..0);
             let mut msg = e.message().trim().to_string();
             if msg.starts_with("unknown field") {
-                msg =
-                    format!("{msg} (see `bloatlab recipe show txqueuelen` for a complete example)");
+                msg = format!("{msg} (see `bloatlab recipe show txqueuelen` for a complete example)");
             }
             if e.span().is_none() {
-                RecipeError {
-                    file: file.into(),
-                    line: 0,
-                    col: 0,
-                    msg,
-                }
+                RecipeError { file: file.into(), line: 0, col: 0, msg }
             } else {
                 cx.err(span, msg)
             }
@@ -227,14 +202,9 @@ impl Recipe {
 
         let name = raw.name.get_ref().clone();
         if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
-            return Err(cx.err(
-                raw.name.span(),
-                "name: use letters, digits, '-' and '_' only",
-            ));
+            return Err(cx.err(raw.name.span(), "name: use letters, digits, '-' and '_' only"));
         }
         let kind = RecipeKind::parse(raw.kind.get_ref()).map_err(|e| cx.err(raw.kind.span(), e))?;
 
@@ -243,11 +213,7 @@ impl Recipe {
         let (mut fs, mut fg, mut full_note) = (Ordered::default(), Ordered::default(), None);
         let has_full = raw.full.is_some();
         if let Some(f) = raw.full {
-            full_note = Some(if f.note.is_empty() {
-                "longer runs and the complete grid".to_string()
-            } else {
-                f.note.clone()
-            });
+            full_note = Some(if f.note.is_empty() { "longer runs and the complete grid".to_string() } else { f.note.clone() });
             if full {
                 if f.repeat.is_some() {
                     rep_src = None;
@@ -282,10 +248,7 @@ impl Recipe {
         // a parameter may not be both fixed and swept
         for (k, span) in raw.grid.0.iter().map(|(k, _)| (k.get_ref(), k.span())) {
             if settings.iter().any(|(s, _)| s == k) {
-                return Err(cx.err(
-                    span,
-                    format!("\"{k}\" is both in [settings] and in [grid]; keep one"),
-                ));
+                return Err(cx.err(span, format!("\"{k}\" is both in [settings] and in [grid]; keep one")));
             }
         }
         if full {
@@ -315,44 +278,25 @@ impl Recipe {
         }
 
         let report = match raw.report {
-            None => ReportSpec {
-                table: "generic".into(),
-                ..Default::default()
-            },
+            None => ReportSpec { table: "generic".into(), ..Default::default() },
             Some(r) => {
                 let t = r.table.get_ref().as_str();
                 if !TABLES.iter().any(|(n, _)| *n == t) {
-                    return Err(cx.err(
-                        r.table.span(),
-                        format!(
-                            "unknown table \"{t}\" (known: {})",
-                            TABLES
-                                .iter()
-                                .map(|(n, _)| *n)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
+                    return Err(cx.err(r.table.span(), format!(
+                        "unknown table \"{t}\" (known: {})",
+                        TABLES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    )));
                 }
                 if (t == "pacing") != (kind == RecipeKind::Pacing) && t != "generic" {
-                    return Err(cx.err(
-                        r.table.span(),
-                        format!("table \"{t}\" does not fit kind = \"{}\"", kind.name()),
-                    ));
+                    return Err(cx.err(r.table.span(), format!("table \"{t}\" does not fit kind = \"{}\"", kind.name())));
                 }
                 let swept: Vec<&str> = grid.iter().map(|a| a.name.as_str()).collect();
                 if let Some(x) = &r.x {
-                    if !swept.contains(&x.get_ref().as_str())
-                        && !has_full_grid_key(x.get_ref(), &fg)
-                    {
-                        return Err(cx.err(
-                            x.span(),
-                            format!(
-                                "plot x \"{}\" is not a swept parameter (the grid has: {})",
-                                x.get_ref(),
-                                swept.join(", ")
-                            ),
-                        ));
+                    if !swept.contains(&x.get_ref().as_str()) && !has_full_grid_key(x.get_ref(), &fg) {
+                        return Err(cx.err(x.span(), format!(
+                            "plot x \"{}\" is not a swept parameter (the grid has: {})",
+                            x.get_ref(), swept.join(", ")
+                        )));
                     }
                 }
                 if let Some(s) = &r.series {
@@ -363,14 +307,10 @@ impl Recipe {
                 let metrics = crate::rows::metric_names(kind);
                 for y in &r.y {
                     if !metrics.contains(&y.get_ref().as_str()) {
-                        return Err(cx.err(
-                            y.span(),
-                            format!(
-                                "unknown metric \"{}\" for y (known: {})",
-                                y.get_ref(),
-                                metrics.join(", ")
-                            ),
-                        ));
+                        return Err(cx.err(y.span(), format!(
+                            "unknown metric \"{}\" for y (known: {})",
+                            y.get_ref(), metrics.join(", ")
+                        )));
                     }
                 }
                 ReportSpec {
@@ -386,15 +326,9 @@ impl Recipe {
         };
 
         if kind == RecipeKind::Pacing {
-            let has =
-                |k: &str| settings.iter().any(|(s, _)| s == k) || grid.iter().any(|a| a.name == k);
+            let has = |k: &str| settings.iter().any(|(s, _)| s == k) || grid.iter().any(|a| a.name == k);
             if !has("ipi") {
-                return Err(RecipeError {
-                    file: file.into(),
-                    line: 0,
-                    col: 0,
-                    msg: "a pacing recipe needs ipi in [settings] or [grid]".into(),
-                });
+                return Err(RecipeError { file: file.into(), line: 0, col: 0, msg: "a pacing recipe needs ipi in [settings] or [grid]".into() });
             }
         }
 
@@ -424,10 +358,7 @@ impl Recipe {
 
     /// Value of a parameter: fixed setting, or None when swept/unset.
     pub fn setting(&self, name: &str) -> Option<&Value> {
-        self.settings
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
+        self.settings.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 }
 
@@ -438,10 +369,7 @@ fn has_full_grid_key(k: &str, fg: &Ordered) -> bool {
 fn check_repeat(cx: &Ctx, r: &Spanned<i64>) -> Result<u32, RecipeError> {
     let v = *r.get_ref();
     if !(1..=1000).contains(&v) {
-        return Err(cx.err(
-            r.span(),
-            format!("repeat must be between 1 and 1000, not {v}"),
-        ));
+        return Err(cx.err(r.span(), format!("repeat must be between 1 and 1000, not {v}")));
     }
     Ok(v as u32)
 }
@@ -460,8 +388,7 @@ fn validate_table(
     let mut out = vec![];
     for (k, v) in &t.0 {
         let name = k.get_ref();
-        let p =
-            spec(kind, name).ok_or_else(|| cx.err(k.span(), params::unknown_param(kind, name)))?;
+        let p = spec(kind, name).ok_or_else(|| cx.err(k.span(), params::unknown_param(kind, name)))?;
         let mut values = vec![];
         match (is_grid, v.get_ref()) {
             (true, toml::Value::Array(items)) => {
@@ -519,8 +446,7 @@ fn validate_table(
 /// Load a recipe by built-in name or file path.
 pub fn load(name_or_path: &str, full: bool) -> anyhow::Result<Recipe> {
     let path = std::path::Path::new(name_or_path);
-    let looks_like_file =
-        name_or_path.ends_with(".toml") || name_or_path.contains('/') || path.is_file();
+    let looks_like_file = name_or_path.ends_with(".toml") || name_or_path.contains('/') || path.is_file();
     if looks_like_file {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read recipe {name_or_path}: {e}"))?;
@@ -566,9 +492,7 @@ mod tests {
         assert_eq!((e.line, e.col), (3, 1));
         assert!(e.msg.contains("unknown field"), "{e}");
 
-        let e = err(&format!(
-            "{base}[grid]\nqueue = [\"fifo:1\", \"fifo:zero\"]\n"
-        ));
+        let e = err(&format!("{base}[grid]\nqueue = [\"fifo:1\", \"fifo:zero\"]\n"));
         assert_eq!(e.line, 4);
         assert_eq!(e.col, 21, "{e}");
         assert!(e.msg.contains("whole number"), "{e}");
@@ -581,9 +505,7 @@ mod tests {
         assert_eq!(e.line, 4);
         assert!(e.to_string().starts_with("my.toml:4:8: rate:"), "{e}");
 
-        let e = err(&format!(
-            "{base}[settings]\nqueue = 10\n[grid]\nqueue = [1, 2]\n"
-        ));
+        let e = err(&format!("{base}[settings]\nqueue = 10\n[grid]\nqueue = [1, 2]\n"));
         assert_eq!(e.line, 6);
         assert!(e.msg.contains("both"), "{e}");
 
@@ -599,25 +521,18 @@ mod tests {
         let e = err(&format!("{base}repeat = 0\n"));
         assert_eq!(e.line, 3);
 
-        let e = err(&format!(
-            "{base}[grid]\nqueue = [1]\n[report]\ntable = \"txqueuelen\"\nx = \"rate\"\n"
-        ));
+        let e = err(&format!("{base}[grid]\nqueue = [1]\n[report]\ntable = \"txqueuelen\"\nx = \"rate\"\n"));
         assert_eq!(e.line, 7);
         assert!(e.msg.contains("not a swept parameter"), "{e}");
 
-        let e = err(&format!(
-            "{base}[grid]\nqueue = [1]\n[report]\ntable = \"generic\"\ny = [\"latency\"]\n"
-        ));
+        let e = err(&format!("{base}[grid]\nqueue = [1]\n[report]\ntable = \"generic\"\ny = [\"latency\"]\n"));
         assert!(e.msg.contains("unknown metric"), "{e}");
 
         let e = err("name = \"x\"\nkind = \"pacing\"\n[settings]\nrate = \"10mbit\"\n");
         assert_eq!(e.line, 4);
 
         let e = err("name = \"x\"\nkind = \"lab\"\ntest_args = [\"--cc\", \"x\"]\n");
-        assert!(
-            e.msg.contains("not supported") && e.msg.contains("list-params"),
-            "{e}"
-        );
+        assert!(e.msg.contains("not supported") && e.msg.contains("list-params"), "{e}");
 
         let e = err("name = \"x\"\nkind = \"lab\"\n[settings\n");
         assert_eq!(e.line, 3);
@@ -628,20 +543,10 @@ mod tests {
     fn documented() {
         let doc = include_str!("../../../docs/recipes.md");
         for p in crate::params::params() {
-            assert!(
-                doc.contains(&format!("`{}`", p.name)),
-                "docs/recipes.md lacks parameter {}",
-                p.name
-            );
+            assert!(doc.contains(&format!("`{}`", p.name)), "docs/recipes.md lacks parameter {}", p.name);
         }
-        for m in crate::rows::LAB_METRICS
-            .iter()
-            .chain(crate::rows::PACING_METRICS)
-        {
-            assert!(
-                doc.contains(&format!("`{m}`")),
-                "docs/recipes.md lacks metric {m}"
-            );
+        for m in crate::rows::LAB_METRICS.iter().chain(crate::rows::PACING_METRICS) {
+            assert!(doc.contains(&format!("`{m}`")), "docs/recipes.md lacks metric {m}");
         }
         for (t, _) in TABLES {
             assert!(doc.contains(t), "docs/recipes.md lacks table {t}");
@@ -658,26 +563,14 @@ mod tests {
         assert_eq!(full.repeat, 3);
         assert_eq!(full.setting("duration").unwrap().text, "1m");
         assert!(full.setting("rate").is_none());
-        assert_eq!(
-            full.grid
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect::<Vec<_>>(),
-            vec!["queue", "rate"]
-        );
+        assert_eq!(full.grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), vec!["queue", "rate"]);
         let t3 = "name = \"x\"\nkind = \"lab\"\n[grid]\nqueue = [1, 10]\n[full]\ngrid.rate = [\"10mbit\"]\ngrid.queue = [1, 10, 100]\n";
         let f3 = Recipe::parse(t3, "t", true).unwrap();
-        assert_eq!(
-            f3.grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
-            vec!["rate", "queue"]
-        );
+        assert_eq!(f3.grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), vec!["rate", "queue"]);
         assert_eq!(full.point_count(), 2 * 2 * 3);
         // grid order is file order
         let t2 = "name = \"x\"\nkind = \"lab\"\n[grid]\nrate = [\"10mbit\"]\nqueue = [1]\ncc = [\"cubic\"]\n";
         let r = Recipe::parse(t2, "t", false).unwrap();
-        assert_eq!(
-            r.grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
-            vec!["rate", "queue", "cc"]
-        );
+        assert_eq!(r.grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), vec!["rate", "queue", "cc"]);
     }
 }

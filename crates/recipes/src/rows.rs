@@ -94,17 +94,7 @@ impl Row {
 
 fn lat(l: &LatencyStats) -> [Option<f64>; 9] {
     if l.received == 0 {
-        return [
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            None,
-            Some(0.0),
-            Some(l.lost as f64),
-        ];
+        return [None, None, None, None, None, None, None, Some(0.0), Some(l.lost as f64)];
     }
     [
         Some(l.min_ms),
@@ -126,10 +116,7 @@ fn queue_stats(ph: &Phase, pick: impl Fn(&PhaseQueue) -> bool) -> (Option<f64>, 
     if qs.is_empty() {
         return (None, None);
     }
-    (
-        Some(qs.iter().map(|q| q.drops).sum::<u64>() as f64),
-        Some(qs.iter().map(|q| q.max_backlog_packets).max().unwrap_or(0) as f64),
-    )
+    (Some(qs.iter().map(|q| q.drops).sum::<u64>() as f64), Some(qs.iter().map(|q| q.max_backlog_packets).max().unwrap_or(0) as f64))
 }
 
 /// A queue on a sending host's own interface: the lab's "sender-local"
@@ -167,11 +154,7 @@ fn cwnd_stats(ph: &Phase) -> (Option<f64>, Option<f64>, Option<f64>) {
     if !any {
         return (None, None, None);
     }
-    (
-        Some(red as f64),
-        Some(cwr as f64),
-        if n > 0 { Some(sum / n as f64) } else { None },
-    )
+    (Some(red as f64), Some(cwr as f64), if n > 0 { Some(sum / n as f64) } else { None })
 }
 
 /// Analytic maximum queueing delay for the phase's direction(s), ms.
@@ -202,11 +185,7 @@ pub fn lab_rows(r: &TestResult, fallback_delay_ms: Option<f64>) -> Vec<Row> {
             Some(ph.uploads as f64),
             Some(ph.downloads as f64),
             if idle { None } else { Some(s.upload_bps / 1e6) },
-            if idle {
-                None
-            } else {
-                Some(s.download_bps / 1e6)
-            },
+            if idle { None } else { Some(s.download_bps / 1e6) },
         ];
         v.extend(lat(&s.latency));
         match &s.witness_latency {
@@ -220,36 +199,17 @@ pub fn lab_rows(r: &TestResult, fallback_delay_ms: Option<f64>) -> Vec<Row> {
         v.push(s.smoothness_ms);
         v.push(s.smoothness_hz);
         v.push(s.rpm);
-        v.push(if idle {
-            None
-        } else {
-            Some(s.retransmits as f64)
-        });
-        v.push(if idle {
-            None
-        } else {
-            analytic_delay(r, ph, fallback_delay_ms)
-        });
+        v.push(if idle { None } else { Some(s.retransmits as f64) });
+        v.push(if idle { None } else { analytic_delay(r, ph, fallback_delay_ms) });
         let (bd, bb) = queue_stats(ph, |q| q.role.starts_with("bottleneck"));
         let (ld, lb) = queue_stats(ph, |q| is_local(&q.role, &q.location, &q.qdisc));
         v.extend([bd, bb, ld, lb]);
         let (red, cwr, mean) = cwnd_stats(ph);
         v.extend([red, cwr, mean]);
-        v.push(if idle {
-            None
-        } else {
-            Some(s.upload_gb_per_month)
-        });
-        v.push(if idle {
-            None
-        } else {
-            Some(s.download_gb_per_month)
-        });
+        v.push(if idle { None } else { Some(s.upload_gb_per_month) });
+        v.push(if idle { None } else { Some(s.download_gb_per_month) });
         debug_assert_eq!(v.len(), LAB_METRICS.len());
-        out.push(Row {
-            phase: ph.name.clone(),
-            values: v,
-        });
+        out.push(Row { phase: ph.name.clone(), values: v });
     }
     out
 }
@@ -277,10 +237,7 @@ pub fn pacing_row(p: &PacingResult) -> Row {
         p.host.as_ref().map(|h| h.cpu_steal_pct),
     ];
     debug_assert_eq!(v.len(), PACING_METRICS.len());
-    Row {
-        phase: "paced".into(),
-        values: v,
-    }
+    Row { phase: "paced".into(), values: v }
 }
 
 #[cfg(test)]
@@ -297,38 +254,15 @@ mod tests {
             end_ns: end,
             summary: Summary {
                 upload_bps: 9.4e6,
-                latency: LatencyStats {
-                    sent: 10,
-                    received: 10,
-                    min_ms: 1.0,
-                    avg_ms: 2.0,
-                    max_ms: 3.0,
-                    p50_ms: 2.0,
-                    ..Default::default()
-                },
-                witness_latency: Some(LatencyStats {
-                    sent: 10,
-                    received: 9,
-                    lost: 1,
-                    p90_ms: 7.0,
-                    ..Default::default()
-                }),
+                latency: LatencyStats { sent: 10, received: 10, min_ms: 1.0, avg_ms: 2.0, max_ms: 3.0, p50_ms: 2.0, ..Default::default() },
+                witness_latency: Some(LatencyStats { sent: 10, received: 9, lost: 1, p90_ms: 7.0, ..Default::default() }),
                 ..Default::default()
             },
             flows: vec![Flow {
                 id: 1,
                 direction: Direction::Up,
                 goodput: vec![],
-                tcp_info: [10u32, 20, 15, 30, 12]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &c)| TcpInfoSample {
-                        t_ns: start + i as u64,
-                        cwnd: c,
-                        ca_state: if c == 15 { 2 } else { 0 },
-                        ..Default::default()
-                    })
-                    .collect(),
+                tcp_info: [10u32, 20, 15, 30, 12].iter().enumerate().map(|(i, &c)| TcpInfoSample { t_ns: start + i as u64, cwnd: c, ca_state: if c == 15 { 2 } else { 0 }, ..Default::default() }).collect(),
                 bytes: 0,
                 max_gap_ns: 0,
                 max_gap_at_ns: 0,
@@ -341,12 +275,7 @@ mod tests {
 
     #[test]
     fn lab_rows_extract_queue_and_tcp_figures() {
-        let q = |t: u64, drops: u64, backlog: u64| QueueSample {
-            t_ns: t,
-            drops,
-            backlog_packets: backlog,
-            ..Default::default()
-        };
+        let q = |t: u64, drops: u64, backlog: u64| QueueSample { t_ns: t, drops, backlog_packets: backlog, ..Default::default() };
         let mut r = TestResult {
             schema: SCHEMA_NAME.into(),
             schema_version: SCHEMA_VERSION,
@@ -360,13 +289,7 @@ mod tests {
                 queues: vec![QueueSeries {
                     role: "sender-local".into(),
                     qdisc: "pfifo".into(),
-                    samples: vec![
-                        q(50, 5, 0),
-                        q(100, 7, 1),
-                        q(150, 20, 9),
-                        q(200, 27, 4),
-                        q(250, 40, 0),
-                    ],
+                    samples: vec![q(50, 5, 0), q(100, 7, 1), q(150, 20, 9), q(200, 27, 4), q(250, 40, 0)],
                     ..Default::default()
                 }],
                 analytic_queue_delay_up_ms: Some(1200.0),
@@ -404,10 +327,6 @@ mod tests {
         let local = |role: &str, loc: &str, qd: &str| is_local(role, loc, qd);
         assert!(local("bottleneck-up", "blab-0c70ce-client/eth0", "pfifo"));
         assert!(!local("bottleneck-up", "blab-0c70ce-router/wan", "pfifo"));
-        assert!(!local(
-            "sender-local-up",
-            "blab-0c70ce-client/eth0",
-            "noqueue"
-        ));
+        assert!(!local("sender-local-up", "blab-0c70ce-client/eth0", "noqueue"));
     }
 }

@@ -18,8 +18,8 @@ use crate::params::{self, RecipeKind, TimerSpec, Typed, Value};
 use crate::recipe::Recipe;
 use crate::rows;
 use crate::units::utc_now_strings;
-use bloatlab_lab::{signals, Session};
 use bloatlab_report::fmt::hms as fmt_hms;
+use bloatlab_lab::{signals, Session};
 use bloatlab_results::TestResult;
 use serde::Serialize;
 use std::io::Write;
@@ -46,12 +46,7 @@ pub fn plan(r: &Recipe, shuffle: bool, seed: u64) -> Vec<Point> {
     let mut pts = vec![];
     for rep in 1..=r.repeat {
         for (i, c) in combos.iter().enumerate() {
-            pts.push(Point {
-                index: 0,
-                combo: i,
-                rep,
-                params: c.clone(),
-            });
+            pts.push(Point { index: 0, combo: i, rep, params: c.clone() });
         }
     }
     if shuffle {
@@ -70,12 +65,7 @@ pub fn point_values(r: &Recipe, p: &Point) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = r.settings.clone();
     for (k, text) in &p.params {
         let axis = r.grid.iter().find(|a| &a.name == k).expect("grid axis");
-        let v = axis
-            .values
-            .iter()
-            .find(|v| &v.text == text)
-            .expect("grid value")
-            .clone();
+        let v = axis.values.iter().find(|v| &v.text == text).expect("grid value").clone();
         out.push((k.clone(), v));
     }
     out
@@ -110,24 +100,13 @@ pub fn describe_lab_point(pt: &params::LabPoint) -> String {
             i += 1;
         }
     }
-    let rate = |r: Option<bloatlab_model::Rate>| {
-        r.map(|r| bloatlab_model::units::fmt_rate_tc(r.bps))
-            .unwrap_or_else(|| "none".into())
-    };
+    let rate = |r: Option<bloatlab_model::Rate>| r.map(|r| bloatlab_model::units::fmt_rate_tc(r.bps)).unwrap_or_else(|| "none".into());
     let mut lab = if c.rate_up == c.rate_down {
         vec!["--rate".to_string(), rate(c.rate_up)]
     } else {
-        vec![
-            "--rate-up".to_string(),
-            rate(c.rate_up),
-            "--rate-down".to_string(),
-            rate(c.rate_down),
-        ]
+        vec!["--rate-up".to_string(), rate(c.rate_up), "--rate-down".to_string(), rate(c.rate_down)]
     };
-    if !rest
-        .iter()
-        .any(|a| ["--queue", "--qdisc", "--txqueuelen"].contains(&a.as_str()))
-    {
+    if !rest.iter().any(|a| ["--queue", "--qdisc", "--txqueuelen"].contains(&a.as_str())) {
         lab.extend(["--queue".to_string(), c.queue.label()]);
     }
     lab.extend(rest);
@@ -147,17 +126,9 @@ pub fn estimate_point_s(r: &Recipe, p: &Point) -> f64 {
 /// Expected wall time of a point, seconds (before any point has run).
 fn estimate_s(r: &Recipe, vals: &[(String, Value)]) -> f64 {
     match r.kind {
-        RecipeKind::Pacing => {
-            get(vals, "duration")
-                .and_then(|v| v.num)
-                .map(|ns| ns / 1e9)
-                .unwrap_or(2.0)
-                + 0.2
-        }
+        RecipeKind::Pacing => get(vals, "duration").and_then(|v| v.num).map(|ns| ns / 1e9).unwrap_or(2.0) + 0.2,
         RecipeKind::Lab => {
-            let Ok(pt) = params::lab_point(vals) else {
-                return 0.0;
-            };
+            let Ok(pt) = params::lab_point(vals) else { return 0.0 };
             let mut t = pt.lab.test_defaults();
             if pt.test.apply(&mut t).is_err() {
                 return 0.0;
@@ -168,20 +139,14 @@ fn estimate_s(r: &Recipe, vals: &[(String, Value)]) -> f64 {
                 Some(r) => (r.max_steps() as f64 * 0.6).round(),
                 None => t.scenarios.len() as f64,
             };
-            t.idle.as_secs_f64()
-                + n * (t.duration + t.pause).as_secs_f64()
-                + 12.0 * t.rpm.len() as f64
-                + 4.0
+            t.idle.as_secs_f64() + n * (t.duration + t.pause).as_secs_f64() + 12.0 * t.rpm.len() as f64 + 4.0
         }
     }
 }
 
 /// The analytic delay of the point's full upload queue, ms (the model's one rule).
 pub fn analytic_delay_ms(vals: &[(String, Value)]) -> Option<f64> {
-    params::lab_point(vals)
-        .ok()?
-        .lab
-        .analytic_queue_delay_ms(true)
+    params::lab_point(vals).ok()?.lab.analytic_queue_delay_ms(true)
 }
 
 pub struct RunOptions {
@@ -219,16 +184,7 @@ fn slug(p: &Point) -> String {
     if p.rep > 1 || s.len() > 100 {
         s.push_str(&format!("-rep{}", p.rep));
     }
-    let mut s: String = s
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-=._".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut s: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || "-=._".contains(c) { c } else { '_' }).collect();
     s.truncate(120);
     s
 }
@@ -242,12 +198,7 @@ pub struct RunReport {
 }
 
 fn describe(p: &Point) -> String {
-    let mut s = p
-        .params
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let mut s = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
     if s.is_empty() {
         s = "(single point)".into();
     }
@@ -261,26 +212,12 @@ fn describe(p: &Point) -> String {
 pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     let points = plan(r, opts.shuffle, opts.seed);
     let total = points.len();
-    let estimates: Vec<f64> = points
-        .iter()
-        .map(|p| estimate_s(r, &point_values(r, p)))
-        .collect();
+    let estimates: Vec<f64> = points.iter().map(|p| estimate_s(r, &point_values(r, p))).collect();
     let est_total: f64 = estimates.iter().sum();
     if opts.dry_run {
         let mut o = std::io::stdout().lock();
-        let mode = if r.full {
-            " (full)"
-        } else if r.full_note.is_some() {
-            " (short mode)"
-        } else {
-            ""
-        };
-        let mut lines = vec![format!(
-            "recipe {}{mode}: {} point(s), about {}",
-            r.name,
-            total,
-            fmt_hms(est_total)
-        )];
+        let mode = if r.full { " (full)" } else if r.full_note.is_some() { " (short mode)" } else { "" };
+        let mut lines = vec![format!("recipe {}{mode}: {} point(s), about {}", r.name, total, fmt_hms(est_total))];
         for p in &points {
             let vals = point_values(r, p);
             lines.push(match r.kind {
@@ -289,18 +226,13 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
                     p.index,
                     total,
                     describe(p),
-                    params::lab_point(&vals)
-                        .map(|pt| describe_lab_point(&pt))
-                        .unwrap_or_else(|e| format!("invalid: {e}"))
+                    params::lab_point(&vals).map(|pt| describe_lab_point(&pt)).unwrap_or_else(|e| format!("invalid: {e}"))
                 ),
                 RecipeKind::Pacing => format!(
                     "[{}/{}] pacing {}",
                     p.index,
                     total,
-                    vals.iter()
-                        .map(|(k, v)| format!("{k}={}", v.text))
-                        .collect::<Vec<_>>()
-                        .join(" ")
+                    vals.iter().map(|(k, v)| format!("{k}={}", v.text)).collect::<Vec<_>>().join(" ")
                 ),
             });
         }
@@ -309,12 +241,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
                 break; // closed pipe (e.g. | head)
             }
         }
-        return Ok(RunReport {
-            dir: PathBuf::new(),
-            outcomes: vec![],
-            interrupted: false,
-            table: String::new(),
-        });
+        return Ok(RunReport { dir: PathBuf::new(), outcomes: vec![], interrupted: false, table: String::new() });
     }
 
     let (stamp, _) = utc_now_strings();
@@ -335,13 +262,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
         "bloatlab recipe {}: {} point(s){}, about {}; results in {}",
         r.name,
         total,
-        if r.full {
-            " (full)"
-        } else if r.full_note.is_some() {
-            " (short mode; --full for the complete run)"
-        } else {
-            ""
-        },
+        if r.full { " (full)" } else if r.full_note.is_some() { " (short mode; --full for the complete run)" } else { "" },
         fmt_hms(est_total),
         dir.display()
     );
@@ -396,18 +317,7 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
         eprintln!("bloatlab: {e:#}");
     }
     let table = crate::tables::render(r, &outcomes);
-    std::fs::write(
-        dir.join("table.md"),
-        format!(
-            "# {}\n\n{}\n",
-            if r.report.title.is_empty() {
-                &r.title
-            } else {
-                &r.report.title
-            },
-            table
-        ),
-    )?;
+    std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
     if r.kind == RecipeKind::Lab {
         match crate::plot::write_html(&outcomes, &dir) {
             Ok(Some(f)) => eprintln!("report: {}", f.display()),
@@ -417,23 +327,11 @@ pub fn run(r: &Recipe, opts: &RunOptions) -> anyhow::Result<RunReport> {
     }
     let plots = crate::plot::write_plots(r, &outcomes, &dir);
     match plots {
-        Ok(files) if !files.is_empty() => eprintln!(
-            "plots: {}",
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Ok(files) if !files.is_empty() => eprintln!("plots: {}", files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", ")),
         Ok(_) => {}
         Err(e) => eprintln!("bloatlab: warning: plots not written: {e:#}"),
     }
-    Ok(RunReport {
-        dir,
-        outcomes,
-        interrupted: was_interrupted,
-        table,
-    })
+    Ok(RunReport { dir, outcomes, interrupted: was_interrupted, table })
 }
 
 fn run_lab_point(
@@ -454,11 +352,7 @@ fn run_lab_point(
             return o;
         }
     };
-    let pt = match params::lab_point(vals).and_then(|pt| {
-        bloatlab_lab::validate(&pt.lab)
-            .map(|_| pt)
-            .map_err(|e| format!("{e:#}"))
-    }) {
+    let pt = match params::lab_point(vals).and_then(|pt| bloatlab_lab::validate(&pt.lab).map(|_| pt).map_err(|e| format!("{e:#}"))) {
         Ok(pt) => pt,
         Err(e) => {
             let _ = writeln!(logf, "invalid point: {e}");
@@ -467,16 +361,8 @@ fn run_lab_point(
         }
     };
     let _ = writeln!(logf, "{}", describe_lab_point(&pt));
-    let _ = writeln!(
-        logf,
-        "lab: {}",
-        serde_json::to_string(&pt.lab).unwrap_or_default()
-    );
-    let _ = writeln!(
-        logf,
-        "test overrides: {}",
-        serde_json::to_string(&pt.test).unwrap_or_default()
-    );
+    let _ = writeln!(logf, "lab: {}", serde_json::to_string(&pt.lab).unwrap_or_default());
+    let _ = writeln!(logf, "test overrides: {}", serde_json::to_string(&pt.test).unwrap_or_default());
     let run = bloatlab_lab::RunOptions {
         test: pt.test.clone(),
         command: std::env::args().collect(),
@@ -494,10 +380,7 @@ fn run_lab_point(
         }
     };
     let res = out.result;
-    match serde_json::to_string_pretty(&res)
-        .map_err(anyhow::Error::from)
-        .and_then(|t| std::fs::write(&json, t + "\n").map_err(Into::into))
-    {
+    match serde_json::to_string_pretty(&res).map_err(anyhow::Error::from).and_then(|t| std::fs::write(&json, t + "\n").map_err(Into::into)) {
         Ok(()) => o.file = Some(format!("points/{name}.json")),
         Err(e) => {
             let _ = writeln!(logf, "cannot write {}: {e}", json.display());
@@ -510,13 +393,7 @@ fn run_lab_point(
     } else if out.interrupted_by != 0 {
         "interrupted (partial result kept)".into()
     } else {
-        format!(
-            "incomplete: {}",
-            out.failure
-                .clone()
-                .or(res.incomplete_reason.clone())
-                .unwrap_or_default()
-        )
+        format!("incomplete: {}", out.failure.clone().or(res.incomplete_reason.clone()).unwrap_or_default())
     };
     let _ = writeln!(logf, "status: {}", o.status);
     o.lab = Some(res);
@@ -551,23 +428,13 @@ pub fn pacing_config(vals: &[(String, Value)]) -> anyhow::Result<PacingConfig> {
     })
 }
 
-fn run_pacing_point(
-    p: &Point,
-    vals: &[(String, Value)],
-    dir: &Path,
-    name: &str,
-    opts: &RunOptions,
-) -> PointOutcome {
+fn run_pacing_point(p: &Point, vals: &[(String, Value)], dir: &Path, name: &str, opts: &RunOptions) -> PointOutcome {
     let mut o = PointOutcome::new(p.clone(), vals.to_vec());
-    let res =
-        pacing_config(vals).and_then(|c| pacing::run_steady(&c, &opts.version, signals::flag(), 3));
+    let res = pacing_config(vals).and_then(|c| pacing::run_steady(&c, &opts.version, signals::flag(), 3));
     match res {
         Ok(pr) => {
             let file = dir.join("points").join(format!("{name}.json"));
-            match serde_json::to_string_pretty(&pr)
-                .map_err(anyhow::Error::from)
-                .and_then(|t| std::fs::write(&file, t).map_err(Into::into))
-            {
+            match serde_json::to_string_pretty(&pr).map_err(anyhow::Error::from).and_then(|t| std::fs::write(&file, t).map_err(Into::into)) {
                 Ok(()) => o.file = Some(format!("points/{name}.json")),
                 Err(e) => eprintln!("bloatlab: warning: cannot write {}: {e}", file.display()),
             }
@@ -578,20 +445,14 @@ fn run_pacing_point(
                 bloatlab_report::fmt::rate(pr.ideal_bps),
                 bloatlab_report::fmt::rate(pr.achieved_bps),
                 pr.ratio,
-                pr.model_ratio
-                    .map(|m| format!("{m:.3}x"))
-                    .unwrap_or_else(|| "-".into()),
+                pr.model_ratio.map(|m| format!("{m:.3}x")).unwrap_or_else(|| "-".into()),
                 pr.burst_factor,
                 match &pr.host {
                     Some(h) if h.stalls > 0 => format!(
                         "; host stalled the sender {} time(s) in {} wait(s){}",
                         h.stalls,
                         h.waits,
-                        if h.attempts > 1 {
-                            format!(", best of {} runs", h.attempts)
-                        } else {
-                            String::new()
-                        }
+                        if h.attempts > 1 { format!(", best of {} runs", h.attempts) } else { String::new() }
                     ),
                     _ => String::new(),
                 }
@@ -618,10 +479,7 @@ fn fmt_num(v: Option<f64>) -> String {
             if x == x.trunc() && x.abs() < 1e15 {
                 format!("{}", x as i64)
             } else {
-                format!("{x:.6}")
-                    .trim_end_matches('0')
-                    .trim_end_matches('.')
-                    .to_string()
+                format!("{x:.6}").trim_end_matches('0').trim_end_matches('.').to_string()
             }
         }
         _ => String::new(),
@@ -652,11 +510,7 @@ fn write_index(dir: &Path, r: &Recipe, outs: &[PointOutcome]) -> anyhow::Result<
             csv.push_str(&base);
             csv.push(',');
             csv.push_str(&",".repeat(metrics.len()));
-            csv.push_str(&format!(
-                ",{},{}\n",
-                csv_field(&o.status),
-                o.file.clone().unwrap_or_default()
-            ));
+            csv.push_str(&format!(",{},{}\n", csv_field(&o.status), o.file.clone().unwrap_or_default()));
         }
         for row in &o.rows {
             csv.push_str(&base);
@@ -666,11 +520,7 @@ fn write_index(dir: &Path, r: &Recipe, outs: &[PointOutcome]) -> anyhow::Result<
                 csv.push(',');
                 csv.push_str(&fmt_num(*v));
             }
-            csv.push_str(&format!(
-                ",{},{}\n",
-                csv_field(&o.status),
-                o.file.clone().unwrap_or_default()
-            ));
+            csv.push_str(&format!(",{},{}\n", csv_field(&o.status), o.file.clone().unwrap_or_default()));
         }
     }
     std::fs::write(dir.join("results.csv"), csv)?;
@@ -704,31 +554,20 @@ fn write_index(dir: &Path, r: &Recipe, outs: &[PointOutcome]) -> anyhow::Result<
 /// Read a results folder back (recipe.toml, index.json, the point files) so
 /// its tables and plots can be redrawn without running anything.
 pub fn reload(dir: &Path) -> anyhow::Result<(Recipe, Vec<PointOutcome>)> {
-    let idx_text = std::fs::read_to_string(dir.join("index.json")).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: not a bloatlab results folder (index.json: {e})",
-            dir.display()
-        )
-    })?;
+    let idx_text = std::fs::read_to_string(dir.join("index.json"))
+        .map_err(|e| anyhow::anyhow!("{}: not a bloatlab results folder (index.json: {e})", dir.display()))?;
     let idx: serde_json::Value = serde_json::from_str(&idx_text)?;
-    anyhow::ensure!(
-        idx["schema"] == "bloatlab-sweep-index",
-        "{}: index.json is not a bloatlab sweep index",
-        dir.display()
-    );
+    anyhow::ensure!(idx["schema"] == "bloatlab-sweep-index", "{}: index.json is not a bloatlab sweep index", dir.display());
     let full = idx["full"].as_bool().unwrap_or(false);
     let rpath = dir.join("recipe.toml");
-    let text =
-        std::fs::read_to_string(&rpath).map_err(|e| anyhow::anyhow!("{}: {e}", rpath.display()))?;
-    let mut r = Recipe::parse(&text, &rpath.display().to_string(), full)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let text = std::fs::read_to_string(&rpath).map_err(|e| anyhow::anyhow!("{}: {e}", rpath.display()))?;
+    let mut r = Recipe::parse(&text, &rpath.display().to_string(), full).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(n) = idx["repeat"].as_u64() {
         r.repeat = n as u32;
     }
     let mut outs = vec![];
     for p in idx["points"].as_array().cloned().unwrap_or_default() {
-        let params: Vec<(String, String)> =
-            serde_json::from_value(p["params"].clone()).unwrap_or_default();
+        let params: Vec<(String, String)> = serde_json::from_value(p["params"].clone()).unwrap_or_default();
         let point = Point {
             index: p["index"].as_u64().unwrap_or(0) as usize,
             combo: p["combo"].as_u64().unwrap_or(0) as usize,
@@ -752,9 +591,8 @@ pub fn reload(dir: &Path) -> anyhow::Result<(Recipe, Vec<PointOutcome>)> {
                     o.lab = Some(res);
                 }
                 RecipeKind::Pacing => {
-                    let pr: PacingResult =
-                        serde_json::from_str(&std::fs::read_to_string(&path)?)
-                            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    let pr: PacingResult = serde_json::from_str(&std::fs::read_to_string(&path)?)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
                     o.rows = vec![rows::pacing_row(&pr)];
                     o.pacing = Some(pr);
                 }
@@ -770,18 +608,7 @@ pub fn retabulate(dir: &Path) -> anyhow::Result<String> {
     let (r, outs) = reload(dir)?;
     write_index(dir, &r, &outs)?;
     let table = crate::tables::render(&r, &outs);
-    std::fs::write(
-        dir.join("table.md"),
-        format!(
-            "# {}\n\n{}\n",
-            if r.report.title.is_empty() {
-                &r.title
-            } else {
-                &r.report.title
-            },
-            table
-        ),
-    )?;
+    std::fs::write(dir.join("table.md"), format!("# {}\n\n{}\n", if r.report.title.is_empty() { &r.title } else { &r.report.title }, table))?;
     if let Err(e) = crate::plot::write_plots(&r, &outs, dir) {
         eprintln!("bloatlab: warning: plots not written: {e:#}");
     }
@@ -806,29 +633,14 @@ mod tests {
         let r = recipe("name = \"x\"\nkind = \"lab\"\nrepeat = 2\n[grid]\nqueue = [1, 10, 100]\ncc = [\"cubic\", \"bbr\"]\n");
         let p = plan(&r, false, 0);
         assert_eq!(p.len(), 12);
-        assert_eq!(
-            p[0].params,
-            vec![
-                ("queue".into(), "fifo:1".into()),
-                ("cc".into(), "cubic".into())
-            ]
-        );
+        assert_eq!(p[0].params, vec![("queue".into(), "fifo:1".into()), ("cc".into(), "cubic".into())]);
         assert_eq!(p[1].params[1].1, "bbr");
         assert_eq!(p[2].params[0].1, "fifo:10");
         assert_eq!((p[6].rep, p[6].combo), (2, 0));
         let s = plan(&r, true, 42);
         assert_eq!(s.len(), 12);
-        assert_ne!(
-            s.iter().map(|x| x.combo).collect::<Vec<_>>(),
-            p.iter().map(|x| x.combo).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            plan(&r, true, 42)
-                .iter()
-                .map(|x| (x.combo, x.rep))
-                .collect::<Vec<_>>(),
-            s.iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>()
-        );
+        assert_ne!(s.iter().map(|x| x.combo).collect::<Vec<_>>(), p.iter().map(|x| x.combo).collect::<Vec<_>>());
+        assert_eq!(plan(&r, true, 42).iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>(), s.iter().map(|x| (x.combo, x.rep)).collect::<Vec<_>>());
         let mut combos: Vec<_> = s.iter().map(|x| (x.combo, x.rep)).collect();
         combos.sort();
         combos.dedup();

@@ -24,12 +24,9 @@ pub struct SweepRequest {
 
 /// Parse "KEY=V1,V2" into (key, values) checked against the parameter table.
 fn parse_set(kind: RecipeKind, s: &str) -> Result<(String, Vec<params::Value>)> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| anyhow!("--set {s}: expected KEY=VALUE[,VALUE...]"))?;
+    let (k, v) = s.split_once('=').ok_or_else(|| anyhow!("--set {s}: expected KEY=VALUE[,VALUE...]"))?;
     let k = k.trim().replace('-', "_");
-    let spec = params::spec(kind, &k)
-        .ok_or_else(|| anyhow!("--set {s}: {}", params::unknown_param(kind, &k)))?;
+    let spec = params::spec(kind, &k).ok_or_else(|| anyhow!("--set {s}: {}", params::unknown_param(kind, &k)))?;
     let mut vals: Vec<params::Value> = vec![];
     for raw in bloatlab_model::options::split_values(v) {
         let val = check_value(spec, &raw).map_err(|e| anyhow!("--set {s}: {e}"))?;
@@ -59,10 +56,7 @@ pub fn apply_sets(r: &mut Recipe, sets: &[String]) -> Result<()> {
         } else {
             match r.grid.iter_mut().find(|a| a.name == k) {
                 Some(a) => a.values = vals,
-                None => r.grid.push(Axis {
-                    name: k,
-                    values: vals,
-                }),
+                None => r.grid.push(Axis { name: k, values: vals }),
             }
         }
     }
@@ -80,27 +74,15 @@ fn q(s: &str) -> String {
 /// or of a recipe run with --set, so the run can be repeated with `recipe run`).
 pub fn recipe_text(r: &Recipe) -> String {
     let mut t = String::new();
-    t.push_str(&format!(
-        "# written by bloatlab {} for a run of \"{}\"\n",
-        env!("CARGO_PKG_VERSION"),
-        r.name
-    ));
+    t.push_str(&format!("# written by bloatlab {} for a run of \"{}\"\n", env!("CARGO_PKG_VERSION"), r.name));
     t.push_str(&format!("name = {}\ntitle = {}\n", q(&r.name), q(&r.title)));
     if !r.seeds.is_empty() {
-        t.push_str(&format!(
-            "seeds = [{}]\n",
-            r.seeds.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")
-        ));
+        t.push_str(&format!("seeds = [{}]\n", r.seeds.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ")));
     }
     if !r.description.is_empty() {
         t.push_str(&format!("description = {}\n", q(&r.description)));
     }
-    t.push_str(&format!(
-        "kind = {}\nrepeat = {}\nshuffle = {}\n",
-        q(r.kind.name()),
-        r.repeat,
-        r.shuffle
-    ));
+    t.push_str(&format!("kind = {}\nrepeat = {}\nshuffle = {}\n", q(r.kind.name()), r.repeat, r.shuffle));
     if let Some(s) = r.shuffle_seed {
         t.push_str(&format!("shuffle_seed = {s}\n"));
     }
@@ -144,12 +126,7 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
     if kind == RecipeKind::Pacing && !a.test.is_empty() {
         bail!("options after -- go to `bloatlab test`; a pacing sweep has none");
     }
-    if a.name.is_empty()
-        || !a
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if a.name.is_empty() || !a.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
         bail!("--name: use letters, digits, '-' and '_' only");
     }
     let mut settings = vec![];
@@ -162,10 +139,7 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
         if vals.len() == 1 {
             settings.push((k, vals.into_iter().next().unwrap()));
         } else {
-            grid.push(Axis {
-                name: k,
-                values: vals,
-            });
+            grid.push(Axis { name: k, values: vals });
         }
     }
     for (k, v) in params::overrides_as_values(&a.test).map_err(|e| anyhow!("after --: {e}"))? {
@@ -174,17 +148,10 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
         }
         settings.push((k, v));
     }
-    let x = grid
-        .iter()
-        .find(|a| a.values.iter().all(|v| v.num.is_some()))
-        .map(|a| a.name.clone());
+    let x = grid.iter().find(|a| a.values.iter().all(|v| v.num.is_some())).map(|a| a.name.clone());
     let logx = x.as_ref().map(|x| {
         let ax = grid.iter().find(|a| &a.name == x).unwrap();
-        let (lo, hi) = ax
-            .values
-            .iter()
-            .filter_map(|v| v.num)
-            .fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
+        let (lo, hi) = ax.values.iter().filter_map(|v| v.num).fold((f64::INFINITY, 0.0f64), |(l, h), v| (l.min(v), h.max(v)));
         lo > 0.0 && hi / lo >= 20.0
     });
     let mut r = Recipe {
@@ -192,20 +159,10 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
         title: if grid.is_empty() {
             format!(
                 "bloatlab sweep, one point: {}",
-                settings
-                    .iter()
-                    .map(|(k, v): &(String, params::Value)| format!("{k}={}", v.text))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                settings.iter().map(|(k, v): &(String, params::Value)| format!("{k}={}", v.text)).collect::<Vec<_>>().join(", ")
             )
         } else {
-            format!(
-                "bloatlab sweep over {}",
-                grid.iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" x ")
-            )
+            format!("bloatlab sweep over {}", grid.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(" x "))
         },
         seeds: vec![],
         description: String::new(),
@@ -216,21 +173,13 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
         settings,
         grid,
         report: recipe::ReportSpec {
-            table: if kind == RecipeKind::Pacing {
-                "pacing".into()
-            } else {
-                "generic".into()
-            },
+            table: if kind == RecipeKind::Pacing { "pacing".into() } else { "generic".into() },
             title: String::new(),
             x,
             y: if kind == RecipeKind::Pacing {
                 vec!["achieved_mbps".into()]
             } else {
-                vec![
-                    "latency_p50_ms".into(),
-                    "upload_mbps".into(),
-                    "download_mbps".into(),
-                ]
+                vec!["latency_p50_ms".into(), "upload_mbps".into(), "download_mbps".into()]
             },
             series: None,
             logx: logx.unwrap_or(false),
@@ -246,11 +195,7 @@ pub fn sweep_recipe(a: &SweepRequest) -> Result<Recipe> {
     }
     r.source = recipe_text(&r);
     // the written recipe must parse back: catches any divergence early
-    Recipe::parse(&r.source, "<sweep>", false).map_err(|e| {
-        anyhow!(
-            "internal: generated recipe does not parse: {e}\n{}",
-            r.source
-        )
-    })?;
+    Recipe::parse(&r.source, "<sweep>", false).map_err(|e| anyhow!("internal: generated recipe does not parse: {e}\n{}", r.source))?;
     Ok(r)
 }
+

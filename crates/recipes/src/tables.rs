@@ -2,9 +2,9 @@
 //! Every table is markdown (pipe tables padded for the terminal), so the
 //! same text is printed and saved as table.md.
 use crate::params::{RecipeKind, TimerSpec};
-use crate::points::PointOutcome;
 use crate::recipe::Recipe;
 use crate::rows::Row;
+use crate::points::PointOutcome;
 use crate::units::fmt_duration_ns;
 pub use bloatlab_report::fmt::md_table;
 use bloatlab_report::fmt::{duration_ns as fmt_duration_sig3, rate as fmt_rate_human, sig3};
@@ -72,10 +72,7 @@ fn groups<'a>(outs: &'a [PointOutcome], except: &str) -> Vec<(String, Vec<&'a Po
 }
 
 fn param<'a>(o: &'a PointOutcome, k: &str) -> Option<&'a str> {
-    o.values
-        .iter()
-        .find(|(n, _)| n == k)
-        .map(|(_, v)| v.text.as_str())
+    o.values.iter().find(|(n, _)| n == k).map(|(_, v)| v.text.as_str())
 }
 
 /// "blab-1a2b3c-router/wan" -> "router/wan": lab ids differ per point.
@@ -91,11 +88,7 @@ pub fn lab_context(r: &TestResult) -> String {
     let mut parts = vec![];
     if let Some(l) = &r.lab {
         parts.push(format!("backend {}", l.backend));
-        let q: Vec<String> = l
-            .queues
-            .iter()
-            .map(|q| format!("{} {} at {}", q.role, q.qdisc, strip_lab_id(&q.location)))
-            .collect();
+        let q: Vec<String> = l.queues.iter().map(|q| format!("{} {} at {}", q.role, q.qdisc, strip_lab_id(&q.location))).collect();
         if !q.is_empty() {
             parts.push(format!("queues: {}", q.join(", ")));
         }
@@ -114,19 +107,8 @@ fn failures(outs: &[PointOutcome]) -> String {
         .iter()
         .filter(|o| !o.ok)
         .map(|o| {
-            let p = o
-                .point
-                .params
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            format!(
-                "- point {} ({}): {}",
-                o.point.index,
-                if p.is_empty() { "-".into() } else { p },
-                o.status
-            )
+            let p = o.point.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+            format!("- point {} ({}): {}", o.point.index, if p.is_empty() { "-".into() } else { p }, o.status)
         })
         .collect();
     if bad.is_empty() {
@@ -151,9 +133,7 @@ pub fn render(r: &Recipe, outs: &[PointOutcome]) -> String {
 fn txqueuelen(outs: &[PointOutcome]) -> String {
     let mut out = String::new();
     for (key, g) in groups(outs, "queue") {
-        let Some(first) = g.iter().find_map(|o| o.lab.as_ref()) else {
-            continue;
-        };
+        let Some(first) = g.iter().find_map(|o| o.lab.as_ref()) else { continue };
         let title = {
             let mut t = vec![];
             for k in ["rate", "bottleneck"] {
@@ -169,124 +149,47 @@ fn txqueuelen(outs: &[PointOutcome]) -> String {
             t.join(" ")
         };
         out.push_str(&format!("### {title}\n\n{}\n\n", lab_context(first)));
-        let headers = [
-            "queue",
-            "test",
-            "latency",
-            "added p50",
-            "goodput",
-            "max queue delay (N*MTU*8/rate)",
-            "queue seen: max backlog / drops",
-            "seed 000 / 002",
-        ];
+        let headers = ["queue", "test", "latency", "added p50", "goodput", "max queue delay (N*MTU*8/rate)", "queue seen: max backlog / drops", "seed 000 / 002"];
         let mut rows = vec![];
         let mut notes: Vec<String> = vec![];
         if let Some(idle) = &first.idle {
             let [mn, avg, mx, md] = crate::seeds::SEED000_IDLE;
             let seed = format!("000 idle: {mn}/{avg}/{mx}/{md} ms");
-            rows.push(vec![
-                "-".into(),
-                "idle network, to server".into(),
-                ping_cell(&idle.summary.latency),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                seed,
-            ]);
+            rows.push(vec!["-".into(), "idle network, to server".into(), ping_cell(&idle.summary.latency), "-".into(), "-".into(), "-".into(), "-".into(), seed]);
             if let Some(w) = &idle.summary.witness_latency {
-                rows.push(vec![
-                    "-".into(),
-                    "idle network, to witness".into(),
-                    ping_cell(w),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                ]);
+                rows.push(vec!["-".into(), "idle network, to witness".into(), ping_cell(w), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()]);
             }
         }
         for o in &g {
             let Some(res) = &o.lab else { continue };
             let queue = param(o, "queue").unwrap_or("-").to_string();
-            let rep = if o.point.rep > 1 {
-                format!(" (rep {})", o.point.rep)
-            } else {
-                String::new()
-            };
-            for (ph, row) in res
-                .scenarios
-                .iter()
-                .zip(o.rows.iter().skip(res.idle.is_some() as usize))
-            {
+            let rep = if o.point.rep > 1 { format!(" (rep {})", o.point.rep) } else { String::new() };
+            for (ph, row) in res.scenarios.iter().zip(o.rows.iter().skip(res.idle.is_some() as usize)) {
                 let s = &ph.summary;
                 let goodput = match (ph.uploads > 0, ph.downloads > 0) {
                     (true, false) => fmt_rate_human(s.upload_bps),
                     (false, true) => fmt_rate_human(s.download_bps),
-                    _ => format!(
-                        "{} up, {} down",
-                        fmt_rate_human(s.upload_bps),
-                        fmt_rate_human(s.download_bps)
-                    ),
+                    _ => format!("{} up, {} down", fmt_rate_human(s.upload_bps), fmt_rate_human(s.download_bps)),
                 };
-                let delay = opt(row.get(RecipeKind::Lab, "analytic_queue_delay_ms"), |v| {
-                    format!("{} ms", sig3(v))
-                });
-                let seen = match (
-                    row.get(RecipeKind::Lab, "bottleneck_max_backlog_pkts"),
-                    row.get(RecipeKind::Lab, "bottleneck_drops"),
-                ) {
+                let delay = opt(row.get(RecipeKind::Lab, "analytic_queue_delay_ms"), |v| format!("{} ms", sig3(v)));
+                let seen = match (row.get(RecipeKind::Lab, "bottleneck_max_backlog_pkts"), row.get(RecipeKind::Lab, "bottleneck_drops")) {
                     (Some(b), Some(d)) => format!("{b:.0} pkts / {d:.0}"),
-                    _ => match (
-                        row.get(RecipeKind::Lab, "local_max_backlog_pkts"),
-                        row.get(RecipeKind::Lab, "local_drops"),
-                    ) {
+                    _ => match (row.get(RecipeKind::Lab, "local_max_backlog_pkts"), row.get(RecipeKind::Lab, "local_drops")) {
                         (Some(b), Some(d)) => format!("{b:.0} pkts / {d:.0} (local)"),
                         _ => "-".into(),
                     },
                 };
                 let load = load_name(ph.uploads, ph.downloads);
-                let packets = res
-                    .lab
-                    .as_ref()
-                    .and_then(|l| l.config.queue_spec.as_ref())
-                    .and_then(|q| q.fifo_packets());
-                let rate = res.lab.as_ref().and_then(|l| {
-                    if ph.uploads > 0 {
-                        l.config.rate_up_bps
-                    } else {
-                        l.config.rate_down_bps
-                    }
-                });
+                let packets = res.lab.as_ref().and_then(|l| l.config.queue_spec.as_ref()).and_then(|q| q.fifo_packets());
+                let rate = res.lab.as_ref().and_then(|l| if ph.uploads > 0 { l.config.rate_up_bps } else { l.config.rate_down_bps });
                 let seed = crate::seeds::txqueuelen_cell(packets, rate);
-                rows.push(vec![
-                    queue.clone(),
-                    format!("{load}, to server{rep}"),
-                    ping_cell(&s.latency),
-                    opt(s.added_latency_ms, ms),
-                    goodput.clone(),
-                    delay.clone(),
-                    seen.clone(),
-                    seed,
-                ]);
+                rows.push(vec![queue.clone(), format!("{load}, to server{rep}"), ping_cell(&s.latency), opt(s.added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone(), seed]);
                 if let Some(w) = &s.witness_latency {
-                    rows.push(vec![
-                        queue.clone(),
-                        format!("{load}, to witness{rep}"),
-                        ping_cell(w),
-                        opt(s.witness_added_latency_ms, ms),
-                        goodput.clone(),
-                        delay.clone(),
-                        seen.clone(),
-                        "-".into(),
-                    ]);
+                    rows.push(vec![queue.clone(), format!("{load}, to witness{rep}"), ping_cell(w), opt(s.witness_added_latency_ms, ms), goodput.clone(), delay.clone(), seen.clone(), "-".into()]);
                 }
                 // Where ours differs from the seed: a 1-packet FIFO starves one TCP flow here,
                 // while seed 000's scp time did not change.
-                let share = rate.and_then(|r| {
-                    bloatlab_metrics::goodput_share(s.upload_bps + s.download_bps, r)
-                });
+                let share = rate.and_then(|r| bloatlab_metrics::goodput_share(s.upload_bps + s.download_bps, r));
                 if let (Some(1), Some(sh)) = (packets, share) {
                     if sh < 0.8 && !notes.iter().any(|n| n.starts_with("fifo:1 ")) {
                         notes.push(format!(
@@ -315,51 +218,21 @@ fn txqueuelen(outs: &[PointOutcome]) -> String {
 fn sendstalls(outs: &[PointOutcome]) -> String {
     let mut out = String::new();
     for (key, g) in groups(outs, "queue") {
-        let Some(first) = g.iter().find_map(|o| o.lab.as_ref()) else {
-            continue;
-        };
+        let Some(first) = g.iter().find_map(|o| o.lab.as_ref()) else { continue };
         if !key.is_empty() {
             out.push_str(&format!("### {key}\n\n"));
         }
-        let dur = first
-            .scenarios
-            .first()
-            .map(|p| (p.end_ns - p.start_ns) as f64 / 1e9)
-            .unwrap_or(0.0);
-        out.push_str(&format!(
-            "{}; scenario length {:.0} s\n\n",
-            lab_context(first),
-            dur
-        ));
-        let headers = [
-            "queue",
-            "local drops",
-            "drops/s",
-            "cwnd reductions",
-            "CWR entries",
-            "retransmits",
-            "goodput",
-            "local backlog max",
-            "mean cwnd",
-            "RTT p50",
-        ];
+        let dur = first.scenarios.first().map(|p| (p.end_ns - p.start_ns) as f64 / 1e9).unwrap_or(0.0);
+        out.push_str(&format!("{}; scenario length {:.0} s\n\n", lab_context(first), dur));
+        let headers = ["queue", "local drops", "drops/s", "cwnd reductions", "CWR entries", "retransmits", "goodput", "local backlog max", "mean cwnd", "RTT p50"];
         let mut rows = vec![];
         for o in &g {
             let Some(res) = &o.lab else { continue };
-            for (ph, row) in res
-                .scenarios
-                .iter()
-                .zip(o.rows.iter().skip(res.idle.is_some() as usize))
-            {
+            for (ph, row) in res.scenarios.iter().zip(o.rows.iter().skip(res.idle.is_some() as usize)) {
                 let secs = (ph.end_ns - ph.start_ns) as f64 / 1e9;
                 let g = |m: &str| row.get(RecipeKind::Lab, m);
                 rows.push(vec![
-                    param(o, "queue").unwrap_or("-").to_string()
-                        + &if o.point.rep > 1 {
-                            format!(" (rep {})", o.point.rep)
-                        } else {
-                            String::new()
-                        },
+                    param(o, "queue").unwrap_or("-").to_string() + &if o.point.rep > 1 { format!(" (rep {})", o.point.rep) } else { String::new() },
                     opt(g("local_drops"), |v| format!("{v:.0}")),
                     opt(g("local_drops"), |v| sig3(v / secs.max(1e-9))),
                     opt(g("cwnd_reductions"), |v| format!("{v:.0}")),
@@ -368,11 +241,7 @@ fn sendstalls(outs: &[PointOutcome]) -> String {
                     fmt_rate_human(ph.summary.upload_bps + ph.summary.download_bps),
                     opt(g("local_max_backlog_pkts"), |v| format!("{v:.0} pkts")),
                     opt(g("mean_cwnd"), sig3),
-                    if ph.summary.latency.received > 0 {
-                        ms(ph.summary.latency.p50_ms)
-                    } else {
-                        "-".into()
-                    },
+                    if ph.summary.latency.received > 0 { ms(ph.summary.latency.p50_ms) } else { "-".into() },
                 ]);
             }
         }
@@ -396,39 +265,18 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
     let mut out = String::new();
     for o in outs {
         let Some(res) = &o.lab else { continue };
-        let p = o
-            .point
-            .params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let p = o.point.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
         if !p.is_empty() || outs.len() > 1 {
             out.push_str(&format!("### point {} {p}\n\n", o.point.index));
         }
         out.push_str(&format!("{}\n\n", lab_context(res)));
         let h = &res.headline;
-        let hz = |v: Option<f64>| {
-            v.map(|x| format!("{} Hz", sig3(x)))
-                .unwrap_or_else(|| "-".into())
-        };
+        let hz = |v: Option<f64>| v.map(|x| format!("{} Hz", sig3(x))).unwrap_or_else(|| "-".into());
         out.push_str("```\n");
-        out.push_str(&format!(
-            "    Upload Capacity: {}\n",
-            kib(h.upload_capacity_bps)
-        ));
-        out.push_str(&format!(
-            "  Download Capacity: {}\n",
-            kib(h.download_capacity_bps)
-        ));
-        out.push_str(&format!(
-            "Link Responsiveness: {}\n",
-            hz(h.link_responsiveness_hz)
-        ));
-        out.push_str(&format!(
-            "    Flow Smoothness: {}\n",
-            hz(h.flow_smoothness_hz)
-        ));
+        out.push_str(&format!("    Upload Capacity: {}\n", kib(h.upload_capacity_bps)));
+        out.push_str(&format!("  Download Capacity: {}\n", kib(h.download_capacity_bps)));
+        out.push_str(&format!("Link Responsiveness: {}\n", hz(h.link_responsiveness_hz)));
+        out.push_str(&format!("    Flow Smoothness: {}\n", hz(h.flow_smoothness_hz)));
         let (su, sd, sr, ss) = crate::seeds::SEED003;
         out.push_str(&format!(
             "   (seed 003, 100base-TX LAN with standard configurations: {su:.0} KiB/s up, {sd:.0} KiB/s down, {sr} Hz responsiveness, {ss} Hz smoothness)\n\n"
@@ -444,27 +292,10 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
             if let Some(s) = ph.summary.smoothness_hz {
                 parts.push(format!("{s:.2} Hz smoothness"));
             }
-            out.push_str(&format!(
-                "Scenario {}: {} uploads, {} downloads... {}\n",
-                i + 1,
-                ph.uploads,
-                ph.downloads,
-                parts.join(", ")
-            ));
+            out.push_str(&format!("Scenario {}: {} uploads, {} downloads... {}\n", i + 1, ph.uploads, ph.downloads, parts.join(", ")));
         }
         out.push_str("```\n\n");
-        let headers = [
-            "scenario",
-            "up",
-            "down",
-            "responsiveness",
-            "smoothness",
-            "latency p50",
-            "latency p99",
-            "added p50",
-            "UDP RPM",
-            "GB/month up/down",
-        ];
+        let headers = ["scenario", "up", "down", "responsiveness", "smoothness", "latency p50", "latency p99", "added p50", "UDP RPM", "GB/month up/down"];
         let rows: Vec<Vec<String>> = res
             .scenarios
             .iter()
@@ -472,16 +303,8 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
                 let s = &ph.summary;
                 vec![
                     ph.name.clone(),
-                    if ph.uploads > 0 {
-                        kib(s.upload_bps)
-                    } else {
-                        "-".into()
-                    },
-                    if ph.downloads > 0 {
-                        kib(s.download_bps)
-                    } else {
-                        "-".into()
-                    },
+                    if ph.uploads > 0 { kib(s.upload_bps) } else { "-".into() },
+                    if ph.downloads > 0 { kib(s.download_bps) } else { "-".into() },
                     match (s.responsiveness_hz, s.responsiveness_ms) {
                         (Some(hz), Some(m)) => format!("{} Hz ({})", sig3(hz), ms(m)),
                         _ => "-".into(),
@@ -490,31 +313,17 @@ fn loadlatency(outs: &[PointOutcome]) -> String {
                         (Some(hz), Some(m)) => format!("{hz:.2} Hz ({})", ms(m)),
                         _ => "-".into(),
                     },
-                    if s.latency.received > 0 {
-                        ms(s.latency.p50_ms)
-                    } else {
-                        "-".into()
-                    },
-                    if s.latency.received > 0 {
-                        ms(s.latency.p99_ms)
-                    } else {
-                        "-".into()
-                    },
+                    if s.latency.received > 0 { ms(s.latency.p50_ms) } else { "-".into() },
+                    if s.latency.received > 0 { ms(s.latency.p99_ms) } else { "-".into() },
                     opt(s.added_latency_ms, ms),
                     opt(s.rpm, |v| format!("{v:.0}")),
-                    format!(
-                        "{:.0} / {:.0}",
-                        s.upload_gb_per_month, s.download_gb_per_month
-                    ),
+                    format!("{:.0} / {:.0}", s.upload_gb_per_month, s.download_gb_per_month),
                 ]
             })
             .collect();
         out.push_str(&md_table(&headers, &rows));
         if let Some(idle) = &res.idle {
-            out.push_str(&format!(
-                "\nIdle baseline: {}\n",
-                ping_cell(&idle.summary.latency)
-            ));
+            out.push_str(&format!("\nIdle baseline: {}\n", ping_cell(&idle.summary.latency)));
         }
         out.push('\n');
     }
@@ -535,45 +344,22 @@ fn pacing(outs: &[PointOutcome]) -> String {
     let first = outs.iter().find_map(|o| o.pacing.as_ref());
     if let Some(p) = first {
         let m = &p.metadata;
-        let line = outs
-            .iter()
-            .filter_map(|o| o.pacing.as_ref())
-            .map(|p| p.line_rate_bps)
-            .fold(0.0, f64::max);
+        let line = outs.iter().filter_map(|o| o.pacing.as_ref()).map(|p| p.line_rate_bps).fold(0.0, f64::max);
         out.push_str(&format!(
             "Payload {} B ({} B on a wire), idealized rate = 1/t_ipi x {} B x 8 (payload; the ratio is the same for wire bytes); emulated line for tick/ccid3 timers {}; kernel {} (CONFIG_HZ {}), {} CPUs, load {}; {}.\n\n",
             p.payload_bytes, p.wire_bytes, p.payload_bytes, if line > 0.0 { fmt_rate_human(line) } else { "-".into() }, m.kernel, m.kernel_hz, m.cpus, m.loadavg, m.transport
         ));
     }
     for t in &timers {
-        let mut pts: Vec<&crate::pacing::PacingResult> = outs
-            .iter()
-            .filter_map(|o| o.pacing.as_ref())
-            .filter(|p| &p.timer == t)
-            .collect();
+        let mut pts: Vec<&crate::pacing::PacingResult> = outs.iter().filter_map(|o| o.pacing.as_ref()).filter(|p| &p.timer == t).collect();
         pts.sort_by_key(|p| p.ipi_ns);
         let spec = TimerSpec::parse(t).ok();
         let gran = spec.and_then(|s| s.gran_ns());
         let is_ccid3 = matches!(spec, Some(TimerSpec::Ccid3 { .. }));
-        out.push_str(&format!(
-            "### timer {t}{}\n\n",
-            gran.map(|g| format!(" (t_gran {})", fmt_duration_ns(g)))
-                .unwrap_or_default()
-        ));
+        out.push_str(&format!("### timer {t}{}\n\n", gran.map(|g| format!(" (t_gran {})", fmt_duration_ns(g))).unwrap_or_default()));
         let headers = [
-            "t_ipi",
-            "ideal",
-            "achieved",
-            "achieved/ideal",
-            "model",
-            "sent/ideal",
-            "burst factor",
-            "max back-to-back",
-            "gaps within 10%",
-            "gap p50",
-            "gap p99",
-            "lost",
-            "host stalls",
+            "t_ipi", "ideal", "achieved", "achieved/ideal", "model", "sent/ideal", "burst factor", "max back-to-back", "gaps within 10%", "gap p50",
+            "gap p99", "lost", "host stalls",
         ];
         let rows: Vec<Vec<String>> = pts
             .iter()
@@ -583,9 +369,7 @@ fn pacing(outs: &[PointOutcome]) -> String {
                     fmt_rate_human(p.ideal_bps),
                     fmt_rate_human(p.achieved_bps),
                     format!("{:.4}", p.ratio),
-                    p.model_ratio
-                        .map(|m| format!("{m:.4}"))
-                        .unwrap_or_else(|| "-".into()),
+                    p.model_ratio.map(|m| format!("{m:.4}")).unwrap_or_else(|| "-".into()),
                     format!("{:.4}", p.sent_ratio),
                     format!("{:.2}", p.burst_factor),
                     p.max_back_to_back.to_string(),
@@ -594,33 +378,17 @@ fn pacing(outs: &[PointOutcome]) -> String {
                     fmt_duration_sig3(p.gap_p99_ns),
                     format!("{} of {}", p.lost, p.sent),
                     match &p.host {
-                        Some(h) => format!(
-                            "{} of {}{}",
-                            h.stalls,
-                            h.waits + p.sent,
-                            if h.disturbed { " *" } else { "" }
-                        ),
+                        Some(h) => format!("{} of {}{}", h.stalls, h.waits + p.sent, if h.disturbed { " *" } else { "" }),
                         None => "-".into(),
                     },
                 ]
             })
             .collect();
         out.push_str(&md_table(&headers, &rows));
-        let disturbed: Vec<&crate::pacing::HostTiming> = pts
-            .iter()
-            .filter_map(|p| p.host.as_ref())
-            .filter(|h| h.disturbed)
-            .collect();
+        let disturbed: Vec<&crate::pacing::HostTiming> = pts.iter().filter_map(|p| p.host.as_ref()).filter(|h| h.disturbed).collect();
         if !disturbed.is_empty() {
-            let steal = disturbed
-                .iter()
-                .map(|h| h.cpu_steal_pct)
-                .fold(0.0, f64::max);
-            let worst = disturbed
-                .iter()
-                .map(|h| h.wake_late_max_ns)
-                .max()
-                .unwrap_or(0);
+            let steal = disturbed.iter().map(|h| h.cpu_steal_pct).fold(0.0, f64::max);
+            let worst = disturbed.iter().map(|h| h.wake_late_max_ns).max().unwrap_or(0);
             out.push_str(&format!(
                 "\n\\* the host stopped the sender for longer than a stall (max(t_gran or t_ipi, 1 ms)) in more than 1% of its waits and sends or of the run, \
                  in every one of up to 3 runs (worst wake-up {} late, hypervisor steal up to {steal:.1}%): these rows' gaps and burst factors show the machine, \
@@ -648,34 +416,17 @@ fn pacing(outs: &[PointOutcome]) -> String {
                 Some(g) => {
                     // the ccid3 model's threshold is its 1 ms truncation unit (= t_gran at HZ=1000)
                     let g = if is_ccid3 { 1_000_000 } else { g };
-                    let below: Vec<f64> = pts
-                        .iter()
-                        .filter(|p| p.ipi_ns < g)
-                        .map(|p| p.ratio)
-                        .collect();
-                    let above: Vec<f64> = pts
-                        .iter()
-                        .filter(|p| p.ipi_ns >= g)
-                        .map(|p| p.ratio)
-                        .collect();
+                    let below: Vec<f64> = pts.iter().filter(|p| p.ipi_ns < g).map(|p| p.ratio).collect();
+                    let above: Vec<f64> = pts.iter().filter(|p| p.ipi_ns >= g).map(|p| p.ratio).collect();
                     let span = |v: &[f64]| {
                         if v.is_empty() {
                             "no points".to_string()
                         } else {
                             let mean = v.iter().sum::<f64>() / v.len() as f64;
-                            format!(
-                                "{:.2} .. {:.2} (mean {:.2})",
-                                v.iter().cloned().fold(f64::INFINITY, f64::min),
-                                v.iter().cloned().fold(0.0, f64::max),
-                                mean
-                            )
+                            format!("{:.2} .. {:.2} (mean {:.2})", v.iter().cloned().fold(f64::INFINITY, f64::min), v.iter().cloned().fold(0.0, f64::max), mean)
                         }
                     };
-                    let (lo, hi) = if is_ccid3 {
-                        ("t_ipi < 1 ms", "t_ipi >= 1 ms")
-                    } else {
-                        ("t_ipi < t_gran", "t_ipi >= t_gran")
-                    };
+                    let (lo, hi) = if is_ccid3 { ("t_ipi < 1 ms", "t_ipi >= 1 ms") } else { ("t_ipi < t_gran", "t_ipi >= t_gran") };
                     let model = if is_ccid3 {
                         "a constant factor: extra packets leave early in every period without advancing t_nom"
                     } else {
@@ -747,17 +498,8 @@ fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
                 cells.push(row.phase.clone());
             }
             for (m, _) in &metric_cols {
-                let count = m.ends_with("_drops")
-                    || m.ends_with("_lost")
-                    || *m == "retransmits"
-                    || *m == "lost";
-                cells.push(opt(Row::get(row, r.kind, m), |v| {
-                    if count {
-                        format!("{v:.0}")
-                    } else {
-                        sig3(v)
-                    }
-                }));
+                let count = m.ends_with("_drops") || m.ends_with("_lost") || *m == "retransmits" || *m == "lost";
+                cells.push(opt(Row::get(row, r.kind, m), |v| if count { format!("{v:.0}") } else { sig3(v) }));
             }
             rows.push(cells);
         }
@@ -765,10 +507,7 @@ fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
     let h: Vec<&str> = headers.iter().map(|s| s.as_str()).collect();
     let mut out = md_table(&h, &rows);
     if r.repeat > 1 {
-        out.push_str(&format!(
-            "\nOver the {} repetitions (mean, and min .. max):\n\n",
-            r.repeat
-        ));
+        out.push_str(&format!("\nOver the {} repetitions (mean, and min .. max):\n\n", r.repeat));
         out.push_str(&repeat_summary(r, outs, &metric_cols));
     }
     // the context of each point; points that share one are listed together
@@ -787,13 +526,7 @@ fn generic(r: &Recipe, outs: &[PointOutcome]) -> String {
     } else {
         out.push('\n');
         for (c, pts) in ctx {
-            out.push_str(&format!(
-                "- points {}: {c}\n",
-                pts.iter()
-                    .map(|p| p.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            out.push_str(&format!("- points {}: {c}\n", pts.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")));
         }
     }
     out
@@ -823,26 +556,16 @@ fn repeat_summary(r: &Recipe, outs: &[PointOutcome], cols: &[(&str, &str)]) -> S
         let members: Vec<(&PointOutcome, &Row)> = outs
             .iter()
             .filter(|o| o.point.combo == combo)
-            .flat_map(|o| {
-                o.rows
-                    .iter()
-                    .filter(|x| x.phase == phase)
-                    .map(move |x| (o, x))
-            })
+            .flat_map(|o| o.rows.iter().filter(|x| x.phase == phase).map(move |x| (o, x)))
             .collect();
-        let Some((first, _)) = members.first() else {
-            continue;
-        };
+        let Some((first, _)) = members.first() else { continue };
         let mut cells: Vec<String> = first.point.params.iter().map(|(_, v)| v.clone()).collect();
         cells.push(members.len().to_string());
         if r.kind == RecipeKind::Lab {
             cells.push(phase.clone());
         }
         for (m, _) in cols {
-            let v: Vec<f64> = members
-                .iter()
-                .filter_map(|(_, row)| row.get(r.kind, m))
-                .collect();
+            let v: Vec<f64> = members.iter().filter_map(|(_, row)| row.get(r.kind, m)).collect();
             if v.is_empty() {
                 cells.push("-".into());
             } else {
@@ -865,23 +588,9 @@ mod tests {
     #[test]
     fn table_and_cells() {
         let t = md_table(&["a", "long header"], &[vec!["1".into(), "2".into()]]);
-        assert_eq!(
-            t,
-            "| a | long header |\n| - | ----------- |\n| 1 | 2           |\n"
-        );
-        let l = LatencyStats {
-            sent: 50,
-            received: 50,
-            min_ms: 2.6,
-            avg_ms: 3.3,
-            max_ms: 23.0,
-            mdev_ms: 2.9,
-            ..Default::default()
-        };
-        assert_eq!(
-            ping_cell(&l),
-            "min 2.60ms avg 3.30ms max 23.0ms mdev 2.90ms n 50"
-        );
+        assert_eq!(t, "| a | long header |\n| - | ----------- |\n| 1 | 2           |\n");
+        let l = LatencyStats { sent: 50, received: 50, min_ms: 2.6, avg_ms: 3.3, max_ms: 23.0, mdev_ms: 2.9, ..Default::default() };
+        assert_eq!(ping_cell(&l), "min 2.60ms avg 3.30ms max 23.0ms mdev 2.90ms n 50");
         assert_eq!(load_name(1, 0), "1 upload");
         assert_eq!(load_name(2, 1), "2 uploads + 1 download");
         assert_eq!(strip_lab_id("blab-ac4930-client/eth0"), "client/eth0");
@@ -890,13 +599,7 @@ mod tests {
 
     fn paced(ipi_us: u64, timer: TimerSpec, stalls: &[u64]) -> PointOutcome {
         use crate::pacing::{analyze, host_timing, model_ratio, simulate, PacingConfig};
-        let c = PacingConfig {
-            ipi_ns: ipi_us * 1000,
-            timer,
-            payload: 1424,
-            duration_ns: 1_000_000_000,
-            line_rate_bps: 100e6,
-        };
+        let c = PacingConfig { ipi_ns: ipi_us * 1000, timer, payload: 1424, duration_ns: 1_000_000_000, line_rate_bps: 100e6 };
         let d = simulate(&c, 5_000, 0);
         let mut r = analyze(&c, &d, &d);
         let mut late = vec![10_000u64; 200];
@@ -907,15 +610,7 @@ mod tests {
             status: "ok".into(),
             ok: true,
             pacing: Some(r),
-            ..PointOutcome::new(
-                crate::points::Point {
-                    index: 1,
-                    combo: 0,
-                    rep: 1,
-                    params: vec![],
-                },
-                vec![],
-            )
+            ..PointOutcome::new(crate::points::Point { index: 1, combo: 0, rep: 1, params: vec![] }, vec![])
         }
     }
 
@@ -924,27 +619,12 @@ mod tests {
         let tick = TimerSpec::Tick { hz: 250 };
         // 5 ms at tick:250: clean; 10 ms: a 30 ms stall (3% of the run)
         let t = pacing(&[paced(5000, tick, &[]), paced(10_000, tick, &[30_000_000])]);
-        assert!(
-            t.contains("| 5ms   |") && t.contains("| 1.2500         | 1.2500 |"),
-            "{t}"
-        );
-        let rows: Vec<&str> = t
-            .lines()
-            .filter(|l| l.starts_with("| 5ms") || l.starts_with("| 10ms"))
-            .collect();
-        assert!(
-            !rows[0].contains(" * ") && rows[1].contains("| 1 of 326 * "),
-            "{rows:?}"
-        );
+        assert!(t.contains("| 5ms   |") && t.contains("| 1.2500         | 1.2500 |"), "{t}");
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| 5ms") || l.starts_with("| 10ms")).collect();
+        assert!(!rows[0].contains(" * ") && rows[1].contains("| 1 of 326 * "), "{rows:?}");
         assert!(rows[0].contains("| 0 of "), "{rows:?}");
-        assert!(
-            t.contains("worst wake-up 30.0ms late, hypervisor steal up to 12.5%"),
-            "{t}"
-        );
-        assert!(
-            t.contains("and so does achieved/ideal (this timer does not make up lost time)"),
-            "{t}"
-        );
+        assert!(t.contains("worst wake-up 30.0ms late, hypervisor steal up to 12.5%"), "{t}");
+        assert!(t.contains("and so does achieved/ideal (this timer does not make up lost time)"), "{t}");
         // the precise pacer keeps its rate through a stall: the note says so
         let t = pacing(&[paced(1000, TimerSpec::Precise, &[30_000_000])]);
         assert!(t.contains("while achieved/ideal holds"), "{t}");

@@ -9,14 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// File name without directory and without a trailing ".json".
 pub fn stem_of(p: &Path) -> String {
-    let name = p
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| "result".into());
-    let name = name
-        .strip_suffix(".json")
-        .map(str::to_string)
-        .unwrap_or(name);
+    let name = p.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "result".into());
+    let name = name.strip_suffix(".json").map(str::to_string).unwrap_or(name);
     if name.is_empty() {
         "result".into()
     } else {
@@ -52,14 +46,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<(Vec<String>, Vec<TestResult>)> {
 
 /// Results with their labels, as plots and tables take them.
 pub fn runs<'a>(labels: &'a [String], results: &'a [TestResult]) -> Vec<Run<'a>> {
-    labels
-        .iter()
-        .zip(results)
-        .map(|(l, r)| Run {
-            label: l,
-            result: r,
-        })
-        .collect()
+    labels.iter().zip(results).map(|(l, r)| Run { label: l, result: r }).collect()
 }
 
 /// The directory a file is in (`.` for a bare name).
@@ -81,15 +68,10 @@ pub fn read_rpm_result(path: &Path) -> Option<bloatlab_results::RpmResult> {
 }
 
 /// Write `DIR/STEM.html` for an RPM result; returns its path.
-pub fn write_rpm_report(
-    r: &bloatlab_results::RpmResult,
-    dir: &Path,
-    stem: &str,
-) -> Result<PathBuf> {
+pub fn write_rpm_report(r: &bloatlab_results::RpmResult, dir: &Path, stem: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let html = dir.join(format!("{stem}.html"));
-    std::fs::write(&html, crate::rpm_html(r)?)
-        .with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, crate::rpm_html(r)?).with_context(|| format!("writing {}", html.display()))?;
     Ok(html)
 }
 
@@ -98,10 +80,7 @@ pub fn write_rpm_report(
 pub fn report_after_test(result_path: &Path) -> Result<crate::ReportFiles> {
     let r = read_result(result_path)?;
     let label = stem_of(result_path);
-    let rs = [Run {
-        label: &label,
-        result: &r,
-    }];
+    let rs = [Run { label: &label, result: &r }];
     crate::write_report(&rs, &parent_dir(result_path), &label, Format::Png)
 }
 
@@ -113,26 +92,10 @@ pub fn write_test_report(r: &TestResult, json_path: Option<&Path>) -> Result<cra
     let (dir, stem) = match json_path.filter(|p| p.as_os_str() != "-") {
         Some(p) => (parent_dir(p), stem_of(p)),
         None => {
-            let t: String = r
-                .metadata
-                .start_time
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric())
-                .take(15)
-                .collect();
-            (
-                PathBuf::from("."),
-                if t.is_empty() {
-                    "bloatlab-report".to_string()
-                } else {
-                    format!("bloatlab-{t}")
-                },
-            )
+            let t: String = r.metadata.start_time.chars().filter(|c| c.is_ascii_alphanumeric()).take(15).collect();
+            (PathBuf::from("."), if t.is_empty() { "bloatlab-report".to_string() } else { format!("bloatlab-{t}") })
         }
     };
-    let rs = [Run {
-        label: &stem,
-        result: r,
-    }];
+    let rs = [Run { label: &stem, result: r }];
     crate::write_report(&rs, &dir, &stem, Format::Png)
 }

@@ -17,10 +17,7 @@ pub enum Style {
 /// tables): `rows[0]` is the header, every cell escaped.
 pub fn html_table(class: &str, rows: &[Vec<String>]) -> String {
     use std::fmt::Write;
-    let mut s = format!(
-        "<div class=\"scroll\"><table class=\"{}\"><thead><tr>",
-        esc(class)
-    );
+    let mut s = format!("<div class=\"scroll\"><table class=\"{}\"><thead><tr>", esc(class));
     for h in rows.first().into_iter().flatten() {
         let _ = write!(s, "<th>{}</th>", esc(h));
     }

@@ -95,27 +95,15 @@ fn summarize(start: u64, target: String, rs: &[&RunRow]) -> Bucket {
         idle_min_ms: ok.iter().filter_map(|r| r.idle_ms).reduce(f64::min),
         idle_max_ms: ok.iter().filter_map(|r| r.idle_ms).reduce(f64::max),
         loaded_ms: median(ok.iter().map(|r| r.loaded_ms)),
-        loaded_min_ms: ok
-            .iter()
-            .filter_map(|r| r.loaded_ms)
-            .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
-        loaded_max_ms: ok
-            .iter()
-            .filter_map(|r| r.loaded_ms)
-            .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
+        loaded_min_ms: ok.iter().filter_map(|r| r.loaded_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v)))),
+        loaded_max_ms: ok.iter().filter_map(|r| r.loaded_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
         added_ms: median(ok.iter().map(|r| r.added_ms)),
-        added_max_ms: ok
-            .iter()
-            .filter_map(|r| r.added_ms)
-            .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
+        added_max_ms: ok.iter().filter_map(|r| r.added_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v)))),
         download_bps: median(ok.iter().map(|r| r.download_bps)),
         upload_bps: median(ok.iter().map(|r| r.upload_bps)),
         rpm: median(ok.iter().map(|r| r.rpm)),
         loss_max_pct: ok.iter().filter_map(|r| r.loss_pct).reduce(f64::max),
-        worst_grade: ok
-            .iter()
-            .filter_map(|r| r.grade.clone())
-            .max_by_key(|g| grade_rank(g)),
+        worst_grade: ok.iter().filter_map(|r| r.grade.clone()).max_by_key(|g| grade_rank(g)),
     }
 }
 
@@ -128,19 +116,10 @@ pub fn compare(rows: &[RunRow], at_unix_ns: u64) -> Vec<(Bucket, Bucket)> {
     targets
         .into_iter()
         .map(|t| {
-            let before: Vec<&RunRow> = rows
-                .iter()
-                .filter(|r| r.target == t && r.started_unix_ns < at_unix_ns)
-                .collect();
-            let after: Vec<&RunRow> = rows
-                .iter()
-                .filter(|r| r.target == t && r.started_unix_ns >= at_unix_ns)
-                .collect();
+            let before: Vec<&RunRow> = rows.iter().filter(|r| r.target == t && r.started_unix_ns < at_unix_ns).collect();
+            let after: Vec<&RunRow> = rows.iter().filter(|r| r.target == t && r.started_unix_ns >= at_unix_ns).collect();
             let first = |v: &[&RunRow]| v.first().map(|r| r.started_unix_ns).unwrap_or(at_unix_ns);
-            (
-                summarize(first(&before), t.to_string(), &before),
-                summarize(at_unix_ns, t.to_string(), &after),
-            )
+            (summarize(first(&before), t.to_string(), &before), summarize(at_unix_ns, t.to_string(), &after))
         })
         .collect()
 }
@@ -151,24 +130,10 @@ pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
         return "no runs in this range\n".into();
     }
     let at = UtcTime::from_unix_ns(at_unix_ns).rfc3339_secs();
-    let mut t: Vec<Vec<String>> = vec![[
-        "Target",
-        "Period",
-        "Runs",
-        "Failed",
-        "Idle ms",
-        "Loaded ms",
-        "Added ms",
-        "Worst added",
-        "Down",
-        "Up",
-        "RPM",
-        "Worst loss",
-        "Worst grade",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()];
+    let mut t: Vec<Vec<String>> = vec![["Target", "Period", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst loss", "Worst grade"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()];
     let diff = |a: Option<f64>, b: Option<f64>, f: fn(f64) -> String| match (a, b) {
         (Some(a), Some(b)) => f(b - a),
         _ => "-".into(),
@@ -197,10 +162,7 @@ pub fn compare_table(rows: &[RunRow], at_unix_ns: u64) -> String {
             String::new(),
         ]);
     }
-    format!(
-        "{}\nMedians of each period's runs; change: after minus before (ms), or in percent.\n",
-        text_table(&t)
-    )
+    format!("{}\nMedians of each period's runs; change: after minus before (ms), or in percent.\n", text_table(&t))
 }
 
 /// A bucket's cells from "Runs" to "Worst grade" (the aggregated table and
@@ -259,30 +221,19 @@ fn grade_of(r: &RunRow) -> &str {
 /// loss; no "loaded -" or "RPM -").
 pub fn run_line(r: &RunRow) -> String {
     if let Some(why) = &r.failure {
-        return format!(
-            "{} {} failed: {why}",
-            time(r.started_unix_ns, By::Run),
-            r.target
-        );
+        return format!("{} {} failed: {why}", time(r.started_unix_ns, By::Run), r.target);
     }
     let mut parts = vec![];
     if let Some(v) = r.idle_ms {
         parts.push(format!("idle {} ms", ms(v)));
     }
     match (r.loaded_ms, r.added_ms) {
-        (Some(l), Some(a)) => {
-            parts.push(format!("loaded {} ms ({} ms added)", ms(l), signed_ms(a)))
-        }
+        (Some(l), Some(a)) => parts.push(format!("loaded {} ms ({} ms added)", ms(l), signed_ms(a))),
         (Some(l), None) => parts.push(format!("loaded {} ms", ms(l))),
         (None, Some(a)) => parts.push(format!("{} ms added", signed_ms(a))),
         (None, None) => {}
     }
-    for (name, v, f) in [
-        ("down", r.download_bps, rate as fn(f64) -> String),
-        ("up", r.upload_bps, rate),
-        ("RPM", r.rpm, int3),
-        ("loss", r.loss_pct, loss),
-    ] {
+    for (name, v, f) in [("down", r.download_bps, rate as fn(f64) -> String), ("up", r.upload_bps, rate), ("RPM", r.rpm, int3), ("loss", r.loss_pct, loss)] {
         if let Some(v) = v {
             parts.push(format!("{name} {}", f(v)));
         }
@@ -292,19 +243,8 @@ pub fn run_line(r: &RunRow) -> String {
         time(r.started_unix_ns, By::Run),
         r.target,
         grade_of(r),
-        if parts.is_empty() {
-            "nothing measured".to_string()
-        } else {
-            parts.join(", ")
-        },
-        if r.complete {
-            String::new()
-        } else {
-            format!(
-                " (incomplete: {})",
-                r.incomplete_reason.as_deref().unwrap_or("cut short")
-            )
-        }
+        if parts.is_empty() { "nothing measured".to_string() } else { parts.join(", ") },
+        if r.complete { String::new() } else { format!(" (incomplete: {})", r.incomplete_reason.as_deref().unwrap_or("cut short")) }
     )
 }
 
@@ -332,50 +272,16 @@ pub fn history_table(rows: &[RunRow], by: By) -> String {
 
 /// The table's rows (the first is the header), the failures' lines, and the
 /// note under an aggregated table: shared by the terminal and the HTML.
-pub(crate) fn history_rows(
-    rows: &[RunRow],
-    by: By,
-) -> (Vec<Vec<String>>, Vec<String>, Option<String>) {
+pub(crate) fn history_rows(rows: &[RunRow], by: By) -> (Vec<Vec<String>>, Vec<String>, Option<String>) {
     let mut t: Vec<Vec<String>> = vec![];
     let mut failures = vec![];
     if by == By::Run {
-        t.push(
-            [
-                "Time (UTC)",
-                "Target",
-                "Idle ms",
-                "Loaded ms",
-                "Added ms",
-                "Down",
-                "Up",
-                "RPM",
-                "Loss",
-                "Grade",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        );
+        t.push(["Time (UTC)", "Target", "Idle ms", "Loaded ms", "Added ms", "Down", "Up", "RPM", "Loss", "Grade"].iter().map(|s| s.to_string()).collect());
         for r in rows {
             match &r.failure {
                 Some(why) => {
-                    t.push(vec![
-                        time(r.started_unix_ns, by),
-                        r.target.clone(),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                        "failed".into(),
-                    ]);
-                    failures.push(format!(
-                        "{} {}: {why}",
-                        time(r.started_unix_ns, by),
-                        r.target
-                    ));
+                    t.push(vec![time(r.started_unix_ns, by), r.target.clone(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), "failed".into()]);
+                    failures.push(format!("{} {}: {why}", time(r.started_unix_ns, by), r.target));
                 }
                 None => t.push(vec![
                     time(r.started_unix_ns, by),
@@ -387,53 +293,22 @@ pub(crate) fn history_rows(
                     opt(r.upload_bps, rate),
                     opt(r.rpm, int3),
                     opt(r.loss_pct, loss),
-                    format!(
-                        "{}{}",
-                        grade_of(r),
-                        if r.complete { "" } else { " (incomplete)" }
-                    ),
+                    format!("{}{}", grade_of(r), if r.complete { "" } else { " (incomplete)" }),
                 ]),
             }
         }
         return (t, failures, None);
     }
     t.push(
-        [
-            "Time (UTC)",
-            "Target",
-            "Runs",
-            "Failed",
-            "Idle ms",
-            "Loaded ms",
-            "Added ms",
-            "Worst added",
-            "Down",
-            "Up",
-            "RPM",
-            "Worst loss",
-            "Worst grade",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
+        ["Time (UTC)", "Target", "Runs", "Failed", "Idle ms", "Loaded ms", "Added ms", "Worst added", "Down", "Up", "RPM", "Worst loss", "Worst grade"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
     );
     for b in aggregate(rows, by) {
-        t.push(
-            [
-                vec![time(b.start_unix_ns, by), b.target.clone()],
-                bucket_cells(&b),
-            ]
-            .concat(),
-        );
+        t.push([vec![time(b.start_unix_ns, by), b.target.clone()], bucket_cells(&b)].concat());
     }
-    (
-        t,
-        failures,
-        Some(format!(
-            "Per {}: medians of the runs' numbers; worst added latency, loss and grade among them.",
-            by.name()
-        )),
-    )
+    (t, failures, Some(format!("Per {}: medians of the runs' numbers; worst added latency, loss and grade among them.", by.name())))
 }
 
 #[cfg(test)]
@@ -473,10 +348,7 @@ mod tests {
         let b = aggregate(&rows, By::Hour);
         assert_eq!(b.len(), 3);
         let first = &b[0];
-        assert_eq!(
-            (first.target.as_str(), first.runs, first.failed),
-            ("a:1", 4, 1)
-        );
+        assert_eq!((first.target.as_str(), first.runs, first.failed), ("a:1", 4, 1));
         assert_eq!(first.added_ms, Some(20.0));
         assert_eq!(first.added_max_ms, Some(500.0));
         assert_eq!(first.worst_grade.as_deref(), Some("F"));
@@ -485,77 +357,29 @@ mod tests {
         let t = history_table(&rows, By::Hour);
         assert!(t.contains("2026-11-20T10Z") && t.contains("+500"), "{t}");
         let t = history_table(&rows, By::Run);
-        assert!(
-            t.contains("Failures:\n  2026-11-20T10:33:20Z a:1: connection refused"),
-            "{t}"
-        );
+        assert!(t.contains("Failures:\n  2026-11-20T10:33:20Z a:1: connection refused"), "{t}");
         let csv = crate::export::history::history_csv(&rows, By::Run);
         assert_eq!(csv.lines().count(), 7);
-        assert!(
-            csv.lines()
-                .nth(4)
-                .unwrap()
-                .contains(",connection refused,false,,"),
-            "{csv}"
-        );
+        assert!(csv.lines().nth(4).unwrap().contains(",connection refused,false,,"), "{csv}");
         // numbers to their resolution, without float noise
         let mut noisy = rows[0].clone();
-        (noisy.idle_ms, noisy.added_ms, noisy.download_bps, noisy.rpm) = (
-            Some(0.028964999999999998),
-            Some(10.0),
-            Some(9.4e6 + 0.4),
-            Some(60_000.0 / 11.0),
-        );
-        let line = crate::export::history::history_csv(&[noisy], By::Run)
-            .lines()
-            .nth(1)
-            .unwrap()
-            .to_string();
-        assert!(
-            line.contains(",0.028965,")
-                && line.contains(",10,")
-                && line.contains(",9400000,")
-                && line.contains(",5454.545,"),
-            "{line}"
-        );
-        assert!(
-            run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms added)"),
-            "{}",
-            run_line(&rows[0])
-        );
+        (noisy.idle_ms, noisy.added_ms, noisy.download_bps, noisy.rpm) = (Some(0.028964999999999998), Some(10.0), Some(9.4e6 + 0.4), Some(60_000.0 / 11.0));
+        let line = crate::export::history::history_csv(&[noisy], By::Run).lines().nth(1).unwrap().to_string();
+        assert!(line.contains(",0.028965,") && line.contains(",10,") && line.contains(",9400000,") && line.contains(",5454.545,"), "{line}");
+        assert!(run_line(&rows[0]).contains("a:1 A: idle 1.00 ms, loaded 11.0 ms (+10.0 ms added)"), "{}", run_line(&rows[0]));
         // before and after 10:30: a:1 had 10, 500 (median 255) then 20, 3 (median 11.5)
         let c = compare(&rows, (h + 1800) * 1_000_000_000);
         assert_eq!(c.len(), 2);
-        assert_eq!(
-            (c[0].0.added_ms, c[0].1.added_ms),
-            (Some(255.0), Some(11.5))
-        );
+        assert_eq!((c[0].0.added_ms, c[0].1.added_ms), (Some(255.0), Some(11.5)));
         assert_eq!((c[0].0.runs, c[0].1.runs, c[0].1.failed), (2, 3, 1));
         let t = compare_table(&rows, (h + 1800) * 1_000_000_000);
-        let change = t
-            .lines()
-            .find(|l| l.contains("a:1") && l.contains("change"))
-            .unwrap();
+        let change = t.lines().find(|l| l.contains("a:1") && l.contains("change")).unwrap();
         assert!(change.contains("-244"), "{t}");
         // a latency-only round says what it measured, nothing else
-        let round = RunRow {
-            idle_ms: Some(12.5),
-            loss_pct: Some(0.0),
-            complete: true,
-            started_unix_ns: h * 1_000_000_000,
-            target: "ping:a".into(),
-            ..Default::default()
-        };
-        assert_eq!(
-            run_line(&round),
-            "2026-11-20T10:00:00Z ping:a -: idle 12.5 ms, loss 0.0%"
-        );
+        let round = RunRow { idle_ms: Some(12.5), loss_pct: Some(0.0), complete: true, started_unix_ns: h * 1_000_000_000, target: "ping:a".into(), ..Default::default() };
+        assert_eq!(run_line(&round), "2026-11-20T10:00:00Z ping:a -: idle 12.5 ms, loss 0.0%");
         let mut below = rows[0].clone();
         below.added_ms = Some(-0.01);
-        assert!(
-            run_line(&below).contains("(-0.010 ms added)"),
-            "{}",
-            run_line(&below)
-        );
+        assert!(run_line(&below).contains("(-0.010 ms added)"), "{}", run_line(&below));
     }
 }

@@ -63,13 +63,7 @@ footer { margin-top: 40px; color: var(--muted); font-size: 12px; }
 fn figure(runs: &[Run], kind: PlotKind, caption: &str) -> Result<String> {
     let svg = match plot_svg_string(runs, kind) {
         Ok(s) => s,
-        Err(e) => {
-            return Ok(format!(
-                "<p class=\"note\">No {} plot: {}.</p>\n",
-                kind.name(),
-                esc(&e.to_string())
-            ))
-        }
+        Err(e) => return Ok(format!("<p class=\"note\">No {} plot: {}.</p>\n", kind.name(), esc(&e.to_string()))),
     };
     Ok(format!(
         "<figure class=\"plot-{}\">{}<figcaption>{}</figcaption></figure>\n",
@@ -97,10 +91,7 @@ fn verdict_block(r: &TestResult) -> String {
         Some(a) => format!(
             "{} ms added latency under load (median UDP-probe round trip, loaded vs idle){}",
             signed(a),
-            v.worst_scenario
-                .as_ref()
-                .map(|s| format!(" (worst: {s})"))
-                .unwrap_or_default()
+            v.worst_scenario.as_ref().map(|s| format!(" (worst: {s})")).unwrap_or_default()
         ),
         None => "Added latency unknown".to_string(),
     };
@@ -122,81 +113,28 @@ fn cards(r: &TestResult) -> String {
         format!("<div class=\"card\" title=\"{}\"><div class=\"k\">{}</div><div class=\"v\">{}&nbsp;<span class=\"u\">{}</span></div></div>", esc(title), esc(k), esc(&v), esc(u))
     };
     let mut s = String::from("<section class=\"cards\">");
-    let (up, down) = (
-        r.scenarios.iter().any(|p| p.uploads > 0),
-        r.scenarios.iter().any(|p| p.downloads > 0),
-    );
+    let (up, down) = (r.scenarios.iter().any(|p| p.uploads > 0), r.scenarios.iter().any(|p| p.downloads > 0));
     let cap = |measured: bool, bps: f64| {
         let u = RateUnit::fit(bps);
-        if measured {
-            (u.num(bps), u.name())
-        } else {
-            ("not measured".to_string(), "")
-        }
+        if measured { (u.num(bps), u.name()) } else { ("not measured".to_string(), "") }
     };
-    for (d, any, bps, name) in [
-        (Direction::Up, up, h.upload_capacity_bps, "upload"),
-        (Direction::Down, down, h.download_capacity_bps, "download"),
-    ] {
+    for (d, any, bps, name) in [(Direction::Up, up, h.upload_capacity_bps, "upload"), (Direction::Down, down, h.download_capacity_bps, "download")] {
         match crate::table::udp_best(r, d) {
             Some((_, x)) => {
                 let u = RateUnit::fit(x.received_bps);
                 let title = format!("UDP at {} offered: {} received, {}% lost (a UDP load measures delivery at its rate, not capacity)", rate(x.offered_bps), rate(x.received_bps), sig3(x.loss_pct));
-                s.push_str(&card(
-                    &format!(
-                        "{} (UDP) received",
-                        if name == "upload" {
-                            "Upload"
-                        } else {
-                            "Download"
-                        }
-                    ),
-                    u.num(x.received_bps),
-                    u.name(),
-                    &title,
-                ));
+                s.push_str(&card(&format!("{} (UDP) received", if name == "upload" { "Upload" } else { "Download" }), u.num(x.received_bps), u.name(), &title));
             }
             None => {
                 let (v, u) = cap(any, bps);
                 let title = format!("highest {name} goodput over scenarios (not measured when no scenario loads that direction)");
-                s.push_str(&card(
-                    &format!(
-                        "{} capacity",
-                        if name == "upload" {
-                            "Upload"
-                        } else {
-                            "Download"
-                        }
-                    ),
-                    v,
-                    u,
-                    &title,
-                ));
+                s.push_str(&card(&format!("{} capacity", if name == "upload" { "Upload" } else { "Download" }), v, u, &title));
             }
         }
     }
-    s.push_str(&card(
-        "Link responsiveness",
-        opt_sig3(h.link_responsiveness_hz),
-        "Hz",
-        "1 / worst TCP request-response round trip under load",
-    ));
-    s.push_str(&card(
-        "Flow smoothness",
-        opt_sig3(h.flow_smoothness_hz),
-        "Hz",
-        "1 / longest gap between data arrivals in a bulk flow",
-    ));
-    s.push_str(&card(
-        "Latency idle → loaded",
-        format!(
-            "{}\u{a0}→ {}",
-            crate::fmt::opt_ms(h.idle_latency_ms),
-            crate::fmt::opt_ms(h.loaded_latency_ms)
-        ),
-        "ms",
-        "median RTT idle and in the worst scenario",
-    ));
+    s.push_str(&card("Link responsiveness", opt_sig3(h.link_responsiveness_hz), "Hz", "1 / worst TCP request-response round trip under load"));
+    s.push_str(&card("Flow smoothness", opt_sig3(h.flow_smoothness_hz), "Hz", "1 / longest gap between data arrivals in a bulk flow"));
+    s.push_str(&card("Latency idle → loaded", format!("{}\u{a0}→ {}", crate::fmt::opt_ms(h.idle_latency_ms), crate::fmt::opt_ms(h.loaded_latency_ms)), "ms", "median RTT idle and in the worst scenario"));
     s.push_str(&card("UDP-probe RPM", h.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()), "RPM", "60000 / the 95% trimmed mean of the UDP probes' round trips under load, a lost probe counted as 3 s (the IETF draft's unit, not its method: bloatlab rpm runs that)"));
     s.push_str("</section>\n");
     s
@@ -208,37 +146,15 @@ fn phase_cells(p: &Phase, unit: RateUnit) -> Vec<String> {
     let rx = l.received > 0;
     vec![
         p.name.clone(),
-        if p.uploads > 0 {
-            unit.num(s.upload_bps)
-        } else {
-            "-".into()
-        },
-        if p.downloads > 0 {
-            unit.num(s.download_bps)
-        } else {
-            "-".into()
-        },
-        if rx {
-            format!(
-                "{}/{}/{}/{}",
-                ms(l.min_ms),
-                ms(l.avg_ms),
-                ms(l.max_ms),
-                ms(l.mdev_ms)
-            )
-        } else {
-            "-".into()
-        },
+        if p.uploads > 0 { unit.num(s.upload_bps) } else { "-".into() },
+        if p.downloads > 0 { unit.num(s.download_bps) } else { "-".into() },
+        if rx { format!("{}/{}/{}/{}", ms(l.min_ms), ms(l.avg_ms), ms(l.max_ms), ms(l.mdev_ms)) } else { "-".into() },
         if rx { ms(l.p50_ms) } else { "-".into() },
         if rx { ms(l.p90_ms) } else { "-".into() },
         if rx { ms(l.p99_ms) } else { "-".into() },
         s.added_latency_ms.map(signed).unwrap_or_else(|| "-".into()),
         format!("{:.1}% ({}/{})", l.loss_pct, l.lost, l.sent),
-        format!(
-            "{} / {}",
-            crate::fmt::opt_ms(s.owd_up_p50_ms),
-            crate::fmt::opt_ms(s.owd_down_p50_ms)
-        ),
+        format!("{} / {}", crate::fmt::opt_ms(s.owd_up_p50_ms), crate::fmt::opt_ms(s.owd_down_p50_ms)),
         opt_sig3(s.responsiveness_hz),
         opt_sig3(s.smoothness_hz),
         s.rpm.map(crate::fmt::int3).unwrap_or_else(|| "-".into()),
@@ -248,25 +164,10 @@ fn phase_cells(p: &Phase, unit: RateUnit) -> Vec<String> {
 
 fn summary_html(r: &TestResult) -> String {
     let unit = crate::table::phase_rate_unit(r);
-    let (up, down) = (
-        format!("Up {}", unit.name()),
-        format!("Down {}", unit.name()),
-    );
+    let (up, down) = (format!("Up {}", unit.name()), format!("Down {}", unit.name()));
     let head = [
-        "Phase",
-        &up,
-        &down,
-        "RTT min/ avg/max/mdev ms",
-        "p50",
-        "p90",
-        "p99",
-        "Added ms",
-        "Loss",
-        "OWD up/down ms",
-        "Resp Hz",
-        "Smooth Hz",
-        "UDP RPM",
-        "Retrans",
+        "Phase", &up, &down, "RTT min/ avg/max/mdev ms", "p50", "p90", "p99", "Added ms", "Loss", "OWD up/down ms",
+        "Resp Hz", "Smooth Hz", "UDP RPM", "Retrans",
     ];
     let mut s = String::from("<div class=\"scroll\"><table class=\"summary\"><thead><tr>");
     for h in head {
@@ -281,12 +182,7 @@ fn summary_html(r: &TestResult) -> String {
         s.push_str("</tr>");
     }
     s.push_str("</tbody></table></div>\n");
-    let wit: Vec<&Phase> = r
-        .idle
-        .iter()
-        .chain(r.scenarios.iter())
-        .filter(|p| p.summary.witness_latency.is_some())
-        .collect();
+    let wit: Vec<&Phase> = r.idle.iter().chain(r.scenarios.iter()).filter(|p| p.summary.witness_latency.is_some()).collect();
     if !wit.is_empty() {
         let _ = write!(
             s,
@@ -311,20 +207,10 @@ fn summary_html(r: &TestResult) -> String {
         s.push_str("</tbody></table></div>\n");
     }
     if let Some(rows) = crate::table::class_rows(r) {
-        let _ = write!(
-            s,
-            "<h3>Per DSCP class</h3><p>{}</p>{}",
-            esc(crate::table::CLASS_TABLE_TITLE),
-            crate::fmt::html_table("classes", &rows)
-        );
+        let _ = write!(s, "<h3>Per DSCP class</h3><p>{}</p>{}", esc(crate::table::CLASS_TABLE_TITLE), crate::fmt::html_table("classes", &rows));
     }
     if let Some(rows) = crate::table::udp_rows(r) {
-        let _ = write!(
-            s,
-            "<h3>UDP load</h3><p>{}</p>{}",
-            esc(crate::table::UDP_TABLE_TITLE),
-            crate::fmt::html_table("udp", &rows)
-        );
+        let _ = write!(s, "<h3>UDP load</h3><p>{}</p>{}", esc(crate::table::UDP_TABLE_TITLE), crate::fmt::html_table("udp", &rows));
     }
     if let Some(rows) = crate::table::household_rows(r) {
         let _ = write!(
@@ -334,12 +220,7 @@ fn summary_html(r: &TestResult) -> String {
         );
     }
     if let Some((how, rows)) = crate::table::ping_rows(r) {
-        let _ = write!(
-            s,
-            "<h3>Pings to other hosts</h3><p>{}</p>{}",
-            esc(&how),
-            crate::fmt::html_table("pings", &rows)
-        );
+        let _ = write!(s, "<h3>Pings to other hosts</h3><p>{}</p>{}", esc(&how), crate::fmt::html_table("pings", &rows));
     }
     s
 }
@@ -348,149 +229,50 @@ fn summary_html(r: &TestResult) -> String {
 fn meta_rows(r: &TestResult) -> Vec<(String, String)> {
     let m = &r.metadata;
     let mut v: Vec<(String, String)> = vec![
-        (
-            "bloatlab version".into(),
-            format!(
-                "{} (protocol {}, result schema {} v{})",
-                m.bloatlab_version, m.protocol_version, r.schema, r.schema_version
-            ),
-        ),
-        (
-            "start".into(),
-            format!("{} (unix ns {})", m.start_time, m.start_unix_ns),
-        ),
+        ("bloatlab version".into(), format!("{} (protocol {}, result schema {} v{})", m.bloatlab_version, m.protocol_version, r.schema, r.schema_version)),
+        ("start".into(), format!("{} (unix ns {})", m.start_time, m.start_unix_ns)),
         ("command".into(), m.command.join(" ")),
         ("server".into(), m.server_address.clone()),
-        (
-            "client host".into(),
-            format!(
-                "{} — default cc {} (available: {})",
-                m.client.identity(),
-                m.client.default_cc,
-                m.client.available_cc.join(" ")
-            ),
-        ),
-        (
-            "server host".into(),
-            format!(
-                "{} — bloatlab {} — default cc {}",
-                m.server.identity(),
-                m.server.bloatlab_version,
-                m.server.default_cc
-            ),
-        ),
+        ("client host".into(), format!("{} — default cc {} (available: {})", m.client.identity(), m.client.default_cc, m.client.available_cc.join(" "))),
+        ("server host".into(), format!("{} — bloatlab {} — default cc {}", m.server.identity(), m.server.bloatlab_version, m.server.default_cc)),
         ("congestion control".into(), m.cc.clone()),
-        (
-            "scenarios".into(),
-            format!(
-                "{} — {} s each, idle baseline {} s",
-                m.scenario_definitions.join(", "),
-                sig3(m.scenario_duration_s),
-                sig3(m.idle_duration_s)
-            ),
-        ),
-        (
-            "probes".into(),
-            format!(
-                "UDP, {} bytes every {} ms",
-                m.probe_size,
-                sig3(m.probe_interval_ms)
-            ),
-        ),
-        (
-            "sampling".into(),
-            format!(
-                "goodput and TCP_INFO every {} ms",
-                sig3(m.sample_interval_ms)
-            ),
-        ),
+        ("scenarios".into(), format!("{} — {} s each, idle baseline {} s", m.scenario_definitions.join(", "), sig3(m.scenario_duration_s), sig3(m.idle_duration_s))),
+        ("probes".into(), format!("UDP, {} bytes every {} ms", m.probe_size, sig3(m.probe_interval_ms))),
+        ("sampling".into(), format!("goodput and TCP_INFO every {} ms", sig3(m.sample_interval_ms))),
         ("goodput trimming".into(), m.trimming_rule.clone()),
-        (
-            "socket".into(),
-            format!(
-                "MSS {} bytes; sndbuf {} / rcvbuf {} bytes ({})",
-                m.socket.mss,
-                m.socket.sndbuf,
-                m.socket.rcvbuf,
-                if m.socket.buffers_set {
-                    "set by bloatlab"
-                } else {
-                    "kernel autotuning"
-                }
-            ),
-        ),
+        ("socket".into(), format!("MSS {} bytes; sndbuf {} / rcvbuf {} bytes ({})", m.socket.mss, m.socket.sndbuf, m.socket.rcvbuf, if m.socket.buffers_set { "set by bloatlab" } else { "kernel autotuning" })),
         ("receivers".into(), m.socket.receive_mode().into()),
-        (
-            "clock offset".into(),
-            format!(
-                "{}; offset {} ms, drift {} ppm, ±{} ms, {} samples",
-                m.clock_offset.method,
-                sig3(m.clock_offset.offset_ns as f64 / 1e6),
-                sig3(m.clock_offset.drift_ppm),
-                sig3(m.clock_offset.uncertainty_ns as f64 / 1e6),
-                m.clock_offset.samples_used
-            ),
-        ),
+        ("clock offset".into(), format!("{}; offset {} ms, drift {} ppm, ±{} ms, {} samples", m.clock_offset.method, sig3(m.clock_offset.offset_ns as f64 / 1e6), sig3(m.clock_offset.drift_ppm), sig3(m.clock_offset.uncertainty_ns as f64 / 1e6), m.clock_offset.samples_used)),
     ];
     if let Some(w) = &m.witness_address {
         v.push(("witness".into(), w.clone()));
     }
     if let Some(o) = &m.server_rpm {
-        v.push((
-            "server RPM endpoints".into(),
-            format!(
-                "port {}, certificate SHA-256 {}",
-                o.port, o.certificate_sha256
-            ),
-        ));
+        v.push(("server RPM endpoints".into(), format!("port {}, certificate SHA-256 {}", o.port, o.certificate_sha256)));
     }
     if let Some(lab) = &r.lab {
-        v.push((
-            "lab backend".into(),
-            format!("{} on kernel {}", lab.backend, lab.kernel),
-        ));
+        v.push(("lab backend".into(), format!("{} on kernel {}", lab.backend, lab.kernel)));
         v.push(("offloads (TSO/GSO/GRO)".into(), lab.offloads.clone()));
-        let qs: Vec<String> = lab
-            .queues
-            .iter()
-            .map(|q| format!("{}: {} at {}", q.role, q.qdisc, q.location))
-            .collect();
+        let qs: Vec<String> = lab.queues.iter().map(|q| format!("{}: {} at {}", q.role, q.qdisc, q.location)).collect();
         v.push(("queues".into(), qs.join("; ")));
         if let Some(a) = lab.analytic_queue_delay_up_ms {
             v.push(("analytic queue delay up".into(), format!("{} ms", sig3(a))));
         }
         if let Some(a) = lab.analytic_queue_delay_down_ms {
-            v.push((
-                "analytic queue delay down".into(),
-                format!("{} ms", sig3(a)),
-            ));
+            v.push(("analytic queue delay down".into(), format!("{} ms", sig3(a))));
         }
         v.push(("qdiscs available".into(), lab.qdiscs_available.join(" ")));
         v.push(("qdiscs missing".into(), lab.qdiscs_missing.join(" ")));
-        let hosts: Vec<String> = lab
-            .hosts
-            .iter()
-            .map(|h| format!("{} ({}: {})", h.role, h.netns, h.addresses.join(" ")))
-            .collect();
+        let hosts: Vec<String> = lab.hosts.iter().map(|h| format!("{} ({}: {})", h.role, h.netns, h.addresses.join(" "))).collect();
         v.push(("lab hosts".into(), hosts.join("; ")));
-        for (q, pk) in lab
-            .queues
-            .iter()
-            .filter_map(|q| Some((q, series::queue_over_test(q)?)))
-        {
+        for (q, pk) in lab.queues.iter().filter_map(|q| Some((q, series::queue_over_test(q)?))) {
             v.push((
                 format!("queue {} observed", q.role),
                 format!(
                     "max backlog {} packets / {} bytes{}; {} drops",
                     pk.max_backlog_packets,
                     pk.max_backlog_bytes,
-                    pk.max_delay_ms
-                        .map(|d| format!(
-                            " = {} ms at the measured drain rate {}",
-                            ms(d),
-                            rate(pk.drain_bps.unwrap_or(0.0))
-                        ))
-                        .unwrap_or_default(),
+                    pk.max_delay_ms.map(|d| format!(" = {} ms at the measured drain rate {}", ms(d), rate(pk.drain_bps.unwrap_or(0.0)))).unwrap_or_default(),
                     pk.drops
                 ),
             ));
@@ -507,17 +289,9 @@ fn meta_html(r: &TestResult) -> String {
     s.push_str("</tbody></table>\n");
     if let Some(lab) = &r.lab {
         let cfg = serde_json::to_string_pretty(&lab.config).unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "<details><summary>Lab configuration (resolved)</summary><pre>{}</pre></details>",
-            esc(&cfg)
-        );
+        let _ = writeln!(s, "<details><summary>Lab configuration (resolved)</summary><pre>{}</pre></details>", esc(&cfg));
         if let Some(e) = &lab.emulator {
-            let _ = writeln!(
-                s,
-                "<details><summary>Emulator counters</summary><pre>{}</pre></details>",
-                esc(&serde_json::to_string_pretty(e).unwrap_or_default())
-            );
+            let _ = writeln!(s, "<details><summary>Emulator counters</summary><pre>{}</pre></details>", esc(&serde_json::to_string_pretty(e).unwrap_or_default()));
         }
     }
     s
@@ -525,26 +299,14 @@ fn meta_html(r: &TestResult) -> String {
 
 /// `bloatlab history --html`: the runs as a page, the plots over time
 /// (`plot::history`) above the table of `history::history_rows`.
-pub fn history_html(
-    rows: &[bloatlab_results::history::RunRow],
-    by: crate::history::By,
-    what: &str,
-) -> Result<String> {
-    let mut body = format!(
-        "<h1>bloatlab history</h1>\n<p class=\"context\">{}</p>\n",
-        esc(what)
-    );
+pub fn history_html(rows: &[bloatlab_results::history::RunRow], by: crate::history::By, what: &str) -> Result<String> {
+    let mut body = format!("<h1>bloatlab history</h1>\n<p class=\"context\">{}</p>\n", esc(what));
     if rows.is_empty() {
         body.push_str("<p>No runs in this range.</p>\n");
         return Ok(page("bloatlab history", &body));
     }
     for (caption, svg) in crate::plot::history::history_svgs(rows, by)? {
-        let _ = write!(
-            body,
-            "<figure class=\"plot-history\">{}<figcaption>{}</figcaption></figure>\n",
-            crate::fmt::svg_inline(&svg),
-            esc(&caption)
-        );
+        let _ = write!(body, "<figure class=\"plot-history\">{}<figcaption>{}</figcaption></figure>\n", crate::fmt::svg_inline(&svg), esc(&caption));
     }
     let (t, failures, note) = crate::history::history_rows(rows, by);
     body.push_str("<h2>Runs</h2>\n");
@@ -575,11 +337,7 @@ pub(crate) fn page(title: &str, body: &str) -> String {
 
 fn single_title(r: &TestResult) -> String {
     let m = &r.metadata;
-    let what = if r.lab.is_some() {
-        "lab".to_string()
-    } else {
-        m.server_address.clone()
-    };
+    let what = if r.lab.is_some() { "lab".to_string() } else { m.server_address.clone() };
     format!("bloatlab report — {} — {}", what, m.start_time)
 }
 
@@ -587,17 +345,9 @@ fn single_body(run: Run) -> Result<String> {
     let r = run.result;
     let runs = [run];
     let mut b = String::new();
-    let _ = writeln!(
-        b,
-        "<header><h1>bloatlab report</h1><p>{}</p></header>",
-        esc(&context_line(r))
-    );
+    let _ = writeln!(b, "<header><h1>bloatlab report</h1><p>{}</p></header>", esc(&context_line(r)));
     if !r.complete {
-        let _ = writeln!(
-            b,
-            "<div class=\"warn\">Incomplete run: {}. The numbers cover only what ran.</div>",
-            esc(r.incomplete_reason.as_deref().unwrap_or("interrupted"))
-        );
+        let _ = writeln!(b, "<div class=\"warn\">Incomplete run: {}. The numbers cover only what ran.</div>", esc(r.incomplete_reason.as_deref().unwrap_or("interrupted")));
     }
     b.push_str(&verdict_block(r));
     b.push_str(&cards(r));
@@ -621,11 +371,7 @@ fn single_body(run: Run) -> Result<String> {
     }
     if !series::phases(r).is_empty() {
         b.push_str("<h2>Over time</h2>\n");
-        let panels = if r
-            .lab
-            .as_ref()
-            .is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty()))
-        {
+        let panels = if r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty())) {
             "Goodput (top), latency (middle) and the bottleneck queues (bottom)"
         } else {
             "Goodput (top) and latency (bottom)"
@@ -635,10 +381,7 @@ fn single_body(run: Run) -> Result<String> {
         b.push_str("<h2>Latency distribution</h2>\n");
         b.push_str(&figure(&runs, PlotKind::Cdf, "CDF over all probes sent: lost probes count as infinitely late, so a curve tops out at 1 - loss.")?);
         b.push_str(&figure(&runs, PlotKind::Box, "RTT per phase.")?);
-        if r.lab
-            .as_ref()
-            .is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty()))
-        {
+        if r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty())) {
             b.push_str("<h2>Bottleneck queues</h2>\n");
             b.push_str(&figure(&runs, PlotKind::Queue, "Queue backlog from the kernel (tc) or the emulator; queueing delay = backlog bytes / drain rate measured while the queue was busy.")?);
         }
@@ -646,16 +389,9 @@ fn single_body(run: Run) -> Result<String> {
             b.push_str("<h2>Per DSCP class</h2>\n");
             b.push_str(&figure(&runs, PlotKind::Classes, "Each class's goodput (solid: upload, dashed: download) and the round trips of UDP probes marked with it (answered in the same class), as flent's RRUL plots them: a working priority queue keeps the higher classes' latency low.")?);
         }
-        if series::phases(r)
-            .iter()
-            .any(|p| p.flows.iter().any(|f| !f.tcp_info.is_empty()))
-        {
+        if series::phases(r).iter().any(|p| p.flows.iter().any(|f| !f.tcp_info.is_empty())) {
             b.push_str("<h2>TCP internals</h2>\n");
-            b.push_str(&figure(
-                &runs,
-                PlotKind::Tcp,
-                "TCP_INFO sampled on each flow's sending socket.",
-            )?);
+            b.push_str(&figure(&runs, PlotKind::Tcp, "TCP_INFO sampled on each flow's sending socket.")?);
         }
     }
     b.push_str("<h2>Metadata</h2>\n");
@@ -679,11 +415,7 @@ pub(crate) fn compare_body(runs: &[Run]) -> Result<String> {
             esc(&v.line())
         );
     }
-    let _ = writeln!(
-        b,
-        "</tbody></table><p class=\"note\">{}</p>",
-        grade_thresholds_note()
-    );
+    let _ = writeln!(b, "</tbody></table><p class=\"note\">{}</p>", grade_thresholds_note());
     b.push_str("<h2>Side by side</h2>\n<div class=\"scroll\"><table class=\"compare\"><thead><tr>");
     let pairs: Vec<(&str, &TestResult)> = runs.iter().map(|r| (r.label, r.result)).collect();
     let grid = compare_grid(&pairs);
@@ -693,21 +425,12 @@ pub(crate) fn compare_body(runs: &[Run]) -> Result<String> {
     b.push_str("</tr></thead><tbody>");
     for row in &grid[1..] {
         if row.iter().skip(1).all(|c| c.is_empty()) {
-            let _ = write!(
-                b,
-                "<tr class=\"section\"><td colspan=\"{}\">{}</td></tr>",
-                row.len(),
-                esc(&row[0])
-            );
+            let _ = write!(b, "<tr class=\"section\"><td colspan=\"{}\">{}</td></tr>", row.len(), esc(&row[0]));
             continue;
         }
         b.push_str("<tr>");
         for (i, c) in row.iter().enumerate() {
-            let class = if grid[0][i].starts_with("diff ") {
-                diff_class(&row[0], c)
-            } else {
-                ""
-            };
+            let class = if grid[0][i].starts_with("diff ") { diff_class(&row[0], c) } else { "" };
             if class.is_empty() {
                 let _ = write!(b, "<td>{}</td>", esc(c.trim_start()));
             } else {
@@ -719,25 +442,15 @@ pub(crate) fn compare_body(runs: &[Run]) -> Result<String> {
     b.push_str("</tbody></table></div>\n");
     b.push_str("<h2>Latency distribution</h2>\n");
     b.push_str(&figure(runs, PlotKind::Cdf, "Loaded probes of each result pooled over scenarios (solid) and the idle baseline (dashed); lost probes count as infinitely late.")?);
-    b.push_str(&figure(
-        runs,
-        PlotKind::Box,
-        "RTT per phase, results side by side.",
-    )?);
+    b.push_str(&figure(runs, PlotKind::Box, "RTT per phase, results side by side.")?);
     for run in runs {
         if series::phases(run.result).is_empty() {
             continue;
         }
         let _ = writeln!(b, "<h2>{} over time</h2>", esc(run.label));
-        b.push_str(&figure(
-            std::slice::from_ref(run),
-            PlotKind::Timeseries,
-            "Goodput and latency over time.",
-        )?);
+        b.push_str(&figure(std::slice::from_ref(run), PlotKind::Timeseries, "Goodput and latency over time.")?);
     }
-    b.push_str(
-        "<h2>Metadata</h2>\n<div class=\"scroll\"><table class=\"meta\"><thead><tr><th></th>",
-    );
+    b.push_str("<h2>Metadata</h2>\n<div class=\"scroll\"><table class=\"meta\"><thead><tr><th></th>");
     for run in runs {
         let _ = write!(b, "<th style=\"text-align:left\">{}</th>", esc(run.label));
     }
@@ -754,11 +467,7 @@ pub(crate) fn compare_body(runs: &[Run]) -> Result<String> {
     for k in keys {
         let _ = write!(b, "<tr><td>{}</td>", esc(&k));
         for m in &metas {
-            let v = m
-                .iter()
-                .find(|(kk, _)| kk == &k)
-                .map(|(_, v)| v.as_str())
-                .unwrap_or("-");
+            let v = m.iter().find(|(kk, _)| kk == &k).map(|(_, v)| v.as_str()).unwrap_or("-");
             let _ = write!(b, "<td>{}</td>", esc(v));
         }
         b.push_str("</tr>");
@@ -779,9 +488,7 @@ fn diff_class(metric: &str, cell: &str) -> &'static str {
         return "";
     };
     let c = cell.trim();
-    let rel: Option<f64> = c
-        .split_once('(')
-        .and_then(|(_, r)| r.trim_end_matches(')').trim_end_matches('%').parse().ok());
+    let rel: Option<f64> = c.split_once('(').and_then(|(_, r)| r.trim_end_matches(')').trim_end_matches('%').parse().ok());
     let up = c.starts_with('+');
     let down = c.starts_with('-') && c != "-";
     if !(up || down) || rel.is_some_and(|r: f64| r.abs() < 2.0) {
@@ -799,10 +506,7 @@ pub fn render_html(runs: &[Run]) -> Result<String> {
     match runs.len() {
         0 => bail!("no result to report"),
         1 => Ok(page(&single_title(runs[0].result), &single_body(runs[0])?)),
-        n => Ok(page(
-            &format!("bloatlab comparison — {n} results"),
-            &compare_body(runs)?,
-        )),
+        n => Ok(page(&format!("bloatlab comparison — {n} results"), &compare_body(runs)?)),
     }
 }
 
@@ -824,21 +528,12 @@ pub struct ReportFiles {
 /// Write `<stem>.html` and the plots as PNG (or SVG) files into `dir`.
 /// One result: timeseries, cdf, box, and queue (lab) / tcp (when sampled).
 /// Several: cdf and box overlays plus one timeseries per result.
-pub fn write_report(
-    runs: &[Run],
-    dir: &Path,
-    stem: &str,
-    image_format: Format,
-) -> Result<ReportFiles> {
+pub fn write_report(runs: &[Run], dir: &Path, stem: &str, image_format: Format) -> Result<ReportFiles> {
     if runs.is_empty() {
         bail!("no result to report");
     }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut files = ReportFiles {
-        html: dir.join(format!("{stem}.html")),
-        images: vec![],
-        skipped: vec![],
-    };
+    let mut files = ReportFiles { html: dir.join(format!("{stem}.html")), images: vec![], skipped: vec![] };
     write_html(runs, &files.html)?;
     let ext = image_format.ext();
     let mut emit = |runs: &[Run], kind: PlotKind, name: String| -> Result<()> {
@@ -857,29 +552,16 @@ pub fn write_report(
         if series::phases(r).is_empty() {
             return Ok(files);
         }
-        emit(
-            runs,
-            PlotKind::Timeseries,
-            format!("{stem}.timeseries.{ext}"),
-        )?;
+        emit(runs, PlotKind::Timeseries, format!("{stem}.timeseries.{ext}"))?;
         emit(runs, PlotKind::Cdf, format!("{stem}.cdf.{ext}"))?;
         emit(runs, PlotKind::Box, format!("{stem}.box.{ext}"))?;
-        if r.lab
-            .as_ref()
-            .is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty()))
-        {
+        if r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty())) {
             emit(runs, PlotKind::Queue, format!("{stem}.queue.{ext}"))?;
         }
-        if series::phases(r)
-            .iter()
-            .any(|p| p.flows.iter().any(|f| !f.tcp_info.is_empty()))
-        {
+        if series::phases(r).iter().any(|p| p.flows.iter().any(|f| !f.tcp_info.is_empty())) {
             emit(runs, PlotKind::Tcp, format!("{stem}.tcp.{ext}"))?;
         }
-        if !series::phases(r)
-            .iter()
-            .all(|p| p.summary.classes.is_empty())
-        {
+        if !series::phases(r).iter().all(|p| p.summary.classes.is_empty()) {
             emit(runs, PlotKind::Classes, format!("{stem}.classes.{ext}"))?;
         }
     } else {
@@ -889,22 +571,8 @@ pub fn write_report(
             if series::phases(run.result).is_empty() {
                 continue;
             }
-            let safe: String = run
-                .label
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            emit(
-                std::slice::from_ref(run),
-                PlotKind::Timeseries,
-                format!("{stem}.{safe}.timeseries.{ext}"),
-            )?;
+            let safe: String = run.label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect();
+            emit(std::slice::from_ref(run), PlotKind::Timeseries, format!("{stem}.{safe}.timeseries.{ext}"))?;
         }
     }
     Ok(files)
@@ -917,13 +585,11 @@ mod tests {
         use super::diff_class;
         assert_eq!(diff_class("  RTT p50 ms", "-149 (-88.8%)"), "better");
         assert_eq!(diff_class("  Upload Mbit/s", "-2.00 (-20.0%)"), "worse");
-        assert_eq!(
-            diff_class("  Responsiveness Hz", "+0.310 (+8.9%)"),
-            "better"
-        );
+        assert_eq!(diff_class("  Responsiveness Hz", "+0.310 (+8.9%)"), "better");
         assert_eq!(diff_class("  Loss %", "+3.00"), "worse");
         assert_eq!(diff_class("  RTT p50 ms", "+0.01 (+1.0%)"), "");
         assert_eq!(diff_class("  RTT p50 ms", "-"), "");
         assert_eq!(diff_class("  RTT p50 ms", "0"), "");
     }
 }
+

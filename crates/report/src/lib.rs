@@ -9,8 +9,8 @@
 //! User documentation: `docs/report.md`.
 #![forbid(unsafe_code)]
 
-pub mod export;
 pub mod files;
+pub mod export;
 pub mod fmt;
 pub mod history;
 mod html;
@@ -27,8 +27,7 @@ pub use export::flent::flent_document;
 pub use export::{export, export_csv, export_flent, ExportFormat, Exporter};
 pub use html::{render_html, write_html, write_report, ReportFiles};
 pub use plot::{
-    plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format,
-    PlotKind, SweepAxes,
+    plot, plot_available, plot_runs, plot_svg_string, sweep_plot, sweep_plot_svg_string, Format, PlotKind, SweepAxes,
 };
 pub use rpm::{rpm_html, rpm_table};
 pub use table::{compare_table, compare_table_labeled, seed003_lines, summary_table};

@@ -6,22 +6,10 @@ use crate::fmt::{opt_ms, rate, text_table};
 /// One row per stage: RPM and its four parts, goodput, connections,
 /// confidence (the header first).
 fn rpm_rows(r: &RpmResult) -> Vec<Vec<String>> {
-    let mut rows = vec![[
-        "stage",
-        "RPM",
-        "round ms",
-        "tcp_f",
-        "tls_f",
-        "http_f",
-        "http_s",
-        "goodput",
-        "conns",
-        "probes",
-        "confidence",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect::<Vec<_>>()];
+    let mut rows = vec![["stage", "RPM", "round ms", "tcp_f", "tls_f", "http_f", "http_s", "goodput", "conns", "probes", "confidence"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()];
     for s in &r.stages {
         rows.push(vec![
             s.direction.to_string(),
@@ -48,10 +36,7 @@ fn rpm_notes(r: &RpmResult) -> Vec<String> {
             out.push(format!("{}: low confidence: {w}", s.direction));
         }
         if s.probes_failed > 0 {
-            out.push(format!(
-                "{}: {} probe(s) failed or not started",
-                s.direction, s.probes_failed
-            ));
+            out.push(format!("{}: {} probe(s) failed or not started", s.direction, s.probes_failed));
         }
         if s.connections_failed > 0 {
             out.push(format!(
@@ -138,10 +123,7 @@ pub fn rpm_section(r: &RpmResult) -> anyhow::Result<String> {
             s.low_because.as_deref().map(|w| format!(": {}", esc(w))).unwrap_or_default()
         ));
     }
-    let notes: String = rpm_notes(r)
-        .iter()
-        .map(|l| format!("<p class=\"note\">{}</p>", esc(l)))
-        .collect();
+    let notes: String = rpm_notes(r).iter().map(|l| format!("<p class=\"note\">{}</p>", esc(l))).collect();
     let table = crate::fmt::html_table("rpm", &rpm_rows(r));
     Ok(format!("<section class=\"cards\">{cards}</section>\n{table}{notes}\n<figure class=\"plot-rpm\">{}</figure>\n", crate::fmt::svg_inline(&svg)))
 }
@@ -173,15 +155,9 @@ mod tests {
         let t = rpm_table(&r);
         assert!(t.contains("download"), "{t}");
         assert!(t.contains("  2000  "), "{t}");
-        assert!(
-            t.contains("  30.0  "),
-            "the weighted round trip (10+20+30)/6+40/2 = 30 ms: {t}"
-        );
+        assert!(t.contains("  30.0  "), "the weighted round trip (10+20+30)/6+40/2 = 30 ms: {t}");
         assert!(t.contains("9.50 Mbit/s"), "{t}");
-        assert!(
-            t.contains("download: low confidence: goodput not stable within 20 s"),
-            "{t}"
-        );
+        assert!(t.contains("download: low confidence: goodput not stable within 20 s"), "{t}");
         assert!(t.contains("NOT verified"), "{t}");
         // what set the figure besides queueing, said under the table
         r.stages[0].handshake_retransmits = 29;
@@ -189,32 +165,12 @@ mod tests {
         r.stages[0].connections_failed = 1;
         r.stages[0].connection_error = Some("no TLS handshake within 10 s".into());
         let t = rpm_table(&r);
-        assert!(
-            t.contains("download: 29 of 200 foreign probes had a handshake packet retransmitted"),
-            "{t}"
-        );
+        assert!(t.contains("download: 29 of 200 foreign probes had a handshake packet retransmitted"), "{t}");
         assert!(t.contains("download: 1 more load-generating connection(s) could not be opened (no TLS handshake within 10 s); the stage went on with 16"), "{t}");
         // The HTML page carries the table and an SVG plot.
-        r.stages[0].intervals.push(bloatlab_results::RpmInterval {
-            t_s: 1.0,
-            goodput_bps: 9e6,
-            moving_average_bps: 9e6,
-            connections: 1,
-            rpm: None,
-        });
-        r.stages[0].probes.push(bloatlab_results::RpmProbe {
-            t_s: 0.5,
-            kind: "http_self".into(),
-            rtt_ms: 40.0,
-        });
+        r.stages[0].intervals.push(bloatlab_results::RpmInterval { t_s: 1.0, goodput_bps: 9e6, moving_average_bps: 9e6, connections: 1, rpm: None });
+        r.stages[0].probes.push(bloatlab_results::RpmProbe { t_s: 0.5, kind: "http_self".into(), rtt_ms: 40.0 });
         let h = rpm_html(&r).unwrap();
-        assert!(
-            h.contains("<svg")
-                && h.contains("download RPM")
-                && h.contains("2000")
-                && h.contains("low confidence"),
-            "{}",
-            &h[..500]
-        );
+        assert!(h.contains("<svg") && h.contains("download RPM") && h.contains("2000") && h.contains("low confidence"), "{}", &h[..500]);
     }
 }

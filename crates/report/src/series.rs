@@ -31,20 +31,9 @@ pub fn loaded(r: &TestResult) -> impl Iterator<Item = &Phase> {
 /// where a lab's queue sampler stopped (it samples on through an RPM stage
 /// and the teardown). Without phases, the queue samples' end.
 pub fn test_span_s(r: &TestResult) -> f64 {
-    let end = phases(r)
-        .iter()
-        .map(|p| p.end_ns)
-        .max()
-        .filter(|&e| e > 0)
-        .unwrap_or_else(|| {
-            r.lab
-                .iter()
-                .flat_map(|l| l.queues.iter())
-                .filter_map(|q| q.samples.last())
-                .map(|s| s.t_ns)
-                .max()
-                .unwrap_or(0)
-        });
+    let end = phases(r).iter().map(|p| p.end_ns).max().filter(|&e| e > 0).unwrap_or_else(|| {
+        r.lab.iter().flat_map(|l| l.queues.iter()).filter_map(|q| q.samples.last()).map(|s| s.t_ns).max().unwrap_or(0)
+    });
     secs(end).max(1e-3)
 }
 
@@ -74,11 +63,7 @@ fn cum_at(flow: &Flow, start_ns: u64, t_ns: u64) -> f64 {
     if t_ns <= g[0].t_ns {
         let t0 = start_ns.min(g[0].t_ns);
         if g[0].t_ns == t0 || t_ns <= t0 {
-            return if t_ns >= g[0].t_ns {
-                g[0].bytes as f64
-            } else {
-                0.0
-            };
+            return if t_ns >= g[0].t_ns { g[0].bytes as f64 } else { 0.0 };
         }
         return g[0].bytes as f64 * (t_ns - t0) as f64 / (g[0].t_ns - t0) as f64;
     }
@@ -177,12 +162,7 @@ pub fn cdf(probes: &[&Probe]) -> (Vec<(f64, f64)>, f64) {
     if n == 0 {
         return (vec![], 0.0);
     }
-    let v = sorted(
-        probes
-            .iter()
-            .filter_map(|p| p.rtt_ns.map(|r| r as f64 / 1e6))
-            .collect(),
-    );
+    let v = sorted(probes.iter().filter_map(|p| p.rtt_ns.map(|r| r as f64 / 1e6)).collect());
     let lost = (n - v.len()) as f64 / n as f64;
     let mut out = Vec::with_capacity(v.len() * 2);
     for (i, x) in v.iter().enumerate() {
@@ -222,16 +202,8 @@ pub fn box_stats(values_ms: Vec<f64>) -> Option<BoxStats> {
 
 /// Queue backlog over time: (t_s, packets) and (t_s, bytes).
 pub fn queue_backlog(q: &QueueSeries) -> (Points, Points) {
-    let p = q
-        .samples
-        .iter()
-        .map(|s| (secs(s.t_ns), s.backlog_packets as f64))
-        .collect();
-    let b = q
-        .samples
-        .iter()
-        .map(|s| (secs(s.t_ns), s.backlog_bytes as f64))
-        .collect();
+    let p = q.samples.iter().map(|s| (secs(s.t_ns), s.backlog_packets as f64)).collect();
+    let b = q.samples.iter().map(|s| (secs(s.t_ns), s.backlog_bytes as f64)).collect();
     (p, b)
 }
 
@@ -242,10 +214,7 @@ pub fn queue_drop_rate(q: &QueueSeries) -> Vec<(f64, f64)> {
         .filter(|w| w[1].t_ns > w[0].t_ns)
         .map(|w| {
             let dt = (w[1].t_ns - w[0].t_ns) as f64 / 1e9;
-            (
-                secs(w[1].t_ns),
-                w[1].drops.saturating_sub(w[0].drops) as f64 / dt,
-            )
+            (secs(w[1].t_ns), w[1].drops.saturating_sub(w[0].drops) as f64 / dt)
         })
         .collect()
 }
@@ -284,11 +253,7 @@ pub fn thin_minmax(pts: &[(f64, f64)], max_points: usize) -> Vec<(f64, f64)> {
                 imax = i;
             }
         }
-        let (a, c) = if imin <= imax {
-            (imin, imax)
-        } else {
-            (imax, imin)
-        };
+        let (a, c) = if imin <= imax { (imin, imax) } else { (imax, imin) };
         out.push(slice[a]);
         if c != a {
             out.push(slice[c]);
@@ -314,10 +279,7 @@ mod tests {
         Flow {
             id,
             direction: dir,
-            goodput: pts
-                .iter()
-                .map(|&(t, b)| GoodputSample { t_ns: t, bytes: b })
-                .collect(),
+            goodput: pts.iter().map(|&(t, b)| GoodputSample { t_ns: t, bytes: b }).collect(),
             tcp_info: vec![],
             bytes: pts.last().map(|p| p.1).unwrap_or(0),
             max_gap_ns: 0,
@@ -330,29 +292,13 @@ mod tests {
     #[test]
     fn rates_from_cumulative_bytes() {
         // 1.25 MB per 100 ms = 100 Mbit/s
-        let f = flow(
-            1,
-            Direction::Up,
-            &[(0, 0), (100_000_000, 1_250_000), (200_000_000, 2_500_000)],
-        );
+        let f = flow(1, Direction::Up, &[(0, 0), (100_000_000, 1_250_000), (200_000_000, 2_500_000)]);
         let r = flow_rate(&f);
         assert_eq!(r.len(), 2);
         assert!((r[0].1 - 100e6).abs() < 1.0);
-        let mut p = Phase {
-            start_ns: 0,
-            end_ns: 200_000_000,
-            ..Default::default()
-        };
+        let mut p = Phase { start_ns: 0, end_ns: 200_000_000, ..Default::default() };
         p.flows.push(f.clone());
-        p.flows.push(flow(
-            2,
-            Direction::Up,
-            &[
-                (50_000_000, 0),
-                (150_000_000, 625_000),
-                (200_000_000, 937_500),
-            ],
-        ));
+        p.flows.push(flow(2, Direction::Up, &[(50_000_000, 0), (150_000_000, 625_000), (200_000_000, 937_500)]));
         let d = direction_rate(&p, Direction::Up, 100_000_000);
         assert_eq!(d.len(), 2);
         // flow 2: 50 Mbit/s from 50 ms; in the first bin it delivered 312.5 kB
@@ -363,9 +309,7 @@ mod tests {
 
     #[test]
     fn thinning_keeps_extremes() {
-        let pts: Vec<(f64, f64)> = (0..10_000)
-            .map(|i| (i as f64, if i == 5_555 { 1e6 } else { (i % 7) as f64 }))
-            .collect();
+        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, if i == 5_555 { 1e6 } else { (i % 7) as f64 })).collect();
         let t = thin_minmax(&pts, 500);
         assert!(t.len() <= 500);
         assert!(t.iter().any(|p| p.1 == 1e6));
@@ -379,11 +323,7 @@ mod tests {
             .map(|i| Probe {
                 seq: i,
                 t_ns: i as u64,
-                rtt_ns: if i == 3 {
-                    None
-                } else {
-                    Some((i as u64 + 1) * 1_000_000)
-                },
+                rtt_ns: if i == 3 { None } else { Some((i as u64 + 1) * 1_000_000) },
                 server_rx_unix_ns: None,
                 owd_up_ns: None,
                 owd_down_ns: None,

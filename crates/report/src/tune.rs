@@ -19,21 +19,10 @@ fn goodput(r: &TestResult, d: Direction) -> Option<f64> {
 fn added(r: &TestResult, d: Option<Direction>) -> String {
     let p = match d {
         Some(d) => one_way_phase(r, d),
-        None => r
-            .scenarios
-            .iter()
-            .find(|p| p.uploads > 0 && p.downloads > 0),
+        None => r.scenarios.iter().find(|p| p.uploads > 0 && p.downloads > 0),
     };
-    match p.and_then(|p| {
-        p.summary
-            .added_latency_ms
-            .map(|a| (a, p.summary.still_rising))
-    }) {
-        Some((a, rising)) => format!(
-            "{} ms{}",
-            signed(a),
-            if rising { " (still rising)" } else { "" }
-        ),
+    match p.and_then(|p| p.summary.added_latency_ms.map(|a| (a, p.summary.still_rising))) {
+        Some((a, rising)) => format!("{} ms{}", signed(a), if rising { " (still rising)" } else { "" }),
         None => "-".into(),
     }
 }
@@ -42,59 +31,27 @@ fn added(r: &TestResult, d: Option<Direction>) -> String {
 pub fn tune_rows(doc: &TuneDoc) -> Vec<Vec<String>> {
     let Some(b) = &doc.before else { return vec![] };
     let a = doc.after.as_ref();
-    let col =
-        |f: &dyn Fn(&TestResult) -> String| vec![f(b), a.map(f).unwrap_or_else(|| "-".into())];
-    let mut rows = vec![vec![
-        "".into(),
-        "before".into(),
-        if doc.dry_run {
-            "(dry run)".into()
-        } else {
-            "after".into()
-        },
-    ]];
+    let col = |f: &dyn Fn(&TestResult) -> String| vec![f(b), a.map(f).unwrap_or_else(|| "-".into())];
+    let mut rows = vec![vec!["".into(), "before".into(), if doc.dry_run { "(dry run)".into() } else { "after".into() }]];
     let mut row = |name: &str, f: &dyn Fn(&TestResult) -> String| {
         let mut r = vec![name.to_string()];
         r.extend(col(f));
         rows.push(r);
     };
     row("grade", &grade);
-    row("idle latency p50", &|r| {
-        r.headline
-            .idle_latency_ms
-            .map(|v| format!("{} ms", ms(v)))
-            .unwrap_or_else(|| "-".into())
-    });
-    row("loaded latency p50 (worst)", &|r| {
-        r.headline
-            .loaded_latency_ms
-            .map(|v| format!("{} ms", ms(v)))
-            .unwrap_or_else(|| "-".into())
-    });
+    row("idle latency p50", &|r| r.headline.idle_latency_ms.map(|v| format!("{} ms", ms(v))).unwrap_or_else(|| "-".into()));
+    row("loaded latency p50 (worst)", &|r| r.headline.loaded_latency_ms.map(|v| format!("{} ms", ms(v))).unwrap_or_else(|| "-".into()));
     for d in [Direction::Down, Direction::Up] {
-        row(&format!("{} goodput", word(d)), &|r| {
-            goodput(r, d).map(rate).unwrap_or_else(|| "-".into())
-        });
-        row(&format!("{} added latency", word(d)), &|r| {
-            added(r, Some(d))
-        });
+        row(&format!("{} goodput", word(d)), &|r| goodput(r, d).map(rate).unwrap_or_else(|| "-".into()));
+        row(&format!("{} added latency", word(d)), &|r| added(r, Some(d)));
     }
     row("both ways added latency", &|r| added(r, None));
-    row("RPM (worst)", &|r| {
-        r.headline
-            .rpm
-            .map(|v| format!("{v:.0}"))
-            .unwrap_or_else(|| "-".into())
-    });
+    row("RPM (worst)", &|r| r.headline.rpm.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into()));
     if let Some(a) = a {
         for d in [Direction::Down, Direction::Up] {
             if let (Some(gb), Some(ga)) = (goodput(b, d), goodput(a, d)) {
                 if gb > 0.0 {
-                    rows.push(vec![
-                        format!("{} goodput kept", word(d)),
-                        String::new(),
-                        format!("{:.0}%", ga / gb * 100.0),
-                    ]);
+                    rows.push(vec![format!("{} goodput kept", word(d)), String::new(), format!("{:.0}%", ga / gb * 100.0)]);
                 }
             }
         }
@@ -106,11 +63,7 @@ pub fn tune_rows(doc: &TuneDoc) -> Vec<Vec<String>> {
 pub fn tune_search_lines(doc: &TuneDoc) -> Vec<String> {
     let mut v = vec![];
     for s in &doc.searches {
-        let steps = doc
-            .steps
-            .iter()
-            .filter(|x| x.direction == s.direction)
-            .count();
+        let steps = doc.steps.iter().filter(|x| x.direction == s.direction).count();
         v.push(match &s.outcome {
             Outcome::NotBloated { added_ms } => format!("{}: {} ms under load, within the {} ms target: left alone", word(s.direction), signed(*added_ms), ms(doc.target_added_ms)),
             Outcome::NotControllable { rate_bps, added_ms } => format!(
@@ -159,11 +112,7 @@ pub fn tune_table(doc: &TuneDoc) -> String {
     }
     s.push_str(&format!(
         "{}: {} ({}); search {:.0} s, {}\n",
-        if doc.local.is_some() {
-            "queue"
-        } else {
-            "shaper"
-        },
+        if doc.local.is_some() { "queue" } else { "shaper" },
         doc.shaper,
         doc.shaper_why,
         doc.search_seconds,
@@ -174,35 +123,17 @@ pub fn tune_table(doc: &TuneDoc) -> String {
 
 /// Write `tune.html` (one file, plots inline), `tune.steps.png` and
 /// `tune.cdf.png` (latency before and after) into `dir`; returns the HTML's path.
-pub fn write_tune_report(
-    doc: &TuneDoc,
-    dir: &std::path::Path,
-) -> anyhow::Result<std::path::PathBuf> {
+pub fn write_tune_report(doc: &TuneDoc, dir: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let html = dir.join("tune.html");
-    std::fs::write(&html, tune_html(doc)?)
-        .with_context(|| format!("writing {}", html.display()))?;
+    std::fs::write(&html, tune_html(doc)?).with_context(|| format!("writing {}", html.display()))?;
     if !doc.steps.is_empty() {
         crate::plot::tune::tune_steps_png(doc, &dir.join("tune.steps.png"))?;
     }
     if let (Some(b), Some(a)) = (&doc.before, &doc.after) {
-        let runs = [
-            crate::Run {
-                label: "before",
-                result: b,
-            },
-            crate::Run {
-                label: "after",
-                result: a,
-            },
-        ];
-        crate::plot_runs(
-            &runs,
-            crate::PlotKind::Cdf,
-            crate::Format::Png,
-            &dir.join("tune.cdf.png"),
-        )?;
+        let runs = [crate::Run { label: "before", result: b }, crate::Run { label: "after", result: a }];
+        crate::plot_runs(&runs, crate::PlotKind::Cdf, crate::Format::Png, &dir.join("tune.cdf.png"))?;
     }
     Ok(html)
 }
@@ -243,11 +174,7 @@ pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> anyhow::Result<String>
         let _ = writeln!(b, "<h2>The setting</h2>\n<pre>{}</pre>", esc(&p.script()));
     }
     if let Some((l, s)) = doc.local.as_ref().and_then(|l| l.setting.map(|s| (l, s))) {
-        let _ = writeln!(
-            b,
-            "<h2>The setting</h2>\n<pre>{}</pre>",
-            esc(&l.before.script(&s, l.bql_bytes.unwrap_or(0)))
-        );
+        let _ = writeln!(b, "<h2>The setting</h2>\n<pre>{}</pre>", esc(&l.before.script(&s, l.bql_bytes.unwrap_or(0))));
     }
     if !doc.steps.is_empty() {
         b.push_str("<h2>The search</h2>\n");
@@ -260,11 +187,7 @@ pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> anyhow::Result<String>
                 );
             }
             Err(e) => {
-                let _ = writeln!(
-                    b,
-                    "<p class=\"note\">No search plot: {}.</p>",
-                    esc(&e.to_string())
-                );
+                let _ = writeln!(b, "<p class=\"note\">No search plot: {}.</p>", esc(&e.to_string()));
             }
         }
         b.push_str("<table class=\"compare\"><thead><tr><th>#</th><th>direction</th><th>shaper rate</th><th>goodput</th><th>added latency</th><th>held</th><th>time</th></tr></thead><tbody>");
@@ -285,16 +208,7 @@ pub fn tune_html(doc: &bloatlab_tune::driver::TuneDoc) -> anyhow::Result<String>
         b.push_str("</tbody></table>\n");
     }
     if let (Some(before), Some(after)) = (&doc.before, &doc.after) {
-        let runs = [
-            Run {
-                label: "before",
-                result: before,
-            },
-            Run {
-                label: "after",
-                result: after,
-            },
-        ];
+        let runs = [Run { label: "before", result: before }, Run { label: "after", result: after }];
         b.push_str(&compare_body(&runs)?);
     }
     Ok(page(&format!("bloatlab tune — {}", doc.wan), &b))

@@ -65,8 +65,7 @@ fn worst_queue(graded: Option<&Phase>) -> Option<&PhaseQueue> {
         .max_by(|a, b| {
             let ka = a.max_delay_ms.unwrap_or(0.0);
             let kb = b.max_delay_ms.unwrap_or(0.0);
-            ka.total_cmp(&kb)
-                .then(a.max_backlog_bytes.cmp(&b.max_backlog_bytes))
+            ka.total_cmp(&kb).then(a.max_backlog_bytes.cmp(&b.max_backlog_bytes))
         })
 }
 
@@ -83,25 +82,10 @@ pub fn verdict(r: &TestResult) -> Verdict {
         .caps
         .iter()
         .map(|c| match c {
-            Cap::Goodput {
-                share,
-                scenario,
-                direction,
-                link_bps,
-                ..
-            } => {
-                format!(
-                    "the {direction} in {scenario} reached only {:.0}% of what the {} link carries",
-                    share * 100.0,
-                    fmt_rate(*link_bps)
-                )
+            Cap::Goodput { share, scenario, direction, link_bps, .. } => {
+                format!("the {direction} in {scenario} reached only {:.0}% of what the {} link carries", share * 100.0, fmt_rate(*link_bps))
             }
-            Cap::Loss {
-                loss_pct, scenario, ..
-            } => format!(
-                "{}% of the latency probes were lost in {scenario}",
-                sig3(*loss_pct)
-            ),
+            Cap::Loss { loss_pct, scenario, .. } => format!("{}% of the latency probes were lost in {scenario}", sig3(*loss_pct)),
         })
         .collect();
     let mut s = String::new();
@@ -114,37 +98,21 @@ pub fn verdict(r: &TestResult) -> Verdict {
     }
     if let Some(why) = &g.ungraded {
         s.push_str(&format!("Not graded: {why}."));
-        return Verdict {
-            grade,
-            sentence: s,
-            added_latency_ms: None,
-            worst_scenario: None,
-        };
+        return Verdict { grade, sentence: s, added_latency_ms: None, worst_scenario: None };
     }
     let Some(added) = added else {
         if r.scenarios.is_empty() {
             s.push_str("No load scenario ran, so there is nothing to grade.");
         } else {
-            let loaded = r
-                .headline
-                .loaded_latency_ms
-                .map(|v| format!(" (loaded median RTT {})", human_ms(v)))
-                .unwrap_or_default();
+            let loaded = r.headline.loaded_latency_ms.map(|v| format!(" (loaded median RTT {})", human_ms(v))).unwrap_or_default();
             s.push_str(&format!(
                 "No idle baseline was measured, so the latency added by load cannot be graded{loaded}; run the test with an idle phase (--idle 2s)."
             ));
         }
-        return Verdict {
-            grade,
-            sentence: s,
-            added_latency_ms: None,
-            worst_scenario: None,
-        };
+        return Verdict { grade, sentence: s, added_latency_ms: None, worst_scenario: None };
     };
     let wp = worst.filter(|p| p.summary.added_latency_ms.is_some());
-    let scen = wp
-        .map(|p| format!(" {} ({})", direction_words(p), p.name))
-        .unwrap_or_default();
+    let scen = wp.map(|p| format!(" {} ({})", direction_words(p), p.name)).unwrap_or_default();
     let queue = worst_queue(wp);
     match latency_grade {
         Grade::APlus | Grade::A => {
@@ -180,10 +148,7 @@ pub fn verdict(r: &TestResult) -> Verdict {
             if wp.is_some_and(|p| p.summary.still_rising) {
                 s.push_str(&format!("Latency rose by at least {}{scen} and was still rising when the phase ended: {impact}. ", human_ms(added)));
             } else {
-                s.push_str(&format!(
-                    "Latency rose by {}{scen}: {impact}. ",
-                    human_ms(added)
-                ));
+                s.push_str(&format!("Latency rose by {}{scen}: {impact}. ", human_ms(added)));
             }
             s.push_str(&advice(r, wp, queue, added));
         }
@@ -208,38 +173,21 @@ pub fn verdict(r: &TestResult) -> Verdict {
 fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64) -> String {
     if let (Some(lab), Some(q)) = (&r.lab, q) {
         let held = match q.max_delay_ms {
-            Some(d) => format!(
-                "{} of data ({} packets, {})",
-                human_ms(d),
-                q.max_backlog_packets,
-                human_bytes(q.max_backlog_bytes as f64)
-            ),
-            None => format!(
-                "{} packets ({})",
-                q.max_backlog_packets,
-                human_bytes(q.max_backlog_bytes as f64)
-            ),
+            Some(d) => format!("{} of data ({} packets, {})", human_ms(d), q.max_backlog_packets, human_bytes(q.max_backlog_bytes as f64)),
+            None => format!("{} packets ({})", q.max_backlog_packets, human_bytes(q.max_backlog_bytes as f64)),
         };
-        let where_ = if q.location.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} on {})", q.qdisc, q.location)
-        };
+        let where_ = if q.location.is_empty() { String::new() } else { format!(" ({} on {})", q.qdisc, q.location) };
         let aqm_ok = has(&lab.qdiscs_available, "fq_codel") || has(&lab.qdiscs_available, "cake");
         let aqm = if aqm_ok || lab.backend == "emulator" {
             "an AQM such as fq_codel or cake".to_string()
         } else {
-            "an AQM such as fq_codel (this kernel lacks it; the emulator backend has it)"
-                .to_string()
+            "an AQM such as fq_codel (this kernel lacks it; the emulator backend has it)".to_string()
         };
         let shorter = match q.drain_bps {
             Some(bps) if bps > 0.0 => {
                 // A queue that drains in about 20 ms at the measured rate, MTU-sized packets.
                 let pkts = ((0.020 * bps) / (1514.0 * 8.0)).ceil().max(2.0) as u64;
-                format!(
-                    "a shorter queue (about {pkts} packets = 20 ms at {})",
-                    fmt_rate(bps)
-                )
+                format!("a shorter queue (about {pkts} packets = 20 ms at {})", fmt_rate(bps))
             }
             _ => "a shorter queue".to_string(),
         };
@@ -261,47 +209,21 @@ fn advice(r: &TestResult, wp: Option<&Phase>, q: Option<&PhaseQueue>, added: f64
         _ => None,
     };
     let (cap, dir_words, place) = match dir {
-        Some(Direction::Up) => (
-            r.headline.upload_capacity_bps,
-            "upload ",
-            "on the upload path (usually the modem or router uplink)",
-        ),
-        Some(Direction::Down) => (
-            r.headline.download_capacity_bps,
-            "download ",
-            "on the download path (usually the ISP's shaper or the modem)",
-        ),
+        Some(Direction::Up) => (r.headline.upload_capacity_bps, "upload ", "on the upload path (usually the modem or router uplink)"),
+        Some(Direction::Down) => (r.headline.download_capacity_bps, "download ", "on the download path (usually the ISP's shaper or the modem)"),
         None => (0.0, "", "on the path"),
     };
-    let near = if cap > 0.0 {
-        format!(
-            ", a little under the measured {dir_words}rate ({}),",
-            fmt_rate(cap)
-        )
-    } else {
-        ",".to_string()
-    };
+    let near = if cap > 0.0 { format!(", a little under the measured {dir_words}rate ({}),", fmt_rate(cap)) } else { ",".to_string() };
     // "when full" only where the queue was seen full: latency stopped
     // rising while the load lost packets (retransmits or lost probes)
     let held = match wp.map(|p| &p.summary) {
-        Some(x) if x.still_rising => format!(
-            "held at least {} of data and was still filling when the phase ended",
-            human_ms(added)
-        ),
+        Some(x) if x.still_rising => format!("held at least {} of data and was still filling when the phase ended", human_ms(added)),
         Some(x) if x.retransmits > 0 || x.latency.lost > 0 => {
             // the level latency settled at, over the idle round trip
-            let full = x
-                .settled_p50_ms
-                .zip(r.headline.idle_latency_ms)
-                .map(|(l, i)| l - i)
-                .filter(|&f| f > added)
-                .unwrap_or(added);
+            let full = x.settled_p50_ms.zip(r.headline.idle_latency_ms).map(|(l, i)| l - i).filter(|&f| f > added).unwrap_or(added);
             format!("holds about {} of data when full", human_ms(full))
         }
-        _ => format!(
-            "held about {} of data under this load (it was not seen full: nothing was lost)",
-            human_ms(added)
-        ),
+        _ => format!("held about {} of data under this load (it was not seen full: nothing was lost)", human_ms(added)),
     };
     format!("A queue {place} {held}; smart queue management (fq_codel or cake, e.g. OpenWrt SQM) on the router would cut it: `bloatlab tune` there finds its shaper's rate{near} and shows the line before and after.")
 }
@@ -320,9 +242,6 @@ mod tests {
         assert_eq!(Grade::from_added_ms(400.0), Grade::F);
         assert_eq!(Grade::from_added_ms(-3.0), Grade::APlus);
         assert_eq!(Grade::from_added_ms(f64::NAN), Grade::Unknown);
-        assert_eq!(
-            scale_words(),
-            "A+ under 5 ms, A under 30, B under 60, C under 200, D under 400, F above"
-        );
+        assert_eq!(scale_words(), "A+ under 5 ms, A under 30, B under 60, C under 200, D under 400, F above");
     }
 }

@@ -11,9 +11,7 @@ use std::time::{Duration, Instant};
 
 fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 /// Run a command with a deadline; kill the child (by its own handle) if it hangs.
@@ -48,35 +46,17 @@ fn python() -> Option<PathBuf> {
 }
 
 fn py_has(py: &Path, module: &str) -> bool {
-    Command::new(py)
-        .args(["-c", &format!("import {module}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    Command::new(py).args(["-c", &format!("import {module}")]).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
 
 /// `pip install PKG`, retried with --break-system-packages on an
 /// "externally managed" (PEP 668) system Python, as .ci/run does.
 fn pip_install(py: &Path, pkg: &str) -> Option<(bool, String, String)> {
-    let r = run_with_timeout(
-        Command::new(py).args(["-m", "pip", "install", "--quiet", pkg]),
-        Duration::from_secs(300),
-    );
+    let r = run_with_timeout(Command::new(py).args(["-m", "pip", "install", "--quiet", pkg]), Duration::from_secs(300));
     if r.as_ref().is_some_and(|x| x.0) {
         return r;
     }
-    run_with_timeout(
-        Command::new(py).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--break-system-packages",
-            pkg,
-        ]),
-        Duration::from_secs(300),
-    )
+    run_with_timeout(Command::new(py).args(["-m", "pip", "install", "--quiet", "--break-system-packages", pkg]), Duration::from_secs(300))
 }
 
 /// flent importable (installing it from PyPI if needed); None = skip.
@@ -88,10 +68,7 @@ fn ensure_flent(py: &Path) -> Result<(), String> {
     if py_has(py, "flent") {
         Ok(())
     } else {
-        Err(format!(
-            "flent is not installed and `pip install flent` failed: {:?}",
-            r.map(|x| x.2)
-        ))
+        Err(format!("flent is not installed and `pip install flent` failed: {:?}", r.map(|x| x.2)))
     }
 }
 
@@ -123,53 +100,20 @@ print(json.dumps({
   'up_streams': r.meta('TEST_PARAMETERS')['upload_streams'],
 }))
 "#;
-    let (ok, out, err) = run_with_timeout(
-        Command::new(&py).args(["-c", script]).arg(&f),
-        Duration::from_secs(120),
-    )
-    .unwrap();
+    let (ok, out, err) = run_with_timeout(Command::new(&py).args(["-c", script]).arg(&f), Duration::from_secs(120)).unwrap();
     assert!(ok, "flent could not load our export:\n{err}");
-    let v: serde_json::Value =
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
     eprintln!("flent resultset.load: {v}");
     assert_eq!(v["name"], "rrul_be_nflows");
-    let names: Vec<&str> = v["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect();
-    for s in [
-        "Ping (ms) UDP BE",
-        "Ping (ms) avg",
-        "TCP upload sum",
-        "TCP download sum",
-        "TCP upload BE::1",
-        "TCP upload BE::2",
-        "TCP download BE::2",
-        "TCP totals",
-    ] {
+    let names: Vec<&str> = v["series"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    for s in ["Ping (ms) UDP BE", "Ping (ms) avg", "TCP upload sum", "TCP download sum", "TCP upload BE::1", "TCP upload BE::2", "TCP download BE::2", "TCP totals"] {
         assert!(names.contains(&s), "series {s} missing from {names:?}");
     }
-    let received: Vec<f64> = r
-        .idle
-        .iter()
-        .chain(r.scenarios.iter())
-        .flat_map(|p| p.probes.iter())
-        .filter_map(|p| p.rtt_ns.map(|x| x as f64 / 1e6))
-        .collect();
+    let received: Vec<f64> = r.idle.iter().chain(r.scenarios.iter()).flat_map(|p| p.probes.iter()).filter_map(|p| p.rtt_ns.map(|x| x as f64 / 1e6)).collect();
     assert_eq!(v["ping_raw_n"].as_u64().unwrap() as usize, received.len());
     let mean = received.iter().sum::<f64>() / received.len() as f64;
-    assert!(
-        (v["ping_raw_mean"].as_f64().unwrap() - mean).abs() < 0.01,
-        "flent mean {} vs ours {mean}",
-        v["ping_raw_mean"]
-    );
-    assert!(
-        (v["t0"].as_f64().unwrap() - common::START_UNIX_NS as f64 / 1e9).abs() < 1e-3,
-        "T0 {}",
-        v["t0"]
-    );
+    assert!((v["ping_raw_mean"].as_f64().unwrap() - mean).abs() < 0.01, "flent mean {} vs ours {mean}", v["ping_raw_mean"]);
+    assert!((v["t0"].as_f64().unwrap() - common::START_UNIX_NS as f64 / 1e9).abs() < 1e-3, "T0 {}", v["t0"]);
     assert_eq!(v["up_streams"], "2");
 
     // 2. The flent command line: summary.
@@ -183,19 +127,8 @@ print(json.dumps({
     assert!(ok, "flent -f summary failed: {err}");
     eprintln!("flent -i small.flent.gz -f summary:\n{out}");
     assert!(out.contains("Summary of rrul_be_nflows test run"), "{out}");
-    let line = out
-        .lines()
-        .find(|l| l.trim_start().starts_with("TCP upload sum"))
-        .expect("TCP upload sum row");
-    let avg: f64 = line
-        .split(':')
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let line = out.lines().find(|l| l.trim_start().starts_with("TCP upload sum")).expect("TCP upload sum row");
+    let avg: f64 = line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
     assert!(avg > 5.0 && avg < 10.5, "TCP upload sum avg {avg} Mbit/s");
 
     // 3. A flent plot to PNG (needs matplotlib).
@@ -203,10 +136,7 @@ print(json.dumps({
         let _ = pip_install(&py, "matplotlib");
     }
     if !py_has(&py, "matplotlib") {
-        bloatlab_testkit::cannot_run(
-            "flent plot part",
-            "matplotlib unavailable (pip install matplotlib)",
-        );
+        bloatlab_testkit::cannot_run("flent plot part", "matplotlib unavailable (pip install matplotlib)");
         return;
     }
     for plot in ["totals", "ping_cdf"] {
@@ -214,11 +144,7 @@ print(json.dumps({
         let (ok, _, err) = flent_cmd(&["-i", fs, "-p", plot, "-o", png.to_str().unwrap()]);
         assert!(ok, "flent -p {plot} failed: {err}");
         let img = image::open(&png).unwrap().to_rgb8();
-        let ink = img
-            .pixels()
-            .filter(|p| p.0.iter().any(|c| *c < 200))
-            .count() as f64
-            / (img.width() * img.height()) as f64;
+        let ink = img.pixels().filter(|p| p.0.iter().any(|c| *c < 200)).count() as f64 / (img.width() * img.height()) as f64;
         assert!(ink > 0.01, "flent {plot} plot is blank");
         if let Some(d) = std::env::var_os("REPORT_SAMPLES_DIR") {
             let _ = std::fs::copy(&png, PathBuf::from(d).join(format!("flent_{plot}.png")));
@@ -230,94 +156,51 @@ use bloatlab_testkit::chrome::chromium;
 
 fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
     let mut c = Command::new(bin);
-    c.args(bloatlab_testkit::chrome::HEADLESS_FLAGS)
-        .arg(format!("--user-data-dir={}", profile.display()));
+    c.args(bloatlab_testkit::chrome::HEADLESS_FLAGS).arg(format!("--user-data-dir={}", profile.display()));
     c
 }
 
 /// Load `html` in headless Chromium at 1280 px wide with `script` (which
 /// appends a `<pre id="layout-check">` of its findings) and return them.
 fn layout_check(bin: &Path, html: &Path, script: &str, height: u32) -> String {
-    let page = std::fs::read_to_string(html)
-        .unwrap()
-        .replace("</body>", script);
+    let page = std::fs::read_to_string(html).unwrap().replace("</body>", script);
     std::fs::write(html, page).unwrap();
     let profile = tempfile::tempdir().unwrap();
     let mut c = chromium_cmd(bin, profile.path());
-    c.arg(format!("--window-size=1280,{height}"))
-        .arg("--virtual-time-budget=5000")
-        .arg("--dump-dom")
-        .arg(format!("file://{}", html.display()));
-    let (ok, dom, err) =
-        run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    c.arg(format!("--window-size=1280,{height}")).arg("--virtual-time-budget=5000").arg("--dump-dom").arg(format!("file://{}", html.display()));
+    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
     assert!(ok, "chromium --dump-dom failed: {err}");
-    let found = dom
-        .split("<pre id=\"layout-check\">")
-        .nth(1)
-        .and_then(|s| s.split("</pre>").next())
-        .expect("the layout check ran");
-    found
-        .replace("&amp;", "&")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
+    let found = dom.split("<pre id=\"layout-check\">").nth(1).and_then(|s| s.split("</pre>").next()).expect("the layout check ran");
+    found.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"")
 }
 
 #[test]
 fn chromium_renders_html_report() {
     let Some(bin) = chromium() else {
-        bloatlab_testkit::cannot_run(
-            "screenshot test",
-            "no chromium on PATH (apt-get install chromium)",
-        );
+        bloatlab_testkit::cannot_run("screenshot test", "no chromium on PATH (apt-get install chromium)");
         return;
     };
     let r = common::small();
     let dir = tempfile::tempdir().unwrap();
-    let files = write_report(
-        &[Run {
-            label: "small",
-            result: &r,
-        }],
-        dir.path(),
-        "small",
-        Format::Png,
-    )
-    .unwrap();
+    let files = write_report(&[Run { label: "small", result: &r }], dir.path(), "small", Format::Png).unwrap();
     let url = format!("file://{}", files.html.display());
     let shot = dir.path().join("shot.png");
 
     let profile = tempfile::tempdir().unwrap();
     let mut c = chromium_cmd(&bin, profile.path());
-    c.arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1280,2000")
-        .arg(&url);
-    let (ok, _, err) =
-        run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    c.arg(format!("--screenshot={}", shot.display())).arg("--window-size=1280,2000").arg(&url);
+    let (ok, _, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
     if !ok || !shot.exists() {
         panic!("chromium screenshot failed: {err}");
     }
     let img = image::open(&shot).unwrap().to_rgb8();
     assert_eq!((img.width(), img.height()), (1280, 2000));
     let n = (img.width() * img.height()) as f64;
-    let ink = img
-        .pixels()
-        .filter(|p| p.0.iter().any(|c| *c < 250))
-        .count() as f64
-        / n;
+    let ink = img.pixels().filter(|p| p.0.iter().any(|c| *c < 250)).count() as f64 / n;
     // The grade badge (D: #d1242f) is rendered near the top.
-    let badge = img
-        .enumerate_pixels()
-        .filter(|(_, y, p)| *y < 400 && p.0 == [0xd1, 0x24, 0x2f])
-        .count();
-    eprintln!(
-        "screenshot: {:.1}% non-white pixels, {badge} grade-badge pixels",
-        ink * 100.0
-    );
-    assert!(
-        ink > 0.05 && ink < 0.9,
-        "screenshot looks blank or broken ({ink})"
-    );
+    let badge = img.enumerate_pixels().filter(|(_, y, p)| *y < 400 && p.0 == [0xd1, 0x24, 0x2f]).count();
+    eprintln!("screenshot: {:.1}% non-white pixels, {badge} grade-badge pixels", ink * 100.0);
+    assert!(ink > 0.05 && ink < 0.9, "screenshot looks blank or broken ({ink})");
     assert!(badge > 1000, "grade badge not rendered ({badge} pixels)");
     if let Some(d) = std::env::var_os("REPORT_SAMPLES_DIR") {
         let _ = std::fs::copy(&shot, PathBuf::from(d).join("screenshot.png"));
@@ -327,22 +210,12 @@ fn chromium_renders_html_report() {
     let profile = tempfile::tempdir().unwrap();
     let mut c = chromium_cmd(&bin, profile.path());
     c.arg("--dump-dom").arg(&url);
-    let (ok, dom, err) =
-        run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
+    let (ok, dom, err) = run_with_timeout(&mut c, Duration::from_secs(120)).expect("could not start chromium");
     assert!(ok, "chromium --dump-dom failed: {err}");
-    assert!(
-        dom.contains("<title>bloatlab report — lab — 2026-11-22T06:00:00Z</title>"),
-        "title missing from DOM"
-    );
-    assert!(
-        dom.contains("<table class=\"summary\">") && dom.contains("<td>2u2d</td>"),
-        "summary table missing from DOM"
-    );
+    assert!(dom.contains("<title>bloatlab report — lab — 2026-11-22T06:00:00Z</title>"), "title missing from DOM");
+    assert!(dom.contains("<table class=\"summary\">") && dom.contains("<td>2u2d</td>"), "summary table missing from DOM");
     assert!(dom.contains("Verdict") || dom.contains("added latency under load"));
-    assert!(
-        dom.matches("<svg").count() >= 5,
-        "inline plots missing from DOM"
-    );
+    assert!(dom.matches("<svg").count() >= 5, "inline plots missing from DOM");
 }
 
 /// Rendered in Chromium, nothing spills out of its card and no two axis
@@ -350,10 +223,7 @@ fn chromium_renders_html_report() {
 #[test]
 fn chromium_layout_has_no_overflow_or_overlapping_labels() {
     let Some(bin) = chromium() else {
-        bloatlab_testkit::cannot_run(
-            "layout test",
-            "no chromium on PATH (apt-get install chromium)",
-        );
+        bloatlab_testkit::cannot_run("layout test", "no chromium on PATH (apt-get install chromium)");
         return;
     };
     let mut r = common::small();
@@ -365,14 +235,7 @@ fn chromium_layout_has_no_overflow_or_overlapping_labels() {
     r.headline.loaded_latency_ms = Some(0.015);
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("layout.html");
-    bloatlab_report::write_html(
-        &[Run {
-            label: "small",
-            result: &r,
-        }],
-        &html,
-    )
-    .unwrap();
+    bloatlab_report::write_html(&[Run { label: "small", result: &r }], &html).unwrap();
     // A script measures the laid-out page and writes what it found into the DOM.
     let check = r#"<script>
 window.addEventListener('load', () => {
@@ -412,23 +275,13 @@ window.addEventListener('load', () => {
 #[test]
 fn chromium_report_at_1280_px_reads_well() {
     let Some(bin) = chromium() else {
-        bloatlab_testkit::cannot_run(
-            "1280 px report test",
-            "no chromium on PATH (apt-get install chromium)",
-        );
+        bloatlab_testkit::cannot_run("1280 px report test", "no chromium on PATH (apt-get install chromium)");
         return;
     };
     let r = common::everything();
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("everything.html");
-    bloatlab_report::write_html(
-        &[Run {
-            label: "everything",
-            result: &r,
-        }],
-        &html,
-    )
-    .unwrap();
+    bloatlab_report::write_html(&[Run { label: "everything", result: &r }], &html).unwrap();
     let check = r#"<script>
 window.addEventListener('load', () => {
   const out = [];
@@ -467,39 +320,12 @@ window.addEventListener('load', () => {
 </script></body>"#;
     let found = layout_check(&bin, &html, check, 4000);
     eprintln!("layout at 1280 px:\n{found}");
-    let problems: Vec<&str> = found
-        .lines()
-        .filter(|l| {
-            l.starts_with("overflow")
-                || l.starts_with("page wider")
-                || l.starts_with("text over data")
-                || l.starts_with("text cut")
-        })
-        .collect();
+    let problems: Vec<&str> = found.lines().filter(|l| l.starts_with("overflow") || l.starts_with("page wider") || l.starts_with("text over data") || l.starts_with("text cut")).collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    let min: f64 = found
-        .lines()
-        .find_map(|l| l.strip_prefix("min-text="))
-        .and_then(|v| v.split(' ').next())
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(
-        min >= 10.0,
-        "plot text of {min:.1} px at 1280 px (the smallest: {found})"
-    );
-    let boxes: Vec<f64> = found
-        .lines()
-        .find_map(|l| l.strip_prefix("boxes="))
-        .unwrap()
-        .split(',')
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().unwrap())
-        .collect();
+    let min: f64 = found.lines().find_map(|l| l.strip_prefix("min-text=")).and_then(|v| v.split(' ').next()).unwrap().parse().unwrap();
+    assert!(min >= 10.0, "plot text of {min:.1} px at 1280 px (the smallest: {found})");
+    let boxes: Vec<f64> = found.lines().find_map(|l| l.strip_prefix("boxes=")).unwrap().split(',').filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
     assert!(boxes.len() >= 3, "box plot boxes: {boxes:?}");
     // the loaded phases' boxes (p25-p75 of a bloated queue) stay boxes, not lines
-    assert!(
-        boxes.iter().filter(|h| **h >= 8.0).count() >= 2,
-        "boxes flattened: {boxes:?}"
-    );
+    assert!(boxes.iter().filter(|h| **h >= 8.0).count() >= 2, "boxes flattened: {boxes:?}");
 }

@@ -53,12 +53,7 @@ pub struct RunRow {
 impl RunRow {
     /// The row of `run`: its result's headline, as it is.
     pub fn of(run: &Run) -> RunRow {
-        let mut row = RunRow {
-            monitor_id: run.monitor_id.clone(),
-            target: run.target.clone(),
-            started_unix_ns: run.started_unix_ns,
-            ..Default::default()
-        };
+        let mut row = RunRow { monitor_id: run.monitor_id.clone(), target: run.target.clone(), started_unix_ns: run.started_unix_ns, ..Default::default() };
         match &run.outcome {
             Outcome::Failed(why) => row.failure = Some(why.clone()),
             Outcome::Measured(r) => {
@@ -116,34 +111,13 @@ mod tests {
             household: None,
             monitor: None,
         };
-        let run = Run {
-            monitor_id: "m".into(),
-            target: "h:1".into(),
-            started_unix_ns: 7,
-            outcome: Outcome::Measured(Box::new(r)),
-        };
+        let run = Run { monitor_id: "m".into(), target: "h:1".into(), started_unix_ns: 7, outcome: Outcome::Measured(Box::new(r)) };
         let row = RunRow::of(&run);
-        assert_eq!(
-            (row.idle_ms, row.loaded_ms, row.added_ms),
-            (Some(1.5), Some(41.5), Some(40.0))
-        );
-        assert_eq!(
-            (row.download_bps, row.upload_bps),
-            (Some(9e6), None),
-            "an unloaded direction has no capacity"
-        );
-        assert_eq!(
-            (row.rpm, row.grade.as_deref(), row.loss_pct, row.bytes),
-            (Some(900.0), Some("B"), Some(0.5), 12345)
-        );
+        assert_eq!((row.idle_ms, row.loaded_ms, row.added_ms), (Some(1.5), Some(41.5), Some(40.0)));
+        assert_eq!((row.download_bps, row.upload_bps), (Some(9e6), None), "an unloaded direction has no capacity");
+        assert_eq!((row.rpm, row.grade.as_deref(), row.loss_pct, row.bytes), (Some(900.0), Some("B"), Some(0.5), 12345));
         assert!(row.complete && row.failure.is_none());
-        let failed = RunRow::of(&Run {
-            outcome: Outcome::Failed("refused".into()),
-            ..run
-        });
-        assert_eq!(
-            (failed.failure.as_deref(), failed.bytes, failed.complete),
-            (Some("refused"), 0, false)
-        );
+        let failed = RunRow::of(&Run { outcome: Outcome::Failed("refused".into()), ..run });
+        assert_eq!((failed.failure.as_deref(), failed.bytes, failed.complete), (Some("refused"), 0, false));
     }
 }

@@ -185,11 +185,7 @@ impl RampResult {
             Direction::Up => "upload",
             Direction::Down => "download",
         };
-        let steps: Vec<String> = self
-            .steps
-            .iter()
-            .map(|s| format!("{} flow(s) {}", s.flows, mbit(s.goodput_bps)))
-            .collect();
+        let steps: Vec<String> = self.steps.iter().map(|s| format!("{} flow(s) {}", s.flows, mbit(s.goodput_bps))).collect();
         format!("Auto-ramp {dir}: {}; {}", steps.join(", "), self.stopped)
     }
 }
@@ -301,11 +297,7 @@ impl HostInfo {
 
     /// The kernel, or "not disclosed".
     pub fn kernel_or_note(&self) -> String {
-        if self.disclosed() {
-            self.kernel.clone()
-        } else {
-            "not disclosed".into()
-        }
+        if self.disclosed() { self.kernel.clone() } else { "not disclosed".into() }
     }
 }
 
@@ -950,10 +942,7 @@ impl TestResult {
             Some(other) => return Err(format!("not a bloatlab result (schema \"{other}\")")),
             None => return Err("not a bloatlab result (no \"schema\" field)".into()),
         }
-        let ver = v
-            .get("schema_version")
-            .and_then(|s| s.as_u64())
-            .unwrap_or(0);
+        let ver = v.get("schema_version").and_then(|s| s.as_u64()).unwrap_or(0);
         if ver as u32 > SCHEMA_VERSION {
             return Err(format!(
                 "result schema version {ver} is newer than this bloatlab understands ({SCHEMA_VERSION}); upgrade bloatlab"
@@ -975,24 +964,12 @@ mod host_info_tests {
 
     #[test]
     fn an_undisclosed_server_is_said_to_be_one() {
-        let open = HostInfo {
-            hostname: "lab-server".into(),
-            os: "Linux x86_64".into(),
-            kernel: "6.1.0".into(),
-            ..Default::default()
-        };
+        let open = HostInfo { hostname: "lab-server".into(), os: "Linux x86_64".into(), kernel: "6.1.0".into(), ..Default::default() };
         assert_eq!(open.identity(), "lab-server — Linux x86_64 6.1.0");
         assert_eq!(open.kernel_or_note(), "6.1.0");
-        let hidden = HostInfo {
-            bloatlab_version: "0.1.0".into(),
-            default_cc: "bbr".into(),
-            ..Default::default()
-        };
+        let hidden = HostInfo { bloatlab_version: "0.1.0".into(), default_cc: "bbr".into(), ..Default::default() };
         assert!(!hidden.disclosed());
-        assert!(
-            hidden.identity().contains("not disclosed")
-                && hidden.identity().contains("--disclose-host")
-        );
+        assert!(hidden.identity().contains("not disclosed") && hidden.identity().contains("--disclose-host"));
         assert_eq!(hidden.kernel_or_note(), "not disclosed");
     }
 }

@@ -14,9 +14,7 @@ use crate::nq::{Endpoints, NqConfig};
 use crate::tls;
 use bloatlab_metrics::{ProbeRtts, Stability};
 use bloatlab_model::{RpmConfig, RpmDirection};
-use bloatlab_results::{
-    RpmIdle, RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo,
-};
+use bloatlab_results::{RpmIdle, RpmInterval, RpmMethod, RpmProbe, RpmResult, RpmStage, RpmTlsInfo};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, StreamBody};
 use hyper::body::Frame;
@@ -89,14 +87,7 @@ enum Verified {
 /// A failed TLS handshake, said so a user can act on it: a certificate no
 /// CA here vouches for (a self-signed server) names the two ways through.
 fn tls_error(authority: &str, e: &str) -> String {
-    let untrusted = [
-        "UnknownIssuer",
-        "invalid peer certificate",
-        "NotValidForName",
-        "Expired",
-    ]
-    .iter()
-    .any(|k| e.contains(k));
+    let untrusted = ["UnknownIssuer", "invalid peer certificate", "NotValidForName", "Expired"].iter().any(|k| e.contains(k));
     if untrusted {
         format!(
             "TLS with {authority}: the server's certificate is not one this machine trusts ({e}); for a self-signed \
@@ -113,13 +104,7 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
     let a = Instant::now();
     let tcp = tokio::time::timeout(PROBE_TIMEOUT, TcpStream::connect(t.addr))
         .await
-        .map_err(|_| {
-            format!(
-                "no TCP connection to {} within {} s",
-                t.addr,
-                PROBE_TIMEOUT.as_secs()
-            )
-        })?
+        .map_err(|_| format!("no TCP connection to {} within {} s", t.addr, PROBE_TIMEOUT.as_secs()))?
         .map_err(|e| format!("cannot connect to {}: {e}", t.addr))?;
     let tcp_ms = ms(a.elapsed());
     let _ = tcp.set_nodelay(true);
@@ -141,10 +126,7 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
             }
         })?;
     let tls_ms = ms(b.elapsed());
-    let handshake_retransmits = sock
-        .as_ref()
-        .and_then(|s| bloatlab_engine::sys::tcp_info(s, 0, bloatlab_results::Side::Client))
-        .map_or(0, |i| i.total_retrans);
+    let handshake_retransmits = sock.as_ref().and_then(|s| bloatlab_engine::sys::tcp_info(s, 0, bloatlab_results::Side::Client)).map_or(0, |i| i.total_retrans);
     let c = tls.get_ref().1;
     if c.alpn_protocol() != Some(tls::ALPN_H2) {
         return Err(format!(
@@ -154,19 +136,9 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
         ));
     }
     let info = RpmTlsInfo {
-        version: c
-            .protocol_version()
-            .map(|v| format!("{v:?}"))
-            .unwrap_or_default(),
-        cipher: c
-            .negotiated_cipher_suite()
-            .map(|s| format!("{:?}", s.suite()))
-            .unwrap_or_default(),
-        certificate_sha256: c
-            .peer_certificates()
-            .and_then(|v| v.first())
-            .map(tls::fingerprint)
-            .unwrap_or_default(),
+        version: c.protocol_version().map(|v| format!("{v:?}")).unwrap_or_default(),
+        cipher: c.negotiated_cipher_suite().map(|s| format!("{:?}", s.suite())).unwrap_or_default(),
+        certificate_sha256: c.peer_certificates().and_then(|v| v.first()).map(tls::fingerprint).unwrap_or_default(),
         verified: verified != Verified::No,
         pinned: verified == Verified::Pinned,
     };
@@ -184,60 +156,33 @@ async fn open(t: &Target, verified: Verified) -> Result<Opened, String> {
     let driver = tokio::spawn(async move {
         let _ = conn.await;
     });
-    Ok(Opened {
-        sender,
-        sock,
-        driver,
-        tcp_ms,
-        tls_ms,
-        handshake_retransmits,
-        info,
-    })
+    Ok(Opened { sender, sock, driver, tcp_ms, tls_ms, handshake_retransmits, info })
 }
 
 fn request(method: Method, url: &str, body: Body) -> Result<Request<Body>, String> {
     Request::builder()
         .method(method)
         .uri(url)
-        .header(
-            hyper::header::USER_AGENT,
-            concat!("bloatlab/", env!("CARGO_PKG_VERSION")),
-        )
+        .header(hyper::header::USER_AGENT, concat!("bloatlab/", env!("CARGO_PKG_VERSION")))
         .header(hyper::header::ACCEPT_ENCODING, "identity")
         .body(body)
         .map_err(|e| format!("{url}: {e}"))
 }
 
 /// GET `url` and read the whole body; the time from sending to the last byte.
-async fn fetch(
-    sender: &mut hyper::client::conn::http2::SendRequest<Body>,
-    url: &str,
-) -> Result<(f64, Bytes), String> {
+async fn fetch(sender: &mut hyper::client::conn::http2::SendRequest<Body>, url: &str) -> Result<(f64, Bytes), String> {
     let t = Instant::now();
     let fut = async {
         sender.ready().await.map_err(|e| format!("{url}: {e}"))?;
-        let resp = sender
-            .send_request(request(Method::GET, url, Empty::new().boxed())?)
-            .await
-            .map_err(|e| format!("{url}: {e}"))?;
+        let resp = sender.send_request(request(Method::GET, url, Empty::new().boxed())?).await.map_err(|e| format!("{url}: {e}"))?;
         let status = resp.status();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("{url}: {e}"))?
-            .to_bytes();
+        let body = resp.into_body().collect().await.map_err(|e| format!("{url}: {e}"))?.to_bytes();
         if status != StatusCode::OK {
-            return Err(format!(
-                "{url}: HTTP {status}: {}",
-                String::from_utf8_lossy(&body[..body.len().min(300)]).trim()
-            ));
+            return Err(format!("{url}: HTTP {status}: {}", String::from_utf8_lossy(&body[..body.len().min(300)]).trim()));
         }
         Ok(body)
     };
-    let body = tokio::time::timeout(PROBE_TIMEOUT, fut)
-        .await
-        .map_err(|_| format!("{url}: no answer within {} s", PROBE_TIMEOUT.as_secs()))??;
+    let body = tokio::time::timeout(PROBE_TIMEOUT, fut).await.map_err(|_| format!("{url}: no answer within {} s", PROBE_TIMEOUT.as_secs()))??;
     Ok((ms(t.elapsed()), body))
 }
 
@@ -257,18 +202,15 @@ struct Uploads(Mutex<Vec<(socket2::Socket, u64)>>);
 
 impl Uploads {
     fn total(&self) -> u64 {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(s, base)| bytes_delivered(s).saturating_sub(*base))
-            .sum()
+        self.0.lock().unwrap().iter().map(|(s, base)| bytes_delivered(s).saturating_sub(*base)).sum()
     }
 }
 
 fn bytes_delivered(s: &socket2::Socket) -> u64 {
     bloatlab_engine::sys::tcp_bytes_delivered(s).unwrap_or(0)
 }
+
+
 
 impl Drop for Load {
     fn drop(&mut self) {
@@ -289,29 +231,18 @@ async fn start_load(
 ) -> Result<Load, String> {
     let o = open(&t, verified).await?;
     // an upload paces itself by its socket's TCP_INFO (crate::pace)
-    let pacer = crate::pace::Pacer::new(if download {
-        None
-    } else {
-        o.sock.as_ref().and_then(|s| s.try_clone().ok())
-    });
+    let pacer = crate::pace::Pacer::new(if download { None } else { o.sock.as_ref().and_then(|s| s.try_clone().ok()) });
     if let (false, Some(sock)) = (download, o.sock) {
         let base = bytes_delivered(&sock);
         uploads.0.lock().unwrap().push((sock, base));
     }
     let mut sender = o.sender.clone();
-    let url = if download {
-        ep.large.clone()
-    } else {
-        ep.upload.clone()
-    };
+    let url = if download { ep.large.clone() } else { ep.upload.clone() };
     let work = tokio::spawn(async move {
         let r: Result<(), String> = async {
             sender.ready().await.map_err(|e| e.to_string())?;
             if download {
-                let resp = sender
-                    .send_request(request(Method::GET, &url, Empty::new().boxed())?)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let resp = sender.send_request(request(Method::GET, &url, Empty::new().boxed())?).await.map_err(|e| e.to_string())?;
                 if resp.status() != StatusCode::OK {
                     return Err(format!("{url}: HTTP {}", resp.status()));
                 }
@@ -325,19 +256,9 @@ async fn start_load(
             } else {
                 let stream = futures_util::stream::unfold(pacer, |mut pacer| async move {
                     let n = pacer.next_chunk().await;
-                    Some((
-                        Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n]))),
-                        pacer,
-                    ))
+                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n]))), pacer))
                 });
-                let resp = sender
-                    .send_request(request(
-                        Method::POST,
-                        &url,
-                        StreamBody::new(stream).boxed(),
-                    )?)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let resp = sender.send_request(request(Method::POST, &url, StreamBody::new(stream).boxed())?).await.map_err(|e| e.to_string())?;
                 if resp.status() != StatusCode::OK {
                     return Err(format!("{url}: HTTP {}", resp.status()));
                 }
@@ -349,10 +270,7 @@ async fn start_load(
             failed.store(true, Ordering::Relaxed);
         }
     });
-    Ok(Load {
-        sender: o.sender,
-        tasks: vec![o.driver, work],
-    })
+    Ok(Load { sender: o.sender, tasks: vec![o.driver, work] })
 }
 
 /// Probe samples of a stage, with their start times.
@@ -389,10 +307,7 @@ async fn probe_round(
         let (http_ms, body) = fetch(&mut o.sender, &small).await?;
         o.driver.abort();
         if body.len() != 1 {
-            return Err(format!(
-                "{small}: the small object has {} bytes, not 1",
-                body.len()
-            ));
+            return Err(format!("{small}: the small object has {} bytes, not 1", body.len()));
         }
         Ok::<_, String>((o.tcp_ms, o.tls_ms, http_ms, o.handshake_retransmits))
     };
@@ -408,11 +323,7 @@ async fn probe_round(
     let mut errs: Vec<String> = vec![];
     match f {
         Ok((tcp, tl, http, retrans)) => {
-            got.extend([
-                ("tcp_foreign", tcp),
-                ("tls_foreign", tl),
-                ("http_foreign", http),
-            ]);
+            got.extend([("tcp_foreign", tcp), ("tls_foreign", tl), ("http_foreign", http)]);
             let mut p = out.lock().unwrap();
             p.foreign += 1;
             p.retransmitted += u32::from(retrans > 0);
@@ -429,11 +340,7 @@ async fn probe_round(
     }
     let mut p = out.lock().unwrap();
     for (kind, rtt_ms) in got {
-        p.samples.push(RpmProbe {
-            t_s,
-            kind: kind.into(),
-            rtt_ms,
-        });
+        p.samples.push(RpmProbe { t_s, kind: kind.into(), rtt_ms });
         p.done_s.push(done);
     }
     p.failed += errs.len() as u32;
@@ -447,11 +354,7 @@ async fn probe_round(
 /// The samples whose time (`at`: each one's start or completion) is in [from_s, to_s).
 fn rtts(samples: &[RpmProbe], at: &[f64], from_s: f64, to_s: f64) -> ProbeRtts {
     let mut r = ProbeRtts::default();
-    for (p, _) in samples
-        .iter()
-        .zip(at)
-        .filter(|(_, &t)| t >= from_s && t < to_s)
-    {
+    for (p, _) in samples.iter().zip(at).filter(|(_, &t)| t >= from_s && t < to_s) {
         match p.kind.as_str() {
             "tcp_foreign" => r.tcp_foreign_ms.push(p.rtt_ms),
             "tls_foreign" => r.tls_foreign_ms.push(p.rtt_ms),
@@ -487,9 +390,7 @@ impl StageProgress {
             bloatlab_model::fmt::rate(self.goodput_bps),
             bloatlab_model::fmt::rate(self.moving_average_bps),
             self.connections,
-            self.rpm
-                .map(|r| format!("{} RPM", bloatlab_model::fmt::int3(r)))
-                .unwrap_or_else(|| "no complete probe round yet".into())
+            self.rpm.map(|r| format!("{} RPM", bloatlab_model::fmt::int3(r))).unwrap_or_else(|| "no complete probe round yet".into())
         )
     }
 }
@@ -524,13 +425,7 @@ struct StageRun<'a> {
 
 impl<'a> StageRun<'a> {
     /// Open the first load-generating connection(s).
-    async fn open(
-        cfg: &'a RpmConfig,
-        t: &'a Target,
-        ep: &'a Endpoints,
-        dir: RpmDirection,
-        verified: Verified,
-    ) -> Result<StageRun<'a>, String> {
+    async fn open(cfg: &'a RpmConfig, t: &'a Target, ep: &'a Endpoints, dir: RpmDirection, verified: Verified) -> Result<StageRun<'a>, String> {
         let kinds: Vec<bool> = match dir {
             RpmDirection::Download => vec![true],
             RpmDirection::Upload => vec![false],
@@ -556,16 +451,7 @@ impl<'a> StageRun<'a> {
             next_round: start,
         };
         for k in s.kinds.clone() {
-            let l = start_load(
-                t.clone(),
-                ep.clone(),
-                k,
-                s.counter.clone(),
-                s.uploads.clone(),
-                s.failed.clone(),
-                verified,
-            )
-            .await?;
+            let l = start_load(t.clone(), ep.clone(), k, s.counter.clone(), s.uploads.clone(), s.failed.clone(), verified).await?;
             s.loads.push(l);
         }
         Ok(s)
@@ -582,15 +468,8 @@ impl<'a> StageRun<'a> {
             return;
         }
         for &k in &self.kinds {
-            let (t, ep, c, u, f) = (
-                self.t.clone(),
-                self.ep.clone(),
-                self.counter.clone(),
-                self.uploads.clone(),
-                self.failed.clone(),
-            );
-            self.pending
-                .push(tokio::spawn(start_load(t, ep, k, c, u, f, self.verified)));
+            let (t, ep, c, u, f) = (self.t.clone(), self.ep.clone(), self.counter.clone(), self.uploads.clone(), self.failed.clone());
+            self.pending.push(tokio::spawn(start_load(t, ep, k, c, u, f, self.verified)));
         }
     }
 
@@ -624,20 +503,9 @@ impl<'a> StageRun<'a> {
                 self.probes.lock().unwrap().failed += 1;
                 continue;
             }
-            let self_sender = if self.loads.is_empty() {
-                None
-            } else {
-                Some(self.loads[self.round_no % self.loads.len()].sender.clone())
-            };
+            let self_sender = if self.loads.is_empty() { None } else { Some(self.loads[self.round_no % self.loads.len()].sender.clone()) };
             self.round_no += 1;
-            let (tt, small, out, fl, start, verified) = (
-                self.t.clone(),
-                self.ep.small.clone(),
-                self.probes.clone(),
-                self.in_flight.clone(),
-                self.start,
-                self.verified,
-            );
+            let (tt, small, out, fl, start, verified) = (self.t.clone(), self.ep.small.clone(), self.probes.clone(), self.in_flight.clone(), self.start, self.verified);
             fl.fetch_add(1, Ordering::Relaxed);
             self.rounds.push(tokio::spawn(async move {
                 probe_round(tt, small, self_sender, start, out, verified).await;
@@ -655,9 +523,7 @@ impl<'a> StageRun<'a> {
     /// The responsiveness of the probe rounds that completed in [from_s, end_s).
     fn interval_rpm(&self, from_s: f64, end_s: f64) -> Option<f64> {
         let p = self.probes.lock().unwrap();
-        rtts(&p.samples, &p.done_s, from_s, end_s)
-            .responsiveness()
-            .map(|r| r.rpm)
+        rtts(&p.samples, &p.done_s, from_s, end_s).responsiveness().map(|r| r.rpm)
     }
 
     /// End the stage: stop opening connections, let the rounds still running
@@ -690,15 +556,7 @@ impl<'a> StageRun<'a> {
 /// One stage of the draft's method: add load-generating connections until
 /// goodput is stable, probe throughout, and stop once goodput and
 /// responsiveness are both stable (or at the stage's time limit).
-async fn stage(
-    cfg: &RpmConfig,
-    t: &Target,
-    ep: &Endpoints,
-    dir: RpmDirection,
-    verified: Verified,
-    progress: Progress<'_>,
-    run_start: Instant,
-) -> Result<RpmStage, String> {
+async fn stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, dir: RpmDirection, verified: Verified, progress: Progress<'_>, run_start: Instant) -> Result<RpmStage, String> {
     let mut run = StageRun::open(cfg, t, ep, dir, verified).await?;
     let start = run.start;
     let id = cfg.interval;
@@ -725,22 +583,8 @@ async fn stage(
             resp.push(r);
         }
         let connections = run.connections();
-        intervals.push(RpmInterval {
-            t_s: end_s,
-            goodput_bps: inst,
-            moving_average_bps: ma,
-            connections,
-            rpm,
-        });
-        progress(&StageProgress {
-            direction: dir,
-            t_s: end_s,
-            max_s: cfg.max_stage.as_secs_f64(),
-            goodput_bps: inst,
-            moving_average_bps: ma,
-            connections,
-            rpm,
-        });
+        intervals.push(RpmInterval { t_s: end_s, goodput_bps: inst, moving_average_bps: ma, connections, rpm });
+        progress(&StageProgress { direction: dir, t_s: end_s, max_s: cfg.max_stage.as_secs_f64(), goodput_bps: inst, moving_average_bps: ma, connections, rpm });
         if goodput.is_stable() && resp.is_stable() {
             break true;
         }
@@ -752,32 +596,14 @@ async fn stage(
         }
     };
     let (connections, p) = run.finish().await;
-    let mut st = stage_result(
-        cfg,
-        dir,
-        Outcome {
-            stable,
-            goodput,
-            resp,
-            intervals,
-            connections,
-            duration_s: start.elapsed().as_secs_f64(),
-        },
-        p,
-    )?;
+    let mut st = stage_result(cfg, dir, Outcome { stable, goodput, resp, intervals, connections, duration_s: start.elapsed().as_secs_f64() }, p)?;
     st.start_s = start.saturating_duration_since(run_start).as_secs_f64();
     Ok(st)
 }
 
 /// The idle line before the stages (`cfg.idle`): probe rounds at the
 /// configured rate, foreign probes only, and every round waited for.
-async fn idle_stage(
-    cfg: &RpmConfig,
-    t: &Target,
-    ep: &Endpoints,
-    verified: Verified,
-    run_start: Instant,
-) -> Result<RpmIdle, String> {
+async fn idle_stage(cfg: &RpmConfig, t: &Target, ep: &Endpoints, verified: Verified, run_start: Instant) -> Result<RpmIdle, String> {
     let out = Arc::new(Mutex::new(Probes::default()));
     let start = Instant::now();
     let every = Duration::from_secs_f64(1.0 / cfg.probes_per_second as f64);
@@ -786,41 +612,20 @@ async fn idle_stage(
     while next < start + cfg.idle {
         tokio::time::sleep_until(next.into()).await;
         next += every;
-        rounds.push(tokio::spawn(probe_round(
-            t.clone(),
-            ep.small.clone(),
-            None,
-            start,
-            out.clone(),
-            verified,
-        )));
+        rounds.push(tokio::spawn(probe_round(t.clone(), ep.small.clone(), None, start, out.clone(), verified)));
     }
     let duration_s = start.elapsed().as_secs_f64();
     let wait_until = Instant::now() + PROBE_TIMEOUT + Duration::from_secs(1);
     for mut h in rounds {
-        if tokio::time::timeout(wait_until.saturating_duration_since(Instant::now()), &mut h)
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(wait_until.saturating_duration_since(Instant::now()), &mut h).await.is_err() {
             h.abort();
         }
     }
     let p = std::mem::take(&mut *out.lock().unwrap());
     if p.samples.is_empty() {
-        return Err(format!(
-            "no probe of the idle line completed: {}",
-            p.errors
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "none was started".into())
-        ));
+        return Err(format!("no probe of the idle line completed: {}", p.errors.first().cloned().unwrap_or_else(|| "none was started".into())));
     }
-    Ok(RpmIdle {
-        start_s: start.saturating_duration_since(run_start).as_secs_f64(),
-        duration_s,
-        probes: p.samples,
-        foreign_failed_s: p.foreign_failed_s,
-    })
+    Ok(RpmIdle { start_s: start.saturating_duration_since(run_start).as_secs_f64(), duration_s, probes: p.samples, foreign_failed_s: p.foreign_failed_s })
 }
 
 /// How a stage's loop ended.
@@ -835,12 +640,7 @@ struct Outcome {
 
 /// The stage's result: the RPM of the probes of the last MAD intervals,
 /// and why confidence is low when it is.
-fn stage_result(
-    cfg: &RpmConfig,
-    dir: RpmDirection,
-    o: Outcome,
-    p: Probes,
-) -> Result<RpmStage, String> {
+fn stage_result(cfg: &RpmConfig, dir: RpmDirection, o: Outcome, p: Probes) -> Result<RpmStage, String> {
     let end_s = o.intervals.last().map(|i| i.t_s).unwrap_or(0.0);
     let window_from = end_s - (cfg.mad as f64) * cfg.interval.as_secs_f64();
     let starts: Vec<f64> = p.samples.iter().map(|s| s.t_s).collect();
@@ -849,10 +649,7 @@ fn stage_result(
         return Err(format!(
             "no probe of the {} stage completed: {}",
             dir.name(),
-            p.errors
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "none was started".into())
+            p.errors.first().cloned().unwrap_or_else(|| "none was started".into())
         ));
     }
     let low_because = (!o.stable).then(|| {
@@ -863,20 +660,12 @@ fn stage_result(
         if !o.resp.is_stable() {
             parts.push("responsiveness");
         }
-        format!(
-            "{} not stable within {} s",
-            parts.join(" and "),
-            cfg.max_stage.as_secs_f64()
-        )
+        format!("{} not stable within {} s", parts.join(" and "), cfg.max_stage.as_secs_f64())
     });
     Ok(RpmStage {
         direction: dir,
         rpm: r.map(|r| r.rpm),
-        confidence: if o.stable {
-            "high".into()
-        } else {
-            "low".into()
-        },
+        confidence: if o.stable { "high".into() } else { "low".into() },
         low_because,
         goodput_stable: o.goodput.is_stable(),
         responsiveness_stable: o.resp.is_stable(),
@@ -902,19 +691,11 @@ fn stage_result(
 
 /// Split an https URL; an empty path or "/" means the well-known path.
 fn parse_url(url: &str, secret_prefix: &str) -> Result<(Uri, String, u16, String), String> {
-    let uri: Uri = url
-        .parse()
-        .map_err(|e| format!("{url:?}: not a URL ({e})"))?;
+    let uri: Uri = url.parse().map_err(|e| format!("{url:?}: not a URL ({e})"))?;
     if uri.scheme_str() != Some("https") {
-        return Err(format!(
-            "{url}: an RPM server URL is https:// (the probes time the TLS handshake)"
-        ));
+        return Err(format!("{url}: an RPM server URL is https:// (the probes time the TLS handshake)"));
     }
-    let host = uri
-        .host()
-        .ok_or_else(|| format!("{url}: no host"))?
-        .trim_matches(|c| c == '[' || c == ']')
-        .to_string();
+    let host = uri.host().ok_or_else(|| format!("{url}: no host"))?.trim_matches(|c| c == '[' || c == ']').to_string();
     let port = uri.port_u16().unwrap_or(443);
     let path = match uri.path() {
         "" | "/" => format!("{secret_prefix}{}", crate::nq::WELL_KNOWN),
@@ -924,22 +705,13 @@ fn parse_url(url: &str, secret_prefix: &str) -> Result<(Uri, String, u16, String
 }
 
 /// Run every stage of `cfg`; `command` is recorded in the result.
-pub fn run(
-    cfg: &RpmConfig,
-    command: Vec<String>,
-    progress: Progress<'_>,
-) -> Result<RpmResult, String> {
+pub fn run(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
     run_until(cfg, command, progress, &AtomicBool::new(false))
 }
 
 /// [`run`], abandoned when `stop` is set (checked every 100 ms): Err says
 /// so, and every connection is closed as the runtime goes.
-pub fn run_until(
-    cfg: &RpmConfig,
-    command: Vec<String>,
-    progress: Progress<'_>,
-    stop: &AtomicBool,
-) -> Result<RpmResult, String> {
+pub fn run_until(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>, stop: &AtomicBool) -> Result<RpmResult, String> {
     cfg.validate()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -975,37 +747,16 @@ struct Reached {
 /// and its endpoints checked, as a test starts (no load). Err says why not.
 pub fn check(cfg: &RpmConfig) -> Result<(), String> {
     cfg.validate()?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    let r = rt.block_on(async {
-        tokio::time::timeout(PROBE_TIMEOUT * 2, reach(cfg))
-            .await
-            .map_err(|_| {
-                format!(
-                    "{}: no answer within {} s",
-                    cfg.url,
-                    (PROBE_TIMEOUT * 2).as_secs()
-                )
-            })?
-    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start a runtime: {e}"))?;
+    let r = rt.block_on(async { tokio::time::timeout(PROBE_TIMEOUT * 2, reach(cfg)).await.map_err(|_| format!("{}: no answer within {} s", cfg.url, (PROBE_TIMEOUT * 2).as_secs()))? });
     rt.shutdown_timeout(std::time::Duration::from_secs(1));
     r.map(|_| ())
 }
 
 async fn reach(cfg: &RpmConfig) -> Result<Reached, String> {
-    let prefix = cfg
-        .secret
-        .as_ref()
-        .map(bloatlab_wire::rpm_path_prefix)
-        .unwrap_or_default();
+    let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
     let (_, host, port, path) = parse_url(&cfg.url, &prefix)?;
-    let tls_cfg = tls::client_config(
-        cfg.insecure,
-        cfg.ca_pem.as_deref(),
-        cfg.pin_sha256.as_deref(),
-    )?;
+    let tls_cfg = tls::client_config(cfg.insecure, cfg.ca_pem.as_deref(), cfg.pin_sha256.as_deref())?;
     let resolve = |h: String, p: u16| async move {
         tokio::net::lookup_host((h.as_str(), p))
             .await
@@ -1016,17 +767,8 @@ async fn reach(cfg: &RpmConfig) -> Result<Reached, String> {
     let connect_host = cfg.connect_to.clone().unwrap_or_else(|| host.clone());
     let addr = resolve(connect_host, port).await?;
     let server_name = ServerName::try_from(host.clone()).map_err(|e| format!("{host}: {e}"))?;
-    let authority = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    let target = Target {
-        addr,
-        authority: authority.clone(),
-        server_name,
-        tls: tls_cfg,
-    };
+    let authority = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let target = Target { addr, authority: authority.clone(), server_name, tls: tls_cfg };
     let verified = if cfg.pin_sha256.is_some() {
         Verified::Pinned
     } else if cfg.insecure {
@@ -1043,11 +785,7 @@ async fn reach(cfg: &RpmConfig) -> Result<Reached, String> {
     // The endpoints must be on the server the configuration came from, or
     // on its test_endpoint: this client connects to one address.
     let mut target = target;
-    if let Some(te) = doc
-        .test_endpoint
-        .as_deref()
-        .filter(|_| cfg.connect_to.is_none())
-    {
+    if let Some(te) = doc.test_endpoint.as_deref().filter(|_| cfg.connect_to.is_none()) {
         target.addr = resolve(te.to_string(), port).await?;
     }
     for u in [&ep.small, &ep.large, &ep.upload] {
@@ -1058,43 +796,19 @@ async fn reach(cfg: &RpmConfig) -> Result<Reached, String> {
             ));
         }
     }
-    Ok(Reached {
-        target,
-        ep,
-        verified,
-        info: o.info,
-        prefix,
-    })
+    Ok(Reached { target, ep, verified, info: o.info, prefix })
 }
 
-async fn run_async(
-    cfg: &RpmConfig,
-    command: Vec<String>,
-    progress: Progress<'_>,
-) -> Result<RpmResult, String> {
-    let Reached {
-        target,
-        ep,
-        verified,
-        info,
-        prefix,
-    } = reach(cfg).await?;
+async fn run_async(cfg: &RpmConfig, command: Vec<String>, progress: Progress<'_>) -> Result<RpmResult, String> {
+    let Reached { target, ep, verified, info, prefix } = reach(cfg).await?;
     let start_unix_ns = bloatlab_host::clock::realtime_ns();
     let run_start = Instant::now();
-    let idle = if cfg.idle.is_zero() {
-        None
-    } else {
-        Some(idle_stage(cfg, &target, &ep, verified, run_start).await?)
-    };
+    let idle = if cfg.idle.is_zero() { None } else { Some(idle_stage(cfg, &target, &ep, verified, run_start).await?) };
     let mut stages = vec![];
     for &d in &cfg.directions {
         stages.push(stage(cfg, &target, &ep, d, verified, progress, run_start).await?);
     }
-    let shown_url = if prefix.is_empty() {
-        cfg.url.clone()
-    } else {
-        cfg.url.replace(&prefix, "/nq-…")
-    };
+    let shown_url = if prefix.is_empty() { cfg.url.clone() } else { cfg.url.replace(&prefix, "/nq-…") };
     Ok(RpmResult {
         bloatlab_version: env!("CARGO_PKG_VERSION").into(),
         start_time: bloatlab_model::units::rfc3339(start_unix_ns),
@@ -1105,8 +819,7 @@ async fn run_async(
         http_version: "HTTP/2".into(),
         tls: info,
         client: bloatlab_engine::sys::host_info(),
-        cc: bloatlab_host::read_trim("/proc/sys/net/ipv4/tcp_congestion_control")
-            .unwrap_or_default(),
+        cc: bloatlab_host::read_trim("/proc/sys/net/ipv4/tcp_congestion_control").unwrap_or_default(),
         method: RpmMethod {
             specification: SPECIFICATION.into(),
             interval_s: cfg.interval.as_secs_f64(),
@@ -1128,50 +841,27 @@ mod tests {
     #[test]
     fn an_untrusted_certificate_names_the_two_ways_through() {
         let e = super::tls_error("h:4043", "invalid peer certificate: UnknownIssuer");
-        assert!(
-            e.contains("UnknownIssuer") && e.contains("--pin-sha256") && e.contains("--insecure"),
-            "{e}"
-        );
-        assert_eq!(
-            super::tls_error("h:4043", "unexpected message"),
-            "TLS with h:4043: unexpected message"
-        );
+        assert!(e.contains("UnknownIssuer") && e.contains("--pin-sha256") && e.contains("--insecure"), "{e}");
+        assert_eq!(super::tls_error("h:4043", "unexpected message"), "TLS with h:4043: unexpected message");
     }
     use super::*;
 
     #[test]
     fn urls_default_to_the_well_known_path_and_must_be_https() {
         let (_, h, p, path) = parse_url("https://example.test:4043", "").unwrap();
-        assert_eq!(
-            (h.as_str(), p, path.as_str()),
-            ("example.test", 4043, "/.well-known/nq")
-        );
+        assert_eq!((h.as_str(), p, path.as_str()), ("example.test", 4043, "/.well-known/nq"));
         let (_, h, p, path) = parse_url("https://[::1]/", "/nq-ab").unwrap();
-        assert_eq!(
-            (h.as_str(), p, path.as_str()),
-            ("::1", 443, "/nq-ab/.well-known/nq")
-        );
+        assert_eq!((h.as_str(), p, path.as_str()), ("::1", 443, "/nq-ab/.well-known/nq"));
         let (_, _, _, path) = parse_url("https://h:1/config", "").unwrap();
         assert_eq!(path, "/config");
-        assert!(parse_url("http://h/", "")
-            .unwrap_err()
-            .contains("is https://"));
+        assert!(parse_url("http://h/", "").unwrap_err().contains("is https://"));
         assert!(parse_url("not a url", "").is_err());
     }
 
     #[test]
     fn probes_are_grouped_by_kind_within_a_window() {
-        let s = |t_s: f64, kind: &str, rtt_ms: f64| RpmProbe {
-            t_s,
-            kind: kind.into(),
-            rtt_ms,
-        };
-        let v = vec![
-            s(0.5, "tcp_foreign", 1.0),
-            s(1.5, "tcp_foreign", 2.0),
-            s(1.6, "http_self", 3.0),
-            s(2.0, "tls_foreign", 4.0),
-        ];
+        let s = |t_s: f64, kind: &str, rtt_ms: f64| RpmProbe { t_s, kind: kind.into(), rtt_ms };
+        let v = vec![s(0.5, "tcp_foreign", 1.0), s(1.5, "tcp_foreign", 2.0), s(1.6, "http_self", 3.0), s(2.0, "tls_foreign", 4.0)];
         let starts: Vec<f64> = v.iter().map(|p| p.t_s).collect();
         let r = rtts(&v, &starts, 1.0, 2.0);
         assert_eq!(r.tcp_foreign_ms, vec![2.0]);

@@ -21,5 +21,5 @@ pub mod stage;
 pub mod tls;
 
 pub use client::{run as run_client, run_until as run_client_until, StageProgress};
-pub use server::RpmServer;
 pub use stage::TestStages;
+pub use server::RpmServer;

@@ -66,34 +66,19 @@ impl NqConfig {
     /// Parse a document; the URLs must be https (this client measures TLS
     /// handshakes as part of the foreign probes).
     pub fn parse(text: &[u8], source: &str) -> Result<(NqConfig, Endpoints), String> {
-        let c: NqConfig = serde_json::from_slice(text)
-            .map_err(|e| format!("{source}: not a responsiveness configuration ({e})"))?;
+        let c: NqConfig =
+            serde_json::from_slice(text).map_err(|e| format!("{source}: not a responsiveness configuration ({e})"))?;
         let pick = |a: &Option<String>, b: &Option<String>, name: &str| -> Result<String, String> {
-            let v = b
-                .clone()
-                .or_else(|| a.clone())
-                .ok_or_else(|| format!("{source}: the configuration has no {name}"))?;
+            let v = b.clone().or_else(|| a.clone()).ok_or_else(|| format!("{source}: the configuration has no {name}"))?;
             if !v.starts_with("https://") {
                 return Err(format!("{source}: {name} {v:?} is not an https URL"));
             }
             Ok(v)
         };
         let e = Endpoints {
-            small: pick(
-                &c.urls.small_download_url,
-                &c.urls.small_https_download_url,
-                "small_https_download_url",
-            )?,
-            large: pick(
-                &c.urls.large_download_url,
-                &c.urls.large_https_download_url,
-                "large_https_download_url",
-            )?,
-            upload: pick(
-                &c.urls.upload_url,
-                &c.urls.https_upload_url,
-                "https_upload_url",
-            )?,
+            small: pick(&c.urls.small_download_url, &c.urls.small_https_download_url, "small_https_download_url")?,
+            large: pick(&c.urls.large_download_url, &c.urls.large_https_download_url, "large_https_download_url")?,
+            upload: pick(&c.urls.upload_url, &c.urls.https_upload_url, "https_upload_url")?,
         };
         Ok((c, e))
     }
@@ -109,14 +94,8 @@ mod tests {
         let text = serde_json::to_vec(&c).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
         assert_eq!(v["version"], 1);
-        assert_eq!(
-            v["urls"]["https_upload_url"],
-            "https://example.test:4043/nq-ab/slurp"
-        );
-        assert_eq!(
-            v["urls"]["small_download_url"],
-            "https://example.test:4043/nq-ab/small"
-        );
+        assert_eq!(v["urls"]["https_upload_url"], "https://example.test:4043/nq-ab/slurp");
+        assert_eq!(v["urls"]["small_download_url"], "https://example.test:4043/nq-ab/small");
         let (_, e) = NqConfig::parse(&text, "t").unwrap();
         assert_eq!(e.large, "https://example.test:4043/nq-ab/large");
     }
@@ -124,20 +103,11 @@ mod tests {
     #[test]
     fn a_document_with_only_the_old_names_or_plain_http_is_judged() {
         let only_https = br#"{"version":1,"urls":{"small_https_download_url":"https://h/s","large_https_download_url":"https://h/l","https_upload_url":"https://h/u"}}"#;
-        assert_eq!(
-            NqConfig::parse(only_https, "t").unwrap().1.upload,
-            "https://h/u"
-        );
+        assert_eq!(NqConfig::parse(only_https, "t").unwrap().1.upload, "https://h/u");
         let plain = br#"{"version":1,"urls":{"small_download_url":"http://h/s","large_download_url":"https://h/l","upload_url":"https://h/u"}}"#;
-        assert!(NqConfig::parse(plain, "t")
-            .unwrap_err()
-            .contains("not an https URL"));
+        assert!(NqConfig::parse(plain, "t").unwrap_err().contains("not an https URL"));
         let missing = br#"{"version":1,"urls":{}}"#;
-        assert!(NqConfig::parse(missing, "t")
-            .unwrap_err()
-            .contains("no small_https_download_url"));
-        assert!(NqConfig::parse(b"<html>", "cfg")
-            .unwrap_err()
-            .starts_with("cfg: not a responsiveness configuration"));
+        assert!(NqConfig::parse(missing, "t").unwrap_err().contains("no small_https_download_url"));
+        assert!(NqConfig::parse(b"<html>", "cfg").unwrap_err().starts_with("cfg: not a responsiveness configuration"));
     }
 }

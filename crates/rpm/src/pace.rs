@@ -38,10 +38,7 @@ pub struct SendState {
 impl SendState {
     fn read(sock: &socket2::Socket) -> Option<SendState> {
         let (i, _) = bloatlab_host::sock::tcp_info(sock)?;
-        Some(SendState {
-            notsent: i.notsent_bytes as u64,
-            rate: i.delivery_rate as f64,
-        })
+        Some(SendState { notsent: i.notsent_bytes as u64, rate: i.delivery_rate as f64 })
     }
 }
 
@@ -84,12 +81,8 @@ impl Pacer {
     /// socket, where TCP_INFO sees it: the upper layers hold nothing.
     pub async fn next_chunk(&mut self) -> usize {
         loop {
-            let Some(sock) = self.sock.as_ref() else {
-                return MAX_CHUNK;
-            };
-            let Some(s) = SendState::read(sock) else {
-                return MAX_CHUNK;
-            };
+            let Some(sock) = self.sock.as_ref() else { return MAX_CHUNK };
+            let Some(s) = SendState::read(sock) else { return MAX_CHUNK };
             let lowat = allowance(s.rate) + MAX_CHUNK;
             if lowat.abs_diff(self.lowat) * 4 > self.lowat {
                 let _ = bloatlab_engine::sys::set_notsent_lowat(sock, lowat as i32);
@@ -109,23 +102,13 @@ mod tests {
 
     #[test]
     fn the_allowance_is_time_at_the_connection_rate() {
-        let at = |rate_bps: f64, notsent: u64| SendState {
-            notsent,
-            rate: rate_bps / 8.0,
-        };
+        let at = |rate_bps: f64, notsent: u64| SendState { notsent, rate: rate_bps / 8.0 };
         // 2.3 Mbit/s: 5 ms is 1.4 kB, so the floor of 4 KiB holds
         assert_eq!(step(at(2.3e6, 0)), Step::Chunk(MIN_AHEAD));
-        assert_eq!(
-            step(at(2.3e6, 3000)),
-            Step::Chunk(MIN_AHEAD),
-            "3000 bytes waiting < 4096"
-        );
+        assert_eq!(step(at(2.3e6, 3000)), Step::Chunk(MIN_AHEAD), "3000 bytes waiting < 4096");
         match step(at(2.3e6, 14_000)) {
             // 9904 over: ~ (9904 + 4096) / 287500 B/s = 49 ms
-            Step::Wait(d) => assert!(
-                d >= Duration::from_millis(40) && d <= Duration::from_millis(50),
-                "{d:?}"
-            ),
+            Step::Wait(d) => assert!(d >= Duration::from_millis(40) && d <= Duration::from_millis(50), "{d:?}"),
             s => panic!("{s:?}"),
         }
         // 10 Gbit/s: 5 ms is 6.25 MB (capped at 4 MiB): chunks of the largest size

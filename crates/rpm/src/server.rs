@@ -12,10 +12,10 @@
 //! endpoints live under a path derived from it (`wire::rpm_path_prefix`).
 //! One JSON log line per connection and per refusal.
 use crate::nq::{self, NqConfig};
-use bloatlab_model::{RpmServe, ServerConfig};
 use bloatlab_serve::http::{Activity, InRequest, Limits, Protocols, H2};
 use bloatlab_serve::tls::{HandshakeEnd, TlsGate};
 use bloatlab_serve::{watch_peer, Log, Permit, Quota, HELLO_DEADLINE};
+use bloatlab_model::{RpmServe, ServerConfig};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Full as FullBody, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -95,31 +95,18 @@ impl RpmServer {
     /// process's runtime (`bloatlab_serve::runtime`); `conns` is the bloatlab server's
     /// connection quota, so both services share its limits.
     /// `fallback` answers every other path (the browser test).
-    pub fn start(
-        cfg: &ServerConfig,
-        rpm: &RpmServe,
-        conns: Arc<Quota>,
-        fallback: Option<Arc<dyn Fallback>>,
-    ) -> Result<RpmServer, String> {
+    pub fn start(cfg: &ServerConfig, rpm: &RpmServe, conns: Arc<Quota>, fallback: Option<Arc<dyn Fallback>>) -> Result<RpmServer, String> {
         rpm.validate()?;
         let (tls, fingerprint) = bloatlab_serve::tls::server_config(&rpm.tls)?;
         let log = Log::new(cfg.quiet, "rpm_refused");
-        let prefix = cfg
-            .secret
-            .as_ref()
-            .map(bloatlab_wire::rpm_path_prefix)
-            .unwrap_or_default();
+        let prefix = cfg.secret.as_ref().map(bloatlab_wire::rpm_path_prefix).unwrap_or_default();
         let mut std_listeners = vec![];
         for b in &cfg.binds {
             let addr = SocketAddr::new(b.ip(), rpm.port);
-            let l = bloatlab_serve::listener(addr)
-                .map_err(|e| format!("RPM service: cannot listen on {addr}: {e}"))?;
+            let l = bloatlab_serve::listener(addr).map_err(|e| format!("RPM service: cannot listen on {addr}: {e}"))?;
             std_listeners.push(l);
         }
-        let addrs: Vec<SocketAddr> = std_listeners
-            .iter()
-            .filter_map(|l| l.local_addr().ok())
-            .collect();
+        let addrs: Vec<SocketAddr> = std_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
         let shared = Arc::new(Shared {
             log: log.clone(),
             max_duration: cfg.max_duration,
@@ -133,20 +120,9 @@ impl RpmServer {
             fallback,
         });
         let sh = shared.clone();
-        bloatlab_serve::accept::serve_all(
-            std_listeners,
-            shared.conns.clone(),
-            shared.log.clone(),
-            move |tcp, peer, permit| admit(tcp, peer, permit, &sh),
-        )
-        .map_err(|e| format!("RPM service: {e}"))?;
-        Ok(RpmServer {
-            addrs,
-            fingerprint,
-            prefix,
-            self_signed: matches!(rpm.tls, bloatlab_model::RpmTls::SelfSigned { .. }),
-            shared,
-        })
+        bloatlab_serve::accept::serve_all(std_listeners, shared.conns.clone(), shared.log.clone(), move |tcp, peer, permit| admit(tcp, peer, permit, &sh))
+            .map_err(|e| format!("RPM service: {e}"))?;
+        Ok(RpmServer { addrs, fingerprint, prefix, self_signed: matches!(rpm.tls, bloatlab_model::RpmTls::SelfSigned { .. }), shared })
     }
 
     /// Connections open now.
@@ -161,12 +137,7 @@ impl RpmServer {
 
     /// The configuration URL for a client that reaches this server as `host`.
     pub fn config_url(&self, host: &str, port: u16) -> String {
-        format!(
-            "https://{}:{port}{}{}",
-            bracket(host),
-            self.prefix,
-            nq::WELL_KNOWN
-        )
+        format!("https://{}:{port}{}{}", bracket(host), self.prefix, nq::WELL_KNOWN)
     }
 }
 
@@ -184,12 +155,7 @@ fn log(sh: &Shared, event: &str, fields: serde_json::Value) {
 
 /// Admission after the connection quota: a TLS handshake slot
 /// (`bloatlab_serve::tls`), then the connection's future.
-fn admit(
-    tcp: TcpStream,
-    peer: SocketAddr,
-    permit: Permit,
-    sh: &Arc<Shared>,
-) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
+fn admit(tcp: TcpStream, peer: SocketAddr, permit: Permit, sh: &Arc<Shared>) -> Result<impl std::future::Future<Output = ()> + Send + 'static, String> {
     let hs = sh.tls.admit(peer)?;
     let sh = sh.clone();
     Ok(async move {
@@ -241,20 +207,11 @@ struct Active {
 
 impl Active {
     fn new(st: &Arc<ConnStats>) -> Active {
-        Active {
-            st: st.clone(),
-            _req: st.act.begin(),
-        }
+        Active { st: st.clone(), _req: st.act.begin() }
     }
 }
 
-async fn serve_conn(
-    tcp: TcpStream,
-    peer: SocketAddr,
-    hs: bloatlab_serve::tls::Handshake,
-    sh: &Arc<Shared>,
-    hold: Arc<dyn std::any::Any + Send + Sync>,
-) {
+async fn serve_conn(tcp: TcpStream, peer: SocketAddr, hs: bloatlab_serve::tls::Handshake, sh: &Arc<Shared>, hold: Arc<dyn std::any::Any + Send + Sync>) {
     let local = tcp.local_addr().ok();
     let _ = tcp.set_nodelay(true);
     let _ = bloatlab_engine::sys::set_notsent_lowat(&tcp, NOTSENT_LOWAT);
@@ -266,26 +223,14 @@ async fn serve_conn(
         Ok(s) => s,
         Err(HandshakeEnd::Failed(e)) => {
             // The peer's doing (a scanner, a client that gave up): not a refusal.
-            log(
-                sh,
-                "rpm_connection",
-                json!({"client": peer.to_string(), "ended": format!("TLS handshake failed: {e}")}),
-            );
+            log(sh, "rpm_connection", json!({"client": peer.to_string(), "ended": format!("TLS handshake failed: {e}")}));
             return;
         }
         // refusals, logged by the gate
         Err(HandshakeEnd::Deadline | HandshakeEnd::Cut) => return,
     };
     let alpn = bloatlab_serve::tls::alpn(&tls);
-    let st = Arc::new(ConnStats {
-        act: act.clone(),
-        sock,
-        hold: Some(hold),
-        peer: Some(peer),
-        local,
-        bytes_down: AtomicU64::new(0),
-        bytes_up: AtomicU64::new(0),
-    });
+    let st = Arc::new(ConnStats { act: act.clone(), sock, hold: Some(hold), peer: Some(peer), local, bytes_down: AtomicU64::new(0), bytes_up: AtomicU64::new(0) });
     let svc = {
         let (sh, st) = (sh.clone(), st.clone());
         hyper::service::service_fn(move |req| {
@@ -293,20 +238,9 @@ async fn serve_conn(
             async move { Ok::<_, Infallible>(handle(req, &sh, &st).await) }
         })
     };
-    let limits = Limits {
-        first_request: HELLO_DEADLINE,
-        idle: IDLE_AFTER_REQUEST.min(sh.idle_timeout),
-        lifetime: sh.max_duration + sh.idle_timeout,
-    };
-    let h2 = H2 {
-        max_streams: MAX_STREAMS,
-        window: H2_WINDOW,
-        send_buffer: H2_SEND_BUFFER,
-        keepalive: Duration::from_secs(10),
-    };
-    let ended =
-        bloatlab_serve::http::serve(TokioIo::new(tls), svc, Protocols::Auto(h2), &act, &limits)
-            .await;
+    let limits = Limits { first_request: HELLO_DEADLINE, idle: IDLE_AFTER_REQUEST.min(sh.idle_timeout), lifetime: sh.max_duration + sh.idle_timeout };
+    let h2 = H2 { max_streams: MAX_STREAMS, window: H2_WINDOW, send_buffer: H2_SEND_BUFFER, keepalive: Duration::from_secs(10) };
+    let ended = bloatlab_serve::http::serve(TokioIo::new(tls), svc, Protocols::Auto(h2), &act, &limits).await;
     log(
         sh,
         "rpm_connection",
@@ -325,10 +259,7 @@ async fn serve_conn(
 fn text(status: StatusCode, msg: String) -> Response<Body> {
     let mut r = Response::new(FullBody::new(Bytes::from(msg + "\n")).boxed());
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        "text/plain; charset=utf-8".parse().unwrap(),
-    );
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8".parse().unwrap());
     r
 }
 
@@ -447,23 +378,14 @@ async fn handle(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>) -
 
 /// A request for the fallback: its response body keeps the request counted
 /// as in progress (so an idle connection is not closed under a download).
-async fn fall_back(
-    req: Request<Incoming>,
-    sh: &Arc<Shared>,
-    st: &Arc<ConnStats>,
-    active: Active,
-) -> Response<Body> {
+async fn fall_back(req: Request<Incoming>, sh: &Arc<Shared>, st: &Arc<ConnStats>, active: Active) -> Response<Body> {
     let Some(fb) = sh.fallback.clone() else {
         return text(StatusCode::NOT_FOUND, "not here".into());
     };
     let active = Arc::new(active);
     let conn = ConnInfo {
-        peer: st
-            .peer
-            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
-        local: st
-            .local
-            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+        peer: st.peer.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
+        local: st.local.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0))),
         sock: st.sock.as_ref().and_then(|s| s.try_clone().ok()),
         https: true,
         hold: st.hold.clone().unwrap_or_else(|| Arc::new(())),
@@ -490,59 +412,26 @@ mod tests {
     /// HTTP/1.1 and HTTP/2: 200, the bytes received and why it ended.
     #[test]
     fn a_cut_upload_is_answered_alike_over_http1_and_http2() {
-        let cfg = ServerConfig {
-            binds: vec!["127.0.0.1:0".parse().unwrap()],
-            max_duration: Duration::from_secs(1),
-            quiet: true,
-            ..Default::default()
-        };
-        let rpm = RpmServe {
-            port: 0,
-            public_name: None,
-            tls: RpmTls::SelfSigned {
-                names: vec!["127.0.0.1".into()],
-            },
-        };
+        let cfg = ServerConfig { binds: vec!["127.0.0.1:0".parse().unwrap()], max_duration: Duration::from_secs(1), quiet: true, ..Default::default() };
+        let rpm = RpmServe { port: 0, public_name: None, tls: RpmTls::SelfSigned { names: vec!["127.0.0.1".into()] } };
         let srv = RpmServer::start(&cfg, &rpm, Quota::new(100, 100), None).unwrap();
         let addr = srv.addrs[0];
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         for h2 in [false, true] {
             let answer: serde_json::Value = rt.block_on(async {
                 let mut tls = (*crate::tls::client_config(true, None, None).unwrap()).clone();
-                tls.alpn_protocols = vec![if h2 {
-                    crate::tls::ALPN_H2.to_vec()
-                } else {
-                    crate::tls::ALPN_H1.to_vec()
-                }];
+                tls.alpn_protocols = vec![if h2 { crate::tls::ALPN_H2.to_vec() } else { crate::tls::ALPN_H1.to_vec() }];
                 let tcp = TcpStream::connect(addr).await.unwrap();
                 let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-                let io = TokioIo::new(
-                    tokio_rustls::TlsConnector::from(Arc::new(tls))
-                        .connect(name, tcp)
-                        .await
-                        .unwrap(),
-                );
+                let io = TokioIo::new(tokio_rustls::TlsConnector::from(Arc::new(tls)).connect(name, tcp).await.unwrap());
                 // an endless body: 64 KiB chunks every 5 ms (~100 Mbit/s)
                 let chunks = futures_util::stream::unfold((), |_| async {
                     tokio::time::sleep(Duration::from_millis(5)).await;
-                    Some((
-                        Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))),
-                        (),
-                    ))
+                    Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL))), ()))
                 });
-                let req = Request::post(format!("https://127.0.0.1{}", nq::UPLOAD))
-                    .body(BodyExt::boxed(StreamBody::new(chunks)))
-                    .unwrap();
+                let req = Request::post(format!("https://127.0.0.1{}", nq::UPLOAD)).body(BodyExt::boxed(StreamBody::new(chunks))).unwrap();
                 let res = if h2 {
-                    let (mut send, conn) = hyper::client::conn::http2::handshake(
-                        hyper_util::rt::TokioExecutor::new(),
-                        io,
-                    )
-                    .await
-                    .unwrap();
+                    let (mut send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io).await.unwrap();
                     tokio::spawn(conn);
                     send.send_request(req).await.unwrap()
                 } else {
@@ -554,14 +443,8 @@ mod tests {
                 let body = res.into_body().collect().await.unwrap().to_bytes();
                 serde_json::from_slice(&body).unwrap()
             });
-            assert!(
-                answer["bytes"].as_u64().unwrap() > 1_000_000,
-                "h2={h2}: {answer}"
-            );
-            assert_eq!(
-                answer["ended"], "cut at --max-duration (1 s)",
-                "h2={h2}: {answer}"
-            );
+            assert!(answer["bytes"].as_u64().unwrap() > 1_000_000, "h2={h2}: {answer}");
+            assert_eq!(answer["ended"], "cut at --max-duration (1 s)", "h2={h2}: {answer}");
         }
     }
 }

@@ -14,17 +14,9 @@ pub struct TestStages;
 
 /// The RPM client's configuration for a test's stages: the server the test
 /// named (its name for TLS), connected at the address the test reached.
-pub fn stage_config(
-    cfg: &TestConfig,
-    offer: &RpmOffer,
-    addr: SocketAddr,
-) -> Result<RpmConfig, String> {
+pub fn stage_config(cfg: &TestConfig, offer: &RpmOffer, addr: SocketAddr) -> Result<RpmConfig, String> {
     let (host, _) = bloatlab_model::config::split_host_port(&cfg.server, cfg.port)?;
-    let url_host = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host
-    };
+    let url_host = if host.contains(':') { format!("[{host}]") } else { host };
     Ok(RpmConfig {
         url: format!("https://{url_host}:{}/.well-known/nq", offer.port),
         directions: cfg.rpm.clone(),
@@ -82,8 +74,7 @@ impl RpmStages for TestStages {
             for l in rx {
                 live(&l);
             }
-            h.join()
-                .unwrap_or_else(|_| Err("the RPM client panicked".into()))
+            h.join().unwrap_or_else(|_| Err("the RPM client panicked".into()))
         })
     }
 }
@@ -94,37 +85,13 @@ mod tests {
 
     #[test]
     fn a_stage_reads_as_the_tests_phase() {
-        let p = StageProgress {
-            direction: RpmDirection::Upload,
-            t_s: 3.0,
-            max_s: 20.0,
-            goodput_bps: 9e6,
-            moving_average_bps: 8e6,
-            connections: 4,
-            rpm: Some(600.0),
-        };
+        let p = StageProgress { direction: RpmDirection::Upload, t_s: 3.0, max_s: 20.0, goodput_bps: 9e6, moving_average_bps: 8e6, connections: 4, rpm: Some(600.0) };
         let l = live_of(&p, 5, 7);
-        assert_eq!(
-            (l.phase.as_str(), l.phase_index, l.phases),
-            ("rpm upload", 5, 7)
-        );
-        assert_eq!(
-            (l.up_bps, l.down_bps, l.elapsed_s, l.phase_len_s),
-            (9e6, 0.0, 3.0, 20.0)
-        );
-        assert!(
-            (l.rtt_ms - 100.0).abs() < 1e-9,
-            "600 RPM is a 100 ms round trip"
-        );
-        let cfg = TestConfig {
-            server: "example.test:5201".into(),
-            rpm: vec![RpmDirection::Download],
-            ..Default::default()
-        };
-        let offer = RpmOffer {
-            port: 4443,
-            certificate_sha256: "AA:BB".into(),
-        };
+        assert_eq!((l.phase.as_str(), l.phase_index, l.phases), ("rpm upload", 5, 7));
+        assert_eq!((l.up_bps, l.down_bps, l.elapsed_s, l.phase_len_s), (9e6, 0.0, 3.0, 20.0));
+        assert!((l.rtt_ms - 100.0).abs() < 1e-9, "600 RPM is a 100 ms round trip");
+        let cfg = TestConfig { server: "example.test:5201".into(), rpm: vec![RpmDirection::Download], ..Default::default() };
+        let offer = RpmOffer { port: 4443, certificate_sha256: "AA:BB".into() };
         let rc = stage_config(&cfg, &offer, "192.0.2.7:5201".parse().unwrap()).unwrap();
         assert_eq!(rc.url, "https://example.test:4443/.well-known/nq");
         assert_eq!(rc.connect_to.as_deref(), Some("192.0.2.7"));

@@ -14,38 +14,23 @@ pub use bloatlab_serve::tls::{fingerprint, provider, ALPN_H1, ALPN_H2};
 /// HTTP/2), then http/1.1.
 /// With `pin` (a SHA-256 fingerprint), exactly that certificate is accepted,
 /// whoever signed it; with `insecure`, any.
-pub fn client_config(
-    insecure: bool,
-    ca_pem: Option<&str>,
-    pin: Option<&str>,
-) -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn client_config(insecure: bool, ca_pem: Option<&str>, pin: Option<&str>) -> Result<Arc<rustls::ClientConfig>, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;
     let mut cfg = if let Some(pin) = pin {
-        let want = bloatlab_model::normalize_sha256(pin)
-            .ok_or_else(|| format!("--pin-sha256 {pin:?}: not a SHA-256 fingerprint"))?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Pinned {
-                want,
-                provider: provider(),
-            }))
-            .with_no_client_auth()
+        let want = bloatlab_model::normalize_sha256(pin).ok_or_else(|| format!("--pin-sha256 {pin:?}: not a SHA-256 fingerprint"))?;
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(Pinned { want, provider: provider() })).with_no_client_auth()
     } else if insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider())))
-            .with_no_client_auth()
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AnyCertificate(provider()))).with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
         let native = rustls_native_certs::load_native_certs();
         roots.add_parsable_certificates(native.certs);
         if let Some(pem) = ca_pem {
-            let certs: Vec<CertificateDer<'static>> =
-                CertificateDer::pem_slice_iter(pem.as_bytes())
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("--ca-file: not PEM certificates ({e})"))?;
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("--ca-file: not PEM certificates ({e})"))?;
             if certs.is_empty() {
                 return Err("--ca-file: no CERTIFICATE block in the file".into());
             }
@@ -54,10 +39,7 @@ pub fn client_config(
             }
         }
         if roots.is_empty() {
-            return Err(
-                "no trusted certificates: the system has no CA store; give --ca-file or --insecure"
-                    .into(),
-            );
+            return Err("no trusted certificates: the system has no CA store; give --ca-file or --insecure".into());
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
@@ -88,10 +70,7 @@ impl ServerCertVerifier for Pinned {
         if got == self.want {
             Ok(ServerCertVerified::assertion())
         } else {
-            Err(rustls::Error::General(format!(
-                "the server's certificate has SHA-256 {}, not the pinned one",
-                fingerprint(end_entity)
-            )))
+            Err(rustls::Error::General(format!("the server's certificate has SHA-256 {}, not the pinned one", fingerprint(end_entity))))
         }
     }
 
@@ -114,9 +93,7 @@ impl ServerCertVerifier for Pinned {
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 
@@ -143,12 +120,7 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
     }
 
     fn verify_tls13_signature(
@@ -157,12 +129,7 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

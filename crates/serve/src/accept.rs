@@ -50,12 +50,7 @@ where
 
 /// Start an accept loop on the process's runtime for each of `listeners`,
 /// and the log's refusal flush beside them.
-pub fn serve_all<A, F>(
-    listeners: Vec<std::net::TcpListener>,
-    conns: Arc<Quota>,
-    log: Arc<Log>,
-    admit: A,
-) -> Result<(), String>
+pub fn serve_all<A, F>(listeners: Vec<std::net::TcpListener>, conns: Arc<Quota>, log: Arc<Log>, admit: A) -> Result<(), String>
 where
     A: Fn(TcpStream, SocketAddr, Permit) -> Result<F, String> + Clone + Send + Sync + 'static,
     F: Future<Output = ()> + Send + 'static,
@@ -78,13 +73,8 @@ pub type Refusal = (std::net::TcpStream, String);
 /// for as long as the process lives, each connection takes its unit of
 /// `conns` (else `refuse` gets it, with `full`'s wording of the limit), then
 /// `admit` (which starts its thread, or refuses it too).
-pub fn accept_blocking<F, R, A>(
-    l: std::net::TcpListener,
-    conns: Arc<Quota>,
-    full: F,
-    refuse: R,
-    admit: A,
-) where
+pub fn accept_blocking<F, R, A>(l: std::net::TcpListener, conns: Arc<Quota>, full: F, refuse: R, admit: A)
+where
     F: Fn(crate::Full) -> String,
     R: Fn(std::net::TcpStream, SocketAddr, String),
     A: Fn(std::net::TcpStream, SocketAddr, Permit) -> Result<(), Refusal>,

@@ -19,11 +19,7 @@ pub type Body = http_body_util::combinators::BoxBody<bytes::Bytes, std::convert:
 /// paths outside its endpoints go to the browser test's pages and
 /// endpoints, served on the same HTTPS port.
 pub trait Fallback: Send + Sync + 'static {
-    fn handle(
-        &self,
-        req: hyper::Request<hyper::body::Incoming>,
-        conn: ConnInfo,
-    ) -> Pin<Box<dyn Future<Output = hyper::Response<Body>> + Send>>;
+    fn handle(&self, req: hyper::Request<hyper::body::Incoming>, conn: ConnInfo) -> Pin<Box<dyn Future<Output = hyper::Response<Body>> + Send>>;
 }
 
 /// The connection a request came in on.
@@ -49,16 +45,8 @@ pub fn request_host(req: &hyper::Request<hyper::body::Incoming>) -> Option<Strin
         .uri()
         .authority()
         .map(|a| a.as_str().to_string())
-        .or_else(|| {
-            req.headers()
-                .get(hyper::header::HOST)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        })?;
-    let ok = !h.is_empty()
-        && h.len() <= 255
-        && h.chars()
-            .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+        .or_else(|| req.headers().get(hyper::header::HOST).and_then(|v| v.to_str().ok()).map(str::to_string))?;
+    let ok = !h.is_empty() && h.len() <= 255 && h.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
     ok.then_some(h)
 }
 
@@ -87,12 +75,7 @@ pub struct Activity {
 
 impl Default for Activity {
     fn default() -> Activity {
-        Activity {
-            t0: Instant::now(),
-            requests: AtomicU64::new(0),
-            active: AtomicU32::new(0),
-            last_ms: AtomicU64::new(0),
-        }
+        Activity { t0: Instant::now(), requests: AtomicU64::new(0), active: AtomicU32::new(0), last_ms: AtomicU64::new(0) }
     }
 }
 
@@ -124,8 +107,7 @@ impl Activity {
     }
 
     fn touch(&self) {
-        self.last_ms
-            .store(self.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_ms.store(self.t0.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     /// Why the connection should close now under `limits`, if it should.
@@ -133,12 +115,9 @@ impl Activity {
         if self.active.load(Ordering::Relaxed) > 0 {
             return None;
         }
-        let quiet = (self.t0.elapsed().as_millis() as u64)
-            .saturating_sub(self.last_ms.load(Ordering::Relaxed));
+        let quiet = (self.t0.elapsed().as_millis() as u64).saturating_sub(self.last_ms.load(Ordering::Relaxed));
         match self.requests() {
-            0 if quiet >= limits.first_request.as_millis() as u64 => {
-                Some(Ended::NoRequest(limits.first_request))
-            }
+            0 if quiet >= limits.first_request.as_millis() as u64 => Some(Ended::NoRequest(limits.first_request)),
             n if n > 0 && quiet >= limits.idle.as_millis() as u64 => Some(Ended::Idle(limits.idle)),
             _ => None,
         }
@@ -169,11 +148,7 @@ impl std::fmt::Display for Ended {
             Ended::Error(e) => write!(f, "connection error: {e}"),
             Ended::NoRequest(d) => write!(f, "no request within {}", secs_or_ms(*d)),
             Ended::Idle(d) => write!(f, "idle {} after its last request", secs_or_ms(*d)),
-            Ended::Lifetime(d) => write!(
-                f,
-                "open longer than --max-duration + --idle-timeout ({} s)",
-                d.as_secs()
-            ),
+            Ended::Lifetime(d) => write!(f, "open longer than --max-duration + --idle-timeout ({} s)", d.as_secs()),
         }
     }
 }
@@ -258,20 +233,10 @@ pub struct H2 {
 /// Serve one connection with `svc` (which marks its requests in `act`)
 /// until it ends or `limits` close it: request headers within
 /// `limits.first_request`, keep-alive on.
-pub async fn serve<I, S, B>(
-    io: I,
-    svc: S,
-    protocols: Protocols,
-    act: &Activity,
-    limits: &Limits,
-) -> Ended
+pub async fn serve<I, S, B>(io: I, svc: S, protocols: Protocols, act: &Activity, limits: &Limits) -> Ended
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            hyper::Request<hyper::body::Incoming>,
-            Response = hyper::Response<B>,
-        > + Send
-        + 'static,
+    S: hyper::service::Service<hyper::Request<hyper::body::Incoming>, Response = hyper::Response<B>> + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     B: hyper::body::Body + Send + 'static,
@@ -292,10 +257,7 @@ where
         }
         Protocols::Auto(h2) => {
             let mut b = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            b.http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.first_request)
-                .keep_alive(true);
+            b.http1().timer(TokioTimer::new()).header_read_timeout(limits.first_request).keep_alive(true);
             b.http2()
                 .timer(TokioTimer::new())
                 .max_concurrent_streams(h2.max_streams)
@@ -313,18 +275,11 @@ where
 
 /// A request's whole body, at most `max` bytes; past that (or when the
 /// body fails) the reason, naming `what` and the bound, for a 413 answer.
-pub async fn read_body(
-    body: hyper::body::Incoming,
-    max: usize,
-    what: &str,
-) -> Result<bytes::Bytes, String> {
+pub async fn read_body(body: hyper::body::Incoming, max: usize, what: &str) -> Result<bytes::Bytes, String> {
     use http_body_util::BodyExt;
     match http_body_util::Limited::new(body, max).collect().await {
         Ok(b) => Ok(b.to_bytes()),
-        Err(e) => Err(format!(
-            "{what} could not be read (at most {}): {e}",
-            size(max)
-        )),
+        Err(e) => Err(format!("{what} could not be read (at most {}): {e}", size(max))),
     }
 }
 
@@ -347,8 +302,7 @@ where
 {
     let lifetime = tokio::time::sleep(limits.lifetime);
     tokio::pin!(lifetime);
-    let check = (limits.first_request.min(limits.idle) / 2)
-        .clamp(Duration::from_millis(50), Duration::from_millis(500));
+    let check = (limits.first_request.min(limits.idle) / 2).clamp(Duration::from_millis(50), Duration::from_millis(500));
     let mut tick = tokio::time::interval(check);
     let ended = loop {
         tokio::select! {
@@ -375,42 +329,21 @@ mod tests {
 
     #[test]
     fn activity_says_when_a_connection_has_been_quiet_too_long() {
-        let limits = Limits {
-            first_request: Duration::from_millis(40),
-            idle: Duration::from_millis(80),
-            lifetime: Duration::from_secs(9),
-        };
+        let limits = Limits { first_request: Duration::from_millis(40), idle: Duration::from_millis(80), lifetime: Duration::from_secs(9) };
         let a = Activity::new();
         assert_eq!(a.expired(&limits), None);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(
-            a.expired(&limits),
-            Some(Ended::NoRequest(limits.first_request))
-        );
+        assert_eq!(a.expired(&limits), Some(Ended::NoRequest(limits.first_request)));
         let r = a.begin();
         std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(
-            a.expired(&limits),
-            None,
-            "a request in progress keeps it open"
-        );
+        assert_eq!(a.expired(&limits), None, "a request in progress keeps it open");
         drop(r);
-        assert_eq!(
-            a.expired(&limits),
-            None,
-            "idle counts from the request's end"
-        );
+        assert_eq!(a.expired(&limits), None, "idle counts from the request's end");
         std::thread::sleep(Duration::from_millis(90));
         assert_eq!(a.expired(&limits), Some(Ended::Idle(limits.idle)));
         assert_eq!(a.requests(), 1);
-        assert_eq!(
-            Ended::Idle(Duration::from_millis(500)).to_string(),
-            "idle 500 ms after its last request"
-        );
-        assert_eq!(
-            Ended::NoRequest(Duration::from_secs(5)).to_string(),
-            "no request within 5 s"
-        );
+        assert_eq!(Ended::Idle(Duration::from_millis(500)).to_string(), "idle 500 ms after its last request");
+        assert_eq!(Ended::NoRequest(Duration::from_secs(5)).to_string(), "no request within 5 s");
     }
 
     #[test]

@@ -11,11 +11,7 @@ use std::time::{Duration, Instant};
 /// `{"time":..,"event":..,<fields>}`: time and event first, for people
 /// reading the log; the fields in name order.
 pub fn log_line(now_ns: u64, event: &str, fields: &serde_json::Value) -> String {
-    let head = format!(
-        "{{\"time\":{},\"event\":{}",
-        json!(bloatlab_model::units::rfc3339(now_ns)),
-        json!(event)
-    );
+    let head = format!("{{\"time\":{},\"event\":{}", json!(bloatlab_model::units::rfc3339(now_ns)), json!(event));
     match fields.as_object() {
         Some(m) if !m.is_empty() => format!("{head},{}", &fields.to_string()[1..]),
         _ => format!("{head}}}"),
@@ -33,11 +29,7 @@ pub struct Log {
 
 impl Log {
     pub fn new(quiet: bool, refused_event: &'static str) -> Arc<Log> {
-        Arc::new(Log {
-            quiet,
-            refused_event,
-            refusals: Mutex::new(RefusalLog::default()),
-        })
+        Arc::new(Log { quiet, refused_event, refusals: Mutex::new(RefusalLog::default()) })
     }
 
     /// One line for `event` (nothing when quiet).
@@ -50,11 +42,7 @@ impl Log {
     /// Count a refusal of `peer` for `reason`; written now if a second has
     /// passed since the last refusal line, else by a later [`Log::flush`].
     pub fn refused(&self, peer: SocketAddr, reason: String) {
-        let line = self
-            .refusals
-            .lock()
-            .unwrap()
-            .note(peer, reason, Instant::now());
+        let line = self.refusals.lock().unwrap().note(peer, reason, Instant::now());
         self.say(line);
     }
 
@@ -67,10 +55,7 @@ impl Log {
 
     fn say(&self, line: Option<RefusalLine>) {
         if let Some(l) = line {
-            self.event(
-                self.refused_event,
-                json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}),
-            );
+            self.event(self.refused_event, json!({"client": l.peer.to_string(), "refused": l.refused, "reason": l.reason}));
         }
     }
 }
@@ -91,13 +76,7 @@ mod tests {
     #[test]
     fn a_line_starts_with_time_and_event_and_keeps_the_fields() {
         let l = log_line(0, "busy", &json!({"client": "192.0.2.1:5", "refused": 3}));
-        assert_eq!(
-            l,
-            r#"{"time":"1970-01-01T00:00:00.000Z","event":"busy","client":"192.0.2.1:5","refused":3}"#
-        );
-        assert_eq!(
-            log_line(0, "x", &json!({})),
-            r#"{"time":"1970-01-01T00:00:00.000Z","event":"x"}"#
-        );
+        assert_eq!(l, r#"{"time":"1970-01-01T00:00:00.000Z","event":"busy","client":"192.0.2.1:5","refused":3}"#);
+        assert_eq!(log_line(0, "x", &json!({})), r#"{"time":"1970-01-01T00:00:00.000Z","event":"x"}"#);
     }
 }

@@ -51,33 +51,22 @@ pub struct Permit {
 
 impl Quota {
     pub fn new(max_total: u32, max_per_source: u32) -> Arc<Quota> {
-        Arc::new(Quota {
-            max_total,
-            max_per_source,
-            state: Mutex::new(State::default()),
-        })
+        Arc::new(Quota { max_total, max_per_source, state: Mutex::new(State::default()) })
     }
 
     pub fn take(self: &Arc<Self>, ip: IpAddr) -> Result<Permit, Full> {
         let source = source_of(ip);
         let mut st = self.state.lock().unwrap();
         if st.total >= self.max_total {
-            return Err(Full::Total {
-                limit: self.max_total,
-            });
+            return Err(Full::Total { limit: self.max_total });
         }
         let n = st.per.entry(source).or_insert(0);
         if *n >= self.max_per_source {
-            return Err(Full::Source {
-                limit: self.max_per_source,
-            });
+            return Err(Full::Source { limit: self.max_per_source });
         }
         *n += 1;
         st.total += 1;
-        Ok(Permit {
-            quota: self.clone(),
-            source,
-        })
+        Ok(Permit { quota: self.clone(), source })
     }
 
     pub fn total(&self) -> u32 {
@@ -108,9 +97,7 @@ impl Drop for Permit {
 pub fn full_reason(f: Full, what: &str) -> String {
     match f {
         Full::Total { limit } => format!("the server is busy: {limit} {what} open (--max-conns)"),
-        Full::Source { limit } => {
-            format!("your address already has {limit} {what} open (--max-conns-per-source)")
-        }
+        Full::Source { limit } => format!("your address already has {limit} {what} open (--max-conns-per-source)"),
     }
 }
 
@@ -148,10 +135,7 @@ pub type CutFrom = Option<IpAddr>;
 
 impl FairSlots {
     pub fn new(max: u32) -> Arc<FairSlots> {
-        Arc::new(FairSlots {
-            max,
-            state: Mutex::new(FairState::default()),
-        })
+        Arc::new(FairSlots { max, state: Mutex::new(FairState::default()) })
     }
 
     /// A slot for `ip`, cutting another source's oldest holder when all are
@@ -166,12 +150,7 @@ impl FairSlots {
                 let mine = st.per.get(&source).map_or(0, |v| v.len()) as u32;
                 let wanting = st.per.len() as u32 + u32::from(!st.per.contains_key(&source));
                 let share = (self.max / wanting.max(1)).max(1);
-                let (big, held) = st
-                    .per
-                    .iter()
-                    .map(|(k, v)| (*k, v.len() as u32))
-                    .max_by_key(|(_, n)| *n)
-                    .unwrap_or((source, 0));
+                let (big, held) = st.per.iter().map(|(k, v)| (*k, v.len() as u32)).max_by_key(|(_, n)| *n).unwrap_or((source, 0));
                 if mine + 1 > share || big == source || held <= mine + 1 {
                     return Err(Full::Total { limit: self.max });
                 }
@@ -194,25 +173,14 @@ impl FairSlots {
             if let Some((_, a)) = cut {
                 a();
             }
-            Ok((
-                Slot {
-                    slots: self.clone(),
-                    source,
-                    id,
-                },
-                cut_from,
-            ))
+            Ok((Slot { slots: self.clone(), source, id }, cut_from))
         }
     }
 
     /// What cutting this slot's holder does (e.g. abort its task).
     pub fn on_cut(&self, slot: &Slot, cut: Cut) {
         let mut st = self.state.lock().unwrap();
-        if let Some(e) = st
-            .per
-            .get_mut(&slot.source)
-            .and_then(|q| q.iter_mut().find(|(i, _)| *i == slot.id))
-        {
+        if let Some(e) = st.per.get_mut(&slot.source).and_then(|q| q.iter_mut().find(|(i, _)| *i == slot.id)) {
             e.1 = Some(cut);
         }
     }
@@ -223,24 +191,15 @@ impl FairSlots {
 
     /// Slots `ip`'s source holds.
     pub fn held_by(&self, ip: IpAddr) -> u32 {
-        self.state
-            .lock()
-            .unwrap()
-            .per
-            .get(&source_of(ip))
-            .map_or(0, |q| q.len() as u32)
+        self.state.lock().unwrap().per.get(&source_of(ip)).map_or(0, |q| q.len() as u32)
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut st = self.slots.state.lock().unwrap();
-        let Some(q) = st.per.get_mut(&self.source) else {
-            return;
-        };
-        let Some(i) = q.iter().position(|(id, _)| *id == self.id) else {
-            return;
-        }; // cut: already given away
+        let Some(q) = st.per.get_mut(&self.source) else { return };
+        let Some(i) = q.iter().position(|(id, _)| *id == self.id) else { return }; // cut: already given away
         q.remove(i);
         if q.is_empty() {
             st.per.remove(&self.source);
@@ -260,14 +219,8 @@ mod tests {
         let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
         assert_eq!(source_of(a), source_of(b));
         assert_ne!(source_of(a), source_of(c));
-        assert_eq!(
-            source_of("::ffff:192.0.2.7".parse().unwrap()),
-            "192.0.2.7".parse::<IpAddr>().unwrap()
-        );
-        assert_eq!(
-            source_of("192.0.2.7".parse().unwrap()),
-            "192.0.2.7".parse::<IpAddr>().unwrap()
-        );
+        assert_eq!(source_of("::ffff:192.0.2.7".parse().unwrap()), "192.0.2.7".parse::<IpAddr>().unwrap());
+        assert_eq!(source_of("192.0.2.7".parse().unwrap()), "192.0.2.7".parse::<IpAddr>().unwrap());
     }
 
     #[test]
@@ -301,12 +254,7 @@ mod tests {
             let (s, cut) = f.take(ip(1 + i % 4)).unwrap();
             assert_eq!(cut, None);
             let c = cuts.clone();
-            f.on_cut(
-                &s,
-                Box::new(move || {
-                    c.fetch_add(1, Ordering::SeqCst);
-                }),
-            );
+            f.on_cut(&s, Box::new(move || { c.fetch_add(1, Ordering::SeqCst); }));
             held.push(s);
         }
         assert_eq!(f.total(), 8);
@@ -316,11 +264,7 @@ mod tests {
         let (n1, cut) = f.take(ip(9)).unwrap();
         assert!(cut.is_some() && cuts.load(Ordering::SeqCst) == 1, "{cut:?}");
         assert_eq!((f.total(), f.held_by(ip(9))), (8, 1));
-        assert_eq!(
-            f.take(ip(9)).err(),
-            Some(Full::Total { limit: 8 }),
-            "beyond its share"
-        );
+        assert_eq!(f.take(ip(9)).err(), Some(Full::Total { limit: 8 }), "beyond its share");
         // the cut slot's own drop gives nothing back twice
         drop(held);
         assert_eq!(f.total(), 1);
@@ -356,12 +300,7 @@ pub struct RefusalLine {
 
 impl RefusalLog {
     /// Count a refusal; returns the line to write now, if one is due.
-    pub fn note(
-        &mut self,
-        peer: std::net::SocketAddr,
-        reason: String,
-        now: std::time::Instant,
-    ) -> Option<RefusalLine> {
+    pub fn note(&mut self, peer: std::net::SocketAddr, reason: String, now: std::time::Instant) -> Option<RefusalLine> {
         self.untold += 1;
         self.latest = Some((peer, reason));
         self.due(now)
@@ -370,20 +309,12 @@ impl RefusalLog {
     /// The line to write now for refusals not yet logged, if a second has
     /// passed since the last line (call it periodically).
     pub fn due(&mut self, now: std::time::Instant) -> Option<RefusalLine> {
-        if self.untold == 0
-            || self.last_line.is_some_and(|t| {
-                now.saturating_duration_since(t) < std::time::Duration::from_secs(1)
-            })
-        {
+        if self.untold == 0 || self.last_line.is_some_and(|t| now.saturating_duration_since(t) < std::time::Duration::from_secs(1)) {
             return None;
         }
         let (peer, reason) = self.latest.take()?;
         self.last_line = Some(now);
-        Some(RefusalLine {
-            peer,
-            reason,
-            refused: std::mem::take(&mut self.untold),
-        })
+        Some(RefusalLine { peer, reason, refused: std::mem::take(&mut self.untold) })
     }
 }
 
@@ -400,40 +331,16 @@ mod refusal_log_tests {
         let mut l = RefusalLog::default();
         assert_eq!(l.due(t0), None, "nothing refused, nothing to say");
         // The first refusal is written at once.
-        assert_eq!(
-            l.note(p(1), "a".into(), ms(0)),
-            Some(RefusalLine {
-                peer: p(1),
-                reason: "a".into(),
-                refused: 1
-            })
-        );
+        assert_eq!(l.note(p(1), "a".into(), ms(0)), Some(RefusalLine { peer: p(1), reason: "a".into(), refused: 1 }));
         // Five more within the second: counted, not written.
         for i in 0..5 {
-            assert_eq!(
-                l.note(p(2 + i), format!("b{i}"), ms(100 + 100 * i as u64)),
-                None
-            );
+            assert_eq!(l.note(p(2 + i), format!("b{i}"), ms(100 + 100 * i as u64)), None);
         }
         assert_eq!(l.due(ms(999)), None);
         // The flood stopped: the periodic check writes the five, naming the latest.
-        assert_eq!(
-            l.due(ms(1000)),
-            Some(RefusalLine {
-                peer: p(6),
-                reason: "b4".into(),
-                refused: 5
-            })
-        );
+        assert_eq!(l.due(ms(1000)), Some(RefusalLine { peer: p(6), reason: "b4".into(), refused: 5 }));
         assert_eq!(l.due(ms(5000)), None, "each refusal is counted once");
         // A refusal a second or more after the last line is written at once.
-        assert_eq!(
-            l.note(p(9), "c".into(), ms(2000)),
-            Some(RefusalLine {
-                peer: p(9),
-                reason: "c".into(),
-                refused: 1
-            })
-        );
+        assert_eq!(l.note(p(9), "c".into(), ms(2000)), Some(RefusalLine { peer: p(9), reason: "c".into(), refused: 1 }));
     }
 }

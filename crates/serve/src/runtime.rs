@@ -10,9 +10,7 @@ static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::ne
 pub fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
     RUNTIME
         .get_or_init(|| {
-            let workers = std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .max(2);
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(workers)
                 .thread_name("serve")

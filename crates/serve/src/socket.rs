@@ -20,11 +20,7 @@ const BACKLOG: i32 = 1024;
 /// A bound socket: dual stack on `[::]` (a specific v6 address: v6 only),
 /// SO_REUSEADDR for TCP.
 pub fn make_socket(addr: SocketAddr, ty: Type) -> std::io::Result<Socket> {
-    let proto = if ty == Type::STREAM {
-        Protocol::TCP
-    } else {
-        Protocol::UDP
-    };
+    let proto = if ty == Type::STREAM { Protocol::TCP } else { Protocol::UDP };
     let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
     if addr.is_ipv6() {
         s.set_only_v6(!addr.ip().is_unspecified())?;
@@ -48,10 +44,7 @@ pub fn listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
 /// that vanished without a FIN or RST is noticed by the kernel within about
 /// 30 s.
 pub fn watch_peer(sr: &SockRef) {
-    let ka = TcpKeepalive::new()
-        .with_time(KEEPALIVE_IDLE)
-        .with_interval(KEEPALIVE_INTERVAL)
-        .with_retries(KEEPALIVE_RETRIES);
+    let ka = TcpKeepalive::new().with_time(KEEPALIVE_IDLE).with_interval(KEEPALIVE_INTERVAL).with_retries(KEEPALIVE_RETRIES);
     let _ = sr.set_tcp_keepalive(&ka);
     let _ = sr.set_tcp_user_timeout(Some(USER_TIMEOUT));
 }

@@ -37,11 +37,7 @@ pub fn provider() -> Arc<CryptoProvider> {
 /// SHA-256 of a certificate, hex bytes joined by colons (what
 /// `openssl x509 -fingerprint -sha256` prints, in lower case).
 pub fn fingerprint(cert: &CertificateDer) -> String {
-    Sha256::digest(cert.as_ref())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    Sha256::digest(cert.as_ref()).iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
 /// The server's TLS configuration and its leaf certificate's fingerprint.
@@ -55,10 +51,9 @@ pub fn server_config(tls: &RpmTls) -> Result<(Arc<rustls::ServerConfig>, String)
             (vec![ck.cert.der().clone()], key)
         }
         RpmTls::Pem { cert_chain, key } => {
-            let chain: Vec<CertificateDer<'static>> =
-                CertificateDer::pem_slice_iter(cert_chain.as_bytes())
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("--rpm-cert: not a PEM certificate chain ({e})"))?;
+            let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_chain.as_bytes())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("--rpm-cert: not a PEM certificate chain ({e})"))?;
             if chain.is_empty() {
                 return Err("--rpm-cert: no CERTIFICATE block in the file".into());
             }
@@ -109,11 +104,7 @@ pub enum HandshakeEnd {
 
 impl TlsGate {
     pub fn new(cfg: Arc<rustls::ServerConfig>, log: Arc<Log>) -> TlsGate {
-        TlsGate {
-            acceptor: TlsAcceptor::from(cfg),
-            slots: FairSlots::new(MAX_TLS_HANDSHAKING),
-            log,
-        }
+        TlsGate { acceptor: TlsAcceptor::from(cfg), slots: FairSlots::new(MAX_TLS_HANDSHAKING), log }
     }
 
     /// A handshake slot for `peer` (after its connection quota), or why not.
@@ -134,12 +125,7 @@ impl TlsGate {
                 log.refused(peer, format!("TLS handshake cut after the {MAX_TLS_HANDSHAKING} handshake slots filled: another source needed its share"));
             }),
         );
-        Ok(Handshake {
-            gate: self.clone(),
-            slot,
-            peer,
-            cut,
-        })
+        Ok(Handshake { gate: self.clone(), slot, peer, cut })
     }
 
     /// Handshakes in progress now.
@@ -152,12 +138,7 @@ impl Handshake {
     /// The handshake, within [`HELLO_DEADLINE`] and while its slot is not
     /// cut; the slot is given back when it ends.
     pub async fn run(self, tcp: TcpStream) -> Result<TlsStream<TcpStream>, HandshakeEnd> {
-        let Handshake {
-            gate,
-            slot,
-            peer,
-            cut,
-        } = self;
+        let Handshake { gate, slot, peer, cut } = self;
         let r = tokio::select! {
             r = tokio::time::timeout(HELLO_DEADLINE, gate.acceptor.accept(tcp)) => match r {
                 Ok(Ok(s)) => Ok(s),
@@ -188,36 +169,17 @@ mod tests {
 
     #[test]
     fn a_self_signed_certificate_loads_and_bad_pem_says_which_file() {
-        let (cfg, fp) = server_config(&RpmTls::SelfSigned {
-            names: vec!["localhost".into(), "127.0.0.1".into()],
-        })
-        .unwrap();
+        let (cfg, fp) = server_config(&RpmTls::SelfSigned { names: vec!["localhost".into(), "127.0.0.1".into()] }).unwrap();
         assert_eq!(cfg.alpn_protocols[0], b"h2");
         assert_eq!(fp.len(), 32 * 3 - 1);
-        let e = server_config(&RpmTls::Pem {
-            cert_chain: "hello".into(),
-            key: "x".into(),
-        })
-        .unwrap_err();
+        let e = server_config(&RpmTls::Pem { cert_chain: "hello".into(), key: "x".into() }).unwrap_err();
         assert!(e.starts_with("--rpm-cert: no CERTIFICATE"), "{e}");
         let ck = rcgen::generate_simple_self_signed(vec!["a.test".into()]).unwrap();
-        let e = server_config(&RpmTls::Pem {
-            cert_chain: ck.cert.pem(),
-            key: "nope".into(),
-        })
-        .unwrap_err();
+        let e = server_config(&RpmTls::Pem { cert_chain: ck.cert.pem(), key: "nope".into() }).unwrap_err();
         assert!(e.starts_with("--rpm-key"), "{e}");
         let other = rcgen::generate_simple_self_signed(vec!["b.test".into()]).unwrap();
-        let e = server_config(&RpmTls::Pem {
-            cert_chain: ck.cert.pem(),
-            key: other.signing_key.serialize_pem(),
-        })
-        .unwrap_err();
+        let e = server_config(&RpmTls::Pem { cert_chain: ck.cert.pem(), key: other.signing_key.serialize_pem() }).unwrap_err();
         assert!(e.contains("do not go together"), "{e}");
-        server_config(&RpmTls::Pem {
-            cert_chain: ck.cert.pem(),
-            key: ck.signing_key.serialize_pem(),
-        })
-        .unwrap();
+        server_config(&RpmTls::Pem { cert_chain: ck.cert.pem(), key: ck.signing_key.serialize_pem() }).unwrap();
     }
 }

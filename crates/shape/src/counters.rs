@@ -16,22 +16,13 @@ pub struct DevStats {
 /// counters aggregate its children (backlog, drops); the reported kind is the
 /// leaf under the shaper (`handle 10:`) when there is one, else the root's.
 pub fn parse_tc_json(text: &str) -> Result<Vec<(String, DevStats)>, String> {
-    let v: Value =
-        serde_json::from_str(text).map_err(|e| format!("tc -j output is not JSON: {e}"))?;
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("tc -j output is not JSON: {e}"))?;
     let arr = v.as_array().ok_or("tc -j output is not an array")?;
     let mut out: Vec<(String, DevStats)> = Vec::new();
     let u = |q: &Value, k: &str| q.get(k).and_then(|x| x.as_u64()).unwrap_or(0);
     for q in arr {
-        let dev = q
-            .get("dev")
-            .and_then(|d| d.as_str())
-            .unwrap_or("")
-            .to_string();
-        let kind = q
-            .get("kind")
-            .and_then(|d| d.as_str())
-            .unwrap_or("")
-            .to_string();
+        let dev = q.get("dev").and_then(|d| d.as_str()).unwrap_or("").to_string();
+        let kind = q.get("kind").and_then(|d| d.as_str()).unwrap_or("").to_string();
         let root = q.get("root").and_then(|r| r.as_bool()).unwrap_or(false);
         let handle = q.get("handle").and_then(|r| r.as_str()).unwrap_or("");
         if root {
@@ -70,10 +61,8 @@ pub enum Reader {
 
 impl Reader {
     pub fn open(ns: &str, devs: &[String]) -> Reader {
-        let idx: Result<Vec<(String, i32)>, _> = devs
-            .iter()
-            .map(|d| bloatlab_host::qdisc_stats::ifindex_in(ns, d).map(|i| (d.clone(), i)))
-            .collect();
+        let idx: Result<Vec<(String, i32)>, _> =
+            devs.iter().map(|d| bloatlab_host::qdisc_stats::ifindex_in(ns, d).map(|i| (d.clone(), i))).collect();
         match (bloatlab_host::qdisc_stats::QdiscSock::open_in(ns), idx) {
             (Ok(mut sock), Ok(idx)) => {
                 if sock.dump().is_ok() {
@@ -96,9 +85,7 @@ impl Reader {
                 let qs = sock.dump().ok()?;
                 let mut out = Vec::new();
                 for (dev, i) in idx.iter() {
-                    let Some(root) = qs.iter().find(|q| q.ifindex == *i && q.is_root()) else {
-                        continue;
-                    };
+                    let Some(root) = qs.iter().find(|q| q.ifindex == *i && q.is_root()) else { continue };
                     let leaf = qs.iter().find(|q| q.ifindex == *i && q.handle == 0x0010_0000 /* "10:" (tc handles are hex) */);
                     out.push((
                         dev.clone(),

@@ -47,14 +47,7 @@ mod tests {
         // `echo -n ns1 x`: the words as `ip -n ns1 ...` would get them
         assert_eq!(run(Some("ns1"), &["echo", "x"]).unwrap(), "ns1 x");
         assert_eq!(run(None, &["sh", "-c", "echo hi"]).unwrap(), "hi\n");
-        let e = run_all(
-            None,
-            &[
-                vec!["sh".into(), "-c".into(), "exit 0".into()],
-                vec!["sh".into(), "-c".into(), "echo bad >&2; exit 2".into()],
-            ],
-        )
-        .unwrap_err();
+        let e = run_all(None, &[vec!["sh".into(), "-c".into(), "exit 0".into()], vec!["sh".into(), "-c".into(), "echo bad >&2; exit 2".into()]]).unwrap_err();
         assert!(e.contains("bad"), "{e}");
     }
 }

@@ -44,70 +44,22 @@ impl Egress {
         let dev = self.device.as_str();
         let r = self.rate.tc();
         let burst = self.rate.shaper_burst_bytes().to_string();
-        let mut leaf = argv(&[
-            "tc",
-            "qdisc",
-            "replace",
-            "dev",
-            dev,
-            "parent",
-            "1:1",
-            "handle",
-            LEAF_HANDLE,
-        ]);
+        let mut leaf = argv(&["tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", LEAF_HANDLE]);
         leaf.extend(self.leaf.iter().cloned());
         match self.limiter {
             Limiter::Cake { overhead, mpu } => vec![argv(&[
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                dev,
-                "root",
-                "cake",
-                "bandwidth",
-                &r,
-                "overhead",
-                &overhead.to_string(),
-                "mpu",
-                &mpu.to_string(),
+                "tc", "qdisc", "replace", "dev", dev, "root", "cake", "bandwidth", &r, "overhead", &overhead.to_string(), "mpu", &mpu.to_string(),
             ])],
             Limiter::Htb => {
                 let quantum = self.rate.htb_quantum_bytes().to_string();
                 vec![
-                    argv(&[
-                        "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb",
-                        "default", "1",
-                    ]),
-                    argv(&[
-                        "tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1",
-                        "htb", "rate", &r, "ceil", &r, "burst", &burst, "cburst", &burst,
-                        "quantum", &quantum,
-                    ]),
+                    argv(&["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"]),
+                    argv(&["tc", "class", "replace", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &r, "ceil", &r, "burst", &burst, "cburst", &burst, "quantum", &quantum]),
                     leaf,
                 ]
             }
             // the bucket's own queue is unbounded in effect (`limit`): the leaf is the queue
-            Limiter::Tbf => vec![
-                argv(&[
-                    "tc",
-                    "qdisc",
-                    "replace",
-                    "dev",
-                    dev,
-                    "root",
-                    "handle",
-                    "1:",
-                    "tbf",
-                    "rate",
-                    &r,
-                    "burst",
-                    &burst,
-                    "limit",
-                    "100000000",
-                ]),
-                leaf,
-            ],
+            Limiter::Tbf => vec![argv(&["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "tbf", "rate", &r, "burst", &burst, "limit", "100000000"]), leaf],
         }
     }
 
@@ -130,10 +82,7 @@ pub struct IngressRedirect {
 impl IngressRedirect {
     /// `device`'s ingress to the IFB named after it ([`ifb_name`]).
     pub fn of(device: &str) -> IngressRedirect {
-        IngressRedirect {
-            device: device.into(),
-            ifb: ifb_name(device),
-        }
+        IngressRedirect { device: device.into(), ifb: ifb_name(device) }
     }
 
     pub fn install(&self) -> Vec<Vec<String>> {
@@ -141,22 +90,13 @@ impl IngressRedirect {
         vec![
             argv(&["ip", "link", "add", "name", ifb, "type", "ifb"]),
             argv(&["ip", "link", "set", "dev", ifb, "up"]),
-            argv(&[
-                "tc", "qdisc", "add", "dev", dev, "handle", "ffff:", "ingress",
-            ]),
-            argv(&[
-                "tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio",
-                "10", "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect",
-                "dev", ifb,
-            ]),
+            argv(&["tc", "qdisc", "add", "dev", dev, "handle", "ffff:", "ingress"]),
+            argv(&["tc", "filter", "add", "dev", dev, "parent", "ffff:", "protocol", "all", "prio", "10", "u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb]),
         ]
     }
 
     pub fn remove(&self) -> Vec<Vec<String>> {
-        vec![
-            argv(&["tc", "qdisc", "del", "dev", &self.device, "ingress"]),
-            argv(&["ip", "link", "del", "dev", &self.ifb]),
-        ]
+        vec![argv(&["tc", "qdisc", "del", "dev", &self.device, "ingress"]), argv(&["ip", "link", "del", "dev", &self.ifb])]
     }
 }
 
@@ -182,12 +122,7 @@ mod tests {
 
     #[test]
     fn htb_tbf_and_cake_with_burst_and_quantum_sized_to_the_rate() {
-        let e = Egress {
-            device: "wan".into(),
-            rate: Rate::mbit(4.5),
-            limiter: Limiter::Htb,
-            leaf: argv(&["pfifo", "limit", "1000"]),
-        };
+        let e = Egress { device: "wan".into(), rate: Rate::mbit(4.5), limiter: Limiter::Htb, leaf: argv(&["pfifo", "limit", "1000"]) };
         assert_eq!(
             words(e.install()),
             [
@@ -196,37 +131,17 @@ mod tests {
                 "tc qdisc replace dev wan parent 1:1 handle 10: pfifo limit 1000",
             ]
         );
-        let t = Egress {
-            limiter: Limiter::Tbf,
-            leaf: argv(&["fq_codel"]),
-            ..e.clone()
-        };
+        let t = Egress { limiter: Limiter::Tbf, leaf: argv(&["fq_codel"]), ..e.clone() };
         assert_eq!(
             words(t.install()),
             ["tc qdisc replace dev wan root handle 1: tbf rate 4500000bit burst 3028 limit 100000000", "tc qdisc replace dev wan parent 1:1 handle 10: fq_codel"]
         );
-        let c = Egress {
-            limiter: Limiter::Cake {
-                overhead: 18,
-                mpu: 64,
-            },
-            ..e.clone()
-        };
-        assert_eq!(
-            words(c.install()),
-            ["tc qdisc replace dev wan root cake bandwidth 4500000bit overhead 18 mpu 64"]
-        );
+        let c = Egress { limiter: Limiter::Cake { overhead: 18, mpu: 64 }, ..e.clone() };
+        assert_eq!(words(c.install()), ["tc qdisc replace dev wan root cake bandwidth 4500000bit overhead 18 mpu 64"]);
         assert_eq!(words(e.remove()), ["tc qdisc del dev wan root"]);
         // a gigabit shaper's burst is not a fixed 5 KB (which held one to 65-70% of its rate)
-        let g = Egress {
-            rate: Rate::mbit(1000.0),
-            ..e
-        };
-        assert!(
-            g.install()[1].join(" ").contains("burst 125000"),
-            "{:?}",
-            g.install()[1]
-        );
+        let g = Egress { rate: Rate::mbit(1000.0), ..e };
+        assert!(g.install()[1].join(" ").contains("burst 125000"), "{:?}", g.install()[1]);
     }
 
     #[test]
@@ -241,10 +156,7 @@ mod tests {
                 "tc filter add dev eth1 parent ffff: protocol all prio 10 u32 match u32 0 0 action mirred egress redirect dev ifb4eth1",
             ]
         );
-        assert_eq!(
-            words(r.remove()),
-            ["tc qdisc del dev eth1 ingress", "ip link del dev ifb4eth1"]
-        );
+        assert_eq!(words(r.remove()), ["tc qdisc del dev eth1 ingress", "ip link del dev ifb4eth1"]);
         assert_eq!(ifb_name("enp0s31f6.100"), "ifb4enp0s31f6.1");
     }
 }

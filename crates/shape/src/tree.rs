@@ -28,16 +28,7 @@ pub fn qdiscs(netns: Option<&str>, iface: &str) -> Result<Vec<Qdisc>, String> {
 
 /// The kernel's own root qdiscs: what an interface has until someone
 /// installs a qdisc (handle 0:).
-const DEFAULT_ROOTS: &[&str] = &[
-    "noqueue",
-    "pfifo_fast",
-    "mq",
-    "fq_codel",
-    "fq",
-    "pfifo",
-    "cake",
-    "sfq",
-];
+const DEFAULT_ROOTS: &[&str] = &["noqueue", "pfifo_fast", "mq", "fq_codel", "fq", "pfifo", "cake", "sfq"];
 
 /// Ok when `iface`'s queues are the kernel's own: a default root qdisc
 /// (and its per-queue children under `mq`), no ingress qdisc. Otherwise
@@ -67,17 +58,8 @@ pub fn same_as_before(before: &[Qdisc], now: &[Qdisc]) -> Result<(), String> {
     if before == now {
         Ok(())
     } else {
-        let show = |v: &[Qdisc]| {
-            v.iter()
-                .map(|q| format!("{} {}", q.kind, q.handle))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        Err(format!(
-            "the queues read [{}] where they read [{}] before",
-            show(now),
-            show(before)
-        ))
+        let show = |v: &[Qdisc]| v.iter().map(|q| format!("{} {}", q.kind, q.handle)).collect::<Vec<_>>().join(", ");
+        Err(format!("the queues read [{}] where they read [{}] before", show(now), show(before)))
     }
 }
 
@@ -87,40 +69,23 @@ mod tests {
 
     #[test]
     fn only_the_kernels_own_queues_are_replaced() {
-        let veth = parse_qdiscs(
-            r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}]"#,
-        )
-        .unwrap();
+        let veth = parse_qdiscs(r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}]"#).unwrap();
         check_untouched("eth1", &veth).unwrap();
         let mq = parse_qdiscs(r#"[{"kind":"mq","handle":"0:","root":true},{"kind":"fq_codel","handle":"0:","parent":":1"}]"#).unwrap();
         check_untouched("eth1", &mq).unwrap();
         let shaped = parse_qdiscs(r#"[{"kind":"htb","handle":"1:","root":true,"options":{}},{"kind":"ingress","handle":"ffff:","parent":"ffff:fff1"}]"#).unwrap();
         let e = check_untouched("eth1", &shaped).unwrap_err();
-        assert!(
-            e.contains("eth1 already has a htb qdisc (handle 1:)") && e.contains("--dry-run"),
-            "{e}"
-        );
+        assert!(e.contains("eth1 already has a htb qdisc (handle 1:)") && e.contains("--dry-run"), "{e}");
         let ingress = parse_qdiscs(r#"[{"kind":"noqueue","handle":"0:","root":true},{"kind":"ingress","handle":"ffff:","parent":"ffff:fff1"}]"#).unwrap();
-        assert!(check_untouched("eth1", &ingress)
-            .unwrap_err()
-            .contains("an ingress qdisc"));
-        assert!(parse_qdiscs("not json")
-            .unwrap_err()
-            .contains("tc -j qdisc show"));
+        assert!(check_untouched("eth1", &ingress).unwrap_err().contains("an ingress qdisc"));
+        assert!(parse_qdiscs("not json").unwrap_err().contains("tc -j qdisc show"));
     }
 
     #[test]
     fn what_differs_is_named() {
         let before = parse_qdiscs(r#"[{"kind":"noqueue","handle":"0:","root":true}]"#).unwrap();
         same_as_before(&before, &before).unwrap();
-        let e = same_as_before(
-            &before,
-            &parse_qdiscs(r#"[{"kind":"htb","handle":"1:","root":true}]"#).unwrap(),
-        )
-        .unwrap_err();
-        assert_eq!(
-            e,
-            "the queues read [htb 1:] where they read [noqueue 0:] before"
-        );
+        let e = same_as_before(&before, &parse_qdiscs(r#"[{"kind":"htb","handle":"1:","root":true}]"#).unwrap()).unwrap_err();
+        assert_eq!(e, "the queues read [htb 1:] where they read [noqueue 0:] before");
     }
 }

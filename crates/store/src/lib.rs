@@ -49,9 +49,7 @@ pub enum StoreError {
     ReadOnly(String),
     #[error("the disk holding the database is full: {0}")]
     Full(String),
-    #[error(
-        "{0} was written by a newer bloatlab (schema {1}; this one knows up to {2}): not changed"
-    )]
+    #[error("{0} was written by a newer bloatlab (schema {1}; this one knows up to {2}): not changed")]
     Newer(String, i64, i64),
     #[error("the database server cannot be reached: {0}")]
     Unreachable(String),

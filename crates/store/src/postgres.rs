@@ -49,13 +49,9 @@ fn error(shown: &str, e: postgres::Error) -> StoreError {
         let code = db.code();
         return if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
             StoreError::ReadOnly(msg)
-        } else if *code == SqlState::DISK_FULL
-            || *code == SqlState::INSUFFICIENT_RESOURCES
-            || *code == SqlState::OUT_OF_MEMORY
-        {
+        } else if *code == SqlState::DISK_FULL || *code == SqlState::INSUFFICIENT_RESOURCES || *code == SqlState::OUT_OF_MEMORY {
             StoreError::Full(msg)
-        } else if *code == SqlState::LOCK_NOT_AVAILABLE || *code == SqlState::T_R_DEADLOCK_DETECTED
-        {
+        } else if *code == SqlState::LOCK_NOT_AVAILABLE || *code == SqlState::T_R_DEADLOCK_DETECTED {
             StoreError::Locked(STATEMENT_TIMEOUT.as_secs())
         } else {
             StoreError::Other(msg)
@@ -83,9 +79,8 @@ fn tls_config(ca_file: Option<&str>) -> Result<rustls::ClientConfig, String> {
     if let Some(f) = ca_file {
         use rustls::pki_types::{pem::PemObject, CertificateDer};
         let pem = std::fs::read(f).map_err(|e| format!("sslrootcert={f}: {e}"))?;
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
-            .collect::<Result<_, _>>()
-            .map_err(|e| format!("sslrootcert={f}: not PEM certificates ({e})"))?;
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(&pem).collect::<Result<_, _>>().map_err(|e| format!("sslrootcert={f}: not PEM certificates ({e})"))?;
         if certs.is_empty() {
             return Err(format!("sslrootcert={f}: no CERTIFICATE block in the file"));
         }
@@ -113,13 +108,8 @@ impl Postgres {
                 _ => rest.push(kv),
             }
         }
-        let url = if rest.is_empty() {
-            base.to_string()
-        } else {
-            format!("{base}?{}", rest.join("&"))
-        };
-        let mut config =
-            Config::from_str(&url).map_err(|e| StoreError::Other(format!("{shown}: {e}")))?;
+        let url = if rest.is_empty() { base.to_string() } else { format!("{base}?{}", rest.join("&")) };
+        let mut config = Config::from_str(&url).map_err(|e| StoreError::Other(format!("{shown}: {e}")))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -130,17 +120,9 @@ impl Postgres {
         }
         let tls = match config.get_ssl_mode() {
             postgres::config::SslMode::Disable => None,
-            _ => Some(tokio_postgres_rustls::MakeRustlsConnect::new(
-                tls_config(ca.as_deref())
-                    .map_err(|e| StoreError::Other(format!("{shown}: {e}")))?,
-            )),
+            _ => Some(tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(ca.as_deref()).map_err(|e| StoreError::Other(format!("{shown}: {e}")))?)),
         };
-        Ok(Postgres {
-            config,
-            tls,
-            shown: shown.to_string(),
-            client: None,
-        })
+        Ok(Postgres { config, tls, shown: shown.to_string(), client: None })
     }
 
     /// Open the database to write: connected, its tables created or
@@ -156,21 +138,13 @@ impl Postgres {
         let mut p = Postgres::new(url, shown)?;
         let v = p.version()?;
         if v > SCHEMA_VERSION {
-            return Err(StoreError::Newer(
-                p.shown.clone(),
-                v as i64,
-                SCHEMA_VERSION as i64,
-            ));
+            return Err(StoreError::Newer(p.shown.clone(), v as i64, SCHEMA_VERSION as i64));
         }
         if v < SCHEMA_VERSION {
             return Err(StoreError::Other(format!(
                 "{}: {}; `bloatlab monitor --db` on it creates or migrates the tables",
                 p.shown,
-                if v == 0 {
-                    "no bloatlab tables".to_string()
-                } else {
-                    format!("schema {v}, older than this bloatlab's {SCHEMA_VERSION}")
-                }
+                if v == 0 { "no bloatlab tables".to_string() } else { format!("schema {v}, older than this bloatlab's {SCHEMA_VERSION}") }
             )));
         }
         Ok(p)
@@ -187,11 +161,7 @@ impl Postgres {
                 None => self.config.connect(postgres::NoTls),
             };
             let mut c = c.map_err(|e| error(&self.shown, e))?;
-            c.batch_execute(&format!(
-                "SET statement_timeout = {}",
-                STATEMENT_TIMEOUT.as_millis()
-            ))
-            .map_err(|e| error(&self.shown, e))?;
+            c.batch_execute(&format!("SET statement_timeout = {}", STATEMENT_TIMEOUT.as_millis())).map_err(|e| error(&self.shown, e))?;
             self.client = Some(c);
         }
         Ok(self.client.as_mut().unwrap())
@@ -199,17 +169,13 @@ impl Postgres {
 
     /// Run `f` on the connection; a connection lost on the way is dropped
     /// (the next call opens another).
-    fn with<T>(
-        &mut self,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>,
-    ) -> Result<T, StoreError> {
+    fn with<T>(&mut self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, StoreError> {
         let shown = self.shown.clone();
         let c = self.client()?;
         match f(c) {
             Ok(v) => Ok(v),
             Err(e) => {
-                if e.as_db_error().is_none() || self.client.as_ref().is_some_and(|c| c.is_closed())
-                {
+                if e.as_db_error().is_none() || self.client.as_ref().is_some_and(|c| c.is_closed()) {
                     self.client = None;
                 }
                 Err(error(&shown, e))
@@ -220,15 +186,11 @@ impl Postgres {
     /// The schema version in the database (0: no bloatlab tables yet).
     fn version(&mut self) -> Result<i32, StoreError> {
         self.with(|c| {
-            let exists: bool = c
-                .query_one("SELECT to_regclass('bloatlab_schema') IS NOT NULL", &[])?
-                .get(0);
+            let exists: bool = c.query_one("SELECT to_regclass('bloatlab_schema') IS NOT NULL", &[])?.get(0);
             if !exists {
                 return Ok(0);
             }
-            Ok(c.query_opt("SELECT version FROM bloatlab_schema", &[])?
-                .map(|r| r.get(0))
-                .unwrap_or(0))
+            Ok(c.query_opt("SELECT version FROM bloatlab_schema", &[])?.map(|r| r.get(0)).unwrap_or(0))
         })
     }
 
@@ -277,11 +239,7 @@ fn ns(v: u64) -> i64 {
 }
 
 impl postgres::types::ToSql for Value {
-    fn to_sql(
-        &self,
-        ty: &postgres::types::Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+    fn to_sql(&self, ty: &postgres::types::Type, out: &mut bytes::BytesMut) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
         match self {
             Value::Text(v) => v.to_sql(ty, out),
             Value::Int(v) => v.to_sql(ty, out),
@@ -291,10 +249,7 @@ impl postgres::types::ToSql for Value {
     }
 
     fn accepts(ty: &postgres::types::Type) -> bool {
-        <String as postgres::types::ToSql>::accepts(ty)
-            || <i64 as postgres::types::ToSql>::accepts(ty)
-            || <bool as postgres::types::ToSql>::accepts(ty)
-            || <f64 as postgres::types::ToSql>::accepts(ty)
+        <String as postgres::types::ToSql>::accepts(ty) || <i64 as postgres::types::ToSql>::accepts(ty) || <bool as postgres::types::ToSql>::accepts(ty) || <f64 as postgres::types::ToSql>::accepts(ty)
     }
 
     postgres::types::to_sql_checked!();
@@ -314,28 +269,19 @@ impl Store for Postgres {
     fn put(&mut self, run: &Run) -> Result<i64, StoreError> {
         let mut row = RunRow::of(run);
         let doc = match &run.outcome {
-            Outcome::Measured(r) => Some(
-                serde_json::to_string(r)
-                    .map_err(|e| StoreError::Other(format!("the result: {e}")))?,
-            ),
+            Outcome::Measured(r) => Some(serde_json::to_string(r).map_err(|e| StoreError::Other(format!("the result: {e}")))?),
             Outcome::Failed(_) => None,
         };
         // NUL cannot be stored in PostgreSQL text
         for t in [&mut row.monitor_id, &mut row.target] {
             *t = text(t);
         }
-        for t in [&mut row.failure, &mut row.incomplete_reason, &mut row.grade]
-            .into_iter()
-            .flatten()
-        {
+        for t in [&mut row.failure, &mut row.incomplete_reason, &mut row.grade].into_iter().flatten() {
             *t = text(t);
         }
         let values = schema::values(&row, doc);
         self.with(|c| {
-            let params: Vec<&(dyn postgres::types::ToSql + Sync)> = values
-                .iter()
-                .map(|v| v as &(dyn postgres::types::ToSql + Sync))
-                .collect();
+            let params: Vec<&(dyn postgres::types::ToSql + Sync)> = values.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)).collect();
             Ok(c.query_one(&schema::insert(D), &params)?.get(0))
         })
     }
@@ -347,44 +293,21 @@ impl Store for Postgres {
         let types = schema::read_types();
         self.with(|c| {
             let rows = c.query(&schema::select(D), &[&target, &since, &until])?;
-            Ok(rows
-                .iter()
-                .map(|r| {
-                    schema::from_values(
-                        types
-                            .iter()
-                            .enumerate()
-                            .map(|(i, t)| read(r, i, *t))
-                            .collect(),
-                    )
-                })
-                .collect())
+            Ok(rows.iter().map(|r| schema::from_values(types.iter().enumerate().map(|(i, t)| read(r, i, *t)).collect())).collect())
         })
     }
 
     fn result(&mut self, id: i64) -> Result<Option<TestResult>, StoreError> {
-        let doc: Option<Option<String>> = self.with(|c| {
-            Ok(
-                c.query_opt("SELECT result FROM bloatlab_runs WHERE id = $1", &[&id])?
-                    .map(|r| r.get(0)),
-            )
-        })?;
+        let doc: Option<Option<String>> = self.with(|c| Ok(c.query_opt("SELECT result FROM bloatlab_runs WHERE id = $1", &[&id])?.map(|r| r.get(0))))?;
         match doc.flatten() {
             None => Ok(None),
-            Some(d) => serde_json::from_str(&d)
-                .map(Some)
-                .map_err(|e| StoreError::Other(format!("{}: run {id}: {e}", self.shown))),
+            Some(d) => serde_json::from_str(&d).map(Some).map_err(|e| StoreError::Other(format!("{}: run {id}: {e}", self.shown))),
         }
     }
 
     fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError> {
         let before = ns(before_unix_ns);
-        self.with(|c| {
-            Ok(c.execute(
-                "DELETE FROM bloatlab_runs WHERE started_unix_ns < $1",
-                &[&before],
-            )? as usize)
-        })
+        self.with(|c| Ok(c.execute("DELETE FROM bloatlab_runs WHERE started_unix_ns < $1", &[&before])? as usize))
     }
 
     fn bytes_since(&mut self, unix_ns: u64) -> Result<u64, StoreError> {
@@ -401,39 +324,16 @@ mod tests {
 
     #[test]
     fn a_url_is_checked_before_any_connection_and_its_password_stays_hidden() {
-        let e = Postgres::new(
-            "postgres://u:pw@h/db?nonsense=1",
-            "postgres://u:***@h/db?nonsense=1",
-        )
-        .err()
-        .unwrap();
-        assert!(
-            e.to_string().contains("***") && !e.to_string().contains("pw@"),
-            "{e}"
-        );
-        let e = Postgres::new(
-            "postgres://h/db?sslmode=require&sslrootcert=/nonexistent.pem",
-            "x",
-        )
-        .err()
-        .unwrap();
-        assert!(
-            e.to_string().contains("sslrootcert=/nonexistent.pem"),
-            "{e}"
-        );
+        let e = Postgres::new("postgres://u:pw@h/db?nonsense=1", "postgres://u:***@h/db?nonsense=1").err().unwrap();
+        assert!(e.to_string().contains("***") && !e.to_string().contains("pw@"), "{e}");
+        let e = Postgres::new("postgres://h/db?sslmode=require&sslrootcert=/nonexistent.pem", "x").err().unwrap();
+        assert!(e.to_string().contains("sslrootcert=/nonexistent.pem"), "{e}");
         let p = Postgres::new("postgres://h/db?sslmode=disable", "x").unwrap();
         assert!(p.tls.is_none());
         assert_eq!(p.config.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
         // nothing listens on port 1: unreachable, said with the address
-        let mut p = Postgres::new(
-            "postgres://u@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
-            "pg@127.0.0.1:1",
-        )
-        .unwrap();
+        let mut p = Postgres::new("postgres://u@127.0.0.1:1/db?sslmode=disable&connect_timeout=2", "pg@127.0.0.1:1").unwrap();
         let e = p.bytes_since(0).unwrap_err();
-        assert!(
-            matches!(e, StoreError::Unreachable(_)) && e.to_string().contains("pg@127.0.0.1:1"),
-            "{e}"
-        );
+        assert!(matches!(e, StoreError::Unreachable(_)) && e.to_string().contains("pg@127.0.0.1:1"), "{e}");
     }
 }

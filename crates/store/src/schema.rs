@@ -105,24 +105,9 @@ pub struct Index {
 }
 
 pub const INDEXES: &[Index] = &[
-    Index {
-        name: "by_time",
-        unique: false,
-        columns: "started_unix_ns",
-        since: 1,
-    },
-    Index {
-        name: "by_target",
-        unique: false,
-        columns: "target, started_unix_ns",
-        since: 1,
-    },
-    Index {
-        name: "once",
-        unique: true,
-        columns: "monitor_id, target, started_unix_ns",
-        since: 4,
-    },
+    Index { name: "by_time", unique: false, columns: "started_unix_ns", since: 1 },
+    Index { name: "by_target", unique: false, columns: "target, started_unix_ns", since: 1 },
+    Index { name: "once", unique: true, columns: "monitor_id, target, started_unix_ns", since: 4 },
 ];
 
 /// The columns a run is written with (all but `id`), in order.
@@ -137,25 +122,13 @@ fn read() -> impl Iterator<Item = &'static Column> {
 
 /// `CREATE TABLE IF NOT EXISTS` with every column.
 pub fn create_table(d: Dialect) -> String {
-    let cols: Vec<String> = COLUMNS
-        .iter()
-        .map(|c| format!("{} {}", c.name, d.sql_type(c.ty)))
-        .collect();
-    format!(
-        "CREATE TABLE IF NOT EXISTS {} ({})",
-        d.table(),
-        cols.join(", ")
-    )
+    let cols: Vec<String> = COLUMNS.iter().map(|c| format!("{} {}", c.name, d.sql_type(c.ty))).collect();
+    format!("CREATE TABLE IF NOT EXISTS {} ({})", d.table(), cols.join(", "))
 }
 
 /// The statement that adds `c` to a table made before it.
 pub fn add_column(d: Dialect, c: &Column) -> String {
-    format!(
-        "ALTER TABLE {} ADD COLUMN {} {}",
-        d.table(),
-        c.name,
-        d.sql_type(c.ty)
-    )
+    format!("ALTER TABLE {} ADD COLUMN {} {}", d.table(), c.name, d.sql_type(c.ty))
 }
 
 /// `CREATE [UNIQUE] INDEX IF NOT EXISTS` for `i`.
@@ -182,10 +155,7 @@ pub fn fold_duplicates(d: Dialect) -> String {
 pub fn migration(d: Dialect, version: i64, existing: &[String]) -> Vec<String> {
     let mut out = vec![create_table(d)];
     if !existing.is_empty() {
-        for c in COLUMNS
-            .iter()
-            .filter(|c| !existing.iter().any(|e| e.eq_ignore_ascii_case(c.name)))
-        {
+        for c in COLUMNS.iter().filter(|c| !existing.iter().any(|e| e.eq_ignore_ascii_case(c.name))) {
             out.push(add_column(d, c));
         }
         if version < SCHEMA_VERSION {
@@ -318,11 +288,7 @@ mod tests {
         };
         let mut v = values(&row, Some("{}".into()));
         assert_eq!(v.len(), COLUMNS.len() - 1);
-        assert_eq!(
-            v.pop(),
-            Some(Value::Text(Some("{}".into()))),
-            "the document is written last"
-        );
+        assert_eq!(v.pop(), Some(Value::Text(Some("{}".into()))), "the document is written last");
         // read back: the id first, no document
         let mut read = vec![Value::Int(9)];
         read.extend(v);
@@ -338,37 +304,14 @@ mod tests {
             assert_eq!(insert(d).matches('$').count(), COLUMNS.len() - 1);
             assert!(select(d).contains(&format!("FROM {t} WHERE")));
             // a table of schema 1 gets the columns added since, and the run-once index
-            let v1: Vec<String> = COLUMNS
-                .iter()
-                .filter(|c| c.since == 1)
-                .map(|c| c.name.to_string())
-                .collect();
+            let v1: Vec<String> = COLUMNS.iter().filter(|c| c.since == 1).map(|c| c.name.to_string()).collect();
             let m = migration(d, 1, &v1);
-            assert!(
-                m.contains(&add_column(d, &COLUMNS[14]))
-                    && m.contains(&add_column(d, &COLUMNS[15])),
-                "{m:?}"
-            );
-            assert!(
-                m.iter()
-                    .any(|s| s.contains(&format!("UNIQUE INDEX IF NOT EXISTS {t}_once"))),
-                "{m:?}"
-            );
+            assert!(m.contains(&add_column(d, &COLUMNS[14])) && m.contains(&add_column(d, &COLUMNS[15])), "{m:?}");
+            assert!(m.iter().any(|s| s.contains(&format!("UNIQUE INDEX IF NOT EXISTS {t}_once"))), "{m:?}");
             // a new database: one CREATE TABLE and the indexes
             assert_eq!(migration(d, 0, &[]).len(), 1 + INDEXES.len());
         }
-        assert_eq!(
-            COLUMNS
-                .iter()
-                .map(|c| c.since)
-                .chain(INDEXES.iter().map(|i| i.since))
-                .max(),
-            Some(SCHEMA_VERSION)
-        );
-        assert_eq!(
-            INDEXES.iter().map(|i| i.since).max(),
-            Some(SCHEMA_VERSION),
-            "the last version is the run-once index"
-        );
+        assert_eq!(COLUMNS.iter().map(|c| c.since).chain(INDEXES.iter().map(|i| i.since)).max(), Some(SCHEMA_VERSION));
+        assert_eq!(INDEXES.iter().map(|i| i.since).max(), Some(SCHEMA_VERSION), "the last version is the run-once index");
     }
 }

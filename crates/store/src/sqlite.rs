@@ -22,9 +22,7 @@ pub struct Sqlite {
 fn error(path: &Path, e: rusqlite::Error) -> StoreError {
     let msg = format!("{}: {e}", path.display());
     match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
-            StoreError::Locked(BUSY_TIMEOUT.as_secs())
-        }
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => StoreError::Locked(BUSY_TIMEOUT.as_secs()),
         Some(ErrorCode::ReadOnly) => StoreError::ReadOnly(msg),
         Some(ErrorCode::DiskFull) => StoreError::Full(msg),
         _ => StoreError::Other(msg),
@@ -36,10 +34,7 @@ impl Sqlite {
     /// this build's schema.
     pub fn open(path: &Path) -> Result<Sqlite, StoreError> {
         let conn = Connection::open(path).map_err(|e| error(path, e))?;
-        let mut s = Sqlite {
-            conn,
-            path: path.to_path_buf(),
-        };
+        let mut s = Sqlite { conn, path: path.to_path_buf() };
         s.setup(true)?;
         Ok(s)
     }
@@ -47,20 +42,10 @@ impl Sqlite {
     /// Open an existing database to read (while a monitor writes it).
     pub fn open_read(path: &Path) -> Result<Sqlite, StoreError> {
         if !path.exists() {
-            return Err(StoreError::Other(format!(
-                "{}: no such database",
-                path.display()
-            )));
+            return Err(StoreError::Other(format!("{}: no such database", path.display())));
         }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(|e| error(path, e))?;
-        let mut s = Sqlite {
-            conn,
-            path: path.to_path_buf(),
-        };
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(|e| error(path, e))?;
+        let mut s = Sqlite { conn, path: path.to_path_buf() };
         s.setup(false)?;
         Ok(s)
     }
@@ -69,16 +54,9 @@ impl Sqlite {
         let p = self.path.clone();
         let e = |e| error(&p, e);
         self.conn.busy_timeout(BUSY_TIMEOUT).map_err(e)?;
-        let version: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(e)?;
+        let version: i64 = self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
         if version > SCHEMA_VERSION {
-            return Err(StoreError::Newer(
-                p.display().to_string(),
-                version,
-                SCHEMA_VERSION,
-            ));
+            return Err(StoreError::Newer(p.display().to_string(), version, SCHEMA_VERSION));
         }
         if !write {
             if version < SCHEMA_VERSION {
@@ -90,38 +68,24 @@ impl Sqlite {
             return Ok(());
         }
         // WAL: readers (bloatlab history) never block the monitor's writes
-        let mode: String = self
-            .conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(e)?;
+        let mode: String = self.conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(e)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Other(format!(
-                "{}: the database cannot use WAL (journal mode {mode})",
-                p.display()
-            )));
+            return Err(StoreError::Other(format!("{}: the database cannot use WAL (journal mode {mode})", p.display())));
         }
-        self.conn
-            .pragma_update(None, "synchronous", "NORMAL")
-            .map_err(e)?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(e)?;
         if version == SCHEMA_VERSION {
             return Ok(());
         }
         let tx = self.conn.transaction().map_err(e)?;
         let existing: Vec<String> = {
-            let mut st = tx
-                .prepare(&format!(
-                    "SELECT name FROM pragma_table_info('{}')",
-                    D.table()
-                ))
-                .map_err(e)?;
+            let mut st = tx.prepare(&format!("SELECT name FROM pragma_table_info('{}')", D.table())).map_err(e)?;
             let names = st.query_map([], |r| r.get::<_, String>(0)).map_err(e)?;
             names.collect::<Result<_, _>>().map_err(e)?
         };
         for m in schema::migration(D, version, &existing) {
             tx.execute_batch(&m).map_err(e)?;
         }
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(e)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(e)?;
         tx.commit().map_err(e)
     }
 
@@ -158,10 +122,7 @@ impl Store for Sqlite {
     fn put(&mut self, run: &Run) -> Result<i64, StoreError> {
         let row = RunRow::of(run);
         let doc = match &run.outcome {
-            Outcome::Measured(r) => Some(
-                serde_json::to_string(r)
-                    .map_err(|e| StoreError::Other(format!("the result: {e}")))?,
-            ),
+            Outcome::Measured(r) => Some(serde_json::to_string(r).map_err(|e| StoreError::Other(format!("the result: {e}")))?),
             Outcome::Failed(_) => None,
         };
         let values = schema::values(&row, doc);
@@ -172,12 +133,7 @@ impl Store for Sqlite {
         let e = |e| error(&self.path, e);
         let mut st = self.conn.prepare_cached(&schema::insert(D)).map_err(e)?;
         let mut rows = st.query(params.as_slice()).map_err(e)?;
-        let id = rows
-            .next()
-            .map_err(e)?
-            .ok_or_else(|| StoreError::Other("the insert returned no id".into()))?
-            .get(0)
-            .map_err(e)?;
+        let id = rows.next().map_err(e)?.ok_or_else(|| StoreError::Other("the insert returned no id".into()))?.get(0).map_err(e)?;
         while rows.next().map_err(e)?.is_some() {}
         Ok(id)
     }
@@ -186,18 +142,11 @@ impl Store for Sqlite {
         let e = |e| error(&self.path, e);
         let mut st = self.conn.prepare(&schema::select(D)).map_err(e)?;
         let since = q.since_unix_ns.unwrap_or(0).min(i64::MAX as u64) as i64;
-        let until = q
-            .until_unix_ns
-            .unwrap_or(i64::MAX as u64)
-            .min(i64::MAX as u64) as i64;
+        let until = q.until_unix_ns.unwrap_or(i64::MAX as u64).min(i64::MAX as u64) as i64;
         let types = schema::read_types();
         let rows = st
             .query_map(params![q.target, since, until], |r| {
-                let v = types
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| read(r, i, *t))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let v = types.iter().enumerate().map(|(i, t)| read(r, i, *t)).collect::<Result<Vec<_>, _>>()?;
                 Ok(schema::from_values(v))
             })
             .map_err(e)?;
@@ -205,37 +154,25 @@ impl Store for Sqlite {
     }
 
     fn result(&mut self, id: i64) -> Result<Option<TestResult>, StoreError> {
-        let doc: Option<Option<String>> = self
-            .conn
-            .query_row("SELECT result FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .optional()
-            .map_err(|e| error(&self.path, e))?;
+        let doc: Option<Option<String>> =
+            self.conn.query_row("SELECT result FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(|e| error(&self.path, e))?;
         match doc.flatten() {
             None => Ok(None),
-            Some(d) => serde_json::from_str(&d)
-                .map(Some)
-                .map_err(|e| StoreError::Other(format!("{}: run {id}: {e}", self.path.display()))),
+            Some(d) => serde_json::from_str(&d).map(Some).map_err(|e| StoreError::Other(format!("{}: run {id}: {e}", self.path.display()))),
         }
     }
 
     fn bytes_since(&mut self, unix_ns: u64) -> Result<u64, StoreError> {
         let n: i64 = self
             .conn
-            .query_row(
-                "SELECT COALESCE(SUM(bytes), 0) FROM runs WHERE started_unix_ns >= ?1",
-                [unix_ns.min(i64::MAX as u64) as i64],
-                |r| r.get(0),
-            )
+            .query_row("SELECT COALESCE(SUM(bytes), 0) FROM runs WHERE started_unix_ns >= ?1", [unix_ns.min(i64::MAX as u64) as i64], |r| r.get(0))
             .map_err(|e| error(&self.path, e))?;
         Ok(n.max(0) as u64)
     }
 
     fn prune(&mut self, before_unix_ns: u64) -> Result<usize, StoreError> {
         self.conn
-            .execute(
-                "DELETE FROM runs WHERE started_unix_ns < ?1",
-                [before_unix_ns.min(i64::MAX as u64) as i64],
-            )
+            .execute("DELETE FROM runs WHERE started_unix_ns < ?1", [before_unix_ns.min(i64::MAX as u64) as i64])
             .map_err(|e| error(&self.path, e))
     }
 }
@@ -257,12 +194,7 @@ mod tests {
     }
 
     fn run(target: &str, t: u64, outcome: Outcome) -> Run {
-        Run {
-            monitor_id: "m".into(),
-            target: target.into(),
-            started_unix_ns: t,
-            outcome,
-        }
+        Run { monitor_id: "m".into(), target: target.into(), started_unix_ns: t, outcome }
     }
 
     #[test]
@@ -270,39 +202,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.sqlite");
         let mut s = Sqlite::open(&path).unwrap();
-        let a = s
-            .put(&run("a:1", 10, Outcome::Measured(Box::new(result(42.5)))))
-            .unwrap();
-        s.put(&run(
-            "b:1",
-            20,
-            Outcome::Failed("connection refused".into()),
-        ))
-        .unwrap();
-        s.put(&run("a:1", 30, Outcome::Measured(Box::new(result(7.0)))))
-            .unwrap();
+        let a = s.put(&run("a:1", 10, Outcome::Measured(Box::new(result(42.5))))).unwrap();
+        s.put(&run("b:1", 20, Outcome::Failed("connection refused".into()))).unwrap();
+        s.put(&run("a:1", 30, Outcome::Measured(Box::new(result(7.0))))).unwrap();
         let all = s.rows(&Query::default()).unwrap();
         assert_eq!(all.len(), 3);
-        assert_eq!(
-            (all[0].added_ms, all[0].grade.as_deref()),
-            (Some(42.5), Some("B"))
-        );
+        assert_eq!((all[0].added_ms, all[0].grade.as_deref()), (Some(42.5), Some("B")));
         assert_eq!(all[1].failure.as_deref(), Some("connection refused"));
-        let a_only = s
-            .rows(&Query {
-                target: Some("a:1".into()),
-                since_unix_ns: Some(15),
-                ..Default::default()
-            })
-            .unwrap();
-        assert_eq!(
-            a_only.iter().map(|r| r.started_unix_ns).collect::<Vec<_>>(),
-            [30]
-        );
-        assert_eq!(
-            s.result(a).unwrap().unwrap().headline.max_added_latency_ms,
-            Some(42.5)
-        );
+        let a_only = s.rows(&Query { target: Some("a:1".into()), since_unix_ns: Some(15), ..Default::default() }).unwrap();
+        assert_eq!(a_only.iter().map(|r| r.started_unix_ns).collect::<Vec<_>>(), [30]);
+        assert_eq!(s.result(a).unwrap().unwrap().headline.max_added_latency_ms, Some(42.5));
         // a reader beside the writer (WAL)
         let mut r = Sqlite::open_read(&path).unwrap();
         assert_eq!(r.rows(&Query::default()).unwrap().len(), 3);
@@ -321,8 +230,7 @@ mod tests {
         let mut big = result(1.0);
         big.metadata.command = vec!["x".repeat(8192)];
         for i in 0..1500u64 {
-            s.put(&run("a:1", i, Outcome::Measured(Box::new(big.clone()))))
-                .unwrap();
+            s.put(&run("a:1", i, Outcome::Measured(Box::new(big.clone())))).unwrap();
         }
         let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
         let wal = size(&path.with_extension("sqlite-wal"));
@@ -348,14 +256,7 @@ mod tests {
                             // runs only arrive, whole: each with its document
                             assert!(rows.len() >= last, "{} after {last}", rows.len());
                             if let Some(x) = rows.last() {
-                                assert_eq!(
-                                    r.result(x.id)
-                                        .unwrap()
-                                        .unwrap()
-                                        .headline
-                                        .max_added_latency_ms,
-                                    x.added_ms
-                                );
+                                assert_eq!(r.result(x.id).unwrap().unwrap().headline.max_added_latency_ms, x.added_ms);
                             }
                             last = rows.len();
                             reads += 1;
@@ -365,12 +266,7 @@ mod tests {
                 })
                 .collect();
             for i in 0..300u64 {
-                w.put(&run(
-                    "a:1",
-                    i,
-                    Outcome::Measured(Box::new(result(i as f64))),
-                ))
-                .unwrap();
+                w.put(&run("a:1", i, Outcome::Measured(Box::new(result(i as f64))))).unwrap();
             }
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             for h in readers {
@@ -378,14 +274,7 @@ mod tests {
                 assert!(reads > 1 && last <= 300, "{reads} reads, {last} rows");
             }
         });
-        assert_eq!(
-            Sqlite::open_read(&path)
-                .unwrap()
-                .rows(&Query::default())
-                .unwrap()
-                .len(),
-            300
-        );
+        assert_eq!(Sqlite::open_read(&path).unwrap().rows(&Query::default()).unwrap().len(), 300);
     }
 
     /// The schemas bloatlab wrote before the one column table (0.1's
@@ -431,57 +320,27 @@ mod tests {
                 c.execute("INSERT INTO runs (monitor_id, target, started_unix_ns, complete, failure) VALUES ('m', 'a:1', 7, 0, 'x')", []).unwrap();
             }
             // a reader refuses the old schema and says how to migrate it
-            assert!(
-                Sqlite::open_read(&path)
-                    .err()
-                    .unwrap()
-                    .to_string()
-                    .contains("migrates it"),
-                "schema {old}"
-            );
+            assert!(Sqlite::open_read(&path).err().unwrap().to_string().contains("migrates it"), "schema {old}");
             let mut s = Sqlite::open(&path).unwrap();
-            let v: i64 = s
-                .conn
-                .query_row("PRAGMA user_version", [], |r| r.get(0))
-                .unwrap();
+            let v: i64 = s.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
             assert_eq!(v, SCHEMA_VERSION);
             let rows = s.rows(&Query::default()).unwrap();
-            assert_eq!(
-                rows.len(),
-                2,
-                "schema {old}: the duplicate folded into its first row"
-            );
-            assert_eq!(
-                (rows[0].added_ms, rows[0].bytes, rows[0].loss_pct),
-                (Some(12.5), 0, None),
-                "schema {old}"
-            );
+            assert_eq!(rows.len(), 2, "schema {old}: the duplicate folded into its first row");
+            assert_eq!((rows[0].added_ms, rows[0].bytes, rows[0].loss_pct), (Some(12.5), 0, None), "schema {old}");
             assert_eq!(rows[1].failure.as_deref(), Some("x"));
             let mut r = result(1.0);
             r.headline.loss_pct = Some(2.5);
             r.headline.bytes_moved = 1000;
-            let id = s
-                .put(&run("a:1", 10, Outcome::Measured(Box::new(r.clone()))))
-                .unwrap();
+            let id = s.put(&run("a:1", 10, Outcome::Measured(Box::new(r.clone())))).unwrap();
             // kept once: the same run again is the same row
-            assert_eq!(
-                s.put(&run("a:1", 10, Outcome::Measured(Box::new(r))))
-                    .unwrap(),
-                id
-            );
+            assert_eq!(s.put(&run("a:1", 10, Outcome::Measured(Box::new(r)))).unwrap(), id);
             let rows = s.rows(&Query::default()).unwrap();
             assert_eq!(rows.len(), 3);
             assert_eq!((rows[2].loss_pct, rows[2].bytes), (Some(2.5), 1000));
             assert_eq!(s.bytes_since(6).unwrap(), 1000);
             drop(s);
             // opened again: nothing to do, nothing changes
-            assert_eq!(
-                Sqlite::open(&path)
-                    .unwrap()
-                    .rows(&Query::default())
-                    .unwrap(),
-                rows
-            );
+            assert_eq!(Sqlite::open(&path).unwrap().rows(&Query::default()).unwrap(), rows);
         }
     }
 
@@ -490,15 +349,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.sqlite");
         drop(Sqlite::open(&path).unwrap());
-        Connection::open(&path)
-            .unwrap()
-            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
-            .unwrap();
+        Connection::open(&path).unwrap().pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         let e = Sqlite::open(&path).err().unwrap();
-        assert!(
-            matches!(e, StoreError::Newer(_, v, _) if v == SCHEMA_VERSION + 1),
-            "{e}"
-        );
+        assert!(matches!(e, StoreError::Newer(_, v, _) if v == SCHEMA_VERSION + 1), "{e}");
         assert!(e.to_string().contains("newer bloatlab"), "{e}");
     }
 
@@ -509,9 +362,7 @@ mod tests {
         drop(Sqlite::open(&path).unwrap());
         // a reader cannot write: the error says read-only
         let mut r = Sqlite::open_read(&path).unwrap();
-        let e = r
-            .put(&run("a:1", 1, Outcome::Failed("x".into())))
-            .unwrap_err();
+        let e = r.put(&run("a:1", 1, Outcome::Failed("x".into()))).unwrap_err();
         assert!(matches!(e, StoreError::ReadOnly(_)), "{e:?}");
     }
 }

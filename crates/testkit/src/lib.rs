@@ -109,10 +109,7 @@ fn starved_with(strict: bool, wait: Duration, mut sample: impl FnMut() -> f64) -
 }
 
 fn fmt_pcts(v: &[f64]) -> String {
-    v.iter()
-        .map(|p| format!("{p:.0}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    v.iter().map(|p| format!("{p:.0}")).collect::<Vec<_>>().join(", ")
 }
 
 /// Run a test's body; if it fails while more than 5% of the CPU was being
@@ -138,11 +135,7 @@ pub fn guarded(f: impl Fn()) {
 }
 
 fn message(e: &(dyn std::any::Any + Send)) -> String {
-    let msg = e
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default();
+    let msg = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
     msg.chars().take(300).collect()
 }
 
@@ -169,18 +162,12 @@ mod tests {
         let before = std::env::var(STRICT_ENV).ok();
         std::env::remove_var(STRICT_ENV);
         assert!(!strict());
-        assert!(
-            cannot_run("t", "no such tool"),
-            "a developer's machine skips"
-        );
+        assert!(cannot_run("t", "no such tool"), "a developer's machine skips");
         std::env::set_var(STRICT_ENV, "1");
         assert!(strict());
         let e = std::panic::catch_unwind(|| cannot_run("t", "no such tool")).unwrap_err();
         let msg = e.downcast_ref::<String>().unwrap();
-        assert!(
-            msg.contains("no such tool") && msg.contains(STRICT_ENV),
-            "{msg}"
-        );
+        assert!(msg.contains("no such tool") && msg.contains(STRICT_ENV), "{msg}");
         std::env::set_var(STRICT_ENV, "0");
         assert!(!strict());
         match before {
@@ -193,19 +180,10 @@ mod tests {
     fn a_starved_machine_skips_only_off_strict_mode() {
         let quiet = std::time::Duration::from_millis(50);
         assert_eq!(starved_with(false, quiet, || 3.0), None);
-        assert_eq!(
-            starved_with(false, quiet, || 40.0),
-            Some(40.0),
-            "a developer's machine skips"
-        );
+        assert_eq!(starved_with(false, quiet, || 40.0), Some(40.0), "a developer's machine skips");
         // strict: waited for, and run once it calms down
         let mut v = vec![40.0, 30.0, 4.0].into_iter();
-        assert_eq!(
-            starved_with(true, std::time::Duration::from_secs(5), || v
-                .next()
-                .unwrap()),
-            None
-        );
+        assert_eq!(starved_with(true, std::time::Duration::from_secs(5), || v.next().unwrap()), None);
         // strict and starved throughout: a failure with the figures
         let e = std::panic::catch_unwind(|| starved_with(true, quiet, || 40.0)).unwrap_err();
         let msg = e.downcast_ref::<String>().unwrap();

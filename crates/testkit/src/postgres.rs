@@ -20,8 +20,7 @@ pub fn bin_dir() -> Option<PathBuf> {
         .collect();
     versions.sort();
     versions.pop().map(|v| v.1).or_else(|| {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+        std::env::split_paths(&std::env::var_os("PATH")?).find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
     })
 }
 
@@ -38,79 +37,42 @@ pub struct Server {
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
         .unwrap_or(false)
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 impl Server {
     /// initdb and start; Err says why not (no binaries, initdb failed...).
     pub fn start() -> Result<Server, String> {
-        let bin = bin_dir()
-            .ok_or("no PostgreSQL binaries (apt-get install postgresql; or set BLOATLAB_PG_BIN)")?;
+        let bin = bin_dir().ok_or("no PostgreSQL binaries (apt-get install postgresql; or set BLOATLAB_PG_BIN)")?;
         let as_postgres = is_root();
-        let dir = std::env::temp_dir().join(format!(
-            "bloatlab-pg-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
+        let dir = std::env::temp_dir().join(format!("bloatlab-pg-{}-{}", std::process::id(), free_port()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let password = format!("pw{}", free_port());
         std::fs::write(dir.join("pwfile"), &password).map_err(|e| e.to_string())?;
         if as_postgres {
-            let st = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&dir)
-                .status()
-                .map_err(|e| format!("chown: {e}"))?;
+            let st = Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir).status().map_err(|e| format!("chown: {e}"))?;
             if !st.success() {
-                return Err(
-                    "chown to the postgres user failed (is the postgresql package installed?)"
-                        .into(),
-                );
+                return Err("chown to the postgres user failed (is the postgresql package installed?)".into());
             }
         }
         let user = "bloatlab".to_string();
-        let mut srv = Server {
-            dir: dir.clone(),
-            bin: bin.clone(),
-            child: None,
-            port: free_port(),
-            user: user.clone(),
-            password,
-            as_postgres,
-        };
+        let mut srv = Server { dir: dir.clone(), bin: bin.clone(), child: None, port: free_port(), user: user.clone(), password, as_postgres };
         let data = dir.join("data");
         let out = srv
             .cmd("initdb")
             .arg("-D")
             .arg(&data)
-            .args([
-                "-U",
-                &user,
-                "--auth=scram-sha-256",
-                "--encoding=UTF8",
-                "--locale=C",
-            ])
+            .args(["-U", &user, "--auth=scram-sha-256", "--encoding=UTF8", "--locale=C"])
             .arg(format!("--pwfile={}", dir.join("pwfile").display()))
             .output()
             .map_err(|e| format!("initdb: {e}"))?;
         if !out.status.success() {
-            return Err(format!(
-                "initdb failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            return Err(format!("initdb failed: {}", String::from_utf8_lossy(&out.stderr)));
         }
         srv.launch()?;
         Ok(srv)
@@ -144,9 +106,7 @@ impl Server {
         self.child = Some(child);
         let until = Instant::now() + Duration::from_secs(30);
         while Instant::now() < until {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-                && self.log().contains("ready to accept connections")
-            {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() && self.log().contains("ready to accept connections") {
                 return Ok(());
             }
             if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
@@ -154,10 +114,7 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err(format!(
-            "postgres did not start within 30 s: {}",
-            self.log()
-        ))
+        Err(format!("postgres did not start within 30 s: {}", self.log()))
     }
 
     /// Stop the server now (an immediate shutdown: clients see it vanish).
@@ -179,13 +136,7 @@ impl Server {
             let _ = c.kill();
             let _ = c.wait();
             // the log is kept; a fresh one for the next launch
-            let _ = std::fs::rename(
-                self.dir.join("server.log"),
-                self.dir.join(format!(
-                    "server-{}.log",
-                    Instant::now().elapsed().as_nanos()
-                )),
-            );
+            let _ = std::fs::rename(self.dir.join("server.log"), self.dir.join(format!("server-{}.log", Instant::now().elapsed().as_nanos())));
         }
     }
 
@@ -195,28 +146,13 @@ impl Server {
 
     /// postgres://bloatlab:PASSWORD@127.0.0.1:PORT/postgres (TLS off: a loopback server without a certificate).
     pub fn url(&self) -> String {
-        format!(
-            "postgres://{}:{}@127.0.0.1:{}/postgres?sslmode=disable",
-            self.user, self.password, self.port
-        )
+        format!("postgres://{}:{}@127.0.0.1:{}/postgres?sslmode=disable", self.user, self.password, self.port)
     }
 
     /// Run SQL with psql (as the superuser); its output.
     pub fn psql(&self, sql: &str) -> Result<String, String> {
         let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                &self.user,
-                "-d",
-                "postgres",
-                "-At",
-                "-c",
-                sql,
-            ])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", &self.user, "-d", "postgres", "-At", "-c", sql])
             .env("PGPASSWORD", &self.password)
             .output()
             .map_err(|e| format!("psql: {e}"))?;

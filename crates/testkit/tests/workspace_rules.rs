@@ -5,16 +5,11 @@
 use std::path::{Path, PathBuf};
 
 fn crates_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -45,28 +40,14 @@ fn unsafe_code_only_in_crates_host() {
             rust_files(&e.path().join(d), &mut files);
         }
     }
-    assert!(
-        roots >= 15,
-        "found only {roots} crate roots under {}",
-        crates_dir().display()
-    );
+    assert!(roots >= 15, "found only {roots} crate roots under {}", crates_dir().display());
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             // (spelled apart so that this line is not one of them)
-            for bad in [
-                concat!("unsafe", " {"),
-                concat!("unsafe", " fn "),
-                concat!("unsafe", " impl "),
-                concat!("unsafe", " extern"),
-            ] {
-                assert!(
-                    !code.contains(bad),
-                    "{}:{}: `{bad}` outside crates/host: {line}",
-                    f.display(),
-                    n + 1
-                );
+            for bad in [concat!("unsafe", " {"), concat!("unsafe", " fn "), concat!("unsafe", " impl "), concat!("unsafe", " extern")] {
+                assert!(!code.contains(bad), "{}:{}: `{bad}` outside crates/host: {line}", f.display(), n + 1);
             }
         }
     }

@@ -8,8 +8,8 @@ use crate::plan::Plan;
 use crate::state::Saved;
 pub use bloatlab_shape::exec::device_exists;
 pub(crate) use bloatlab_shape::exec::run_in;
-use bloatlab_shape::tree;
 pub use bloatlab_shape::tree::qdiscs;
+use bloatlab_shape::tree;
 use std::path::Path;
 
 /// Install `plan` on its WAN interface, saving first what was there in
@@ -18,11 +18,7 @@ use std::path::Path;
 /// A step that fails undoes the steps before it.
 pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Saved, String> {
     if !device_exists(netns, &plan.wan) {
-        return Err(format!(
-            "there is no interface {}{}",
-            plan.wan,
-            netns.map(|n| format!(" in {n}")).unwrap_or_default()
-        ));
+        return Err(format!("there is no interface {}{}", plan.wan, netns.map(|n| format!(" in {n}")).unwrap_or_default()));
     }
     if state_file.exists() {
         return Err(format!(
@@ -45,10 +41,7 @@ pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Sa
         plan: plan.clone(),
         emulator_pid: None,
         pid: std::process::id(),
-        at_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         local: None,
     };
     saved.save(state_file)?;
@@ -56,10 +49,7 @@ pub fn install(plan: &Plan, netns: Option<&str>, state_file: &Path) -> Result<Sa
         if let Err(e) = run_in(netns, &c) {
             let undone = undo(&saved, state_file);
             return Err(match undone {
-                Ok(()) => format!(
-                    "{e} (the steps before it were undone: {} is as it was)",
-                    plan.wan
-                ),
+                Ok(()) => format!("{e} (the steps before it were undone: {} is as it was)", plan.wan),
                 Err(u) => format!("{e}; undoing the steps before it: {u}"),
             });
         }
@@ -74,13 +64,7 @@ pub fn undo(saved: &Saved, state_file: &Path) -> Result<(), String> {
     if let Some(lb) = &saved.local {
         // --local: the host's own queue, txqueuelen and BQL as they were
         lb.restore()?;
-        return std::fs::remove_file(state_file).or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(format!("{}: {e}", state_file.display()))
-            }
-        });
+        return std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) });
     }
     for c in saved.plan.remove() {
         // a part never installed (a failed install, a killed tune) is not an error
@@ -88,19 +72,10 @@ pub fn undo(saved: &Saved, state_file: &Path) -> Result<(), String> {
     }
     if let Some(d) = &saved.plan.download {
         if device_exists(ns, &d.device) {
-            return Err(format!(
-                "{} is still there after `ip link del dev {}`",
-                d.device, d.device
-            ));
+            return Err(format!("{} is still there after `ip link del dev {}`", d.device, d.device));
         }
     }
     let now = qdiscs(ns, &saved.iface)?;
     tree::same_as_before(&saved.before, &now).map_err(|e| format!("{}: {e}", saved.iface))?;
-    std::fs::remove_file(state_file).or_else(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Ok(())
-        } else {
-            Err(format!("{}: {e}", state_file.display()))
-        }
-    })
+    std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) })
 }

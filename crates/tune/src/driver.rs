@@ -125,12 +125,7 @@ pub fn measured(r: &TestResult, dir: Direction) -> Result<(f64, f64, bool)> {
         Direction::Down => p.summary.download_bps,
         Direction::Up => p.summary.upload_bps,
     };
-    let a = p.summary.added_latency_ms.ok_or_else(|| {
-        anyhow!(
-            "the {} phase has no added latency (no idle baseline or no probe answered)",
-            word(dir)
-        )
-    })?;
+    let a = p.summary.added_latency_ms.ok_or_else(|| anyhow!("the {} phase has no added latency (no idle baseline or no probe answered)", word(dir)))?;
     if g <= 0.0 {
         bail!("the {} phase moved no data", word(dir));
     }
@@ -138,15 +133,7 @@ pub fn measured(r: &TestResult, dir: Direction) -> Result<(f64, f64, bool)> {
 }
 
 fn bytes_of(r: &TestResult) -> f64 {
-    r.idle
-        .iter()
-        .chain(r.scenarios.iter())
-        .map(|p| {
-            (p.summary.upload_bps + p.summary.download_bps) / 8.0
-                * (p.end_ns.saturating_sub(p.start_ns)) as f64
-                / 1e9
-        })
-        .sum()
+    r.idle.iter().chain(r.scenarios.iter()).map(|p| (p.summary.upload_bps + p.summary.download_bps) / 8.0 * (p.end_ns.saturating_sub(p.start_ns)) as f64 / 1e9).sum()
 }
 
 fn check_signal() -> Result<()> {
@@ -162,12 +149,7 @@ pub type Say<'a> = &'a mut dyn FnMut(&str);
 
 /// Run the tune. On any error (a failed test, a signal) the shaper is put
 /// back before the error returns; so it is at the end unless `cfg.keep`.
-pub fn tune(
-    cfg: &TuneConfig,
-    meter: &mut dyn Meter,
-    shaper: &mut LineShaper,
-    say: Say,
-) -> Result<TuneDoc> {
+pub fn tune(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say) -> Result<TuneDoc> {
     let mut doc = TuneDoc::new(cfg, leaf_name(shaper), shaper.why.clone());
     let r = run(cfg, meter, shaper, say, &mut doc);
     let end = if r.is_ok() && cfg.keep && !cfg.dry_run {
@@ -181,27 +163,14 @@ pub fn tune(
 /// How a tune ended: its run's result `r` and the keep-or-restore `end`
 /// after it, in one result whose error says what `what` (" queue" for
 /// `--local`'s, "" for the interface) is left as.
-fn ended(
-    cfg: &TuneConfig,
-    what: &str,
-    r: Result<()>,
-    end: std::result::Result<(), String>,
-) -> Result<()> {
+fn ended(cfg: &TuneConfig, what: &str, r: Result<()>, end: std::result::Result<(), String>) -> Result<()> {
     let w = &cfg.wan;
-    let subject = if what.is_empty() {
-        w.clone()
-    } else {
-        format!("{w}'s{what}")
-    };
+    let subject = if what.is_empty() { w.clone() } else { format!("{w}'s{what}") };
     match (r, end) {
         (Ok(()), Ok(())) => Ok(()),
-        (Ok(()), Err(e)) => Err(anyhow!(
-            "putting {subject} back: {e}; run `bloatlab tune --undo {w}`"
-        )),
+        (Ok(()), Err(e)) => Err(anyhow!("putting {subject} back: {e}; run `bloatlab tune --undo {w}`")),
         (Err(e), Ok(())) => Err(e.context(format!("{subject} is as it was"))),
-        (Err(e), Err(u)) => Err(e.context(format!(
-            "and putting {subject} back failed: {u}; run `bloatlab tune --undo {w}`"
-        ))),
+        (Err(e), Err(u)) => Err(e.context(format!("and putting {subject} back failed: {u}; run `bloatlab tune --undo {w}`"))),
     }
 }
 
@@ -213,18 +182,9 @@ fn leaf_name(s: &LineShaper) -> String {
     }
 }
 
-fn run(
-    cfg: &TuneConfig,
-    meter: &mut dyn Meter,
-    shaper: &mut LineShaper,
-    say: Say,
-    doc: &mut TuneDoc,
-) -> Result<()> {
+fn run(cfg: &TuneConfig, meter: &mut dyn Meter, shaper: &mut LineShaper, say: Say, doc: &mut TuneDoc) -> Result<()> {
     let verify = cfg.verify_test().map_err(|e| anyhow!(e))?;
-    say(&format!(
-        "measuring the line as it is ({})",
-        verify.describe()
-    ));
+    say(&format!("measuring the line as it is ({})", verify.describe()));
     let before = meter.run("before", &verify)?;
     doc.before = Some(before.clone());
     check_signal()?;
@@ -238,10 +198,7 @@ fn run(
         let budget = Budget {
             steps: 30,
             seconds: (cfg.budget.as_secs_f64() - spent.0) / left as f64,
-            bytes: cfg
-                .budget_bytes
-                .map(|b| (b as f64 - spent.1) / left as f64)
-                .unwrap_or(f64::INFINITY),
+            bytes: cfg.budget_bytes.map(|b| (b as f64 - spent.1) / left as f64).unwrap_or(f64::INFINITY),
         };
         let target = doc.target_added_ms;
         let mut search = Search::new(g, a, target, budget);
@@ -250,14 +207,7 @@ fn run(
             word(dir),
             bloatlab_model::fmt::rate(g),
             bloatlab_model::fmt::signed(a),
-            if search.next().is_none() {
-                format!(
-                    ": within the {} ms target, left alone",
-                    bloatlab_model::fmt::ms(target)
-                )
-            } else {
-                String::new()
-            }
+            if search.next().is_none() { format!(": within the {} ms target, left alone", bloatlab_model::fmt::ms(target)) } else { String::new() }
         ));
         if cfg.dry_run {
             if search.next().is_some() {
@@ -269,32 +219,20 @@ fn run(
                     bloatlab_model::fmt::rate(r)
                 ));
             }
-            doc.searches.push(DirectionSearch {
-                direction: dir,
-                line: search.line(),
-                outcome: search
-                    .outcome()
-                    .unwrap_or(Outcome::NotBloated { added_ms: a }),
-            });
+            doc.searches.push(DirectionSearch { direction: dir, line: search.line(), outcome: search.outcome().unwrap_or(Outcome::NotBloated { added_ms: a }) });
             continue;
         }
-        let step_test = cfg
-            .step_test(dir == Direction::Up)
-            .map_err(|e| anyhow!(e))?;
+        let step_test = cfg.step_test(dir == Direction::Up).map_err(|e| anyhow!(e))?;
         let mut n = 0;
         while let Some(rate) = search.next() {
             check_signal()?;
             n += 1;
-            let r = Rate {
-                bps: rate.round() as u64,
-            };
+            let r = Rate { bps: rate.round() as u64 };
             let (up, down) = match dir {
                 Direction::Down => (found[1], Some(r)),
                 Direction::Up => (Some(r), found[0]),
             };
-            shaper
-                .set(up, down)
-                .map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
+            shaper.set(up, down).map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
             let st = Instant::now();
             let res = meter.run(&format!("{} step {n}", word(dir)), &step_test)?;
             let secs = st.elapsed().as_secs_f64();
@@ -303,12 +241,7 @@ fn run(
             search.record(rate, g, a, rising, (secs, bytes));
             spent = (spent.0 + secs, spent.1 + bytes);
             let s = *search.steps().last().expect("recorded");
-            doc.steps.push(StepRecord {
-                direction: dir,
-                step: s,
-                seconds: secs,
-                bytes,
-            });
+            doc.steps.push(StepRecord { direction: dir, step: s, seconds: secs, bytes });
             say(&format!(
                 "{} step {n}: shaper {} -> goodput {}, {} ms{}: {}",
                 word(dir),
@@ -341,11 +274,7 @@ fn run(
             )),
             Outcome::NotBloated { .. } => {}
         }
-        doc.searches.push(DirectionSearch {
-            direction: dir,
-            line: search.line(),
-            outcome,
-        });
+        doc.searches.push(DirectionSearch { direction: dir, line: search.line(), outcome });
     }
     doc.search_seconds = t0.elapsed().as_secs_f64();
     doc.search_bytes = spent.1;
@@ -358,15 +287,10 @@ fn run(
         say("nothing to shape: the interface is as it was");
         return Ok(());
     }
-    shaper
-        .set(up, down)
-        .map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
+    shaper.set(up, down).map_err(|e| anyhow!("shaping {}: {e}", cfg.wan))?;
     doc.settings = shaper.current().cloned();
     check_signal()?;
-    say(&format!(
-        "verifying the rates found ({})",
-        verify.describe()
-    ));
+    say(&format!("verifying the rates found ({})", verify.describe()));
     doc.after = Some(meter.run("after", &verify)?);
     Ok(())
 }
@@ -376,36 +300,15 @@ fn run(
 /// `fq_codel` says the kernel has it), else search the FIFO's length;
 /// verify; put the queue back unless `cfg.keep`, on every exit. The state
 /// is saved in `state_file` first, for `--undo` after a SIGKILL.
-pub fn tune_local(
-    cfg: &TuneConfig,
-    meter: &mut dyn Meter,
-    lb: &LocalBefore,
-    fq_codel: bool,
-    state_file: &std::path::Path,
-    say: Say,
-) -> Result<TuneDoc> {
+pub fn tune_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, state_file: &std::path::Path, say: Say) -> Result<TuneDoc> {
     let mut doc = TuneDoc::new(
         cfg,
-        format!(
-            "{}'s own queue ({}{}, txqueuelen {})",
-            lb.iface,
-            lb.kind,
-            lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(),
-            lb.txqueuelen
-        ),
+        format!("{}'s own queue ({}{}, txqueuelen {})", lb.iface, lb.kind, lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(), lb.txqueuelen),
         "--local: the bottleneck is this host's own interface".into(),
     );
-    doc.local = Some(LocalDoc {
-        before: lb.clone(),
-        steps: vec![],
-        setting: None,
-        bql_bytes: None,
-        outcome: String::new(),
-    });
+    doc.local = Some(LocalDoc { before: lb.clone(), steps: vec![], setting: None, bql_bytes: None, outcome: String::new() });
     if !cfg.dry_run {
-        crate::state::Saved::local(lb)
-            .save_new(state_file)
-            .map_err(|e| anyhow!(e))?;
+        crate::state::Saved::local(lb).save_new(state_file).map_err(|e| anyhow!(e))?;
     }
     let r = run_local(cfg, meter, lb, fq_codel, say, &mut doc);
     if cfg.dry_run {
@@ -418,41 +321,19 @@ pub fn tune_local(
         // put back whatever a step (or a signal during one) left; on a
         // queue that was never changed this sets it as it already is
         let e = lb.restore();
-        e.and_then(|_| {
-            std::fs::remove_file(state_file).or_else(|e| {
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    Ok(())
-                } else {
-                    Err(format!("{}: {e}", state_file.display()))
-                }
-            })
-        })
+        e.and_then(|_| std::fs::remove_file(state_file).or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(format!("{}: {e}", state_file.display())) }))
     };
     ended(cfg, " queue", r, end).map(|_| doc)
 }
 
-fn run_local(
-    cfg: &TuneConfig,
-    meter: &mut dyn Meter,
-    lb: &LocalBefore,
-    fq_codel: bool,
-    say: Say,
-    doc: &mut TuneDoc,
-) -> Result<()> {
+fn run_local(cfg: &TuneConfig, meter: &mut dyn Meter, lb: &LocalBefore, fq_codel: bool, say: Say, doc: &mut TuneDoc) -> Result<()> {
     let verify = cfg.verify_test().map_err(|e| anyhow!(e))?;
-    say(&format!(
-        "measuring the line as it is ({}); {}'s queue: {}",
-        verify.describe(),
-        lb.iface,
-        doc.shaper
-    ));
+    say(&format!("measuring the line as it is ({}); {}'s queue: {}", verify.describe(), lb.iface, doc.shaper));
     let before = meter.run("before", &verify)?;
     doc.before = Some(before.clone());
     check_signal()?;
     let target = doc.target_added_ms;
-    let holds = |g: f64, a: f64, rising: bool| {
-        crate::search::holds(target, a, g / crate::search::WIRE_EFFICIENCY, rising)
-    };
+    let holds = |g: f64, a: f64, rising: bool| crate::search::holds(target, a, g / crate::search::WIRE_EFFICIENCY, rising);
     if let Ok((g, a, rising)) = measured(&before, Direction::Down) {
         if !holds(g, a, rising) {
             say(&format!("download: {} ms under load, but its queue is the sender's, at the far end: --local tunes this host's upload only", bloatlab_model::fmt::signed(a)));
@@ -461,34 +342,16 @@ fn run_local(
     let (g, a, rising) = measured(&before, Direction::Up)?;
     let local = doc.local.as_mut().expect("set");
     if holds(g, a, rising) {
-        local.outcome = format!(
-            "upload: {} ms under load, within the {} ms target: {}'s queue left alone",
-            bloatlab_model::fmt::signed(a),
-            bloatlab_model::fmt::ms(target),
-            lb.iface
-        );
+        local.outcome = format!("upload: {} ms under load, within the {} ms target: {}'s queue left alone", bloatlab_model::fmt::signed(a), bloatlab_model::fmt::ms(target), lb.iface);
         say(&local.outcome);
         return Ok(());
     }
     let bql = crate::local::bql_bytes(g / crate::search::WIRE_EFFICIENCY);
-    say(&format!(
-        "upload: {} goodput, {} ms under load{}",
-        bloatlab_model::fmt::rate(g),
-        bloatlab_model::fmt::signed(a),
-        if rising { " and still rising" } else { "" }
-    ));
+    say(&format!("upload: {} goodput, {} ms under load{}", bloatlab_model::fmt::rate(g), bloatlab_model::fmt::signed(a), if rising { " and still rising" } else { "" }));
     if cfg.dry_run {
         local.outcome = format!(
             "would try {} on {} (dry run: nothing changed)",
-            if fq_codel {
-                "fq_codel".to_string()
-            } else {
-                format!(
-                    "FIFOs of {}..{} packets",
-                    crate::local::MIN_PACKETS,
-                    lb.packets()
-                )
-            },
+            if fq_codel { "fq_codel".to_string() } else { format!("FIFOs of {}..{} packets", crate::local::MIN_PACKETS, lb.packets()) },
             lb.iface
         );
         say(&local.outcome);
@@ -497,22 +360,15 @@ fn run_local(
     let step_test = cfg.step_test(true).map_err(|e| anyhow!(e))?;
     let t0 = Instant::now();
     let spent = std::cell::Cell::new((0.0f64, 0.0f64));
-    let try_one = |s: LocalSetting,
-                   meter: &mut dyn Meter,
-                   say: &mut dyn FnMut(&str),
-                   n: usize|
-     -> Result<(f64, f64, bool, f64)> {
+    let try_one = |s: LocalSetting, meter: &mut dyn Meter, say: &mut dyn FnMut(&str), n: usize| -> Result<(f64, f64, bool, f64)> {
         check_signal()?;
-        lb.apply(&s, bql)
-            .map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
+        lb.apply(&s, bql).map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
         let st = Instant::now();
         let res = meter.run(&format!("upload step {n}"), &step_test)?;
         let (s0, s1) = spent.get();
         spent.set((s0 + st.elapsed().as_secs_f64(), s1 + bytes_of(&res)));
         let m = measured(&res, Direction::Up)?;
-        let lost = one_way_phase(&res, Direction::Up)
-            .map(|p| p.summary.latency.loss_pct)
-            .unwrap_or(0.0);
+        let lost = one_way_phase(&res, Direction::Up).map(|p| p.summary.latency.loss_pct).unwrap_or(0.0);
         say(&format!(
             "upload step {n}: {} -> goodput {}, {} ms{}, {:.1}% of the probes lost: {}",
             s.name(),
@@ -520,11 +376,7 @@ fn run_local(
             bloatlab_model::fmt::signed(m.1),
             if m.2 { " and still rising" } else { "" },
             lost,
-            if holds(m.0, m.1, m.2) {
-                "latency holds"
-            } else {
-                "too long"
-            }
+            if holds(m.0, m.1, m.2) { "latency holds" } else { "too long" }
         ));
         Ok((m.0, m.1, m.2, lost))
     };
@@ -534,14 +386,7 @@ fn run_local(
     if fq_codel {
         let (g1, a1, r1, l1) = try_one(LocalSetting::FqCodel, meter, say, 1)?;
         let held = holds(g1, a1, r1) && l1 < crate::local::MAX_LOST_PCT;
-        steps.push(LocalStep {
-            setting: LocalSetting::FqCodel,
-            goodput_bps: g1,
-            added_ms: a1,
-            lost_pct: l1,
-            still_rising: r1,
-            held,
-        });
+        steps.push(LocalStep { setting: LocalSetting::FqCodel, goodput_bps: g1, added_ms: a1, lost_pct: l1, still_rising: r1, held });
         if held {
             setting = Some((LocalSetting::FqCodel, g1, a1));
         }
@@ -551,26 +396,16 @@ fn run_local(
         while let Some(n) = search.next() {
             let budget_left = cfg.budget.as_secs_f64() - t0.elapsed().as_secs_f64();
             let (secs, bytes) = spent.get();
-            let last = steps
-                .last()
-                .map(|_| secs / steps.len().max(1) as f64)
-                .unwrap_or(0.0);
+            let last = steps.last().map(|_| secs / steps.len().max(1) as f64).unwrap_or(0.0);
             if budget_left < last || cfg.budget_bytes.is_some_and(|b| bytes >= b as f64) {
                 say("the budget ended the search");
                 break;
             }
-            let (g1, a1, r1, l1) = try_one(
-                LocalSetting::Pfifo { packets: n },
-                meter,
-                say,
-                steps.len() + 1,
-            )?;
+            let (g1, a1, r1, l1) = try_one(LocalSetting::Pfifo { packets: n }, meter, say, steps.len() + 1)?;
             steps.push(search.record(n, g1, a1, r1, l1));
         }
         match search.found() {
-            Some(f) if f.lost_pct < crate::local::MAX_LOST_PCT => {
-                setting = Some((f.setting, f.goodput_bps, f.added_ms))
-            }
+            Some(f) if f.lost_pct < crate::local::MAX_LOST_PCT => setting = Some((f.setting, f.goodput_bps, f.added_ms)),
             Some(f) => lossy = Some(f),
             None => {}
         }
@@ -600,17 +435,9 @@ fn run_local(
     };
     local.setting = Some(s);
     local.bql_bytes = (!lb.bql.is_empty()).then_some(bql);
-    local.outcome = format!(
-        "upload: {} on {} keeps {} ({:.0}% of the goodput before), {} ms under load",
-        s.name(),
-        lb.iface,
-        bloatlab_model::fmt::rate(g1),
-        g1 / g * 100.0,
-        bloatlab_model::fmt::signed(a1)
-    );
+    local.outcome = format!("upload: {} on {} keeps {} ({:.0}% of the goodput before), {} ms under load", s.name(), lb.iface, bloatlab_model::fmt::rate(g1), g1 / g * 100.0, bloatlab_model::fmt::signed(a1));
     say(&local.outcome);
-    lb.apply(&s, bql)
-        .map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
+    lb.apply(&s, bql).map_err(|e| anyhow!("setting {}'s queue: {e}", lb.iface))?;
     check_signal()?;
     say(&format!("verifying ({})", verify.describe()));
     doc.after = Some(meter.run("after", &verify)?);
@@ -646,13 +473,7 @@ impl TuneDoc {
     pub fn read_file(path: &std::path::Path) -> Option<std::result::Result<TuneDoc, String>> {
         let text = std::fs::read_to_string(path).ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        (v.get("kind").and_then(|k| k.as_str()) == Some(TUNE_KIND)).then(|| {
-            serde_json::from_value(v).map_err(|e| {
-                format!(
-                    "{} is not a tune document bloatlab reads: {e}",
-                    path.display()
-                )
-            })
-        })
+        (v.get("kind").and_then(|k| k.as_str()) == Some(TUNE_KIND))
+            .then(|| serde_json::from_value(v).map_err(|e| format!("{} is not a tune document bloatlab reads: {e}", path.display())))
     }
 }

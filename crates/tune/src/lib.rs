@@ -6,8 +6,8 @@
 pub mod apply;
 pub mod driver;
 pub mod local;
-pub mod meter;
 pub mod plan;
+pub mod meter;
 pub mod search;
 pub mod shaper;
 pub mod state;

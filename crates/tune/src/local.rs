@@ -46,9 +46,7 @@ pub struct LocalBefore {
 pub enum LocalSetting {
     FqCodel,
     /// A FIFO of this many packets (and txqueuelen the same).
-    Pfifo {
-        packets: u64,
-    },
+    Pfifo { packets: u64 },
 }
 
 impl LocalSetting {
@@ -68,46 +66,22 @@ impl LocalSetting {
 const FIFOS: &[&str] = &["pfifo", "bfifo"];
 
 fn limit_of(json: &serde_json::Value) -> Option<u64> {
-    json.get("options")
-        .and_then(|o| o.get("limit"))
-        .and_then(|l| l.as_u64())
+    json.get("options").and_then(|o| o.get("limit")).and_then(|l| l.as_u64())
 }
 
 impl LocalBefore {
     /// Read `iface`'s queue (in `netns`), refusing one that could not be
     /// put back exactly.
     pub fn read(netns: Option<&str>, iface: &str) -> Result<LocalBefore, String> {
-        let out = run(netns, &["tc", "-j", "qdisc", "show", "dev", iface])
-            .map_err(|e| format!("there is no interface {iface}? {e}"))?;
+        let out = run(netns, &["tc", "-j", "qdisc", "show", "dev", iface]).map_err(|e| format!("there is no interface {iface}? {e}"))?;
         let tree = tree::parse_qdiscs(&out)?;
-        let raw: Vec<serde_json::Value> = serde_json::from_str(&out)
-            .map_err(|e| format!("cannot read `tc -j qdisc show`: {e}"))?;
-        let root = raw
-            .iter()
-            .find(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true))
-            .ok_or_else(|| format!("{iface} has no root qdisc"))?;
-        let kind_of = |q: &serde_json::Value| {
-            q.get("kind")
-                .and_then(|k| k.as_str())
-                .unwrap_or("")
-                .to_string()
-        };
-        let handle_of = |q: &serde_json::Value| {
-            q.get("handle")
-                .and_then(|k| k.as_str())
-                .unwrap_or("")
-                .to_string()
-        };
+        let raw: Vec<serde_json::Value> = serde_json::from_str(&out).map_err(|e| format!("cannot read `tc -j qdisc show`: {e}"))?;
+        let root = raw.iter().find(|q| q.get("root").and_then(|r| r.as_bool()) == Some(true)).ok_or_else(|| format!("{iface} has no root qdisc"))?;
+        let kind_of = |q: &serde_json::Value| q.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+        let handle_of = |q: &serde_json::Value| q.get("handle").and_then(|k| k.as_str()).unwrap_or("").to_string();
         let limiter = matches!(kind_of(root).as_str(), "htb" | "tbf") && handle_of(root) == "1:";
         let q = if limiter {
-            raw.iter()
-                .find(|q| handle_of(q) == LEAF_HANDLE)
-                .ok_or_else(|| {
-                    format!(
-                        "{iface}'s {} has no queue at {LEAF_HANDLE} under it",
-                        kind_of(root)
-                    )
-                })?
+            raw.iter().find(|q| handle_of(q) == LEAF_HANDLE).ok_or_else(|| format!("{iface}'s {} has no queue at {LEAF_HANDLE} under it", kind_of(root)))?
         } else {
             root
         };
@@ -124,23 +98,9 @@ impl LocalBefore {
         let link = run(netns, &["ip", "-j", "link", "show", "dev", iface])?;
         let txqueuelen = serde_json::from_str::<serde_json::Value>(&link)
             .ok()
-            .and_then(|v| {
-                v.get(0)
-                    .and_then(|l| l.get("txqlen"))
-                    .and_then(|t| t.as_u64())
-            })
+            .and_then(|v| v.get(0).and_then(|l| l.get("txqlen")).and_then(|t| t.as_u64()))
             .ok_or_else(|| format!("cannot read {iface}'s txqueuelen"))?;
-        Ok(LocalBefore {
-            iface: iface.into(),
-            netns: netns.map(String::from),
-            tree,
-            under_limiter: limiter,
-            limit: limit_of(q),
-            kind,
-            handle,
-            txqueuelen,
-            bql: bql_read(netns, iface),
-        })
+        Ok(LocalBefore { iface: iface.into(), netns: netns.map(String::from), tree, under_limiter: limiter, limit: limit_of(q), kind, handle, txqueuelen, bql: bql_read(netns, iface) })
     }
 
     fn ns(&self) -> Option<&str> {
@@ -162,32 +122,9 @@ impl LocalBefore {
         let dev = self.iface.as_str();
         let w = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         if self.under_limiter {
-            let mut add = w(&[
-                "tc",
-                "qdisc",
-                "add",
-                "dev",
-                dev,
-                "parent",
-                "1:1",
-                "handle",
-                LEAF_HANDLE,
-            ]);
+            let mut add = w(&["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", LEAF_HANDLE]);
             add.extend(args.iter().cloned());
-            vec![
-                w(&[
-                    "tc",
-                    "qdisc",
-                    "del",
-                    "dev",
-                    dev,
-                    "parent",
-                    "1:1",
-                    "handle",
-                    LEAF_HANDLE,
-                ]),
-                add,
-            ]
+            vec![w(&["tc", "qdisc", "del", "dev", dev, "parent", "1:1", "handle", LEAF_HANDLE]), add]
         } else {
             let mut add = w(&["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:"]);
             add.extend(args.iter().cloned());
@@ -200,18 +137,7 @@ impl LocalBefore {
     pub fn apply(&self, s: &LocalSetting, bql_bytes: u64) -> Result<(), String> {
         run_all(self.ns(), &self.queue_commands(&s.qdisc_args()))?;
         if let LocalSetting::Pfifo { packets } = s {
-            run(
-                self.ns(),
-                &[
-                    "ip",
-                    "link",
-                    "set",
-                    "dev",
-                    &self.iface,
-                    "txqueuelen",
-                    &packets.to_string(),
-                ],
-            )?;
+            run(self.ns(), &["ip", "link", "set", "dev", &self.iface, "txqueuelen", &packets.to_string()])?;
         }
         for (q, _) in &self.bql {
             bql_write(self.ns(), &self.iface, q, &bql_bytes.to_string())?;
@@ -233,17 +159,7 @@ impl LocalBefore {
             // the root goes; the kernel's default (or a FIFO as it was) returns
             let _ = run(ns, &["tc", "qdisc", "del", "dev", &self.iface, "root"]);
             if self.handle != "0:" {
-                let mut a = vec![
-                    "tc",
-                    "qdisc",
-                    "add",
-                    "dev",
-                    &self.iface,
-                    "root",
-                    "handle",
-                    &self.handle,
-                    &self.kind,
-                ];
+                let mut a = vec!["tc", "qdisc", "add", "dev", &self.iface, "root", "handle", &self.handle, &self.kind];
                 let l = self.limit.map(|l| l.to_string());
                 if let Some(l) = &l {
                     a.extend(["limit", l.as_str()]);
@@ -251,26 +167,13 @@ impl LocalBefore {
                 run(ns, &a)?;
             }
         }
-        run(
-            ns,
-            &[
-                "ip",
-                "link",
-                "set",
-                "dev",
-                &self.iface,
-                "txqueuelen",
-                &self.txqueuelen.to_string(),
-            ],
-        )?;
+        run(ns, &["ip", "link", "set", "dev", &self.iface, "txqueuelen", &self.txqueuelen.to_string()])?;
         for (q, v) in &self.bql {
             bql_write(ns, &self.iface, q, v)?;
         }
         let now = LocalBefore::read(ns, &self.iface)?;
         tree::same_as_before(&self.tree, &now.tree).map_err(|e| format!("{}: {e}", self.iface))?;
-        if (now.kind.as_str(), now.limit, now.txqueuelen)
-            != (self.kind.as_str(), self.limit, self.txqueuelen)
-        {
+        if (now.kind.as_str(), now.limit, now.txqueuelen) != (self.kind.as_str(), self.limit, self.txqueuelen) {
             return Err(format!(
                 "{}: the queue reads {} limit {:?}, txqueuelen {} where it read {} limit {:?}, txqueuelen {} before",
                 self.iface, now.kind, now.limit, now.txqueuelen, self.kind, self.limit, self.txqueuelen
@@ -281,26 +184,16 @@ impl LocalBefore {
 
     /// The commands that keep a setting (a shell script's lines).
     pub fn script(&self, s: &LocalSetting, bql_bytes: u64) -> String {
-        let mut out = format!(
-            "#!/bin/sh\n# bloatlab tune --local: {} on {}\nset -e\n",
-            s.name(),
-            self.iface
-        );
+        let mut out = format!("#!/bin/sh\n# bloatlab tune --local: {} on {}\nset -e\n", s.name(), self.iface);
         for c in self.queue_commands(&s.qdisc_args()) {
             out.push_str(&c.join(" "));
             out.push('\n');
         }
         if let LocalSetting::Pfifo { packets } = s {
-            out.push_str(&format!(
-                "ip link set dev {} txqueuelen {packets}\n",
-                self.iface
-            ));
+            out.push_str(&format!("ip link set dev {} txqueuelen {packets}\n", self.iface));
         }
         for (q, _) in &self.bql {
-            out.push_str(&format!(
-                "echo {bql_bytes} > /sys/class/net/{}/queues/{q}/byte_queue_limits/limit_max\n",
-                self.iface
-            ));
+            out.push_str(&format!("echo {bql_bytes} > /sys/class/net/{}/queues/{q}/byte_queue_limits/limit_max\n", self.iface));
         }
         out
     }
@@ -317,18 +210,11 @@ fn bql_read(netns: Option<&str>, iface: &str) -> Vec<(String, String)> {
         Some(ns) => run(None, &["ip", "netns", "exec", ns, "sh", "-c", &script]),
         None => run(None, &["sh", "-c", &script]),
     };
-    out.unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            l.split_once(' ')
-                .map(|(q, v)| (q.to_string(), v.trim().to_string()))
-        })
-        .collect()
+    out.unwrap_or_default().lines().filter_map(|l| l.split_once(' ').map(|(q, v)| (q.to_string(), v.trim().to_string()))).collect()
 }
 
 fn bql_write(netns: Option<&str>, iface: &str, q: &str, v: &str) -> Result<(), String> {
-    let script =
-        format!("echo {v} > /sys/class/net/{iface}/queues/{q}/byte_queue_limits/limit_max");
+    let script = format!("echo {v} > /sys/class/net/{iface}/queues/{q}/byte_queue_limits/limit_max");
     match netns {
         Some(ns) => run(None, &["ip", "netns", "exec", ns, "sh", "-c", &script]),
         None => run(None, &["sh", "-c", &script]),
@@ -382,14 +268,7 @@ pub const MAX_LOST_PCT: f64 = 5.0;
 
 impl QueueSearch {
     pub fn new(target_ms: f64, packets_before: u64, max_steps: usize) -> QueueSearch {
-        QueueSearch {
-            target_ms,
-            lo: MIN_PACKETS,
-            lo_held: false,
-            hi: packets_before.max(MIN_PACKETS + 1),
-            steps: vec![],
-            max_steps,
-        }
+        QueueSearch { target_ms, lo: MIN_PACKETS, lo_held: false, hi: packets_before.max(MIN_PACKETS + 1), steps: vec![], max_steps }
     }
 
     /// The next length to try, None when done.
@@ -401,42 +280,18 @@ impl QueueSearch {
             // the interval closed: the low end itself, if never tried
             return (!self.lo_held && !self.tried(self.lo)).then_some(self.lo);
         }
-        Some(
-            (((self.lo as f64) * (self.hi as f64)).sqrt().round() as u64)
-                .clamp(self.lo + 1, self.hi - 1),
-        )
+        Some((((self.lo as f64) * (self.hi as f64)).sqrt().round() as u64).clamp(self.lo + 1, self.hi - 1))
     }
 
     fn tried(&self, n: u64) -> bool {
-        self.steps
-            .iter()
-            .any(|s| s.setting == LocalSetting::Pfifo { packets: n })
+        self.steps.iter().any(|s| s.setting == LocalSetting::Pfifo { packets: n })
     }
 
     /// Record a length's step; it holds when its latency does (the loss is
     /// judged once, on the length found: [`MAX_LOST_PCT`]).
-    pub fn record(
-        &mut self,
-        packets: u64,
-        goodput_bps: f64,
-        added_ms: f64,
-        still_rising: bool,
-        lost_pct: f64,
-    ) -> LocalStep {
-        let held = holds(
-            self.target_ms,
-            added_ms,
-            goodput_bps / WIRE_EFFICIENCY,
-            still_rising,
-        );
-        let s = LocalStep {
-            setting: LocalSetting::Pfifo { packets },
-            goodput_bps,
-            added_ms,
-            lost_pct,
-            still_rising,
-            held,
-        };
+    pub fn record(&mut self, packets: u64, goodput_bps: f64, added_ms: f64, still_rising: bool, lost_pct: f64) -> LocalStep {
+        let held = holds(self.target_ms, added_ms, goodput_bps / WIRE_EFFICIENCY, still_rising);
+        let s = LocalStep { setting: LocalSetting::Pfifo { packets }, goodput_bps, added_ms, lost_pct, still_rising, held };
         self.steps.push(s);
         if held {
             if packets >= self.lo {
@@ -461,14 +316,10 @@ impl QueueSearch {
 
     /// The longest FIFO that held, if any did.
     pub fn found(&self) -> Option<LocalStep> {
-        self.steps
-            .iter()
-            .filter(|s| s.held)
-            .max_by_key(|s| match s.setting {
-                LocalSetting::Pfifo { packets } => packets,
-                LocalSetting::FqCodel => u64::MAX,
-            })
-            .copied()
+        self.steps.iter().filter(|s| s.held).max_by_key(|s| match s.setting {
+            LocalSetting::Pfifo { packets } => packets,
+            LocalSetting::FqCodel => u64::MAX,
+        }).copied()
     }
 }
 
@@ -490,12 +341,7 @@ mod tests {
         }
         // 5 ms + one packet's 1.3 ms at 9.4 Mbit/s: 5 packets (6.06 ms) hold, 6 (7.27) do not
         let f = s.found().unwrap();
-        assert_eq!(
-            f.setting,
-            LocalSetting::Pfifo { packets: 5 },
-            "{:?}",
-            s.steps()
-        );
+        assert_eq!(f.setting, LocalSetting::Pfifo { packets: 5 }, "{:?}", s.steps());
         assert!(s.steps().len() <= 12, "{} steps", s.steps().len());
     }
 
@@ -507,14 +353,7 @@ mod tests {
             s.record(n, 9.4e6, 300.0, false, 0.0);
         }
         assert!(s.found().is_none());
-        assert!(
-            s.steps().iter().any(|x| x.setting
-                == LocalSetting::Pfifo {
-                    packets: MIN_PACKETS
-                }),
-            "the low end was tried: {:?}",
-            s.steps()
-        );
+        assert!(s.steps().iter().any(|x| x.setting == LocalSetting::Pfifo { packets: MIN_PACKETS }), "the low end was tried: {:?}", s.steps());
     }
 
     #[test]

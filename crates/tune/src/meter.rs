@@ -25,12 +25,7 @@ pub struct JobMeter {
 
 impl JobMeter {
     pub fn new(exe: PathBuf, netns: Option<String>, dir: PathBuf) -> JobMeter {
-        JobMeter {
-            exe,
-            netns,
-            dir,
-            n: 0,
-        }
+        JobMeter { exe, netns, dir, n: 0 }
     }
 }
 
@@ -42,19 +37,10 @@ impl Meter for JobMeter {
         let job = self.dir.join(format!("test-{n}.job.json"));
         let errf = self.dir.join(format!("test-{n}.stderr"));
         let j = match test {
-            TuneTest::Test(t) => Job::Test {
-                config: Box::new(t.clone()),
-                json: json.clone(),
-                quiet: true,
-                progress: None,
-            },
-            TuneTest::Rpm(r) => Job::Rpm {
-                config: Box::new(r.clone()),
-                json: json.clone(),
-            },
+            TuneTest::Test(t) => Job::Test { config: Box::new(t.clone()), json: json.clone(), quiet: true, progress: None },
+            TuneTest::Rpm(r) => Job::Rpm { config: Box::new(r.clone()), json: json.clone() },
         };
-        std::fs::write(&job, serde_json::to_vec_pretty(&j)?)
-            .with_context(|| format!("cannot write {}", job.display()))?;
+        std::fs::write(&job, serde_json::to_vec_pretty(&j)?).with_context(|| format!("cannot write {}", job.display()))?;
         let mut cmd = match &self.netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
@@ -63,16 +49,11 @@ impl Meter for JobMeter {
             }
             None => Command::new(&self.exe),
         };
-        cmd.arg("job")
-            .arg(&job)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
+        cmd.arg("job").arg(&job).stdin(Stdio::null()).stdout(Stdio::null());
         cmd.stderr(std::fs::File::create(&errf)?).process_group(0);
         // a tune killed outright takes its test with it
         bloatlab_host::process::die_with_parent(&mut cmd, bloatlab_host::process::Signal::Int);
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start the test {what}"))?;
+        let mut child = cmd.spawn().with_context(|| format!("cannot start the test {what}"))?;
         let mut forwarded: Option<(i32, Instant)> = None;
         let status = loop {
             if let Some(st) = child.try_wait()? {
@@ -81,10 +62,7 @@ impl Meter for JobMeter {
             let sig = signals::pending();
             match forwarded {
                 None if sig != 0 => {
-                    bloatlab_host::process::signal_child(
-                        &child,
-                        bloatlab_host::process::Signal::Int,
-                    );
+                    bloatlab_host::process::signal_child(&child, bloatlab_host::process::Signal::Int);
                     forwarded = Some((sig, Instant::now()));
                 }
                 Some((_, t)) if t.elapsed() > Duration::from_secs(10) => {
@@ -95,30 +73,15 @@ impl Meter for JobMeter {
             std::thread::sleep(Duration::from_millis(20));
         };
         if let Some((sig, _)) = forwarded {
-            bail!(
-                "interrupted by {} during the test {what}",
-                signals::name(sig)
-            );
+            bail!("interrupted by {} during the test {what}", signals::name(sig));
         }
         let stderr = std::fs::read_to_string(&errf).unwrap_or_default();
         if !json.exists() {
-            bail!(
-                "the test {what} failed ({status}){}",
-                if stderr.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", stderr.trim())
-                }
-            );
+            bail!("the test {what} failed ({status}){}", if stderr.trim().is_empty() { String::new() } else { format!(": {}", stderr.trim()) });
         }
         let r = TestResult::read_file(&json).map_err(|e| anyhow!("{e}"))?;
         if !r.complete {
-            bail!(
-                "the test {what} ended early: {}",
-                r.incomplete_reason
-                    .clone()
-                    .unwrap_or_else(|| stderr.trim().to_string())
-            );
+            bail!("the test {what} ended early: {}", r.incomplete_reason.clone().unwrap_or_else(|| stderr.trim().to_string()));
         }
         Ok(r)
     }

@@ -6,8 +6,8 @@
 //! an IFB device that the WAN's ingress is redirected to. The commands are
 //! the shaping layer's (bloatlab_shape::qdisc), the lab's bottleneck's too.
 use bloatlab_model::Rate;
-pub use bloatlab_shape::qdisc::ifb_name;
 use bloatlab_shape::qdisc::{argv, Egress, IngressRedirect, Limiter};
+pub use bloatlab_shape::qdisc::ifb_name;
 use serde::{Deserialize, Serialize};
 
 /// The queue a shaper feeds.
@@ -54,12 +54,7 @@ impl Setting {
             Leaf::FqCodel => (Limiter::Htb, argv(&["fq_codel"])),
             Leaf::Emulator => return None,
         };
-        Some(Egress {
-            device: self.device.clone(),
-            rate: self.rate(),
-            limiter,
-            leaf,
-        })
+        Some(Egress { device: self.device.clone(), rate: self.rate(), limiter, leaf })
     }
 }
 
@@ -80,26 +75,15 @@ impl Plan {
     pub fn new(wan: &str, up: Option<Rate>, down: Option<Rate>, leaf: Leaf) -> Plan {
         Plan {
             wan: wan.into(),
-            upload: up.map(|rate| Setting {
-                device: wan.into(),
-                rate_bps: rate.bps,
-                leaf,
-            }),
-            download: down.map(|rate| Setting {
-                device: ifb_name(wan),
-                rate_bps: rate.bps,
-                leaf,
-            }),
+            upload: up.map(|rate| Setting { device: wan.into(), rate_bps: rate.bps, leaf }),
+            download: down.map(|rate| Setting { device: ifb_name(wan), rate_bps: rate.bps, leaf }),
             lan: vec![],
         }
     }
 
     /// The leaf both directions feed (the first set).
     pub fn leaf(&self) -> Option<Leaf> {
-        self.upload
-            .as_ref()
-            .or(self.download.as_ref())
-            .map(|s| s.leaf)
+        self.upload.as_ref().or(self.download.as_ref()).map(|s| s.leaf)
     }
 
     /// Whether the emulator shapes (a process, not qdiscs).
@@ -132,13 +116,7 @@ impl Plan {
             return v;
         }
         if let Some(d) = &self.download {
-            v.extend(
-                IngressRedirect {
-                    device: self.wan.clone(),
-                    ifb: d.device.clone(),
-                }
-                .install(),
-            );
+            v.extend(IngressRedirect { device: self.wan.clone(), ifb: d.device.clone() }.install());
         }
         for s in [&self.upload, &self.download].into_iter().flatten() {
             v.extend(s.egress().map(|e| e.install()).unwrap_or_default());
@@ -165,13 +143,7 @@ impl Plan {
         }
         if let Some(d) = &self.download {
             // the IFB's shaper goes with the device
-            v.extend(
-                IngressRedirect {
-                    device: self.wan.clone(),
-                    ifb: d.device.clone(),
-                }
-                .remove(),
-            );
+            v.extend(IngressRedirect { device: self.wan.clone(), ifb: d.device.clone() }.remove());
         }
         v
     }
@@ -186,11 +158,7 @@ impl Plan {
                 shell(&self.emulate_argv("bloatlab"))
             );
         }
-        let mut s = format!(
-            "#!/bin/sh\n# bloatlab tune: shape {}{}\nset -e\n",
-            self.wan,
-            self.summary()
-        );
+        let mut s = format!("#!/bin/sh\n# bloatlab tune: shape {}{}\nset -e\n", self.wan, self.summary());
         for c in self.remove() {
             s.push_str(&format!("{} 2>/dev/null || true\n", shell(&c)));
         }
@@ -205,12 +173,7 @@ impl Plan {
     /// sqm-scripts takes rates in kbit/s, 0 = that direction unshaped).
     pub fn openwrt_sqm(&self) -> String {
         let kbit = |s: &Option<Setting>| s.as_ref().map(|s| s.rate_bps / 1000).unwrap_or(0);
-        let leaf = self
-            .upload
-            .as_ref()
-            .or(self.download.as_ref())
-            .map(|s| s.leaf)
-            .unwrap_or(Leaf::FqCodel);
+        let leaf = self.upload.as_ref().or(self.download.as_ref()).map(|s| s.leaf).unwrap_or(Leaf::FqCodel);
         let (qdisc, script, overhead) = match leaf {
             Leaf::Cake { overhead, mpu } => ("cake", "piece_of_cake.qos", Some((overhead, mpu))),
             // OpenWrt's kernels have fq_codel: sqm-scripts shapes in the kernel
@@ -239,11 +202,7 @@ impl Plan {
                 self.summary()
             );
         }
-        let stop: Vec<String> = self
-            .remove()
-            .iter()
-            .map(|c| format!("-{}", shell_abs(c)))
-            .collect();
+        let stop: Vec<String> = self.remove().iter().map(|c| format!("-{}", shell_abs(c))).collect();
         format!(
             "[Unit]\nDescription=bloatlab tune: shape {}{}\nAfter=network-online.target\nWants=network-online.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh {script_path}\n{}\n\n[Install]\nWantedBy=multi-user.target\n",
             self.wan,
@@ -255,16 +214,10 @@ impl Plan {
     fn summary(&self) -> String {
         let mut parts = vec![];
         if let Some(s) = &self.upload {
-            parts.push(format!(
-                "upload {}",
-                bloatlab_model::fmt::rate(s.rate_bps as f64)
-            ));
+            parts.push(format!("upload {}", bloatlab_model::fmt::rate(s.rate_bps as f64)));
         }
         if let Some(s) = &self.download {
-            parts.push(format!(
-                "download {}",
-                bloatlab_model::fmt::rate(s.rate_bps as f64)
-            ));
+            parts.push(format!("download {}", bloatlab_model::fmt::rate(s.rate_bps as f64)));
         }
         if parts.is_empty() {
             String::new()
@@ -275,18 +228,7 @@ impl Plan {
 }
 
 fn shell(c: &[String]) -> String {
-    c.iter()
-        .map(|w| {
-            if w.chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || "-_.:/+=".contains(ch))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    c.iter().map(|w| if w.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.:/+=".contains(ch)) { w.clone() } else { format!("'{}'", w.replace('\'', "'\\''")) }).collect::<Vec<_>>().join(" ")
 }
 
 /// systemd wants an absolute path for the program.
@@ -307,12 +249,7 @@ mod tests {
     use super::*;
 
     fn plan() -> Plan {
-        Plan::new(
-            "eth1",
-            Some(Rate::mbit(4.5)),
-            Some(Rate::mbit(18.0)),
-            Leaf::FqCodel,
-        )
+        Plan::new("eth1", Some(Rate::mbit(4.5)), Some(Rate::mbit(18.0)), Leaf::FqCodel)
     }
 
     #[test]
@@ -335,39 +272,18 @@ mod tests {
             ]
         );
         let rm: Vec<String> = p.remove().iter().map(|c| c.join(" ")).collect();
-        assert_eq!(
-            rm,
-            [
-                "tc qdisc del dev eth1 root",
-                "tc qdisc del dev eth1 ingress",
-                "ip link del dev ifb4eth1"
-            ]
-        );
+        assert_eq!(rm, ["tc qdisc del dev eth1 root", "tc qdisc del dev eth1 ingress", "ip link del dev ifb4eth1"]);
     }
 
     #[test]
     fn cake_shapes_itself_with_its_overhead_stated() {
-        let p = Plan::new(
-            "wan",
-            Some(Rate::mbit(9.0)),
-            None,
-            Leaf::Cake {
-                overhead: 18,
-                mpu: 64,
-            },
-        );
+        let p = Plan::new("wan", Some(Rate::mbit(9.0)), None, Leaf::Cake { overhead: 18, mpu: 64 });
         let cmds: Vec<String> = p.install().iter().map(|c| c.join(" ")).collect();
-        assert_eq!(
-            cmds,
-            ["tc qdisc replace dev wan root cake bandwidth 9000000bit overhead 18 mpu 64"]
-        );
+        assert_eq!(cmds, ["tc qdisc replace dev wan root cake bandwidth 9000000bit overhead 18 mpu 64"]);
         assert_eq!(p.remove().len(), 1);
         let sqm = p.openwrt_sqm();
         assert!(sqm.contains("option interface 'wan'\n\toption download '0'\n\toption upload '9000'\n\toption qdisc 'cake'\n\toption script 'piece_of_cake.qos'"), "{sqm}");
-        assert!(
-            sqm.contains("option overhead '18'") && sqm.contains("option tcMPU '64'"),
-            "{sqm}"
-        );
+        assert!(sqm.contains("option overhead '18'") && sqm.contains("option tcMPU '64'"), "{sqm}");
     }
 
     #[test]
@@ -376,18 +292,12 @@ mod tests {
         let s = p.script();
         assert!(s.starts_with("#!/bin/sh\n# bloatlab tune: shape eth1 (upload 4.50 Mbit/s, download 18.0 Mbit/s)\nset -e\n"), "{s}");
         // what was there before goes first, harmlessly when absent
-        assert!(
-            s.contains("tc qdisc del dev eth1 root 2>/dev/null || true\n"),
-            "{s}"
-        );
+        assert!(s.contains("tc qdisc del dev eth1 root 2>/dev/null || true\n"), "{s}");
         for c in p.install() {
             assert!(s.contains(&format!("{}\n", c.join(" "))), "{s}");
         }
         let u = p.systemd_unit("/etc/bloatlab/tune-eth1.sh");
-        assert!(
-            u.contains("ExecStart=/bin/sh /etc/bloatlab/tune-eth1.sh\n"),
-            "{u}"
-        );
+        assert!(u.contains("ExecStart=/bin/sh /etc/bloatlab/tune-eth1.sh\n"), "{u}");
         assert!(u.contains("ExecStop=-/sbin/tc qdisc del dev eth1 root\nExecStop=-/sbin/tc qdisc del dev eth1 ingress\nExecStop=-/sbin/ip link del dev ifb4eth1\n"), "{u}");
         let sqm = p.openwrt_sqm();
         assert!(sqm.contains("option download '18000'\n\toption upload '4500'\n\toption qdisc 'fq_codel'\n\toption script 'simple.qos'"), "{sqm}");
@@ -395,12 +305,7 @@ mod tests {
 
     #[test]
     fn the_emulator_shaper_is_a_process_and_its_undo_removes_what_a_killed_one_leaves() {
-        let mut p = Plan::new(
-            "wan0",
-            Some(Rate::mbit(4.5)),
-            Some(Rate::mbit(18.0)),
-            Leaf::Emulator,
-        );
+        let mut p = Plan::new("wan0", Some(Rate::mbit(4.5)), Some(Rate::mbit(18.0)), Leaf::Emulator);
         p.lan = vec!["lan0".into()];
         assert!(p.install().is_empty());
         assert_eq!(
@@ -410,12 +315,7 @@ mod tests {
         let rm: Vec<String> = p.remove().iter().map(|c| c.join(" ")).collect();
         assert_eq!(rm[0], "ip -4 rule del pref 7711");
         assert_eq!(rm.len(), 4);
-        assert!(
-            p.script()
-                .contains("exec bloatlab emulate --client-if lan0"),
-            "{}",
-            p.script()
-        );
+        assert!(p.script().contains("exec bloatlab emulate --client-if lan0"), "{}", p.script());
         assert!(p.systemd_unit("/x.sh").contains("Type=simple"));
     }
 

@@ -92,11 +92,7 @@ pub struct Budget {
 
 impl Budget {
     pub fn steps(n: u32) -> Budget {
-        Budget {
-            steps: n,
-            seconds: f64::INFINITY,
-            bytes: f64::INFINITY,
-        }
+        Budget { steps: n, seconds: f64::INFINITY, bytes: f64::INFINITY }
     }
 }
 
@@ -111,13 +107,7 @@ pub enum Outcome {
     NotControllable { rate_bps: f64, added_ms: f64 },
     /// The highest rate tried that held the target; `exact` when the
     /// interval closed, false when the budget ended the search first.
-    Found {
-        rate_bps: f64,
-        goodput_bps: f64,
-        added_ms: f64,
-        share_of_line: f64,
-        exact: bool,
-    },
+    Found { rate_bps: f64, goodput_bps: f64, added_ms: f64, share_of_line: f64, exact: bool },
 }
 
 /// One direction's search: ask [`Search::next`] for the rate to try,
@@ -142,34 +132,10 @@ pub struct Search {
 
 impl Search {
     /// Start from the unshaped line's measurement (`line.rate_bps` None).
-    pub fn new(
-        line_goodput_bps: f64,
-        line_added_ms: f64,
-        target_ms: f64,
-        budget: Budget,
-    ) -> Search {
-        let line = Step {
-            rate_bps: None,
-            goodput_bps: line_goodput_bps,
-            added_ms: line_added_ms,
-            still_rising: false,
-            held: line_added_ms <= target_ms,
-        };
-        let done = line.held.then_some(Outcome::NotBloated {
-            added_ms: line_added_ms,
-        });
-        Search {
-            target_ms,
-            budget,
-            line,
-            lo: None,
-            low_misses: 0,
-            hi: line_goodput_bps / WIRE_EFFICIENCY * HIGH_SHARE,
-            steps: vec![],
-            spent: (0.0, 0.0),
-            last: (0.0, 0.0),
-            done,
-        }
+    pub fn new(line_goodput_bps: f64, line_added_ms: f64, target_ms: f64, budget: Budget) -> Search {
+        let line = Step { rate_bps: None, goodput_bps: line_goodput_bps, added_ms: line_added_ms, still_rising: false, held: line_added_ms <= target_ms };
+        let done = line.held.then_some(Outcome::NotBloated { added_ms: line_added_ms });
+        Search { target_ms, budget, line, lo: None, low_misses: 0, hi: line_goodput_bps / WIRE_EFFICIENCY * HIGH_SHARE, steps: vec![], spent: (0.0, 0.0), last: (0.0, 0.0), done }
     }
 
     /// The line's rate as the shaper counts it.
@@ -182,9 +148,7 @@ impl Search {
         if self.done.is_some() || self.steps.len() as u32 >= self.budget.steps {
             return None;
         }
-        if self.spent.0 + self.last.0 > self.budget.seconds
-            || self.spent.1 + self.last.1 > self.budget.bytes
-        {
+        if self.spent.0 + self.last.0 > self.budget.seconds || self.spent.1 + self.last.1 > self.budget.bytes {
             return None;
         }
         let line = self.line_rate_bps();
@@ -200,22 +164,9 @@ impl Search {
 
     /// What the test at `rate_bps` measured (`still_rising`: latency had
     /// not stopped rising by the step's end), and what it cost.
-    pub fn record(
-        &mut self,
-        rate_bps: f64,
-        goodput_bps: f64,
-        added_ms: f64,
-        still_rising: bool,
-        cost: (f64, f64),
-    ) {
+    pub fn record(&mut self, rate_bps: f64, goodput_bps: f64, added_ms: f64, still_rising: bool, cost: (f64, f64)) {
         let held = holds(self.target_ms, added_ms, rate_bps, still_rising);
-        let s = Step {
-            rate_bps: Some(rate_bps),
-            goodput_bps,
-            added_ms,
-            still_rising,
-            held,
-        };
+        let s = Step { rate_bps: Some(rate_bps), goodput_bps, added_ms, still_rising, held };
         self.steps.push(s);
         self.spent = (self.spent.0 + cost.0, self.spent.1 + cost.1);
         self.last = cost;
@@ -258,11 +209,7 @@ impl Search {
             rate_bps: lo.rate_bps.unwrap_or(0.0),
             goodput_bps: lo.goodput_bps,
             added_ms: lo.added_ms,
-            share_of_line: if self.line.goodput_bps > 0.0 {
-                lo.goodput_bps / self.line.goodput_bps
-            } else {
-                0.0
-            },
+            share_of_line: if self.line.goodput_bps > 0.0 { lo.goodput_bps / self.line.goodput_bps } else { 0.0 },
             exact: self.hi - lo.rate_bps.unwrap_or(0.0) <= RESOLUTION * self.line_rate_bps(),
         })
     }
@@ -301,20 +248,9 @@ mod tests {
     #[test]
     fn a_bloated_line_is_shaped_just_below_its_rate_in_a_few_steps() {
         let (s, o) = run(20e6, 1200.0, 10);
-        let Some(Outcome::Found {
-            rate_bps,
-            share_of_line,
-            exact,
-            ..
-        }) = o
-        else {
-            panic!("{o:?}")
-        };
+        let Some(Outcome::Found { rate_bps, share_of_line, exact, .. }) = o else { panic!("{o:?}") };
         // within the resolution below the point where the shaper lets go
-        assert!(
-            rate_bps < 20e6 * 0.99 && rate_bps > 20e6 * (0.99 - 2.0 * RESOLUTION),
-            "{rate_bps}"
-        );
+        assert!(rate_bps < 20e6 * 0.99 && rate_bps > 20e6 * (0.99 - 2.0 * RESOLUTION), "{rate_bps}");
         assert!(share_of_line > 0.95, "{share_of_line}");
         assert!(exact);
         // the low end, then bisection: 1 + log2(0.7 / 0.02) steps
@@ -331,9 +267,7 @@ mod tests {
         // a FIFO filling slowly: the median read low, the end did not
         s.record(r2, r2 * WIRE_EFFICIENCY, 3.0, true, (10.0, 0.0));
         assert!(!s.steps()[1].held);
-        let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else {
-            panic!()
-        };
+        let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else { panic!() };
         assert_eq!(rate_bps, r);
     }
 
@@ -346,9 +280,7 @@ mod tests {
             let (g, a) = l(r);
             s.record(r, g, a, false, (10.0, 0.0));
         }
-        let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else {
-            panic!()
-        };
+        let Some(Outcome::Found { rate_bps, .. }) = s.outcome() else { panic!() };
         assert!(rate_bps > 5e6 * 0.93 && rate_bps < 5e6 * 0.99, "{rate_bps}");
     }
 
@@ -387,13 +319,7 @@ mod tests {
         assert_eq!(s2.next(), Some(r));
         s2.record(r, r * WIRE_EFFICIENCY, 575.0, false, (10.0, 1e7));
         assert_eq!(s2.next(), None);
-        assert_eq!(
-            s2.outcome(),
-            Some(Outcome::NotControllable {
-                rate_bps: r,
-                added_ms: 575.0
-            })
-        );
+        assert_eq!(s2.outcome(), Some(Outcome::NotControllable { rate_bps: r, added_ms: 575.0 }));
         // a low end disturbed once, then held: the search goes on
         let mut s3 = Search::new(s.line.goodput_bps, 600.0, 5.0, Budget::steps(10));
         let r = s3.next().unwrap();
@@ -406,58 +332,29 @@ mod tests {
     fn a_spent_budget_ends_the_search_with_the_best_rate_so_far() {
         let (s, o) = run(100e6, 120.0, 3);
         assert_eq!(s.steps().len(), 3);
-        let Some(Outcome::Found {
-            rate_bps, exact, ..
-        }) = o
-        else {
-            panic!("{o:?}")
-        };
+        let Some(Outcome::Found { rate_bps, exact, .. }) = o else { panic!("{o:?}") };
         assert!(!exact);
         // 50%, 85%, then 102.5% (too high) of the line's rate
-        assert!(
-            (rate_bps / s.line_rate_bps() - 0.85).abs() < 1e-9,
-            "{rate_bps}"
-        );
+        assert!((rate_bps / s.line_rate_bps() - 0.85).abs() < 1e-9, "{rate_bps}");
     }
 
     #[test]
     fn time_and_bytes_bound_the_search_before_a_step_would_pass_them() {
         // 10 s a step: a 35 s budget allows three (a fourth would end at 40 s)
         let l = line(20e6, 1200.0);
-        let mut s = Search::new(
-            20e6 * WIRE_EFFICIENCY,
-            1200.0,
-            5.0,
-            Budget {
-                steps: 100,
-                seconds: 35.0,
-                bytes: f64::INFINITY,
-            },
-        );
+        let mut s = Search::new(20e6 * WIRE_EFFICIENCY, 1200.0, 5.0, Budget { steps: 100, seconds: 35.0, bytes: f64::INFINITY });
         while let Some(r) = s.next() {
             let (g, a) = l(r);
             s.record(r, g, a, false, (10.0, 0.0));
         }
         assert_eq!(s.steps().len(), 3);
         // 25 MB a step: a 60 MB budget allows two
-        let mut s = Search::new(
-            20e6 * WIRE_EFFICIENCY,
-            1200.0,
-            5.0,
-            Budget {
-                steps: 100,
-                seconds: f64::INFINITY,
-                bytes: 60e6,
-            },
-        );
+        let mut s = Search::new(20e6 * WIRE_EFFICIENCY, 1200.0, 5.0, Budget { steps: 100, seconds: f64::INFINITY, bytes: 60e6 });
         while let Some(r) = s.next() {
             let (g, a) = l(r);
             s.record(r, g, a, false, (10.0, 25e6));
         }
         assert_eq!(s.steps().len(), 2);
-        assert!(matches!(
-            s.outcome(),
-            Some(Outcome::Found { exact: false, .. })
-        ));
+        assert!(matches!(s.outcome(), Some(Outcome::Found { exact: false, .. })));
     }
 }

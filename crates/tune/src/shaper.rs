@@ -55,13 +55,7 @@ pub fn probe(netns: Option<&str>) -> Result<Support, String> {
 /// The shaper tune uses, and why: the one asked for, or with `auto` cake,
 /// else HTB + fq_codel, else the emulator. Refused, naming what is
 /// missing and what to install, when the kernel lacks what it needs.
-pub fn choose(
-    asked: TuneShaper,
-    s: &Support,
-    overhead: u32,
-    mpu: u32,
-    lan_host_measures: bool,
-) -> Result<(Leaf, String), String> {
+pub fn choose(asked: TuneShaper, s: &Support, overhead: u32, mpu: u32, lan_host_measures: bool) -> Result<(Leaf, String), String> {
     let ifb = |what: &str| -> Result<(), String> {
         if s.ifb {
             Ok(())
@@ -104,21 +98,9 @@ pub fn default_lan(netns: Option<&str>, wan: &str) -> Result<Vec<String>, String
     struct Link {
         ifname: String,
     }
-    let links: Vec<Link> =
-        serde_json::from_str(&out).map_err(|e| format!("cannot read `ip -j link show`: {e}"))?;
-    let skip = |n: &str| {
-        n == "lo"
-            || n == wan
-            || n == EMULATOR_TUN.0
-            || n == EMULATOR_TUN.1
-            || n.starts_with("ifb4")
-            || n.starts_with("bltune-")
-    };
-    Ok(links
-        .into_iter()
-        .map(|l| l.ifname)
-        .filter(|n| !skip(n))
-        .collect())
+    let links: Vec<Link> = serde_json::from_str(&out).map_err(|e| format!("cannot read `ip -j link show`: {e}"))?;
+    let skip = |n: &str| n == "lo" || n == wan || n == EMULATOR_TUN.0 || n == EMULATOR_TUN.1 || n.starts_with("ifb4") || n.starts_with("bltune-");
+    Ok(links.into_iter().map(|l| l.ifname).filter(|n| !skip(n)).collect())
 }
 
 /// The shaper as tune drives it.
@@ -135,14 +117,7 @@ pub struct LineShaper {
 
 impl LineShaper {
     pub fn new(place: Place, leaf: Leaf, why: String) -> LineShaper {
-        LineShaper {
-            place,
-            leaf,
-            why,
-            saved: None,
-            emulator: None,
-            current: None,
-        }
+        LineShaper { place, leaf, why, saved: None, emulator: None, current: None }
     }
 
     /// What is in place now (None: the interface as it was).
@@ -169,11 +144,7 @@ impl LineShaper {
         if plan.is_emulator() {
             self.start_emulator(plan, true)
         } else {
-            self.saved = Some(apply::install(
-                &plan,
-                self.place.netns.as_deref(),
-                &self.place.state_file,
-            )?);
+            self.saved = Some(apply::install(&plan, self.place.netns.as_deref(), &self.place.state_file)?);
             self.current = Some(plan);
             Ok(())
         }
@@ -182,11 +153,7 @@ impl LineShaper {
     fn start_emulator(&mut self, plan: Plan, die_with_parent: bool) -> Result<(), String> {
         let ns = self.place.netns.as_deref();
         if !apply::device_exists(ns, &plan.wan) {
-            return Err(format!(
-                "there is no interface {}{}",
-                plan.wan,
-                ns.map(|n| format!(" in {n}")).unwrap_or_default()
-            ));
+            return Err(format!("there is no interface {}{}", plan.wan, ns.map(|n| format!(" in {n}")).unwrap_or_default()));
         }
         if self.place.state_file.exists() {
             return Err(format!(
@@ -197,33 +164,16 @@ impl LineShaper {
         }
         let before = apply::qdiscs(ns, &plan.wan)?;
         let dir = |r: Option<&crate::plan::Setting>| bloatlab_emulator::DirectionConfig {
-            rate: r
-                .map(|s| RateSpec::Fixed { bps: s.rate_bps })
-                .unwrap_or(RateSpec::Unlimited),
-            queue: if r.is_some() {
-                QueueSpec::parse("fq_codel").expect("fq_codel")
-            } else {
-                QueueSpec::Fifo { packets: 1000 }
-            },
+            rate: r.map(|s| RateSpec::Fixed { bps: s.rate_bps }).unwrap_or(RateSpec::Unlimited),
+            queue: if r.is_some() { QueueSpec::parse("fq_codel").expect("fq_codel") } else { QueueSpec::Fifo { packets: 1000 } },
             // HTB counts the Ethernet header on a veth; so does the shaper
             overhead_bytes: 14,
             ..Default::default()
         };
-        let cfg = bloatlab_emulator::EmulatorConfig {
-            up: dir(plan.upload.as_ref()),
-            down: dir(plan.download.as_ref()),
-            ..Default::default()
-        };
+        let cfg = bloatlab_emulator::EmulatorConfig { up: dir(plan.upload.as_ref()), down: dir(plan.download.as_ref()), ..Default::default() };
         let stats = self.place.run_dir.join("tune-emulator.json");
         let lan: Vec<&str> = plan.lan.iter().map(String::as_str).collect();
-        let mut o = bloatlab_emulator::StartOptions::new(
-            &self.place.exe,
-            ns.unwrap_or(""),
-            &cfg,
-            &lan,
-            &[&plan.wan],
-            &stats,
-        );
+        let mut o = bloatlab_emulator::StartOptions::new(&self.place.exe, ns.unwrap_or(""), &cfg, &lan, &[&plan.wan], &stats);
         o.spec.netns = ns.map(String::from);
         o.spec.tun_up = EMULATOR_TUN.0.into();
         o.spec.tun_down = EMULATOR_TUN.1.into();
@@ -237,10 +187,7 @@ impl LineShaper {
             plan: plan.clone(),
             emulator_pid: None,
             pid: std::process::id(),
-            at_unix_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
             local: None,
         };
         // saved before the change: a kill in between still leaves the undo its plan
@@ -281,9 +228,7 @@ impl LineShaper {
     /// shaper restarted on its own, outliving tune); the state stays on
     /// disk for `bloatlab tune --undo`.
     pub fn keep(&mut self) -> Result<Option<Plan>, String> {
-        let Some(plan) = self.current.clone() else {
-            return Ok(None);
-        };
+        let Some(plan) = self.current.clone() else { return Ok(None) };
         if plan.is_emulator() {
             self.restore()?;
             self.start_emulator(plan.clone(), false)?;
@@ -298,10 +243,7 @@ impl Drop for LineShaper {
     fn drop(&mut self) {
         if self.saved.is_some() {
             if let Err(e) = self.restore() {
-                eprintln!(
-                    "bloatlab tune: putting {} back: {e}; run `bloatlab tune --undo {}`",
-                    self.place.wan, self.place.wan
-                );
+                eprintln!("bloatlab tune: putting {} back: {e}; run `bloatlab tune --undo {}`", self.place.wan, self.place.wan);
             }
         }
     }
@@ -311,11 +253,7 @@ impl Drop for LineShaper {
 /// field 22), to tell it from a later process with the same pid.
 fn start_time(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s[s.rfind(')')? + 2..]
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
+    s[s.rfind(')')? + 2..].split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Stop the emulator shaper a saved state names: only a `bloatlab
@@ -331,15 +269,7 @@ fn stop_emulator(pid: u32) -> Result<(), String> {
     bloatlab_host::process::signal(pid, bloatlab_host::process::Signal::Term);
     let deadline = Instant::now() + Duration::from_secs(10);
     while start_time(pid).is_some() && start_time(pid) == t0 {
-        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| {
-                s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-            .unwrap_or(true);
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map(|s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')).unwrap_or(true);
         if zombie {
             break;
         }
@@ -387,65 +317,23 @@ mod tests {
 
     #[test]
     fn auto_takes_cake_then_fq_codel_then_the_emulator_and_says_why() {
-        let all = Support {
-            cake: true,
-            htb: true,
-            fq_codel: true,
-            ifb: true,
-            tun: true,
-        };
+        let all = Support { cake: true, htb: true, fq_codel: true, ifb: true, tun: true };
         let (l, why) = choose(TuneShaper::Auto, &all, 18, 64, false).unwrap();
-        assert_eq!(
-            l,
-            Leaf::Cake {
-                overhead: 18,
-                mpu: 64
-            }
-        );
+        assert_eq!(l, Leaf::Cake { overhead: 18, mpu: 64 });
         assert_eq!(why, "the kernel has cake");
-        let no_cake = Support {
-            cake: false,
-            ..all.clone()
-        };
-        assert_eq!(
-            choose(TuneShaper::Auto, &no_cake, 18, 64, false).unwrap().0,
-            Leaf::FqCodel
-        );
+        let no_cake = Support { cake: false, ..all.clone() };
+        assert_eq!(choose(TuneShaper::Auto, &no_cake, 18, 64, false).unwrap().0, Leaf::FqCodel);
         // this machine's kernel: htb and IFB, no AQM
-        let here = Support {
-            cake: false,
-            fq_codel: false,
-            ..all.clone()
-        };
+        let here = Support { cake: false, fq_codel: false, ..all.clone() };
         let e = choose(TuneShaper::Auto, &here, 18, 64, false).unwrap_err();
-        assert!(
-            e.contains("neither cake nor fq_codel") && e.contains("--client-netns"),
-            "{e}"
-        );
+        assert!(e.contains("neither cake nor fq_codel") && e.contains("--client-netns"), "{e}");
         let (l, why) = choose(TuneShaper::Auto, &here, 18, 64, true).unwrap();
         assert_eq!(l, Leaf::Emulator);
         assert_eq!(why, "this kernel has neither cake nor fq_codel");
-        assert!(choose(TuneShaper::Cake, &here, 18, 64, true)
-            .unwrap_err()
-            .contains("kmod-sched-cake"));
-        assert!(choose(TuneShaper::FqCodel, &here, 18, 64, true)
-            .unwrap_err()
-            .contains("lacks fq_codel"));
-        let no_ifb = Support {
-            ifb: false,
-            ..all.clone()
-        };
-        assert!(choose(TuneShaper::FqCodel, &no_ifb, 18, 64, true)
-            .unwrap_err()
-            .contains("IFB"));
-        assert!(choose(
-            TuneShaper::Emulator,
-            &Support { tun: false, ..all },
-            18,
-            64,
-            true
-        )
-        .unwrap_err()
-        .contains("/dev/net/tun"));
+        assert!(choose(TuneShaper::Cake, &here, 18, 64, true).unwrap_err().contains("kmod-sched-cake"));
+        assert!(choose(TuneShaper::FqCodel, &here, 18, 64, true).unwrap_err().contains("lacks fq_codel"));
+        let no_ifb = Support { ifb: false, ..all.clone() };
+        assert!(choose(TuneShaper::FqCodel, &no_ifb, 18, 64, true).unwrap_err().contains("IFB"));
+        assert!(choose(TuneShaper::Emulator, &Support { tun: false, ..all }, 18, 64, true).unwrap_err().contains("/dev/net/tun"));
     }
 }

@@ -50,10 +50,7 @@ impl Saved {
             plan: Plan::new(&lb.iface, None, None, crate::plan::Leaf::FqCodel),
             emulator_pid: None,
             pid: std::process::id(),
-            at_unix_s: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+            at_unix_s: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
             local: Some(lb.clone()),
         }
     }
@@ -77,18 +74,13 @@ impl Saved {
             std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
         let tmp = file.with_extension("json.tmp");
-        std::fs::write(
-            &tmp,
-            serde_json::to_string_pretty(self).expect("serializable"),
-        )
-        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        std::fs::write(&tmp, serde_json::to_string_pretty(self).expect("serializable")).map_err(|e| format!("{}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, file).map_err(|e| format!("{}: {e}", file.display()))
     }
 
     pub fn load(file: &Path) -> Result<Saved, String> {
         let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a saved tune state: {e}", file.display()))
+        serde_json::from_str(&text).map_err(|e| format!("{} is not a saved tune state: {e}", file.display()))
     }
 }
 
@@ -105,12 +97,7 @@ mod tests {
             iface: "eth1".into(),
             netns: Some("blab-abc123-router".into()),
             before: parse_qdiscs(r#"[{"kind":"noqueue","handle":"0:","root":true}]"#).unwrap(),
-            plan: Plan::new(
-                "eth1",
-                Some(Rate::mbit(4.5)),
-                Some(Rate::mbit(18.0)),
-                Leaf::FqCodel,
-            ),
+            plan: Plan::new("eth1", Some(Rate::mbit(4.5)), Some(Rate::mbit(18.0)), Leaf::FqCodel),
             emulator_pid: None,
             pid: 42,
             at_unix_s: 1_800_000_000,
@@ -122,8 +109,6 @@ mod tests {
         assert_eq!(Saved::load(&f).unwrap(), s);
         assert!(!f.with_extension("json.tmp").exists());
         std::fs::write(&f, "{").unwrap();
-        assert!(Saved::load(&f)
-            .unwrap_err()
-            .contains("is not a saved tune state"));
+        assert!(Saved::load(&f).unwrap_err().contains("is not a saved tune state"));
     }
 }

@@ -13,31 +13,11 @@ pub struct Asset {
 pub const INDEX: &str = include_str!("../assets/index.html");
 
 pub static ASSETS: &[Asset] = &[
-    Asset {
-        path: "/app.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/app.js"),
-    },
-    Asset {
-        path: "/worker.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/worker.js"),
-    },
-    Asset {
-        path: "/load.js",
-        content_type: "text/javascript; charset=utf-8",
-        body: include_str!("../assets/load.js"),
-    },
-    Asset {
-        path: "/style.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_str!("../assets/style.css"),
-    },
-    Asset {
-        path: "/icon.svg",
-        content_type: "image/svg+xml",
-        body: include_str!("../assets/icon.svg"),
-    },
+    Asset { path: "/app.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/app.js") },
+    Asset { path: "/worker.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/worker.js") },
+    Asset { path: "/load.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../assets/load.js") },
+    Asset { path: "/style.css", content_type: "text/css; charset=utf-8", body: include_str!("../assets/style.css") },
+    Asset { path: "/icon.svg", content_type: "image/svg+xml", body: include_str!("../assets/icon.svg") },
 ];
 
 /// The page's Content-Security-Policy: scripts, styles, the worker and
@@ -58,31 +38,13 @@ mod tests {
     #[test]
     fn the_page_is_small_and_self_contained() {
         assert!(page_weight() < 100_000, "{} bytes", page_weight());
-        for (name, text) in
-            std::iter::once(("index.html", INDEX)).chain(ASSETS.iter().map(|a| (a.path, a.body)))
-        {
-            for bad in [
-                "http://",
-                "https://",
-                "//cdn",
-                "<script>",
-                " style=\"",
-                "onclick=",
-                "eval(",
-            ] {
+        for (name, text) in std::iter::once(("index.html", INDEX)).chain(ASSETS.iter().map(|a| (a.path, a.body))) {
+            for bad in ["http://", "https://", "//cdn", "<script>", " style=\"", "onclick=", "eval("] {
                 // the SVG namespace is the one URL allowed (it is never fetched)
-                let hits = text.matches(bad).count()
-                    - if bad == "http://" {
-                        text.matches("http://www.w3.org/2000/svg").count()
-                    } else {
-                        0
-                    };
+                let hits = text.matches(bad).count() - if bad == "http://" { text.matches("http://www.w3.org/2000/svg").count() } else { 0 };
                 assert_eq!(hits, 0, "{name} contains {bad:?}");
             }
         }
-        assert!(
-            INDEX.contains("id=\"start\""),
-            "the start button has id `start`"
-        );
+        assert!(INDEX.contains("id=\"start\""), "the start button has id `start`");
     }
 }

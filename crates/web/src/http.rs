@@ -13,12 +13,7 @@ use socket2::SockRef;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-pub(crate) async fn serve(
-    tcp: tokio::net::TcpStream,
-    peer: std::net::SocketAddr,
-    web: Arc<Web>,
-    hold: Arc<dyn std::any::Any + Send + Sync>,
-) {
+pub(crate) async fn serve(tcp: tokio::net::TcpStream, peer: std::net::SocketAddr, web: Arc<Web>, hold: Arc<dyn std::any::Any + Send + Sync>) {
     let _ = tcp.set_nodelay(true);
     watch_peer(&SockRef::from(&tcp));
     let local = tcp.local_addr().unwrap_or(peer);
@@ -32,14 +27,7 @@ pub(crate) async fn serve(
             let sock = sock.as_ref().and_then(|s| s.try_clone().ok());
             async move {
                 let guard = Arc::new(act.begin());
-                let conn = ConnInfo {
-                    peer,
-                    local,
-                    sock,
-                    https: false,
-                    hold,
-                    busy: guard.clone(),
-                };
+                let conn = ConnInfo { peer, local, sock, https: false, hold, busy: guard.clone() };
                 let res = route(&web, req, conn).await;
                 // a streamed body keeps the request in progress until it has
                 // been sent (one of known length goes at once, with its length)
@@ -51,18 +39,11 @@ pub(crate) async fn serve(
                     let _ = &guard;
                     f
                 });
-                Ok::<_, Infallible>(hyper::Response::from_parts(
-                    parts,
-                    http_body_util::BodyExt::boxed(body),
-                ))
+                Ok::<_, Infallible>(hyper::Response::from_parts(parts, http_body_util::BodyExt::boxed(body)))
             }
         })
     };
-    let limits = Limits {
-        first_request: HELLO_DEADLINE,
-        idle: web.cfg.idle_timeout,
-        lifetime: web.cfg.max_duration + web.cfg.idle_timeout,
-    };
+    let limits = Limits { first_request: HELLO_DEADLINE, idle: web.cfg.idle_timeout, lifetime: web.cfg.max_duration + web.cfg.idle_timeout };
     bloatlab_serve::http::serve(TokioIo::new(tcp), svc, Protocols::Http1, &act, &limits).await;
     drop(hold);
 }

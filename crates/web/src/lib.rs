@@ -32,9 +32,9 @@ pub mod session;
 pub mod store;
 mod ws;
 
-use bloatlab_model::{Profile, ServerConfig, WebPlan, WebServe};
-use bloatlab_serve::http::{Body, ConnInfo, Fallback};
 use bloatlab_serve::{Full, Log, Quota};
+use bloatlab_model::{ServerConfig, Profile, WebPlan, WebServe};
+use bloatlab_serve::http::{Body, ConnInfo, Fallback};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full as FullBody};
 use hyper::body::Incoming;
@@ -67,12 +67,7 @@ pub struct WebServer {
 impl Web {
     /// The browser test of a server with configuration `cfg`, sharing its
     /// connection and tests quotas.
-    pub fn new(
-        cfg: &ServerConfig,
-        serve: &WebServe,
-        conns: Arc<Quota>,
-        tests: Arc<Quota>,
-    ) -> Result<Arc<Web>, String> {
+    pub fn new(cfg: &ServerConfig, serve: &WebServe, conns: Arc<Quota>, tests: Arc<Quota>) -> Result<Arc<Web>, String> {
         let store = serve.results.clone().map(store::Store::open).transpose()?;
         Ok(Arc::new(Web {
             cfg: cfg.clone(),
@@ -130,11 +125,7 @@ impl Web {
 struct Routes(Arc<Web>);
 
 impl Fallback for Routes {
-    fn handle(
-        &self,
-        req: Request<Incoming>,
-        conn: ConnInfo,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
+    fn handle(&self, req: Request<Incoming>, conn: ConnInfo) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response<Body>> + Send>> {
         let web = self.0.clone();
         Box::pin(async move { route(&web, req, conn).await })
     }
@@ -147,28 +138,16 @@ impl WebServer {
         let mut listeners = vec![];
         for b in &web.cfg.binds {
             let addr = SocketAddr::new(b.ip(), port);
-            listeners.push(
-                bloatlab_serve::listener(addr)
-                    .map_err(|e| format!("browser test: cannot listen on {addr}: {e}"))?,
-            );
+            listeners.push(bloatlab_serve::listener(addr).map_err(|e| format!("browser test: cannot listen on {addr}: {e}"))?);
         }
-        let addrs: Vec<SocketAddr> = listeners
-            .iter()
-            .filter_map(|l| l.local_addr().ok())
-            .collect();
+        let addrs: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
         if let Some(a) = addrs.first() {
             web.rtcs.set_port(a.port());
         }
         let w = web.clone();
-        bloatlab_serve::accept::serve_all(
-            listeners,
-            web.conns.clone(),
-            web.log.clone(),
-            move |tcp, peer, permit| Ok(http::serve(tcp, peer, w.clone(), Arc::new(permit))),
-        )
-        .map_err(|e| format!("browser test: {e}"))?;
-        bloatlab_serve::runtime::spawn(web.clone().housekeeping())
+        bloatlab_serve::accept::serve_all(listeners, web.conns.clone(), web.log.clone(), move |tcp, peer, permit| Ok(http::serve(tcp, peer, w.clone(), Arc::new(permit))))
             .map_err(|e| format!("browser test: {e}"))?;
+        bloatlab_serve::runtime::spawn(web.clone().housekeeping()).map_err(|e| format!("browser test: {e}"))?;
         Ok(WebServer { addrs, web })
     }
 }
@@ -177,12 +156,8 @@ impl WebServer {
 pub(crate) fn json_response(status: StatusCode, v: &serde_json::Value) -> Response<Body> {
     let mut r = Response::new(FullBody::new(Bytes::from(serde_json::to_vec(v).unwrap())).boxed());
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        "application/json".parse().unwrap(),
-    );
-    r.headers_mut()
-        .insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/json".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
     secure(r)
 }
 
@@ -209,26 +184,17 @@ pub(crate) fn secure(mut r: Response<Body>) -> Response<Body> {
 }
 
 fn query<'a>(req: &'a Request<Incoming>, key: &str) -> Option<&'a str> {
-    req.uri()
-        .query()?
-        .split('&')
-        .find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+    req.uri().query()?.split('&').find_map(|kv| kv.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
 }
 
 fn mode_of(req: &Request<Incoming>) -> Result<Profile, String> {
-    query(req, "mode")
-        .map(|m| m.parse::<Profile>())
-        .unwrap_or(Ok(Profile::Quick))
+    query(req, "mode").map(|m| m.parse::<Profile>()).unwrap_or(Ok(Profile::Quick))
 }
 
 fn full_reason(f: Full) -> String {
     match f {
-        Full::Total { limit } => format!(
-            "the server is busy: {limit} tests are running (--max-tests); try again in a minute"
-        ),
-        Full::Source { limit } => {
-            format!("your address already runs {limit} tests (--max-tests-per-source)")
-        }
+        Full::Total { limit } => format!("the server is busy: {limit} tests are running (--max-tests); try again in a minute"),
+        Full::Source { limit } => format!("your address already runs {limit} tests (--max-tests-per-source)"),
     }
 }
 
@@ -240,12 +206,8 @@ fn host_of(req: &Request<Incoming>, local: SocketAddr) -> String {
 
 fn page(index: &'static str) -> Response<Body> {
     let mut r = Response::new(FullBody::new(Bytes::from_static(index.as_bytes())).boxed());
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        "text/html; charset=utf-8".parse().unwrap(),
-    );
-    r.headers_mut()
-        .insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "text/html; charset=utf-8".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
     secure(r)
 }
 
@@ -264,10 +226,8 @@ async fn route(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respon
         p if get && assets::ASSETS.iter().any(|a| a.path == p) => {
             let a = assets::ASSETS.iter().find(|a| a.path == p).unwrap();
             let mut r = Response::new(FullBody::new(Bytes::from_static(a.body.as_bytes())).boxed());
-            r.headers_mut()
-                .insert(hyper::header::CONTENT_TYPE, a.content_type.parse().unwrap());
-            r.headers_mut()
-                .insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
+            r.headers_mut().insert(hyper::header::CONTENT_TYPE, a.content_type.parse().unwrap());
+            r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-cache".parse().unwrap());
             secure(r)
         }
         "/api/plan" if get => match mode_of(&req) {
@@ -283,12 +243,7 @@ async fn route(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respon
         "/api/up" if method == Method::POST => load::upload(web, req, conn).await,
         "/api/result" if method == Method::POST => finish(web, req, conn).await,
         p if get && p.starts_with("/api/results/") => kept(web, &p["/api/results/".len()..]),
-        _ => refuse(
-            StatusCode::NOT_FOUND,
-            format!(
-                "{method} {path}: not here (this is a bloatlab server's browser test: open / )"
-            ),
-        ),
+        _ => refuse(StatusCode::NOT_FOUND, format!("{method} {path}: not here (this is a bloatlab server's browser test: open / )")),
     }
 }
 
@@ -317,11 +272,7 @@ fn plan_doc(web: &Web, mode: Profile) -> serde_json::Value {
 }
 
 fn user_agent(req: &Request<Incoming>) -> String {
-    let ua = req
-        .headers()
-        .get(hyper::header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let ua = req.headers().get(hyper::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
     ua.chars().take(512).collect()
 }
 
@@ -350,13 +301,7 @@ fn begin(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -> Response<B
             return refuse(StatusCode::SERVICE_UNAVAILABLE, reason);
         }
     };
-    let s = web.sessions.begin(
-        permit,
-        conn.peer.ip(),
-        plan,
-        user_agent(req),
-        host_of(req, conn.local),
-    );
+    let s = web.sessions.begin(permit, conn.peer.ip(), plan, user_agent(req), host_of(req, conn.local));
     // the server's half of the measurements: byte counts and TCP_INFO
     let (sess, every) = (s.clone(), s.plan.sample_interval);
     tokio::spawn(async move {
@@ -366,14 +311,8 @@ fn begin(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -> Response<B
             sess.sample();
         }
     });
-    web.log(
-        "web_test",
-        json!({"client": conn.peer.to_string(), "id": s.id, "mode": mode.name(), "began": true}),
-    );
-    json_response(
-        StatusCode::OK,
-        &json!({"id": s.id, "plan": s.plan.to_json_value()}),
-    )
+    web.log("web_test", json!({"client": conn.peer.to_string(), "id": s.id, "mode": mode.name(), "began": true}));
+    json_response(StatusCode::OK, &json!({"id": s.id, "plan": s.plan.to_json_value()}))
 }
 
 /// `POST /api/result`: the page's measurements in; the test ends and its
@@ -385,30 +324,16 @@ async fn finish(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Respo
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
-    let body = match bloatlab_serve::http::read_body(
-        req.into_body(),
-        result::MAX_REPORT_BYTES,
-        "the report",
-    )
-    .await
-    {
+    let body = match bloatlab_serve::http::read_body(req.into_body(), result::MAX_REPORT_BYTES, "the report").await {
         Ok(b) => b,
         Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, e),
     };
     let rep: result::PageReport = match serde_json::from_slice(&body) {
         Ok(r) => r,
-        Err(e) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                format!("the report is not a browser test report: {e}"),
-            )
-        }
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, format!("the report is not a browser test report: {e}")),
     };
     if let Err(e) = rep.validate(&s) {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            format!("the report does not fit the test: {e}"),
-        );
+        return refuse(StatusCode::BAD_REQUEST, format!("the report does not fit the test: {e}"));
     }
     web.sessions.finish(&id);
     let server = bloatlab_engine::sys::disclosed_host_info(&web.cfg);
@@ -472,14 +397,8 @@ fn phase_label(p: &bloatlab_results::Phase) -> String {
 /// server's TCP state per phase and the browser's own delay.
 fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
     use bloatlab_model::fmt;
-    let ms = |v: Option<f64>| {
-        v.map(|v| format!("{} ms", fmt::ms(v)))
-            .unwrap_or_else(|| "-".into())
-    };
-    let added = |v: Option<f64>| {
-        v.map(|v| format!("{} ms", fmt::signed(v)))
-            .unwrap_or_else(|| "-".into())
-    };
+    let ms = |v: Option<f64>| v.map(|v| format!("{} ms", fmt::ms(v))).unwrap_or_else(|| "-".into());
+    let added = |v: Option<f64>| v.map(|v| format!("{} ms", fmt::signed(v))).unwrap_or_else(|| "-".into());
     let rate = |v: f64| if v > 0.0 { fmt::rate(v) } else { "-".into() };
     let h = &r.headline;
     let headline = vec![
@@ -500,27 +419,15 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
         if p.uploads > 0 {
             good.push(format!("{} ↑", rate(s.upload_bps)));
         }
-        let rising = if s.still_rising {
-            " (still rising)"
-        } else {
-            ""
-        };
-        let (p50, p90, p99) = if l.received > 0 {
-            (Some(l.p50_ms), Some(l.p90_ms), Some(l.p99_ms))
-        } else {
-            (None, None, None)
-        };
+        let rising = if s.still_rising { " (still rising)" } else { "" };
+        let (p50, p90, p99) = if l.received > 0 { (Some(l.p50_ms), Some(l.p90_ms), Some(l.p99_ms)) } else { (None, None, None) };
         vec![
             label,
             ms(p50),
             ms(p90),
             ms(p99),
             format!("{}{rising}", added(s.added_latency_ms)),
-            if good.is_empty() {
-                "-".into()
-            } else {
-                good.join(", ")
-            },
+            if good.is_empty() { "-".into() } else { good.join(", ") },
             format!("{} ↑ {} ↓", ms(s.owd_up_p50_ms), ms(s.owd_down_p50_ms)),
             format!("{} of {}", l.lost, l.sent),
         ]
@@ -532,10 +439,7 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
     for p in &r.scenarios {
         rows.push(row(phase_label(p), p));
     }
-    let span = |v: Vec<f64>, f: &dyn Fn(f64) -> String| match (
-        v.iter().cloned().reduce(f64::min),
-        v.iter().cloned().reduce(f64::max),
-    ) {
+    let span = |v: Vec<f64>, f: &dyn Fn(f64) -> String| match (v.iter().cloned().reduce(f64::min), v.iter().cloned().reduce(f64::max)) {
         (Some(a), Some(b)) if a == b => f(a),
         (Some(a), Some(b)) => format!("{} to {}", f(a), f(b)),
         _ => "-".into(),
@@ -544,46 +448,21 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
         .scenarios
         .iter()
         .map(|p| {
-            let last: Vec<&bloatlab_results::TcpInfoSample> = p
-                .flows
-                .iter()
-                .filter(|f| f.direction == bloatlab_results::Direction::Down)
-                .filter_map(|f| f.tcp_info.last())
-                .collect();
+            let last: Vec<&bloatlab_results::TcpInfoSample> =
+                p.flows.iter().filter(|f| f.direction == bloatlab_results::Direction::Down).filter_map(|f| f.tcp_info.last()).collect();
             vec![
                 phase_label(p),
-                span(last.iter().map(|x| x.cwnd as f64).collect(), &|v| {
-                    format!("{v:.0}")
-                }),
-                if last.is_empty() {
-                    "-".into()
-                } else {
-                    span(
-                        last.iter().map(|x| x.srtt_us as f64 / 1e3).collect(),
-                        &|v| format!("{} ms", fmt::ms(v)),
-                    )
-                },
-                if last.is_empty() {
-                    "-".into()
-                } else {
-                    p.summary.retransmits.to_string()
-                },
+                span(last.iter().map(|x| x.cwnd as f64).collect(), &|v| format!("{v:.0}")),
+                if last.is_empty() { "-".into() } else { span(last.iter().map(|x| x.srtt_us as f64 / 1e3).collect(), &|v| format!("{} ms", fmt::ms(v))) },
+                if last.is_empty() { "-".into() } else { p.summary.retransmits.to_string() },
             ]
         })
         .collect();
     // the browser's own delay, as the result measured it (never read as bufferbloat)
     let all: Vec<&bloatlab_results::Phase> = r.idle.iter().chain(r.scenarios.iter()).collect();
-    let lag = all
-        .iter()
-        .filter_map(|p| p.summary.page_lag_max_ms)
-        .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+    let lag = all.iter().filter_map(|p| p.summary.page_lag_max_ms).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
     let held: u32 = all.iter().map(|p| p.summary.page_delayed_probes).sum();
-    let rising: Vec<String> = r
-        .scenarios
-        .iter()
-        .filter(|p| p.summary.still_rising)
-        .map(phase_label)
-        .collect();
+    let rising: Vec<String> = r.scenarios.iter().filter(|p| p.summary.still_rising).map(phase_label).collect();
     let mut notes = String::new();
     if let Some(why) = crate::result::no_webrtc(&r.metadata.probe_timestamps) {
         notes.push_str(&format!(
@@ -595,19 +474,13 @@ fn view_of(r: &bloatlab_results::TestResult) -> serde_json::Value {
         let held = match held {
             0 => format!("it held no probe over {bound} ms"),
             1 => format!("1 probe it may have held over {bound} ms was left out of the figures"),
-            n => {
-                format!("{n} probes it may have held over {bound} ms were left out of the figures")
-            }
+            n => format!("{n} probes it may have held over {bound} ms were left out of the figures"),
         };
         notes.push_str(&format!("Your browser added up to {} ms of its own delay (its probe timer ran that late); {held}. ", fmt::ms(lag)));
     }
     // what the browser added beyond its probe timer's stalls: its UDP
     // probes against its HTTP probes, which its network stack timed
-    let own = r
-        .scenarios
-        .iter()
-        .filter_map(|p| Some((p, p.summary.udp_over_rr_ms?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let own = r.scenarios.iter().filter_map(|p| Some((p, p.summary.udp_over_rr_ms?))).max_by(|a, b| a.1.total_cmp(&b.1));
     if let Some((p, d)) = own.filter(|(_, d)| *d >= 1.0) {
         notes.push_str(&format!(
             "In {} the UDP probes read {} ms more added latency than the HTTP probes, which the browser's network stack timed: that much is the browser's own delay, not the line's. ",
@@ -636,25 +509,16 @@ async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Re
     let kind = match query(&req, "c") {
         None | Some("probe") => rtc::Kind::Probe,
         Some("call") => rtc::Kind::Call,
-        Some(c) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                format!("c={c}: a channel is `probe` or `call`"),
-            )
-        }
+        Some(c) => return refuse(StatusCode::BAD_REQUEST, format!("c={c}: a channel is `probe` or `call`")),
     };
     let s = match web.sessions.get(&id, conn.peer.ip()) {
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
     if kind == rtc::Kind::Call && s.plan.household.is_none() {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "only the household test has a call",
-        );
+        return refuse(StatusCode::BAD_REQUEST, "only the household test has a call");
     }
-    let body = match bloatlab_serve::http::read_body(req.into_body(), 64 * 1024, "the offer").await
-    {
+    let body = match bloatlab_serve::http::read_body(req.into_body(), 64 * 1024, "the offer").await {
         Ok(b) => b,
         Err(e) => return refuse(StatusCode::PAYLOAD_TOO_LARGE, e),
     };
@@ -671,16 +535,10 @@ async fn rtc_offer(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Re
 /// `GET /api/results/ID`: a kept result, with its uses.
 fn kept(web: &Web, id: &str) -> Response<Body> {
     let Some(st) = &web.store else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            "this server keeps no results (bloatlab server --web-results DIR)",
-        );
+        return refuse(StatusCode::NOT_FOUND, "this server keeps no results (bloatlab server --web-results DIR)");
     };
     let Some(text) = st.load(id) else {
-        return refuse(
-            StatusCode::NOT_FOUND,
-            format!("no result {id} here (results are kept while the server's bounds allow)"),
-        );
+        return refuse(StatusCode::NOT_FOUND, format!("no result {id} here (results are kept while the server's bounds allow)"));
     };
     match bloatlab_results::TestResult::from_json(&String::from_utf8_lossy(&text)) {
         Ok(r) => {
@@ -688,10 +546,7 @@ fn kept(web: &Web, id: &str) -> Response<Body> {
             answer["permalink"] = json!(format!("/r/{id}"));
             json_response(StatusCode::OK, &answer)
         }
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("result {id} cannot be read: {e}"),
-        ),
+        Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("result {id} cannot be read: {e}")),
     }
 }
 
@@ -707,19 +562,12 @@ mod tests {
             "scenarios": [], "headline": serde_json::to_value(bloatlab_results::Headline::default()).unwrap()
         }))
         .unwrap();
-        let mut idle = Phase {
-            name: "idle".into(),
-            ..Default::default()
-        };
+        let mut idle = Phase { name: "idle".into(), ..Default::default() };
         idle.summary.latency.received = 100;
         idle.summary.latency.sent = 100;
         idle.summary.latency.p50_ms = 0.5;
         r.idle = Some(idle);
-        let mut down = Phase {
-            name: "0u4d".into(),
-            downloads: 4,
-            ..Default::default()
-        };
+        let mut down = Phase { name: "0u4d".into(), downloads: 4, ..Default::default() };
         down.summary.latency.received = 250;
         down.summary.latency.sent = 252;
         down.summary.latency.lost = 2;
@@ -730,12 +578,7 @@ mod tests {
         down.summary.page_lag_max_ms = Some(3.62);
         down.summary.page_delayed_probes = 1;
         r.scenarios.push(down);
-        r.scenarios.push(Phase {
-            name: "3u3d".into(),
-            uploads: 3,
-            downloads: 3,
-            ..Default::default()
-        });
+        r.scenarios.push(Phase { name: "3u3d".into(), uploads: 3, downloads: 3, ..Default::default() });
         r.headline.max_added_latency_ms = Some(-0.0001);
         r.headline.download_capacity_bps = 9.412e6;
         r.headline.rpm = Some(3431726.0);
@@ -746,22 +589,10 @@ mod tests {
     fn the_page_shows_figures_the_cli_formatter_made() {
         let v = view_of(&result());
         let head: Vec<(String, String)> = serde_json::from_value(v["headline"].clone()).unwrap();
-        let get = |k: &str| {
-            head.iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .unwrap()
-        };
+        let get = |k: &str| head.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap();
         // the CLI prints 0 where a second formatter printed "-0.000 ms"
-        assert_eq!(
-            get("Added latency"),
-            format!("{} ms", bloatlab_model::fmt::signed(-0.0001))
-        );
-        assert!(
-            !get("Added latency").contains("-0.000"),
-            "{}",
-            get("Added latency")
-        );
+        assert_eq!(get("Added latency"), format!("{} ms", bloatlab_model::fmt::signed(-0.0001)));
+        assert!(!get("Added latency").contains("-0.000"), "{}", get("Added latency"));
         assert_eq!(get("Download"), "9.41 Mbit/s");
         assert_eq!(get("Upload"), "-");
         assert_eq!(get("RPM"), "3430000");
@@ -774,24 +605,12 @@ mod tests {
         // nothing received: no figures, not zeros
         assert_eq!(rows[2][1], "-");
         let notes = v["notes"].as_str().unwrap();
-        assert!(
-            notes.contains("up to 3.62 ms of its own delay")
-                && notes
-                    .contains("; 1 probe it may have held over 5 ms was left out of the figures."),
-            "{notes}"
-        );
+        assert!(notes.contains("up to 3.62 ms of its own delay") && notes.contains("; 1 probe it may have held over 5 ms was left out of the figures."), "{notes}");
         let mut r = result();
         r.scenarios[0].summary.page_delayed_probes = 0;
         let notes = view_of(&r)["notes"].as_str().unwrap().to_string();
-        assert!(
-            notes.contains("(its probe timer ran that late); it held no probe over 5 ms."),
-            "{notes}"
-        );
-        assert!(
-            notes.contains("Still rising when the phase ended")
-                && notes.contains("Download · 4 streams"),
-            "{notes}"
-        );
+        assert!(notes.contains("(its probe timer ran that late); it held no probe over 5 ms."), "{notes}");
+        assert!(notes.contains("Still rising when the phase ended") && notes.contains("Download · 4 streams"), "{notes}");
         assert!(!notes.contains("UDP probes"), "{notes}");
         // UDP probes the browser delayed, against its network-timed HTTP probes
         let mut r = result();
@@ -803,10 +622,7 @@ mod tests {
         // probes that fell back to WebSockets: the page says so and why
         let mut r = result();
         r.metadata.probe_timestamps = "probes: HTTP requests from the probe worker, one at a time, 5 of 5 answered timed by the browser's network stack (no WebRTC: the probe channel did not open within 5 s (UDP to the server blocked?)), so a lost packet shows as a round trip stretched by TCP's loss recovery, not as a lost probe; send: x (a), b".into();
-        assert_eq!(
-            crate::result::no_webrtc(&r.metadata.probe_timestamps),
-            Some("the probe channel did not open within 5 s (UDP to the server blocked?)")
-        );
+        assert_eq!(crate::result::no_webrtc(&r.metadata.probe_timestamps), Some("the probe channel did not open within 5 s (UDP to the server blocked?)"));
         let notes = view_of(&r)["notes"].as_str().unwrap().to_string();
         assert!(notes.starts_with("The UDP probes could not run (the probe channel did not open within 5 s (UDP to the server blocked?)): the latency figures come from the HTTP probes"), "{notes}");
     }

@@ -23,23 +23,11 @@ use std::time::Instant;
 static FILL: [u8; 64 * 1024] = [b'x'; 64 * 1024];
 
 /// The flow a load request names (`s=ID&f=N`), with its connection's socket attached.
-fn flow_of(
-    web: &Web,
-    req: &Request<Incoming>,
-    conn: &ConnInfo,
-    dir: Direction,
-) -> Result<(Arc<crate::session::Session>, Arc<FlowRec>), Response<Body>> {
+fn flow_of(web: &Web, req: &Request<Incoming>, conn: &ConnInfo, dir: Direction) -> Result<(Arc<crate::session::Session>, Arc<FlowRec>), Response<Body>> {
     let id = query(req, "s").unwrap_or("");
-    let s = web
-        .sessions
-        .get(id, conn.peer.ip())
-        .map_err(|e| refuse(StatusCode::NOT_FOUND, e))?;
-    let f: u32 = query(req, "f")
-        .and_then(|f| f.parse().ok())
-        .ok_or_else(|| refuse(StatusCode::BAD_REQUEST, "f=N names the flow"))?;
-    let flow = s
-        .flow(f, dir)
-        .map_err(|e| refuse(StatusCode::FORBIDDEN, e))?;
+    let s = web.sessions.get(id, conn.peer.ip()).map_err(|e| refuse(StatusCode::NOT_FOUND, e))?;
+    let f: u32 = query(req, "f").and_then(|f| f.parse().ok()).ok_or_else(|| refuse(StatusCode::BAD_REQUEST, "f=N names the flow"))?;
+    let flow = s.flow(f, dir).map_err(|e| refuse(StatusCode::FORBIDDEN, e))?;
     flow.attach(conn.sock.as_ref().and_then(|s| s.try_clone().ok()));
     Ok((s, flow))
 }
@@ -74,25 +62,11 @@ pub(crate) fn download(web: &Arc<Web>, req: &Request<Incoming>, conn: ConnInfo) 
     let limit = match query(req, "bytes") {
         None => None,
         Some(b) => {
-            let most = s
-                .plan
-                .household
-                .map(|h| h.stream_segment_bytes)
-                .unwrap_or(0);
+            let most = s.plan.household.map(|h| h.stream_segment_bytes).unwrap_or(0);
             match b.parse::<u64>() {
                 Ok(n) if n > 0 && n <= most => Some(n),
-                _ if most == 0 => {
-                    return refuse(
-                        StatusCode::BAD_REQUEST,
-                        "bytes=N: only the household test fetches segments",
-                    )
-                }
-                _ => {
-                    return refuse(
-                        StatusCode::BAD_REQUEST,
-                        format!("bytes=N: a segment is 1 to {most} bytes"),
-                    )
-                }
+                _ if most == 0 => return refuse(StatusCode::BAD_REQUEST, "bytes=N: only the household test fetches segments"),
+                _ => return refuse(StatusCode::BAD_REQUEST, format!("bytes=N: a segment is 1 to {most} bytes")),
             }
         }
     };
@@ -104,38 +78,25 @@ pub(crate) fn download(web: &Arc<Web>, req: &Request<Incoming>, conn: ConnInfo) 
         }
         let n = left.min(FILL.len() as u64);
         serving.0.count(n);
-        Some((
-            Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n as usize]))),
-            (serving, s, deadline, left - n),
-        ))
+        Some((Ok::<_, Infallible>(Frame::data(Bytes::from_static(&FILL[..n as usize]))), (serving, s, deadline, left - n)))
     });
     let mut r = Response::new(StreamBody::new(stream).boxed());
     if let Some(n) = limit {
-        r.headers_mut()
-            .insert(hyper::header::CONTENT_LENGTH, n.into());
+        r.headers_mut().insert(hyper::header::CONTENT_LENGTH, n.into());
     }
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        "application/octet-stream".parse().unwrap(),
-    );
-    r.headers_mut()
-        .insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, "application/octet-stream".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
     crate::secure(r)
 }
 
 /// `POST /api/up?s=ID&f=N`: read and count the body; answer `{"bytes":N,"ended":...}`.
-pub(crate) async fn upload(
-    web: &Arc<Web>,
-    req: Request<Incoming>,
-    conn: ConnInfo,
-) -> Response<Body> {
+pub(crate) async fn upload(web: &Arc<Web>, req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
     let (s, flow) = match flow_of(web, &req, &conn, Direction::Up) {
         Ok(x) => x,
         Err(r) => return r,
     };
     let serving = Serving::new(&flow);
-    let deadline =
-        tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
+    let deadline = tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
     let mut body = req.into_body();
     let mut total = 0u64;
     let ended = loop {
@@ -151,17 +112,9 @@ pub(crate) async fn upload(
             }
             Ok(None) => break "complete".to_string(),
             Ok(Some(Err(e))) => break format!("the upload failed: {e}"),
-            Err(_) => {
-                break format!(
-                    "cut at --max-duration ({} s)",
-                    web.cfg.max_duration.as_secs_f64()
-                )
-            }
+            Err(_) => break format!("cut at --max-duration ({} s)", web.cfg.max_duration.as_secs_f64()),
         }
     };
     drop(serving);
-    crate::json_response(
-        StatusCode::OK,
-        &serde_json::json!({"bytes": total, "ended": ended}),
-    )
+    crate::json_response(StatusCode::OK, &serde_json::json!({"bytes": total, "ended": ended}))
 }

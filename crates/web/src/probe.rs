@@ -24,10 +24,7 @@ use std::sync::Arc;
 /// `GET /api/probe?s=ID&p=SEQ`: one probe.
 pub(crate) fn answer(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -> Response<Body> {
     let t2 = clock::now_ns();
-    let s = match web
-        .sessions
-        .get(query(req, "s").unwrap_or(""), conn.peer.ip())
-    {
+    let s = match web.sessions.get(query(req, "s").unwrap_or(""), conn.peer.ip()) {
         Ok(s) => s,
         Err(e) => return refuse(StatusCode::NOT_FOUND, e),
     };
@@ -35,18 +32,12 @@ pub(crate) fn answer(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -
         return refuse(StatusCode::GONE, "the test ended");
     }
     let Some(seq) = query(req, "p").and_then(|p| p.parse::<u32>().ok()) else {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "a probe is GET /api/probe?s=ID&p=SEQ (SEQ a number up to 4294967295)",
-        );
+        return refuse(StatusCode::BAD_REQUEST, "a probe is GET /api/probe?s=ID&p=SEQ (SEQ a number up to 4294967295)");
     };
     {
         let mut b = s.rr_budget.lock().unwrap();
         if !b.take() {
-            let why = format!(
-                "more probes than {:.0} a second (bursts of 10 s allowed)",
-                b.rate()
-            );
+            let why = format!("more probes than {:.0} a second (bursts of 10 s allowed)", b.rate());
             drop(b);
             web.log_refusal(conn.peer, format!("test {}: {why}", s.id));
             return refuse(StatusCode::TOO_MANY_REQUESTS, why);
@@ -54,17 +45,10 @@ pub(crate) fn answer(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -
     }
     let t3 = clock::now_ns();
     if !s.rr_probe(ProbeStamp { seq, t2, t3 }) {
-        return refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            "the plan's probes are all sent",
-        );
+        return refuse(StatusCode::TOO_MANY_REQUESTS, "the plan's probes are all sent");
     }
-    let mut r = json_response(
-        StatusCode::OK,
-        &json!({"p": seq, "t2": t2.saturating_sub(s.t0_ns), "t3": t3.saturating_sub(s.t0_ns)}),
-    );
-    r.headers_mut()
-        .insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
+    let mut r = json_response(StatusCode::OK, &json!({"p": seq, "t2": t2.saturating_sub(s.t0_ns), "t3": t3.saturating_sub(s.t0_ns)}));
+    r.headers_mut().insert(hyper::header::CACHE_CONTROL, "no-store".parse().unwrap());
     // each probe on a connection of its own, closed after its answer: an
     // idle probe connection left in the browser's pool would be taken by
     // the page's next download or stream segment, which then skips the
@@ -73,7 +57,6 @@ pub(crate) fn answer(web: &Arc<Web>, req: &Request<Incoming>, conn: &ConnInfo) -
     // share, 21-26% where the CLI's kept 54-59%). Resource Timing's
     // requestStart comes after the handshake, so the round trip timed is
     // the request's alone.
-    r.headers_mut()
-        .insert(hyper::header::CONNECTION, "close".parse().unwrap());
+    r.headers_mut().insert(hyper::header::CONNECTION, "close".parse().unwrap());
     r
 }

@@ -20,10 +20,10 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use str0m::change::{SdpAnswer, SdpOffer};
-use str0m::channel::ChannelId;
-use str0m::channel::{ChannelConfig, Reliability};
 use str0m::net::{Protocol, Receive};
+use str0m::channel::{ChannelConfig, Reliability};
 use str0m::{Candidate, Event, Input, Output, Rtc};
+use str0m::channel::ChannelId;
 
 /// Largest probe message, bytes.
 const MAX_MESSAGE: usize = 1024;
@@ -68,10 +68,7 @@ impl Rtcs {
     pub fn new(port: u16) -> Rtcs {
         static CRYPTO: std::sync::Once = std::sync::Once::new();
         CRYPTO.call_once(|| str0m::crypto::from_feature_flags().install_process_default());
-        Rtcs {
-            port: port.into(),
-            drivers: Mutex::new(HashMap::new()),
-        }
+        Rtcs { port: port.into(), drivers: Mutex::new(HashMap::new()) }
     }
 
     /// The port, once the web listener has one (an ephemeral --web-port 0).
@@ -86,8 +83,7 @@ impl Rtcs {
             return Ok(tx.clone());
         }
         let addr = SocketAddr::new(ip, self.port.load(Ordering::Relaxed));
-        let sock = UdpSocket::bind(addr)
-            .map_err(|e| format!("WebRTC probes: cannot bind UDP {addr}: {e}"))?;
+        let sock = UdpSocket::bind(addr).map_err(|e| format!("WebRTC probes: cannot bind UDP {addr}: {e}"))?;
         let (tx, rx) = channel();
         std::thread::Builder::new()
             .name("web-rtc".into())
@@ -98,38 +94,19 @@ impl Rtcs {
     }
 
     /// Answer the page's offer for session `s`, which reached the server at `local`.
-    pub fn answer(
-        &self,
-        s: &Arc<Session>,
-        local: IpAddr,
-        offer: SdpOffer,
-        kind: Kind,
-    ) -> Result<SdpAnswer, String> {
+    pub fn answer(&self, s: &Arc<Session>, local: IpAddr, offer: SdpOffer, kind: Kind) -> Result<SdpAnswer, String> {
         match kind {
-            Kind::Call if s.plan.household.is_none() => {
-                return Err("only the household test has a call".into())
-            }
-            Kind::Call if s.rtc_call_open.swap(true, Ordering::SeqCst) => {
-                return Err("this test already has its call".into())
-            }
-            Kind::Probe if s.rtc_open.swap(true, Ordering::SeqCst) => {
-                return Err("this test already has its WebRTC probe channel".into())
-            }
+            Kind::Call if s.plan.household.is_none() => return Err("only the household test has a call".into()),
+            Kind::Call if s.rtc_call_open.swap(true, Ordering::SeqCst) => return Err("this test already has its call".into()),
+            Kind::Probe if s.rtc_open.swap(true, Ordering::SeqCst) => return Err("this test already has its WebRTC probe channel".into()),
             _ => {}
         }
         let ip = unmapped(local);
         let tx = self.driver(ip)?;
         let mut rtc = Rtc::builder().set_ice_lite(true).build(Instant::now());
-        let cand = Candidate::host(
-            SocketAddr::new(ip, self.port.load(Ordering::Relaxed)),
-            "udp",
-        )
-        .map_err(|e| format!("WebRTC probes: {e}"))?;
+        let cand = Candidate::host(SocketAddr::new(ip, self.port.load(Ordering::Relaxed)), "udp").map_err(|e| format!("WebRTC probes: {e}"))?;
         rtc.add_local_candidate(cand);
-        let answer = rtc
-            .sdp_api()
-            .accept_offer(offer)
-            .map_err(|e| format!("the WebRTC offer was refused: {e}"))?;
+        let answer = rtc.sdp_api().accept_offer(offer).map_err(|e| format!("the WebRTC offer was refused: {e}"))?;
         // The channel is negotiated out of band (the page opens the same id):
         // str0m applies a channel's reliability to its own sending only then,
         // and the answers must be as unreliable as the probes (a reliable
@@ -142,20 +119,10 @@ impl Rtcs {
             protocol: String::new(),
         };
         let channel = match kind {
-            Kind::Probe => rtc
-                .direct_api()
-                .create_data_channel(unreliable("probe", PROBE_CHANNEL)),
-            Kind::Call => rtc
-                .direct_api()
-                .create_data_channel(unreliable("call", CALL_CHANNEL)),
+            Kind::Probe => rtc.direct_api().create_data_channel(unreliable("probe", PROBE_CHANNEL)),
+            Kind::Call => rtc.direct_api().create_data_channel(unreliable("call", CALL_CHANNEL)),
         };
-        tx.send(NewPeer {
-            rtc,
-            session: s.clone(),
-            channel,
-            kind,
-        })
-        .map_err(|_| "WebRTC probes: the driver stopped".to_string())?;
+        tx.send(NewPeer { rtc, session: s.clone(), channel, kind }).map_err(|_| "WebRTC probes: the driver stopped".to_string())?;
         Ok(answer)
     }
 }
@@ -178,21 +145,10 @@ fn drive(sock: UdpSocket, local: SocketAddr, rx: Receiver<NewPeer>) {
     loop {
         while let Ok(p) = rx.try_recv() {
             let (budget, frame_bytes) = match (p.kind, p.session.plan.household) {
-                (Kind::Call, Some(h)) => (
-                    crate::session::ProbeBudget::per_second(h.call_fps as f64),
-                    h.call_frame_bytes as usize,
-                ),
+                (Kind::Call, Some(h)) => (crate::session::ProbeBudget::per_second(h.call_fps as f64), h.call_frame_bytes as usize),
                 _ => (crate::session::ProbeBudget::new(&p.session.plan), 0),
             };
-            peers.push(Peer {
-                rtc: p.rtc,
-                session: p.session,
-                rx_ns: 0,
-                budget,
-                channel: p.channel,
-                kind: p.kind,
-                frame_bytes,
-            });
+            peers.push(Peer { rtc: p.rtc, session: p.session, rx_ns: 0, budget, channel: p.channel, kind: p.kind, frame_bytes });
         }
         for p in peers.iter_mut() {
             if p.session.ended.load(Ordering::Relaxed) {
@@ -204,24 +160,14 @@ fn drive(sock: UdpSocket, local: SocketAddr, rx: Receiver<NewPeer>) {
         for p in peers.iter_mut() {
             timeout = timeout.min(poll(p, &sock));
         }
-        let wait = timeout
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
+        let wait = timeout.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
         let _ = sock.set_read_timeout(Some(wait));
         if let Ok((n, source)) = sock.recv_from(&mut buf) {
             let t = clock::now_ns();
             let source = SocketAddr::new(unmapped(source.ip()), source.port());
             if n <= buf.len() {
                 if let Ok(contents) = buf[..n].try_into() {
-                    let input = Input::Receive(
-                        Instant::now(),
-                        Receive {
-                            proto: Protocol::Udp,
-                            source,
-                            destination: local,
-                            contents,
-                        },
-                    );
+                    let input = Input::Receive(Instant::now(), Receive { proto: Protocol::Udp, source, destination: local, contents });
                     if let Some(p) = peers.iter_mut().find(|p| p.rtc.accepts(&input)) {
                         p.rx_ns = t;
                         if p.rtc.handle_input(input).is_err() {
@@ -257,15 +203,7 @@ fn poll(p: &mut Peer, sock: &UdpSocket) -> Instant {
                     continue;
                 }
                 if p.kind == Kind::Call {
-                    call_frame(
-                        &p.session,
-                        p.rx_ns,
-                        d.id,
-                        &mut p.budget,
-                        p.frame_bytes,
-                        &d.data,
-                        &mut p.rtc,
-                    );
+                    call_frame(&p.session, p.rx_ns, d.id, &mut p.budget, p.frame_bytes, &d.data, &mut p.rtc);
                     continue;
                 }
                 if d.data.len() > MAX_MESSAGE {
@@ -275,17 +213,10 @@ fn poll(p: &mut Peer, sock: &UdpSocket) -> Instant {
                 if !p.budget.take() {
                     continue; // over the rate: not answered, counted lost
                 }
-                let seq = serde_json::from_slice::<serde_json::Value>(&d.data)
-                    .ok()
-                    .and_then(|v| v["p"].as_u64())
-                    .filter(|&v| v <= u32::MAX as u64);
+                let seq = serde_json::from_slice::<serde_json::Value>(&d.data).ok().and_then(|v| v["p"].as_u64()).filter(|&v| v <= u32::MAX as u64);
                 let Some(seq) = seq else { continue };
                 let t3 = clock::now_ns();
-                if !p.session.rtc_probe(ProbeStamp {
-                    seq: seq as u32,
-                    t2: p.rx_ns,
-                    t3,
-                }) {
+                if !p.session.rtc_probe(ProbeStamp { seq: seq as u32, t2: p.rx_ns, t3 }) {
                     continue;
                 }
                 let answer = serde_json::json!({"p": seq, "t2": p.rx_ns.saturating_sub(p.session.t0_ns), "t3": t3.saturating_sub(p.session.t0_ns)});
@@ -306,15 +237,7 @@ fn poll(p: &mut Peer, sock: &UdpSocket) -> Instant {
 /// number (big-endian); recorded and sent back whole, as the other side's
 /// video. Frames of another size than the plan's, or beyond twice its
 /// frame rate, are dropped (counted lost).
-fn call_frame(
-    s: &Session,
-    rx_ns: u64,
-    id: ChannelId,
-    budget: &mut crate::session::ProbeBudget,
-    size: usize,
-    data: &[u8],
-    rtc: &mut Rtc,
-) {
+fn call_frame(s: &Session, rx_ns: u64, id: ChannelId, budget: &mut crate::session::ProbeBudget, size: usize, data: &[u8], rtc: &mut Rtc) {
     if data.len() != size || size < 4 || !budget.take() {
         return;
     }

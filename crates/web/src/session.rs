@@ -6,10 +6,10 @@
 //! --max-tests-per-source), a session ends when its result is posted or,
 //! at the latest, its plan's length + --idle-timeout after it began; flows,
 //! probes and samples are capped at what the plan can produce.
+use bloatlab_serve::Permit;
 use bloatlab_host::clock;
 use bloatlab_model::WebPlan;
 use bloatlab_results::{Direction, Side, TcpInfoSample};
-use bloatlab_serve::Permit;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -126,15 +126,12 @@ pub struct Session {
 impl Session {
     /// The most probes the plan sends, with room for a late start.
     pub fn max_probes(&self) -> usize {
-        (self.plan.max_total().as_secs_f64() / self.plan.probe_interval.as_secs_f64() * 1.5)
-            as usize
-            + 100
+        (self.plan.max_total().as_secs_f64() / self.plan.probe_interval.as_secs_f64() * 1.5) as usize + 100
     }
 
     /// The page ended phase `phase`: reset its upload streams.
     pub fn cut_uploads(&self, phase: u64) {
-        self.cuts
-            .fetch_max(phase.saturating_add(1), Ordering::SeqCst);
+        self.cuts.fetch_max(phase.saturating_add(1), Ordering::SeqCst);
         self.cut.notify_waiters();
     }
 
@@ -151,17 +148,13 @@ impl Session {
     /// The most call frames the plan sends (none without a household test).
     pub fn max_call_frames(&self) -> usize {
         match self.plan.household {
-            Some(h) => {
-                (self.plan.max_total().as_secs_f64() * h.call_fps as f64 * 1.5) as usize + 100
-            }
+            Some(h) => (self.plan.max_total().as_secs_f64() * h.call_fps as f64 * 1.5) as usize + 100,
             None => 0,
         }
     }
 
     fn max_samples(&self) -> usize {
-        (self.plan.max_total().as_secs_f64() / self.plan.sample_interval.as_secs_f64() * 1.5)
-            as usize
-            + 20
+        (self.plan.max_total().as_secs_f64() / self.plan.sample_interval.as_secs_f64() * 1.5) as usize + 20
     }
 
     /// How long it may live: the plan, a margin for the page's own work, and
@@ -178,18 +171,7 @@ impl Session {
         }
         let mut fl = self.flows.lock().unwrap();
         if let Some(f) = fl.iter().find(|f| f.id == id) {
-            return if f.direction == direction {
-                Ok(f.clone())
-            } else {
-                Err(format!(
-                    "flow {id} is {}",
-                    if f.direction == Direction::Up {
-                        "an upload"
-                    } else {
-                        "a download"
-                    }
-                ))
-            };
+            return if f.direction == direction { Ok(f.clone()) } else { Err(format!("flow {id} is {}", if f.direction == Direction::Up { "an upload" } else { "a download" })) };
         }
         if fl.len() as u32 >= MAX_FLOWS {
             return Err(format!("a test opens at most {MAX_FLOWS} load flows"));
@@ -259,14 +241,7 @@ impl Session {
         // count read stands.
         let peers: Vec<Option<std::net::SocketAddr>> = flows
             .iter()
-            .map(|f| {
-                f.sock
-                    .lock()
-                    .unwrap()
-                    .as_ref()
-                    .and_then(|s| s.peer_addr().ok())
-                    .and_then(|a| a.as_socket())
-            })
+            .map(|f| f.sock.lock().unwrap().as_ref().and_then(|s| s.peer_addr().ok()).and_then(|a| a.as_socket()))
             .collect();
         for (i, f) in flows.iter().enumerate() {
             if f.active.load(Ordering::Relaxed) == 0 {
@@ -275,18 +250,8 @@ impl Session {
             let alone = peers[i].is_some() && peers.iter().filter(|p| **p == peers[i]).count() == 1;
             if f.direction == Direction::Up {
                 let sock = f.sock.lock().unwrap();
-                let waiting = || {
-                    if alone {
-                        sock.as_ref()
-                            .and_then(bloatlab_host::sock::unread)
-                            .unwrap_or(0)
-                    } else {
-                        0
-                    }
-                };
-                let s = clock::stamped(clock::now_ns, || {
-                    f.bytes.load(Ordering::Relaxed) + waiting()
-                });
+                let waiting = || if alone { sock.as_ref().and_then(bloatlab_host::sock::unread).unwrap_or(0) } else { 0 };
+                let s = clock::stamped(clock::now_ns, || f.bytes.load(Ordering::Relaxed) + waiting());
                 drop(sock);
                 let mut g = f.goodput.lock().unwrap();
                 // (bytes counted waiting in a connection the page then
@@ -297,12 +262,7 @@ impl Session {
                 }
             }
             let now = clock::now_ns();
-            let info = f
-                .sock
-                .lock()
-                .unwrap()
-                .as_ref()
-                .and_then(|s| bloatlab_engine::sys::tcp_info(s, now, Side::Server));
+            let info = f.sock.lock().unwrap().as_ref().and_then(|s| bloatlab_engine::sys::tcp_info(s, now, Side::Server));
             if let Some(i) = info {
                 let mut t = f.tcp_info.lock().unwrap();
                 if t.len() < max {
@@ -326,19 +286,10 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn begin(
-        &self,
-        permit: Permit,
-        source: IpAddr,
-        plan: WebPlan,
-        user_agent: String,
-        host: String,
-    ) -> Arc<Session> {
+    pub fn begin(&self, permit: Permit, source: IpAddr, plan: WebPlan, user_agent: String, host: String) -> Arc<Session> {
         use rand::Rng;
         let mut rng = rand::rng();
-        let id: String = (0..16)
-            .map(|_| format!("{:02x}", rng.random::<u8>()))
-            .collect();
+        let id: String = (0..16).map(|_| format!("{:02x}", rng.random::<u8>())).collect();
         let rr_budget = ProbeBudget::new(&plan);
         let s = Arc::new(Session {
             id: id.clone(),
@@ -370,9 +321,7 @@ impl Sessions {
     pub fn get(&self, id: &str, source: IpAddr) -> Result<Arc<Session>, String> {
         let m = self.map.lock().unwrap();
         match m.get(id) {
-            Some(s) if bloatlab_serve::source_of(s.source) == bloatlab_serve::source_of(source) => {
-                Ok(s.clone())
-            }
+            Some(s) if bloatlab_serve::source_of(s.source) == bloatlab_serve::source_of(source) => Ok(s.clone()),
             Some(_) => Err("this test belongs to another address".into()),
             None => Err("no such test running (it ended, expired or never began)".into()),
         }
@@ -388,15 +337,8 @@ impl Sessions {
     /// End the sessions older than their lifetime; returns them.
     pub fn expire(&self, idle_timeout: Duration) -> Vec<Arc<Session>> {
         let mut m = self.map.lock().unwrap();
-        let old: Vec<String> = m
-            .iter()
-            .filter(|(_, s)| s.began.elapsed() > s.lifetime(idle_timeout))
-            .map(|(k, _)| k.clone())
-            .collect();
-        old.iter()
-            .filter_map(|k| m.remove(k))
-            .inspect(|s| s.end())
-            .collect()
+        let old: Vec<String> = m.iter().filter(|(_, s)| s.began.elapsed() > s.lifetime(idle_timeout)).map(|(k, _)| k.clone()).collect();
+        old.iter().filter_map(|k| m.remove(k)).inspect(|s| s.end()).collect()
     }
 
     pub fn all(&self) -> Vec<Arc<Session>> {
@@ -430,19 +372,13 @@ impl ProbeBudget {
 
     /// For a channel that sends `per_s` messages a second.
     pub fn per_second(per_s: f64) -> ProbeBudget {
-        ProbeBudget {
-            tokens: 10.0 * per_s,
-            last: Instant::now(),
-            rate: 2.0 * per_s,
-            cap: 10.0 * per_s,
-        }
+        ProbeBudget { tokens: 10.0 * per_s, last: Instant::now(), rate: 2.0 * per_s, cap: 10.0 * per_s }
     }
 
     /// Spend one probe; false when the budget is out.
     pub fn take(&mut self) -> bool {
         let now = Instant::now();
-        self.tokens =
-            (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.cap);
+        self.tokens = (self.tokens + now.duration_since(self.last).as_secs_f64() * self.rate).min(self.cap);
         self.last = now;
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;

@@ -27,32 +27,23 @@ struct State {
 
 /// A permalink id: 16 lowercase hex digits.
 pub fn valid_id(id: &str) -> bool {
-    id.len() == 16
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 16 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 impl Store {
     /// Open (creating) the directory and index what it holds.
     pub fn open(cfg: WebResults) -> Result<Store, String> {
-        std::fs::create_dir_all(&cfg.dir)
-            .map_err(|e| format!("--web-results {}: {e}", cfg.dir.display()))?;
+        std::fs::create_dir_all(&cfg.dir).map_err(|e| format!("--web-results {}: {e}", cfg.dir.display()))?;
         let mut found = vec![];
-        let rd = std::fs::read_dir(&cfg.dir)
-            .map_err(|e| format!("--web-results {}: {e}", cfg.dir.display()))?;
+        let rd = std::fs::read_dir(&cfg.dir).map_err(|e| format!("--web-results {}: {e}", cfg.dir.display()))?;
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            let Some(id) = name.strip_suffix(".json") else {
-                continue;
-            };
+            let Some(id) = name.strip_suffix(".json") else { continue };
             if !valid_id(id) {
                 continue;
             }
             let Ok(md) = e.metadata() else { continue };
-            let side = std::fs::metadata(cfg.dir.join(format!("{id}.source")))
-                .map(|m| m.len())
-                .unwrap_or(0);
+            let side = std::fs::metadata(cfg.dir.join(format!("{id}.source"))).map(|m| m.len()).unwrap_or(0);
             found.push((md.modified().ok(), id.to_string(), md.len() + side));
         }
         found.sort();
@@ -63,17 +54,9 @@ impl Store {
         }
         // writable?
         let probe = cfg.dir.join(".bloatlab-write-test");
-        std::fs::write(&probe, b"").map_err(|e| {
-            format!(
-                "--web-results {}: cannot write there: {e}",
-                cfg.dir.display()
-            )
-        })?;
+        std::fs::write(&probe, b"").map_err(|e| format!("--web-results {}: cannot write there: {e}", cfg.dir.display()))?;
         let _ = std::fs::remove_file(&probe);
-        let s = Store {
-            cfg,
-            state: Mutex::new(st),
-        };
+        let s = Store { cfg, state: Mutex::new(st) };
         s.evict(&mut s.state.lock().unwrap());
         Ok(s)
     }
@@ -84,9 +67,7 @@ impl Store {
 
     fn evict(&self, st: &mut State) {
         while st.kept.len() as u64 > self.cfg.max_count as u64 || st.bytes > self.cfg.max_bytes {
-            let Some((id, len)) = st.kept.pop_front() else {
-                break;
-            };
+            let Some((id, len)) = st.kept.pop_front() else { break };
             let _ = std::fs::remove_file(self.path(&id, "json"));
             let _ = std::fs::remove_file(self.path(&id, "source"));
             st.bytes = st.bytes.saturating_sub(len);
@@ -102,10 +83,7 @@ impl Store {
         let now = Instant::now();
         let hour = Duration::from_secs(3600);
         let recent = st.recent.entry(src).or_default();
-        while recent
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > hour)
-        {
+        while recent.front().is_some_and(|t| now.duration_since(*t) > hour) {
             recent.pop_front();
         }
         if recent.len() as u32 >= self.cfg.per_source_per_hour {
@@ -119,20 +97,15 @@ impl Store {
         }
         recent.push_back(now);
         // forget sources with nothing recent (the map stays small)
-        st.recent
-            .retain(|_, v| v.back().is_some_and(|t| now.duration_since(*t) <= hour));
+        st.recent.retain(|_, v| v.back().is_some_and(|t| now.duration_since(*t) <= hour));
         use rand::Rng;
         let mut rng = rand::rng();
-        let id: String = (0..8)
-            .map(|_| format!("{:02x}", rng.random::<u8>()))
-            .collect();
+        let id: String = (0..8).map(|_| format!("{:02x}", rng.random::<u8>())).collect();
         let tmp = self.path(&id, "tmp");
-        std::fs::write(&tmp, json)
-            .and_then(|_| std::fs::rename(&tmp, self.path(&id, "json")))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                format!("could not keep the result: {e}")
-            })?;
+        std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, self.path(&id, "json"))).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("could not keep the result: {e}")
+        })?;
         let mut len = json.len() as u64;
         if self.cfg.keep_addresses {
             let a = source.to_string();
@@ -172,14 +145,9 @@ mod tests {
         let s = Store::open(cfg.clone()).unwrap();
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
-        let ids: Vec<String> = (0..5)
-            .map(|i| s.save(format!("{{\"n\":{i}}}").as_bytes(), a).unwrap())
-            .collect();
+        let ids: Vec<String> = (0..5).map(|i| s.save(format!("{{\"n\":{i}}}").as_bytes(), a).unwrap()).collect();
         assert_eq!(s.count(), 3, "max_count");
-        assert!(
-            s.load(&ids[0]).is_none() && s.load(&ids[4]).is_some(),
-            "the oldest went first"
-        );
+        assert!(s.load(&ids[0]).is_none() && s.load(&ids[4]).is_some(), "the oldest went first");
         let e = s.save(b"{}", a).unwrap_err();
         assert!(e.contains("5 results in the last hour"), "{e}");
         s.save(b"{}", b).unwrap();
@@ -187,9 +155,6 @@ mod tests {
         // reopened, it finds what it kept, and addresses were not written
         let s2 = Store::open(cfg).unwrap();
         assert_eq!(s2.count(), 3);
-        assert!(std::fs::read_dir(d.path())
-            .unwrap()
-            .flatten()
-            .all(|e| !e.file_name().to_string_lossy().ends_with(".source")));
+        assert!(std::fs::read_dir(d.path()).unwrap().flatten().all(|e| !e.file_name().to_string_lossy().ends_with(".source")));
     }
 }

@@ -32,24 +32,16 @@ use tokio_tungstenite::WebSocketStream;
 const MAX_MESSAGE: usize = 1024;
 
 fn header<'a>(req: &'a Request<Incoming>, name: &str) -> &'a str {
-    req.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
+    req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
 /// The WebSocket handshake's answer (101) for a valid upgrade request.
 fn switching(req: &Request<Incoming>, path: &str) -> Result<Response<Body>, Response<Body>> {
     let is_ws = header(req, "upgrade").eq_ignore_ascii_case("websocket")
-        && header(req, "connection")
-            .split(',')
-            .any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
+        && header(req, "connection").split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"));
     let key = header(req, "sec-websocket-key").to_string();
     if !is_ws || key.is_empty() || header(req, "sec-websocket-version") != "13" {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            format!("{path} is a WebSocket (version 13)"),
-        ));
+        return Err(refuse(StatusCode::BAD_REQUEST, format!("{path} is a WebSocket (version 13)")));
     }
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     let mut r = Response::new(Empty::new().boxed());
@@ -62,11 +54,7 @@ fn switching(req: &Request<Incoming>, path: &str) -> Result<Response<Body>, Resp
 }
 
 /// `GET /api/ws?s=ID`: the control socket.
-pub(crate) fn upgrade(
-    web: &Arc<Web>,
-    mut req: Request<Incoming>,
-    conn: ConnInfo,
-) -> Response<Body> {
+pub(crate) fn upgrade(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo) -> Response<Body> {
     let id = query(&req, "s").unwrap_or("");
     let s = match web.sessions.get(id, conn.peer.ip()) {
         Ok(s) => s,
@@ -77,10 +65,7 @@ pub(crate) fn upgrade(
         Err(r) => return r,
     };
     if s.ws_open.swap(true, Ordering::SeqCst) {
-        return refuse(
-            StatusCode::CONFLICT,
-            "this test already has its control WebSocket",
-        );
+        return refuse(StatusCode::CONFLICT, "this test already has its control WebSocket");
     }
     let on = hyper::upgrade::on(&mut req);
     let (web2, hold, busy) = (web.clone(), conn.hold, conn.busy);
@@ -91,16 +76,11 @@ pub(crate) fn upgrade(
             s.ws_open.store(false, Ordering::SeqCst);
             return;
         };
-        let cfg = WebSocketConfig::default()
-            .max_message_size(Some(MAX_MESSAGE))
-            .max_frame_size(Some(MAX_MESSAGE));
+        let cfg = WebSocketConfig::default().max_message_size(Some(MAX_MESSAGE)).max_frame_size(Some(MAX_MESSAGE));
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(cfg)).await;
         let why = run(ws, &s, &web2).await;
         if let Some(why) = why {
-            web2.log(
-                "web_control_socket",
-                json!({"client": conn.peer.to_string(), "id": s.id, "ended": why}),
-            );
+            web2.log("web_control_socket", json!({"client": conn.peer.to_string(), "id": s.id, "ended": why}));
         }
     });
     answer
@@ -133,15 +113,12 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
     };
     flow.attach(conn.sock.as_ref().and_then(|s| s.try_clone().ok()));
     let on = hyper::upgrade::on(&mut req);
-    let deadline =
-        tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
+    let deadline = tokio::time::Instant::now() + web.cfg.max_duration.min(s.lifetime(web.cfg.idle_timeout));
     let hold = (conn.hold, conn.busy);
     tokio::spawn(async move {
         let _hold = hold;
         let Ok(up) = on.await else { return };
-        let cfg = WebSocketConfig::default()
-            .max_message_size(Some(MAX_UPLOAD_MESSAGE))
-            .max_frame_size(Some(MAX_UPLOAD_MESSAGE));
+        let cfg = WebSocketConfig::default().max_message_size(Some(MAX_UPLOAD_MESSAGE)).max_frame_size(Some(MAX_UPLOAD_MESSAGE));
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(up), Role::Server, Some(cfg)).await;
         let (mut tx, mut rx) = ws.split();
         flow.active.fetch_add(1, Ordering::Relaxed);
@@ -166,9 +143,7 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
                 break;
             }
             // wake at least once a second to see whether the test ended
-            let wake = deadline
-                .min(now + Duration::from_secs(1))
-                .min(until.unwrap_or(deadline));
+            let wake = deadline.min(now + Duration::from_secs(1)).min(until.unwrap_or(deadline));
             let next = tokio::select! {
                 m = tokio::time::timeout_at(wake, rx.next()) => m,
                 _ = s.next_cut() => continue,
@@ -177,24 +152,17 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
                 Ok(Some(Ok(Message::Binary(b)))) => flow.count(b.len() as u64),
                 Ok(Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)))) => {}
                 Ok(Some(Ok(Message::Text(t)))) => {
-                    let v =
-                        serde_json::from_str::<serde_json::Value>(t.as_str()).unwrap_or_default();
+                    let v = serde_json::from_str::<serde_json::Value>(t.as_str()).unwrap_or_default();
                     match v["until_ms"].as_f64() {
                         Some(ms) if ms.is_finite() && ms >= 0.0 => {
                             // a little after the page's own end of the phase
-                            let left = Duration::from_secs_f64(ms / 1e3).min(longest)
-                                + Duration::from_millis(100);
+                            let left = Duration::from_secs_f64(ms / 1e3).min(longest) + Duration::from_millis(100);
                             until = Some(tokio::time::Instant::now() + left);
                             phase = v["phase"].as_u64();
                         }
                         _ => {
                             let reason = "upload data is binary; the one text message is {\"until_ms\":N,\"phase\":I}";
-                            let _ = tx
-                                .send(Message::Close(Some(CloseFrame {
-                                    code: CloseCode::Unsupported,
-                                    reason: reason.into(),
-                                })))
-                                .await;
+                            let _ = tx.send(Message::Close(Some(CloseFrame { code: CloseCode::Unsupported, reason: reason.into() }))).await;
                             break;
                         }
                     }
@@ -203,12 +171,7 @@ pub(crate) fn upload(web: &Arc<Web>, mut req: Request<Incoming>, conn: ConnInfo)
                 Err(_) if tokio::time::Instant::now() < deadline => {}
                 Err(_) if until.is_some_and(|u| tokio::time::Instant::now() >= u) => {}
                 Err(_) => {
-                    let _ = tx
-                        .send(Message::Close(Some(CloseFrame {
-                            code: CloseCode::Normal,
-                            reason: "cut at --max-duration".into(),
-                        })))
-                        .await;
+                    let _ = tx.send(Message::Close(Some(CloseFrame { code: CloseCode::Normal, reason: "cut at --max-duration".into() }))).await;
                     break;
                 }
             }
@@ -233,13 +196,7 @@ fn server_state(s: &Session) -> serde_json::Value {
         match f.direction {
             bloatlab_results::Direction::Up => arrived[0] += f.bytes.load(Ordering::Relaxed),
             bloatlab_results::Direction::Down => {
-                arrived[1] += f
-                    .tcp_info
-                    .lock()
-                    .unwrap()
-                    .last()
-                    .map(|i| i.delivered_bytes())
-                    .unwrap_or(0);
+                arrived[1] += f.tcp_info.lock().unwrap().last().map(|i| i.delivered_bytes()).unwrap_or(0);
             }
         }
     }
@@ -289,20 +246,13 @@ where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
     let (mut tx, mut rx) = ws.split();
-    let left = s
-        .lifetime(web.cfg.idle_timeout)
-        .saturating_sub(s.began.elapsed());
+    let left = s.lifetime(web.cfg.idle_timeout).saturating_sub(s.began.elapsed());
     let end = tokio::time::sleep(left);
     tokio::pin!(end);
     let mut push = tokio::time::interval(Duration::from_millis(250));
     // at most twice the plan's probe rate, bursts of 10 s
     let mut budget = crate::session::ProbeBudget::new(&s.plan);
-    let close = |code: CloseCode, why: &str| {
-        Message::Close(Some(CloseFrame {
-            code,
-            reason: why.to_string().into(),
-        }))
-    };
+    let close = |code: CloseCode, why: &str| Message::Close(Some(CloseFrame { code, reason: why.to_string().into() }));
     loop {
         if s.ended.load(Ordering::Relaxed) {
             let _ = tx.send(close(CloseCode::Normal, "the test ended")).await;

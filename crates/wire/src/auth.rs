@@ -26,11 +26,7 @@ pub fn answer_challenge(secret: &Secret, nonce: &[u8; NONCE_LEN]) -> String {
     let mut m = mac(secret);
     m.update(CONTROL_LABEL);
     m.update(nonce);
-    m.finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    m.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Check an answer in constant time.
@@ -38,10 +34,7 @@ pub fn check_answer(secret: &Secret, nonce: &[u8; NONCE_LEN], answer_hex: &str) 
     if answer_hex.len() != 64 || !answer_hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return false;
     }
-    let bytes: Vec<u8> = (0..64)
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&answer_hex[i..i + 2], 16).unwrap_or(0))
-        .collect();
+    let bytes: Vec<u8> = (0..64).step_by(2).map(|i| u8::from_str_radix(&answer_hex[i..i + 2], 16).unwrap_or(0)).collect();
     let mut m = mac(secret);
     m.update(CONTROL_LABEL);
     m.update(nonce);
@@ -57,13 +50,7 @@ pub fn rpm_path_prefix(secret: &Secret) -> String {
     let mut m = mac(secret);
     m.update(RPM_PATH_LABEL);
     let full = m.finalize().into_bytes();
-    format!(
-        "/nq-{}",
-        full[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    )
+    format!("/nq-{}", full[..16].iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
 /// HMAC of a probe's 48-byte header.
@@ -161,16 +148,8 @@ mod tests {
     fn hmac_is_rfc4231() {
         let mut m = HmacSha256::new_from_slice(b"Jefe").unwrap();
         m.update(b"what do ya want for nothing?");
-        let hex: String = m
-            .finalize()
-            .into_bytes()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(
-            hex,
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-        );
+        let hex: String = m.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
     }
 
     #[test]

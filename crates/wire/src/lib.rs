@@ -35,9 +35,7 @@ pub const RR_SIZE: usize = 16;
 pub enum WireError {
     #[error("not a bloatlab peer (first bytes {0:02x?})")]
     BadMagic(Vec<u8>),
-    #[error(
-        "protocol version mismatch: we speak version {ours}, the peer speaks version {theirs}"
-    )]
+    #[error("protocol version mismatch: we speak version {ours}, the peer speaks version {theirs}")]
     VersionMismatch { ours: u16, theirs: u16 },
     #[error("control message of {len} bytes exceeds the limit of {max} bytes")]
     Oversized { len: usize, max: usize },
@@ -69,10 +67,7 @@ pub struct Handshake {
 
 impl Handshake {
     pub fn ours() -> Self {
-        Handshake {
-            version: PROTOCOL_VERSION,
-            status: HandshakeStatus::Ok as u8,
-        }
+        Handshake { version: PROTOCOL_VERSION, status: HandshakeStatus::Ok as u8 }
     }
     pub fn encode(&self) -> [u8; HANDSHAKE_LEN] {
         let mut b = [0u8; HANDSHAKE_LEN];
@@ -88,18 +83,12 @@ impl Handshake {
             if !MAGIC.starts_with(&b[..b.len().min(8)]) {
                 return Err(WireError::BadMagic(b[..b.len().min(12)].to_vec()));
             }
-            return Err(WireError::Truncated {
-                needed: HANDSHAKE_LEN,
-                have: b.len(),
-            });
+            return Err(WireError::Truncated { needed: HANDSHAKE_LEN, have: b.len() });
         }
         if b[..8] != MAGIC {
             return Err(WireError::BadMagic(b[..12].to_vec()));
         }
-        Ok(Handshake {
-            version: u16::from_be_bytes([b[8], b[9]]),
-            status: b[10],
-        })
+        Ok(Handshake { version: u16::from_be_bytes([b[8], b[9]]), status: b[10] })
     }
     /// The server's reply: this handshake and the connection's challenge.
     pub fn encode_server(&self, nonce: &[u8; NONCE_LEN]) -> [u8; SERVER_HELLO_LEN] {
@@ -110,10 +99,7 @@ impl Handshake {
     }
     pub fn check_version(&self) -> Result<(), WireError> {
         if self.version != PROTOCOL_VERSION {
-            return Err(WireError::VersionMismatch {
-                ours: PROTOCOL_VERSION,
-                theirs: self.version,
-            });
+            return Err(WireError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: self.version });
         }
         Ok(())
     }
@@ -148,20 +134,11 @@ pub enum ClientMsg {
         rx_copy: bool,
     },
     /// Attach this connection to a test as a load flow.
-    JoinFlow {
-        token: u64,
-        flow_id: u32,
-        direction: Direction,
-    },
+    JoinFlow { token: u64, flow_id: u32, direction: Direction },
     /// Attach this connection to a test as the TCP request/response probe.
     JoinRr { token: u64 },
     /// Announce a scenario's flows (before they connect).
-    StartScenario {
-        index: u32,
-        name: String,
-        flows: Vec<FlowSpec>,
-        duration_ms: u64,
-    },
+    StartScenario { index: u32, name: String, flows: Vec<FlowSpec>, duration_ms: u64 },
     /// All flows connected: start sending now.
     Go,
     /// Stop download flows and report the scenario.
@@ -225,31 +202,21 @@ pub enum ServerMsg {
         rpm: Option<Box<bloatlab_model::RpmOffer>>,
     },
     /// The server will not run this test; `reason` is for the user.
-    Refused {
-        reason: String,
-    },
+    Refused { reason: String },
     /// A protocol error; the server closes the connection after sending it.
-    Error {
-        message: String,
-    },
+    Error { message: String },
     FlowAccepted,
     /// A UDP flow joined: its datagrams go to (upload) or come from
     /// (download) this UDP port on the server's address.
-    UdpFlowAccepted {
-        port: u16,
-    },
+    UdpFlowAccepted { port: u16 },
     RrAccepted,
     ScenarioReady,
     /// Sent after StopScenario: the server's measurements of the scenario,
     /// in chunks of at most [`REPORT_CHUNK_SAMPLES`] samples ([`chunk_report`]).
     /// Parts of one flow may span chunks: the client appends them by id.
-    ScenarioReportChunk {
-        flows: Vec<ServerFlowReport>,
-    },
+    ScenarioReportChunk { flows: Vec<ServerFlowReport> },
     /// The last chunk.
-    ScenarioReport {
-        flows: Vec<ServerFlowReport>,
-    },
+    ScenarioReport { flows: Vec<ServerFlowReport> },
     Bye,
 }
 
@@ -287,33 +254,13 @@ pub fn chunk_report(flows: Vec<ServerFlowReport>, max_samples: usize) -> Vec<Ser
     let mut cur: Vec<ServerFlowReport> = vec![];
     let mut used = 0;
     for f in flows {
-        let ServerFlowReport {
-            id,
-            direction,
-            goodput,
-            bytes,
-            max_gap_ns,
-            max_gap_at_unix_ns,
-            tcp_info,
-            udp,
-        } = f;
-        let mut first = Some(ServerFlowReport {
-            id,
-            direction,
-            goodput: vec![],
-            bytes,
-            max_gap_ns,
-            max_gap_at_unix_ns,
-            tcp_info: vec![],
-            udp,
-        });
+        let ServerFlowReport { id, direction, goodput, bytes, max_gap_ns, max_gap_at_unix_ns, tcp_info, udp } = f;
+        let mut first = Some(ServerFlowReport { id, direction, goodput: vec![], bytes, max_gap_ns, max_gap_at_unix_ns, tcp_info: vec![], udp });
         let mut g = goodput.into_iter().peekable();
         let mut t = tcp_info.into_iter().peekable();
         loop {
             if used >= max {
-                frames.push(ServerMsg::ScenarioReportChunk {
-                    flows: std::mem::take(&mut cur),
-                });
+                frames.push(ServerMsg::ScenarioReportChunk { flows: std::mem::take(&mut cur) });
                 used = 0;
             }
             let mut part = first.take().unwrap_or(ServerFlowReport {
@@ -477,10 +424,7 @@ impl UdpDatagram {
     /// Write the header into `buf` (whose length is the datagram size, >= UDP_HEADER).
     pub fn encode(&self, buf: &mut [u8]) -> Result<(), WireError> {
         if buf.len() < UDP_HEADER {
-            return Err(WireError::Truncated {
-                needed: UDP_HEADER,
-                have: buf.len(),
-            });
+            return Err(WireError::Truncated { needed: UDP_HEADER, have: buf.len() });
         }
         use udp_field as f;
         buf[f::MAGIC].copy_from_slice(&UDP_MAGIC);
@@ -492,20 +436,13 @@ impl UdpDatagram {
 
     pub fn decode(buf: &[u8]) -> Result<UdpDatagram, WireError> {
         if buf.len() < UDP_HEADER {
-            return Err(WireError::Truncated {
-                needed: UDP_HEADER,
-                have: buf.len(),
-            });
+            return Err(WireError::Truncated { needed: UDP_HEADER, have: buf.len() });
         }
         use udp_field as f;
         if buf[f::MAGIC] != UDP_MAGIC {
             return Err(WireError::BadMagic(buf[f::MAGIC].to_vec()));
         }
-        Ok(UdpDatagram {
-            flow_id: be_u32(&buf[f::FLOW_ID]),
-            seq: be_u64(&buf[f::SEQ]),
-            send_ns: be_u64(&buf[f::SEND_NS]),
-        })
+        Ok(UdpDatagram { flow_id: be_u32(&buf[f::FLOW_ID]), seq: be_u64(&buf[f::SEQ]), send_ns: be_u64(&buf[f::SEND_NS]) })
     }
 }
 
@@ -522,13 +459,7 @@ pub struct UdpReceipt {
 impl UdpReceipt {
     pub fn encode(&self) -> [u8; UDP_RECEIPT] {
         let mut buf = [0u8; UDP_RECEIPT];
-        UdpDatagram {
-            flow_id: self.flow_id,
-            seq: UDP_RECEIPT_SEQ,
-            send_ns: self.send_ns,
-        }
-        .encode(&mut buf)
-        .expect("a receipt holds the header");
+        UdpDatagram { flow_id: self.flow_id, seq: UDP_RECEIPT_SEQ, send_ns: self.send_ns }.encode(&mut buf).expect("a receipt holds the header");
         buf[udp_field::RECEIVED].copy_from_slice(&self.received_bytes.to_be_bytes());
         buf
     }
@@ -540,16 +471,9 @@ impl UdpReceipt {
             return Err(WireError::NotReceipt(d.seq));
         }
         if buf.len() < UDP_RECEIPT {
-            return Err(WireError::Truncated {
-                needed: UDP_RECEIPT,
-                have: buf.len(),
-            });
+            return Err(WireError::Truncated { needed: UDP_RECEIPT, have: buf.len() });
         }
-        Ok(UdpReceipt {
-            flow_id: d.flow_id,
-            send_ns: d.send_ns,
-            received_bytes: be_u64(&buf[udp_field::RECEIVED]),
-        })
+        Ok(UdpReceipt { flow_id: d.flow_id, send_ns: d.send_ns, received_bytes: be_u64(&buf[udp_field::RECEIVED]) })
     }
 }
 
@@ -637,9 +561,7 @@ impl Probe {
 /// the header after it. The buffer must hold [`PROBE_HEADER`] + [`PROBE_MAC_LEN`] bytes.
 pub fn sign_probe(buf: &mut [u8], secret: &bloatlab_model::Secret) -> Result<(), WireError> {
     if buf.len() < PROBE_HEADER + PROBE_MAC_LEN {
-        return Err(WireError::BadProbe(
-            "too short to carry an HMAC (64 bytes at least)",
-        ));
+        return Err(WireError::BadProbe("too short to carry an HMAC (64 bytes at least)"));
     }
     buf[probe_field::FLAGS] |= PROBE_FLAG_MAC;
     let tag = auth::probe_mac(secret, &buf[..PROBE_HEADER]);
@@ -651,11 +573,7 @@ pub fn sign_probe(buf: &mut [u8], secret: &bloatlab_model::Secret) -> Result<(),
 pub fn probe_signed(buf: &[u8], secret: &bloatlab_model::Secret) -> bool {
     buf.len() >= PROBE_HEADER + PROBE_MAC_LEN
         && buf[probe_field::FLAGS] & PROBE_FLAG_MAC != 0
-        && auth::check_probe_mac(
-            secret,
-            &buf[..PROBE_HEADER],
-            &buf[PROBE_HEADER..PROBE_HEADER + PROBE_MAC_LEN],
-        )
+        && auth::check_probe_mac(secret, &buf[..PROBE_HEADER], &buf[PROBE_HEADER..PROBE_HEADER + PROBE_MAC_LEN])
 }
 
 /// Server side: turn a request datagram into its reply *in place*, so the
@@ -708,9 +626,7 @@ pub fn encode_rr(seq: u32) -> [u8; RR_SIZE] {
 
 pub fn decode_rr(b: &[u8; RR_SIZE]) -> Result<u32, WireError> {
     if &b[rr_field::MAGIC] != b"BLRR" {
-        return Err(WireError::Malformed(
-            "request/response message without BLRR tag".into(),
-        ));
+        return Err(WireError::Malformed("request/response message without BLRR tag".into()));
     }
     Ok(be_u32(&b[rr_field::SEQ]))
 }
@@ -733,64 +649,32 @@ mod tests {
         assert!(Handshake::decode(&b).unwrap().check_version().is_ok());
         let mut other = b;
         other[9] = 9;
-        let e = Handshake::decode(&other)
-            .unwrap()
-            .check_version()
-            .unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "protocol version mismatch: we speak version 2, the peer speaks version 9"
-        );
-        assert!(matches!(
-            Handshake::decode(b"GET / HTTP/1.1\r\n"),
-            Err(WireError::BadMagic(_))
-        ));
-        assert!(matches!(
-            Handshake::decode(b"BLOAT"),
-            Err(WireError::Truncated { .. })
-        ));
-        assert!(matches!(
-            Handshake::decode(b"SSH-2"),
-            Err(WireError::BadMagic(_))
-        ));
+        let e = Handshake::decode(&other).unwrap().check_version().unwrap_err();
+        assert_eq!(e.to_string(), "protocol version mismatch: we speak version 2, the peer speaks version 9");
+        assert!(matches!(Handshake::decode(b"GET / HTTP/1.1\r\n"), Err(WireError::BadMagic(_))));
+        assert!(matches!(Handshake::decode(b"BLOAT"), Err(WireError::Truncated { .. })));
+        assert!(matches!(Handshake::decode(b"SSH-2"), Err(WireError::BadMagic(_))));
     }
 
     #[test]
     fn frames() {
         let m = ClientMsg::JoinRr { token: 42 };
         let b = encode_frame(&m);
-        assert_eq!(
-            decode_frame::<ClientMsg>(&b[..3], MAX_CLIENT_FRAME).unwrap(),
-            None
-        );
-        assert_eq!(
-            decode_frame::<ClientMsg>(&b[..b.len() - 1], MAX_CLIENT_FRAME).unwrap(),
-            None
-        );
-        let (d, used) = decode_frame::<ClientMsg>(&b, MAX_CLIENT_FRAME)
-            .unwrap()
-            .unwrap();
+        assert_eq!(decode_frame::<ClientMsg>(&b[..3], MAX_CLIENT_FRAME).unwrap(), None);
+        assert_eq!(decode_frame::<ClientMsg>(&b[..b.len() - 1], MAX_CLIENT_FRAME).unwrap(), None);
+        let (d, used) = decode_frame::<ClientMsg>(&b, MAX_CLIENT_FRAME).unwrap().unwrap();
         assert_eq!(d, m);
         assert_eq!(used, b.len());
         let big = [0xffu8, 0xff, 0xff, 0xff];
         assert_eq!(
             decode_frame::<ClientMsg>(&big, MAX_CLIENT_FRAME).unwrap_err(),
-            WireError::Oversized {
-                len: u32::MAX as usize,
-                max: MAX_CLIENT_FRAME
-            }
+            WireError::Oversized { len: u32::MAX as usize, max: MAX_CLIENT_FRAME }
         );
         let mut junk = vec![0, 0, 0, 3];
         junk.extend_from_slice(b"{x}");
-        assert!(matches!(
-            decode_frame::<ClientMsg>(&junk, MAX_CLIENT_FRAME),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(decode_frame::<ClientMsg>(&junk, MAX_CLIENT_FRAME), Err(WireError::Malformed(_))));
         let unknown = encode_frame(&serde_json::json!({"type": "launch_missiles"}));
-        assert!(matches!(
-            decode_frame::<ClientMsg>(&unknown, MAX_CLIENT_FRAME),
-            Err(WireError::Malformed(_))
-        ));
+        assert!(matches!(decode_frame::<ClientMsg>(&unknown, MAX_CLIENT_FRAME), Err(WireError::Malformed(_))));
     }
 
     #[test]
@@ -808,15 +692,11 @@ mod tests {
             let mut buf = vec![0u8; size];
             p.encode_into(&mut buf).unwrap();
             assert_eq!(Probe::decode(&buf).unwrap(), p);
-            let n =
-                answer_probe_in_place(&mut buf, 1000, 2000, None, |q| q.token == p.token).unwrap();
+            let n = answer_probe_in_place(&mut buf, 1000, 2000, None, |q| q.token == p.token).unwrap();
             assert_eq!(n, size);
             let r = Probe::decode(&buf).unwrap();
             assert_eq!(r.kind, ProbeKind::Reply);
-            assert_eq!(
-                (r.seq, r.server_recv_ns, r.server_send_ns, r.client_send_ns),
-                (7, 1000, 2000, 123)
-            );
+            assert_eq!((r.seq, r.server_recv_ns, r.server_send_ns, r.client_send_ns), (7, 1000, 2000, 123));
         }
         // Bad token, reply, short, or garbage: no answer.
         let mut buf = vec![0u8; 64];
@@ -832,52 +712,24 @@ mod tests {
 
     #[test]
     fn replies_carry_only_server_bytes() {
-        let p = Probe {
-            kind: ProbeKind::Request,
-            token: 9,
-            seq: 1,
-            stream: 0,
-            client_send_ns: 5,
-            server_recv_ns: 0,
-            server_send_ns: 0,
-        };
+        let p = Probe { kind: ProbeKind::Request, token: 9, seq: 1, stream: 0, client_send_ns: 5, server_recv_ns: 0, server_send_ns: 0 };
         let mut buf = vec![0xABu8; 200];
         p.encode_into(&mut buf).unwrap();
         // A request whose own "server" fields and padding are junk.
         buf[32..48].fill(0xEE);
         let n = answer_probe_in_place(&mut buf, 10, 20, None, |_| true).unwrap();
         assert_eq!(n, 200);
-        assert!(
-            buf[48..].iter().all(|&b| b == 0),
-            "the request's padding came back"
-        );
+        assert!(buf[48..].iter().all(|&b| b == 0), "the request's padding came back");
         assert_eq!(buf[6], 0);
         let r = Probe::decode(&buf).unwrap();
-        assert_eq!(
-            (
-                r.token,
-                r.seq,
-                r.client_send_ns,
-                r.server_recv_ns,
-                r.server_send_ns
-            ),
-            (9, 1, 5, 10, 20)
-        );
+        assert_eq!((r.token, r.seq, r.client_send_ns, r.server_recv_ns, r.server_send_ns), (9, 1, 5, 10, 20));
     }
 
     #[test]
     fn signed_probes() {
         let k = bloatlab_model::Secret::from_file_contents(b"0123456789abcdef", "t").unwrap();
         let other = bloatlab_model::Secret::from_file_contents(b"fedcba9876543210", "t").unwrap();
-        let p = Probe {
-            kind: ProbeKind::Request,
-            token: 9,
-            seq: 1,
-            stream: 0,
-            client_send_ns: 5,
-            server_recv_ns: 0,
-            server_send_ns: 0,
-        };
+        let p = Probe { kind: ProbeKind::Request, token: 9, seq: 1, stream: 0, client_send_ns: 5, server_recv_ns: 0, server_send_ns: 0 };
         let mut buf = vec![0u8; 64];
         p.encode_into(&mut buf).unwrap();
         // Unsigned to a server with a secret: no answer.
@@ -892,10 +744,7 @@ mod tests {
         forged[16] ^= 1;
         assert!(answer_probe_in_place(&mut forged, 1, 2, Some(&k), |_| true).is_none());
         // Signed right: a signed reply of the same size.
-        assert_eq!(
-            answer_probe_in_place(&mut buf, 1, 2, Some(&k), |_| true),
-            Some(64)
-        );
+        assert_eq!(answer_probe_in_place(&mut buf, 1, 2, Some(&k), |_| true), Some(64));
         assert!(probe_signed(&buf, &k));
         assert!(!probe_signed(&buf, &other));
         assert_eq!(Probe::decode(&buf).unwrap().kind, ProbeKind::Reply);
@@ -912,105 +761,54 @@ mod tests {
             bytes: 1000 + id as u64,
             max_gap_ns: 7 * id as u64,
             max_gap_at_unix_ns: 70 + id as u64,
-            tcp_info: (0..m as u64)
-                .map(|i| TcpInfoSample {
-                    t_ns: i,
-                    ..Default::default()
-                })
-                .collect(),
+            tcp_info: (0..m as u64).map(|i| TcpInfoSample { t_ns: i, ..Default::default() }).collect(),
             udp: None,
         };
         let flows = vec![mk(1, 10, 3), mk(2, 0, 0), mk(3, 25, 9)];
         let frames = chunk_report(flows.clone(), 8);
         // 13 + 34 samples and one empty part (costing 1) at 8 per frame: 6 frames, the last the report.
         assert_eq!(frames.len(), 6);
-        assert!(matches!(
-            frames.last(),
-            Some(ServerMsg::ScenarioReport { .. })
-        ));
+        assert!(matches!(frames.last(), Some(ServerMsg::ScenarioReport { .. })));
         let mut acc = vec![];
         for f in frames {
-            let (ServerMsg::ScenarioReportChunk { flows } | ServerMsg::ScenarioReport { flows }) =
-                f
-            else {
-                panic!()
-            };
-            let n: usize = flows
-                .iter()
-                .map(|f| f.goodput.len() + f.tcp_info.len())
-                .sum();
+            let (ServerMsg::ScenarioReportChunk { flows } | ServerMsg::ScenarioReport { flows }) = f else { panic!() };
+            let n: usize = flows.iter().map(|f| f.goodput.len() + f.tcp_info.len()).sum();
             assert!(n <= 8);
-            assert!(
-                encode_frame(&ServerMsg::ScenarioReport {
-                    flows: flows.clone()
-                })
-                .len()
-                    < MAX_SERVER_FRAME
-            );
+            assert!(encode_frame(&ServerMsg::ScenarioReport { flows: flows.clone() }).len() < MAX_SERVER_FRAME);
             for p in flows {
                 merge_report_part(&mut acc, p);
             }
         }
         assert_eq!(acc, flows);
         // One frame when it fits.
-        assert_eq!(
-            chunk_report(vec![mk(1, 3, 3)], REPORT_CHUNK_SAMPLES).len(),
-            1
-        );
+        assert_eq!(chunk_report(vec![mk(1, 3, 3)], REPORT_CHUNK_SAMPLES).len(), 1);
         assert_eq!(chunk_report(vec![], REPORT_CHUNK_SAMPLES).len(), 1);
     }
 
     #[test]
     fn udp_datagrams_round_trip() {
-        let d = UdpDatagram {
-            flow_id: 7,
-            seq: 123_456_789_012,
-            send_ns: 1_795_327_096_250_000_000,
-        };
+        let d = UdpDatagram { flow_id: 7, seq: 123_456_789_012, send_ns: 1_795_327_096_250_000_000 };
         let mut b = vec![0u8; 1400];
         d.encode(&mut b).unwrap();
         assert_eq!(&b[..4], b"BLUD");
         assert_eq!(UdpDatagram::decode(&b).unwrap(), d);
         assert_eq!(UdpDatagram::decode(&b[..24]).unwrap(), d);
-        assert!(matches!(
-            UdpDatagram::decode(&b[..23]),
-            Err(WireError::Truncated { .. })
-        ));
+        assert!(matches!(UdpDatagram::decode(&b[..23]), Err(WireError::Truncated { .. })));
         b[0] = b'X';
-        assert!(matches!(
-            UdpDatagram::decode(&b),
-            Err(WireError::BadMagic(_))
-        ));
+        assert!(matches!(UdpDatagram::decode(&b), Err(WireError::BadMagic(_))));
         assert!(d.encode(&mut [0u8; 10]).is_err());
         // a receipt is a datagram with its own sequence number and a count
-        let r = UdpReceipt {
-            flow_id: 7,
-            send_ns: 5,
-            received_bytes: 123_456_789,
-        };
+        let r = UdpReceipt { flow_id: 7, send_ns: 5, received_bytes: 123_456_789 };
         let rb = r.encode();
         assert_eq!(UdpDatagram::decode(&rb).unwrap().seq, UDP_RECEIPT_SEQ);
         assert_eq!(UdpReceipt::decode(&rb).unwrap(), r);
-        assert!(matches!(
-            UdpReceipt::decode(&rb[..30]),
-            Err(WireError::Truncated { .. })
-        ));
-        assert!(
-            UdpReceipt::decode(&b).is_err(),
-            "a data datagram is no receipt"
-        );
+        assert!(matches!(UdpReceipt::decode(&rb[..30]), Err(WireError::Truncated { .. })));
+        assert!(UdpReceipt::decode(&b).is_err(), "a data datagram is no receipt");
         // random input never panics
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for n in 0..5000 {
             let len = n % 64;
-            let buf: Vec<u8> = (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
+            let buf: Vec<u8> = (0..len).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x as u8 }).collect();
             let _ = UdpDatagram::decode(&buf);
         }
     }
@@ -1040,42 +838,10 @@ mod tests {
         };
         use probe_field as p;
         let one = |i: usize| i..i + 1;
-        tiles(
-            &[
-                p::MAGIC,
-                one(p::VERSION),
-                one(p::KIND),
-                one(p::FLAGS),
-                one(p::RESERVED),
-                p::TOKEN,
-                p::SEQ,
-                p::STREAM,
-                p::CLIENT_SEND_NS,
-                p::SERVER_RECV_NS,
-                p::SERVER_SEND_NS,
-            ],
-            p::END,
-        );
+        tiles(&[p::MAGIC, one(p::VERSION), one(p::KIND), one(p::FLAGS), one(p::RESERVED), p::TOKEN, p::SEQ, p::STREAM, p::CLIENT_SEND_NS, p::SERVER_RECV_NS, p::SERVER_SEND_NS], p::END);
         assert_eq!(p::END, PROBE_HEADER);
-        tiles(
-            &[
-                udp_field::MAGIC,
-                udp_field::FLOW_ID,
-                udp_field::SEQ,
-                udp_field::SEND_NS,
-            ],
-            udp_field::END,
-        );
-        tiles(
-            &[
-                udp_field::MAGIC,
-                udp_field::FLOW_ID,
-                udp_field::SEQ,
-                udp_field::SEND_NS,
-                udp_field::RECEIVED,
-            ],
-            UDP_RECEIPT,
-        );
+        tiles(&[udp_field::MAGIC, udp_field::FLOW_ID, udp_field::SEQ, udp_field::SEND_NS], udp_field::END);
+        tiles(&[udp_field::MAGIC, udp_field::FLOW_ID, udp_field::SEQ, udp_field::SEND_NS, udp_field::RECEIVED], UDP_RECEIPT);
         assert_eq!(udp_field::END, UDP_HEADER);
         tiles(&[rr_field::SEQ, rr_field::MAGIC], 8);
     }

@@ -10,15 +10,8 @@ use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 fn cases(default: u32) -> Config {
-    let n = std::env::var("BLOATLAB_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    Config {
-        cases: n,
-        failure_persistence: None,
-        ..Config::default()
-    }
+    let n = std::env::var("BLOATLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    Config { cases: n, failure_persistence: None, ..Config::default() }
 }
 
 fn secret() -> Secret {
@@ -35,111 +28,44 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn client_msg() -> impl Strategy<Value = ClientMsg> {
-    let flow = (
-        any::<u32>(),
-        direction(),
-        any::<u8>(),
-        proptest::option::of((any::<u64>(), any::<u32>())),
-    )
-        .prop_map(|(id, direction, dscp, udp)| FlowSpec {
-            id,
-            direction,
-            dscp,
-            udp: udp.map(|(rate_bps, payload)| UdpParams { rate_bps, payload }),
-            segment_bytes: 0,
-        });
+    let flow = (any::<u32>(), direction(), any::<u8>(), proptest::option::of((any::<u64>(), any::<u32>())))
+        .prop_map(|(id, direction, dscp, udp)| FlowSpec { id, direction, dscp, udp: udp.map(|(rate_bps, payload)| UdpParams { rate_bps, payload }), segment_bytes: 0 });
     prop_oneof![
         text().prop_map(|answer| ClientMsg::Auth { answer }),
-        (
-            text(),
-            text(),
-            any::<u64>(),
-            any::<u32>(),
-            any::<u32>(),
-            proptest::collection::vec(text(), 0..4),
-            any::<u32>(),
-            any::<bool>()
-        )
-            .prop_map(
-                |(
-                    hostname,
-                    cc,
-                    planned_duration_ms,
-                    max_flows,
-                    sample_interval_ms,
-                    scenarios,
-                    socket_buffer,
-                    rx_copy,
-                )| ClientMsg::NewTest {
-                    client: HostInfo {
-                        hostname,
-                        ..Default::default()
-                    },
-                    cc,
-                    planned_duration_ms,
-                    max_flows,
-                    sample_interval_ms,
-                    scenarios,
-                    socket_buffer,
-                    rx_copy,
-                }
-            ),
-        (any::<u64>(), any::<u32>(), direction()).prop_map(|(token, flow_id, direction)| {
-            ClientMsg::JoinFlow {
-                token,
-                flow_id,
-                direction,
+        (text(), text(), any::<u64>(), any::<u32>(), any::<u32>(), proptest::collection::vec(text(), 0..4), any::<u32>(), any::<bool>()).prop_map(
+            |(hostname, cc, planned_duration_ms, max_flows, sample_interval_ms, scenarios, socket_buffer, rx_copy)| ClientMsg::NewTest {
+                client: HostInfo { hostname, ..Default::default() },
+                cc,
+                planned_duration_ms,
+                max_flows,
+                sample_interval_ms,
+                scenarios,
+                socket_buffer,
+                rx_copy,
             }
-        }),
+        ),
+        (any::<u64>(), any::<u32>(), direction()).prop_map(|(token, flow_id, direction)| ClientMsg::JoinFlow { token, flow_id, direction }),
         any::<u64>().prop_map(|token| ClientMsg::JoinRr { token }),
-        (
-            any::<u32>(),
-            text(),
-            proptest::collection::vec(flow, 0..6),
-            any::<u64>()
-        )
-            .prop_map(
-                |(index, name, flows, duration_ms)| ClientMsg::StartScenario {
-                    index,
-                    name,
-                    flows,
-                    duration_ms
-                }
-            ),
+        (any::<u32>(), text(), proptest::collection::vec(flow, 0..6), any::<u64>())
+            .prop_map(|(index, name, flows, duration_ms)| ClientMsg::StartScenario { index, name, flows, duration_ms }),
         Just(ClientMsg::Go),
         Just(ClientMsg::StopScenario),
-        (text(), any::<bool>())
-            .prop_map(|(summary, complete)| ClientMsg::EndTest { summary, complete }),
+        (text(), any::<bool>()).prop_map(|(summary, complete)| ClientMsg::EndTest { summary, complete }),
     ]
 }
 
 fn report() -> impl Strategy<Value = ServerFlowReport> {
-    (
-        any::<u32>(),
-        direction(),
-        proptest::collection::vec(any::<(u64, u64)>(), 0..40),
-        any::<u64>(),
-        any::<u64>(),
-        proptest::collection::vec(any::<u64>(), 0..20),
-    )
-        .prop_map(
-            |(id, direction, goodput, bytes, max_gap_ns, ts)| ServerFlowReport {
-                id,
-                direction,
-                goodput,
-                bytes,
-                max_gap_ns,
-                max_gap_at_unix_ns: max_gap_ns / 2,
-                tcp_info: ts
-                    .into_iter()
-                    .map(|t_ns| TcpInfoSample {
-                        t_ns,
-                        ..Default::default()
-                    })
-                    .collect(),
-                udp: None,
-            },
-        )
+    (any::<u32>(), direction(), proptest::collection::vec(any::<(u64, u64)>(), 0..40), any::<u64>(), any::<u64>(), proptest::collection::vec(any::<u64>(), 0..20))
+        .prop_map(|(id, direction, goodput, bytes, max_gap_ns, ts)| ServerFlowReport {
+            id,
+            direction,
+            goodput,
+            bytes,
+            max_gap_ns,
+            max_gap_at_unix_ns: max_gap_ns / 2,
+            tcp_info: ts.into_iter().map(|t_ns| TcpInfoSample { t_ns, ..Default::default() }).collect(),
+            udp: None,
+        })
 }
 
 /// Every decoder on one input: none may panic; a probe answer keeps the size

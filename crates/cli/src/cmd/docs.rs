@@ -6,10 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Install, e.g.: bloatlab completions bash > ~/.local/share/bash-completion/completions/bloatlab\n\
-         zsh: bloatlab completions zsh > ~/.zfunc/_bloatlab   fish: bloatlab completions fish > ~/.config/fish/completions/bloatlab.fish"
-)]
+#[command(after_help = "Install, e.g.: bloatlab completions bash > ~/.local/share/bash-completion/completions/bloatlab\n\
+         zsh: bloatlab completions zsh > ~/.zfunc/_bloatlab   fish: bloatlab completions fish > ~/.config/fish/completions/bloatlab.fish")]
 pub struct CompletionsArgs {
     /// The shell to complete for.
     #[arg(value_enum)]
@@ -17,9 +15,7 @@ pub struct CompletionsArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Install, e.g.: sudo bloatlab man --out /usr/local/share/man/man1 && man bloatlab-lab"
-)]
+#[command(after_help = "Install, e.g.: sudo bloatlab man --out /usr/local/share/man/man1 && man bloatlab-lab")]
 pub struct ManArgs {
     /// Write bloatlab.1 and one page per subcommand (bloatlab-lab.1, ...) into DIR;
     /// without it, print bloatlab(1) to stdout.
@@ -58,13 +54,10 @@ pub fn run_man(a: ManArgs) -> Result<i32> {
     match a.out {
         None => {
             let mut out = std::io::stdout().lock();
-            clap_mangen::Man::new(cmd)
-                .render(&mut out)
-                .context("writing the man page")?;
+            clap_mangen::Man::new(cmd).render(&mut out).context("writing the man page")?;
         }
         Some(dir) => {
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
             let n = write_pages(&cmd, &dir)?;
             eprintln!("wrote {n} man pages to {}", dir.display());
         }
@@ -75,25 +68,13 @@ pub fn run_man(a: ManArgs) -> Result<i32> {
 /// bloatlab.1 and bloatlab-SUB.1 for every visible subcommand (recursively).
 fn write_pages(cmd: &clap::Command, dir: &Path) -> Result<usize> {
     let mut n = 0;
-    let name = cmd
-        .get_display_name()
-        .unwrap_or_else(|| cmd.get_name())
-        .to_string();
+    let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name()).to_string();
     let path = dir.join(format!("{name}.1"));
-    let mut f =
-        std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-    clap_mangen::Man::new(cmd.clone())
-        .render(&mut f)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let mut f = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+    clap_mangen::Man::new(cmd.clone()).render(&mut f).with_context(|| format!("writing {}", path.display()))?;
     n += 1;
-    for sub in cmd
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-    {
-        let sub = sub
-            .clone()
-            .display_name(format!("{name}-{}", sub.get_name()))
-            .bin_name(format!("{name} {}", sub.get_name()));
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+        let sub = sub.clone().display_name(format!("{name}-{}", sub.get_name())).bin_name(format!("{name} {}", sub.get_name()));
         n += write_pages(&sub, dir)?;
     }
     Ok(n)

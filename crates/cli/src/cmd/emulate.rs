@@ -4,8 +4,8 @@
 //! model's table, and the emulator's own), parsed here into the emulator's
 //! typed [`EmulatorConfig`].
 
-use crate::options::LinkOptionArgs;
 use anyhow::{anyhow, bail, Context, Result};
+use crate::options::LinkOptionArgs;
 use bloatlab_emulator::{run, EmulatorConfig, JitterSpec, LossSpec, QueueSpec, RunSpec, TimerMode};
 use bloatlab_model::units::parse_duration_ns;
 use bloatlab_model::{lab_option, LabConfig};
@@ -68,16 +68,8 @@ impl LinkArgs {
     pub fn to_config(&self) -> Result<EmulatorConfig> {
         let given = &self.link.0;
         // The emulator's defaults where no option is given: no rate limit, a 1000-packet FIFO.
-        let mut lab = LabConfig {
-            rate_up: None,
-            rate_down: None,
-            queue: QueueSpec::Fifo { packets: 1000 },
-            ..Default::default()
-        };
-        if given
-            .get(lab_option("queue").expect("the queue option"))
-            .is_some_and(|q| q.len() > 1)
-        {
+        let mut lab = LabConfig { rate_up: None, rate_down: None, queue: QueueSpec::Fifo { packets: 1000 }, ..Default::default() };
+        if given.get(lab_option("queue").expect("the queue option")).is_some_and(|q| q.len() > 1) {
             bail!("--queue: the emulator runs one queue per direction (a comma list is the lab's, one run each)");
         }
         given.apply(&mut lab).map_err(|e| anyhow!(e))?;
@@ -90,20 +82,13 @@ impl LinkArgs {
         for up in [true, false] {
             let dir = if up { "up" } else { "down" };
             let d = if up { &mut cfg.up } else { &mut cfg.down };
-            d.rate = lab
-                .rate_spec(up)
-                .map_err(|e| anyhow!("--trace-{dir}: {e}"))?;
+            d.rate = lab.rate_spec(up).map_err(|e| anyhow!("--trace-{dir}: {e}"))?;
             d.queue = lab.queue_of(up).clone();
             let own_delay = if up { self.delay_up } else { self.delay_down };
-            d.delay_ns = own_delay
-                .or(lab.delay.map(|x| x.as_nanos() as u64))
-                .unwrap_or(0);
+            d.delay_ns = own_delay.or(lab.delay.map(|x| x.as_nanos() as u64)).unwrap_or(0);
             let own_loss = if up { &self.loss_up } else { &self.loss_down };
             d.loss = own_loss.clone().or(lab.loss.clone()).unwrap_or_default();
-            d.jitter = lab.jitter.clone().map(|j| JitterSpec {
-                reorder: self.reorder,
-                ..j
-            });
+            d.jitter = lab.jitter.clone().map(|j| JitterSpec { reorder: self.reorder, ..j });
             d.overhead_bytes = self.overhead.unwrap_or(0);
         }
         if self.reorder && lab.jitter.is_none() {
@@ -174,21 +159,15 @@ pub struct EmulateArgs {
 /// Run `bloatlab emulate`.
 pub fn run_emulate(a: EmulateArgs) -> Result<i32> {
     if let Some(p) = &a.spec {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        let spec: RunSpec = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not an emulator run spec", p.display()))?;
-        spec.cfg
-            .validate()
-            .map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        let spec: RunSpec = serde_json::from_str(&text).with_context(|| format!("{} is not an emulator run spec", p.display()))?;
+        spec.cfg.validate().map_err(|e| anyhow!("{}: {e}", p.display()))?;
         return run(spec);
     }
     let mut cfg = match &a.config {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
-            serde_json::from_str::<EmulatorConfig>(&text)
-                .with_context(|| format!("{} is not an emulator configuration", p.display()))?
+            let text = std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+            serde_json::from_str::<EmulatorConfig>(&text).with_context(|| format!("{} is not an emulator configuration", p.display()))?
         }
         None => a.link.to_config()?,
     };
@@ -231,44 +210,20 @@ mod tests {
     fn cfg(args: &[&str]) -> Result<EmulatorConfig> {
         let mut v = vec!["t"];
         v.extend_from_slice(args);
-        T::try_parse_from(v)
-            .map_err(|e| anyhow!("{e}"))?
-            .link
-            .to_config()
+        T::try_parse_from(v).map_err(|e| anyhow!("{e}"))?.link.to_config()
     }
 
     #[test]
     fn issue_examples_parse() {
-        let c = cfg(&[
-            "--rate",
-            "10mbit",
-            "--delay",
-            "20ms",
-            "--queue",
-            "fifo:1000",
-        ])
-        .unwrap();
+        let c = cfg(&["--rate", "10mbit", "--delay", "20ms", "--queue", "fifo:1000"]).unwrap();
         assert_eq!(c.up.rate, RateSpec::Fixed { bps: 10_000_000 });
         assert_eq!(c.down.delay_ns, 20_000_000);
         assert_eq!(c.down.queue, QueueSpec::Fifo { packets: 1000 });
-        let c = cfg(&[
-            "--rate-up",
-            "1mbit",
-            "--rate-down",
-            "20mbit",
-            "--delay",
-            "30ms",
-            "--queue",
-            "fq_codel",
-        ])
-        .unwrap();
+        let c = cfg(&["--rate-up", "1mbit", "--rate-down", "20mbit", "--delay", "30ms", "--queue", "fq_codel"]).unwrap();
         assert_eq!(c.up.rate, RateSpec::Fixed { bps: 1_000_000 });
         assert_eq!(c.down.rate, RateSpec::Fixed { bps: 20_000_000 });
         assert_eq!(c.up.queue.kind(), "fq_codel");
-        let c = cfg(&[
-            "--loss", "1%", "--delay", "10ms", "--jitter", "5ms", "--queue", "pie",
-        ])
-        .unwrap();
+        let c = cfg(&["--loss", "1%", "--delay", "10ms", "--jitter", "5ms", "--queue", "pie"]).unwrap();
         assert_eq!(c.up.loss, LossSpec::Bernoulli { p: 0.01 });
         assert_eq!(c.up.jitter.as_ref().unwrap().amount_ns, 5_000_000);
         assert!(!c.up.jitter.as_ref().unwrap().reorder);
@@ -287,9 +242,7 @@ mod tests {
         assert!(e.contains("bytes per second"), "{e}");
         let e = cfg(&["--queue", "cake"]).unwrap_err().to_string();
         assert!(e.contains("unknown queue"), "{e}");
-        let e = cfg(&["--trace-up", "/nonexistent/x.trace"])
-            .unwrap_err()
-            .to_string();
+        let e = cfg(&["--trace-up", "/nonexistent/x.trace"]).unwrap_err().to_string();
         assert!(e.contains("cannot read trace"), "{e}");
         let e = cfg(&["--queue", "fifo"]).unwrap_err().to_string();
         assert!(e.contains("needs a packet limit"), "{e}");
@@ -298,9 +251,7 @@ mod tests {
         let e = cfg(&["--delay", "20"]).unwrap_err().to_string();
         assert!(e.contains("unit"), "{e}");
         assert!(cfg(&["--rate-up", "1mbit", "--trace-up", "/x"]).is_err());
-        let e = cfg(&["--queue", "fifo:10,fifo:100"])
-            .unwrap_err()
-            .to_string();
+        let e = cfg(&["--queue", "fifo:10,fifo:100"]).unwrap_err().to_string();
         assert!(e.contains("one queue per direction"), "{e}");
     }
 
@@ -308,49 +259,20 @@ mod tests {
     fn the_link_options_are_the_labs() {
         // the same definitions: a Gilbert-Elliott loss and a normal jitter
         // parse here as in `bloatlab lab`, and the per-direction loss wins
-        let c = cfg(&[
-            "--delay",
-            "10ms",
-            "--jitter",
-            "normal:2ms",
-            "--loss",
-            "ge:p=1%,r=25%",
-            "--loss-down",
-            "2%",
-            "--reorder",
-        ])
-        .unwrap();
-        assert_eq!(
-            c.up.loss,
-            LossSpec::GilbertElliott {
-                p: 0.01,
-                r: 0.25,
-                loss_good: 0.0,
-                loss_bad: 1.0
-            }
-        );
+        let c = cfg(&["--delay", "10ms", "--jitter", "normal:2ms", "--loss", "ge:p=1%,r=25%", "--loss-down", "2%", "--reorder"]).unwrap();
+        assert_eq!(c.up.loss, LossSpec::GilbertElliott { p: 0.01, r: 0.25, loss_good: 0.0, loss_bad: 1.0 });
         assert_eq!(c.down.loss, LossSpec::Bernoulli { p: 0.02 });
         let j = c.up.jitter.unwrap();
-        assert_eq!(
-            (j.amount_ns, j.dist, j.reorder),
-            (2_000_000, bloatlab_model::link::JitterDist::Normal, true)
-        );
+        assert_eq!((j.amount_ns, j.dist, j.reorder), (2_000_000, bloatlab_model::link::JitterDist::Normal, true));
         let c = cfg(&[]).unwrap();
-        assert_eq!(
-            (c.up.rate.clone(), c.up.queue.clone(), c.up.delay_ns),
-            (RateSpec::Unlimited, QueueSpec::Fifo { packets: 1000 }, 0)
-        );
+        assert_eq!((c.up.rate.clone(), c.up.queue.clone(), c.up.delay_ns), (RateSpec::Unlimited, QueueSpec::Fifo { packets: 1000 }, 0));
         let help = {
             use clap::CommandFactory;
             T::command().render_long_help().to_string()
         };
         for o in crate::options::LINK_OPTIONS {
             let def = lab_option(o).unwrap();
-            assert!(
-                help.contains(&format!("--{o}"))
-                    && help.contains(def.doc.split_whitespace().next().unwrap()),
-                "--{o} missing from the help"
-            );
+            assert!(help.contains(&format!("--{o}")) && help.contains(def.doc.split_whitespace().next().unwrap()), "--{o} missing from the help");
         }
     }
 }

@@ -6,8 +6,8 @@ use anyhow::{anyhow, bail, Result};
 use bloatlab_host::signals;
 use bloatlab_lab::progress::Progress;
 use bloatlab_lab::{state, sys, RunOptions, Session};
-use bloatlab_model::{lab_option, Backend, LabConfig, Placement, QueueSpec, Shaper};
 use bloatlab_report::{fmt::ms, lab as table};
+use bloatlab_model::{lab_option, Backend, LabConfig, Placement, QueueSpec, Shaper};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -45,10 +45,8 @@ pub struct ListArgs {
 }
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Without --id or --all, removes only labs left over by a bloatlab lab that died; \
-labs kept with --keep stay until named. A lab whose bloatlab lab still runs is never touched."
-)]
+#[command(after_help = "Without --id or --all, removes only labs left over by a bloatlab lab that died; \
+labs kept with --keep stay until named. A lab whose bloatlab lab still runs is never touched.")]
 pub struct CleanupArgs {
     /// Only this lab (6 hex digits, as in the namespace names blab-ID-ROLE), kept or not; repeatable.
     #[arg(long = "id")]
@@ -113,13 +111,7 @@ pub struct LabRunArgs {
 /// anything is built.
 pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
     let o = &a.link.0;
-    let (mut cfg, queues) = o
-        .resolve(LabConfig {
-            id: a.id.clone(),
-            port: a.port,
-            ..Default::default()
-        })
-        .map_err(|e| anyhow!(e))?;
+    let (mut cfg, queues) = o.resolve(LabConfig { id: a.id.clone(), port: a.port, ..Default::default() }).map_err(|e| anyhow!(e))?;
     // tune shapes a home router's WAN; with the bottleneck on the client's
     // own interface it tunes that queue instead (tune --local), no router
     cfg.home_router = a.tune && cfg.placement != bloatlab_model::Placement::Local;
@@ -128,9 +120,7 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
             if !a.engine_args.is_empty() {
                 bail!("--tune runs tune's own tests (the quick profile and its search steps): no `bloatlab test` options after `--`");
             }
-            if o.get(lab_option("queue").expect("the queue option"))
-                .is_some_and(|q| q.len() > 1)
-            {
+            if o.get(lab_option("queue").expect("the queue option")).is_some_and(|q| q.len() > 1) {
                 bail!("--tune tunes one line: give one --queue");
             }
             let mut t = bloatlab_model::TuneConfig::default();
@@ -138,31 +128,20 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
             t.json = a.json.clone();
             Some(t)
         }
-        false if !a.tune_opts.0.is_empty() => {
-            bail!("{} only go with --tune", a.tune_opts.0.args().join(" "))
-        }
+        false if !a.tune_opts.0.is_empty() => bail!("{} only go with --tune", a.tune_opts.0.args().join(" ")),
         false => None,
     };
     // no queue chosen: the demo's two
-    let queues = if queues.is_empty() {
-        bloatlab_model::lab::DEMO_QUEUES.to_vec()
-    } else {
-        queues
-    };
+    let queues = if queues.is_empty() { bloatlab_model::lab::DEMO_QUEUES.to_vec() } else { queues };
     cfg.queue = queues[0].clone();
     let test = super::test::parse_pass_through(&a.engine_args, "bloatlab lab")?;
     for q in &queues {
-        let c = LabConfig {
-            queue: q.clone(),
-            ..cfg.clone()
-        };
+        let c = LabConfig { queue: q.clone(), ..cfg.clone() };
         bloatlab_lab::validate(&c)?;
         bloatlab_lab::check_test_options(&c, &test)?;
     }
     if a.json.as_deref() == Some(std::path::Path::new("-")) && queues.len() > 1 {
-        bail!(
-            "--json - writes one result; with several queues give a file name (one file per queue)"
-        );
+        bail!("--json - writes one result; with several queues give a file name (one file per queue)");
     }
     Ok(LabRun {
         cfg,
@@ -185,11 +164,7 @@ pub fn resolve(a: &LabRunArgs) -> Result<LabRun> {
 
 pub fn run_lab(args: LabArgs) -> Result<i32> {
     match args.cmd {
-        Some(LabCmd::Cleanup(c)) => run_cleanup(&state::CleanupSelection {
-            ids: c.ids,
-            all: c.all,
-            dry_run: c.dry_run,
-        }),
+        Some(LabCmd::Cleanup(c)) => run_cleanup(&state::CleanupSelection { ids: c.ids, all: c.all, dry_run: c.dry_run }),
         Some(LabCmd::Qdiscs(q)) => run_qdiscs(q.json),
         Some(LabCmd::List(l)) => run_list(l.json),
         None => run(&resolve(&args.run)?),
@@ -221,22 +196,10 @@ fn json_path(base: &Path, label: &str, n: usize) -> PathBuf {
     }
     let safe: String = label
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '.' { c } else { '-' })
         .collect();
-    let stem = base
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "lab".into());
-    let ext = base
-        .extension()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "json".into());
+    let stem = base.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "lab".into());
+    let ext = base.extension().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "json".into());
     base.with_file_name(format!("{stem}.{safe}.{ext}"))
 }
 
@@ -273,11 +236,7 @@ fn run_list(json: bool) -> Result<i32> {
             "{}  {:<8}  {}{}",
             l.id,
             l.state,
-            if l.namespaces.is_empty() {
-                "(no namespaces)".to_string()
-            } else {
-                l.namespaces.join(" ")
-            },
+            if l.namespaces.is_empty() { "(no namespaces)".to_string() } else { l.namespaces.join(" ") },
             match (l.state.as_str(), l.owner_pid) {
                 ("running", Some(p)) => format!("  (bloatlab lab pid {p})"),
                 _ => format!("  (remove: bloatlab lab cleanup --id {})", l.id),
@@ -285,12 +244,7 @@ fn run_list(json: bool) -> Result<i32> {
         );
         if l.state == "kept" {
             for p in &l.processes {
-                println!(
-                    "        {} {}: {}",
-                    if p.running { "running" } else { "gone   " },
-                    p.pid,
-                    p.what
-                );
+                println!("        {} {}: {}", if p.running { "running" } else { "gone   " }, p.pid, p.what);
             }
         }
     }
@@ -302,25 +256,12 @@ fn run_qdiscs(json: bool) -> Result<i32> {
     let s = bloatlab_lab::probe_qdiscs()?;
     let k = sys::kernel_release();
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"kernel": k, "available": s.available, "missing": s.missing})
-        );
+        println!("{}", serde_json::json!({"kernel": k, "available": s.available, "missing": s.missing}));
     } else {
         println!("kernel {k}");
         println!("available: {}", s.available.join(" "));
-        println!(
-            "missing:   {}",
-            if s.missing.is_empty() {
-                "-".into()
-            } else {
-                s.missing.join(" ")
-            }
-        );
-        if s.missing
-            .iter()
-            .any(|m| ["netem", "fq_codel", "codel", "pie", "cake"].contains(&m.as_str()))
-        {
+        println!("missing:   {}", if s.missing.is_empty() { "-".into() } else { s.missing.join(" ") });
+        if s.missing.iter().any(|m| ["netem", "fq_codel", "codel", "pie", "cake"].contains(&m.as_str())) {
             println!("(missing delay/AQM qdiscs: bloatlab's user-space emulator backend provides delay, loss, CoDel, FQ-CoDel and PIE)");
         }
     }
@@ -330,15 +271,10 @@ fn run_qdiscs(json: bool) -> Result<i32> {
 /// `bloatlab lab`: build the lab, run one test per queue, print the table.
 fn run(a: &LabRun) -> Result<i32> {
     for q in &a.queues {
-        bloatlab_lab::validate(&LabConfig {
-            queue: q.clone(),
-            ..a.cfg.clone()
-        })?;
+        bloatlab_lab::validate(&LabConfig { queue: q.clone(), ..a.cfg.clone() })?;
     }
     if a.json.as_deref() == Some(Path::new("-")) && a.queues.len() > 1 {
-        bail!(
-            "--json - writes one result; with several queues give a file name (one file per queue)"
-        );
+        bail!("--json - writes one result; with several queues give a file name (one file per queue)");
     }
     sys::require_privileges()?;
     signals::install();
@@ -348,26 +284,12 @@ fn run(a: &LabRun) -> Result<i32> {
         }
     };
     let t0 = Instant::now();
-    let mut session = if a.keep {
-        Session::keeping_failed()
-    } else {
-        Session::new()
-    };
-    let first = LabConfig {
-        queue: a
-            .queues
-            .first()
-            .cloned()
-            .unwrap_or_else(|| a.cfg.queue.clone()),
-        ..a.cfg.clone()
-    };
+    let mut session = if a.keep { Session::keeping_failed() } else { Session::new() };
+    let first = LabConfig { queue: a.queues.first().cloned().unwrap_or_else(|| a.cfg.queue.clone()), ..a.cfg.clone() };
     if let Err(e) = session.prepare(&first) {
         let sig = signals::pending();
         if sig != 0 {
-            eprintln!(
-                "bloatlab lab: interrupted by {} while building; removed what was built",
-                signals::name(sig)
-            );
+            eprintln!("bloatlab lab: interrupted by {} while building; removed what was built", signals::name(sig));
             return Ok(signals::exit_code(sig));
         }
         return Err(e);
@@ -389,29 +311,19 @@ fn run(a: &LabRun) -> Result<i32> {
     let progress = Progress::new(a.quiet);
     let mut used_labels: Vec<String> = vec![];
     for (i, q) in a.queues.iter().enumerate() {
-        let cfg = LabConfig {
-            queue: q.clone(),
-            ..a.cfg.clone()
-        };
+        let cfg = LabConfig { queue: q.clone(), ..a.cfg.clone() };
         let label = cfg.queue_label();
         say(format!(
             "run {}/{n}: queue {label} ({}){} ...",
             i + 1,
             bloatlab_lab::backend(&cfg).1,
-            match (
-                cfg.analytic_queue_delay_ms(true),
-                cfg.analytic_queue_delay_ms(false)
-            ) {
-                (Some(u), Some(d)) if (u - d).abs() > 1e-9 =>
-                    format!(" (holds {} ms up, {} ms down when full)", ms(u), ms(d)),
+            match (cfg.analytic_queue_delay_ms(true), cfg.analytic_queue_delay_ms(false)) {
+                (Some(u), Some(d)) if (u - d).abs() > 1e-9 => format!(" (holds {} ms up, {} ms down when full)", ms(u), ms(d)),
                 (Some(x), _) | (None, Some(x)) => format!(" (holds {} ms when full)", ms(x)),
                 (None, None) => String::new(),
             }
         ));
-        let run = bloatlab_lab::RunOptions {
-            progress: progress.for_run(&format!("run {}/{n} {label}", i + 1)),
-            ..a.run.clone()
-        };
+        let run = bloatlab_lab::RunOptions { progress: progress.for_run(&format!("run {}/{n} {label}", i + 1)), ..a.run.clone() };
         let out = session.run(&cfg, &run);
         progress.clear();
         let out = match out {
@@ -430,19 +342,14 @@ fn run(a: &LabRun) -> Result<i32> {
         if let Some(base) = &a.json {
             let seen = used_labels.iter().filter(|l| **l == label).count();
             used_labels.push(label.clone());
-            let name = if seen == 0 {
-                label.clone()
-            } else {
-                format!("{label}-{}", seen + 1)
-            };
+            let name = if seen == 0 { label.clone() } else { format!("{label}-{}", seen + 1) };
             let p = json_path(base, &name, n);
             let text = serde_json::to_string_pretty(&out.result)? + "\n";
             if p == Path::new("-") {
                 print!("{text}");
                 written = Some(PathBuf::from("stdout"));
             } else {
-                std::fs::write(&p, text)
-                    .map_err(|e| anyhow!("cannot write {}: {e}", p.display()))?;
+                std::fs::write(&p, text).map_err(|e| anyhow!("cannot write {}: {e}", p.display()))?;
                 say(format!("  result written to {}", p.display()));
                 written = Some(p.clone());
             }
@@ -458,10 +365,7 @@ fn run(a: &LabRun) -> Result<i32> {
             exit = 1;
         }
         if out.interrupted_by != 0 {
-            eprintln!(
-                "bloatlab lab: interrupted by {}; {kept}, lab removed",
-                signals::name(out.interrupted_by)
-            );
+            eprintln!("bloatlab lab: interrupted by {}; {kept}, lab removed", signals::name(out.interrupted_by));
             exit = signals::exit_code(out.interrupted_by);
             break;
         }
@@ -521,6 +425,8 @@ fn banner(lab: &bloatlab_lab::Lab, t0: Instant) -> String {
     )
 }
 
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,65 +449,27 @@ mod tests {
     #[test]
     fn json_names() {
         use std::path::PathBuf;
-        assert_eq!(
-            json_path(Path::new("out.json"), "fifo:10", 1),
-            PathBuf::from("out.json")
-        );
-        assert_eq!(
-            json_path(Path::new("d/out.json"), "fifo:10", 2),
-            PathBuf::from("d/out.fifo-10.json")
-        );
-        assert_eq!(
-            json_path(Path::new("out"), "bfifo:65536", 2),
-            PathBuf::from("out.bfifo-65536.json")
-        );
+        assert_eq!(json_path(Path::new("out.json"), "fifo:10", 1), PathBuf::from("out.json"));
+        assert_eq!(json_path(Path::new("d/out.json"), "fifo:10", 2), PathBuf::from("d/out.fifo-10.json"));
+        assert_eq!(json_path(Path::new("out"), "bfifo:65536", 2), PathBuf::from("out.bfifo-65536.json"));
     }
 
     #[test]
     fn defaults_are_the_demo() {
         let (c, q) = parse(&[]).unwrap();
-        assert_eq!(
-            q,
-            vec![
-                QueueSpec::Fifo { packets: 1000 },
-                QueueSpec::Fifo { packets: 10 }
-            ]
-        );
+        assert_eq!(q, vec![QueueSpec::Fifo { packets: 1000 }, QueueSpec::Fifo { packets: 10 }]);
         assert_eq!(c.rate_up, Some(Rate::mbit(10.0)));
         assert_eq!(c.placement, Placement::Router);
         assert_eq!(c.offloads, OnOff::Off);
         assert_eq!(c.cc, "cubic");
-        assert_eq!(
-            c.analytic_queue_delay_ms(true)
-                .map(|x| (x * 10.0).round() / 10.0),
-            Some(1211.2)
-        );
+        assert_eq!(c.analytic_queue_delay_ms(true).map(|x| (x * 10.0).round() / 10.0), Some(1211.2));
     }
 
     #[test]
     fn issue_examples_parse() {
-        let (_, q) = parse(&[
-            "--rate",
-            "10mbit",
-            "--queue",
-            "fifo:1000",
-            "--",
-            "--scenarios",
-            "1u0d,1u1d",
-        ])
-        .unwrap();
+        let (_, q) = parse(&["--rate", "10mbit", "--queue", "fifo:1000", "--", "--scenarios", "1u0d,1u1d"]).unwrap();
         assert_eq!(q.len(), 1);
-        let (c, q) = parse(&[
-            "--rate-up",
-            "1mbit",
-            "--rate-down",
-            "20mbit",
-            "--queue",
-            "bfifo:64k",
-            "--bottleneck",
-            "router",
-        ])
-        .unwrap();
+        let (c, q) = parse(&["--rate-up", "1mbit", "--rate-down", "20mbit", "--queue", "bfifo:64k", "--bottleneck", "router"]).unwrap();
         assert_eq!(c.rate_up.unwrap().bps, 1_000_000);
         assert_eq!(c.rate_down.unwrap().bps, 20_000_000);
         assert_eq!(q, vec![QueueSpec::Bfifo { bytes: 65536 }]);
@@ -609,10 +477,7 @@ mod tests {
         assert_eq!(c.placement, Placement::Local);
         assert_eq!(q, vec![QueueSpec::Fifo { packets: 100 }]);
         let (c, _) = parse(&["--qdisc", "fq_codel limit 100"]).unwrap();
-        assert_eq!(
-            c.kernel_qdisc().map(|q| q.label()).as_deref(),
-            Some("fq_codel limit 100")
-        );
+        assert_eq!(c.kernel_qdisc().map(|q| q.label()).as_deref(), Some("fq_codel limit 100"));
         assert!(parse(&["--keep"]).is_ok());
         let (c, q) = parse(&["--queue", "fq_codel,codel:target=5ms", "--delay", "40ms"]).unwrap();
         assert_eq!(c.effective_backend(), Backend::Emulator);
@@ -631,31 +496,15 @@ mod tests {
         assert_eq!(c.queue_of(true), &QueueSpec::Fifo { packets: 500 });
         assert_eq!(c.queue_of(false), &QueueSpec::Bfifo { bytes: 65536 });
         assert_eq!(c.queue_label(), "up-fifo:500+down-bfifo:65536");
-        assert_eq!(
-            c.analytic_queue_delay_ms(true).map(|x| x.round()),
-            Some(606.0)
-        );
-        assert_eq!(
-            c.analytic_queue_delay_ms(false)
-                .map(|x| (x * 10.0).round() / 10.0),
-            Some(52.4)
-        );
+        assert_eq!(c.analytic_queue_delay_ms(true).map(|x| x.round()), Some(606.0));
+        assert_eq!(c.analytic_queue_delay_ms(false).map(|x| (x * 10.0).round() / 10.0), Some(52.4));
         assert_eq!(c.effective_backend(), Backend::Kernel);
         // one direction overridden: the other keeps --queue
         let (c, _) = parse(&["--queue", "fifo:100", "--queue-down", "fifo:10"]).unwrap();
-        assert_eq!(
-            (c.queue_of(true), c.queue_of(false)),
-            (
-                &QueueSpec::Fifo { packets: 100 },
-                &QueueSpec::Fifo { packets: 10 }
-            )
-        );
+        assert_eq!((c.queue_of(true), c.queue_of(false)), (&QueueSpec::Fifo { packets: 100 }, &QueueSpec::Fifo { packets: 10 }));
         // one direction set: the --queue list (here the default) varies the other
         let (c, q) = parse(&["--queue-down", "fifo:10"]).unwrap();
-        assert_eq!(
-            (q.len(), c.queue_of(false)),
-            (2, &QueueSpec::Fifo { packets: 10 })
-        );
+        assert_eq!((q.len(), c.queue_of(false)), (2, &QueueSpec::Fifo { packets: 10 }));
         // the same queue both ways is labelled as one
         let (c, _) = parse(&["--queue", "fifo:100", "--queue-down", "fifo:100"]).unwrap();
         assert_eq!(c.queue_label(), "fifo:100");
@@ -671,26 +520,15 @@ mod tests {
     fn bad_input_is_explained() {
         let e = |v: &[&str]| format!("{:#}", parse(v).unwrap_err());
         assert!(e(&["--queue-up", "red"]).contains("--queue-up"));
-        assert!(e(&[
-            "--queue-up",
-            "fifo:1",
-            "--queue-down",
-            "fifo:2",
-            "--queue",
-            "fifo:3"
-        ])
-        .contains("nothing left"));
-        assert!(e(&["--queue-down", "fq_codel", "--backend", "kernel"])
-            .contains("--queue-down fq_codel"));
+        assert!(e(&["--queue-up", "fifo:1", "--queue-down", "fifo:2", "--queue", "fifo:3"]).contains("nothing left"));
+        assert!(e(&["--queue-down", "fq_codel", "--backend", "kernel"]).contains("--queue-down fq_codel"));
         assert!(e(&["--queue-up", "fifo:10", "--txqueuelen", "10"]).contains("--queue-up"));
         assert!(e(&["--queue-up", "fifo:10", "--qdisc", "sfq"]).contains("--qdisc"));
         assert!(e(&["--rate", "fast"]).contains("accepted forms"));
         assert!(e(&["--queue", "red"]).contains("accepted forms"));
         assert!(e(&["--queue", "fq_codel", "--backend", "kernel"]).contains("emulator"));
         assert!(e(&["--queue", "fq_codel", "--bottleneck", "local"]).contains("kernel backend"));
-        assert!(
-            e(&["--delay", "20ms", "--qdisc", "sfq", "--backend", "emulator"]).contains("--qdisc")
-        );
+        assert!(e(&["--delay", "20ms", "--qdisc", "sfq", "--backend", "emulator"]).contains("--qdisc"));
         assert!(e(&["--txqueuelen", "5", "--queue", "fifo:10"]).contains("txqueuelen"));
         assert!(e(&["--qdisc", "sfq", "--queue", "fifo:10"]).contains("--qdisc"));
         assert!(e(&["--", "--json", "x"]).contains("--json"));
@@ -704,7 +542,9 @@ mod tests {
         assert!(e(&["--", "--scenarios", "40u0d"]).contains("at most 32"));
         assert!(e(&["--rate", "10mbps"]).contains("ambiguous"));
     }
+
 }
+
 
 /// `bloatlab lab --tune`: tune the home router of the lab just built.
 fn run_tune(a: &LabRun, t: &bloatlab_model::TuneConfig, session: &mut Session) -> Result<i32> {

@@ -39,8 +39,7 @@ pub fn server_port(s: &str) -> Result<u16, String> {
 
 /// Read a `--secret-file` once, here at the edge.
 pub fn read_secret(path: &std::path::Path) -> Result<bloatlab_model::Secret> {
-    let bytes =
-        std::fs::read(path).map_err(|e| anyhow!("--secret-file {}: {e}", path.display()))?;
-    bloatlab_model::Secret::from_file_contents(&bytes, &format!("--secret-file {}", path.display()))
-        .map_err(|e| anyhow!(e))
+    let bytes = std::fs::read(path).map_err(|e| anyhow!("--secret-file {}: {e}", path.display()))?;
+    bloatlab_model::Secret::from_file_contents(&bytes, &format!("--secret-file {}", path.display())).map_err(|e| anyhow!(e))
 }
+

@@ -37,41 +37,27 @@ pub struct MonitorArgs {
 fn line_of(text: &str, key: &str) -> Option<usize> {
     let alt = key.replace('_', "-");
     let alt2 = key.replace('-', "_");
-    text.lines()
-        .position(|l| {
-            let t = l.trim_start();
-            [key, &alt, &alt2].iter().any(|k| {
-                t.strip_prefix(*k)
-                    .is_some_and(|r| r.trim_start().starts_with('='))
-            })
-        })
-        .map(|i| i + 1)
+    text.lines().position(|l| {
+        let t = l.trim_start();
+        [key, &alt, &alt2].iter().any(|k| t.strip_prefix(*k).is_some_and(|r| r.trim_start().starts_with('=')))
+    })
+    .map(|i| i + 1)
 }
 
 /// The options a config file sets, checked by the options' own parsers;
 /// an error names the file and the line at fault.
 pub fn read_config(path: &Path) -> Result<Overrides<MonitorConfig>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("--config {}", path.display()))?;
-    let table: toml::Table =
-        toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("--config {}", path.display()))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| anyhow!("--config {}: {e}", path.display()))?;
     let mut o = Overrides::<MonitorConfig>::default();
     for (key, value) in &table {
         let at = |e: String| {
-            let line = line_of(&text, key)
-                .map(|l| format!(" line {l}"))
-                .unwrap_or_default();
+            let line = line_of(&text, key).map(|l| format!(" line {l}")).unwrap_or_default();
             anyhow!("--config {}{line}: {e}", path.display())
         };
         let Some(def) = option::<MonitorConfig>(key) else {
-            let names: Vec<&str> = bloatlab_model::MONITOR_OPTIONS
-                .iter()
-                .map(|o| o.long)
-                .collect();
-            return Err(at(format!(
-                "`{key}` is not an option of `bloatlab monitor` ({})",
-                names.join(", ")
-            )));
+            let names: Vec<&str> = bloatlab_model::MONITOR_OPTIONS.iter().map(|o| o.long).collect();
+            return Err(at(format!("`{key}` is not an option of `bloatlab monitor` ({})", names.join(", "))));
         };
         let scalar = |v: &toml::Value| -> Result<String, String> {
             match v {
@@ -79,11 +65,7 @@ pub fn read_config(path: &Path) -> Result<Overrides<MonitorConfig>> {
                 toml::Value::Integer(i) => Ok(i.to_string()),
                 toml::Value::Float(f) => Ok(f.to_string()),
                 toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.into()),
-                other => Err(format!(
-                    "`{key}`: {} is not a value for --{}",
-                    other.type_str(),
-                    def.long
-                )),
+                other => Err(format!("`{key}`: {} is not a value for --{}", other.type_str(), def.long)),
             }
         };
         match value {
@@ -92,11 +74,7 @@ pub fn read_config(path: &Path) -> Result<Overrides<MonitorConfig>> {
                     o.add(key, &scalar(v).map_err(at)?).map_err(at)?;
                 }
             }
-            toml::Value::Array(_) => {
-                return Err(at(format!(
-                    "`{key}` takes one value (only target takes a list)"
-                )))
-            }
+            toml::Value::Array(_) => return Err(at(format!("`{key}` takes one value (only target takes a list)"))),
             v => o.set(key, &scalar(v).map_err(at)?).map_err(at)?,
         }
     }
@@ -119,19 +97,14 @@ pub fn config(a: &MonitorArgs) -> Result<MonitorConfig> {
     o.apply(&mut cfg).map_err(|e| anyhow!(e))?;
     cfg.secret = a.secret.read()?;
     if let Some(p) = &cfg.ca_file {
-        cfg.ca_pem = Some(
-            std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display()))?,
-        );
+        cfg.ca_pem = Some(std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display()))?);
     }
     cfg.check().map_err(|e| anyhow!(e))?;
     Ok(cfg)
 }
 
 fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
 pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
@@ -152,39 +125,18 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
     let tested = cfg.targets.len() - probed;
     let mut what = vec![];
     if tested > 0 {
-        what.push(format!(
-            "a loaded test each every {} (+ up to {} jitter)",
-            fd(cfg.every),
-            fd(cfg.jitter.of(cfg.every))
-        ));
+        what.push(format!("a loaded test each every {} (+ up to {} jitter)", fd(cfg.every), fd(cfg.jitter.of(cfg.every))));
     }
     if probed > 0 {
-        what.push(format!(
-            "{probed} latency-only, a probe each every {}, kept per {} round",
-            fd(cfg.probe_every),
-            fd(cfg.round)
-        ));
+        what.push(format!("{probed} latency-only, a probe each every {}, kept per {} round", fd(cfg.probe_every), fd(cfg.round)));
     }
-    say(format!(
-        "bloatlab monitor {}: {} target(s), {}; results in {}",
-        bloatlab_monitor::monitor_id(&cfg),
-        cfg.targets.len(),
-        what.join("; "),
-        cfg.db
-    ));
+    say(format!("bloatlab monitor {}: {} target(s), {}; results in {}", bloatlab_monitor::monitor_id(&cfg), cfg.targets.len(), what.join("; "), cfg.db));
     let res = bloatlab_monitor::run(&cfg, &mut *store, signals::flag(), &mut |ev| {
         use bloatlab_monitor::Event;
         match ev {
-            Event::Scheduled { target, first_in } => say(format!(
-                "{target}: first run in {}",
-                bloatlab_model::fmt::hms(first_in.as_secs_f64())
-            )),
+            Event::Scheduled { target, first_in } => say(format!("{target}: first run in {}", bloatlab_model::fmt::hms(first_in.as_secs_f64()))),
             Event::Started { .. } => {}
-            Event::Probing {
-                target,
-                every,
-                first_round_in,
-            } => say(format!(
+            Event::Probing { target, every, first_round_in } => say(format!(
                 "{target}: probed every {}, first round kept in {}",
                 bloatlab_model::units::fmt_duration(every),
                 bloatlab_model::fmt::hms(first_round_in.as_secs_f64())
@@ -203,10 +155,7 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
             Event::Kept { run, id, retry_in } => {
                 let mut line = run_line(&RunRow::of(run));
                 if let Some(r) = retry_in {
-                    line.push_str(&format!(
-                        "; retry in {}",
-                        bloatlab_model::units::fmt_duration(r)
-                    ));
+                    line.push_str(&format!("; retry in {}", bloatlab_model::units::fmt_duration(r)));
                 }
                 say(format!("{line} [run {id}]"));
             }
@@ -214,15 +163,9 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
                 eprintln!("bloatlab monitor: the database refused a write: {error}; {pending} run(s) held, written with the next ones")
             }
             Event::Flushed { count } => say(format!("{count} held run(s) written")),
-            Event::Pruned { count } => {
-                say(format!("{count} run(s) older than --retention deleted"))
-            }
+            Event::Pruned { count } => say(format!("{count} run(s) older than --retention deleted")),
             Event::Metrics { url } => say(format!("Prometheus metrics at {url}")),
-            Event::Cost {
-                target,
-                bytes,
-                per_month,
-            } => say(format!(
+            Event::Cost { target, bytes, per_month } => say(format!(
                 "{target}: a run moved {}; at --every {} that is about {} a month",
                 bloatlab_model::fmt::human_bytes(bytes as f64),
                 bloatlab_model::units::fmt_duration(cfg.every),
@@ -234,12 +177,7 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
                 bloatlab_model::fmt::human_bytes(used as f64),
                 budget.period_name()
             )),
-            Event::Skipped {
-                target,
-                used,
-                estimate,
-                budget,
-            } => say(format!(
+            Event::Skipped { target, used, estimate, budget } => say(format!(
                 "{target}: run skipped: {} used this {} and a run moves about {} (--budget {})",
                 bloatlab_model::fmt::human_bytes(used as f64),
                 budget.period_name(),
@@ -254,16 +192,8 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
                 _ => say(format!("ALERT {}", alert.text)),
             },
             Event::Delivered { alert, error } => match error {
-                None => say(format!(
-                    "webhook: the {} alert for {} delivered",
-                    alert.event.name(),
-                    alert.target
-                )),
-                Some(e) => eprintln!(
-                    "bloatlab monitor: webhook: the {} alert for {} was not delivered: {e}",
-                    alert.event.name(),
-                    alert.target
-                ),
+                None => say(format!("webhook: the {} alert for {} delivered", alert.event.name(), alert.target)),
+                Some(e) => eprintln!("bloatlab monitor: webhook: the {} alert for {} was not delivered: {e}", alert.event.name(), alert.target),
             },
         }
     });
@@ -271,10 +201,7 @@ pub fn run_monitor(a: MonitorArgs) -> Result<i32> {
     match res {
         Ok(n) => {
             if sig != 0 {
-                say(format!(
-                    "stopped by {}: {n} run(s) kept",
-                    signals::name(sig)
-                ));
+                say(format!("stopped by {}: {n} run(s) kept", signals::name(sig)));
             }
             Ok(0)
         }
@@ -316,31 +243,16 @@ fn when(flag: &str, s: &str, now: u64) -> Result<u64> {
     if let Ok(d) = bloatlab_model::units::parse_duration(s) {
         return Ok(now.saturating_sub(d.as_nanos() as u64));
     }
-    bloatlab_model::units::parse_utc_time(s)
-        .map_err(|e| anyhow!("--{flag}: {e}; or a duration back from now (12h, 7d)"))
+    bloatlab_model::units::parse_utc_time(s).map_err(|e| anyhow!("--{flag}: {e}; or a duration back from now (12h, 7d)"))
 }
 
 pub fn run_history(a: HistoryArgs) -> Result<i32> {
     let now = now_ns();
-    let target = a
-        .target
-        .as_deref()
-        .map(MonitorTarget::parse)
-        .transpose()
-        .map_err(|e| anyhow!("--target: {e}"))?
-        .map(|t| t.name());
+    let target = a.target.as_deref().map(MonitorTarget::parse).transpose().map_err(|e| anyhow!("--target: {e}"))?.map(|t| t.name());
     let q = Query {
         target,
-        since_unix_ns: a
-            .since
-            .as_deref()
-            .map(|s| when("since", s, now))
-            .transpose()?,
-        until_unix_ns: a
-            .until
-            .as_deref()
-            .map(|s| when("until", s, now))
-            .transpose()?,
+        since_unix_ns: a.since.as_deref().map(|s| when("since", s, now)).transpose()?,
+        until_unix_ns: a.until.as_deref().map(|s| when("until", s, now)).transpose()?,
     };
     let mut c = MonitorConfig::default();
     a.db.0.apply(&mut c).map_err(|e| anyhow!(e))?;
@@ -350,20 +262,12 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
         if let Some(t) = &q.target {
             // a target named otherwise (its port left off, another spelling):
             // the targets the database does know
-            let all = store
-                .rows(&Query {
-                    target: None,
-                    ..q.clone()
-                })
-                .map_err(|e| anyhow!("--db: {e}"))?;
+            let all = store.rows(&Query { target: None, ..q.clone() }).map_err(|e| anyhow!("--db: {e}"))?;
             let mut known: Vec<&str> = all.iter().map(|r| r.target.as_str()).collect();
             known.sort_unstable();
             known.dedup();
             if !known.is_empty() {
-                bail!(
-                    "--target {t}: no runs of it in this range; the database has runs of {}",
-                    known.join(", ")
-                );
+                bail!("--target {t}: no runs of it in this range; the database has runs of {}", known.join(", "));
             }
         }
     }
@@ -371,10 +275,7 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
         "{} run(s) from {}{}; {}",
         rows.len(),
         c.db,
-        q.target
-            .as_deref()
-            .map(|t| format!(", target {t}"))
-            .unwrap_or_default(),
+        q.target.as_deref().map(|t| format!(", target {t}")).unwrap_or_default(),
         match a.by {
             By::Run => "a point per run".to_string(),
             b => format!("per {}", b.name()),
@@ -382,13 +283,7 @@ pub fn run_history(a: HistoryArgs) -> Result<i32> {
     );
     let text = match &a.compare {
         Some(w) => compare_table(&rows, when("compare", w, now)?),
-        None => (if a.csv {
-            HistoryFormat::Csv
-        } else {
-            HistoryFormat::Text
-        })
-        .exporter()
-        .render(&rows, a.by, &what)?,
+        None => (if a.csv { HistoryFormat::Csv } else { HistoryFormat::Text }).exporter().render(&rows, a.by, &what)?,
     };
     let mut out = std::io::stdout();
     let _ = out.write_all(text.as_bytes());
@@ -412,12 +307,7 @@ mod tests {
     fn from_flags(args: &[String]) -> MonitorConfig {
         let mut v = vec!["bloatlab".to_string(), "monitor".into(), "h".into()];
         v.extend_from_slice(args);
-        let Cmd::Monitor(a) = Cli::try_parse_from(&v)
-            .unwrap_or_else(|e| panic!("{v:?}: {e}"))
-            .cmd
-        else {
-            unreachable!()
-        };
+        let Cmd::Monitor(a) = Cli::try_parse_from(&v).unwrap_or_else(|e| panic!("{v:?}: {e}")).cmd else { unreachable!() };
         config(&a).unwrap()
     }
 
@@ -425,24 +315,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.toml");
         // a repeated option as a list, the others as a string; the file's own target too
-        let v = if key == "target" {
-            format!("[{value:?}]")
-        } else {
-            format!("{value:?}")
-        };
-        let extra = if key == "target" {
-            ""
-        } else {
-            "target = [\"h\"]\n"
-        };
+        let v = if key == "target" { format!("[{value:?}]") } else { format!("{value:?}") };
+        let extra = if key == "target" { "" } else { "target = [\"h\"]\n" };
         std::fs::write(&p, format!("{extra}{} = {v}\n", key.replace('-', "_"))).unwrap();
-        let Cmd::Monitor(a) =
-            Cli::try_parse_from(["bloatlab", "monitor", "--config", p.to_str().unwrap()])
-                .unwrap()
-                .cmd
-        else {
-            unreachable!()
-        };
+        let Cmd::Monitor(a) = Cli::try_parse_from(["bloatlab", "monitor", "--config", p.to_str().unwrap()]).unwrap().cmd else { unreachable!() };
         config(&a).unwrap()
     }
 
@@ -462,18 +338,8 @@ mod tests {
                 };
                 let flags = from_flags(&o.args(e));
                 let file = from_file(o.long, e);
-                assert!(
-                    o.get(&flags).contains(&e.to_string()),
-                    "--{} {e}: {:?}",
-                    o.long,
-                    o.get(&flags)
-                );
-                assert!(
-                    o.get(&file).contains(&e.to_string()),
-                    "{} = {e} in a file: {:?}",
-                    o.long,
-                    o.get(&file)
-                );
+                assert!(o.get(&flags).contains(&e.to_string()), "--{} {e}: {:?}", o.long, o.get(&flags));
+                assert!(o.get(&file).contains(&e.to_string()), "{} = {e} in a file: {:?}", o.long, o.get(&file));
             }
         }
     }

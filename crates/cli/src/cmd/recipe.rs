@@ -10,10 +10,8 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Recipes are the seed experiments as TOML files (docs/recipes.md). Copy one with \
-`bloatlab recipe show txqueuelen > my.toml`, edit it, run it with `bloatlab recipe run my.toml`."
-)]
+#[command(after_help = "Recipes are the seed experiments as TOML files (docs/recipes.md). Copy one with \
+`bloatlab recipe show txqueuelen > my.toml`, edit it, run it with `bloatlab recipe run my.toml`.")]
 pub struct RecipeArgs {
     #[command(subcommand)]
     pub cmd: RecipeCmd,
@@ -139,12 +137,7 @@ pub fn list() -> Result<i32> {
                 rows.push(vec![
                     name.to_string(),
                     short.seeds.join(", "),
-                    short.kind.name().to_string()
-                        + if short.kind == RecipeKind::Lab {
-                            " (root)"
-                        } else {
-                            ""
-                        },
+                    short.kind.name().to_string() + if short.kind == RecipeKind::Lab { " (root)" } else { "" },
                     est(&short),
                     est(&full),
                     short.title.clone(),
@@ -170,11 +163,7 @@ pub fn show(name: &str) -> Result<i32> {
             let text = std::fs::read_to_string(name).map_err(|_| {
                 anyhow!(
                     "no recipe named \"{name}\" and no such file (built-in recipes: {})",
-                    BUILTIN
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
                 )
             })?;
             out(&text);
@@ -193,14 +182,7 @@ pub fn check(recipes: &[String]) -> Result<i32> {
                     match recipe::load(r, full) {
                         Ok(x) => {
                             if !full {
-                                println!(
-                                    "{r}: ok ({} kind, {} point(s); --full: {})",
-                                    x.kind.name(),
-                                    x.point_count(),
-                                    recipe::load(r, true)
-                                        .map(|f| f.point_count().to_string())
-                                        .unwrap_or_else(|_| "?".into())
-                                );
+                                println!("{r}: ok ({} kind, {} point(s); --full: {})", x.kind.name(), x.point_count(), recipe::load(r, true).map(|f| f.point_count().to_string()).unwrap_or_else(|_| "?".into()));
                             }
                         }
                         Err(e) => {
@@ -249,10 +231,7 @@ pub fn execute(r: &Recipe, c: &RunSettings) -> Result<i32> {
     }
     let shuffle = c.shuffle || r.shuffle;
     let seed = c.seed.or(r.shuffle_seed).unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
     });
     if shuffle {
         eprintln!("shuffled order, seed {seed} (repeat the order with --seed {seed})");

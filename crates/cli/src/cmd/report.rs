@@ -2,9 +2,7 @@
 //! and what each does with the report crate's functions.
 use crate::choice;
 use anyhow::{bail, Context, Result};
-use bloatlab_report::files::{
-    load_all, parent_dir, read_rpm_result, runs, stem_of, write_rpm_report,
-};
+use bloatlab_report::files::{load_all, parent_dir, read_rpm_result, runs, stem_of, write_rpm_report};
 use bloatlab_report::{read_result, ExportFormat, Format, PlotKind};
 use bloatlab_results::TestResult;
 use clap::Args;
@@ -49,6 +47,7 @@ pub struct PlotArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
+
 
 /// Export a result's raw samples as CSV or as a flent data file.
 #[derive(Debug, Args)]
@@ -100,22 +99,12 @@ pub fn run_report(a: ReportArgs) -> Result<i32> {
     let (labels, results) = load_all(&a.results)?;
     let rs = runs(&labels, &results);
     let dir = a.out.clone().unwrap_or_else(|| parent_dir(&a.results[0]));
-    let stem = a.name.clone().unwrap_or_else(|| {
-        if rs.len() == 1 {
-            labels[0].clone()
-        } else {
-            "compare".into()
-        }
-    });
+    let stem = a.name.clone().unwrap_or_else(|| if rs.len() == 1 { labels[0].clone() } else { "compare".into() });
     let files = if a.no_images {
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let html = dir.join(format!("{stem}.html"));
         bloatlab_report::write_html(&rs, &html)?;
-        bloatlab_report::ReportFiles {
-            html,
-            images: vec![],
-            skipped: vec![],
-        }
+        bloatlab_report::ReportFiles { html, images: vec![], skipped: vec![] }
     } else {
         bloatlab_report::write_report(&rs, &dir, &stem, a.image_format)?
     };
@@ -144,10 +133,7 @@ pub fn run_plot(a: PlotArgs) -> Result<i32> {
     let rs = runs(&labels, &results);
     let from_ext = a.output.as_deref().and_then(Format::from_path);
     let format = match (a.format, from_ext) {
-        (Some(f), Some(e)) if f != e => bail!(
-            "--format {} does not match the output file's extension",
-            f.ext()
-        ),
+        (Some(f), Some(e)) if f != e => bail!("--format {} does not match the output file's extension", f.ext()),
         (Some(f), _) => f,
         (None, Some(e)) => e,
         (None, None) => Format::Png,
@@ -164,9 +150,7 @@ pub fn run_plot(a: PlotArgs) -> Result<i32> {
 pub fn run_export(a: ExportArgs) -> Result<i32> {
     let r = read_result(&a.result)?;
     let stem = stem_of(&a.result);
-    let out = a.output.clone().unwrap_or_else(|| {
-        parent_dir(&a.result).join(format!("{stem}.{}", a.format.exporter().extension()))
-    });
+    let out = a.output.clone().unwrap_or_else(|| parent_dir(&a.result).join(format!("{stem}.{}", a.format.exporter().extension())));
     bloatlab_report::export(&r, a.format, &out)?;
     if out.as_os_str() != "-" {
         eprintln!("wrote {}", out.display());
@@ -180,11 +164,7 @@ pub fn run_compare(a: CompareArgs) -> Result<i32> {
     if results.len() < 2 {
         anyhow::bail!("compare needs two results or more (or a tune document, which holds two)");
     }
-    let pairs: Vec<(&str, &TestResult)> = labels
-        .iter()
-        .map(String::as_str)
-        .zip(results.iter())
-        .collect();
+    let pairs: Vec<(&str, &TestResult)> = labels.iter().map(String::as_str).zip(results.iter()).collect();
     print!("{}", bloatlab_report::compare_table_labeled(&pairs));
     if let Some(h) = &a.html {
         bloatlab_report::write_html(&runs(&labels, &results), h)?;
@@ -192,3 +172,4 @@ pub fn run_compare(a: CompareArgs) -> Result<i32> {
     }
     Ok(0)
 }
+

@@ -1,7 +1,7 @@
 //! `bloatlab rpm URL`: the IETF responsiveness test against any
 //! networkQuality-style server (bloatlab's own, goserver, Apple's).
-use crate::options::OptionArgs;
 use anyhow::{anyhow, Result};
+use crate::options::OptionArgs;
 use bloatlab_model::RpmConfig;
 use clap::Args;
 use std::path::PathBuf;
@@ -28,19 +28,10 @@ pub struct RpmArgs {
 
 impl RpmArgs {
     pub fn config(&self) -> Result<RpmConfig> {
-        let mut cfg = RpmConfig {
-            url: self.url.clone(),
-            ..Default::default()
-        };
+        let mut cfg = RpmConfig { url: self.url.clone(), ..Default::default() };
         self.opts.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
         // the file is read here, at the edge
-        cfg.ca_pem = cfg
-            .ca_file
-            .as_deref()
-            .map(|p| {
-                std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display()))
-            })
-            .transpose()?;
+        cfg.ca_pem = cfg.ca_file.as_deref().map(|p| std::fs::read_to_string(p).map_err(|e| anyhow!("--ca-file {}: {e}", p.display()))).transpose()?;
         cfg.secret = self.secret.read()?;
         cfg.validate().map_err(|e| anyhow!(e))?;
         Ok(cfg)
@@ -51,16 +42,9 @@ pub fn run_rpm(a: RpmArgs) -> Result<i32> {
     let cfg = a.config()?;
     // Refuse an unwritable --json before measuring, not after.
     if let Some(p) = &a.json {
-        let dir = p
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
         if !dir.is_dir() {
-            return Err(anyhow!(
-                "--json {}: the directory {} does not exist",
-                p.display(),
-                dir.display()
-            ));
+            return Err(anyhow!("--json {}: the directory {} does not exist", p.display(), dir.display()));
         }
     }
     let show = !a.quiet;
@@ -79,23 +63,10 @@ pub fn run_rpm(a: RpmArgs) -> Result<i32> {
     if a.report {
         let (dir, stem) = match &a.json {
             Some(p) => (
-                p.parent()
-                    .filter(|d| !d.as_os_str().is_empty())
-                    .map(|d| d.to_path_buf())
-                    .unwrap_or_else(|| PathBuf::from(".")),
+                p.parent().filter(|d| !d.as_os_str().is_empty()).map(|d| d.to_path_buf()).unwrap_or_else(|| PathBuf::from(".")),
                 bloatlab_report::files::stem_of(p),
             ),
-            None => (
-                PathBuf::from("."),
-                format!(
-                    "bloatlab-rpm-{}",
-                    r.start_time
-                        .chars()
-                        .filter(|c| c.is_ascii_alphanumeric())
-                        .take(15)
-                        .collect::<String>()
-                ),
-            ),
+            None => (PathBuf::from("."), format!("bloatlab-rpm-{}", r.start_time.chars().filter(|c| c.is_ascii_alphanumeric()).take(15).collect::<String>())),
         };
         let html = bloatlab_report::files::write_rpm_report(&r, &dir, &stem)?;
         eprintln!("bloatlab: report written to {}", html.display());

@@ -1,10 +1,10 @@
 //! `bloatlab server`: its command line becomes the model's [`ServerConfig`]
 //! (files read here, at the edge); then it serves until a signal.
 use super::read_secret;
-use crate::options::OptionArgs;
 use anyhow::{anyhow, Result};
 use bloatlab_engine::server::Server;
 use bloatlab_host::signals;
+use crate::options::OptionArgs;
 use bloatlab_model::{ServerConfig, ServerSetup};
 use clap::Args;
 use std::io::Write;
@@ -27,14 +27,9 @@ fn rpm_serve(s: &ServerSetup, binds: &[SocketAddr]) -> Result<Option<bloatlab_mo
     if s.no_rpm {
         return Ok(None);
     }
-    let read = |p: &std::path::Path, flag: &str| {
-        std::fs::read_to_string(p).map_err(|e| anyhow!("{flag} {}: {e}", p.display()))
-    };
+    let read = |p: &std::path::Path, flag: &str| std::fs::read_to_string(p).map_err(|e| anyhow!("{flag} {}: {e}", p.display()));
     let tls = match (&s.rpm_cert, &s.rpm_key) {
-        (Some(c), Some(k)) => RpmTls::Pem {
-            cert_chain: read(c, "--rpm-cert")?,
-            key: read(k, "--rpm-key")?,
-        },
+        (Some(c), Some(k)) => RpmTls::Pem { cert_chain: read(c, "--rpm-cert")?, key: read(k, "--rpm-key")? },
         _ => {
             // Names a client may use: the given one, localhost, the bound
             // addresses and this host's name.
@@ -56,11 +51,7 @@ fn rpm_serve(s: &ServerSetup, binds: &[SocketAddr]) -> Result<Option<bloatlab_mo
             RpmTls::SelfSigned { names }
         }
     };
-    Ok(Some(RpmServe {
-        port: s.rpm_port,
-        public_name: s.rpm_name.clone(),
-        tls,
-    }))
+    Ok(Some(RpmServe { port: s.rpm_port, public_name: s.rpm_name.clone(), tls }))
 }
 
 impl ServerArgs {
@@ -71,9 +62,7 @@ impl ServerArgs {
             // checked by the option's parser: an address, or an address and port
             let addr = match b.parse::<std::net::IpAddr>() {
                 Ok(ip) => SocketAddr::new(ip, s.port),
-                Err(_) => b
-                    .parse()
-                    .map_err(|_| anyhow!("--bind {b}: not an IP address"))?,
+                Err(_) => b.parse().map_err(|_| anyhow!("--bind {b}: not an IP address"))?,
             };
             binds.push(addr);
         }
@@ -91,10 +80,7 @@ impl ServerArgs {
                 r.keep_addresses = s.web_results_keep_addresses;
                 r
             });
-            Some(bloatlab_model::WebServe {
-                port: s.web_port,
-                results,
-            })
+            Some(bloatlab_model::WebServe { port: s.web_port, results })
         };
         let mut cfg = ServerConfig::default();
         self.limits.0.apply(&mut cfg).map_err(|e| anyhow!(e))?;
@@ -120,10 +106,7 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
     let srv = Server::start(cfg.clone()).map_err(|e| anyhow!(e))?;
     let list: Vec<String> = srv.addrs.iter().map(|a| a.to_string()).collect();
     let web = match &cfg.web {
-        Some(w) => Some(
-            bloatlab_web::Web::new(&cfg, w, srv.connection_quota(), srv.tests_quota())
-                .map_err(|e| anyhow!(e))?,
-        ),
+        Some(w) => Some(bloatlab_web::Web::new(&cfg, w, srv.connection_quota(), srv.tests_quota()).map_err(|e| anyhow!(e))?),
         None => None,
     };
     let rpm = match &rpm_cfg {
@@ -135,10 +118,7 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
     if let Some(r) = &rpm {
         srv.offer_rpm(r.addrs.clone(), r.fingerprint.clone());
         if let (Some(w), Some(a)) = (&web, r.addrs.first()) {
-            w.offer_rpm(bloatlab_model::RpmOffer {
-                port: a.port(),
-                certificate_sha256: r.fingerprint.clone(),
-            });
+            w.offer_rpm(bloatlab_model::RpmOffer { port: a.port(), certificate_sha256: r.fingerprint.clone() });
         }
     }
     let web_srv = match (&web, &cfg.web) {
@@ -155,54 +135,26 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     };
-    say(format!(
-        "bloatlab server listening on {} (tcp+udp)",
-        list.join(", ")
-    ));
+    say(format!("bloatlab server listening on {} (tcp+udp)", list.join(", ")));
     if let Some(r) = &rpm {
-        let urls: Vec<String> = r
-            .addrs
-            .iter()
-            .map(|a| {
-                let host = if a.ip().is_unspecified() {
-                    "HOST".to_string()
-                } else {
-                    a.ip().to_string()
-                };
-                r.config_url(&host, a.port())
-            })
-            .collect();
-        let cert = if r.self_signed {
-            "self-signed certificate"
-        } else {
-            "certificate"
-        };
-        say(format!(
-            "bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}",
-            urls.join(", "),
-            r.fingerprint
-        ));
+        let urls: Vec<String> = r.addrs.iter().map(|a| {
+            let host = if a.ip().is_unspecified() { "HOST".to_string() } else { a.ip().to_string() };
+            r.config_url(&host, a.port())
+        }).collect();
+        let cert = if r.self_signed { "self-signed certificate" } else { "certificate" };
+        say(format!("bloatlab server RPM endpoints (HTTPS, HTTP/2 and HTTP/1.1) at {}; {cert} SHA-256 {}", urls.join(", "), r.fingerprint));
     }
     match &web_srv {
         Some(w) => {
             let url = |scheme: &str, a: &SocketAddr| {
-                let host = if a.ip().is_unspecified() {
-                    "HOST".to_string()
-                } else if a.is_ipv6() {
-                    format!("[{}]", a.ip())
-                } else {
-                    a.ip().to_string()
-                };
+                let host = if a.ip().is_unspecified() { "HOST".to_string() } else if a.is_ipv6() { format!("[{}]", a.ip()) } else { a.ip().to_string() };
                 format!("{scheme}://{host}:{}/", a.port())
             };
             let mut urls: Vec<String> = w.addrs.iter().map(|a| url("http", a)).collect();
             if let Some(r) = &rpm {
                 urls.extend(r.addrs.iter().map(|a| url("https", a)));
             }
-            say(format!(
-                "bloatlab server browser test at {}",
-                urls.join(", ")
-            ));
+            say(format!("bloatlab server browser test at {}", urls.join(", ")));
         }
         None if cfg.secret.is_some() && !quiet => {
             eprintln!("bloatlab server: no browser test: a page cannot keep the --secret-file secret (--web-public serves it anyway)")
@@ -214,10 +166,8 @@ pub fn serve(cfg: ServerConfig) -> Result<i32> {
         std::thread::sleep(Duration::from_millis(100));
     }
     if !quiet {
-        eprintln!(
-            "bloatlab server: stopping after {} tests",
-            srv.tests_served()
-        );
+        eprintln!("bloatlab server: stopping after {} tests", srv.tests_served());
     }
     Ok(0)
 }
+

@@ -15,11 +15,9 @@ pub enum SweepKind {
 }
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Example: bloatlab sweep --set queue=fifo:1,fifo:10,fifo:100,fifo:1000 --set cc=cubic,bbr -- --scenarios 1u0d\n\
+#[command(after_help = "Example: bloatlab sweep --set queue=fifo:1,fifo:10,fifo:100,fifo:1000 --set cc=cubic,bbr -- --scenarios 1u0d\n\
 Values are separated by commas; join several scenarios of one value with +: --set scenarios=1u0d+0u1d,4u4d.\n\
-Parameters: see docs/recipes.md or `bloatlab sweep --list-params`."
-)]
+Parameters: see docs/recipes.md or `bloatlab sweep --list-params`.")]
 pub struct SweepArgs {
     /// KEY=V1,V2,... : sweep KEY over the values (cross product over all --set); KEY=V fixes it.
     #[arg(long = "set", value_name = "KEY=VALUES")]
@@ -62,14 +60,7 @@ pub fn sweep_request(a: SweepArgs) -> Result<SweepRequest> {
         anyhow::bail!("options after -- go to `bloatlab test`; a pacing sweep has none");
     }
     let test = super::test::parse_pass_through(&a.test_args, "bloatlab sweep")?;
-    Ok(SweepRequest {
-        sets: a.set,
-        kind,
-        name: a.name,
-        logy: a.logy,
-        test,
-        repeat: a.common.repeat,
-    })
+    Ok(SweepRequest { sets: a.set, kind, name: a.name, logy: a.logy, test, repeat: a.common.repeat })
 }
 
 /// `bloatlab sweep --list-params`.
@@ -83,3 +74,4 @@ fn list_params() -> Result<i32> {
     println!("In a value, + joins the items of a list (scenarios=1u0d+0u1d) or repeats an option (ping=router+server): commas separate the values swept.");
     Ok(0)
 }
+

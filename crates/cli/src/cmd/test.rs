@@ -89,27 +89,14 @@ pub fn parse_pass_through(args: &[String], who: &str) -> Result<TestOverrides> {
     }
     let mut v = vec!["LAB-SERVER".to_string()];
     v.extend(args.iter().cloned());
-    let p = PassThrough::try_parse_from(&v)
-        .map_err(|e| anyhow!("options after `--`: {}", e.to_string().trim_end()))?;
+    let p = PassThrough::try_parse_from(&v).map_err(|e| anyhow!("options after `--`: {}", e.to_string().trim_end()))?;
     let t = p.test;
     let owned = [
         (t.json.is_some(), "--json", "use the lab's own --json FILE"),
-        (
-            t.port != DEFAULT_PORT,
-            "--port",
-            "use the lab's own --port N",
-        ),
+        (t.port != DEFAULT_PORT, "--port", "use the lab's own --port N"),
         (t.ipv4 || t.ipv6, "-4/-6", "use the lab's --ipv6"),
-        (
-            t.report,
-            "--report",
-            "write a report from the result JSON with `bloatlab report`",
-        ),
-        (
-            t.secret.secret_file.is_some(),
-            "--secret-file",
-            "the lab's own servers are open to its client only",
-        ),
+        (t.report, "--report", "write a report from the result JSON with `bloatlab report`"),
+        (t.secret.secret_file.is_some(), "--secret-file", "the lab's own servers are open to its client only"),
     ];
     for (given, flag, instead) in owned {
         if given {
@@ -137,13 +124,7 @@ pub struct IntervalLog {
 
 impl IntervalLog {
     pub fn new(every: Duration) -> IntervalLog {
-        IntervalLog {
-            every_s: every.as_secs_f64(),
-            phase: String::new(),
-            last: (0.0, 0, 0),
-            next_s: every.as_secs_f64(),
-            newest: None,
-        }
+        IntervalLog { every_s: every.as_secs_f64(), phase: String::new(), last: (0.0, 0, 0), next_s: every.as_secs_f64(), newest: None }
     }
 
     /// Lines due at this live update (none during the idle baseline); a new
@@ -156,9 +137,7 @@ impl IntervalLog {
             self.last = (0.0, 0, 0);
             self.next_s = self.every_s;
         }
-        let Ok(sc) = Scenario::parse(&l.phase) else {
-            return out;
-        };
+        let Ok(sc) = Scenario::parse(&l.phase) else { return out };
         self.newest = Some(l.clone());
         // An update up to 2% of an interval (at most 20 ms) early closes it.
         let reached = l.elapsed_s + (self.every_s * 0.02).min(0.02);
@@ -184,10 +163,7 @@ impl IntervalLog {
         let t1 = l.elapsed_s;
         let dt = (t1 - t0).max(1e-9);
         let mut out = vec![];
-        for (n, dir, bytes) in [
-            (sc.uploads, "up", l.up_bytes.saturating_sub(up0)),
-            (sc.downloads, "down", l.down_bytes.saturating_sub(down0)),
-        ] {
+        for (n, dir, bytes) in [(sc.uploads, "up", l.up_bytes.saturating_sub(up0)), (sc.downloads, "down", l.down_bytes.saturating_sub(down0))] {
             if n > 0 {
                 out.push(format!(
                     "[{:>6} {:<4}] {:>13} s  {:>9}  {:>12}  rtt {} ms",
@@ -212,10 +188,7 @@ pub struct TextOut(Box<dyn Write>);
 impl TextOut {
     pub fn open(logfile: Option<&Path>, json_on_stdout: bool) -> Result<TextOut> {
         Ok(TextOut(match logfile {
-            Some(p) => Box::new(
-                std::fs::File::create(p)
-                    .with_context(|| format!("cannot write --logfile {}", p.display()))?,
-            ),
+            Some(p) => Box::new(std::fs::File::create(p).with_context(|| format!("cannot write --logfile {}", p.display()))?),
             None if json_on_stdout => Box::new(std::io::stderr()),
             None => Box::new(std::io::stdout()),
         }))
@@ -248,39 +221,20 @@ impl TestArgs {
         let interval = match self.interval {
             Some(d) if d.is_zero() => None,
             Some(d) => Some(d),
-            None if !std::io::stdout().is_terminal() || self.logfile.is_some() => {
-                Some(Duration::from_secs(1))
-            }
+            None if !std::io::stdout().is_terminal() || self.logfile.is_some() => Some(Duration::from_secs(1)),
             None => None,
         };
-        TextOptions {
-            quiet: self.quiet,
-            interval,
-            logfile: self.logfile.clone(),
-            progress: None,
-        }
+        TextOptions { quiet: self.quiet, interval, logfile: self.logfile.clone(), progress: None }
     }
 }
 
 /// `bloatlab test`: measure, print the summary table, optionally write the HTML report.
 pub fn run(a: TestArgs) -> Result<i32> {
     let cfg = a.config()?;
-    let (code, result) = run_test(
-        &cfg,
-        a.json.as_deref(),
-        &a.text_options(),
-        &bloatlab_report::summary_table,
-    )?;
+    let (code, result) = run_test(&cfg, a.json.as_deref(), &a.text_options(), &bloatlab_report::summary_table)?;
     if let (true, Some(r)) = (a.report, result) {
-        let files = bloatlab_report::files::write_test_report(
-            &r,
-            a.json.as_deref().map(std::path::Path::new),
-        )?;
-        eprintln!(
-            "bloatlab: report written to {} ({} plots)",
-            files.html.display(),
-            files.images.len()
-        );
+        let files = bloatlab_report::files::write_test_report(&r, a.json.as_deref().map(std::path::Path::new))?;
+        eprintln!("bloatlab: report written to {} ({} plots)", files.html.display(), files.images.len());
     }
     Ok(code)
 }
@@ -288,12 +242,7 @@ pub fn run(a: TestArgs) -> Result<i32> {
 /// Run one test: measure (with a progress bar on a terminal unless quiet;
 /// interval lines when asked), print the summary, write the JSON. Returns
 /// the exit code and the result.
-pub fn run_test(
-    cfg: &TestConfig,
-    json: Option<&str>,
-    text: &TextOptions,
-    table: &Render,
-) -> Result<(i32, Option<TestResult>)> {
+pub fn run_test(cfg: &TestConfig, json: Option<&str>, text: &TextOptions, table: &Render) -> Result<(i32, Option<TestResult>)> {
     let quiet = text.quiet;
     if let Some(d) = text.interval {
         if d < Duration::from_millis(100) {
@@ -348,8 +297,7 @@ pub fn run_test(
         }
         if let Some(b) = &bar {
             b.set_prefix(l.phase.clone());
-            let frac = (l.phase_index as f64 + (l.elapsed_s / l.phase_len_s.max(1e-9)).min(1.0))
-                / l.phases.max(1) as f64;
+            let frac = (l.phase_index as f64 + (l.elapsed_s / l.phase_len_s.max(1e-9)).min(1.0)) / l.phases.max(1) as f64;
             b.set_position((frac * 1000.0) as u64);
             b.set_message(format!(
                 "{}/{}  up {:>12}  down {:>12}  rtt {:>6} ms",
@@ -361,12 +309,7 @@ pub fn run_test(
             ));
         }
     };
-    let out = client::run(
-        cfg,
-        signals::flag(),
-        &mut live,
-        Some(&bloatlab_rpm::TestStages),
-    );
+    let out = client::run(cfg, signals::flag(), &mut live, Some(&bloatlab_rpm::TestStages));
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -375,11 +318,7 @@ pub fn run_test(
             textout.line(&line);
         }
     }
-    let client::Outcome {
-        result,
-        error,
-        interrupted,
-    } = out;
+    let client::Outcome { result, error, interrupted } = out;
     let Some(result) = result else {
         bail!("{}", error.unwrap_or_else(|| "test failed".into()));
     };
@@ -422,60 +361,21 @@ mod tests {
     #[test]
     fn test_command_lines() {
         let c = cfg(&["h"]).unwrap();
-        assert_eq!(
-            c,
-            TestConfig {
-                server: "h".into(),
-                command: c.command.clone(),
-                ..Default::default()
-            }
-        );
-        let c = cfg(&[
-            "h",
-            "-s",
-            "1u0d, 4u4d",
-            "-d",
-            "1.5s",
-            "--cc",
-            "bbr",
-            "--socket-buffer",
-            "4M",
-            "-6",
-        ])
-        .unwrap();
+        assert_eq!(c, TestConfig { server: "h".into(), command: c.command.clone(), ..Default::default() });
+        let c = cfg(&["h", "-s", "1u0d, 4u4d", "-d", "1.5s", "--cc", "bbr", "--socket-buffer", "4M", "-6"]).unwrap();
         // one rule for durations: a bare number other than 0 needs its unit
         let e = cfg(&["h", "-d", "5"]).unwrap_err().to_string();
-        assert!(
-            e.contains("duration `5` needs a unit (`5s`? `5ms`?)"),
-            "{e}"
-        );
+        assert!(e.contains("duration `5` needs a unit (`5s`? `5ms`?)"), "{e}");
         assert_eq!(c.scenarios, vec![Scenario::new(1, 0), Scenario::new(4, 4)]);
-        assert_eq!(
-            (c.duration, c.cc.as_str(), c.socket_buffer, c.family),
-            (Duration::from_millis(1500), "bbr", 4 << 20, Family::V6)
-        );
+        assert_eq!((c.duration, c.cc.as_str(), c.socket_buffer, c.family), (Duration::from_millis(1500), "bbr", 4 << 20, Family::V6));
         // A ramp instead of a list: no fixed scenarios, 32 flows announced.
         let c = cfg(&["h", "-s", "auto-down"]).unwrap();
-        assert_eq!(
-            c.ramp,
-            Some(bloatlab_model::Ramp {
-                up: false,
-                down: true,
-                growth: 0.05,
-                max_flows: 32
-            })
-        );
+        assert_eq!(c.ramp, Some(bloatlab_model::Ramp { up: false, down: true, growth: 0.05, max_flows: 32 }));
         assert!(c.scenarios.is_empty());
         assert_eq!((c.max_flows(), c.max_scenarios()), (32, 6));
-        assert!(cfg(&["h", "-s", "auto"])
-            .unwrap()
-            .ramp
-            .is_some_and(|r| r.up && r.down));
+        assert!(cfg(&["h", "-s", "auto"]).unwrap().ramp.is_some_and(|r| r.up && r.down));
         // --port 0 is refused as HOST:0 is, before anything connects
-        assert!(cfg(&["h", "--port", "0"])
-            .unwrap_err()
-            .to_string()
-            .contains("`0` is not a port (1-65535)"));
+        assert!(cfg(&["h", "--port", "0"]).unwrap_err().to_string().contains("`0` is not a port (1-65535)"));
         for (bad, why) in [
             (&["h", "-s", "1u0d,40u0d"][..], "at most 32"),
             (&["h", "-s", "sideways"], "or auto, auto-up, auto-down"),
@@ -506,43 +406,19 @@ mod tests {
         // 1.25 MB up and 2.5 MB down in the first second: 10 and 20 Mbit/s
         let l = iv.lines(&live("1u1d", 1.0, 1_250_000, 2_500_000));
         assert_eq!(l.len(), 2, "{l:?}");
-        assert!(
-            l[0].contains("1u1d up")
-                && l[0].contains("0.00-1.00 s")
-                && l[0].contains("10.0 Mbit/s")
-                && l[0].contains("rtt 12.5 ms"),
-            "{}",
-            l[0]
-        );
-        assert!(
-            l[1].contains("1u1d down") && l[1].contains("20.0 Mbit/s"),
-            "{}",
-            l[1]
-        );
-        assert!(iv
-            .lines(&live("1u1d", 1.5, 1_875_000, 2_500_000))
-            .is_empty());
+        assert!(l[0].contains("1u1d up") && l[0].contains("0.00-1.00 s") && l[0].contains("10.0 Mbit/s") && l[0].contains("rtt 12.5 ms"), "{}", l[0]);
+        assert!(l[1].contains("1u1d down") && l[1].contains("20.0 Mbit/s"), "{}", l[1]);
+        assert!(iv.lines(&live("1u1d", 1.5, 1_875_000, 2_500_000)).is_empty());
         // Lines keep to the grid: an update a few ms before 2 s closes 1-2.
         let l = iv.lines(&live("1u1d", 1.996, 2_495_000, 2_500_000));
-        assert!(
-            l[0].contains("1.00-2.00 s") && l[0].contains("10.0 Mbit/s"),
-            "{l:?}"
-        );
-        assert!(
-            iv.lines(&live("1u1d", 2.1, 2_620_000, 2_500_000))
-                .is_empty(),
-            "2-3 is not due yet"
-        );
+        assert!(l[0].contains("1.00-2.00 s") && l[0].contains("10.0 Mbit/s"), "{l:?}");
+        assert!(iv.lines(&live("1u1d", 2.1, 2_620_000, 2_500_000)).is_empty(), "2-3 is not due yet");
         let l = iv.lines(&live("1u1d", 2.5, 3_125_000, 2_500_000));
         assert!(l.is_empty(), "{l:?}");
         // the next phase closes the previous one's last half second
         let l = iv.lines(&live("0u1d", 0.05, 0, 0));
         assert_eq!(l.len(), 2, "{l:?}");
-        assert!(
-            l[0].contains("2.00-2.50 s") && l[0].contains("10.0 Mbit/s"),
-            "{}",
-            l[0]
-        );
+        assert!(l[0].contains("2.00-2.50 s") && l[0].contains("10.0 Mbit/s"), "{}", l[0]);
         let l = iv.flush();
         assert!(l.is_empty(), "a 50 ms remainder is not an interval: {l:?}");
     }
@@ -550,21 +426,10 @@ mod tests {
     #[test]
     fn pass_through_options() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let o = parse_pass_through(
-            &s(&["--scenarios", "1u1d", "--duration=5s", "--cc", "bbr"]),
-            "bloatlab lab",
-        )
-        .unwrap();
+        let o = parse_pass_through(&s(&["--scenarios", "1u1d", "--duration=5s", "--cc", "bbr"]), "bloatlab lab").unwrap();
         let get = |k: &str| o.get(test_option(k).unwrap()).map(|v| v.join(" "));
         assert_eq!(get("scenarios").as_deref(), Some("1u1d"));
-        assert_eq!(
-            (
-                get("duration").as_deref(),
-                get("cc").as_deref(),
-                get("idle")
-            ),
-            (Some("5s"), Some("bbr"), None)
-        );
+        assert_eq!((get("duration").as_deref(), get("cc").as_deref(), get("idle")), (Some("5s"), Some("bbr"), None));
         for (bad, why) in [
             (&["--json", "x"][..], "--json"),
             (&["--port", "1"], "--port"),
@@ -573,10 +438,9 @@ mod tests {
             (&["--scenarios", "0u0d"], "at least one flow"),
             (&["--colour"], "unexpected argument"),
         ] {
-            let e = parse_pass_through(&s(bad), "bloatlab lab")
-                .unwrap_err()
-                .to_string();
+            let e = parse_pass_through(&s(bad), "bloatlab lab").unwrap_err().to_string();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
     }
 }
+

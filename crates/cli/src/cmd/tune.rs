@@ -14,12 +14,10 @@ use std::path::{Path, PathBuf};
 
 /// `bloatlab tune SERVER --wan IFACE`: shape the line, search the rate, verify.
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Runs as root on the Linux host that routes the line (a home router). Measures the line \
+#[command(after_help = "Runs as root on the Linux host that routes the line (a home router). Measures the line \
 (the quick profile; against an RPM server, the method's stages after idle probes), searches each bloated direction for the highest shaper rate that keeps the added latency \
 under --target-added, verifies the rates found, and puts the interface back as it was unless --keep. \
-See docs/tune.md."
-)]
+See docs/tune.md.")]
 pub struct TuneArgs {
     /// The server beyond the line: a bloatlab server, HOST[:PORT], or an
     /// RPM server, https://HOST[:PORT]/.well-known/nq (#pin-sha256=HEX pins
@@ -55,20 +53,8 @@ pub fn run_tune(a: TuneArgs) -> Result<i32> {
         a.opts.0.apply(&mut c).map_err(|e| anyhow!(e))?;
         let s = shaper::undo_saved(&c.state_dir, None, iface).map_err(|e| anyhow!(e))?;
         match &s.local {
-            Some(lb) => println!(
-                "{iface}: its queue is back as it was ({}{}, txqueuelen {})",
-                lb.kind,
-                lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(),
-                lb.txqueuelen
-            ),
-            None => println!(
-                "{iface}: the shaper is removed and its queues read as before ({})",
-                s.before
-                    .iter()
-                    .map(|q| q.kind.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Some(lb) => println!("{iface}: its queue is back as it was ({}{}, txqueuelen {})", lb.kind, lb.limit.map(|l| format!(" limit {l}")).unwrap_or_default(), lb.txqueuelen),
+            None => println!("{iface}: the shaper is removed and its queues read as before ({})", s.before.iter().map(|q| q.kind.as_str()).collect::<Vec<_>>().join(", ")),
         }
         return Ok(0);
     }
@@ -81,27 +67,13 @@ pub fn run_tune(a: TuneArgs) -> Result<i32> {
     if cfg.local {
         return run_local(&cfg, a.quiet);
     }
-    let lan = if cfg.lan.is_empty() {
-        shaper::default_lan(None, &cfg.wan).map_err(|e| anyhow!(e))?
-    } else {
-        cfg.lan.clone()
-    };
+    let lan = if cfg.lan.is_empty() { shaper::default_lan(None, &cfg.wan).map_err(|e| anyhow!(e))? } else { cfg.lan.clone() };
     let support = shaper::probe(None).map_err(|e| anyhow!(e))?;
-    let (leaf, why) = shaper::choose(
-        cfg.shaper,
-        &support,
-        cfg.overhead,
-        cfg.mpu,
-        cfg.client_netns.is_some(),
-    )
-    .map_err(|e| anyhow!(e))?;
+    let (leaf, why) = shaper::choose(cfg.shaper, &support, cfg.overhead, cfg.mpu, cfg.client_netns.is_some()).map_err(|e| anyhow!(e))?;
     if leaf == bloatlab_tune::plan::Leaf::Emulator && lan.is_empty() {
         bail!("the user-space shaper needs the LAN side: no other interface is up; name it with --lan IFACE");
     }
-    let dir = tempfile::Builder::new()
-        .prefix("bloatlab-tune-")
-        .tempdir()
-        .context("create a temporary directory")?;
+    let dir = tempfile::Builder::new().prefix("bloatlab-tune-").tempdir().context("create a temporary directory")?;
     let exe = self_exe()?;
     let place = Place {
         netns: None,
@@ -139,10 +111,7 @@ fn done(cfg: &TuneConfig, r: Result<TuneDoc>) -> Result<i32> {
 fn run_local(cfg: &TuneConfig, quiet: bool) -> Result<i32> {
     let lb = bloatlab_tune::local::LocalBefore::read(None, &cfg.wan).map_err(|e| anyhow!(e))?;
     let fq_codel = shaper::probe(None).map_err(|e| anyhow!(e))?.fq_codel;
-    let dir = tempfile::Builder::new()
-        .prefix("bloatlab-tune-")
-        .tempdir()
-        .context("create a temporary directory")?;
+    let dir = tempfile::Builder::new().prefix("bloatlab-tune-").tempdir().context("create a temporary directory")?;
     let mut meter = JobMeter::new(self_exe()?, None, dir.path().to_path_buf());
     let mut say = |s: &str| {
         if !quiet {
@@ -150,29 +119,17 @@ fn run_local(cfg: &TuneConfig, quiet: bool) -> Result<i32> {
         }
     };
     let state = bloatlab_tune::state::path(&cfg.state_dir, None, &cfg.wan);
-    done(
-        cfg,
-        driver::tune_local(cfg, &mut meter, &lb, fq_codel, &state, &mut say),
-    )
+    done(cfg, driver::tune_local(cfg, &mut meter, &lb, fq_codel, &state, &mut say))
 }
 
 /// Print the table and write what was asked for (`--json`, `--write-config`, `--report`).
 pub fn finish(cfg: &TuneConfig, doc: &TuneDoc) -> Result<()> {
     print!("{}", bloatlab_report::tune::tune_table(doc));
     if let Some(l) = &doc.local {
-        let keep = l
-            .setting
-            .map(|s| l.before.script(&s, l.bql_bytes.unwrap_or(0)));
+        let keep = l.setting.map(|s| l.before.script(&s, l.bql_bytes.unwrap_or(0)));
         match (&keep, doc.kept) {
-            (Some(_), true) => println!(
-                "kept: {}'s queue stays until reboot or `bloatlab tune --undo {}`",
-                l.before.iface, l.before.iface
-            ),
-            (Some(k), false) => println!(
-                "{}'s queue is back as it was. To keep the setting found:\n{}",
-                l.before.iface,
-                indent(k)
-            ),
+            (Some(_), true) => println!("kept: {}'s queue stays until reboot or `bloatlab tune --undo {}`", l.before.iface, l.before.iface),
+            (Some(k), false) => println!("{}'s queue is back as it was. To keep the setting found:\n{}", l.before.iface, indent(k)),
             (None, _) => {}
         }
         if let Some(f) = &cfg.json {
@@ -181,14 +138,9 @@ pub fn finish(cfg: &TuneConfig, doc: &TuneDoc) -> Result<()> {
         match (&cfg.write_config, &keep) {
             (Some(f), Some(k)) => {
                 write(f, k)?;
-                println!(
-                    "wrote {} (a shell script: run it at boot, from your network's up hooks)",
-                    f.display()
-                );
+                println!("wrote {} (a shell script: run it at boot, from your network's up hooks)", f.display());
             }
-            (Some(_), None) => {
-                println!("--write-config: nothing to keep (no setting was found or needed)")
-            }
+            (Some(_), None) => println!("--write-config: nothing to keep (no setting was found or needed)"),
             _ => {}
         }
         if let Some(d) = &cfg.report {
@@ -199,16 +151,9 @@ pub fn finish(cfg: &TuneConfig, doc: &TuneDoc) -> Result<()> {
     }
     if let Some(p) = &doc.settings {
         if doc.kept {
-            println!(
-                "kept: the shaper stays until reboot or `bloatlab tune --undo {}`",
-                p.wan
-            );
+            println!("kept: the shaper stays until reboot or `bloatlab tune --undo {}`", p.wan);
         } else {
-            println!(
-                "{} is back as it was. To keep these rates:\n{}",
-                p.wan,
-                indent(&p.script())
-            );
+            println!("{} is back as it was. To keep these rates:\n{}", p.wan, indent(&p.script()));
         }
     }
     if let Some(f) = &cfg.json {
@@ -219,16 +164,8 @@ pub fn finish(cfg: &TuneConfig, doc: &TuneDoc) -> Result<()> {
         let with = |ext: &str| PathBuf::from(format!("{}.{ext}", f.display()));
         write(&with("sqm"), &p.openwrt_sqm())?;
         let abs = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
-        write(
-            &with("service"),
-            &p.systemd_unit(&abs.display().to_string()),
-        )?;
-        println!(
-            "wrote {}, {}.sqm (OpenWrt /etc/config/sqm) and {}.service (systemd)",
-            f.display(),
-            f.display(),
-            f.display()
-        );
+        write(&with("service"), &p.systemd_unit(&abs.display().to_string()))?;
+        println!("wrote {}, {}.sqm (OpenWrt /etc/config/sqm) and {}.service (systemd)", f.display(), f.display(), f.display());
     } else if cfg.write_config.is_some() {
         println!("--write-config: nothing to keep (no direction needed shaping)");
     }
@@ -240,10 +177,7 @@ pub fn finish(cfg: &TuneConfig, doc: &TuneDoc) -> Result<()> {
 }
 
 fn indent(s: &str) -> String {
-    s.lines()
-        .filter(|l| !l.starts_with("#!"))
-        .map(|l| format!("  {l}\n"))
-        .collect()
+    s.lines().filter(|l| !l.starts_with("#!")).map(|l| format!("  {l}\n")).collect()
 }
 
 fn write(p: &Path, s: &str) -> Result<()> {
@@ -274,18 +208,9 @@ fn check_route(cfg: &TuneConfig) -> Result<()> {
     }
     let target = cfg.server.as_ref().ok_or_else(|| anyhow!("no server"))?;
     let (host, port) = target.address().map_err(|e| anyhow!(e))?;
-    let addr = (host.as_str(), port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve {host}"))?
-        .next()
-        .ok_or_else(|| anyhow!("{host} has no address"))?;
-    let out = bloatlab_host::cmd::run(&["ip", "route", "get", &addr.ip().to_string()])
-        .map_err(|e| anyhow!("no route to {}: {e}", addr.ip()))?;
-    let dev = out
-        .split_whitespace()
-        .skip_while(|w| *w != "dev")
-        .nth(1)
-        .unwrap_or("");
+    let addr = (host.as_str(), port).to_socket_addrs().with_context(|| format!("cannot resolve {host}"))?.next().ok_or_else(|| anyhow!("{host} has no address"))?;
+    let out = bloatlab_host::cmd::run(&["ip", "route", "get", &addr.ip().to_string()]).map_err(|e| anyhow!("no route to {}: {e}", addr.ip()))?;
+    let dev = out.split_whitespace().skip_while(|w| *w != "dev").nth(1).unwrap_or("");
     if dev != cfg.wan {
         bail!("{} is reached through {dev}, not {}: tune shapes the interface that leads to the server (--wan {dev}?)", addr.ip(), cfg.wan);
     }

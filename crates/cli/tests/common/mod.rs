@@ -40,23 +40,9 @@ impl TestServer {
         let errf = std::fs::File::create(&stderr_path).unwrap();
         // The RPM endpoints on an ephemeral port too (tests run in parallel),
         // unless the test chose.
-        let rpm_default: &[&str] = if extra
-            .iter()
-            .any(|a| a.starts_with("--rpm-") || *a == "--no-rpm")
-        {
-            &[]
-        } else {
-            &["--rpm-port", "0"]
-        };
+        let rpm_default: &[&str] = if extra.iter().any(|a| a.starts_with("--rpm-") || *a == "--no-rpm") { &[] } else { &["--rpm-port", "0"] };
         // the browser test on a port of its own too (tests run side by side)
-        let web_default: &[&str] = if extra
-            .iter()
-            .any(|a| a.starts_with("--web") || *a == "--no-web")
-        {
-            &[]
-        } else {
-            &["--web-port", "0"]
-        };
+        let web_default: &[&str] = if extra.iter().any(|a| a.starts_with("--web") || *a == "--no-web") { &[] } else { &["--web-port", "0"] };
         let mut child = Command::new(exe())
             .args(["server", "--bind", bind, "--port", "0"])
             .args(rpm_default)
@@ -76,30 +62,16 @@ impl TestServer {
             let mut l2 = String::new();
             out.read_line(&mut l2).unwrap();
             (
-                l2.split_whitespace()
-                    .find(|w| w.starts_with("https://"))
-                    .map(|w| w.trim_end_matches([';', ',']).to_string()),
+                l2.split_whitespace().find(|w| w.starts_with("https://")).map(|w| w.trim_end_matches([';', ',']).to_string()),
                 l2.split_once("SHA-256 ").map(|(_, f)| f.trim().to_string()),
             )
         };
         // "bloatlab server listening on 127.0.0.1:PORT (tcp+udp)"
         let port = line
             .split_whitespace()
-            .find_map(|w| {
-                w.trim_end_matches(',')
-                    .rsplit_once(':')
-                    .and_then(|(_, p)| p.parse().ok())
-            })
+            .find_map(|w| w.trim_end_matches(',').rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
             .unwrap_or_else(|| panic!("no port in {line:?}"));
-        TestServer {
-            child,
-            port,
-            stderr_path,
-            _dir: dir,
-            host: bind.to_string(),
-            rpm_url,
-            rpm_sha256,
-        }
+        TestServer { child, port, stderr_path, _dir: dir, host: bind.to_string(), rpm_url, rpm_sha256 }
     }
     pub fn addr(&self) -> String {
         if self.host.contains(':') {
@@ -110,10 +82,7 @@ impl TestServer {
     }
     pub fn log(&self) -> String {
         let mut s = String::new();
-        std::fs::File::open(&self.stderr_path)
-            .unwrap()
-            .read_to_string(&mut s)
-            .unwrap();
+        std::fs::File::open(&self.stderr_path).unwrap().read_to_string(&mut s).unwrap();
         s
     }
 }
@@ -148,8 +117,5 @@ impl Drop for TestServer {
 }
 
 pub fn run(args: &[&str]) -> std::process::Output {
-    Command::new(exe())
-        .args(args)
-        .output()
-        .expect("run bloatlab")
+    Command::new(exe()).args(args).output().expect("run bloatlab")
 }

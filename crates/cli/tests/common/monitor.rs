@@ -13,13 +13,7 @@ pub fn closed_port() -> u16 {
 
 /// A monitor whose stdout lines arrive on a channel.
 pub fn monitor(args: &[&str]) -> (Child, Receiver<String>) {
-    let mut child = Command::new(super::exe())
-        .arg("monitor")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(super::exe()).arg("monitor").args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let (tx, rx) = channel();
     let out = child.stdout.take().unwrap();
     let err = child.stderr.take().unwrap();
@@ -38,12 +32,7 @@ pub fn monitor(args: &[&str]) -> (Child, Receiver<String>) {
 }
 
 /// Lines until one satisfies `f` (all of them, that one last).
-pub fn until(
-    rx: &Receiver<String>,
-    within: Duration,
-    seen: &mut Vec<String>,
-    f: impl Fn(&str) -> bool,
-) -> String {
+pub fn until(rx: &Receiver<String>, within: Duration, seen: &mut Vec<String>, f: impl Fn(&str) -> bool) -> String {
     let end = Instant::now() + within;
     loop {
         let left = end.saturating_duration_since(Instant::now());

@@ -23,9 +23,7 @@ pub fn is_root() -> bool {
 /// Why the environment cannot run namespace tests, if it cannot (a missing
 /// root, TUN or iproute2 fails in strict mode; a starved VM is a skip).
 pub fn skip_reason() -> Option<String> {
-    let missing = |why: &str| {
-        bloatlab_testkit::cannot_run("emulator end-to-end test", why).then(|| why.to_string())
-    };
+    let missing = |why: &str| bloatlab_testkit::cannot_run("emulator end-to-end test", why).then(|| why.to_string());
     if !is_root() {
         return missing("not root");
     }
@@ -42,12 +40,7 @@ pub fn skip_reason() -> Option<String> {
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("run ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
 }
 
 fn ns_ip(ns: &str, args: &[&str]) {
@@ -70,12 +63,7 @@ pub const SERVER_V6: &str = "fd77:2::2";
 impl Topo {
     /// client(c0) -- (r-cli)router(r-srv) -- (s0)server, IPv4 and IPv6.
     pub fn new() -> Topo {
-        let tag = format!(
-            "{:x}",
-            (std::process::id() as u64) << 16
-                ^ (Instant::now().elapsed().as_nanos() as u64 & 0xffff)
-                ^ rand_tag()
-        );
+        let tag = format!("{:x}", (std::process::id() as u64) << 16 ^ (Instant::now().elapsed().as_nanos() as u64 & 0xffff) ^ rand_tag());
         let p = format!("blemu-{}", &tag[tag.len().saturating_sub(6)..]);
         let t = Topo {
             client: format!("{p}-c"),
@@ -87,52 +75,23 @@ impl Topo {
             ip(&["netns", "add", n]);
             ns_ip(n, &["link", "set", "lo", "up"]);
         }
-        ip(&[
-            "link", "add", "c0", "netns", &t.client, "type", "veth", "peer", "name", "r-cli",
-            "netns", &t.router,
-        ]);
-        ip(&[
-            "link", "add", "s0", "netns", &t.server, "type", "veth", "peer", "name", "r-srv",
-            "netns", &t.router,
-        ]);
+        ip(&["link", "add", "c0", "netns", &t.client, "type", "veth", "peer", "name", "r-cli", "netns", &t.router]);
+        ip(&["link", "add", "s0", "netns", &t.server, "type", "veth", "peer", "name", "r-srv", "netns", &t.router]);
         ns_ip(&t.client, &["addr", "add", "10.77.1.2/24", "dev", "c0"]);
-        ns_ip(
-            &t.client,
-            &["-6", "addr", "add", "fd77:1::2/64", "dev", "c0", "nodad"],
-        );
+        ns_ip(&t.client, &["-6", "addr", "add", "fd77:1::2/64", "dev", "c0", "nodad"]);
         ns_ip(&t.router, &["addr", "add", "10.77.1.1/24", "dev", "r-cli"]);
-        ns_ip(
-            &t.router,
-            &["-6", "addr", "add", "fd77:1::1/64", "dev", "r-cli", "nodad"],
-        );
+        ns_ip(&t.router, &["-6", "addr", "add", "fd77:1::1/64", "dev", "r-cli", "nodad"]);
         ns_ip(&t.router, &["addr", "add", "10.77.2.1/24", "dev", "r-srv"]);
-        ns_ip(
-            &t.router,
-            &["-6", "addr", "add", "fd77:2::1/64", "dev", "r-srv", "nodad"],
-        );
+        ns_ip(&t.router, &["-6", "addr", "add", "fd77:2::1/64", "dev", "r-srv", "nodad"]);
         ns_ip(&t.server, &["addr", "add", "10.77.2.2/24", "dev", "s0"]);
-        ns_ip(
-            &t.server,
-            &["-6", "addr", "add", "fd77:2::2/64", "dev", "s0", "nodad"],
-        );
-        for (n, d) in [
-            (&t.client, "c0"),
-            (&t.router, "r-cli"),
-            (&t.router, "r-srv"),
-            (&t.server, "s0"),
-        ] {
+        ns_ip(&t.server, &["-6", "addr", "add", "fd77:2::2/64", "dev", "s0", "nodad"]);
+        for (n, d) in [(&t.client, "c0"), (&t.router, "r-cli"), (&t.router, "r-srv"), (&t.server, "s0")] {
             ns_ip(n, &["link", "set", d, "up"]);
         }
         ns_ip(&t.client, &["route", "add", "default", "via", "10.77.1.1"]);
-        ns_ip(
-            &t.client,
-            &["-6", "route", "add", "default", "via", "fd77:1::1"],
-        );
+        ns_ip(&t.client, &["-6", "route", "add", "default", "via", "fd77:1::1"]);
         ns_ip(&t.server, &["route", "add", "default", "via", "10.77.2.1"]);
-        ns_ip(
-            &t.server,
-            &["-6", "route", "add", "default", "via", "fd77:2::1"],
-        );
+        ns_ip(&t.server, &["-6", "route", "add", "default", "via", "fd77:2::1"]);
         t
     }
 
@@ -150,10 +109,7 @@ impl Drop for Topo {
 }
 
 fn rand_tag() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     t.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20
 }
 
@@ -172,8 +128,7 @@ pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static
 pub fn udp_echo(ns: &str, addr: &str) -> Arc<AtomicBool> {
     let a: SocketAddr = addr.parse().unwrap();
     let sock = in_ns(ns, move || UdpSocket::bind(a).expect("bind echo"));
-    sock.set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     std::thread::spawn(move || {
@@ -194,14 +149,9 @@ pub type Probes = Vec<(Duration, Option<Duration>)>;
 /// probe waits for its echo up to `timeout` in a separate receiver thread.
 pub fn udp_probes(ns: &str, dst: &str, count: usize, every: Duration, size: usize) -> Probes {
     let d: SocketAddr = dst.parse().unwrap();
-    let bind: SocketAddr = if d.is_ipv6() {
-        "[::]:0".parse().unwrap()
-    } else {
-        "0.0.0.0:0".parse().unwrap()
-    };
+    let bind: SocketAddr = if d.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let sock = in_ns(ns, move || UdpSocket::bind(bind).expect("bind probe"));
-    sock.set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
     let recv = sock.try_clone().unwrap();
     let start = Instant::now();
     let results: Arc<Mutex<Vec<Option<Duration>>>> = Arc::new(Mutex::new(vec![None; count]));
@@ -253,10 +203,7 @@ pub fn median_ms(v: &[f64]) -> f64 {
 }
 
 pub fn rtts_ms(p: &Probes, from: Duration) -> Vec<f64> {
-    p.iter()
-        .filter(|(t, _)| *t >= from)
-        .filter_map(|(_, r)| r.map(|d| d.as_secs_f64() * 1e3))
-        .collect()
+    p.iter().filter(|(t, _)| *t >= from).filter_map(|(_, r)| r.map(|d| d.as_secs_f64() * 1e3)).collect()
 }
 
 /// Bulk TCP transfer client -> server for `dur`, with congestion control `cc`.
@@ -267,19 +214,11 @@ pub struct Bulk {
 }
 
 fn set_buf(sock: &impl std::os::fd::AsRawFd, opt: libc::c_int, bytes: usize) {
-    bloatlab_host::sock::set_int(sock, libc::SOL_SOCKET, opt, bytes as i32)
-        .expect("setsockopt buffer");
+    bloatlab_host::sock::set_int(sock, libc::SOL_SOCKET, opt, bytes as i32).expect("setsockopt buffer");
 }
 
 /// `bufsize`: fixed SO_SNDBUF (sender) and SO_RCVBUF (receiver), None = autotuning.
-pub fn tcp_bulk(
-    client_ns: &str,
-    server_ns: &str,
-    server: &str,
-    cc: &str,
-    dur: Duration,
-    bufsize: Option<usize>,
-) -> Bulk {
+pub fn tcp_bulk(client_ns: &str, server_ns: &str, server: &str, cc: &str, dur: Duration, bufsize: Option<usize>) -> Bulk {
     let a: SocketAddr = server.parse().unwrap();
     let listener = in_ns(server_ns, move || TcpListener::bind(a).expect("listen"));
     if let Some(b) = bufsize {
@@ -303,8 +242,7 @@ pub fn tcp_bulk(
     if let Some(b) = bufsize {
         set_buf(&stream, libc::SO_SNDBUF, b);
     }
-    bloatlab_host::sock::set_tcp_congestion(&stream, cc)
-        .unwrap_or_else(|e| panic!("TCP_CONGESTION {cc}: {e}"));
+    bloatlab_host::sock::set_tcp_congestion(&stream, cc).unwrap_or_else(|e| panic!("TCP_CONGESTION {cc}: {e}"));
     let stop = Arc::new(AtomicBool::new(false));
     let st2 = stop.clone();
     let probe = stream.try_clone().expect("a second handle on the stream");
@@ -332,21 +270,13 @@ pub fn tcp_bulk(
     let s = writer.join().unwrap();
     drop(s);
     let _ = acc.join();
-    Bulk {
-        samples,
-        srtt_ms: srtt,
-    }
+    Bulk { samples, srtt_ms: srtt }
 }
 
 impl Bulk {
     /// Goodput in bits/s between two times.
     pub fn goodput_bps(&self, from: Duration, to: Duration) -> f64 {
-        let at = |t: Duration| {
-            self.samples
-                .iter()
-                .min_by_key(|(s, _)| s.abs_diff(t))
-                .unwrap()
-        };
+        let at = |t: Duration| self.samples.iter().min_by_key(|(s, _)| s.abs_diff(t)).unwrap();
         let (t0, b0) = at(from);
         let (t1, b1) = at(to);
         (b1 - b0) as f64 * 8.0 / (*t1 - *t0).as_secs_f64()

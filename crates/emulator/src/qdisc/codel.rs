@@ -168,20 +168,12 @@ impl Qdisc for Codel {
             return;
         }
         self.maxpacket = self.maxpacket.max(pkt.size());
-        self.c
-            .note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
+        self.c.note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
         self.q.push(pkt);
     }
     fn dequeue(&mut self, now: u64) -> Option<Packet> {
         let before = (self.sink.drops, self.sink.drop_bytes, self.sink.marks);
-        let out = self.vars.dequeue(
-            &self.params,
-            &mut self.q,
-            0,
-            self.maxpacket,
-            now,
-            &mut self.sink,
-        );
+        let out = self.vars.dequeue(&self.params, &mut self.q, 0, self.maxpacket, now, &mut self.sink);
         self.c.dropped += self.sink.drops - before.0;
         self.c.dropped_aqm += self.sink.drops - before.0;
         self.c.dropped_bytes += self.sink.drop_bytes - before.1;
@@ -229,13 +221,7 @@ mod tests {
     /// spacing interval/sqrt(count).
     #[test]
     fn drop_spacing_follows_control_law() {
-        let mut q = Codel::new(
-            CodelParams {
-                ecn: false,
-                ..Default::default()
-            },
-            10_000,
-        );
+        let mut q = Codel::new(CodelParams { ecn: false, ..Default::default() }, 10_000);
         for i in 0..1000 {
             q.enqueue(pkt(0, i, 0), 0);
         }
@@ -266,10 +252,7 @@ mod tests {
         assert_eq!(q.vars().count as usize, expect.len());
         // spacing shrinks like 1/sqrt(count)
         let gaps: Vec<u64> = expect.windows(2).map(|w| w[1] - w[0]).collect();
-        assert!(
-            gaps[0] == 100 && gaps[1] >= 70 && gaps[1] <= 72 && gaps[2] >= 57 && gaps[2] <= 59,
-            "{gaps:?}"
-        );
+        assert!(gaps[0] == 100 && gaps[1] >= 70 && gaps[1] <= 72 && gaps[2] >= 57 && gaps[2] <= 59, "{gaps:?}");
     }
 
     #[test]
@@ -317,13 +300,7 @@ mod tests {
     /// count - lastcount (RFC 8289 / Linux), not at 1.
     #[test]
     fn count_resumes_on_quick_reentry() {
-        let mut q = Codel::new(
-            CodelParams {
-                ecn: false,
-                ..Default::default()
-            },
-            100_000,
-        );
+        let mut q = Codel::new(CodelParams { ecn: false, ..Default::default() }, 100_000);
         for i in 0..2000 {
             q.enqueue(pkt(0, i, 0), 0);
         }

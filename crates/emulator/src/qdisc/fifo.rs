@@ -38,21 +38,12 @@ impl Fifo {
     }
     /// A droptail FIFO.
     pub fn with_limit(limit: Limit) -> Fifo {
-        Fifo {
-            limit,
-            head_drop: false,
-            q: PacketQueue::new(),
-            c: Counters::default(),
-            dropped: Vec::new(),
-        }
+        Fifo { limit, head_drop: false, q: PacketQueue::new(), c: Counters::default(), dropped: Vec::new() }
     }
     /// A FIFO of at most `limit` packets that, when full, discards the packet
     /// at the head (the oldest) and accepts the arrival.
     pub fn drophead(limit: usize) -> Fifo {
-        Fifo {
-            head_drop: true,
-            ..Self::new(limit)
-        }
+        Fifo { head_drop: true, ..Self::new(limit) }
     }
     fn full_for(&self, pkt: &Packet) -> bool {
         match self.limit {
@@ -84,8 +75,7 @@ impl Qdisc for Fifo {
             self.discard(pkt, DropReason::Overlimit);
             return;
         }
-        self.c
-            .note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
+        self.c.note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
         self.q.push(pkt);
     }
     fn dequeue(&mut self, _now: u64) -> Option<Packet> {
@@ -147,16 +137,7 @@ mod tests {
         assert!(d.iter().all(|(_, r)| *r == DropReason::Overlimit));
         assert_eq!(drain(&mut q), vec![0, 1, 2]);
         let c = q.counters();
-        assert_eq!(
-            (
-                c.arrivals,
-                c.enqueued,
-                c.dequeued,
-                c.dropped,
-                c.dropped_overlimit
-            ),
-            (5, 3, 3, 2, 2)
-        );
+        assert_eq!((c.arrivals, c.enqueued, c.dequeued, c.dropped, c.dropped_overlimit), (5, 3, 3, 2, 2));
         assert_eq!(c.max_backlog_packets, 3);
     }
 
@@ -195,26 +176,13 @@ mod tests {
         assert!(d.iter().all(|(_, r)| *r == DropReason::HeadDrop));
         assert_eq!(drain(&mut q), vec![2, 3, 4]);
         assert_eq!(q.counters().dropped_head, 2);
-        assert_eq!(
-            (
-                q.counters().arrivals,
-                q.counters().enqueued,
-                q.counters().dequeued
-            ),
-            (5, 5, 3)
-        );
+        assert_eq!((q.counters().arrivals, q.counters().enqueued, q.counters().dequeued), (5, 5, 3));
         assert_eq!(q.counters().max_backlog_packets, 3);
         // a drophead queue that can hold nothing refuses, like the kernel's
         let mut z = Fifo::drophead(0);
         z.enqueue(pkt(0, 9, 0), 0);
-        assert_eq!(
-            (z.counters().dropped_overlimit, z.backlog_packets()),
-            (1, 0)
-        );
-        let kinds: Vec<&str> = [Fifo::new(1), Fifo::bytes(1500), Fifo::drophead(1)]
-            .iter()
-            .map(|q| q.kind())
-            .collect();
+        assert_eq!((z.counters().dropped_overlimit, z.backlog_packets()), (1, 0));
+        let kinds: Vec<&str> = [Fifo::new(1), Fifo::bytes(1500), Fifo::drophead(1)].iter().map(|q| q.kind()).collect();
         assert_eq!(kinds, ["pfifo", "bfifo", "drophead"]);
     }
 }

@@ -67,13 +67,7 @@ impl FqCodel {
     pub fn new(params: FqCodelParams) -> FqCodel {
         let n = params.flows.max(1);
         let flows = (0..n)
-            .map(|_| Flow {
-                q: PacketQueue::new(),
-                vars: CodelVars::default(),
-                deficit: 0,
-                list: List::None,
-                stats: None,
-            })
+            .map(|_| Flow { q: PacketQueue::new(), vars: CodelVars::default(), deficit: 0, list: List::None, stats: None })
             .collect();
         FqCodel {
             params,
@@ -103,24 +97,13 @@ impl FqCodel {
 
     /// Per-queue statistics of every queue that ever saw a packet, most bytes first.
     pub fn flow_stats(&self) -> Vec<FlowStats> {
-        let mut v: Vec<FlowStats> = self
-            .flows
-            .iter()
-            .filter_map(|f| f.stats.as_deref().cloned())
-            .collect();
+        let mut v: Vec<FlowStats> = self.flows.iter().filter_map(|f| f.stats.as_deref().cloned()).collect();
         v.sort_by_key(|s| std::cmp::Reverse(s.bytes));
         v
     }
 
     fn drop_from_fattest(&mut self) {
-        let Some((idx, _)) = self
-            .flows
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, f)| f.q.bytes())
-        else {
-            return;
-        };
+        let Some((idx, _)) = self.flows.iter().enumerate().max_by_key(|(_, f)| f.q.bytes()) else { return };
         let f = &mut self.flows[idx];
         if let Some(p) = f.q.pop() {
             self.backlog_pkts -= 1;
@@ -140,13 +123,7 @@ impl Qdisc for FqCodel {
         let idx = self.bucket(&pkt.key);
         let quantum = self.params.quantum as i64;
         let f = &mut self.flows[idx];
-        let st = f.stats.get_or_insert_with(|| {
-            Box::new(FlowStats {
-                bucket: idx,
-                flow: pkt.key,
-                ..Default::default()
-            })
-        });
+        let st = f.stats.get_or_insert_with(|| Box::new(FlowStats { bucket: idx, flow: pkt.key, ..Default::default() }));
         st.packets += 1;
         st.bytes += pkt.size();
         if f.list == List::None {
@@ -194,14 +171,7 @@ impl Qdisc for FqCodel {
             let (d0, db0, m0) = (self.sink.drops, self.sink.drop_bytes, self.sink.marks);
             let before_pkts = f.q.len();
             let before_bytes = f.q.bytes();
-            let pkt = f.vars.dequeue(
-                &self.params.codel,
-                &mut f.q,
-                other,
-                self.maxpacket,
-                now,
-                &mut self.sink,
-            );
+            let pkt = f.vars.dequeue(&self.params.codel, &mut f.q, other, self.maxpacket, now, &mut self.sink);
             let (drops, marks) = (self.sink.drops - d0, self.sink.marks - m0);
             self.backlog_pkts -= before_pkts - f.q.len();
             self.backlog_bytes -= before_bytes - f.q.bytes();
@@ -287,13 +257,7 @@ mod tests {
     use bloatlab_model::CodelParams;
 
     fn fq() -> FqCodel {
-        FqCodel::new(FqCodelParams {
-            codel: CodelParams {
-                ecn: false,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
+        FqCodel::new(FqCodelParams { codel: CodelParams { ecn: false, ..Default::default() }, ..Default::default() })
     }
 
     #[test]
@@ -377,10 +341,7 @@ mod tests {
 
     #[test]
     fn overflow_drops_head_of_fattest_flow() {
-        let mut q = FqCodel::new(FqCodelParams {
-            limit: 10,
-            ..Default::default()
-        });
+        let mut q = FqCodel::new(FqCodelParams { limit: 10, ..Default::default() });
         for i in 0..8 {
             q.enqueue(pkt(1, i, 0), 0);
         }

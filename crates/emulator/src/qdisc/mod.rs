@@ -162,11 +162,7 @@ pub fn build(q: &bloatlab_model::QueueSpec, seed: u64) -> Result<Box<dyn Qdisc>,
             p.seed ^= seed;
             Box::new(pie::Pie::new(p))
         }
-        Q::Kernel { qdisc, .. } => {
-            return Err(format!(
-                "`{qdisc}` is a kernel qdisc, not one of the emulator's"
-            ))
-        }
+        Q::Kernel { qdisc, .. } => return Err(format!("`{qdisc}` is a kernel qdisc, not one of the emulator's")),
     })
 }
 
@@ -184,3 +180,4 @@ pub(crate) mod testutil {
     }
     pub const MS: u64 = 1_000_000;
 }
+

@@ -60,20 +60,8 @@ pub struct Pie {
 impl Pie {
     pub fn new(params: PieParams) -> Pie {
         let rng = Rng::new(params.seed);
-        let vars = PieVars {
-            burst_allowance_ns: params.max_burst_ns,
-            ..Default::default()
-        };
-        Pie {
-            params,
-            vars,
-            q: PacketQueue::new(),
-            c: Counters::default(),
-            rng,
-            dropped: Vec::new(),
-            mean_pktsize: 1500,
-            started: false,
-        }
+        let vars = PieVars { burst_allowance_ns: params.max_burst_ns, ..Default::default() };
+        Pie { params, vars, q: PacketQueue::new(), c: Counters::default(), rng, dropped: Vec::new(), mean_pktsize: 1500, started: false }
     }
 
     pub fn vars(&self) -> &PieVars {
@@ -124,10 +112,7 @@ impl Pie {
         v.drop_prob = v.drop_prob.clamp(0.0, 1.0);
         // burst tolerance
         v.burst_allowance_ns = v.burst_allowance_ns.saturating_sub(p.tupdate_ns);
-        if v.drop_prob == 0.0
-            && v.current_qdelay_ns < p.target_ns / 2
-            && v.qdelay_old_ns < p.target_ns / 2
-        {
+        if v.drop_prob == 0.0 && v.current_qdelay_ns < p.target_ns / 2 && v.qdelay_old_ns < p.target_ns / 2 {
             v.burst_allowance_ns = p.max_burst_ns;
         }
         v.qdelay_old_ns = v.current_qdelay_ns;
@@ -141,9 +126,7 @@ impl Pie {
         if v.burst_allowance_ns > 0 {
             return false;
         }
-        if (v.qdelay_old_ns < p.target_ns / 2 && v.drop_prob < 0.2)
-            || self.q.bytes() <= 2 * self.mean_pktsize
-        {
+        if (v.qdelay_old_ns < p.target_ns / 2 && v.drop_prob < 0.2) || self.q.bytes() <= 2 * self.mean_pktsize {
             return false;
         }
         if !p.derandomize {
@@ -190,8 +173,7 @@ impl Qdisc for Pie {
         }
         // running mean of packet sizes (for the "2 * MEAN_PKTSIZE" safeguard)
         self.mean_pktsize = (self.mean_pktsize * 7 + pkt.size()) / 8;
-        self.c
-            .note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
+        self.c.note_enqueue(&pkt, self.q.len() + 1, self.q.bytes() + pkt.size());
         self.q.push(pkt);
     }
 
@@ -260,11 +242,7 @@ mod tests {
         q.vars.current_qdelay_ns = 30_000_000;
         q.vars.qdelay_old_ns = 20_000_000;
         q.calculate_drop_prob();
-        assert!(
-            (q.vars.drop_prob - 0.214375).abs() < 1e-12,
-            "{}",
-            q.vars.drop_prob
-        );
+        assert!((q.vars.drop_prob - 0.214375).abs() < 1e-12, "{}", q.vars.drop_prob);
         assert_eq!(q.vars.qdelay_old_ns, 30_000_000);
         // a big jump is capped at +0.02 once drop_prob >= 10%
         q.vars.current_qdelay_ns = 500_000_000;
@@ -303,11 +281,7 @@ mod tests {
     /// queueing delay near its 15 ms target.
     #[test]
     fn controls_a_standing_queue() {
-        let mut q = Pie::new(PieParams {
-            ecn: false,
-            seed: 42,
-            ..Default::default()
-        });
+        let mut q = Pie::new(PieParams { ecn: false, seed: 42, ..Default::default() });
         let mut delays = vec![];
         let mut first_drop_ms = None;
         let mut window = (0, 0);
@@ -332,15 +306,8 @@ mod tests {
             }
         }
         let first = first_drop_ms.unwrap();
-        assert!(
-            first >= 150,
-            "no drops during the burst allowance, first at {first}"
-        );
-        assert_eq!(
-            q.counters().dropped_overlimit,
-            0,
-            "the AQM, not the limit, controls the queue"
-        );
+        assert!(first >= 150, "no drops during the burst allowance, first at {first}");
+        assert_eq!(q.counters().dropped_overlimit, 0, "the AQM, not the limit, controls the queue");
         let mean = delays.iter().sum::<f64>() / delays.len() as f64;
         assert!(mean > 5.0 && mean < 30.0, "mean queueing delay {mean} ms");
         // to hold the queue, half the arrivals must be dropped
@@ -351,10 +318,7 @@ mod tests {
 
     #[test]
     fn ecn_marks_below_ten_percent() {
-        let mut q = Pie::new(PieParams {
-            seed: 3,
-            ..Default::default()
-        });
+        let mut q = Pie::new(PieParams { seed: 3, ..Default::default() });
         // moderate overload: 11 arrivals per 10 packet services
         let mut seq = 0;
         for ms in 0..20_000u64 {

@@ -21,23 +21,8 @@ impl Exporter for Csv {
 
 /// CSV columns, in order. Documented in docs/report.md.
 pub const CSV_COLUMNS: [&str; 17] = [
-    "phase",
-    "kind",
-    "t_s",
-    "id",
-    "direction",
-    "rtt_ms",
-    "lost",
-    "owd_up_ms",
-    "owd_down_ms",
-    "bytes",
-    "rate_mbps",
-    "cwnd",
-    "retrans",
-    "backlog_packets",
-    "drops",
-    "queue",
-    "dscp",
+    "phase", "kind", "t_s", "id", "direction", "rtt_ms", "lost", "owd_up_ms", "owd_down_ms", "bytes",
+    "rate_mbps", "cwnd", "retrans", "backlog_packets", "drops", "queue", "dscp",
 ];
 
 fn f(v: f64, decimals: usize) -> String {
@@ -55,16 +40,8 @@ pub(crate) fn num(v: Option<f64>, decimals: usize) -> String {
         None => String::new(),
         Some(v) => {
             let s = format!("{v:.decimals$}");
-            let s = if s.contains('.') {
-                s.trim_end_matches('0').trim_end_matches('.')
-            } else {
-                &s
-            };
-            if s == "-0" {
-                "0".into()
-            } else {
-                s.to_string()
-            }
+            let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
+            if s == "-0" { "0".into() } else { s.to_string() }
         }
     }
 }
@@ -91,11 +68,7 @@ fn dir(d: Direction) -> &'static str {
 
 /// Name of the phase containing `t_ns` ("" outside every phase).
 fn phase_at<'a>(phases: &[&'a Phase], t_ns: u64) -> &'a str {
-    phases
-        .iter()
-        .find(|p| t_ns >= p.start_ns && t_ns < p.end_ns)
-        .map(|p| p.name.as_str())
-        .unwrap_or("")
+    phases.iter().find(|p| t_ns >= p.start_ns && t_ns < p.end_ns).map(|p| p.name.as_str()).unwrap_or("")
 }
 
 /// One CSV row, its cells named as [`CSV_COLUMNS`] (empty where a sample has no such value).
@@ -142,11 +115,7 @@ impl Row {
             self.queue,
             self.dscp,
         ];
-        let mut line = cells
-            .iter()
-            .map(|c| csv_field(c))
-            .collect::<Vec<_>>()
-            .join(",");
+        let mut line = cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",");
         line.push('\n');
         line
     }
@@ -154,11 +123,7 @@ impl Row {
 
 /// A flow's DSCP cell: empty when unmarked.
 fn marked(dscp: u8) -> String {
-    if dscp == 0 {
-        String::new()
-    } else {
-        dscp.to_string()
-    }
+    if dscp == 0 { String::new() } else { dscp.to_string() }
 }
 
 fn ms(ns: u64) -> String {
@@ -167,14 +132,8 @@ fn ms(ns: u64) -> String {
 
 /// A phase's probes and witness probes, then its request/response exchanges.
 fn probe_rows(p: &Phase, out: &mut String) {
-    let plain = [
-        ("probe", None, &p.probes),
-        ("witness_probe", None, &p.witness_probes),
-    ];
-    let classes = p
-        .class_probes
-        .iter()
-        .map(|c| ("class_probe", Some(c.dscp), &c.probes));
+    let plain = [("probe", None, &p.probes), ("witness_probe", None, &p.witness_probes)];
+    let classes = p.class_probes.iter().map(|c| ("class_probe", Some(c.dscp), &c.probes));
     for (kind, dscp, probes) in plain.into_iter().chain(classes) {
         for pr in probes.iter() {
             out.push_str(
@@ -185,14 +144,8 @@ fn probe_rows(p: &Phase, out: &mut String) {
                     id: pr.seq.to_string(),
                     rtt_ms: pr.rtt_ns.map(ms).unwrap_or_default(),
                     lost: if pr.rtt_ns.is_some() { "0" } else { "1" }.into(),
-                    owd_up_ms: pr
-                        .owd_up_ns
-                        .map(|v| f(v as f64 / 1e6, 3))
-                        .unwrap_or_default(),
-                    owd_down_ms: pr
-                        .owd_down_ns
-                        .map(|v| f(v as f64 / 1e6, 3))
-                        .unwrap_or_default(),
+                    owd_up_ms: pr.owd_up_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
+                    owd_down_ms: pr.owd_down_ns.map(|v| f(v as f64 / 1e6, 3)).unwrap_or_default(),
                     dscp: dscp.map(|d| d.to_string()).unwrap_or_default(),
                     ..Default::default()
                 }
@@ -223,10 +176,7 @@ fn flow_rows(p: &Phase, out: &mut String) {
         let mut prev: Option<(u64, u64)> = None;
         for g in &fl.goodput {
             let rate_mbps = match prev {
-                Some((t0, b0)) if g.t_ns > t0 => f(
-                    g.bytes.saturating_sub(b0) as f64 * 8.0 / ((g.t_ns - t0) as f64 / 1e9) / 1e6,
-                    3,
-                ),
+                Some((t0, b0)) if g.t_ns > t0 => f(g.bytes.saturating_sub(b0) as f64 * 8.0 / ((g.t_ns - t0) as f64 / 1e9) / 1e6, 3),
                 _ => String::new(),
             };
             prev = Some((g.t_ns, g.bytes));
@@ -302,3 +252,4 @@ pub fn csv_string(r: &TestResult) -> String {
     queue_rows(r, &phases, &mut out);
     out
 }
+

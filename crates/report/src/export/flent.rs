@@ -1,9 +1,9 @@
 //! flent's data file: `.flent.gz`, gzip JSON in flent's format version 4,
 //! openable with `flent -i FILE` (see docs/report.md).
 use super::Exporter;
+use bloatlab_metrics::mean;
 use crate::series::{self, secs};
 use anyhow::Result;
-use bloatlab_metrics::mean;
 use bloatlab_results::{Direction, Phase, TestResult};
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -52,6 +52,7 @@ pub(crate) fn flent_time(unix_ns: u64) -> String {
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
+
 
 /// Build flent's JSON document (format version 4) for a result.
 ///
@@ -113,9 +114,7 @@ impl Doc {
     }
 
     fn x_values(&self) -> Vec<f64> {
-        (0..self.n)
-            .map(|i| round3((i + 1) as f64 * self.step_s()))
-            .collect()
+        (0..self.n).map(|i| round3((i + 1) as f64 * self.step_s())).collect()
     }
 
     /// The bin a time on the test clock falls in (flent's x value is the bin's end).
@@ -136,26 +135,11 @@ impl Doc {
                 sums[b].1 += 1;
             }
         }
-        sums.iter()
-            .map(|(s, c)| {
-                if *c > 0 {
-                    Some(round3(s / *c as f64))
-                } else {
-                    None
-                }
-            })
-            .collect()
+        sums.iter().map(|(s, c)| if *c > 0 { Some(round3(s / *c as f64)) } else { None }).collect()
     }
 
     /// Add a series (with its mean in SERIES_META when `with_mean`) and its raw values.
-    fn insert(
-        &mut self,
-        name: &str,
-        units: &str,
-        vals: Vec<Option<f64>>,
-        raws: Option<Vec<Value>>,
-        with_mean: bool,
-    ) {
+    fn insert(&mut self, name: &str, units: &str, vals: Vec<Option<f64>>, raws: Option<Vec<Value>>, with_mean: bool) {
         let meta = if with_mean {
             let meanv = mean(&vals.iter().flatten().copied().collect::<Vec<_>>());
             json!({"UNITS": units, "MEAN_VALUE": meanv.map(round3)})
@@ -176,10 +160,7 @@ impl Doc {
         let max_down = r.scenarios.iter().map(|p| p.downloads).max().unwrap_or(0) as usize;
         let n = self.n;
         let mut dir_sum: [Vec<Option<f64>>; 2] = [vec![None; n], vec![None; n]];
-        for (di, d, count) in [
-            (0usize, Direction::Up, max_up),
-            (1, Direction::Down, max_down),
-        ] {
+        for (di, d, count) in [(0usize, Direction::Up, max_up), (1, Direction::Down, max_down)] {
             let dname = flent_direction(d);
             // how many slots had a value in each bin, for the average
             let mut present = vec![0usize; n];
@@ -187,9 +168,7 @@ impl Doc {
                 let mut points = vec![];
                 let mut raws = vec![];
                 for p in phases {
-                    let Some(fl) = p.flows.iter().filter(|f| f.direction == d).nth(slot) else {
-                        continue;
-                    };
+                    let Some(fl) = p.flows.iter().filter(|f| f.direction == d).nth(slot) else { continue };
                     for (t, bps) in series::flow_rate(fl) {
                         points.push(((t * 1e9) as u64, bps / 1e6));
                         raws.push(json!({"t": self.t0 + t, "val": round3(bps / 1e6), "flow_id": fl.id, "scenario": p.name}));
@@ -202,23 +181,13 @@ impl Doc {
                         present[i] += 1;
                     }
                 }
-                self.insert(
-                    &format!("TCP {dname} BE::{}", slot + 1),
-                    "Mbits/s",
-                    vals,
-                    Some(raws),
-                    true,
-                );
+                self.insert(&format!("TCP {dname} BE::{}", slot + 1), "Mbits/s", vals, Some(raws), true);
             }
             if count == 0 {
                 continue;
             }
             let sum: Vec<Option<f64>> = dir_sum[di].iter().map(|v| v.map(round3)).collect();
-            let avg: Vec<Option<f64>> = sum
-                .iter()
-                .zip(&present)
-                .map(|(v, k)| v.map(|v| round3(v / (*k).max(1) as f64)))
-                .collect();
+            let avg: Vec<Option<f64>> = sum.iter().zip(&present).map(|(v, k)| v.map(|v| round3(v / (*k).max(1) as f64))).collect();
             self.insert(&format!("TCP {dname} sum"), "Mbits/s", sum, None, true);
             self.insert(&format!("TCP {dname} avg"), "Mbits/s", avg, None, true);
         }
@@ -234,21 +203,10 @@ impl Doc {
     }
 
     /// One probe stream: the mean RTT per bin, and every received probe.
-    fn probe_series(
-        &self,
-        phases: &[&Phase],
-        get: fn(&Phase) -> &Vec<bloatlab_results::Probe>,
-    ) -> (Vec<Option<f64>>, Vec<Value>) {
-        let received = || {
-            phases
-                .iter()
-                .flat_map(|p| get(p).iter())
-                .filter_map(|pr| pr.rtt_ns.map(|rtt| (pr, rtt as f64 / 1e6)))
-        };
+    fn probe_series(&self, phases: &[&Phase], get: fn(&Phase) -> &Vec<bloatlab_results::Probe>) -> (Vec<Option<f64>>, Vec<Value>) {
+        let received = || phases.iter().flat_map(|p| get(p).iter()).filter_map(|pr| pr.rtt_ns.map(|rtt| (pr, rtt as f64 / 1e6)));
         let vals = self.binned(received().map(|(pr, ms)| (pr.t_ns, ms)));
-        let raws = received()
-            .map(|(pr, ms)| json!({"t": self.t0 + secs(pr.t_ns), "val": round3(ms), "seq": pr.seq}))
-            .collect();
+        let raws = received().map(|(pr, ms)| json!({"t": self.t0 + secs(pr.t_ns), "val": round3(ms), "seq": pr.seq})).collect();
         (vals, raws)
     }
 
@@ -276,19 +234,14 @@ impl Doc {
                     .filter_map(|(i, x)| x.rtt_ns.map(|rtt| (i, x.t_ns, rtt as f64 / 1e6)))
             };
             let vals = self.binned(samples().map(|(_, t, ms)| (t, ms)));
-            let raws = samples()
-                .map(|(i, t, ms)| json!({"t": self.t0 + secs(t), "val": round3(ms), "seq": i}))
-                .collect();
+            let raws = samples().map(|(i, t, ms)| json!({"t": self.t0 + secs(t), "val": round3(ms), "seq": i})).collect();
             let name = match info.target.strip_prefix("icmp ") {
                 Some(_) if first_icmp => {
                     first_icmp = false;
                     "Ping (ms) ICMP".to_string()
                 }
                 Some(h) => format!("Ping (ms) ICMP {h}"),
-                None => format!(
-                    "Ping (ms) TCP connect {}",
-                    info.target.trim_start_matches("tcp ")
-                ),
+                None => format!("Ping (ms) TCP connect {}", info.target.trim_start_matches("tcp ")),
             };
             self.insert(&name, "ms", vals, Some(raws), true);
         }
@@ -307,18 +260,8 @@ impl Doc {
             .iter()
             .map(|p| json!({"name": p.name, "start_s": round3(secs(p.start_ns)), "end_s": round3(secs(p.end_ns)), "uploads": p.uploads, "downloads": p.downloads}))
             .collect();
-        let ip_version =
-            if m.server_address.contains('[') || m.server_address.matches(':').count() > 1 {
-                6
-            } else {
-                4
-            };
-        let host = m
-            .server_address
-            .rsplit_once(':')
-            .map(|(h, _)| h.trim_matches(['[', ']']))
-            .unwrap_or(&m.server_address)
-            .to_string();
+        let ip_version = if m.server_address.contains('[') || m.server_address.matches(':').count() > 1 { 6 } else { 4 };
+        let host = m.server_address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or(&m.server_address).to_string();
         json!({
             "NAME": FLENT_TEST_NAME,
             "TITLE": title,
@@ -364,13 +307,7 @@ mod tests {
     #[test]
     fn flent_time_format() {
         assert_eq!(super::flent_time(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(
-            super::flent_time(1_795_327_200_123_456_789),
-            "2026-11-22T06:00:00.123456Z"
-        );
-        assert_eq!(
-            super::flent_time(951_782_400_000_000_000),
-            "2000-02-29T00:00:00.000000Z"
-        );
+        assert_eq!(super::flent_time(1_795_327_200_123_456_789), "2026-11-22T06:00:00.123456Z");
+        assert_eq!(super::flent_time(951_782_400_000_000_000), "2000-02-29T00:00:00.000000Z");
     }
 }

@@ -61,11 +61,7 @@ impl HistoryExporter for Html {
 pub(crate) fn history_csv(rows: &[RunRow], by: By) -> String {
     use super::csv::{csv_field as q, num as n, row};
     // ms to the nanosecond, bits/s to the bit, RPM and % to 1/1000
-    let (ms, bps, num) = (
-        |v: Option<f64>| n(v, 6),
-        |v: Option<f64>| n(v, 0),
-        |v: Option<f64>| n(v, 3),
-    );
+    let (ms, bps, num) = (|v: Option<f64>| n(v, 6), |v: Option<f64>| n(v, 0), |v: Option<f64>| n(v, 3));
     let mut out = String::new();
     if by == By::Run {
         out.push_str("time_utc,unix_ns,monitor_id,target,failure,complete,idle_ms,loaded_ms,added_ms,download_bps,upload_bps,rpm,loss_pct,grade\n");
@@ -110,3 +106,4 @@ pub(crate) fn history_csv(rows: &[RunRow], by: By) -> String {
     }
     out
 }
+

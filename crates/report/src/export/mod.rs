@@ -56,19 +56,12 @@ pub fn export(r: &TestResult, format: ExportFormat, path: &Path) -> Result<()> {
     let e = format.exporter();
     if path.as_os_str() == "-" {
         if !e.to_stdout() {
-            bail!(
-                "the {} export is a binary file; give -o FILE.{}",
-                e.extension(),
-                e.extension()
-            );
+            bail!("the {} export is a binary file; give -o FILE.{}", e.extension(), e.extension());
         }
         std::io::stdout().write_all(&e.render(r, "-")?)?;
         return Ok(());
     }
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let name = path.file_name().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
     std::fs::write(path, e.render(r, &name)?).with_context(|| format!("writing {}", path.display()))
 }
 

@@ -1,10 +1,7 @@
 //! `box`: RTT box plot per scenario, several results side by side.
 use super::*;
 
-pub(super) fn draw_box<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    runs: &[Run],
-) -> Result<()>
+pub(super) fn draw_box<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[Run]) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -22,20 +19,10 @@ where
     for run in runs {
         let mut row = vec![];
         for n in &names {
-            let ph: Option<&Phase> = series::phases(run.result)
-                .into_iter()
-                .find(|p| &p.name == n);
+            let ph: Option<&Phase> = series::phases(run.result).into_iter().find(|p| &p.name == n);
             let st = ph.and_then(|p| {
-                let v: Vec<f64> = p
-                    .probes
-                    .iter()
-                    .filter_map(|x| x.rtt_ns.map(|r| r as f64 / 1e6))
-                    .collect();
-                let lost = if p.probes.is_empty() {
-                    0.0
-                } else {
-                    100.0 * (p.probes.len() - v.len()) as f64 / p.probes.len() as f64
-                };
+                let v: Vec<f64> = p.probes.iter().filter_map(|x| x.rtt_ns.map(|r| r as f64 / 1e6)).collect();
+                let lost = if p.probes.is_empty() { 0.0 } else { 100.0 * (p.probes.len() - v.len()) as f64 / p.probes.len() as f64 };
                 series::box_stats(v).map(|b| (b, lost))
             });
             // The axis fits the whiskers: one late probe (a max of seconds
@@ -98,54 +85,29 @@ where
             let Some((b, _lost)) = st else { continue };
             let x = pi as f64 - 0.4 + slot * (ri as f64 + 0.5);
             let area = chart.plotting_area();
-            area.draw(&PathElement::new(
-                vec![(x, b.p5), (x, b.p25)],
-                RTT.stroke_width(1),
-            ))?;
-            area.draw(&PathElement::new(
-                vec![(x, b.p75), (x, b.p95)],
-                RTT.stroke_width(1),
-            ))?;
-            area.draw(&PathElement::new(
-                vec![(x - half / 2.0, b.p5), (x + half / 2.0, b.p5)],
-                RTT.stroke_width(1),
-            ))?;
-            area.draw(&PathElement::new(
-                vec![(x - half / 2.0, b.p95), (x + half / 2.0, b.p95)],
-                RTT.stroke_width(1),
-            ))?;
-            let boxel =
-                Rectangle::new([(x - half, b.p25), (x + half, b.p75)], c.mix(0.45).filled());
+            area.draw(&PathElement::new(vec![(x, b.p5), (x, b.p25)], RTT.stroke_width(1)))?;
+            area.draw(&PathElement::new(vec![(x, b.p75), (x, b.p95)], RTT.stroke_width(1)))?;
+            area.draw(&PathElement::new(vec![(x - half / 2.0, b.p5), (x + half / 2.0, b.p5)], RTT.stroke_width(1)))?;
+            area.draw(&PathElement::new(vec![(x - half / 2.0, b.p95), (x + half / 2.0, b.p95)], RTT.stroke_width(1)))?;
+            let boxel = Rectangle::new([(x - half, b.p25), (x + half, b.p75)], c.mix(0.45).filled());
             if first && runs.len() > 1 {
                 first = false;
                 chart
                     .draw_series(std::iter::once(boxel))?
                     .label(run.label.to_string())
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.mix(0.6).filled())
-                    });
+                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.mix(0.6).filled()));
             } else {
                 chart.draw_series(std::iter::once(boxel))?;
             }
             let area = chart.plotting_area();
-            area.draw(&Rectangle::new(
-                [(x - half, b.p25), (x + half, b.p75)],
-                c.stroke_width(1),
-            ))?;
-            area.draw(&PathElement::new(
-                vec![(x - half, b.p50), (x + half, b.p50)],
-                BLACK.stroke_width(2),
-            ))?;
+            area.draw(&Rectangle::new([(x - half, b.p25), (x + half, b.p75)], c.stroke_width(1)))?;
+            area.draw(&PathElement::new(vec![(x - half, b.p50), (x + half, b.p50)], BLACK.stroke_width(2)))?;
             if b.max <= ymax {
                 area.draw(&Circle::new((x, b.max), 3, RTT.filled()))?;
             } else {
                 let top = ymax * 0.985;
                 area.draw(&TriangleMarker::new((x, top), 5, RTT.filled()))?;
-                area.draw(&Text::new(
-                    format!("max {} ms", sig3(b.max)),
-                    (x + half * 0.15, ymax * 0.975),
-                    font(13.5),
-                ))?;
+                area.draw(&Text::new(format!("max {} ms", sig3(b.max)), (x + half * 0.15, ymax * 0.975), font(13.5)))?;
             }
         }
     }

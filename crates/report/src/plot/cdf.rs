@@ -8,10 +8,7 @@ pub(super) fn loaded_probes(r: &TestResult) -> Vec<&bloatlab_results::Probe> {
 /// One line of the CDF plot: (label, points, color, dashed).
 pub(super) type CdfLine = (String, Vec<(f64, f64)>, RGBColor, bool);
 
-pub(super) fn draw_cdf<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    runs: &[Run],
-) -> Result<()>
+pub(super) fn draw_cdf<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, runs: &[Run]) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -26,22 +23,8 @@ where
             if pts.is_empty() {
                 continue;
             }
-            let c = if p.name == "idle" {
-                RGBColor(90, 90, 90)
-            } else {
-                run_color(i.saturating_sub(usize::from(r.idle.is_some())))
-            };
-            lines.push((
-                format!(
-                    "{} (n={}, lost {}%)",
-                    p.name,
-                    refs.len(),
-                    sig3(lost * 100.0)
-                ),
-                pts,
-                c,
-                p.name == "idle",
-            ));
+            let c = if p.name == "idle" { RGBColor(90, 90, 90) } else { run_color(i.saturating_sub(usize::from(r.idle.is_some()))) };
+            lines.push((format!("{} (n={}, lost {}%)", p.name, refs.len(), sig3(lost * 100.0)), pts, c, p.name == "idle"));
         }
     } else {
         title = "Latency CDF under load — results overlaid".to_string();
@@ -50,17 +33,7 @@ where
             let refs = loaded_probes(run.result);
             let (pts, lost) = series::cdf(&refs);
             if !pts.is_empty() {
-                lines.push((
-                    format!(
-                        "{} loaded (n={}, lost {}%)",
-                        run.label,
-                        refs.len(),
-                        sig3(lost * 100.0)
-                    ),
-                    pts,
-                    c,
-                    false,
-                ));
+                lines.push((format!("{} loaded (n={}, lost {}%)", run.label, refs.len(), sig3(lost * 100.0)), pts, c, false));
             }
             if let Some(idle) = &run.result.idle {
                 let refs: Vec<&_> = idle.probes.iter().collect();
@@ -74,33 +47,14 @@ where
     if lines.is_empty() {
         bail!("no received latency probes to plot a CDF of");
     }
-    let xmin = lines
-        .iter()
-        .flat_map(|l| l.1.iter())
-        .map(|p| p.0)
-        .filter(|x| *x > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    let xmax = lines
-        .iter()
-        .flat_map(|l| l.1.iter())
-        .map(|p| p.0)
-        .fold(0.0, f64::max);
+    let xmin = lines.iter().flat_map(|l| l.1.iter()).map(|p| p.0).filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
+    let xmax = lines.iter().flat_map(|l| l.1.iter()).map(|p| p.0).fold(0.0, f64::max);
     let log = xmin.is_finite() && xmin > 0.0 && xmax / xmin > 20.0;
     let area = root.titled(&title, font(20.0))?;
-    let x_desc = if log {
-        "round-trip time (ms, log scale)"
-    } else {
-        "round-trip time (ms)"
-    };
+    let x_desc = if log { "round-trip time (ms, log scale)" } else { "round-trip time (ms)" };
     // On a log axis plotters proposes every 1..9 x 10^k; labelling only the
     // 1-2-5 ones keeps neighbours ("0.08", "0.09", "0.1") from overlapping.
-    let tk = |v: &f64| {
-        if !log || is_125(*v) {
-            tick(*v)
-        } else {
-            String::new()
-        }
-    };
+    let tk = |v: &f64| if !log || is_125(*v) { tick(*v) } else { String::new() };
     let pct = |v: &f64| format!("{:.0}%", v * 100.0);
     macro_rules! body {
         ($chart:ident) => {{
@@ -117,10 +71,7 @@ where
                 .draw()?;
             for (label, pts, c, dashed) in &lines {
                 let c = *c;
-                let pts: Vec<(f64, f64)> = series::thin_minmax(pts, 4 * MAX_POINTS)
-                    .into_iter()
-                    .map(|(x, y)| (x.max(if log { xmin } else { 0.0 }), y))
-                    .collect();
+                let pts: Vec<(f64, f64)> = series::thin_minmax(pts, 4 * MAX_POINTS).into_iter().map(|(x, y)| (x.max(if log { xmin } else { 0.0 }), y)).collect();
                 let width = if *dashed { 1 } else { 2 };
                 if *dashed {
                     $chart.draw_series(DashedLineSeries::new(pts, 5, 4, c.stroke_width(width)))?
@@ -128,18 +79,13 @@ where
                     $chart.draw_series(LineSeries::new(pts, c.stroke_width(width)))?
                 }
                 .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width + 1))
-                });
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width + 1)));
             }
             draw_legend(&mut $chart, SeriesLabelPosition::LowerRight)?;
         }};
     }
     let mut b = ChartBuilder::on(&area);
-    b.margin(10)
-        .margin_right(25)
-        .x_label_area_size(45)
-        .y_label_area_size(70);
+    b.margin(10).margin_right(25).x_label_area_size(45).y_label_area_size(70);
     if log {
         let mut chart = b.build_cartesian_2d((xmin * 0.9..xmax * 1.1).log_scale(), 0f64..1.02)?;
         body!(chart);

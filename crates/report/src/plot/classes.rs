@@ -16,10 +16,7 @@ pub(super) fn result_classes(r: &TestResult) -> Vec<(u8, String)> {
     v
 }
 
-pub(super) fn draw_classes<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    r: &TestResult,
-) -> Result<()>
+pub(super) fn draw_classes<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &TestResult) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -44,31 +41,14 @@ where
             }
         }
     }
-    let unit = bloatlab_model::fmt::RateUnit::fit(
-        rates
-            .iter()
-            .flat_map(|(_, _, v)| v.iter().map(|p| p.1))
-            .fold(0.0, f64::max),
-    );
+    let unit = bloatlab_model::fmt::RateUnit::fit(rates.iter().flat_map(|(_, _, v)| v.iter().map(|p| p.1)).fold(0.0, f64::max));
     for (_, _, v) in &mut rates {
         v.iter_mut().for_each(|p| p.1 /= unit.divisor());
     }
-    let ymax = nice_max(
-        rates
-            .iter()
-            .flat_map(|(_, _, v)| v.iter().map(|p| p.1))
-            .fold(0.0, f64::max),
-    ) * 1.3;
+    let ymax = nice_max(rates.iter().flat_map(|(_, _, v)| v.iter().map(|p| p.1)).fold(0.0, f64::max)) * 1.3;
     let (area, strip) = split_legend(&panels[0]);
     let mut leg = Legend::default();
-    let mut chart = time_chart(
-        &area,
-        Some("Goodput per class (solid: upload, dashed: download)"),
-        span,
-        ymax,
-        unit.name(),
-        false,
-    )?;
+    let mut chart = time_chart(&area, Some("Goodput per class (solid: upload, dashed: download)"), span, ymax, unit.name(), false)?;
     shade_phases(&mut chart, r, ymax, true)?;
     for (i, dir, pts) in &rates {
         let c = run_color(*i);
@@ -87,33 +67,17 @@ where
     leg.draw(&strip, LEGEND_TOP)?;
     // Latency: each class's probes; the axis fits the 99th percentile so one
     // late probe does not flatten the rest (points above are drawn at the top).
-    let mut all: Vec<f64> = rtts
-        .iter()
-        .flat_map(|(_, v)| v.iter().map(|p| p.1))
-        .collect();
+    let mut all: Vec<f64> = rtts.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)).collect();
     all.sort_by(|a, b| a.total_cmp(b));
-    let top = if all.is_empty() {
-        1.0
-    } else {
-        series::quantile_sorted(&all, 0.99)
-    };
+    let top = if all.is_empty() { 1.0 } else { series::quantile_sorted(&all, 0.99) };
     let ymax = nice_max(top) * 1.3;
     let (area, strip) = split_legend(&panels[1]);
     let mut leg = Legend::default();
-    let mut chart = time_chart(
-        &area,
-        Some("Round trip of each class's marked UDP probes"),
-        span,
-        ymax,
-        "ms",
-        true,
-    )?;
+    let mut chart = time_chart(&area, Some("Round trip of each class's marked UDP probes"), span, ymax, "ms", true)?;
     shade_phases(&mut chart, r, ymax, false)?;
     for (i, pts) in &rtts {
         let c = run_color(*i);
-        let pts = series::thin_minmax(pts, MAX_POINTS)
-            .into_iter()
-            .map(|(x, y)| (x, y.min(ymax)));
+        let pts = series::thin_minmax(pts, MAX_POINTS).into_iter().map(|(x, y)| (x, y.min(ymax)));
         chart.draw_series(LineSeries::new(pts, c.stroke_width(1)))?;
         leg.add(&classes[*i].1, Mark::Line(c, 3));
     }

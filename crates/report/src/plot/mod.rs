@@ -20,24 +20,24 @@ use plotters::style::{register_font, FontStyle};
 use std::path::Path;
 use std::sync::Once;
 
-mod boxplot;
-mod cdf;
-mod classes;
 pub(crate) mod history;
+mod boxplot;
+mod classes;
+mod cdf;
 mod latency;
 mod queue;
 mod rpm;
 mod style;
 mod sweep;
 mod tcp;
+pub(crate) mod tune;
 mod throughput;
 mod time;
 mod timeseries;
-pub(crate) mod tune;
 
 use boxplot::*;
-use cdf::*;
 use classes::*;
+use cdf::*;
 use latency::*;
 use queue::*;
 pub use rpm::rpm_svg_string;
@@ -54,12 +54,7 @@ const FAMILY: &str = "sans-serif";
 fn ensure_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        for st in [
-            FontStyle::Normal,
-            FontStyle::Bold,
-            FontStyle::Italic,
-            FontStyle::Oblique,
-        ] {
+        for st in [FontStyle::Normal, FontStyle::Bold, FontStyle::Italic, FontStyle::Oblique] {
             if register_font(FAMILY, st, FONT).is_err() {
                 panic!("embedded DejaVu Sans font is invalid");
             }
@@ -89,27 +84,10 @@ pub enum PlotKind {
 }
 
 impl PlotKind {
-    pub const ALL: [PlotKind; 8] = [
-        PlotKind::Timeseries,
-        PlotKind::Throughput,
-        PlotKind::Latency,
-        PlotKind::Cdf,
-        PlotKind::Box,
-        PlotKind::Queue,
-        PlotKind::Tcp,
-        PlotKind::Classes,
-    ];
+    pub const ALL: [PlotKind; 8] =
+        [PlotKind::Timeseries, PlotKind::Throughput, PlotKind::Latency, PlotKind::Cdf, PlotKind::Box, PlotKind::Queue, PlotKind::Tcp, PlotKind::Classes];
     /// The names the command line accepts, in [`PlotKind::ALL`] order.
-    pub const NAMES: [&'static str; 8] = [
-        "timeseries",
-        "throughput",
-        "latency",
-        "cdf",
-        "box",
-        "queue",
-        "tcp",
-        "classes",
-    ];
+    pub const NAMES: [&'static str; 8] = ["timeseries", "throughput", "latency", "cdf", "box", "queue", "tcp", "classes"];
     pub fn name(self) -> &'static str {
         match self {
             PlotKind::Timeseries => "timeseries",
@@ -190,9 +168,7 @@ struct Sweep<'a> {
 }
 
 fn has_queues(r: &TestResult) -> bool {
-    r.lab
-        .as_ref()
-        .is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty()))
+    r.lab.as_ref().is_some_and(|l| l.queues.iter().any(|q| !q.samples.is_empty()))
 }
 
 fn job_size(job: &Job) -> (u32, u32) {
@@ -223,10 +199,7 @@ fn check_job(job: &Job) -> Result<()> {
                 bail!("no result to plot");
             }
             if !kind.multi_run() && runs.len() > 1 {
-                bail!(
-                    "a {} plot shows one result; use --kind cdf or --kind box to overlay several",
-                    kind.name()
-                );
+                bail!("a {} plot shows one result; use --kind cdf or --kind box to overlay several", kind.name());
             }
             if *kind == PlotKind::Classes && result_classes(runs[0].result).is_empty() {
                 bail!("this result has no DSCP classes (run the test with --dscp, e.g. --dscp BE,BK,CS5,EF)");
@@ -238,11 +211,7 @@ fn check_job(job: &Job) -> Result<()> {
                 bail!("the result has no phases (no idle baseline and no scenario)");
             }
             if matches!(kind, PlotKind::Cdf | PlotKind::Box)
-                && !runs.iter().any(|r| {
-                    series::phases(r.result)
-                        .iter()
-                        .any(|p| p.probes.iter().any(|x| x.rtt_ns.is_some()))
-                })
+                && !runs.iter().any(|r| series::phases(r.result).iter().any(|p| p.probes.iter().any(|x| x.rtt_ns.is_some())))
             {
                 bail!("no latency probe was received, so there is no distribution to plot");
             }
@@ -255,13 +224,7 @@ fn check_job(job: &Job) -> Result<()> {
             if s.axes.x_log && s.series.iter().flat_map(|(_, p)| p).any(|(x, _)| *x <= 0.0) {
                 bail!("sweep plot '{}': a log x axis needs x > 0", s.title);
             }
-            if s.axes.y_log
-                && !s
-                    .series
-                    .iter()
-                    .flat_map(|(_, p)| p)
-                    .any(|(x, y)| x.is_finite() && y.is_finite() && *y > 0.0)
-            {
+            if s.axes.y_log && !s.series.iter().flat_map(|(_, p)| p).any(|(x, y)| x.is_finite() && y.is_finite() && *y > 0.0) {
                 bail!("sweep plot '{}': a log y axis needs y > 0, and no point has y > 0 (use a linear y axis)", s.title);
             }
             Ok(())
@@ -279,17 +242,11 @@ where
         Job::Runs { runs, kind } => match kind {
             PlotKind::Timeseries => draw_timeseries(root, runs[0].result),
             PlotKind::Throughput => {
-                let area = root.titled(
-                    &format!("{} — throughput", title_of(runs[0].result)),
-                    font(20.0),
-                )?;
+                let area = root.titled(&format!("{} — throughput", title_of(runs[0].result)), font(20.0))?;
                 draw_throughput_panel(&area, runs[0].result, true)
             }
             PlotKind::Latency => {
-                let area = root.titled(
-                    &format!("{} — latency", title_of(runs[0].result)),
-                    font(20.0),
-                )?;
+                let area = root.titled(&format!("{} — latency", title_of(runs[0].result)), font(20.0))?;
                 draw_latency_panel(&area, runs[0].result, true)
             }
             PlotKind::Cdf => draw_cdf(root, runs),
@@ -319,8 +276,7 @@ fn render_file(job: &Job, format: Format, path: &Path) -> Result<()> {
         Format::Png => {
             let root = BitMapBackend::new(path, size).into_drawing_area();
             draw_job(&root, job)?;
-            root.present()
-                .with_context(|| format!("writing {}", path.display()))?;
+            root.present().with_context(|| format!("writing {}", path.display()))?;
         }
         Format::Svg => {
             let mut s = String::new();
@@ -352,14 +308,7 @@ fn render_svg(job: &Job) -> Result<String> {
 /// Timeseries, throughput, latency, queue and tcp plots take exactly one result.
 pub fn plot(results: &[TestResult], kind: PlotKind, format: Format, path: &Path) -> Result<()> {
     let labels = crate::default_labels(results.len());
-    let runs: Vec<Run> = labels
-        .iter()
-        .zip(results)
-        .map(|(l, r)| Run {
-            label: l,
-            result: r,
-        })
-        .collect();
+    let runs: Vec<Run> = labels.iter().zip(results).map(|(l, r)| Run { label: l, result: r }).collect();
     plot_runs(&runs, kind, format, path)
 }
 
@@ -387,10 +336,7 @@ pub struct SweepAxes {
 
 impl SweepAxes {
     /// Both axes linear.
-    pub const LINEAR: SweepAxes = SweepAxes {
-        x_log: false,
-        y_log: false,
-    };
+    pub const LINEAR: SweepAxes = SweepAxes { x_log: false, y_log: false };
     pub fn new(x_log: bool, y_log: bool) -> SweepAxes {
         SweepAxes { x_log, y_log }
     }
@@ -409,13 +355,7 @@ pub fn sweep_plot(
     path: &Path,
     format: Format,
 ) -> Result<()> {
-    let s = Sweep {
-        title,
-        x_label,
-        axes,
-        series,
-        y_label,
-    };
+    let s = Sweep { title, x_label, axes, series, y_label };
     render_file(&Job::Sweep(&s), format, path)
 }
 
@@ -427,12 +367,6 @@ pub fn sweep_plot_svg_string(
     series: &[(String, Vec<(f64, f64)>)],
     y_label: &str,
 ) -> Result<String> {
-    let s = Sweep {
-        title,
-        x_label,
-        axes,
-        series,
-        y_label,
-    };
+    let s = Sweep { title, x_label, axes, series, y_label };
     render_svg(&Job::Sweep(&s))
 }

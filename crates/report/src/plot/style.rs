@@ -12,12 +12,7 @@ pub(super) const LOST: RGBColor = RGBColor(214, 39, 40);
 /// Lost witness probes: not the witness RTT's green, nor the server's lost red.
 pub(super) const LOST_WITNESS: RGBColor = RGBColor(140, 86, 75);
 /// --ping / --tcp-ping targets, in turn.
-pub(super) const PINGS: [RGBColor; 4] = [
-    RGBColor(23, 190, 207),
-    RGBColor(188, 189, 34),
-    RGBColor(227, 119, 194),
-    RGBColor(140, 86, 75),
-];
+pub(super) const PINGS: [RGBColor; 4] = [RGBColor(23, 190, 207), RGBColor(188, 189, 34), RGBColor(227, 119, 194), RGBColor(140, 86, 75)];
 pub(super) const GRID: RGBColor = RGBColor(225, 225, 225);
 pub(super) const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
@@ -80,9 +75,7 @@ pub(super) fn is_125(v: f64) -> bool {
         return false;
     }
     let m = v / 10f64.powf(v.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .any(|k| (m - k).abs() < 1e-6 * k)
+    [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6 * k)
 }
 
 pub(super) fn tick_log(v: f64) -> String {
@@ -109,10 +102,7 @@ pub(super) fn title_of(r: &TestResult) -> String {
         t.push_str(&format!(" → {}", m.server_address));
     }
     if !m.start_time.is_empty() {
-        t.push_str(&format!(
-            "  {}",
-            m.start_time.split('.').next().unwrap_or("")
-        ));
+        t.push_str(&format!("  {}", m.start_time.split('.').next().unwrap_or("")));
     }
     if !r.complete {
         t.push_str("  (INCOMPLETE)");
@@ -122,10 +112,7 @@ pub(super) fn title_of(r: &TestResult) -> String {
 
 /// The legend box of the summary plots (boxplot, CDF, sweep): translucent
 /// white, grey border, 13 px labels, at `pos`.
-pub(super) fn draw_legend<'a, DB, CT>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    pos: SeriesLabelPosition,
-) -> Result<()>
+pub(super) fn draw_legend<'a, DB, CT>(chart: &mut ChartContext<'a, DB, CT>, pos: SeriesLabelPosition) -> Result<()>
 where
     DB: DrawingBackend + 'a,
     DB::ErrorType: 'static,

@@ -8,11 +8,7 @@ where
     let y_log = s.axes.y_log;
     let mut hidden = 0usize;
     let mut pts = |v: &Vec<(f64, f64)>| {
-        let mut v: Vec<(f64, f64)> = v
-            .iter()
-            .copied()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .collect();
+        let mut v: Vec<(f64, f64)> = v.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
         if y_log {
             let n = v.len();
             v.retain(|p| p.1 > 0.0);
@@ -26,11 +22,7 @@ where
         .iter()
         .map(|(n, v)| {
             let v = pts(v);
-            let name = if y_log && v.is_empty() {
-                format!("{n} (all y \u{2264} 0: not shown)")
-            } else {
-                n.clone()
-            };
+            let name = if y_log && v.is_empty() { format!("{n} (all y \u{2264} 0: not shown)") } else { n.clone() };
             (name, v)
         })
         .collect();
@@ -40,15 +32,9 @@ where
     let ys = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1));
     let (ymin, ymax) = if y_log {
         // all y > 0 here; a decade of headroom is not needed, 2x leaves room for the legend
-        (
-            ys.clone().fold(f64::INFINITY, f64::min) / 1.5,
-            ys.fold(f64::NEG_INFINITY, f64::max) * 2.0,
-        )
+        (ys.clone().fold(f64::INFINITY, f64::min) / 1.5, ys.fold(f64::NEG_INFINITY, f64::max) * 2.0)
     } else {
-        (
-            ys.clone().fold(0.0, f64::min),
-            nice_max(ys.fold(0.0, f64::max)) * 1.15,
-        )
+        (ys.clone().fold(0.0, f64::min), nice_max(ys.fold(0.0, f64::max)) * 1.15)
     };
     let (x0, x1) = if s.axes.x_log {
         (xmin / 1.5, xmax * 1.5)
@@ -62,10 +48,7 @@ where
     let y_tk: &dyn Fn(&f64) -> String = if y_log { &tk_log } else { &tk };
     let x_tk: &dyn Fn(&f64) -> String = if s.axes.x_log { &tk_log } else { &tk };
     let mut b = ChartBuilder::on(&area);
-    b.margin(10)
-        .margin_right(25)
-        .x_label_area_size(45)
-        .y_label_area_size(70);
+    b.margin(10).margin_right(25).x_label_area_size(45).y_label_area_size(70);
     if hidden > 0 {
         let note = format!(
             "log y axis: {hidden} point{} with y \u{2264} 0 not shown",
@@ -91,9 +74,7 @@ where
                 $chart
                     .draw_series(LineSeries::new(v.clone(), c.stroke_width(2)))?
                     .label(name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3))
-                    });
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3)));
                 $chart.draw_series(v.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
             }
             draw_legend(&mut $chart, SeriesLabelPosition::UpperLeft)?;

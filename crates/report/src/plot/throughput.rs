@@ -1,11 +1,7 @@
 //! `throughput`: goodput over time per flow and per direction.
 use super::*;
 
-pub(super) fn draw_throughput_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    r: &TestResult,
-    x_desc: bool,
-) -> Result<()>
+pub(super) fn draw_throughput_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, r: &TestResult, x_desc: bool) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -17,17 +13,11 @@ where
     let mut ymax: f64 = 0.0;
     for p in series::phases(r) {
         for f in &p.flows {
-            let pts: Vec<(f64, f64)> = series::flow_rate(f)
-                .into_iter()
-                .map(|(t, b)| (t, b / 1e6))
-                .collect();
+            let pts: Vec<(f64, f64)> = series::flow_rate(f).into_iter().map(|(t, b)| (t, b / 1e6)).collect();
             flows.push((f.direction, pts));
         }
         for d in [Direction::Up, Direction::Down] {
-            let pts: Vec<(f64, f64)> = series::direction_rate(p, d, step)
-                .into_iter()
-                .map(|(t, b)| (t, b / 1e6))
-                .collect();
+            let pts: Vec<(f64, f64)> = series::direction_rate(p, d, step).into_iter().map(|(t, b)| (t, b / 1e6)).collect();
             ymax = pts.iter().fold(ymax, |m, p| m.max(p.1));
             if !pts.is_empty() {
                 sums.push((d, pts));
@@ -60,54 +50,24 @@ where
     let ymax = nice_max(ymax) * 1.3;
     let (area, strip) = split_legend(area);
     let mut leg = Legend::default();
-    let mut chart = time_chart(
-        &area,
-        Some("Goodput (thin: per flow, bold: sum per direction)"),
-        span,
-        ymax,
-        unit,
-        x_desc,
-    )?;
+    let mut chart = time_chart(&area, Some("Goodput (thin: per flow, bold: sum per direction)"), span, ymax, unit, x_desc)?;
     shade_phases(&mut chart, r, ymax, true)?;
     for (d, pts) in &flows {
         if flows.len() == sums.len() {
             break; // one flow per direction and phase: the sum is the flow
         }
         let c = dir_color(*d);
-        let pts = series::thin_minmax(pts, MAX_POINTS)
-            .into_iter()
-            .map(|(x, y)| (x, y.min(ymax)));
+        let pts = series::thin_minmax(pts, MAX_POINTS).into_iter().map(|(x, y)| (x, y.min(ymax)));
         chart.draw_series(LineSeries::new(pts, c.mix(0.35).stroke_width(1)))?;
-        leg.add(
-            if *d == Direction::Up {
-                "upload, per flow"
-            } else {
-                "download, per flow"
-            },
-            Mark::Faint(c, 0.5, 1),
-        );
+        leg.add(if *d == Direction::Up { "upload, per flow" } else { "download, per flow" }, Mark::Faint(c, 0.5, 1));
     }
     for (d, pts) in &sums {
         let c = dir_color(*d);
-        chart.draw_series(LineSeries::new(
-            series::thin_minmax(pts, MAX_POINTS),
-            c.stroke_width(2),
-        ))?;
-        leg.add(
-            if *d == Direction::Up {
-                "upload (sum)"
-            } else {
-                "download (sum)"
-            },
-            Mark::Line(c, 3),
-        );
+        chart.draw_series(LineSeries::new(series::thin_minmax(pts, MAX_POINTS), c.stroke_width(2)))?;
+        leg.add(if *d == Direction::Up { "upload (sum)" } else { "download (sum)" }, Mark::Line(c, 3));
     }
     if sums.is_empty() {
-        chart.plotting_area().draw(&Text::new(
-            "no load flows",
-            (span * 0.45, ymax * 0.5),
-            font(15.0),
-        ))?;
+        chart.plotting_area().draw(&Text::new("no load flows", (span * 0.45, ymax * 0.5), font(15.0)))?;
     }
     leg.draw(&strip, LEGEND_TOP)?;
     Ok(())

@@ -6,8 +6,7 @@ pub(super) const LEGEND_WIDTH: u32 = 230;
 /// Where a legend's first entry goes in its strip: below the panel's caption.
 pub(super) const LEGEND_TOP: i32 = 26;
 
-pub(super) type TimeChart<'a, DB> =
-    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+pub(super) type TimeChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 pub(super) fn time_chart<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
@@ -38,14 +37,7 @@ pub(super) fn time_chart_from<'a, DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    styled_chart(
-        area,
-        caption,
-        0f64..span,
-        ymin..ymax,
-        y_desc,
-        x_desc.then_some("time since test start (s)"),
-    )
+    styled_chart(area, caption, 0f64..span, ymin..ymax, y_desc, x_desc.then_some("time since test start (s)"))
 }
 
 /// A chart in the house style (the time panels', the RPM plot's): light
@@ -64,10 +56,7 @@ where
     DB::ErrorType: 'static,
 {
     let mut b = ChartBuilder::on(area);
-    b.margin(8)
-        .margin_right(12)
-        .x_label_area_size(if x_desc.is_some() { 40 } else { 26 })
-        .y_label_area_size(70);
+    b.margin(8).margin_right(12).x_label_area_size(if x_desc.is_some() { 40 } else { 26 }).y_label_area_size(70);
     if let Some(c) = caption {
         b.caption(c, font(16.0));
     }
@@ -91,12 +80,7 @@ where
 }
 
 /// Shade alternate phases and label each at the top of the panel.
-pub(super) fn shade_phases<'a, DB: DrawingBackend + 'a>(
-    chart: &mut TimeChart<'a, DB>,
-    r: &TestResult,
-    ymax: f64,
-    label: bool,
-) -> Result<()>
+pub(super) fn shade_phases<'a, DB: DrawingBackend + 'a>(chart: &mut TimeChart<'a, DB>, r: &TestResult, ymax: f64, label: bool) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -113,10 +97,7 @@ where
             RGBColor(120, 120, 160).mix(0.04)
         };
         area.draw(&Rectangle::new([(x0, ymin), (x1, ymax)], fill.filled()))?;
-        area.draw(&PathElement::new(
-            vec![(x0, ymin), (x0, ymax)],
-            RGBColor(150, 150, 170).stroke_width(1),
-        ))?;
+        area.draw(&PathElement::new(vec![(x0, ymin), (x0, ymax)], RGBColor(150, 150, 170).stroke_width(1)))?;
         if label {
             // within its phase: smaller where the phase is narrow (a 2 s
             // idle phase of a long test), left out where even that would
@@ -124,15 +105,8 @@ where
             let px = area.map_coordinate(&(x1, ymax)).0 - area.map_coordinate(&(x0, ymax)).0;
             let text = format!(" {}", p.name);
             let width = |size: f64| text.chars().count() as f64 * size * 0.55;
-            if let Some(size) = [14.0, 12.0, 10.0]
-                .into_iter()
-                .find(|&s| width(s) <= px as f64 - 2.0)
-            {
-                area.draw(&Text::new(
-                    text,
-                    (x0, ymax),
-                    font(size).color(&RGBColor(70, 70, 100)),
-                ))?;
+            if let Some(size) = [14.0, 12.0, 10.0].into_iter().find(|&s| width(s) <= px as f64 - 2.0) {
+                area.draw(&Text::new(text, (x0, ymax), font(size).color(&RGBColor(70, 70, 100))))?;
             }
         }
     }
@@ -163,11 +137,7 @@ impl Legend {
     }
 
     /// Draw the entries top-down in `strip`, below `top` pixels (the panel's caption).
-    pub(super) fn draw<DB: DrawingBackend>(
-        &self,
-        strip: &DrawingArea<DB, Shift>,
-        top: i32,
-    ) -> Result<()>
+    pub(super) fn draw<DB: DrawingBackend>(&self, strip: &DrawingArea<DB, Shift>, top: i32) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
@@ -176,22 +146,11 @@ impl Legend {
             let y = top + 8 + row * i as i32;
             let (x0, x1) = (4, 4 + glyph - 4);
             match *mark {
-                Mark::Line(c, w) => {
-                    strip.draw(&PathElement::new(vec![(x0, y), (x1, y)], c.stroke_width(w)))?
-                }
-                Mark::Faint(c, a, w) => strip.draw(&PathElement::new(
-                    vec![(x0, y), (x1, y)],
-                    c.mix(a).stroke_width(w),
-                ))?,
+                Mark::Line(c, w) => strip.draw(&PathElement::new(vec![(x0, y), (x1, y)], c.stroke_width(w)))?,
+                Mark::Faint(c, a, w) => strip.draw(&PathElement::new(vec![(x0, y), (x1, y)], c.mix(a).stroke_width(w)))?,
                 Mark::Dashed(c, w) => {
-                    strip.draw(&PathElement::new(
-                        vec![(x0, y), (x0 + 6, y)],
-                        c.stroke_width(w),
-                    ))?;
-                    strip.draw(&PathElement::new(
-                        vec![(x1 - 6, y), (x1, y)],
-                        c.stroke_width(w),
-                    ))?;
+                    strip.draw(&PathElement::new(vec![(x0, y), (x0 + 6, y)], c.stroke_width(w)))?;
+                    strip.draw(&PathElement::new(vec![(x1 - 6, y), (x1, y)], c.stroke_width(w)))?;
                 }
                 Mark::Dot(c) => strip.draw(&Circle::new(((x0 + x1) / 2, y), 3, c.filled()))?,
             }
@@ -203,9 +162,7 @@ impl Legend {
 
 /// A time panel's area split into its chart and, right of it, the strip of
 /// [`LEGEND_WIDTH`] its legend goes in.
-pub(super) fn split_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+pub(super) fn split_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
     let w = area.dim_in_pixel().0;
     area.split_horizontally(w.saturating_sub(LEGEND_WIDTH))
 }

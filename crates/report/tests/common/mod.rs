@@ -9,10 +9,7 @@ pub const START_UNIX_NS: u64 = 1_795_327_200_000_000_000; // 2026-11-22T06:00:00
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ((self.0 >> 11) as f64) / ((1u64 << 53) as f64)
     }
 }
@@ -28,15 +25,7 @@ pub struct Spec {
 }
 
 pub fn small_spec() -> Spec {
-    Spec {
-        idle_s: 2.0,
-        scen_s: 3.0,
-        scenarios: vec![(1, 0), (0, 1), (2, 2)],
-        probe_ms: 20,
-        sample_ms: 100,
-        lab: true,
-        witness: true,
-    }
+    Spec { idle_s: 2.0, scen_s: 3.0, scenarios: vec![(1, 0), (0, 1), (2, 2)], probe_ms: 20, sample_ms: 100, lab: true, witness: true }
 }
 
 /// The small result used by golden tests.
@@ -45,24 +34,12 @@ pub fn small() -> TestResult {
 }
 
 pub fn small_nolab() -> TestResult {
-    build(&Spec {
-        lab: false,
-        witness: false,
-        ..small_spec()
-    })
+    build(&Spec { lab: false, witness: false, ..small_spec() })
 }
 
 /// A 32-flow (16 up + 16 down) 60 s test with 10 ms probes and 100 ms samples.
 pub fn large() -> TestResult {
-    build(&Spec {
-        idle_s: 2.0,
-        scen_s: 60.0,
-        scenarios: vec![(16, 16)],
-        probe_ms: 10,
-        sample_ms: 100,
-        lab: true,
-        witness: true,
-    })
+    build(&Spec { idle_s: 2.0, scen_s: 60.0, scenarios: vec![(16, 16)], probe_ms: 10, sample_ms: 100, lab: true, witness: true })
 }
 
 const UP_BPS: f64 = 10e6;
@@ -91,32 +68,17 @@ fn pct(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn stats(probes: &[Probe]) -> LatencyStats {
-    let mut v: Vec<f64> = probes
-        .iter()
-        .filter_map(|p| p.rtt_ns.map(|r| r as f64 / 1e6))
-        .collect();
+    let mut v: Vec<f64> = probes.iter().filter_map(|p| p.rtt_ns.map(|r| r as f64 / 1e6)).collect();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let sent = probes.len() as u32;
     let received = v.len() as u32;
-    let avg = if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    };
-    let mdev = if v.is_empty() {
-        0.0
-    } else {
-        (v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / v.len() as f64).sqrt()
-    };
+    let avg = if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let mdev = if v.is_empty() { 0.0 } else { (v.iter().map(|x| (x - avg).powi(2)).sum::<f64>() / v.len() as f64).sqrt() };
     LatencyStats {
         sent,
         received,
         lost: sent - received,
-        loss_pct: if sent == 0 {
-            0.0
-        } else {
-            100.0 * (sent - received) as f64 / sent as f64
-        },
+        loss_pct: if sent == 0 { 0.0 } else { 100.0 * (sent - received) as f64 / sent as f64 },
         min_ms: v.first().copied().unwrap_or(0.0),
         avg_ms: avg,
         max_ms: v.last().copied().unwrap_or(0.0),
@@ -169,21 +131,13 @@ pub fn build(spec: &Spec) -> TestResult {
                 seq,
                 t_ns: tp,
                 rtt_ns: (!lost).then_some(((up + down) * 1e6) as u64),
-                server_rx_unix_ns: (!lost)
-                    .then(|| START_UNIX_NS + tp + (up * 1e6) as u64 + 1_500_000),
+                server_rx_unix_ns: (!lost).then(|| START_UNIX_NS + tp + (up * 1e6) as u64 + 1_500_000),
                 owd_up_ns: (!lost).then_some((up * 1e6) as i64),
                 owd_down_ns: (!lost).then_some((down * 1e6) as i64),
             });
             if spec.witness && seq.is_multiple_of(2) {
                 let w = 1.0 + qu + j * 0.1;
-                wprobes.push(Probe {
-                    seq: seq / 2,
-                    t_ns: tp,
-                    rtt_ns: Some((w * 1e6) as u64),
-                    server_rx_unix_ns: None,
-                    owd_up_ns: None,
-                    owd_down_ns: None,
-                });
+                wprobes.push(Probe { seq: seq / 2, t_ns: tp, rtt_ns: Some((w * 1e6) as u64), server_rx_unix_ns: None, owd_up_ns: None, owd_down_ns: None });
             }
             seq += 1;
             tp += spec.probe_ms * ms;
@@ -199,24 +153,15 @@ pub fn build(spec: &Spec) -> TestResult {
                 rtt += 2.0 * rtt.max(200.0); // RTO-based recovery
             }
             let last = tr + 250 * ms >= end;
-            rr.push(RrSample {
-                seq: rseq,
-                t_ns: tr,
-                rtt_ns: (rtt * 1e6) as u64,
-                completed: !(last && ups == 2),
-            });
+            rr.push(RrSample { seq: rseq, t_ns: tr, rtt_ns: (rtt * 1e6) as u64, completed: !(last && ups == 2) });
             rseq += 1;
             tr += 250 * ms;
         }
         // Flows.
         let mut flows = vec![];
-        for (dir, count, link) in [
-            (Direction::Up, ups, UP_BPS),
-            (Direction::Down, downs, DOWN_BPS),
-        ] {
+        for (dir, count, link) in [(Direction::Up, ups, UP_BPS), (Direction::Down, downs, DOWN_BPS)] {
             for k in 0..count {
-                let share = link * 0.95 / count as f64
-                    * (1.0 + 0.08 * (k as f64 - (count as f64 - 1.0) / 2.0));
+                let share = link * 0.95 / count as f64 * (1.0 + 0.08 * (k as f64 - (count as f64 - 1.0) / 2.0));
                 let mut g = vec![];
                 let mut info = vec![];
                 let mut bytes = 0f64;
@@ -230,18 +175,11 @@ pub fn build(spec: &Spec) -> TestResult {
                     if ts > start {
                         bytes += share * ramp * wob * spec.sample_ms as f64 / 1000.0 / 8.0;
                     }
-                    g.push(GoodputSample {
-                        t_ns: ts,
-                        bytes: bytes as u64,
-                    });
+                    g.push(GoodputSample { t_ns: ts, bytes: bytes as u64 });
                     let rtt = 2.0 * BASE_OWD_MS + qdelay(up_peak, x) + qdelay(down_peak, x);
                     info.push(TcpInfoSample {
                         t_ns: ts,
-                        side: if dir == Direction::Up {
-                            Side::Client
-                        } else {
-                            Side::Server
-                        },
+                        side: if dir == Direction::Up { Side::Client } else { Side::Server },
                         cwnd: ((share * rtt / 1000.0 / 8.0 / 1448.0) as u32).max(2) + 2,
                         ssthresh: 40,
                         srtt_us: (rtt * 1000.0) as u32,
@@ -268,17 +206,7 @@ pub fn build(spec: &Spec) -> TestResult {
                     max_gap = 40 * ms + 10 * ms * k as u64;
                     max_gap_at = start + 1_000 * ms;
                 }
-                flows.push(Flow {
-                    id: flow_id,
-                    direction: dir,
-                    goodput: g,
-                    tcp_info: info,
-                    bytes: bytes as u64,
-                    max_gap_ns: max_gap,
-                    max_gap_at_ns: max_gap_at,
-                    dscp: 0,
-                    udp: None,
-                });
+                flows.push(Flow { id: flow_id, direction: dir, goodput: g, tcp_info: info, bytes: bytes as u64, max_gap_ns: max_gap, max_gap_at_ns: max_gap_at, dscp: 0, udp: None });
                 flow_id += 1;
             }
         }
@@ -301,44 +229,13 @@ pub fn build(spec: &Spec) -> TestResult {
                     drops_up += if ups > 0 { 3 } else { 0 };
                     drops_down += if downs > 0 { 2 } else { 0 };
                 }
-                queue_up.push(QueueSample {
-                    t_ns: tq,
-                    backlog_packets: bu / 1514,
-                    backlog_bytes: bu,
-                    drops: drops_up,
-                    overlimits: 0,
-                    sent_packets: sent_up / 1514,
-                    sent_bytes: sent_up,
-                    requeues: 0,
-                });
-                queue_down.push(QueueSample {
-                    t_ns: tq,
-                    backlog_packets: bd / 1514,
-                    backlog_bytes: bd,
-                    drops: drops_down,
-                    overlimits: 0,
-                    sent_packets: sent_down / 1514,
-                    sent_bytes: sent_down,
-                    requeues: 0,
-                });
+                queue_up.push(QueueSample { t_ns: tq, backlog_packets: bu / 1514, backlog_bytes: bu, drops: drops_up, overlimits: 0, sent_packets: sent_up / 1514, sent_bytes: sent_up, requeues: 0 });
+                queue_down.push(QueueSample { t_ns: tq, backlog_packets: bd / 1514, backlog_bytes: bd, drops: drops_down, overlimits: 0, sent_packets: sent_down / 1514, sent_bytes: sent_down, requeues: 0 });
                 tq += spec.sample_ms * ms;
             }
         }
         let lat = stats(&probes);
-        let mut ph = Phase {
-            name,
-            uploads: ups,
-            downloads: downs,
-            start_ns: start,
-            end_ns: end,
-            flows,
-            probes,
-            rr,
-            witness_probes: wprobes,
-            pings: vec![],
-            class_probes: vec![],
-            summary: Summary::default(),
-        };
+        let mut ph = Phase { name, uploads: ups, downloads: downs, start_ns: start, end_ns: end, flows, probes, rr, witness_probes: wprobes, pings: vec![], class_probes: vec![], summary: Summary::default() };
         // Summary: steady part = after the first 1 s.
         let steady = |dir: Direction| -> f64 {
             ph.flows
@@ -362,26 +259,10 @@ pub fn build(spec: &Spec) -> TestResult {
                 r3((b.bytes - a.bytes) as f64 * 8.0 / ((b.t_ns - a.t_ns) as f64 / 1e9))
             })
             .collect();
-        let worst_rr = ph
-            .rr
-            .iter()
-            .map(|x| x.rtt_ns as f64 / 1e6)
-            .fold(0.0, f64::max);
-        let worst_gap = ph
-            .flows
-            .iter()
-            .map(|f| f.max_gap_ns as f64 / 1e6)
-            .fold(0.0, f64::max);
-        let mut owd_u: Vec<f64> = ph
-            .probes
-            .iter()
-            .filter_map(|p| p.owd_up_ns.map(|v| v as f64 / 1e6))
-            .collect();
-        let mut owd_d: Vec<f64> = ph
-            .probes
-            .iter()
-            .filter_map(|p| p.owd_down_ns.map(|v| v as f64 / 1e6))
-            .collect();
+        let worst_rr = ph.rr.iter().map(|x| x.rtt_ns as f64 / 1e6).fold(0.0, f64::max);
+        let worst_gap = ph.flows.iter().map(|f| f.max_gap_ns as f64 / 1e6).fold(0.0, f64::max);
+        let mut owd_u: Vec<f64> = ph.probes.iter().filter_map(|p| p.owd_up_ns.map(|v| v as f64 / 1e6)).collect();
+        let mut owd_d: Vec<f64> = ph.probes.iter().filter_map(|p| p.owd_down_ns.map(|v| v as f64 / 1e6)).collect();
         owd_u.sort_by(|a, b| a.partial_cmp(b).unwrap());
         owd_d.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let loaded = ups + downs > 0;
@@ -435,35 +316,15 @@ pub fn build(spec: &Spec) -> TestResult {
             p.summary.witness_added_latency_ms = Some(r3(w.p50_ms - i));
         }
     }
-    let fold_min = |it: &mut dyn Iterator<Item = f64>| {
-        it.fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))))
-    };
+    let fold_min = |it: &mut dyn Iterator<Item = f64>| it.fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
     let headline = Headline {
-        upload_capacity_bps: phases
-            .iter()
-            .map(|p| p.summary.upload_bps)
-            .fold(0.0, f64::max),
-        download_capacity_bps: phases
-            .iter()
-            .map(|p| p.summary.download_bps)
-            .fold(0.0, f64::max),
-        link_responsiveness_hz: fold_min(
-            &mut phases.iter().filter_map(|p| p.summary.responsiveness_hz),
-        ),
+        upload_capacity_bps: phases.iter().map(|p| p.summary.upload_bps).fold(0.0, f64::max),
+        download_capacity_bps: phases.iter().map(|p| p.summary.download_bps).fold(0.0, f64::max),
+        link_responsiveness_hz: fold_min(&mut phases.iter().filter_map(|p| p.summary.responsiveness_hz)),
         flow_smoothness_hz: fold_min(&mut phases.iter().filter_map(|p| p.summary.smoothness_hz)),
         idle_latency_ms: Some(idle_p50),
-        loaded_latency_ms: Some(
-            phases
-                .iter()
-                .map(|p| p.summary.latency.p50_ms)
-                .fold(0.0, f64::max),
-        ),
-        max_added_latency_ms: Some(
-            phases
-                .iter()
-                .filter_map(|p| p.summary.added_latency_ms)
-                .fold(f64::MIN, f64::max),
-        ),
+        loaded_latency_ms: Some(phases.iter().map(|p| p.summary.latency.p50_ms).fold(0.0, f64::max)),
+        max_added_latency_ms: Some(phases.iter().filter_map(|p| p.summary.added_latency_ms).fold(f64::MIN, f64::max)),
         rpm: fold_min(&mut phases.iter().filter_map(|p| p.summary.rpm)),
         ..Headline::default()
     };
@@ -482,35 +343,13 @@ pub fn build(spec: &Spec) -> TestResult {
         qdiscs_missing: vec!["fq_codel".into(), "cake".into(), "netem".into()],
         offloads: "off".into(),
         hosts: vec![
-            LabHost {
-                role: "client".into(),
-                netns: "blab-fx-client".into(),
-                addresses: vec!["10.77.1.2".into()],
-            },
-            LabHost {
-                role: "router".into(),
-                netns: "blab-fx-router".into(),
-                addresses: vec!["10.77.1.1".into(), "10.77.2.1".into()],
-            },
-            LabHost {
-                role: "server".into(),
-                netns: "blab-fx-server".into(),
-                addresses: vec!["10.77.2.2".into()],
-            },
+            LabHost { role: "client".into(), netns: "blab-fx-client".into(), addresses: vec!["10.77.1.2".into()] },
+            LabHost { role: "router".into(), netns: "blab-fx-router".into(), addresses: vec!["10.77.1.1".into(), "10.77.2.1".into()] },
+            LabHost { role: "server".into(), netns: "blab-fx-server".into(), addresses: vec!["10.77.2.2".into()] },
         ],
         queues: vec![
-            QueueSeries {
-                role: "bottleneck-up".into(),
-                location: "blab-fx-router/r-srv".into(),
-                qdisc: "pfifo".into(),
-                samples: queue_up,
-            },
-            QueueSeries {
-                role: "bottleneck-down".into(),
-                location: "blab-fx-router/r-cli".into(),
-                qdisc: "pfifo".into(),
-                samples: queue_down,
-            },
+            QueueSeries { role: "bottleneck-up".into(), location: "blab-fx-router/r-srv".into(), qdisc: "pfifo".into(), samples: queue_up },
+            QueueSeries { role: "bottleneck-down".into(), location: "blab-fx-router/r-cli".into(), qdisc: "pfifo".into(), samples: queue_down },
         ],
         emulator: None,
         analytic_queue_delay_up_ms: Some(1211.2),
@@ -529,30 +368,10 @@ pub fn build(spec: &Spec) -> TestResult {
             protocol_version: 1,
             start_time: "2026-11-22T06:00:00Z".into(),
             start_unix_ns: START_UNIX_NS,
-            command: vec![
-                "bloatlab".into(),
-                "test".into(),
-                "10.77.2.2".into(),
-                "--json".into(),
-                "r.json".into(),
-            ],
+            command: vec!["bloatlab".into(), "test".into(), "10.77.2.2".into(), "--json".into(), "r.json".into()],
             server_address: "10.77.2.2:9770".into(),
-            client: HostInfo {
-                hostname: "client".into(),
-                kernel: "6.1.0-test".into(),
-                os: "Linux x86_64".into(),
-                bloatlab_version: "0.1.0".into(),
-                default_cc: "cubic".into(),
-                available_cc: vec!["reno".into(), "cubic".into(), "bbr".into()],
-            },
-            server: HostInfo {
-                hostname: "server".into(),
-                kernel: "6.1.0-test".into(),
-                os: "Linux x86_64".into(),
-                bloatlab_version: "0.1.0".into(),
-                default_cc: "cubic".into(),
-                available_cc: vec!["reno".into(), "cubic".into()],
-            },
+            client: HostInfo { hostname: "client".into(), kernel: "6.1.0-test".into(), os: "Linux x86_64".into(), bloatlab_version: "0.1.0".into(), default_cc: "cubic".into(), available_cc: vec!["reno".into(), "cubic".into(), "bbr".into()] },
+            server: HostInfo { hostname: "server".into(), kernel: "6.1.0-test".into(), os: "Linux x86_64".into(), bloatlab_version: "0.1.0".into(), default_cc: "cubic".into(), available_cc: vec!["reno".into(), "cubic".into()] },
             cc: "cubic".into(),
             scenario_duration_s: spec.scen_s,
             until_settled_s: None,
@@ -564,22 +383,9 @@ pub fn build(spec: &Spec) -> TestResult {
             probe_size: 64,
             sample_interval_ms: spec.sample_ms as f64,
             trimming_rule: "steady part = from 1 s after the scenario start to its end".into(),
-            clock_offset: ClockOffset {
-                method: "minimum-RTT probe exchanges, offset at the midpoint, drift by linear fit"
-                    .into(),
-                offset_ns: 1_500_000,
-                drift_ppm: 0.4,
-                uncertainty_ns: 10_000_000,
-                samples_used: 12,
-            },
+            clock_offset: ClockOffset { method: "minimum-RTT probe exchanges, offset at the midpoint, drift by linear fit".into(), offset_ns: 1_500_000, drift_ppm: 0.4, uncertainty_ns: 10_000_000, samples_used: 12 },
             scenario_definitions: defs,
-            socket: SocketInfo {
-                mss: 1448,
-                sndbuf: 0,
-                rcvbuf: 0,
-                buffers_set: false,
-                rx_copy: false,
-            },
+            socket: SocketInfo { mss: 1448, sndbuf: 0, rcvbuf: 0, buffers_set: false, rx_copy: false },
             witness_address: spec.witness.then(|| "10.77.1.3:9770".to_string()),
             probe_timestamps: "kernel SO_TIMESTAMPNS receive stamps".into(),
         },
@@ -607,89 +413,23 @@ pub fn build(spec: &Spec) -> TestResult {
 /// that must not flatten the box plot.
 #[allow(dead_code)] // each test binary uses its own part of this module
 pub fn everything() -> TestResult {
-    use bloatlab_results::{
-        ClassProbes, ClassSummary, LatencyStats, PingInfo, PingSample, PingSeries, PingSummary,
-        RpmInterval, RpmProbe, RpmResult, RpmStage,
-    };
+    use bloatlab_results::{ClassProbes, ClassSummary, LatencyStats, PingInfo, PingSample, PingSeries, PingSummary, RpmInterval, RpmProbe, RpmResult, RpmStage};
     let mut r = small();
     let last = r.scenarios.len() - 1;
-    if let Some(p) = r.scenarios[last]
-        .probes
-        .iter_mut()
-        .find(|p| p.rtt_ns.is_some())
-    {
+    if let Some(p) = r.scenarios[last].probes.iter_mut().find(|p| p.rtt_ns.is_some()) {
         p.rtt_ns = Some(5_000_000_000);
     }
-    r.metadata.pings = vec![PingInfo {
-        target: "icmp 10.0.0.1".into(),
-        address: "10.0.0.1".into(),
-        method: "raw ICMP socket".into(),
-        interval_ms: 100.0,
-    }];
-    let lat = |p50: f64| LatencyStats {
-        sent: 50,
-        received: 49,
-        lost: 1,
-        loss_pct: 2.0,
-        p50_ms: p50,
-        p99_ms: p50 + 5.0,
-        ..Default::default()
-    };
+    r.metadata.pings = vec![PingInfo { target: "icmp 10.0.0.1".into(), address: "10.0.0.1".into(), method: "raw ICMP socket".into(), interval_ms: 100.0 }];
+    let lat = |p50: f64| LatencyStats { sent: 50, received: 49, lost: 1, loss_pct: 2.0, p50_ms: p50, p99_ms: p50 + 5.0, ..Default::default() };
     for p in r.idle.iter_mut().chain(r.scenarios.iter_mut()) {
-        let samples: Vec<PingSample> = p
-            .probes
-            .iter()
-            .map(|x| PingSample {
-                t_ns: x.t_ns + 5_000_000,
-                rtt_ns: x.rtt_ns.map(|v| v * 9 / 10),
-            })
-            .collect();
-        p.pings = vec![PingSeries {
-            target: "icmp 10.0.0.1".into(),
-            samples,
-        }];
-        p.summary.pings = vec![PingSummary {
-            target: "icmp 10.0.0.1".into(),
-            latency: lat(40.0),
-            added_latency_ms: Some(20.0),
-        }];
-        let marked: Vec<Probe> = p
-            .probes
-            .iter()
-            .map(|x| Probe {
-                rtt_ns: x.rtt_ns.map(|v| v / 4),
-                ..*x
-            })
-            .collect();
-        p.class_probes = vec![
-            ClassProbes {
-                dscp: 0,
-                probes: p.probes.clone(),
-            },
-            ClassProbes {
-                dscp: 46,
-                probes: marked,
-            },
-        ];
+        let samples: Vec<PingSample> = p.probes.iter().map(|x| PingSample { t_ns: x.t_ns + 5_000_000, rtt_ns: x.rtt_ns.map(|v| v * 9 / 10) }).collect();
+        p.pings = vec![PingSeries { target: "icmp 10.0.0.1".into(), samples }];
+        p.summary.pings = vec![PingSummary { target: "icmp 10.0.0.1".into(), latency: lat(40.0), added_latency_ms: Some(20.0) }];
+        let marked: Vec<Probe> = p.probes.iter().map(|x| Probe { rtt_ns: x.rtt_ns.map(|v| v / 4), ..*x }).collect();
+        p.class_probes = vec![ClassProbes { dscp: 0, probes: p.probes.clone() }, ClassProbes { dscp: 46, probes: marked }];
         p.summary.classes = vec![
-            ClassSummary {
-                dscp: 0,
-                class: "BE".into(),
-                download_flows: p.downloads,
-                download_bps: p.summary.download_bps,
-                latency: lat(80.0),
-                added_latency_ms: Some(60.0),
-                ..Default::default()
-            },
-            ClassSummary {
-                dscp: 46,
-                class: "EF".into(),
-                upload_flows: p.uploads,
-                upload_bps: p.summary.upload_bps,
-                latency: lat(20.0),
-                added_latency_ms: Some(2.25),
-                ..Default::default()
-            },
+            ClassSummary { dscp: 0, class: "BE".into(), download_flows: p.downloads, download_bps: p.summary.download_bps, latency: lat(80.0), added_latency_ms: Some(60.0), ..Default::default() },
+            ClassSummary { dscp: 46, class: "EF".into(), upload_flows: p.uploads, upload_bps: p.summary.upload_bps, latency: lat(20.0), added_latency_ms: Some(2.25), ..Default::default() },
         ];
         for f in p.flows.iter_mut().filter(|f| f.direction == Direction::Up) {
             f.dscp = 46;
@@ -700,27 +440,10 @@ pub fn everything() -> TestResult {
     x.method.mad = 4;
     x.server_address = "10.0.0.2:4043".into();
     x.http_version = "HTTP/2".into();
-    for (d, rpm) in [
-        (bloatlab_model::RpmDirection::Download, 1234.0),
-        (bloatlab_model::RpmDirection::Upload, 987.0),
-    ] {
-        let intervals = (1..=10)
-            .map(|i| RpmInterval {
-                t_s: i as f64,
-                goodput_bps: 9.4e6 + 1e5 * (i % 3) as f64,
-                moving_average_bps: 9.4e6,
-                connections: 4,
-                rpm: Some(rpm),
-            })
-            .collect();
+    for (d, rpm) in [(bloatlab_model::RpmDirection::Download, 1234.0), (bloatlab_model::RpmDirection::Upload, 987.0)] {
+        let intervals = (1..=10).map(|i| RpmInterval { t_s: i as f64, goodput_bps: 9.4e6 + 1e5 * (i % 3) as f64, moving_average_bps: 9.4e6, connections: 4, rpm: Some(rpm) }).collect();
         let kinds = ["tcp_foreign", "tls_foreign", "http_foreign", "http_self"];
-        let probes = (0..400)
-            .map(|i| RpmProbe {
-                t_s: i as f64 * 0.025,
-                kind: kinds[i % 4].into(),
-                rtt_ms: 20.0 + (i % 37) as f64 * 3.0,
-            })
-            .collect();
+        let probes = (0..400).map(|i| RpmProbe { t_s: i as f64 * 0.025, kind: kinds[i % 4].into(), rtt_ms: 20.0 + (i % 37) as f64 * 3.0 }).collect();
         x.stages.push(RpmStage {
             direction: d,
             rpm: Some(rpm),
